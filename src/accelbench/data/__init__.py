@@ -1,0 +1,162 @@
+"""Input data: real CIFAR-10 test images (bundled), an ImageFolder path or archive, or random tensors.
+
+``load_images`` decodes raw uint8 images (and labels) on the host; ``to_model_input`` resizes and
+normalises them for a model on the chosen device. Both run before any timing.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelbench.errors import DataError
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+BUNDLED = {
+    "cifar10-test": ASSETS / "cifar10" / "test.tar.gz",
+    "cifar10-train-5k": ASSETS / "cifar10" / "train-5k.tar.gz",
+}
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+_IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+
+
+@dataclass(frozen=True, slots=True)
+class RawImages:
+    """Decoded images before resizing.
+
+    Attributes:
+        images: uint8 tensor ``(N, 3, H, W)``.
+        labels: int64 tensor ``(N,)`` or None (synthetic data).
+        name: the data source as the user named it.
+        description: one line naming what was loaded (shown in the output, stored with the run).
+        label_space: ``cifar10`` for the bundled sets, ``folder`` for a user path, None for synthetic.
+        classes: class names by label index.
+    """
+
+    images: object
+    labels: object
+    name: str
+    description: str
+    label_space: str | None
+    classes: tuple[str, ...]
+
+
+def load_images(data: str, n: int, image_size: int = 32, seed: int = 0) -> RawImages:
+    """Load ``n`` images (or all, when the source has fewer).
+
+    For a labelled source with more than ``n`` images, a class-balanced subset is taken
+    deterministically (image k of each class in turn), so accuracy on it is meaningful.
+
+    Args:
+        data: ``cifar10-test``, ``cifar10-train-5k``, ``synthetic``, or an ImageFolder directory / .tar /
+            .tar.gz path (``<class>/<image>`` under one top folder or at the root).
+        n: number of images wanted, >= 1.
+        image_size: side of synthetic images (real images keep their size here).
+        seed: seed for synthetic images.
+    Raises:
+        DataError: the path is missing, holds no images, or an image cannot be decoded.
+    """
+    import torch
+
+    if data == "synthetic":
+        g = torch.Generator().manual_seed(seed)
+        imgs = torch.randint(0, 256, (n, 3, image_size, image_size), dtype=torch.uint8, generator=g)
+        return RawImages(imgs, None, data, f"synthetic: {n} random uint8 images", None, ())
+    path = BUNDLED.get(data, Path(data).expanduser())
+    if not path.exists():
+        raise DataError(f"data {data!r} not found: use cifar10-test, synthetic, or an ImageFolder path")
+    files = _list_archive(path) if path.is_file() else _list_dir(path)
+    if not files:
+        raise DataError(f"no images in {path} (expected <class>/<image>.png layout)")
+    classes = tuple(sorted({c for c, _ in files}))
+    chosen = _balanced(files, classes, n)
+    blobs = _read_archive(path, [f for _, f in chosen]) if path.is_file() else [Path(f).read_bytes() for _, f in chosen]
+    images = _decode_all(blobs, [f for _, f in chosen])
+    labels = torch.tensor([classes.index(c) for c, _ in chosen], dtype=torch.int64)
+    space = "cifar10" if data in BUNDLED and classes == CIFAR10_CLASSES else "folder"
+    desc = f"{data}: {len(chosen)} of {len(files)} real images, {len(classes)} classes ({path.name})"
+    return RawImages(images, labels, data, desc, space, classes)
+
+
+def _list_dir(root: Path) -> list[tuple[str, str]]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.suffix.lower() in _IMAGE_EXT:
+            out.append((p.parent.name, str(p)))
+    return out
+
+
+def _list_archive(path: Path) -> list[tuple[str, str]]:
+    try:
+        with tarfile.open(path) as tar:
+            names = sorted(m.name for m in tar.getmembers() if m.isfile())
+    except (tarfile.TarError, OSError) as exc:
+        raise DataError(f"cannot read archive {path}: {exc}") from None
+    return [(Path(n).parent.name, n) for n in names if Path(n).suffix.lower() in _IMAGE_EXT]
+
+
+def _read_archive(path: Path, members: list[str]) -> list[bytes]:
+    wanted = set(members)
+    found: dict[str, bytes] = {}
+    with tarfile.open(path) as tar:
+        for m in tar:
+            if m.name in wanted:
+                found[m.name] = tar.extractfile(m).read()
+    return [found[m] for m in members]
+
+
+def _balanced(files: list[tuple[str, str]], classes: tuple[str, ...], n: int) -> list[tuple[str, str]]:
+    by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in classes}
+    for item in files:
+        by_class[item[0]].append(item)
+    order = sorted(
+        ((k, ci), item) for ci, c in enumerate(classes) for k, item in enumerate(by_class[c])
+    )
+    return [item for _, item in order[:n]]
+
+
+def _decode_all(blobs: list[bytes], names: list[str]):
+    import torch
+    from PIL import Image, UnidentifiedImageError
+
+    arrays = []
+    for blob, name in zip(blobs, names):
+        try:
+            img = Image.open(io.BytesIO(blob)).convert("RGB")
+        except (UnidentifiedImageError, OSError) as exc:
+            raise DataError(f"cannot decode image {name}: {exc}") from None
+        arrays.append(torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8).view(img.height, img.width, 3))
+    sizes = {a.shape for a in arrays}
+    if len(sizes) > 1:  # mixed sizes: bring all to the first image's size so they stack
+        from torchvision.transforms.v2.functional import resize
+
+        h, w = arrays[0].shape[:2]
+        arrays = [a if a.shape[:2] == (h, w) else resize(a.permute(2, 0, 1), [h, w]).permute(1, 2, 0) for a in arrays]
+    return torch.stack(arrays).permute(0, 3, 1, 2).contiguous()
+
+
+def to_model_input(raw_images, image_size: int, mean, std, device="cpu", chunk: int = 256):
+    """Resize (bilinear, antialiased when shrinking) and normalise uint8 images for a model.
+
+    Args:
+        raw_images: uint8 tensor ``(N, 3, H, W)``.
+        image_size: output side S.
+        mean, std: per-channel normalisation on the 0..1 scale.
+        device: where the result lives.
+    Returns:
+        float32 tensor ``(N, 3, S, S)`` on ``device``.
+    """
+    import torch
+    from torchvision.transforms.v2.functional import resize
+
+    m = torch.tensor(mean, device=device).view(1, 3, 1, 1)
+    s = torch.tensor(std, device=device).view(1, 3, 1, 1)
+    out = torch.empty((raw_images.shape[0], 3, image_size, image_size), device=device)
+    for i in range(0, raw_images.shape[0], chunk):
+        x = raw_images[i : i + chunk].to(device).float().div_(255)
+        if x.shape[-1] != image_size or x.shape[-2] != image_size:
+            x = resize(x, [image_size, image_size], antialias=True)
+        out[i : i + chunk] = (x - m) / s
+    return out

@@ -1,0 +1,172 @@
+"""Model registry: ``create_model(name) -> LoadedModel``.
+
+Names resolve in this order:
+1. the registry ``MODELS`` (``cifar-resnet20``, ``cifar-resnet56``, filled by ``@register``);
+2. ``timm:<name>``: a timm model (random weights: no hub access is assumed);
+3. ``package.module:factory``: a user callable returning an ``nn.Module``;
+4. a torchvision classification model name (``resnet50``, ``vit_b_16``, ...), with its ImageNet
+   weights when they are already in the torch hub cache, else random weights.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from accelbench.errors import MissingDependencyError, UnknownModelError
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelInfo:
+    """What the runner needs to know about a model besides its module.
+
+    Attributes:
+        name: the name it was created by.
+        source: ``registry``, ``torchvision``, ``timm`` or ``user``.
+        pretrained: True when real trained weights were loaded.
+        weights: a one-line description (``random``, a checkpoint file or weights enum).
+        label_space: ``imagenet-1k``, ``cifar10`` or None; accuracy is computed only when it equals
+            the data's label space.
+        image_size: native square input side in pixels.
+        mean, std: per-channel input normalisation (0..1 pixel scale).
+    """
+
+    name: str
+    source: str
+    pretrained: bool
+    weights: str
+    label_space: str | None
+    image_size: int
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    module: Any  # torch.nn.Module, in eval mode, on the CPU
+    info: ModelInfo
+
+
+MODELS: dict[str, Callable[[bool], LoadedModel]] = {}
+
+
+def register(name: str) -> Callable:
+    """Decorator: add ``fn(pretrained: bool) -> LoadedModel`` to ``MODELS`` under ``name``."""
+
+    def deco(fn: Callable[[bool], LoadedModel]) -> Callable[[bool], LoadedModel]:
+        MODELS[name] = fn
+        return fn
+
+    return deco
+
+
+def _cifar(depth: int) -> Callable[[bool], LoadedModel]:
+    def build(pretrained: bool) -> LoadedModel:
+        from accelbench.models.cifar_resnet import WEIGHT_FILES, cifar_resnet
+
+        module = cifar_resnet(depth, pretrained=pretrained)
+        has = pretrained and depth in WEIGHT_FILES
+        info = ModelInfo(
+            name=f"cifar-resnet{depth}", source="registry", pretrained=has,
+            weights=WEIGHT_FILES[depth] if has else "random", label_space="cifar10", image_size=32,
+        )
+        return LoadedModel(module, info)
+
+    return build
+
+
+register("cifar-resnet20")(_cifar(20))
+register("cifar-resnet56")(_cifar(56))
+
+
+def list_models() -> list[str]:
+    """Registry names plus every torchvision classification model name."""
+    import torchvision
+
+    return sorted(MODELS) + sorted(torchvision.models.list_models(module=torchvision.models))
+
+
+def create_model(name: str, pretrained: bool = True) -> LoadedModel:
+    """Build a model by name (see module docstring), in eval mode on the CPU.
+
+    Raises:
+        UnknownModelError: the name matches nothing; the message lists where it looked.
+        MissingDependencyError: ``timm:`` was asked for without timm installed.
+    """
+    if name in MODELS:
+        loaded = MODELS[name](pretrained)
+    elif name.startswith("timm:"):
+        loaded = _timm_model(name, name.removeprefix("timm:"))
+    elif ":" in name:
+        loaded = _user_model(name)
+    else:
+        loaded = _torchvision_model(name, pretrained)
+    loaded.module.eval()
+    return loaded
+
+
+def _timm_model(name: str, timm_name: str) -> LoadedModel:
+    try:
+        import timm
+    except ImportError:
+        raise MissingDependencyError("timm", "timm") from None
+    if not timm.list_models(timm_name):
+        raise UnknownModelError(f"unknown timm model {timm_name!r} (see timm.list_models())")
+    module = timm.create_model(timm_name, pretrained=False)
+    cfg = getattr(module, "pretrained_cfg", {}) or {}
+    size = int(cfg.get("input_size", (3, 224, 224))[-1])
+    info = ModelInfo(
+        name=name, source="timm", pretrained=False, weights="random", label_space=None,
+        image_size=size, mean=tuple(cfg.get("mean", IMAGENET_MEAN)), std=tuple(cfg.get("std", IMAGENET_STD)),
+    )
+    return LoadedModel(module, info)
+
+
+def _user_model(name: str) -> LoadedModel:
+    mod_name, _, attr = name.partition(":")
+    try:
+        factory = getattr(importlib.import_module(mod_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownModelError(f"cannot import model factory {name!r}: {exc}") from None
+    module = factory()
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise UnknownModelError(f"model factory {name!r} returned {type(module).__name__}, not nn.Module")
+    size = int(getattr(module, "default_image_size", 224))
+    info = ModelInfo(
+        name=name, source="user", pretrained=False, weights="as built by the factory",
+        label_space=getattr(module, "label_space", None), image_size=size,
+    )
+    return LoadedModel(module, info)
+
+
+def _torchvision_model(name: str, pretrained: bool) -> LoadedModel:
+    import torch
+    import torchvision
+
+    names = torchvision.models.list_models(module=torchvision.models)
+    if name not in names:
+        raise UnknownModelError(
+            f"unknown model {name!r}: use a torchvision classification model (e.g. resnet50), "
+            f"{', '.join(sorted(MODELS))}, timm:<name>, or package.module:factory"
+        )
+    weights = torchvision.models.get_model_weights(name).DEFAULT if pretrained else None
+    cached = None
+    if weights is not None:
+        # Never download: the hub may be unreachable. Use the weights only if already cached.
+        path = os.path.join(torch.hub.get_dir(), "checkpoints", os.path.basename(weights.url))
+        cached = path if os.path.exists(path) else None
+    module = torchvision.models.get_model(name, weights=weights if cached else None)
+    size = 299 if name == "inception_v3" else 224
+    info = ModelInfo(
+        name=name, source="torchvision", pretrained=bool(cached),
+        weights=str(weights) if cached else "random", label_space="imagenet-1k" if cached else None,
+        image_size=size,
+    )
+    return LoadedModel(module, info)

@@ -1,0 +1,218 @@
+"""The inference sweep: ``run_sweep(spec, store)`` plans the cases and runs each one in turn.
+
+Every finished case is committed to the store at once. A failure in one case (OOM, compile error, any
+exception) becomes a stored row with ``status`` ``oom``/``error`` and a one-line reason, and the sweep
+goes on with clean state; larger batch sizes of a (model, precision, mode) that ran out of memory are
+stored as ``skipped`` rather than run into the same wall. Timing rules: see :mod:`accelbench.measure`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from accelbench import modes, precisions
+from accelbench.measure import (
+    ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Inputs, accuracy_pass, channels_last_for, cleanup, is_oom,
+    make_batches, one_line, passes_needed, resolve_device, time_passes, _sync,
+)
+from accelbench.spec import Case, SweepSpec, expand
+
+KIND = "inference"
+
+
+@dataclass
+class SweepOutcome:
+    """What ``run_sweep`` returns: the run id, every record stored by this call, and whether Ctrl-C stopped it."""
+
+    run_id: int
+    records: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+    skipped_done: int = 0
+
+
+def _base_record(case: Case, device) -> dict[str, Any]:
+    return {
+        "case_key": case.key, "workload": KIND, "model": case.model, "batch_size": case.batch_size,
+        "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
+        "device": str(device), "data": case.data, "images": case.images,
+        "include_transfer": case.include_transfer, "started_at": time.time(),
+    }
+
+
+def _measure(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict, dict]:
+    import torch
+
+    from accelbench.models import create_model
+    from accelbench.stats import summarize
+    from accelbench.telemetry.nvml import Sampler
+
+    torch.manual_seed(spec.seed)
+    loaded = create_model(case.model)
+    info = loaded.info
+    size = case.image_size or info.image_size
+    cl = channels_last_for(case, loaded.module, device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    module = precisions.prepare(case.precision, loaded.module, device)
+    if cl:
+        module = module.to(memory_format=torch.channels_last)
+    x_all = inputs.get(size, info.mean, info.std, on_host=case.include_transfer)
+    raw = inputs.raw_images()
+    use_labels = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
+    pin = case.include_transfer and device.type == "cuda"
+    batches, blabels, n_real = make_batches(
+        x_all, raw.labels if use_labels else None, case, precisions.input_dtype(case.precision), cl, pin
+    )
+    with precisions.forward_context(case.precision, device):
+        example = batches[0].to(device)
+        fwd, compile_s = modes.build(case.mode, module, example, device)
+        del example
+        hits = accuracy_pass(fwd, batches, blabels, n_real, device, case.include_transfer)
+        t0 = time.perf_counter()
+        for i in range(spec.warmup_batches):
+            fwd(batches[i % len(batches)].to(device, non_blocking=True))
+        _sync(device)
+        batch_s = (time.perf_counter() - t0) / max(spec.warmup_batches, 1)
+        n_passes = passes_needed(spec, len(batches), batch_s)
+        sampler = Sampler(device.index or 0) if device.type == "cuda" else None
+        if sampler is not None:
+            with sampler:
+                lat_ms, wall_s = time_passes(fwd, batches, n_passes, device, case.include_transfer)
+        else:
+            lat_ms, wall_s = time_passes(fwd, batches, n_passes, device, case.include_transfer)
+    st = summarize(lat_ms)
+    samples = n_passes * len(batches) * case.batch_size
+    throughput = samples / wall_s
+    rec = {
+        "weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
+        "data_description": raw.description, "compile_s": compile_s, "passes": n_passes,
+        "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
+        "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
+        "total_time_s": case.images / throughput,
+        "latency_mean_ms": st.latency_mean_ms, "latency_min_ms": st.latency_min_ms,
+        "latency_p50_ms": st.latency_p50_ms, "latency_p90_ms": st.latency_p90_ms,
+        "latency_p99_ms": st.latency_p99_ms, "latency_max_ms": st.latency_max_ms,
+        "latency_spread": st.spread, "latency_noisy": st.noisy,
+        "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
+        "accuracy_samples": n_real if hits else None,
+    }
+    if device.type == "cuda":
+        rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(device)
+        rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(device)
+        if sampler is not None and sampler.available:
+            rec["device_mem_used_bytes"] = sampler.max("mem_used_bytes")
+            rec["gpu_util_mean_pct"] = sampler.mean("gpu_util_pct")
+    else:
+        import psutil
+
+        rec["peak_mem_bytes"] = None  # torch has no CPU allocator statistics
+        rec["process_rss_bytes"] = psutil.Process().memory_info().rss
+    return rec, {"latency_ms": lat_ms}
+
+
+def run_case(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict, dict]:
+    """Run one case; never raises except KeyboardInterrupt. Returns ``(record, raw_series)``."""
+    rec = _base_record(case, device)
+    reason = precisions.unsupported_reason(case.precision, device) or modes.unsupported_reason(case.mode, device)
+    if reason:
+        return {**rec, "status": UNSUPPORTED, "error": reason}, {}
+    t0 = time.perf_counter()
+    try:
+        measured, series = _measure(case, spec, inputs, device)
+        rec.update(measured, status=OK, error=None)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # every failure is data: a row with a one-line reason
+        rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
+        series = {}
+        del exc
+    finally:
+        cleanup(device)
+    rec["case_wall_s"] = time.perf_counter() - t0
+    return rec, series
+
+
+def _oom_group(case: Case) -> tuple:
+    return (case.model, case.precision, case.mode, case.channels_last)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    store,
+    resume: bool = False,
+    on_case: Callable[[int, int, Case, dict | None], None] | None = None,
+) -> SweepOutcome:
+    """Run the sweep and store every case as it finishes.
+
+    Args:
+        spec: the sweep.
+        store: an open :class:`accelbench.store.Store`.
+        resume: continue the newest unfinished run with the same spec, running only missing cases.
+        on_case: progress callback ``(index, total, case, record_or_None)``, called before
+            (record None) and after each case.
+    Returns:
+        :class:`SweepOutcome`; ``interrupted`` is True after Ctrl-C (finished cases are stored).
+    Raises:
+        ConfigError: the device is not available. Model and data errors of a case become rows.
+    """
+    from accelbench import env as envmod
+
+    device = resolve_device(spec.device)
+    cases = expand(spec, str(device))
+    run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
+    if run_id is None:
+        run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), envmod.collect(device))
+    else:
+        store.reopen_run(run_id)
+    done = store.done_keys(run_id)
+    out = SweepOutcome(run_id=run_id, skipped_done=sum(c.key in done for c in cases))
+    inputs = Inputs(spec, device)
+    oom_at: dict[tuple, int] = {}
+    todo = [c for c in cases if c.key not in done]
+    try:
+        for i, case in enumerate(todo):
+            if on_case:
+                on_case(i, len(todo), case, None)
+            group = _oom_group(case)
+            if group in oom_at and case.batch_size > oom_at[group]:
+                rec, series = _base_record(case, device), {}
+                rec.update(status=SKIPPED, error=f"not run: batch size {oom_at[group]} already ran out of memory")
+            else:
+                rec, series = run_case(case, spec, inputs, device)
+            if rec["status"] == OOM:
+                oom_at[group] = min(case.batch_size, oom_at.get(group, case.batch_size))
+            rec["case_id"] = store.add_case(run_id, rec, series)
+            out.records.append(rec)
+            if on_case:
+                on_case(i + 1, len(todo), case, rec)
+    except KeyboardInterrupt:
+        out.interrupted = True
+        store.finish_run(run_id, "interrupted")
+        return out
+    store.finish_run(run_id, "complete")
+    return out
+
+
+def oom_boundary(records: list[dict]) -> dict[tuple, dict[str, int | None]]:
+    """Per (model, precision, mode): the largest batch size that ran and the smallest that ran out of memory."""
+    out: dict[tuple, dict[str, int | None]] = {}
+    for r in records:
+        g = out.setdefault((r["model"], r["precision"], r["mode"]), {"largest_ok": None, "smallest_oom": None})
+        if r["status"] == OK and (g["largest_ok"] is None or r["batch_size"] > g["largest_ok"]):
+            g["largest_ok"] = r["batch_size"]
+        if r["status"] == OOM and (g["smallest_oom"] is None or r["batch_size"] < g["smallest_oom"]):
+            g["smallest_oom"] = r["batch_size"]
+    return out
+
+
+def write_json(path: str | Path, store, run_id: int) -> None:
+    """Write the run (spec, environment, results) as JSON."""
+    run = store.run(run_id)
+    df = store.cases(run_id)
+    doc = {"run_id": run_id, "kind": run["kind"], "status": run["status"], "created_at": run["created_at"],
+           "spec": run["spec"], "env": run["env"], "results": json.loads(df.to_json(orient="records"))}
+    Path(path).write_text(json.dumps(doc, indent=1, default=str))

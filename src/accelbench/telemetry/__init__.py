@@ -1,0 +1,1 @@
+"""Telemetry sources. Only :mod:`accelbench.telemetry.nvml` imports ``pynvml``."""
