@@ -1,0 +1,42 @@
+"""Model factories used by the tests as ``helpers:<factory>`` (the user-model path of --model)."""
+
+import torch
+from torch import nn
+
+
+class OomAbove(nn.Module):
+    """A small conv net that raises a real ``torch.OutOfMemoryError`` for batches larger than ``limit``,
+    as the CUDA caching allocator does when a batch's activations do not fit."""
+
+    default_image_size = 32
+
+    def __init__(self, limit: int = 4):
+        super().__init__()
+        self.limit = limit
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            oom = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+            raise oom(f"CUDA out of memory. Tried to allocate {x.shape[0] * 2} GiB")
+        return self.fc(self.conv(x).mean((2, 3)))
+
+
+def oom_model():
+    return OomAbove(limit=4)
+
+
+class Broken(nn.Module):
+    default_image_size = 32
+
+    def forward(self, x):
+        raise RuntimeError("shape mismatch in layer 3\nsecond line of detail")
+
+
+def broken_model():
+    return Broken()
+
+
+def not_a_module():
+    return 42

@@ -1,0 +1,57 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args, cwd=None, check=True):
+    env = {**os.environ, "COLUMNS": "200"}
+    p = subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def test_run_end_to_end_on_real_images(tmp_path):
+    db, js = tmp_path / "r.db", tmp_path / "r.json"
+    p = cli("run", "--model", "cifar-resnet20", "--batch-sizes", "1,16", "--images", "64", "--device", "cpu",
+            "--db", str(db), "--json", str(js), "--min-timed-batches", "4")
+    assert "Throughput (img/s)" in p.stdout and "cifar10-test: 64 of 10000 real images" in p.stdout
+    doc = json.loads(js.read_text())
+    assert doc["env"]["torch"] and doc["env"]["cpu_model"] and "git_commit" in doc["env"]
+    assert doc["spec"]["batch_sizes"] == [1, 16] and len(doc["results"]) == 2
+    for r in doc["results"]:
+        for key in ("model", "batch_size", "precision", "mode", "device", "status", "images", "total_time_s",
+                    "throughput_samples_per_s", "latency_p50_ms", "latency_p99_ms", "top1", "top5"):
+            assert key in r, key
+        assert r["status"] == "ok" and r["device"] == "cpu" and r["images"] == 64 and 0.6 < r["top1"] <= 1
+    res = cli("results", "--db", str(db))
+    assert "cifar10-test" not in res.stderr and "ok" in res.stdout
+    csv = cli("export", "--db", str(db), "--run", str(doc["run_id"]), "--format", "csv").stdout
+    header = csv.splitlines()[0].split(",")
+    assert "latency_p99_ms" in header and len(csv.strip().splitlines()) == 3
+    out = tmp_path / "e.json"
+    cli("export", "--db", str(db), "--format", "json", "--output", str(out))
+    assert json.loads(out.read_text())["run_id"] == doc["run_id"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--precisions", "fp64"], "invalid precision 'fp64': allowed fp32, tf32"),
+    (["run", "--batch-sizes", "8,x"], "invalid batch_sizes"),
+    (["run", "--device", "cuda"], "invalid device 'cuda'"),
+    (["export", "--format", "xml"], "invalid format 'xml'"),
+])
+def test_bad_input_one_line_error(tmp_path, args, needle):
+    p = cli(*args, "--db", str(tmp_path / "x.db"), check=False) if args[0] == "run" else cli(*args, check=False)
+    assert p.returncode == 2
+    lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+
+
+def test_config_file_and_unknown_model_row(tmp_path):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('model = "nosuchnet"\nbatch_sizes = [2]\nimages = 4\ndevice = "cpu"\n')
+    p = cli("run", "--config", str(cfg), "--db", str(tmp_path / "c.db"))
+    assert "error: UnknownModelError: unknown model 'nosuchnet'" in p.stdout.replace("\n", " ") or "unknown model 'nosuchnet'" in p.stdout

@@ -1,0 +1,102 @@
+import pytest
+import torch
+
+from accelbench.data import load_images, to_model_input
+from accelbench.errors import DataError, UnknownModelError
+from accelbench.models import create_model
+
+
+def _top1(name: str) -> float:
+    loaded = create_model(name)
+    raw = load_images("cifar10-test", 10_000)
+    x = to_model_input(raw.images, 32, loaded.info.mean, loaded.info.std)
+    correct = 0
+    with torch.inference_mode():
+        for i in range(0, len(x), 500):
+            correct += (loaded.module(x[i : i + 500]).argmax(1) == raw.labels[i : i + 500]).sum().item()
+    return 100 * correct / len(x)
+
+
+def test_cifar_resnet20_top1_on_full_test_set():
+    assert _top1("cifar-resnet20") == pytest.approx(91.73, abs=0.05)
+
+
+@pytest.mark.slow
+def test_cifar_resnet56_top1_on_full_test_set():
+    assert _top1("cifar-resnet56") == pytest.approx(93.39, abs=0.05)
+
+
+def test_cifar_resnet_architecture_and_weights():
+    m = create_model("cifar-resnet20")
+    assert m.info.pretrained and m.info.label_space == "cifar10" and m.info.image_size == 32
+    def n_tensors(mod):  # the 2016 checkpoints predate BatchNorm's num_batches_tracked buffer
+        return sum(not k.endswith("num_batches_tracked") for k in mod.state_dict())
+
+    assert n_tensors(m.module) == 97
+    assert sum(p.numel() for p in m.module.parameters()) == 269_722  # He et al.: 0.27M
+    assert n_tensors(create_model("cifar-resnet56").module) == 277
+
+
+def test_torchvision_model_random_weights_said():
+    m = create_model("resnet18")
+    assert m.info.source == "torchvision" and m.info.image_size == 224
+    assert m.info.pretrained is False and m.info.weights == "random" and m.info.label_space is None
+
+
+def test_timm_and_user_models():
+    t = create_model("timm:resnet18")
+    assert t.info.source == "timm" and t.info.image_size == 224
+    u = create_model("helpers:oom_model")
+    assert u.info.source == "user" and u.info.image_size == 32
+
+
+@pytest.mark.parametrize("name, match", [
+    ("resnet9000", "unknown model 'resnet9000'"),
+    ("timm:no_such_net", "unknown timm model"),
+    ("nomodule_xyz:factory", "cannot import model factory"),
+    ("helpers:not_a_module", "not nn.Module"),
+])
+def test_unknown_models_clear_error(name, match):
+    with pytest.raises(UnknownModelError, match=match):
+        create_model(name)
+
+
+def test_balanced_subset_and_labels():
+    raw = load_images("cifar10-test", 20)
+    assert raw.images.shape == (20, 3, 32, 32) and raw.images.dtype == torch.uint8
+    assert sorted(raw.labels.tolist()) == sorted(list(range(10)) * 2)
+    assert raw.label_space == "cifar10" and "20 of 10000 real images" in raw.description
+
+
+def test_image_folder_dir_and_archive(tmp_path):
+    from PIL import Image
+
+    for cls in ("cats", "dogs"):
+        (tmp_path / "imgs" / cls).mkdir(parents=True)
+        for i in range(3):
+            Image.new("RGB", (20 + i, 16), (i * 40, 10, 200)).save(tmp_path / "imgs" / cls / f"{i}.png")
+    raw = load_images(str(tmp_path / "imgs"), 100)
+    assert raw.images.shape == (6, 3, 16, 20) and raw.classes == ("cats", "dogs") and raw.label_space == "folder"
+    import tarfile
+
+    with tarfile.open(tmp_path / "imgs.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "imgs", arcname="imgs")
+    raw2 = load_images(str(tmp_path / "imgs.tar.gz"), 4)
+    assert raw2.images.shape[0] == 4 and raw2.labels.tolist() == [0, 1, 0, 1]
+
+
+def test_bad_data_paths(tmp_path):
+    with pytest.raises(DataError, match="not found"):
+        load_images(str(tmp_path / "nope"), 4)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="no images"):
+        load_images(str(tmp_path / "empty"), 4)
+
+
+def test_to_model_input_resizes_and_normalises():
+    raw = load_images("cifar10-test", 4)
+    x = to_model_input(raw.images, 64, (0.5, 0.5, 0.5), (0.25, 0.25, 0.25))
+    assert x.shape == (4, 3, 64, 64) and x.dtype == torch.float32
+    assert x.min() >= -2.0 - 1e-5 and x.max() <= 2.0 + 1e-5
+    s = load_images("synthetic", 3, image_size=40)
+    assert s.images.shape == (3, 3, 40, 40) and s.labels is None and s.images.float().std() > 50

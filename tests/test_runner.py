@@ -1,0 +1,97 @@
+import pytest
+
+from accelbench.runner import oom_boundary, run_sweep
+from accelbench.spec import PRECISIONS, build_spec
+from accelbench.store import Store
+
+FAST = {"warmup_batches": 1, "min_timed_batches": 3, "min_time_s": 0.0, "device": "cpu"}
+
+
+def spec(**kw):
+    return build_spec({**FAST, **kw}, cuda=False)
+
+
+def test_every_precision_eager_on_cpu_or_unsupported(db):
+    s = spec(model="cifar-resnet20", batch_sizes="4", precisions=",".join(PRECISIONS), modes="eager,cudagraphs", images=16)
+    out = run_sweep(s, Store(db))
+    by = {(r["precision"], r["mode"]): r for r in out.records}
+    assert len(by) == len(PRECISIONS) * 2
+    for p in PRECISIONS:
+        cg = by[(p, "cudagraphs")]
+        assert cg["status"] == "unsupported" and "CUDA" in cg["error"]
+    assert by[("tf32", "eager")]["status"] == "unsupported"
+    for p in ("fp32", "amp-bf16", "bf16", "fp16", "amp-fp16"):
+        r = by[(p, "eager")]
+        assert r["status"] == "ok", r.get("error")
+        assert r["throughput_samples_per_s"] > 0 and r["latency_p50_ms"] > 0
+        assert r["samples_timed"] == r["batches_timed"] * 4 and r["batches_timed"] >= 3
+        assert r["total_time_s"] == pytest.approx(16 / r["throughput_samples_per_s"])
+        assert r["latency_p50_ms"] <= r["latency_p99_ms"] <= r["latency_max_ms"]
+    # real weights on real labelled data: accuracy is reported (16 balanced test images)
+    assert 0.5 <= by[("fp32", "eager")]["top1"] <= by[("fp32", "eager")]["top5"] <= 1.0
+    # raw per-batch latencies are stored with the case
+    st = Store(db)
+    r = by[("fp32", "eager")]
+    assert len(st.series(r["case_id"], "latency_ms")) == r["batches_timed"]
+
+
+@pytest.mark.slow
+def test_compile_modes_on_cpu(db):
+    s = spec(model="cifar-resnet20", batch_sizes="2", precisions="fp32", modes="compile,max-autotune", images=4)
+    out = run_sweep(s, Store(db))
+    for r in out.records:
+        assert r["status"] == "ok", r.get("error")
+        assert r["compile_s"] > 0 and r["throughput_samples_per_s"] > 0 and r["top1"] is not None
+
+
+def test_oom_row_boundary_and_sweep_goes_on(db):
+    s = spec(model="helpers:oom_model,cifar-resnet20", batch_sizes="2,4,8,16", images=16, data="synthetic")
+    out = run_sweep(s, Store(db))
+    rows = {(r["model"], r["batch_size"]): r for r in out.records}
+    assert [rows[("helpers:oom_model", b)]["status"] for b in (2, 4, 8, 16)] == ["ok", "ok", "oom", "skipped"]
+    assert "out of memory" in rows[("helpers:oom_model", 8)]["error"].lower()
+    assert "\n" not in rows[("helpers:oom_model", 8)]["error"]
+    # the failure does not poison later cases
+    assert all(rows[("cifar-resnet20", b)]["status"] == "ok" for b in (2, 4, 8, 16))
+    b = oom_boundary(out.records)[("helpers:oom_model", "fp32", "eager")]
+    assert b == {"largest_ok": 4, "smallest_oom": 8}
+    assert len(Store(db).cases(out.run_id)) == 8
+
+
+def test_error_row_is_one_line_and_sweep_goes_on(db):
+    s = spec(model="helpers:broken_model,resnet9000,cifar-resnet20", batch_sizes="2", images=4)
+    out = run_sweep(s, Store(db))
+    st = [r["status"] for r in out.records]
+    assert st == ["error", "error", "ok"]
+    assert out.records[0]["error"] == "RuntimeError: shape mismatch in layer 3"
+    assert "unknown model 'resnet9000'" in out.records[1]["error"]
+
+
+def test_interrupt_keeps_finished_and_resume_runs_only_missing(db):
+    s = spec(model="cifar-resnet20", batch_sizes="1,2,4,8", images=8)
+    seen = []
+
+    def stop_after_two(i, n, case, rec):
+        if rec is not None:
+            seen.append(case.batch_size)
+            if len(seen) == 2:
+                raise KeyboardInterrupt
+
+    first = run_sweep(s, Store(db), on_case=stop_after_two)
+    assert first.interrupted and [r["batch_size"] for r in first.records] == [1, 2]
+    st = Store(db)
+    assert st.run(first.run_id)["status"] == "interrupted" and len(st.cases(first.run_id)) == 2
+    second = run_sweep(s, Store(db), resume=True)
+    assert second.run_id == first.run_id and second.skipped_done == 2
+    assert [r["batch_size"] for r in second.records] == [4, 8]
+    df = Store(db).cases(first.run_id)
+    assert sorted(df["batch_size"]) == [1, 2, 4, 8] and Store(db).run(first.run_id)["status"] == "complete"
+    # a complete run is not resumed: a new run starts
+    third = run_sweep(s, Store(db), resume=True)
+    assert third.run_id != first.run_id
+
+
+def test_include_transfer_and_channels_last_flags(db):
+    s = spec(model="cifar-resnet20", batch_sizes="4", images=8, include_transfer=True, channels_last=True)
+    r = run_sweep(s, Store(db)).records[0]
+    assert r["status"] == "ok" and r["channels_last"] == 1 and r["include_transfer"] is True

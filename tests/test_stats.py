@@ -1,0 +1,32 @@
+import math
+
+import pytest
+import torch
+
+from accelbench.stats import percentile, summarize, topk_correct
+
+
+def test_percentile_matches_numpy_linear():
+    xs = [10.0, 1.0, 4.0, 7.0]  # sorted 1 4 7 10
+    assert percentile(xs, 0) == 1.0 and percentile(xs, 100) == 10.0
+    assert percentile(xs, 50) == 5.5
+    assert percentile(xs, 25) == pytest.approx(3.25)
+    assert percentile(xs, 99) == pytest.approx(9.91)
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_summarize_exact():
+    st = summarize([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert st.latency_p50_ms == 3.0 and st.latency_mean_ms == 3.0
+    assert st.latency_iqr_ms == 2.0 and st.spread == pytest.approx(2 / 3) and st.noisy
+    flat = summarize([10.0] * 9 + [10.4])
+    assert flat.spread == 0.0 and not flat.noisy and flat.latency_max_ms == 10.4
+    assert math.isclose(flat.latency_p99_ms, 10.0 + 0.4 * 0.91)
+
+
+def test_topk_correct():
+    logits = torch.tensor([[0.1, 0.9, 0.0], [0.8, 0.1, 0.2], [0.3, 0.2, 0.5]])
+    labels = torch.tensor([1, 2, 1])
+    assert topk_correct(logits, labels, (1, 2)) == {1: 1, 2: 2}
+    assert topk_correct(logits, labels, (1, 5)) == {1: 1, 5: 3}  # k capped at 3 classes
