@@ -169,6 +169,10 @@ def models_cmd() -> None:
     console.print("also: timm:<name> (pip install 'accelbench[timm]'), package.module:factory")
 
 
+# Commands defined in other modules (cli_<topic>.py, each doing `from accelbench.cli import app`)
+# register themselves when imported: one import line per module below.
+
+
 def main() -> None:
     try:
         app()

@@ -48,7 +48,7 @@ def _measure(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
 
     from accelbench.models import create_model
     from accelbench.stats import summarize
-    from accelbench.telemetry.nvml import Sampler
+    from accelbench.telemetry import monitor
 
     torch.manual_seed(spec.seed)
     loaded = create_model(case.model)
@@ -78,11 +78,7 @@ def _measure(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
         _sync(device)
         batch_s = (time.perf_counter() - t0) / max(spec.warmup_batches, 1)
         n_passes = passes_needed(spec, len(batches), batch_s)
-        sampler = Sampler(device.index or 0) if device.type == "cuda" else None
-        if sampler is not None:
-            with sampler:
-                lat_ms, wall_s = time_passes(fwd, batches, n_passes, device, case.include_transfer)
-        else:
+        with monitor(device) as mon:
             lat_ms, wall_s = time_passes(fwd, batches, n_passes, device, case.include_transfer)
     st = summarize(lat_ms)
     samples = n_passes * len(batches) * case.batch_size
@@ -100,18 +96,16 @@ def _measure(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
         "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
         "accuracy_samples": n_real if hits else None,
     }
+    rec.update(mon.record())
     if device.type == "cuda":
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(device)
         rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(device)
-        if sampler is not None and sampler.available:
-            rec["device_mem_used_bytes"] = sampler.max("mem_used_bytes")
-            rec["gpu_util_mean_pct"] = sampler.mean("gpu_util_pct")
     else:
         import psutil
 
         rec["peak_mem_bytes"] = None  # torch has no CPU allocator statistics
         rec["process_rss_bytes"] = psutil.Process().memory_info().rss
-    return rec, {"latency_ms": lat_ms}
+    return rec, {"latency_ms": lat_ms, **mon.series()}
 
 
 def run_case(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict, dict]:
