@@ -25,6 +25,17 @@ def test_round_trip_columns_and_series(db):
         assert st.conn.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
 
 
+def test_column_first_seen_as_none_keeps_numbers(db):
+    st = Store(db)
+    rid = st.begin_run("inference", {}, "h", {})
+    st.add_case(rid, {"case_key": "a", "workload": "inference", "status": "ok", "compile_s": None, "top1": None})
+    st.add_case(rid, {"case_key": "b", "workload": "inference", "status": "ok", "compile_s": 12.5, "top1": 0.9173})
+    raw = st.conn.execute("SELECT typeof(compile_s), typeof(top1) FROM cases WHERE case_key='b'").fetchone()
+    assert tuple(raw) == ("real", "real")
+    df = st.cases(rid)
+    assert df["compile_s"].tolist()[1] == 12.5 and df["top1"].dtype.kind == "f"
+
+
 def test_resumable_run_only_unfinished(db):
     st = Store(db)
     a = st.begin_run("inference", {}, "h", {})

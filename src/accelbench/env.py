@@ -24,8 +24,13 @@ def cpu_model() -> str:
 
 
 def git_commit() -> str | None:
-    """The project's git commit (with ``-dirty`` when the tree has changes), or None outside a checkout."""
+    """The project's git commit (with ``-dirty`` when the tree has changes).
+
+    Outside a checkout (e.g. a copy of the tree on a GPU machine), ``$ACCELBENCH_GIT_COMMIT`` if set, else None.
+    """
     src = Path(accelbench.__file__).resolve().parent
+    if os.environ.get("ACCELBENCH_GIT_COMMIT"):
+        return os.environ["ACCELBENCH_GIT_COMMIT"]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, timeout=5)
         if sha.returncode != 0:

@@ -57,6 +57,10 @@ class StoreError(RuntimeError):
 
 
 def _sql_type(value: Any) -> str:
+    # A column first seen as None gets no declared type (no affinity), so a later float or int is
+    # stored as a number, not coerced to text.
+    if value is None:
+        return ""
     if isinstance(value, bool) or isinstance(value, int):
         return "INTEGER"
     if isinstance(value, float):
@@ -201,7 +205,13 @@ class Store:
             where.append("workload=?")
             args.append(workload)
         q = "SELECT * FROM cases" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY case_id"
-        return pd.read_sql_query(q, self.conn, params=args).dropna(axis=1, how="all")
+        df = pd.read_sql_query(q, self.conn, params=args).dropna(axis=1, how="all")
+        for col in df.columns[df.dtypes == object]:
+            try:  # numbers kept as text by an older store
+                df[col] = pd.to_numeric(df[col])
+            except (ValueError, TypeError):
+                pass
+        return df
 
     def series(self, case_id: int, name: str) -> list[float]:
         rows = self.conn.execute(
