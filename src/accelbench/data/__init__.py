@@ -6,6 +6,7 @@ normalises them for a model on the chosen device. Both run before any timing.
 
 from __future__ import annotations
 
+import functools
 import io
 import tarfile
 from dataclasses import dataclass
@@ -89,12 +90,20 @@ def _list_dir(root: Path) -> list[tuple[str, str]]:
 
 
 def _list_archive(path: Path) -> list[tuple[str, str]]:
+    st = path.stat()
+    return list(_list_archive_cached(str(path.resolve()), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _list_archive_cached(path_str: str, mtime_ns: int, size: int) -> tuple[tuple[str, str], ...]:
+    # Listing a .tar.gz decompresses all of it: do it once per file version and process.
+    path = Path(path_str)
     try:
         with tarfile.open(path) as tar:
             names = sorted(m.name for m in tar.getmembers() if m.isfile())
     except (tarfile.TarError, OSError) as exc:
         raise DataError(f"cannot read archive {path}: {exc}") from None
-    return [(Path(n).parent.name, n) for n in names if Path(n).suffix.lower() in _IMAGE_EXT]
+    return tuple((Path(n).parent.name, n) for n in names if Path(n).suffix.lower() in _IMAGE_EXT)
 
 
 def _read_archive(path: Path, members: list[str]) -> list[bytes]:
