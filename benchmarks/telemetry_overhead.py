@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 CONFIGS = {"bs1-fp32": (1, "fp32"), "bs64-amp-bf16": (64, "amp-bf16")}
-SETTINGS = {"off": None, "100ms": 0.1, "10ms": 0.01}
+# name -> (period_s, per-tick GPM on); "100ms-no-gpm" isolates the cost of per-tick GPM snapshots
+SETTINGS = {"off": (None, True), "100ms": (0.1, True), "10ms": (0.01, True), "100ms-no-gpm": (0.1, False)}
 
 
 def build(batch_size: int, precision: str, device):
@@ -58,12 +59,13 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def window(fwd, x, iters: int, device, period_s):
+def window(fwd, x, iters: int, device, period_s, gpm_ticks: bool = True):
     """Throughput (samples/s) of ``iters`` forward passes, with a monitor at ``period_s`` or none."""
     import contextlib
 
-    from accelbench.telemetry import monitor
+    from accelbench.telemetry import gpm, monitor
 
+    gpm.GPM_MIN_INTERVAL_S = 0.1 if gpm_ticks else float("inf")
     mon = monitor(device, period_s) if period_s else contextlib.nullcontext()
     _sync(device)
     with mon:
@@ -94,21 +96,25 @@ def overhead(args) -> dict:
         iters = max(10, int(args.window_s / ((time.perf_counter() - t0) / 20)))
         runs = {s: [] for s in SETTINGS}
         periods = {s: [] for s in SETTINGS}
+        busy = {s: [] for s in SETTINGS}
         order = list(SETTINGS)
         for rep in range(args.reps):
-            for s in order[rep % 3:] + order[: rep % 3]:
-                thr, rec = window(fwd, x, iters, device, SETTINGS[s])
+            k = rep % len(order)
+            for s in order[k:] + order[:k]:
+                thr, rec = window(fwd, x, iters, device, *SETTINGS[s])
                 runs[s].append(thr)
                 if rec.get("telemetry_samples"):
                     periods[s].append(rec["telemetry_window_s"] / max(rec["telemetry_samples"] - 1, 1))
+                    busy[s].append(rec["telemetry_busy_pct"])
             print(f"{name} rep {rep}: " + ", ".join(f"{s} {runs[s][-1]:.1f}" for s in SETTINGS), flush=True)
         ctx.__exit__(None, None, None)
         summary = {}
-        for s in ("100ms", "10ms"):
+        for s in order[1:]:
             ratios = [a / b for a, b in zip(runs[s], runs["off"])]
             summary[s] = {"ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
                           "overhead_pct": 100 * (1 - statistics.median(ratios)),
-                          "achieved_period_ms": 1000 * statistics.median(periods[s]) if periods[s] else None}
+                          "achieved_period_ms": 1000 * statistics.median(periods[s]) if periods[s] else None,
+                          "sampler_busy_pct": statistics.median(busy[s]) if busy[s] else None}
         out["configs"][name] = {"batch_size": bs, "precision": prec, "iters_per_window": iters,
                                 "throughput_samples_per_s": runs, "summary": summary,
                                 "off_spread": (max(runs["off"]) - min(runs["off"])) / statistics.median(runs["off"])}

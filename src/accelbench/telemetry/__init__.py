@@ -74,7 +74,8 @@ class Monitor:
 
         s = self.sampler
         rec: dict[str, Any] = {"telemetry_period_ms": 1000 * self.period_s, "telemetry_window_s": s.window_s,
-                               "telemetry_samples": len(s.samples[self.cpu.name])}
+                               "telemetry_samples": len(s.samples[self.cpu.name]),
+                               "telemetry_busy_pct": 100 * s.busy_s / s.window_s if s.window_s else None}
         if self.cuda:
             rec.update(self._gpu_record())
         rec.update(cpu_record(s.samples[self.cpu.name], s.counters[self.cpu.name]["begin"], s.counters[self.cpu.name]["end"]))

@@ -18,7 +18,8 @@ from typing import Any
 
 class Sampler:
     """Context manager: ``samples[name]`` (list of dicts with ``t_s``) and ``counters[name]``
-    (``{"begin": ..., "end": ...}``) per source, plus ``window_s`` (s, perf_counter).
+    (``{"begin": ..., "end": ...}``) per source, plus ``window_s`` (s, perf_counter) and ``busy_s``
+    (time the thread spent reading, s: its cost).
 
     A source whose ``read`` raises stops being sampled (its error is kept in ``errors``); the case
     goes on.
@@ -31,6 +32,7 @@ class Sampler:
         self.counters: dict[str, dict[str, Any]] = {s.name: {} for s in self.sources}
         self.errors: dict[str, str] = {}
         self.window_s: float | None = None
+        self.busy_s = 0.0  # time the thread spent reading (its cost), s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
@@ -51,7 +53,9 @@ class Sampler:
     def _loop(self) -> None:
         k = 0
         while True:
+            t = time.perf_counter()
             self._sample_all()
+            self.busy_s += time.perf_counter() - t
             k += 1
             delay = self._t0 + k * self.period_s - time.perf_counter()
             if self._stop.wait(max(delay, 0.0)):
