@@ -5,7 +5,7 @@ import time
 import pytest
 
 from accelbench.telemetry import energy as en
-from accelbench.telemetry.aggregate import clock_variation, combine, decode_reasons, gpu_record
+from accelbench.telemetry.aggregate import clock_variation, combine, counter_rate, decode_reasons, gpu_record
 from accelbench.telemetry.cpu import cpu_record, rapl_delta_j, rapl_zones
 from accelbench.telemetry.sampler import Sampler
 
@@ -30,6 +30,13 @@ def test_per_sample_and_above_idle_exact():
     assert out == {"energy_per_sample_j": 2.0, "energy_above_idle_j": 60.0, "energy_above_idle_per_sample_j": 1.2}
     assert en.per_sample_columns(100.0, 50)["energy_above_idle_j"] is None
     assert set(en.per_sample_columns(None, 50).values()) == {None}
+
+
+def test_counter_rate_handles_a_32_bit_wrap():
+    assert counter_rate(1_000, 51_000, 0.1) == pytest.approx(500_000.0)
+    # 2**32 - 1000 -> 4000: the counter wrapped; 5000 bytes in 0.01 s
+    assert counter_rate(2**32 - 1_000, 4_000, 0.01) == pytest.approx(500_000.0)
+    assert counter_rate(None, 5, 0.1) is None and counter_rate(1, 5, 0.0) is None
 
 
 def test_decode_reasons():

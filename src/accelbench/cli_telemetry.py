@@ -38,7 +38,8 @@ def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (defa
     if not rows:
         fail("no finished inference cases to compare")
     what = f"run {run_id}" if run_id is not None else "all runs"
-    console.print(cost_table(rows, title=f"Cost comparison ({what}; best throughput per device, model, precision, mode)"))
+    scope = "every finished case" if all_rows else "best throughput per device, model, precision, mode"
+    console.print(cost_table(rows, title=f"Cost comparison ({what}; {scope})"))
     for src in dict.fromkeys(r.get("price_source") for r in rows if isinstance(r.get("price_source"), str)):
         console.print(f"price: {src}", highlight=False)
 

@@ -41,6 +41,19 @@ def decode_reasons(mask: int | None) -> list[str]:
     return names + [f"bit_{1 << i:#x}" for i in range(64) if rest >> i & 1]
 
 
+def counter_rate(prev: float | None, now: float | None, dt_s: float, modulus: int = 2**32) -> float | None:
+    """Rate of a wrapping counter between two readings (units of the counter per s).
+
+    NVML's PCIe byte counters are 32-bit on the H200 (driver 580): a reading below the previous one
+    wrapped once, so ``modulus`` is added. More than one wrap per interval (> 4 GiB between two
+    samples) cannot be told apart, which is why GPM's PCIe rates are preferred where they exist.
+    """
+    if prev is None or now is None or dt_s <= 0:
+        return None
+    d = now - prev
+    return (d + modulus if d < 0 else d) / dt_s
+
+
 def _vals(samples: Iterable[dict], key: str) -> list[float]:
     return [s[key] for s in samples if s.get(key) is not None]
 

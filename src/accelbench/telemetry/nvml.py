@@ -18,6 +18,7 @@ import os
 import time
 from typing import Any
 
+from accelbench.telemetry.aggregate import counter_rate
 from accelbench.telemetry.gpm import GPM_METRICS, GPM_PCIE, Gpm
 
 _INIT = False
@@ -143,14 +144,18 @@ class GpuReader:
             self.power_source = "not available"
         self.energy_counter = _safe(nv.nvmlDeviceGetTotalEnergyConsumption, self.h) is not None
         self._gpm_setup()
-        if have[nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES] is not None:
-            self.pcie_source = "nvml-pcie-byte-counters"
-        elif self.gpm is not None:
+        # GPM first: NVML computes the rate itself (the byte counters are 32-bit and wrap every 4 GiB).
+        if self.gpm is not None:
             self.pcie_source = "gpm"
+        elif have[nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES] is not None:
+            self.pcie_source = "nvml-pcie-byte-counters"
         elif self.period_s >= 0.1 and _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_TX_BYTES) is not None:
             self.pcie_source = "nvml-pcie-throughput-20ms"  # blocks ~20 ms a call: only at >= 100 ms periods
         else:
             self.pcie_source = "not available"
+        if self.pcie_source != "nvml-pcie-byte-counters":  # do not read counters nobody uses
+            pcie = (nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nv.NVML_FI_DEV_PCIE_COUNT_RX_BYTES)
+            self.field_ids = [f for f in self.field_ids if f not in pcie]
 
     def _gpm_setup(self) -> None:
         nv = self.nv
@@ -180,7 +185,7 @@ class GpuReader:
             if prev is None or None in now or None in prev or now[0] <= prev[0]:
                 return {"pcie_tx_bytes_per_s": None, "pcie_rx_bytes_per_s": None}
             dt = now[0] - prev[0]
-            return {"pcie_tx_bytes_per_s": (now[1] - prev[1]) / dt, "pcie_rx_bytes_per_s": (now[2] - prev[2]) / dt}
+            return {"pcie_tx_bytes_per_s": counter_rate(prev[1], now[1], dt), "pcie_rx_bytes_per_s": counter_rate(prev[2], now[2], dt)}
         if self.pcie_source == "nvml-pcie-throughput-20ms":
             tx = _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_TX_BYTES)
             rx = _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_RX_BYTES)
