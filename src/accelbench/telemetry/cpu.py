@@ -8,7 +8,6 @@ readable by root only (CVE-2020-8694); elsewhere the energy columns say "not ava
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -124,7 +123,3 @@ def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any
     rec["cpu_energy_source"] = "rapl" if e_j is not None else "not available"
     return rec
 
-
-def cpu_count() -> int:
-    """Logical CPUs of this machine (``os.cpu_count()``), at least 1."""
-    return os.cpu_count() or 1
