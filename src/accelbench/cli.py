@@ -52,6 +52,10 @@ def run(
     warmup_batches: Optional[int] = typer.Option(None, "--warmup-batches"),
     min_timed_batches: Optional[int] = typer.Option(None, "--min-timed-batches"),
     min_time_s: Optional[float] = typer.Option(None, "--min-time-s"),
+    telemetry_period_ms: Optional[float] = typer.Option(None, "--telemetry-period-ms", help="Telemetry sampling period (default 100; 0 = sampler off)."),
+    idle_s: Optional[float] = typer.Option(None, "--idle-s", help="Idle-power measurement before the sweep, s (default 3; 0 = skip)."),
+    price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="USD per device-hour (default: shipped price list)."),
+    kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
     db: Path = DB_OPTION,
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Sweep TOML file; flags override it."),
@@ -66,7 +70,8 @@ def run(
 
     flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, channels_last=channels_last,
                  images=images, data=data, image_size=image_size, device=device, include_transfer=include_transfer,
-                 warmup_batches=warmup_batches, min_timed_batches=min_timed_batches, min_time_s=min_time_s)
+                 warmup_batches=warmup_batches, min_timed_batches=min_timed_batches, min_time_s=min_time_s,
+                 telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour, kwh_price=kwh_price)
     try:
         layers = [load_toml(config)] if config else []
         dev_name = flags["device"] or next((layer.get("device") for layer in layers if layer.get("device")), "auto")
@@ -105,9 +110,9 @@ def _print_outcome(out, store, oom_boundary) -> None:
     for (m, p, mode), b in oom_boundary(records).items():
         if b["smallest_oom"] is not None:
             console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
-    for r in records:
-        if r.get("latency_noisy"):
-            console.print(f"[yellow]warning:[/] bs={r['batch_size']} {r['precision']} {r['mode']}: latency spread (IQR/median) {100 * r['latency_spread']:.1f}% > 5%")
+    from accelbench.cli_telemetry import print_notes
+
+    print_notes(records, store.run(out.run_id)["env"])  # idle power, energy/GPM sources, validity flags
     console.print(f"stored run {out.run_id} in {store.path}")
 
 
@@ -171,6 +176,7 @@ def models_cmd() -> None:
 
 # Commands defined in other modules (cli_<topic>.py, each doing `from accelbench.cli import app`)
 # register themselves when imported: one import line per module below.
+import accelbench.cli_telemetry  # noqa: E402,F401  (cost, telemetry)
 
 
 def main() -> None:

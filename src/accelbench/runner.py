@@ -78,7 +78,7 @@ def _measure(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
         _sync(device)
         batch_s = (time.perf_counter() - t0) / max(spec.warmup_batches, 1)
         n_passes = passes_needed(spec, len(batches), batch_s)
-        with monitor(device) as mon:
+        with monitor(device, spec.telemetry_period_ms / 1000) as mon:
             lat_ms, wall_s = time_passes(fwd, batches, n_passes, device, case.include_transfer)
     st = summarize(lat_ms)
     samples = n_passes * len(batches) * case.batch_size
@@ -154,12 +154,15 @@ def run_sweep(
         ConfigError: the device is not available. Model and data errors of a case become rows.
     """
     from accelbench import env as envmod
+    from accelbench.derived import derived_columns, sweep_context
 
     device = resolve_device(spec.device)
     cases = expand(spec, str(device))
+    env = envmod.collect(device)
+    ctx = sweep_context(device, env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour, kwh_price=spec.kwh_price)
     run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
     if run_id is None:
-        run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), envmod.collect(device))
+        run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), {**env, **ctx.idle})
     else:
         store.reopen_run(run_id)
     done = store.done_keys(run_id)
@@ -177,6 +180,7 @@ def run_sweep(
                 rec.update(status=SKIPPED, error=f"not run: batch size {oom_at[group]} already ran out of memory")
             else:
                 rec, series = run_case(case, spec, inputs, device)
+            rec.update(derived_columns(rec, ctx))
             if rec["status"] == OOM:
                 oom_at[group] = min(case.batch_size, oom_at.get(group, case.batch_size))
             rec["case_id"] = store.add_case(run_id, rec, series)

@@ -61,6 +61,11 @@ class SweepSpec:
         warmup_batches: untimed batches after the accuracy pass.
         min_timed_batches / min_time_s: timed passes repeat until both are reached.
         seed: seed for synthetic data and random weights.
+        telemetry_period_ms: telemetry sampling period (ms); 0 turns the sampler thread off (energy
+            counters are still read at the window edges).
+        idle_s: seconds of idle-power measurement before the sweep; 0 skips it.
+        price_per_hour: USD per device-hour, overriding the shipped price list.
+        kwh_price: USD per kWh for the electricity cost; None leaves it out.
     """
 
     models: tuple[str, ...] = ("resnet50",)
@@ -77,6 +82,10 @@ class SweepSpec:
     min_timed_batches: int = CPU_DEFAULTS["min_timed_batches"]
     min_time_s: float = CPU_DEFAULTS["min_time_s"]
     seed: int = 0
+    telemetry_period_ms: float = 100.0
+    idle_s: float = 3.0
+    price_per_hour: float | None = None
+    kwh_price: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -145,6 +154,19 @@ def validate(spec: SweepSpec) -> None:
             raise ConfigError(name, v, "an integer >= 0")
     if not isinstance(spec.min_time_s, (int, float)) or spec.min_time_s < 0:
         raise ConfigError("min_time_s", spec.min_time_s, "a number >= 0")
+    _validate_telemetry(spec)
+
+
+def _validate_telemetry(spec: SweepSpec) -> None:
+    p = spec.telemetry_period_ms
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not (p == 0 or 5 <= p <= 60000):
+        raise ConfigError("telemetry_period_ms", p, "0 (sampler off) or 5..60000 ms")
+    if isinstance(spec.idle_s, bool) or not isinstance(spec.idle_s, (int, float)) or not 0 <= spec.idle_s <= 600:
+        raise ConfigError("idle_s", spec.idle_s, "0..600 seconds")
+    for name in ("price_per_hour", "kwh_price"):
+        v = getattr(spec, name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+            raise ConfigError(name, v, "a number >= 0 (USD)")
 
 
 def expand(spec: SweepSpec, device: str | None = None) -> list[Case]:

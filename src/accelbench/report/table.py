@@ -23,6 +23,10 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Memory Used (MB)", "device_mem_used_bytes", lambda v: f"{v / 1e6:,.0f}"),
     ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),
     ("Top-1", "top1", lambda v: f"{100 * v:.2f}%"),
+    ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
+    ("Energy/img (mJ)", "energy_per_sample_j", lambda v: f"{1e3 * v:.2f}"),
+    ("$/1k img", "cost_per_1000_samples_usd", lambda v: f"{v:.5f}"),
+    ("Validity", "validity", lambda v: str(v) if v == "ok" else f"[yellow]{v}[/]"),
     ("Status", "status", str),
 ]
 
