@@ -95,7 +95,7 @@ def _not_arithmetic(packet) -> bool:
     import torch
 
     name = str(packet).split(".")[-1]
-    if name in _DATA_OPS:
+    if name in _DATA_OPS or str(packet).startswith("profiler."):
         return True
     try:
         if torch._C._dispatch_has_kernel_for_dispatch_key(packet._qualified_op_name, "CompositeImplicitAutograd"):
