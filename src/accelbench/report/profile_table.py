@@ -7,6 +7,14 @@ from rich.table import Table
 from accelbench.report.table import _present, results_table
 
 
+def rate(v: float, unit: str) -> str:
+    """``7.9e14, "FLOP/s"`` -> ``790.0 TFLOP/s`` (SI prefix chosen so the number is >= 1)."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:,.1f} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
 def _f(fmt: str):
     return lambda v: format(v, fmt)
 
@@ -47,11 +55,11 @@ def ceilings_table(c, cached: bool = False) -> Table:
         t.add_column(h, justify="left" if h == "Ceiling" else "right")
     for name, v in c.matmul_flops_per_s.items():
         sheet = c.datasheet_flops_per_s.get(name)
-        unit = "TOP/s" if name == "int8" else "TFLOP/s"
-        t.add_row(f"{name} matmul (n={c.matmul_n})", f"{v / 1e12:,.1f} {unit}",
-                  f"{sheet / 1e12:,.1f} {unit}" if sheet else "-", f"{100 * v / sheet:.0f}%" if sheet else "-")
+        unit = "OP/s" if name == "int8" else "FLOP/s"
+        t.add_row(f"{name} matmul (n={c.matmul_n})", rate(v, unit), rate(sheet, unit) if sheet else "-",
+                  f"{100 * v / sheet:.0f}%" if sheet else "-")
     sheet = c.datasheet_dram_bytes_per_s
-    t.add_row("DRAM copy (read + write)", f"{c.dram_bytes_per_s / 1e12:.2f} TB/s", f"{sheet / 1e12:.2f} TB/s" if sheet else "-",
+    t.add_row("DRAM copy (read + write)", rate(c.dram_bytes_per_s, "B/s"), rate(sheet, "B/s") if sheet else "-",
               f"{100 * c.dram_bytes_per_s / sheet:.0f}%" if sheet else "-")
     for name, why in c.unsupported.items():
         t.add_row(f"{name} matmul", "-", "-", f"not measured: {why}")

@@ -88,7 +88,7 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     ax.set_ylabel("FLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.text(0.01, 0.99, f"DRAM {bw / 1e12:.2f} TB/s measured (copy, read + write)", transform=ax.transAxes,
+    ax.text(0.01, 0.99, f"DRAM {_fmt_rate(bw)}B/s measured (copy, read + write)", transform=ax.transAxes,
             va="top", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
     if notes:
