@@ -47,6 +47,8 @@ class AnalyticCounts:
         params: parameter count; param_bytes: their bytes in the case's dtype.
         input_bytes: the input batch; activation_bytes: sum of new leaf-module outputs in one forward.
         min_bytes: the step's minimum DRAM bytes (module docstring).
+        flop_calls: ``(op, FLOPs)`` of every counted op call of the step, in call order (which is the
+            kernel launch order of an eager step: used to pair GEMM/convolution kernels with layers).
     """
 
     flops: float
@@ -58,6 +60,7 @@ class AnalyticCounts:
     input_bytes: int = 0
     activation_bytes: int = 0
     min_bytes: int = 0
+    flop_calls: tuple[tuple[str, float], ...] = ()
 
     def uncounted_text(self, limit: int = 8) -> str:
         """``aten.native_batch_norm x53, aten.relu_ x49, ...`` (most called first)."""
@@ -75,17 +78,24 @@ def min_bytes(step: str, param_bytes: int, input_bytes: int, activation_bytes: i
     raise ValueError(f"unknown step {step!r}")
 
 
-def _op_logger():
+def _op_logger(registry):
+    """A dispatch mode counting every aten op call, and the FLOPs of each counted call in order."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpLog(TorchDispatchMode):
         def __init__(self):
             super().__init__()
             self.calls: Counter = Counter()
+            self.ordered: list[tuple[str, float]] = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.calls[func.overloadpacket] += 1
-            return func(*args, **(kwargs or {}))
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            packet = func.overloadpacket
+            self.calls[packet] += 1
+            if packet in registry:  # the same formula call FlopCounterMode makes
+                self.ordered.append((str(packet), float(registry[packet](*args, **kwargs, out_val=out))))
+            return out
 
     return OpLog()
 
@@ -122,17 +132,22 @@ def _activation_hooks(module):
     return total, handles
 
 
-def count_flops(fn) -> tuple[float, dict[str, float], dict[str, int]]:
-    """Run ``fn()`` once under FlopCounterMode; ``(total FLOPs, FLOPs by op, uncounted arithmetic ops)``."""
-    from torch.utils.flop_counter import FlopCounterMode
+def count_flops(fn) -> tuple[float, dict[str, float], dict[str, int], tuple[tuple[str, float], ...]]:
+    """Run ``fn()`` once under FlopCounterMode.
 
-    log = _op_logger()
-    with FlopCounterMode(display=False) as fc, log:
+    Returns:
+        ``(total FLOPs, FLOPs by op, uncounted arithmetic ops -> calls, ordered (op, FLOPs) calls)``.
+    """
+    from torch.utils.flop_counter import FlopCounterMode, flop_registry
+
+    fc = FlopCounterMode(display=False)
+    registry = getattr(fc, "flop_registry", flop_registry)
+    log = _op_logger(registry)
+    with fc, log:
         fn()
     by_op = {str(k): float(v) for k, v in fc.get_flop_counts().get("Global", {}).items()}
-    counted = set(fc.flop_registry) if hasattr(fc, "flop_registry") else set()
-    uncounted = {str(p): n for p, n in log.calls.items() if p not in counted and not _not_arithmetic(p)}
-    return float(fc.get_total_flops()), by_op, uncounted
+    uncounted = {str(p): n for p, n in log.calls.items() if p not in registry and not _not_arithmetic(p)}
+    return float(fc.get_total_flops()), by_op, uncounted, tuple(log.ordered)
 
 
 def count(work, step: str) -> AnalyticCounts:
@@ -146,15 +161,15 @@ def count(work, step: str) -> AnalyticCounts:
     input_bytes = work.x.numel() * work.x.element_size()
     acts, handles = _activation_hooks(module)
     try:
-        fwd_flops, by_op, uncounted = count_flops(work.forward)
+        fwd_flops, by_op, uncounted, calls = count_flops(work.forward)
     finally:
         for h in handles:
             h.remove()
     flops = fwd_flops
     if step == "train":
-        flops, by_op, uncounted = count_flops(work.eager)
+        flops, by_op, uncounted, calls = count_flops(work.eager)
     return AnalyticCounts(
         flops=flops, forward_flops=fwd_flops, flops_by_op=by_op, uncounted_ops=uncounted, params=params,
         param_bytes=param_bytes, input_bytes=input_bytes, activation_bytes=acts["bytes"],
-        min_bytes=min_bytes(step, param_bytes, input_bytes, acts["bytes"]),
+        min_bytes=min_bytes(step, param_bytes, input_bytes, acts["bytes"]), flop_calls=calls,
     )

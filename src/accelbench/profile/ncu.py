@@ -34,9 +34,10 @@ from accelbench.profile.kernels import KernelMetrics, classify
 
 TIME = "gpu__time_duration.sum"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
-# Half-precision SASS weighting: ncu's SpeedOfLight_HierarchicalHalfRooflineChart.section (checked on
-# the device's Nsight Compute, see NOTES-issue-5.md) counts HADD/HMUL as 1 and HFMA as 2 per thread
-# instruction, like fp32.
+# Half-precision SASS weighting as Nsight Compute documents it: the CLI manual's nvprof metric
+# comparison maps ``flop_count_hp`` to ``hadd + hmul + hfma * 2`` (thread instructions), the same as
+# fp32. A packed HADD2/HFMA2 instruction works on two halves, so this can undercount by up to 2x;
+# such instructions are rare in PyTorch kernels (they compute in fp32 and round).
 HALF_WEIGHT = 1.0
 SASS: dict[str, tuple[str, float]] = {  # metric -> (kind, FLOPs per thread instruction)
     f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum": (kind, w * (HALF_WEIGHT if p == "h" else 1.0))
@@ -52,7 +53,9 @@ TENSOR_FALLBACK = (
 )
 _TENSOR_RE = re.compile(r"^sm__ops_path_tensor_src_([a-z0-9]+?)(?:_dst_([a-z0-9]+))?$")
 _PREFIX = {"p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_BASE_UNITS = ("second", "byte", "inst", "cycle", "warp", "thread", "sector", "request")
+# Long and short unit names as ncu prints them (``nsecond`` with --print-units base in some versions,
+# ``ns`` in 2025.3; ``byte``, ``Kbyte``; ``inst``); the prefix letter scales the base unit.
+_BASE_UNITS = ("second", "byte", "inst", "cycle", "warp", "thread", "sector", "request", "s", "B")
 
 
 class NcuError(AccelbenchError):
@@ -190,7 +193,7 @@ def parse(text: str, metrics: tuple[str, ...] = (), wall_s: float = 0.0) -> NcuP
         NcuError: the text holds no ncu CSV table.
     """
     rows, units = read_table(text)
-    wanted = metrics or tuple(c for c in (rows[0] if rows else {}) if "__" in c)
+    wanted = metrics or _known_metrics(rows[0] if rows else {})
     missing: set[str] = {m for m in wanted if rows and m not in rows[0]}
     kernels = []
     for i, row in enumerate(rows):
@@ -214,6 +217,12 @@ def parse(text: str, metrics: tuple[str, ...] = (), wall_s: float = 0.0) -> NcuP
                       csv_text=text)
 
 
+def _known_metrics(columns) -> tuple[str, ...]:
+    """The metrics of :func:`metric_list` present among ``columns`` (a CSV header)."""
+    bases = {c.removesuffix(".sum") for c in columns if c.endswith(".sum")}
+    return tuple(m for m in metric_list(frozenset(bases)) if m in columns)
+
+
 def read_table(text: str) -> tuple[list[dict[str, str]], dict[str, str]]:
     """The kernel rows (header name -> cell) and the units row of an ncu CSV.
 
@@ -234,12 +243,16 @@ def read_table(text: str) -> tuple[list[dict[str, str]], dict[str, str]]:
 
 
 def unit_scale(unit: str) -> float:
-    """Factor to base units: ``nsecond`` -> 1e-9, ``Kbyte`` -> 1e3, ``byte``/``inst``/``""`` -> 1."""
+    """Factor to base units: ``ns``/``nsecond`` -> 1e-9, ``Kbyte`` -> 1e3, ``byte``/``inst``/``""`` -> 1."""
     unit = (unit or "").strip()
     for base in _BASE_UNITS:
         if unit.endswith(base):
             prefix = unit[: -len(base)]
-            return _PREFIX.get(prefix, 1.0) if prefix else 1.0
+            if prefix and prefix not in _PREFIX:
+                continue
+            return _PREFIX[prefix] if prefix else 1.0
+    if unit and unit[0] in _PREFIX and unit[1:] in _BASE_UNITS:
+        return _PREFIX[unit[0]]
     return 1.0
 
 

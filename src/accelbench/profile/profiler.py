@@ -85,17 +85,17 @@ def _measure(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: ProfileOpti
     with monitor(device) as mon:
         times_ms = step.time_steps(work.run, device, warm, max(iters, 1))
     rec = {"image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,
-           "compile_s": work.compile_s}
+           "compile_s": work.compile_s, "analytic_flop_calls": [list(c) for c in counts.flop_calls]}
     rec.update(results.analytic_fields(counts, ceilings, pc.case.precision, times_ms, pc.case.batch_size))
     rec.update(mon.record())
     if cuda:
         import torch
 
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(device)
-    return rec, {"step_time_ms": times_ms, **mon.series()}
+    return rec, {"step_time_ms": times_ms, **mon.series()}, counts.flop_calls
 
 
-def _ncu(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: ProfileOptions, analytic_flops):
+def _ncu(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: ProfileOptions, analytic_flops, flop_calls=()):
     """``(fields, kernel rows)``; never raises an NcuError (it becomes ``ncu_status``/``ncu_error``)."""
     from accelbench.profile import ncu
 
@@ -116,7 +116,9 @@ def _ncu(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: ProfileOptions,
     fields = {"ncu_status": "ok", "ncu_error": None, "ncu_wall_s": prof.wall_s,
               "ncu_missing_metrics": list(prof.missing) or None, "ncu_metrics": list(prof.metrics)}
     fields.update(results.ncu_fields(prof.kernels, ceilings, pc.case.precision, analytic_flops))
-    return fields, [results.kernel_row(k, ceilings) for k in prof.kernels]
+    paired = results.pair_layers(prof.kernels, flop_calls)
+    fields.update(results.layer_fields(prof.kernels, paired))
+    return fields, [results.kernel_row(k, ceilings, (paired or {}).get(k.index)) for k in prof.kernels]
 
 
 def _slug(pc: ProfileCase) -> str:
@@ -133,9 +135,9 @@ def profile_case(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: Profile
     if reason:
         return {**rec, "status": UNSUPPORTED, "error": reason}, {}, []
     t0 = time.perf_counter()
-    series, rows = {}, []
+    series, rows, calls = {}, [], ()
     try:
-        measured, series = _measure(pc, spec, device, ceilings, opt)
+        measured, series, calls = _measure(pc, spec, device, ceilings, opt)
         rec.update(measured, status=OK, error=None)
     except KeyboardInterrupt:
         raise
@@ -144,7 +146,7 @@ def profile_case(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: Profile
     finally:
         cleanup(device)
     if rec["status"] == OK:
-        fields, rows = _ncu(pc, spec, device, ceilings, opt, rec.get("analytic_flops"))
+        fields, rows = _ncu(pc, spec, device, ceilings, opt, rec.get("analytic_flops"), calls)
         rec.update(fields)
     rec["case_wall_s"] = time.perf_counter() - t0
     return rec, series, rows

@@ -92,6 +92,31 @@ def totals_fields(prefix: str, tot: Totals, ceilings: Ceilings) -> dict:
     }
 
 
+def pair_layers(kernels: list[KernelMetrics], flop_calls) -> dict[int, float] | None:
+    """Kernel index -> analytic FLOPs of its layer, pairing GEMM/convolution kernels with the counted op
+    calls in launch order; None when the counts differ (a layer ran as several kernels, or was fused)."""
+    gemm = [k for k in kernels if k.family == "gemm_conv"]
+    if not flop_calls or len(gemm) != len(flop_calls):
+        return None
+    return {k.index: f for k, (_, f) in zip(gemm, flop_calls)}
+
+
+def layer_fields(kernels: list[KernelMetrics], paired: dict[int, float] | None) -> dict:
+    """Per-layer measured/analytic FLOPs ratios of paired kernels: count, median, and the largest."""
+    import statistics
+
+    if not paired:
+        return {"layers_paired": 0}
+    ratios = [(rl.ratio(k.flops, paired[k.index]), k) for k in kernels if k.index in paired]
+    ratios = [(r, k) for r, k in ratios if r is not None]
+    if not ratios:
+        return {"layers_paired": 0}
+    r_max, k_max = max(ratios, key=lambda rk: abs(rk[0] - 1))
+    return {"layers_paired": len(ratios), "layer_flops_ratio_median": statistics.median(r for r, _ in ratios),
+            "layer_flops_ratio_max": r_max, "layer_flops_ratio_max_kernel": k_max.name[:160],
+            "layer_flops_ratio_max_analytic_flops": paired[k_max.index]}
+
+
 def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str, analytic_flops: float | None) -> dict:
     """Measured step totals (``ncu_*``), the step's bound against its precision's ceiling, per-family
     totals (``family_<name>_*``) and the measured-vs-analytic FLOPs agreement.
@@ -119,8 +144,8 @@ def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str,
     return out
 
 
-def kernel_row(k: KernelMetrics, ceilings: Ceilings) -> dict:
-    """One kernel with its derived intensity, achieved rates, ceiling and bound."""
+def kernel_row(k: KernelMetrics, ceilings: Ceilings, analytic_flops: float | None = None) -> dict:
+    """One kernel with its derived intensity, achieved rates, ceiling, bound and paired analytic FLOPs."""
     cname, peak = work_ceiling(ceilings, k)
     return {
         "idx": k.index, "name": k.name, "family": k.family, "time_s": k.time_s,
@@ -131,4 +156,5 @@ def kernel_row(k: KernelMetrics, ceilings: Ceilings) -> dict:
         "achieved_flops_per_s": rl.ratio(k.flops, k.time_s), "achieved_bytes_per_s": rl.ratio(k.dram_bytes, k.time_s),
         "ceiling_name": cname,
         "bound": rl.bound(k.flops, k.dram_bytes, rl.ridge_point(peak, ceilings.dram_bytes_per_s)),
+        "analytic_flops": analytic_flops,
     }

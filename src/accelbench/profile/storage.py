@@ -5,7 +5,7 @@ Tables (created on first use):
         the newest row of a device is its cached ceilings.
     profile_kernels(case_id, idx, name, family, time_s, dram_read_bytes, dram_write_bytes, flops_fp32,
         flops_fp16, flops_fp64, flops_tensor, tensor_source, intensity_flop_per_byte, achieved_flops_per_s,
-        achieved_bytes_per_s, ceiling_name, bound): one row per profiled kernel (see
+        achieved_bytes_per_s, ceiling_name, bound, analytic_flops): one row per profiled kernel (see
         :func:`accelbench.profile.results.kernel_row`), linked to the profile case in ``cases``.
 """
 
@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS profile_kernels (
     time_s REAL, dram_read_bytes REAL, dram_write_bytes REAL,
     flops_fp32 REAL, flops_fp16 REAL, flops_fp64 REAL, flops_tensor REAL,
     tensor_source TEXT, intensity_flop_per_byte REAL, achieved_flops_per_s REAL, achieved_bytes_per_s REAL,
-    ceiling_name TEXT, bound TEXT
+    ceiling_name TEXT, bound TEXT, analytic_flops REAL
 );
 CREATE INDEX IF NOT EXISTS profile_kernels_case ON profile_kernels(case_id);
 """
