@@ -20,6 +20,8 @@ def test_inference_counts_by_hand(batch):
     c = analytic.count(_work("inference", batch), "inference")
     assert c.flops == c.forward_flops == batch * (27_648 + 10_240)
     assert c.flops_by_op == {"aten.convolution": batch * 27_648, "aten.addmm": batch * 10_240}
+    # every counted call in launch order, also under torch.inference_mode (where conv2d is decomposed)
+    assert c.flop_calls == (("aten.convolution", batch * 27_648), ("aten.addmm", batch * 10_240))
     assert c.params == 5_346 and c.param_bytes == 4 * 5_346
     assert c.input_bytes == batch * 3 * 8 * 8 * 4
     # new leaf outputs: conv (8x8x8 fp32) + relu (same) + fc (10); Flatten returns a view: not counted

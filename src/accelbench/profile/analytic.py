@@ -143,7 +143,7 @@ def count_flops(fn) -> tuple[float, dict[str, float], dict[str, int], tuple[tupl
     fc = FlopCounterMode(display=False)
     registry = getattr(fc, "flop_registry", flop_registry)
     log = _op_logger(registry)
-    with fc, log:
+    with log, fc:  # the logger below FlopCounterMode sees the ops it decomposes (conv2d -> convolution)
         fn()
     by_op = {str(k): float(v) for k, v in fc.get_flop_counts().get("Global", {}).items()}
     uncounted = {str(p): n for p, n in log.calls.items() if p not in registry and not _not_arithmetic(p)}
