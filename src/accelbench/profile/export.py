@@ -12,7 +12,7 @@ def run_document(store, run_id: int) -> dict:
 
     run = store.run(run_id)
     df = store.cases(run_id)
-    records = json.loads(df.to_json(orient="records"))
+    records = json.loads(df.to_json(orient="records", double_precision=15))  # no rounding: base units, raw
     storage._ensure(store)
     for rec in records:
         cur = store.conn.execute("SELECT * FROM profile_kernels WHERE case_id=? ORDER BY idx", (rec["case_id"],))

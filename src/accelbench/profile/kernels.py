@@ -6,10 +6,10 @@ PyTorch's copy kernels are instances of ``elementwise_kernel``):
 
 | family | kernels | name patterns (case-insensitive) |
 | --- | --- | --- |
-| gemm_conv | cuBLAS/cuBLASLt, cuDNN and CUTLASS GEMMs and convolutions, attention | gemm, xmma, cutlass, nvjet, conv, fprop, dgrad, wgrad, winograd, splitK, flash, fmha, triton_tem |
+| gemm_conv | cuBLAS/cuBLASLt, cuDNN and CUTLASS GEMMs and convolutions (with their FFT/Winograd transforms), attention | gemm, xmma, cutlass, nvjet, conv, fprop, dgrad, wgrad, winograd, fft, flip_filter, splitK, flash, fmha, triton_tem |
 | normalization | batch/layer/group/RMS norm, also their statistics kernels | batch_norm, bn_fw, bn_bw, layer_norm, ... |
-| reduction_pooling | reductions, pooling, softmax, losses | reduce, pool, softmax, nll_loss, triton_red/per |
-| copy_transpose | copies, layout changes, concatenation, indexing | copy, transpose, nchwToNhwc, CatArray, gather, im2col |
+| reduction_pooling | reductions, pooling, softmax, losses | reduce (not cuDNN's ``reduced_divisor``), pool, softmax, nll_loss, triton_red/per |
+| copy_transpose | copies, layout changes, padding, concatenation, indexing | copy, transpose, nchwToNhwc, AddPadding, CatArray, gather, im2col |
 | elementwise | pointwise kernels, optimizer updates | elementwise, triton_poi, multi_tensor_apply, Functor |
 | other | anything else | |
 """
@@ -27,12 +27,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (fam, re.compile(p, re.IGNORECASE))
     for fam, p in (
         ("gemm_conv", r"gemm|xmma|cutlass|cublas|nvjet|conv(?!ert)|fprop|dgrad|wgrad|winograd|splitk|"
-                      r"implicit_|flash|fmha|attention|triton_tem|hmma|imma|wgmma"),
+                      r"implicit_|flash|fmha|attention|triton_tem|hmma|imma|wgmma|fft|flip_filter"),
         ("normalization", r"batch_?norm|bn_fw|bn_bw|bn_f?bwd|layer_?norm|group_?norm|rms_?norm|instance_?norm"),
-        ("reduction_pooling", r"reduce|pool|softmax|nll_loss|cross_entropy|argmax|argmin|topk|triton_red|"
+        ("reduction_pooling", r"reduce(?!d_divisor)|pool|softmax|nll_loss|cross_entropy|argmax|argmin|topk|triton_red|"
                               r"triton_per|cub::|mean|sum_kernel"),
         ("copy_transpose", r"copy|transpose|permute|nchw_?to_?nhwc|nhwc_?to_?nchw|catarray|cat_|gather|scatter|"
-                           r"index_|im2col|col2im|memcpy|memset"),
+                           r"index_|im2col|col2im|memcpy|memset|add_?padding|constant_pad"),
         ("elementwise", r"elementwise|pointwise|triton_poi|multi_tensor_apply|foreach|functor|relu|gelu|silu|"
                         r"sigmoid|tanh|hardswish|clamp|dropout|fill"),
     )

@@ -117,8 +117,9 @@ def _ncu(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: ProfileOptions,
               "ncu_missing_metrics": list(prof.missing) or None, "ncu_metrics": list(prof.metrics)}
     fields.update(results.ncu_fields(prof.kernels, ceilings, pc.case.precision, analytic_flops))
     paired = results.pair_layers(prof.kernels, flop_calls)
-    fields.update(results.layer_fields(prof.kernels, paired))
-    return fields, [results.kernel_row(k, ceilings, (paired or {}).get(k.index)) for k in prof.kernels]
+    fields.update(results.layer_fields(paired))
+    layers = results.kernel_layers(paired)
+    return fields, [results.kernel_row(k, ceilings, layers.get(k.index)) for k in prof.kernels]
 
 
 def _slug(pc: ProfileCase) -> str:

@@ -92,29 +92,63 @@ def totals_fields(prefix: str, tot: Totals, ceilings: Ceilings) -> dict:
     }
 
 
-def pair_layers(kernels: list[KernelMetrics], flop_calls) -> dict[int, float] | None:
-    """Kernel index -> analytic FLOPs of its layer, pairing GEMM/convolution kernels with the counted op
-    calls in launch order; None when the counts differ (a layer ran as several kernels, or was fused)."""
-    gemm = [k for k in kernels if k.family == "gemm_conv"]
-    if not flop_calls or len(gemm) != len(flop_calls):
+def _gemm_runs(kernels: list[KernelMetrics]) -> list[list[KernelMetrics]]:
+    """Runs of consecutive GEMM/convolution kernels (launch order), e.g. one FFT convolution's five kernels."""
+    runs: list[list[KernelMetrics]] = []
+    prev = None
+    for k in kernels:
+        if k.family == "gemm_conv":
+            if prev == "gemm_conv":
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+        prev = k.family
+    return runs
+
+
+def pair_layers(kernels: list[KernelMetrics], flop_calls) -> list[tuple[list[KernelMetrics], float]] | None:
+    """Pair the counted op calls (layers, in call order) with the GEMM/convolution kernels that ran them.
+
+    One kernel per layer when the counts match; else one run of consecutive GEMM/convolution kernels
+    per layer (a layer run as several kernels, such as an FFT convolution); else None (fused or
+    reordered work: no pairing).
+
+    Returns:
+        ``[(kernels of the layer, analytic FLOPs of the layer), ...]`` or None.
+    """
+    if not flop_calls:
         return None
-    return {k.index: f for k, (_, f) in zip(gemm, flop_calls)}
+    gemm = [k for k in kernels if k.family == "gemm_conv"]
+    if len(gemm) == len(flop_calls):
+        return [([k], f) for k, (_, f) in zip(gemm, flop_calls)]
+    runs = _gemm_runs(kernels)
+    if len(runs) == len(flop_calls):
+        return [(run, f) for run, (_, f) in zip(runs, flop_calls)]
+    return None
 
 
-def layer_fields(kernels: list[KernelMetrics], paired: dict[int, float] | None) -> dict:
-    """Per-layer measured/analytic FLOPs ratios of paired kernels: count, median, and the largest."""
+def layer_fields(paired) -> dict:
+    """Per-layer measured/analytic FLOPs ratios: count, layers within 2 %, median, the largest deviation."""
     import statistics
 
-    if not paired:
-        return {"layers_paired": 0}
-    ratios = [(rl.ratio(k.flops, paired[k.index]), k) for k in kernels if k.index in paired]
-    ratios = [(r, k) for r, k in ratios if r is not None]
+    ratios = [(rl.ratio(sum(k.flops for k in ks), f), ks, f) for ks, f in paired or ()]
+    ratios = [x for x in ratios if x[0] is not None]
     if not ratios:
         return {"layers_paired": 0}
-    r_max, k_max = max(ratios, key=lambda rk: abs(rk[0] - 1))
-    return {"layers_paired": len(ratios), "layer_flops_ratio_median": statistics.median(r for r, _ in ratios),
-            "layer_flops_ratio_max": r_max, "layer_flops_ratio_max_kernel": k_max.name[:160],
-            "layer_flops_ratio_max_analytic_flops": paired[k_max.index]}
+    r_max, ks_max, f_max = max(ratios, key=lambda x: abs(x[0] - 1))
+    return {"layers_paired": len(ratios), "layers_within_2pct": sum(abs(r - 1) <= 0.02 for r, _, _ in ratios),
+            "layer_flops_ratio_median": statistics.median(r for r, _, _ in ratios),
+            "layer_flops_ratio_max": r_max, "layer_flops_ratio_max_kernel": ks_max[0].name[:160],
+            "layer_flops_ratio_max_analytic_flops": f_max}
+
+
+def kernel_layers(paired) -> dict[int, tuple[int, float | None]]:
+    """Kernel index -> (layer number, the layer's analytic FLOPs on its first kernel, else None)."""
+    out = {}
+    for layer, (ks, f) in enumerate(paired or ()):
+        for j, k in enumerate(ks):
+            out[k.index] = (layer, f if j == 0 else None)
+    return out
 
 
 def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str, analytic_flops: float | None) -> dict:
@@ -144,8 +178,9 @@ def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str,
     return out
 
 
-def kernel_row(k: KernelMetrics, ceilings: Ceilings, analytic_flops: float | None = None) -> dict:
-    """One kernel with its derived intensity, achieved rates, ceiling, bound and paired analytic FLOPs."""
+def kernel_row(k: KernelMetrics, ceilings: Ceilings, layer: tuple[int, float | None] | None = None) -> dict:
+    """One kernel with its derived intensity, achieved rates, ceiling, bound, and its paired layer
+    (number, and the layer's analytic FLOPs on the layer's first kernel), from :func:`kernel_layers`."""
     cname, peak = work_ceiling(ceilings, k)
     return {
         "idx": k.index, "name": k.name, "family": k.family, "time_s": k.time_s,
@@ -156,5 +191,5 @@ def kernel_row(k: KernelMetrics, ceilings: Ceilings, analytic_flops: float | Non
         "achieved_flops_per_s": rl.ratio(k.flops, k.time_s), "achieved_bytes_per_s": rl.ratio(k.dram_bytes, k.time_s),
         "ceiling_name": cname,
         "bound": rl.bound(k.flops, k.dram_bytes, rl.ridge_point(peak, ceilings.dram_bytes_per_s)),
-        "analytic_flops": analytic_flops,
+        "layer": layer[0] if layer else None, "analytic_flops": layer[1] if layer else None,
     }

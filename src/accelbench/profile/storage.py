@@ -5,7 +5,7 @@ Tables (created on first use):
         the newest row of a device is its cached ceilings.
     profile_kernels(case_id, idx, name, family, time_s, dram_read_bytes, dram_write_bytes, flops_fp32,
         flops_fp16, flops_fp64, flops_tensor, tensor_source, intensity_flop_per_byte, achieved_flops_per_s,
-        achieved_bytes_per_s, ceiling_name, bound, analytic_flops): one row per profiled kernel (see
+        achieved_bytes_per_s, ceiling_name, bound, layer, analytic_flops): one row per profiled kernel (see
         :func:`accelbench.profile.results.kernel_row`), linked to the profile case in ``cases``.
 """
 
@@ -33,14 +33,26 @@ CREATE TABLE IF NOT EXISTS profile_kernels (
     time_s REAL, dram_read_bytes REAL, dram_write_bytes REAL,
     flops_fp32 REAL, flops_fp16 REAL, flops_fp64 REAL, flops_tensor REAL,
     tensor_source TEXT, intensity_flop_per_byte REAL, achieved_flops_per_s REAL, achieved_bytes_per_s REAL,
-    ceiling_name TEXT, bound TEXT, analytic_flops REAL
+    ceiling_name TEXT, bound TEXT, layer INTEGER, analytic_flops REAL
 );
 CREATE INDEX IF NOT EXISTS profile_kernels_case ON profile_kernels(case_id);
 """
 
 
+_KERNEL_COLUMNS = {
+    "tensor_source": "TEXT", "intensity_flop_per_byte": "REAL", "achieved_flops_per_s": "REAL",
+    "achieved_bytes_per_s": "REAL", "ceiling_name": "TEXT", "bound": "TEXT", "layer": "INTEGER", "analytic_flops": "REAL",
+}
+
+
 def _ensure(store) -> None:
+    """Create the tables; add columns that a store written by an older accelbench lacks."""
     store.conn.executescript(_DDL)
+    have = {r[1] for r in store.conn.execute("PRAGMA table_info(profile_kernels)")}
+    for col, typ in _KERNEL_COLUMNS.items():
+        if col not in have:
+            store.conn.execute(f"ALTER TABLE profile_kernels ADD COLUMN {col} {typ}")
+    store.conn.commit()
 
 
 def cached_ceilings(store, device_name: str) -> Ceilings | None:
@@ -75,6 +87,25 @@ def save_kernels(store, case_id: int, rows: list[dict]) -> None:
             f"INSERT INTO profile_kernels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
             [(case_id, *r.values()) for r in rows],
         )
+
+
+def replace_kernels(store, case_id: int, rows: list[dict]) -> None:
+    """Delete the case's kernel rows and store ``rows`` instead (after re-parsing a CSV)."""
+    _ensure(store)
+    with store.conn:
+        store.conn.execute("DELETE FROM profile_kernels WHERE case_id=?", (case_id,))
+    save_kernels(store, case_id, rows)
+
+
+def update_case(store, case_id: int, fields: dict) -> None:
+    """Set ``fields`` on a stored case (columns are added as ``Store.add_case`` adds them)."""
+    from accelbench.store import _cell
+
+    vals = {k: _cell(v) for k, v in fields.items()}
+    with store.conn:
+        store._ensure_columns("cases", vals)
+        sets = ", ".join(f'"{k}"=?' for k in vals)
+        store.conn.execute(f"UPDATE cases SET {sets} WHERE case_id=?", [*vals.values(), case_id])
 
 
 def load_kernels(store, case_id: int) -> list[KernelMetrics]:

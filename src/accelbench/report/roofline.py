@@ -14,6 +14,7 @@ from pathlib import Path
 from accelbench.errors import MissingDependencyError
 
 _COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd", "int8": "#8c564b"}
+_POINT_COLORS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf", "#999999", "#000000")
 _FAMILY_COLORS = {"gemm_conv": "#d62728", "normalization": "#2ca02c", "reduction_pooling": "#9467bd",
                   "copy_transpose": "#7f7f7f", "elementwise": "#1f77b4", "other": "#bcbd22"}
 
@@ -57,11 +58,12 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     """
     plt = _pyplot()
     bw = ceilings.dram_bytes_per_s
-    peaks = dict(sorted(ceilings.matmul_flops_per_s.items(), key=lambda kv: kv[1]))
+    # int8 counts integer operations: not a FLOP/s roof (it stays in the ceilings table)
+    peaks = dict(sorted(((k, v) for k, v in ceilings.matmul_flops_per_s.items() if k != "int8"), key=lambda kv: kv[1]))
     shown = [p for p in [*points, *background] if p.flops_per_s and p.flops_per_s > 0]
     xs = [p.intensity for p in shown if p.intensity] + [v / bw for v in peaks.values()]
     x_lo, x_hi = min(xs + [1.0]) / 4, max(xs + [1.0]) * 8
-    fig, ax = plt.subplots(figsize=(8.5, 5.8))
+    fig, ax = plt.subplots(figsize=(11.5, 5.8))
     grid = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
     for name, peak in peaks.items():
         ax.plot(grid, [min(peak, x * bw) for x in grid], color=_COLORS.get(name, "k"), lw=1.6,
@@ -90,10 +92,10 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     ax.grid(True, which="both", alpha=0.25)
     ax.text(0.01, 0.99, f"DRAM {_fmt_rate(bw)}B/s measured (copy, read + write)", transform=ax.transAxes,
             va="top", fontsize=8)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.subplots_adjust(left=0.08, right=0.66, bottom=0.1 + 0.025 * len(notes))
     if notes:
         fig.text(0.01, 0.005, "\n".join(notes), fontsize=7, va="bottom")
-        fig.subplots_adjust(bottom=0.1 + 0.025 * len(notes))
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     paths = [Path(f"{stem}.png"), Path(f"{stem}.svg")]
     for path in paths:
@@ -154,7 +156,7 @@ def summary_chart(records: list[dict], ceilings, stem, title: str = "Model roofl
         ncu = r.get("ncu_status") == "ok"
         x = r.get("ncu_intensity_flop_per_byte") if ncu else r.get("analytic_intensity_flop_per_byte")
         y = r.get("ncu_achieved_flops_per_s") if ncu else r.get("achieved_flops_per_s")
-        color = list(_COLORS.values())[i % len(_COLORS)]
+        color = _POINT_COLORS[i % len(_POINT_COLORS)]
         pts.append(Point(label=f"{r['model']} {r['step']} {r['precision']} bs={r['batch_size']}" + ("" if ncu else " (analytic)"),
                          intensity=x, flops_per_s=y, color=color, marker="o" if ncu else "s"))
     return draw(ceilings, pts, title, stem)
