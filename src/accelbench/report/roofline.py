@@ -64,23 +64,8 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     xs = [p.intensity for p in shown if p.intensity] + [v / bw for v in peaks.values()]
     x_lo, x_hi = min(xs + [1.0]) / 4, max(xs + [1.0]) * 8
     fig, ax = plt.subplots(figsize=(11.5, 5.8))
-    grid = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
-    for name, peak in peaks.items():
-        ax.plot(grid, [min(peak, x * bw) for x in grid], color=_COLORS.get(name, "k"), lw=1.6,
-                label=f"{name} matmul {_fmt_rate(peak)}FLOP/s (measured)")
-        sheet = ceilings.datasheet_flops_per_s.get(name)
-        sbw = ceilings.datasheet_dram_bytes_per_s or bw
-        if sheet:
-            ax.plot(grid, [min(sheet, x * sbw) for x in grid], color=_COLORS.get(name, "k"), lw=0.8, ls="--", alpha=0.6)
-    ax.plot([], [], color="k", lw=0.8, ls="--", label="datasheet peaks")
-    for p in background:
-        if p.flops_per_s and p.flops_per_s > 0:
-            ax.scatter([p.intensity or x_hi / 1.5], [p.flops_per_s], s=p.size, c=p.color, alpha=0.25, lw=0)
-    for p in points:
-        if p.flops_per_s and p.flops_per_s > 0:
-            x = p.intensity or x_hi / 1.5
-            ax.scatter([x], [p.flops_per_s], s=p.size, c=p.color, marker=p.marker if p.intensity else ">",
-                       edgecolors="k", linewidths=0.6, zorder=3, label=p.label)
+    _roofs(ax, ceilings, peaks, x_lo, x_hi)
+    _scatter(ax, points, background, x_hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
@@ -102,6 +87,31 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
         fig.savefig(path, dpi=130)
     plt.close(fig)
     return paths
+
+
+def _roofs(ax, ceilings, peaks: dict, x_lo: float, x_hi: float) -> None:
+    """Measured roofs (solid) and datasheet roofs (dashed), one per precision."""
+    bw = ceilings.dram_bytes_per_s
+    grid = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
+    for name, peak in peaks.items():
+        ax.plot(grid, [min(peak, x * bw) for x in grid], color=_COLORS.get(name, "k"), lw=1.6,
+                label=f"{name} matmul {_fmt_rate(peak)}FLOP/s (measured)")
+        sheet = ceilings.datasheet_flops_per_s.get(name)
+        sbw = ceilings.datasheet_dram_bytes_per_s or bw
+        if sheet:
+            ax.plot(grid, [min(sheet, x * sbw) for x in grid], color=_COLORS.get(name, "k"), lw=0.8, ls="--", alpha=0.6)
+    ax.plot([], [], color="k", lw=0.8, ls="--", label="datasheet peaks")
+
+
+def _scatter(ax, points: list[Point], background: list[Point], x_hi: float) -> None:
+    """Faint background points, then the labelled points; no DRAM bytes: a '>' at the right edge."""
+    for p in background:
+        if p.flops_per_s and p.flops_per_s > 0:
+            ax.scatter([p.intensity or x_hi / 1.5], [p.flops_per_s], s=p.size, c=p.color, alpha=0.25, lw=0)
+    for p in points:
+        if p.flops_per_s and p.flops_per_s > 0:
+            ax.scatter([p.intensity or x_hi / 1.5], [p.flops_per_s], s=p.size, c=p.color,
+                       marker=p.marker if p.intensity else ">", edgecolors="k", linewidths=0.6, zorder=3, label=p.label)
 
 
 def _case_title(rec: dict, what: str) -> str:
