@@ -156,8 +156,11 @@ def diagnose(output: str, returncode: int) -> str | None:
     return None
 
 
-def run(spec, pc, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = None) -> NcuProfile:
+def run(spec, pc, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = None,
+        keep_csv: str | None = None) -> NcuProfile:
     """Profile one step of ``pc`` (a ProfileCase) with ncu in a child process and parse the result.
+
+    ``keep_csv``: a file to write ncu's raw output to before it is parsed (kept even if parsing fails).
 
     Raises:
         NcuError: ncu missing, no counter permission, the step failed, no kernels, or a timeout.
@@ -176,6 +179,10 @@ def run(spec, pc, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = No
             raise NcuError(f"ncu did not finish within {timeout_s:.0f} s") from None
         wall = time.perf_counter() - t0
         text = open(log, errors="replace").read() if os.path.exists(log) else ""
+    if keep_csv and (text or p.stdout):
+        os.makedirs(os.path.dirname(keep_csv) or ".", exist_ok=True)
+        with open(keep_csv, "w") as fh:
+            fh.write(text or p.stdout)
     reason = diagnose("\n".join((text, p.stdout, p.stderr)), p.returncode)
     if reason:
         raise NcuError(reason)

@@ -104,15 +104,13 @@ def _ncu(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: ProfileOptions,
         return {"ncu_status": "skipped", "ncu_error": why}, []
     if device.type != "cuda":
         return {"ncu_status": "error", "ncu_error": "ncu needs a CUDA device"}, []
+    keep = str(Path(opt.ncu_csv_dir) / (_slug(pc) + ".csv")) if opt.ncu_csv_dir else None
     try:
-        prof = ncu.run(spec, pc, timeout_s=opt.ncu_timeout_s)
+        prof = ncu.run(spec, pc, timeout_s=opt.ncu_timeout_s, keep_csv=keep)
     except ncu.NcuError as exc:
         missing = "not found" in str(exc)
         status = "unavailable" if missing and opt.ncu == "auto" else "error"
         return {"ncu_status": status, "ncu_error": str(exc)}, []
-    if opt.ncu_csv_dir:
-        Path(opt.ncu_csv_dir).mkdir(parents=True, exist_ok=True)
-        (Path(opt.ncu_csv_dir) / (_slug(pc) + ".csv")).write_text(prof.csv_text)
     fields = {"ncu_status": "ok", "ncu_error": None, "ncu_wall_s": prof.wall_s,
               "ncu_missing_metrics": list(prof.missing) or None, "ncu_metrics": list(prof.metrics)}
     fields.update(results.ncu_fields(prof.kernels, ceilings, pc.case.precision, analytic_flops))
@@ -147,7 +145,10 @@ def profile_case(pc: ProfileCase, spec, device, ceilings: Ceilings, opt: Profile
     finally:
         cleanup(device)
     if rec["status"] == OK:
-        fields, rows = _ncu(pc, spec, device, ceilings, opt, rec.get("analytic_flops"), calls)
+        try:
+            fields, rows = _ncu(pc, spec, device, ceilings, opt, rec.get("analytic_flops"), calls)
+        except Exception as exc:  # the analytic and timed results stay; the reason is on the row
+            fields, rows = {"ncu_status": "error", "ncu_error": one_line(exc)}, []
         rec.update(fields)
     rec["case_wall_s"] = time.perf_counter() - t0
     return rec, series, rows
