@@ -40,3 +40,28 @@ def broken_model():
 
 def not_a_module():
     return 42
+
+
+class TinyConvNet(nn.Module):
+    """Conv(3->8, 3x3, pad 1, no bias) -> ReLU -> Flatten -> Linear(8*8*8 -> 10) on 8x8 inputs.
+
+    Hand counts for a batch of 1 (FLOPs = 2 x MACs): conv 8*8 outputs x 8 channels x 3*3*3 taps = 13,824
+    MACs = 27,648 FLOPs; linear 512 x 10 = 5,120 MACs = 10,240 FLOPs; 37,888 in all. Parameters:
+    8*3*3*3 = 216 + 512*10 + 10 = 5,346.
+    """
+
+    default_image_size = 8
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.relu = nn.ReLU()
+        self.flat = nn.Flatten()
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        return self.fc(self.flat(self.relu(self.conv(x))))
+
+
+def tiny_conv_net():
+    return TinyConvNet()

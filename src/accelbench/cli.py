@@ -177,6 +177,7 @@ def models_cmd() -> None:
 # Commands defined in other modules (cli_<topic>.py, each doing `from accelbench.cli import app`)
 # register themselves when imported: one import line per module below.
 import accelbench.cli_telemetry  # noqa: E402,F401  (cost, telemetry)
+import accelbench.cli_profile  # noqa: E402,F401  (accelbench profile)
 
 
 def main() -> None:
