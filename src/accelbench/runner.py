@@ -212,5 +212,5 @@ def write_json(path: str | Path, store, run_id: int) -> None:
     run = store.run(run_id)
     df = store.cases(run_id)
     doc = {"run_id": run_id, "kind": run["kind"], "status": run["status"], "created_at": run["created_at"],
-           "spec": run["spec"], "env": run["env"], "results": json.loads(df.to_json(orient="records"))}
+           "spec": run["spec"], "env": run["env"], "results": json.loads(df.to_json(orient="records", double_precision=15))}
     Path(path).write_text(json.dumps(doc, indent=1, default=str))
