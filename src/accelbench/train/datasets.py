@@ -60,22 +60,26 @@ def load_encoded(data: str, n: int | None = None) -> Encoded:
 
 
 def decode(blob: bytes, image_size: int | None = None):
-    """Decode one image to uint8 ``(3, H, W)`` (RGB), resized to ``image_size`` (antialiased) if given.
+    """Decode one image with Pillow to uint8 ``(3, H, W)`` RGB, resized to ``image_size`` (antialiased
+    bilinear) if given: the same decoder and resize as :func:`accelbench.data.load_images` uses.
 
     Raises:
         DataError: the bytes are not a decodable image.
     """
+    import io
+
     import torch
-    from torchvision.io import ImageReadMode, decode_image
+    from PIL import Image, UnidentifiedImageError
     from torchvision.transforms.v2.functional import resize
 
     try:
-        img = decode_image(torch.frombuffer(bytearray(blob), dtype=torch.uint8), mode=ImageReadMode.RGB)
-    except RuntimeError as exc:
+        pil = Image.open(io.BytesIO(blob)).convert("RGB")
+    except (UnidentifiedImageError, OSError) as exc:
         raise DataError(f"cannot decode image: {exc}") from None
+    img = torch.frombuffer(bytearray(pil.tobytes()), dtype=torch.uint8).view(pil.height, pil.width, 3).permute(2, 0, 1)
     if image_size is not None and tuple(img.shape[-2:]) != (image_size, image_size):
         img = resize(img, [image_size, image_size], antialias=True)
-    return img
+    return img.contiguous()
 
 
 class DecodeDataset:
@@ -169,7 +173,7 @@ def set_num_classes(module, n: int):
         module.reset_classifier(n)
         return module
     for owner_path, attr in (("", "fc"), ("", "head"), ("heads", "head"), ("", "classifier")):
-        owner = module.get_submodule(owner_path) if owner_path else module
+        owner = getattr(module, owner_path, None) if owner_path else module
         head = getattr(owner, attr, None)
         if isinstance(head, torch.nn.Sequential) and isinstance(head[-1], torch.nn.Linear):
             head[-1] = torch.nn.Linear(head[-1].in_features, n)
