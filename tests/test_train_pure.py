@@ -102,3 +102,14 @@ def test_epoch_markdown_table():
     md = epoch_markdown(rows).splitlines()
     assert md[0] == "| Epoch | bs=64 top-1 | bs=64 train loss | bs=64 time (s) | bs=256 top-1 | bs=256 train loss | bs=256 time (s) |"
     assert md[3] == "| 2 | 20.00% | 1.000 | 6.0 | 20.00% | 1.000 | 6.0 |"
+
+
+def test_store_keeps_numbers_numeric_after_a_first_empty_value():
+    # compile_s is None for eager cases and a float for compiled ones, in the same column
+    from accelbench.store import Store
+
+    st = Store(":memory:")
+    run = st.begin_run("training", {}, "h", {})
+    st.add_case(run, {"case_key": "a", "workload": "training", "status": "ok", "compile_s": None})
+    st.add_case(run, {"case_key": "b", "workload": "training", "status": "ok", "compile_s": 1.5})
+    assert st.cases(run)["compile_s"].tolist()[1] == 1.5

@@ -122,10 +122,15 @@ def _loader_check(spec: TrainSpec, case: TrainCase, size: int, step_rate: float,
 
     key = (size, case.batch_size)
     if key not in cache:
-        enc = cache.setdefault("encoded", load_encoded(spec.data, spec.images))
-        cache[key] = loader_throughput(enc, size, case.batch_size, spec.loader_workers, pin=True, seed=spec.seed)
+        try:
+            if "encoded" not in cache:
+                cache["encoded"] = load_encoded(spec.data, spec.images)
+            cache[key] = loader_throughput(cache["encoded"], size, case.batch_size, spec.loader_workers, pin=True, seed=spec.seed)
+        except Exception as exc:  # the step was measured: keep it, record why the loader was not
+            cache[key] = {"loader_error": one_line(exc)}
     out = dict(cache[key])
-    out["input_bound"] = out["loader_samples_per_s"] < step_rate
+    if "loader_samples_per_s" in out:
+        out["input_bound"] = out["loader_samples_per_s"] < step_rate
     return out
 
 
