@@ -19,18 +19,24 @@ def test_every_training_precision_on_gpu(db):
     by = {r["precision"]: r for r in out.records}
     for p, r in by.items():
         assert r["status"] == "ok", (p, r.get("error"))
-        assert r["loss_finite"] and r["peak_mem_bytes"] > 0 and r["throughput_samples_per_s"] > 0
-        assert r["device_time_s"] <= r["timed_wall_s"] * 1.05  # CUDA-event step times fit in the wall window
-    assert by["fp32"]["channels_last"] is False and by["amp-bf16"]["channels_last"] is True  # auto: NHWC below fp32
-    assert "gpu_util_mean_pct" in by["fp32"]
+        assert r["loss_finite"], (p, r["loss_first"], r["loss_last"])
+        assert r["peak_mem_bytes"] > 0 and r["throughput_samples_per_s"] > 0
+        # CUDA-event step times fit in the synchronised wall window
+        assert r["device_time_s"] <= r["timed_wall_s"] * 1.05, (p, r["device_time_s"], r["timed_wall_s"])
+    assert (by["fp32"]["channels_last"], by["amp-bf16"]["channels_last"]) == (False, True)  # auto: NHWC below fp32
+    assert by["fp32"].get("gpu_util_mean_pct") is not None, sorted(by["fp32"])
 
 
-def test_compiled_step_and_oom_boundary(db):
+@pytest.mark.slow
+def test_compiled_step_on_gpu(db):
     s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-bf16",
                           "modes": "compile"}, cuda=True)
     r = run_train_sweep(s, Store(db)).records[0]
     assert r["status"] == "ok", r.get("error")
     assert r["compile_s"] > 0 and r["compile_s"] == r["first_step_s"]
+
+
+def test_oom_boundary_on_gpu(db):
     big = build_train_spec({**FAST, "models": "resnet50", "batch_sizes": "4096,8192", "images": 1,
                             "data": "synthetic", "precisions": "fp32"}, cuda=True)
     rows = run_train_sweep(big, Store(db)).records
@@ -39,10 +45,10 @@ def test_compiled_step_and_oom_boundary(db):
 
 
 def test_gpu_resident_and_loader_training(tmp_path):
-    base = {"device": "cuda", "train_images": 1024, "eval_images": 1000, "epochs": 2, "batch_sizes": "128",
+    base = {"device": "cuda", "train_images": 512, "eval_images": 500, "epochs": 2, "batch_sizes": "64",
             "checkpoint_dir": str(tmp_path / "ck"), "deterministic": True, "precision": "fp32"}
     res = run_convergence(build_converge_spec({**base, "placement": "resident"}, cuda=True), Store(tmp_path / "a.db"))
-    ld = run_convergence(build_converge_spec({**base, "placement": "loader", "workers": 4}, cuda=True), Store(tmp_path / "b.db"))
+    ld = run_convergence(build_converge_spec({**base, "placement": "loader", "workers": 2}, cuda=True), Store(tmp_path / "b.db"))
     for out in (res, ld):
         e1, e2 = out.epochs
         assert out.summaries[0]["status"] == "ok" and e2["train_loss"] < e1["train_loss"]

@@ -39,7 +39,7 @@ def test_loader_throughput_with_workers_on_real_pngs():
     for workers in (0, 2):
         r = pipeline.loader_throughput(enc, None, 32, workers, pin=True, min_batches=4)
         assert r["loader_samples_per_s"] > 0 and r["loader_startup_s"] > 0
-        assert r["loader_workers"] == workers and r["loader_batches_timed"] == 4
+        assert r["loader_workers"] == workers and r["loader_batches_timed"] == max(4, 3 * workers)
         assert r["loader_pin_memory"] is torch.cuda.is_available()
 
 

@@ -1,8 +1,8 @@
 """Input-pipeline measurements, separate from the model: DataLoader throughput and storage reads.
 
 - :func:`loader_throughput`: images/s a ``torch.utils.data.DataLoader`` delivers (decode + resize +
-  crop/flip + collate) with N worker processes and pinned memory; the first batch (worker start-up)
-  is timed separately.
+  crop/flip + collate) with N worker processes and pinned memory, in steady state (the first batch
+  of every worker, which carries its start-up, is left out of the window).
 - :func:`resident_throughput`: the same augmentation on a device-resident uint8 set (no decode).
 - :func:`storage_read`: sequential read throughput of the dataset files, cold (page cache dropped via
   ``/proc/sys/vm/drop_caches`` where permitted, else ``posix_fadvise(POSIX_FADV_DONTNEED)``) and warm,
@@ -26,30 +26,37 @@ from accelbench.train.datasets import DecodeDataset, Encoded, make_loader
 
 def loader_throughput(enc: Encoded, image_size: int | None, batch_size: int, workers: int, pin: bool,
                       augment: bool = True, min_batches: int = 10, seed: int = 0, pad: int = 4) -> dict:
-    """Time ``min_batches`` batches after the first from a DataLoader over ``enc``.
+    """Steady-state batches/s of a DataLoader over ``enc``.
+
+    The first ``max(1, workers)`` batches are untimed: each worker's first batch carries its start-up
+    and the workers produce them concurrently, so timing from the first arrival would count work done
+    before the window (with 16 workers and 11 batches, a 10x overestimate). Then
+    ``max(min_batches, 3 * workers)`` batches are timed, so every worker delivers several.
 
     Returns:
-        ``loader_samples_per_s`` (steady state, first batch excluded), ``loader_startup_s`` (time to the
-        first batch: worker start-up + one batch), ``loader_batches_timed``, ``loader_workers``,
-        ``loader_pin_memory``.
+        ``loader_samples_per_s`` (timed batches' samples / window), ``loader_startup_s`` (iterator
+        creation to the first batch), ``loader_batches_timed``, ``loader_workers``, ``loader_pin_memory``.
     """
     import torch
 
     n = len(enc.blobs)
-    size = image_size
-    plan = epoch_plan(n, seed, 0, scaled_pad(pad, size or 32), augment)
-    total = (min_batches + 1) * batch_size
+    plan = epoch_plan(n, seed, 0, scaled_pad(pad, image_size or 32), augment)
+    skip, timed = max(1, workers), max(min_batches, 3 * workers)
+    total = (skip + timed) * batch_size
     order = plan.order.repeat(math.ceil(total / n))[:total]
     pin = pin and torch.cuda.is_available()
-    loader = make_loader(DecodeDataset(enc, size, plan), order, batch_size, workers, pin)
+    loader = make_loader(DecodeDataset(enc, image_size, plan), order, batch_size, workers, pin)
     t0 = time.perf_counter()
     it = iter(loader)
     next(it)
+    startup = time.perf_counter() - t0
+    for _ in range(skip - 1):
+        next(it)
     t1 = time.perf_counter()
     count = sum(x.shape[0] for x, _ in it)
     t2 = time.perf_counter()
-    return {"loader_samples_per_s": count / (t2 - t1), "loader_startup_s": t1 - t0,
-            "loader_batches_timed": min_batches, "loader_workers": workers, "loader_pin_memory": pin}
+    return {"loader_samples_per_s": count / (t2 - t1), "loader_startup_s": startup,
+            "loader_batches_timed": timed, "loader_workers": workers, "loader_pin_memory": pin}
 
 
 def resident_throughput(images, batch_size: int, min_batches: int = 10, seed: int = 0, pad: int = 4) -> dict:
