@@ -113,7 +113,7 @@ def _progress():
 
 def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool) -> None:
     from accelbench.report.train import sweep_table
-    from accelbench.runner import oom_boundary, write_json
+    from accelbench.runner import oom_boundary
     from accelbench.store import Store
     from accelbench.train.spec import build_train_spec
     from accelbench.train.throughput import run_train_sweep

@@ -9,5 +9,8 @@ Modules:
     augment: deterministic per-epoch augmentation plans (random crop with padding + flip).
     datasets: the decoding Dataset for a DataLoader, and the GPU-resident dataset.
     converge: training from scratch with per-epoch evaluation, checkpoints and resume.
+    evaluate: top-1/top-5 and loss on a device-resident evaluation set.
+    checkpoint: atomic per-epoch checkpoints (model, optimizer, scaler, RNG, history).
     pipeline: input-pipeline throughput (DataLoader workers, pinned memory) and storage reads.
+    input_bench: the ``accelbench input-pipeline`` run (loader rows, resident row, storage rows).
 """
