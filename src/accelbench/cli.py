@@ -178,6 +178,7 @@ def models_cmd() -> None:
 # register themselves when imported: one import line per module below.
 import accelbench.cli_telemetry  # noqa: E402,F401  (cost, telemetry)
 import accelbench.cli_profile  # noqa: E402,F401  (accelbench profile)
+import accelbench.cli_train  # noqa: E402,F401  (accelbench train, accelbench input-pipeline)
 
 
 def main() -> None:
