@@ -87,6 +87,9 @@ def run_data_parallel(spec, db: Path, json_path: Optional[Path], opts, workload:
         out = run_distributed(spec, store, opts, workload)
         run_id = out.run_id
     rows = [r for r in store.cases(run_id).to_dict("records") if r.get("aggregate") == 1]
+    if not rows and opts.nnodes > 1:
+        console.print(f"global rank 0 ran on another node: the results are in that node's store (run {run_id} here is empty)")
+        return
     console.print(scale_table(rows, title=f"Run {run_id}: data-parallel {workload}"))
     if rows and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
         console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from accelbench.distributed.results import add_row
 from accelbench.distributed.collectives import OPS, collective_rows, p2p_rows
 from accelbench.distributed.context import RankContext
 from accelbench.distributed.job import DistOptions, Job, note_progress
@@ -71,7 +72,7 @@ def run_ranks(ctx: RankContext, job: Job, store, run_id: int | None, echo=print)
     if ctx.rank == 0:
         for r in rows:
             if store is not None:
-                r["case_id"] = store.add_case(run_id, r)
+                r["case_id"] = add_row(store, run_id, r)
         echo(f"interconnect: {len(rows)} rows over {ctx.world} ranks ({ctx.backend})")
     return rows
 
@@ -85,7 +86,7 @@ def run_interconnect(spec: InterconnectSpec, opts: DistOptions, store, echo: boo
     res = launch(Job(workload=KIND, spec=spec.to_dict(), db=store.path, run_id=run_id), opts, echo=echo)
     if not res.ok:
         status, reason = failure(res)
-        store.add_case(run_id, {"case_key": f"interconnect|{res.current}|n={opts.world_size}", "workload": "collective",
+        add_row(store, run_id, {"case_key": f"interconnect|{res.current}|n={opts.world_size}", "workload": "collective",
                                 "status": status, "error": reason, "op": res.current, "world_size": opts.world_size})
     store.finish_run(run_id, "complete" if res.ok else "failed")
     return run_id, store.cases(run_id).to_dict("records")

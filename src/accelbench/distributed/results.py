@@ -126,3 +126,10 @@ def error_row(case: dict[str, Any], workload: str, world_size: int, status: str,
     return {"case_key": aggregate_key(case["key"], world_size), "workload": workload, **row,
             "world_size": world_size, "rank": None, "aggregate": True, "status": status, "error": error,
             "started_at": time.time()}
+
+
+def add_row(store, run_id: int, record: dict[str, Any], series: dict | None = None) -> int:
+    """``store.add_case`` without None values, so a column gets its type from its first real value
+    (the store types a new column by the first value it sees; None would make it TEXT)."""
+    rec = {k: v for k, v in record.items() if v is not None or k in ("status", "error")}
+    return store.add_case(run_id, rec, series)

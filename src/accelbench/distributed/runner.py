@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.distributed.results import add_row
 from accelbench import modes, precisions
 from accelbench.distributed import results
 from accelbench.distributed.job import DistOptions, Job
@@ -119,7 +120,7 @@ def run_distributed(spec: SweepSpec, store, opts: DistOptions, workload: str = "
     done = store.done_keys(run_id)
     for row in rows:
         if row["case_key"] not in done:
-            row["case_id"] = store.add_case(run_id, row)
+            row["case_id"] = add_row(store, run_id, row)
     todo = [c for c in cases if results.aggregate_key(c.key, opts.world_size) not in done]
     try:
         while todo:
@@ -145,7 +146,7 @@ def _after_failure(store, run_id: int, todo: list[Case], res, why: tuple[str, st
     failed = next((c for c in rest if c.key == res.current), rest[0] if rest else None)
     if failed is None:  # every case finished and the job failed while shutting down: nothing to record
         return []
-    store.add_case(run_id, results.error_row(case_dict(failed), KINDS[workload], world, status, reason))
+    add_row(store, run_id, results.error_row(case_dict(failed), KINDS[workload], world, status, reason))
     rest = [c for c in rest if c is not failed]
     if status != "oom":
         return rest
@@ -153,7 +154,7 @@ def _after_failure(store, run_id: int, todo: list[Case], res, why: tuple[str, st
     keep = []
     for c in rest:
         if (c.model, c.precision, c.mode, c.channels_last) == group and c.batch_size > failed.batch_size:
-            store.add_case(run_id, results.error_row(case_dict(c), KINDS[workload], world, "skipped",
+            add_row(store, run_id, results.error_row(case_dict(c), KINDS[workload], world, "skipped",
                                                      f"not run: batch size {failed.batch_size} already ran out of memory"))
         else:
             keep.append(c)
@@ -177,7 +178,7 @@ def run_here(spec: SweepSpec, db: str | None, info: RankInfo, workload: str = "i
         with Store(db) as store:
             run_id = begin(store, KINDS[workload], spec_doc(spec, opts, workload), opts, kind == "cuda")
             for row in rows:
-                store.add_case(run_id, row)
+                add_row(store, run_id, row)
     job = Job(workload=workload, spec=spec.to_dict(), cases=[case_dict(c) for c in cases], options=opts.to_dict(),
               db=db if info.rank == 0 else None, run_id=run_id)
     run_job(job, info, echo=echo if info.rank == 0 else (lambda *_: None))

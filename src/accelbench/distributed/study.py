@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelbench.distributed.results import add_row
 from accelbench.distributed.job import DistOptions
 from accelbench.distributed.maths import overlap_fraction
 from accelbench.distributed.runner import KINDS, begin, device_kind, run_distributed, spec_doc
@@ -137,7 +138,7 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts: DistOptions, sequenti
     if conc.get("work_time_s") and seq.get("work_time_s"):
         conc["work_speedup"] = seq["work_time_s"] / conc["work_time_s"]
     for row in (conc, seq):
-        store.add_case(run_id, row)
+        add_row(store, run_id, row)
     store.finish_run(run_id, "complete")
     return StudyOutcome(run_id=run_id, rows=store.cases(run_id).to_dict("records"))
 
@@ -156,7 +157,7 @@ def merge(src_db: str, src_run: int, store, run_id: int, **extra) -> list[dict[s
         series: dict[str, list] = {}
         for s in src.execute("SELECT series, value FROM samples WHERE case_id=? ORDER BY series, idx", (row["case_id"],)):
             series.setdefault(s[0], []).append(s[1])
-        store.add_case(run_id, rec, series)
+        add_row(store, run_id, rec, series)
         if rec.get("aggregate") == 1:
             aggs.append(rec)
     src.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from accelbench.distributed.results import add_row
 from accelbench.distributed import results
 from accelbench.distributed.context import RankContext, init
 from accelbench.distributed.job import Job, note_error, note_progress
@@ -92,8 +93,8 @@ def store_case(store, run_id: int | None, key: str, gathered: list[dict]) -> dic
         for g in gathered:
             rec = {**g["record"], "case_key": results.rank_key(key, len(recs), g["record"]["rank"]),
                    "status": "ok", "error": None}
-            store.add_case(run_id, rec, g["series"])
-        agg["case_id"] = store.add_case(run_id, agg)
+            add_row(store, run_id, rec, g["series"])
+        agg["case_id"] = add_row(store, run_id, agg)
     return agg
 
 
