@@ -119,8 +119,13 @@ def device_name(device) -> str:
 
 
 def rank_fields(ctx: RankContext) -> dict[str, Any]:
-    """Columns every rank row carries."""
-    return {"rank": ctx.rank, "local_rank": ctx.info.local_rank, "node_rank": ctx.info.node_rank,
+    """Columns every rank row carries (``gpu_uuid`` names the physical GPU behind CUDA_VISIBLE_DEVICES)."""
+    uuid = None
+    if ctx.device.type == "cuda":
+        from accelbench.telemetry.nvml import device_info
+
+        uuid = device_info(ctx.device.index).get("gpu_uuid")
+    return {"gpu_uuid": uuid, "rank": ctx.rank, "local_rank": ctx.info.local_rank, "node_rank": ctx.info.node_rank,
             "world_size": ctx.world, "nnodes": ctx.opts.nnodes, "backend": ctx.backend,
             "host": socket.gethostname(), "device": str(ctx.device), "device_type": ctx.device.type,
             "device_name": device_name(ctx.device), "aggregate": False}

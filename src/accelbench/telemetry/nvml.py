@@ -41,6 +41,9 @@ def handle_for(torch_index: int):
     nv = _nvml()
     if nv is None:
         return None
+    h = _handle_by_uuid(nv, torch_index)  # torch's pci_bus_id is a bare bus number, not NVML's bus-id string
+    if h is not None:
+        return h
     try:
         import torch
 
@@ -53,6 +56,21 @@ def handle_for(torch_index: int):
         if h is not None:
             return h
     return _safe(nv.nvmlDeviceGetHandleByIndex, torch_index)
+
+
+def _handle_by_uuid(nv, torch_index: int):
+    """NVML handle by the GPU UUID torch reports (right under CUDA_VISIBLE_DEVICES), or None."""
+    try:
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(torch_index).uuid)
+    except Exception:
+        return None
+    for text in (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", uuid):
+        h = _safe(nv.nvmlDeviceGetHandleByUUID, text)
+        if h is not None:
+            return h
+    return None
 
 
 def device_info(torch_index: int) -> dict[str, Any]:
