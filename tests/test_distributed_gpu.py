@@ -9,13 +9,13 @@ from test_distributed import check_aggregate, cli, env, rows  # noqa: F401  (sam
 pytestmark = pytest.mark.multigpu
 
 
-def test_nccl_ddp_scale_1_2_gpus_with_per_rank_telemetry(tmp_path):
+def test_nccl_ddp_on_2_gpus_with_per_rank_telemetry(tmp_path):
     db = tmp_path / "g.db"
-    cli("scale", "--gpus", "1,2", "--workload", "train", "--model", "cifar-resnet20", "-b", "128", "-n", "1024",
+    cli("scale", "--gpus", "2", "--workload", "train", "--model", "cifar-resnet20", "-b", "128", "-n", "1024",
         "-p", "amp-bf16", "--min-time-s", "0.5", "--db", str(db))
     got = rows(db)
     aggs = {r["world_size"]: r for r in got if r["aggregate"] == 1}
-    assert aggs[2]["status"] == "ok" and aggs[2]["scaling_efficiency"] == aggs[2]["speedup"] / 2
+    assert aggs[2]["status"] == "ok" and aggs[2]["comm_exposed_share"] is not None
     ranks = sorted((r for r in got if r["aggregate"] == 0 and r["world_size"] == 2), key=lambda r: r["rank"])
     assert [r["device"] for r in ranks] == ["cuda:0", "cuda:1"] and {r["backend"] for r in ranks} == {"nccl"}
     assert len({r["gpu_uuid"] for r in ranks}) == 2  # two physical GPUs

@@ -25,6 +25,7 @@ from accelbench.distributed.job import DistOptions, Job, read_errors, read_progr
 from accelbench.distributed.ranks import child_env
 
 GRACE_S = 10.0
+_LIVE: set = set()  # torchrun invocations of this process still running (killed on SIGTERM)
 
 
 def torchrun_argv(opts: DistOptions, job_path: str, python: str | None = None) -> list[str]:
@@ -99,7 +100,8 @@ class Torchrun:
         env = child_env(visible_devices=self.visible, extra=extra)
         self._t0 = time.monotonic()
         self.proc = subprocess.Popen(torchrun_argv(self.opts, path), env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+                                     stderr=subprocess.STDOUT, text=True, errors="replace")
+        _LIVE.add(self)
         self._reader = threading.Thread(target=self._pump, daemon=True)
         self._reader.start()
         return self
@@ -131,6 +133,7 @@ class Torchrun:
             code = self.proc.wait()
         if code is None:
             return None
+        _LIVE.discard(self)
         self._reader.join(timeout=5)
         return self._result(code)
 
@@ -181,9 +184,17 @@ def _fields(job: Job) -> dict:
     return {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
 
 
+def _on_sigterm(signum, frame) -> None:
+    for run in list(_LIVE):
+        run.kill()
+    raise KeyboardInterrupt
+
+
 def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, prefix: str = "",
            echo: bool = True, poll_s: float = 0.2) -> LaunchResult:
-    """Run ``job`` under torchrun and wait for it (Ctrl-C stops every rank, then re-raises)."""
+    """Run ``job`` under torchrun and wait for it (Ctrl-C or SIGTERM stops every rank, then re-raises)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     run = Torchrun(job, opts, visible_devices, prefix, echo).start()
     try:
         while (res := run.poll()) is None:

@@ -120,6 +120,12 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts: DistOptions, sequenti
     def worker(k: int, job: ConcurrentJob) -> None:
         found[(k, "concurrent")] = _run_job(job, k, "concurrent", job.gpus, sets[k], tmp, opts, echo)
 
+    if threading.current_thread() is threading.main_thread():
+        import signal
+
+        from accelbench.distributed.launch import _on_sigterm
+
+        signal.signal(signal.SIGTERM, _on_sigterm)  # stop every job's ranks if we are stopped
     t0 = time.monotonic()
     threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
     for t in threads:
