@@ -189,6 +189,7 @@ def models_cmd() -> None:
 
 # Commands defined in other modules (cli_<topic>.py, each doing `from accelbench.cli import app`)
 # register themselves when imported: one import line per module below.
+import accelbench.cli_train  # noqa: E402,F401  (accelbench train, accelbench input-pipeline)
 import accelbench.cli_multi  # noqa: E402,F401  (scale, interconnect, concurrent)
 
 

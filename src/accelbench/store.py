@@ -57,6 +57,8 @@ class StoreError(RuntimeError):
 
 
 def _sql_type(value: Any) -> str:
+    if value is None:  # no declared type (no affinity): a later number stays a number, not text
+        return ""
     if isinstance(value, bool) or isinstance(value, int):
         return "INTEGER"
     if isinstance(value, float):

@@ -1,0 +1,222 @@
+"""``accelbench train`` (step-throughput sweep, or convergence with ``--epochs``) and ``accelbench
+input-pipeline``. Registered by one import line in :mod:`accelbench.cli`; the commands only parse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from accelbench.cli import DB_OPTION, app, console, err_console, fail
+from accelbench.errors import AccelbenchError
+
+SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers")
+CONVERGE_ONLY = ("eval_data", "eval_images", "target_top1", "base_batch_size", "schedule", "warmup_epochs",
+                 "placement", "workers", "deterministic", "checkpoint_dir")
+
+
+def _layers(config: Optional[Path], flags: dict) -> list[dict]:
+    from accelbench.spec import load_toml
+
+    layers = []
+    if config:
+        raw = load_toml(config)
+        layers.append(raw.get("train", raw))
+    return layers + [flags]
+
+
+def _check_flags(layers: list[dict], converge: bool) -> None:
+    wrong = SWEEP_ONLY if converge else CONVERGE_ONLY
+    for layer in layers:
+        for key, value in layer.items():
+            if value is not None and key.replace("-", "_") in wrong:
+                need = "a step-throughput sweep (no --epochs)" if converge else "a convergence run (--epochs N)"
+                fail(f"{key.replace('_', '-')} applies to {need}")
+
+
+@app.command()
+def train(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model(s); one for --epochs. Default GPU resnet50, CPU cifar-resnet20."),
+    batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes", "-b", help="e.g. 64,128,256,512; with --epochs: the batch sizes to compare."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", help="fp32,tf32,amp-fp16,amp-bf16,bf16 (one with --epochs)."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="eager,compile (one with --epochs)."),
+    channels_last: Optional[bool] = typer.Option(None, "--channels-last/--no-channels-last", help="Default: where it helps (CUDA, below fp32)."),
+    data: Optional[str] = typer.Option(None, "--data", help="cifar10-train-5k (default), synthetic, or an ImageFolder dir/.tar/.tar.gz."),
+    images: Optional[int] = typer.Option(None, "--images", "-n", help="Sweep: distinct images cycled. --epochs: training images used (default all)."),
+    image_size: Optional[int] = typer.Option(None, "--image-size", help="Input side in pixels (default: the model's)."),
+    device: Optional[str] = typer.Option(None, "--device", help="auto, cpu, cuda, cuda:N"),
+    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="sgd (momentum, default) or adamw."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Sweep: the step's lr. --epochs: peak lr at --base-batch-size (scaled linearly)."),
+    momentum: Optional[float] = typer.Option(None, "--momentum"),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay"),
+    warmup_batches: Optional[int] = typer.Option(None, "--warmup-batches", help="Sweep: untimed steps after the first."),
+    min_timed_batches: Optional[int] = typer.Option(None, "--min-timed-batches"),
+    min_time_s: Optional[float] = typer.Option(None, "--min-time-s"),
+    loader_workers: Optional[int] = typer.Option(None, "--loader-workers", help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Train to accuracy for N epochs (convergence run)."),
+    eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Evaluation set (default cifar10-test: 10,000 images)."),
+    eval_images: Optional[int] = typer.Option(None, "--eval-images", help="Evaluate on a balanced subset of N images."),
+    target_top1: Optional[float] = typer.Option(None, "--target-top1", help="Target top-1 for time to accuracy: 0.8 or 80."),
+    base_batch_size: Optional[int] = typer.Option(None, "--base-batch-size", help="Batch size --lr refers to (default 128)."),
+    schedule: Optional[str] = typer.Option(None, "--schedule", help="cosine (warm-up + cosine, default) or step (/10 at 50%% and 75%%)."),
+    warmup_epochs: Optional[float] = typer.Option(None, "--warmup-epochs", help="Linear lr warm-up (default 2)."),
+    placement: Optional[str] = typer.Option(None, "--placement", help="loader (DataLoader decodes PNGs, default) or resident (data on the GPU)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for --placement loader (GPU default 8, CPU 0)."),
+    deterministic: Optional[bool] = typer.Option(None, "--deterministic/--no-deterministic", help="cuDNN deterministic algorithms (default off)."),
+    checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", help="Default: <db>-checkpoints next to --db."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="--epochs: write a PNG of top-1 vs epoch and vs time."),
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    db: Path = DB_OPTION,
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML file (top level or [train]); flags override it."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the newest unfinished run with the same settings."),
+) -> None:
+    """Training benchmarks: step throughput (model x batch size x precision x mode) or, with --epochs,
+    training to accuracy (batch sizes compared, time to target top-1)."""
+    flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, channels_last=channels_last,
+                 data=data, image_size=image_size, device=device, optimizer=optimizer, momentum=momentum,
+                 weight_decay=weight_decay, warmup_batches=warmup_batches, min_timed_batches=min_timed_batches,
+                 min_time_s=min_time_s, loader_workers=loader_workers, eval_data=eval_data, eval_images=eval_images,
+                 target_top1=target_top1, base_batch_size=base_batch_size, schedule=schedule, warmup_epochs=warmup_epochs,
+                 placement=placement, workers=workers, deterministic=deterministic, seed=seed,
+                 checkpoint_dir=str(checkpoint_dir) if checkpoint_dir else None)
+    try:
+        layers = _layers(config, flags)
+        converge = epochs is not None or any(layer.get("epochs") is not None for layer in layers)
+        _check_flags(layers, converge)
+        if converge:
+            layers.append({"epochs": epochs, "train_images": images, "lr": lr})
+            _converge(layers, db, json_path, resume, plot)
+        else:
+            if plot:
+                fail("--plot applies to a convergence run (--epochs N)")
+            layers.append({"images": images, "lr": lr})
+            _sweep(layers, db, json_path, resume)
+    except AccelbenchError as exc:
+        fail(str(exc))
+
+
+def _device(layers: list[dict]):
+    from accelbench.measure import resolve_device
+
+    name = next((layer["device"] for layer in reversed(layers) if layer.get("device")), "auto")
+    return resolve_device(name)
+
+
+def _progress():
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool) -> None:
+    from accelbench.report.train import sweep_table
+    from accelbench.runner import oom_boundary, write_json
+    from accelbench.store import Store
+    from accelbench.train.spec import build_train_spec
+    from accelbench.train.throughput import run_train_sweep
+
+    dev = _device(layers)
+    spec = build_train_spec(*layers, cuda=dev.type == "cuda")
+    store = Store(db)
+    console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {dev} ({spec.data}), db {db}")
+    with _progress() as progress:
+        task = progress.add_task("starting", total=None)
+
+        def cb(i, n, case, rec):
+            progress.update(task, total=n, completed=i, description=f"{case.model} bs={case.batch_size} {case.precision} {case.mode}")
+
+        out = run_train_sweep(spec, store, resume=resume, on_case=cb)
+    records = store.cases(out.run_id).to_dict("records")
+    r0 = records[0] if records else {}
+    console.print(sweep_table(records, title=f"Training run {out.run_id}: {r0.get('data_description') or spec.data}"))
+    if out.skipped_done:
+        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
+    for (m, p, mode), b in oom_boundary(records).items():
+        if b["smallest_oom"] is not None:
+            console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
+    for r in records:
+        if r.get("input_bound") == 1:
+            console.print(f"[yellow]input-bound:[/] bs={r['batch_size']} {r['precision']} {r['mode']}: the loader delivers "
+                          f"{r['loader_samples_per_s']:,.0f} img/s, the step takes {r['throughput_samples_per_s']:,.0f} img/s")
+    _finish(store, out.run_id, json_path, out.interrupted, len(out.records))
+
+
+def _finish(store, run_id: int, json_path: Optional[Path], interrupted: bool, n: int) -> None:
+    from accelbench.runner import write_json
+
+    console.print(f"stored run {run_id} in {store.path}")
+    if json_path:
+        write_json(json_path, store, run_id)
+        console.print(f"wrote {json_path}")
+    if interrupted:
+        err_console.print(f"interrupted: {n} finished rows stored in run {run_id}; rerun with --resume")
+        raise typer.Exit(130)
+
+
+def _converge(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool, plot: Optional[Path]) -> None:
+    from accelbench.report.train import epoch_table, plot_convergence, summary_table
+    from accelbench.store import Store
+    from accelbench.train.converge import run_convergence
+    from accelbench.train.spec import build_converge_spec
+
+    dev = _device(layers)
+    spec = build_converge_spec(*layers, cuda=dev.type == "cuda")
+    store = Store(db)
+    console.print(f"accelbench train: {spec.model} from scratch on {dev}, {spec.epochs} epochs, batch sizes "
+                  f"{', '.join(map(str, spec.batch_sizes))} ({spec.data} -> {spec.eval_data}, {spec.placement}), db {db}")
+
+    def on_epoch(bs: int, r: dict) -> None:
+        console.print(f"bs={bs} epoch {r['epoch']}/{spec.epochs}: loss {r['train_loss']:.3f}, test top-1 "
+                      f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" [yellow]input-bound[/]" if r["input_bound"] else ""))
+
+    out = run_convergence(spec, store, resume=resume, on_epoch=on_epoch)
+    records = store.cases(out.run_id).to_dict("records")
+    for bs, e in out.resumed.items():
+        console.print(f"bs={bs}: resumed after epoch {e} from its checkpoint")
+    console.print(epoch_table(records, title=f"Run {out.run_id}: test top-1 per epoch ({spec.eval_data})"))
+    console.print(summary_table(records, title=f"target top-1 {spec.target_top1}" if spec.target_top1 else None))
+    det = "on" if spec.deterministic else "off"
+    console.print(f"seed {spec.seed}; cuDNN determinism {det}; lr = {spec.base_lr} x batch / {spec.base_batch_size}, "
+                  f"{spec.schedule} schedule with {spec.warmup_epochs} warm-up epochs")
+    if plot and any(r.get("row_type") == "epoch" for r in records):
+        console.print(f"wrote {plot_convergence(records, plot, title=f'{spec.model} on {spec.data}')}")
+    _finish(store, out.run_id, json_path, out.interrupted, len(out.epochs))
+
+
+@app.command("input-pipeline")
+def input_pipeline(
+    data: str = typer.Option("cifar10-train-5k", "--data", help="cifar10-train-5k, cifar10-test, or an ImageFolder dir/.tar(.gz)."),
+    images: Optional[int] = typer.Option(None, "--images", "-n", help="Images to load (default all)."),
+    workers: str = typer.Option("0,2,4,8", "--workers", "-w", help="DataLoader worker counts, e.g. 0,2,4,8."),
+    batch_size: int = typer.Option(256, "--batch-size", "-b"),
+    image_size: Optional[int] = typer.Option(None, "--image-size", help="Resize in the loader (default: as stored)."),
+    pin_memory: bool = typer.Option(True, "--pin-memory/--no-pin-memory", help="Pin batches (CUDA machines)."),
+    augment: bool = typer.Option(True, "--augment/--no-augment", help="Random crop (padding 4) + flip."),
+    min_batches: int = typer.Option(10, "--min-batches", help="Batches timed per row, after the first."),
+    storage: bool = typer.Option(True, "--storage/--no-storage", help="Cold vs warm read test of the data files."),
+    evict: str = typer.Option("auto", "--evict", help="Cold reads: auto (drop_caches if permitted, else fadvise), drop_caches, fadvise."),
+    resident: bool = typer.Option(True, "--resident/--no-resident", help="Also time the device-resident path."),
+    device: str = typer.Option("auto", "--device"),
+    db: Path = DB_OPTION,
+    json_path: Optional[Path] = typer.Option(None, "--json"),
+) -> None:
+    """Input pipeline alone: DataLoader images/s (decode + augment + collate) per worker count, the
+    device-resident path, and storage read MB/s cold vs warm."""
+    from accelbench.report.train import pipeline_table
+    from accelbench.spec import parse_list
+    from accelbench.store import Store
+    from accelbench.train.input_bench import PipelineSpec, run_input_pipeline
+
+    try:
+        spec = PipelineSpec(data=data, images=images, workers=parse_list("batch_sizes", workers), batch_size=batch_size,
+                            image_size=image_size, pin_memory=pin_memory, augment=augment, min_batches=min_batches,
+                            storage=storage, evict=evict, resident=resident, device=device)
+        store = Store(db)
+        run_id, records = run_input_pipeline(spec, store)
+    except AccelbenchError as exc:
+        fail(str(exc))
+    console.print(pipeline_table(records, title=f"Input pipeline, run {run_id}: {data}, batch {batch_size}"))
+    _finish(store, run_id, json_path, False, len(records))

@@ -1,0 +1,220 @@
+"""The training step: forward + loss + backward + optimizer step for one module, reusable everywhere.
+
+Used by the step-throughput sweep, by convergence runs, and by the multi-GPU (DDP) workload::
+
+    from accelbench.train.step import StepConfig, build_step
+
+    step = build_step(module, StepConfig(precision="amp-fp16", optimizer="sgd", lr=0.1,
+                                         channels_last=True, mode="compile"), device)
+    loss, logits = step(x, y)   # x: (B, C, H, W) float32 on ``device``; y: (B,) int64 on ``device``
+    step.set_lr(0.05)           # e.g. from a schedule, before a step
+    state = step.state_dict()   # {"model", "optimizer", "scaler"}; restore with load_state_dict
+    step.compile_s              # wall s of the first call in compile mode (tracing + codegen), else None
+
+DDP (issue 6)::
+
+    step = build_step(module, cfg, device, wrap=lambda m: DDP(m, device_ids=[device.index]))
+
+``wrap`` is applied after the module is on ``device`` in the precision's dtype and memory format, and
+before ``torch.compile``; the optimizer and ``state_dict`` use the unwrapped module's parameters.
+
+Precisions (names from :mod:`accelbench.precisions`): ``fp32`` (TF32 off), ``tf32``, ``amp-fp16``
+(autocast to fp16 + ``torch.amp.GradScaler``: dynamic loss scaling, Micikevicius et al. 2018, "Mixed
+Precision Training"), ``amp-bf16`` (autocast, no scaler: bf16 has fp32's exponent range), ``bf16``
+(weights, gradients, optimizer state and inputs in bfloat16). Pure ``fp16`` training is not offered:
+without fp32 master weights small updates vanish (Micikevicius et al. 2018, s. 3.1).
+
+Modes: ``eager``, ``compile`` (``torch.compile(module, dynamic=False)``: Inductor compiles the forward
+and, via AOTAutograd, the backward; the optimizer step stays eager: fused on CUDA, foreach on CPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from accelbench import precisions
+
+TRAIN_PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16", "bf16")
+TRAIN_MODES = ("eager", "compile")
+OPTIMIZERS = ("sgd", "adamw")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepConfig:
+    """How a training step runs.
+
+    Attributes:
+        precision: one of ``TRAIN_PRECISIONS``.
+        mode: ``eager`` or ``compile``.
+        optimizer: ``sgd`` (momentum, PyTorch's formulation) or ``adamw`` (Loshchilov & Hutter 2019).
+        lr: initial learning rate (change it per step with ``TrainStep.set_lr``).
+        momentum: SGD momentum.
+        weight_decay: L2 penalty (SGD) or decoupled decay (AdamW); applied to every parameter.
+        nesterov: SGD Nesterov momentum.
+        channels_last: run the module and inputs in NHWC memory format.
+        label_smoothing: passed to ``cross_entropy``.
+    """
+
+    precision: str = "fp32"
+    mode: str = "eager"
+    optimizer: str = "sgd"
+    lr: float = 0.1
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    nesterov: bool = False
+    channels_last: bool = False
+    label_smoothing: float = 0.0
+
+
+def unsupported_reason(cfg: StepConfig, device) -> str | None:
+    """Why ``cfg`` cannot train on ``device`` (torch.device), or None when it can."""
+    if cfg.precision not in TRAIN_PRECISIONS:
+        return f"{cfg.precision} is not a training precision (use one of {', '.join(TRAIN_PRECISIONS)})"
+    if cfg.mode not in TRAIN_MODES:
+        return f"{cfg.mode} is not a training mode (use one of {', '.join(TRAIN_MODES)})"
+    return precisions.unsupported_reason(cfg.precision, device)
+
+
+def autocast_context(precision: str, device):
+    """``torch.autocast`` for amp precisions, a no-op context otherwise (gradients stay enabled)."""
+    import torch
+
+    dtype = precisions.PRECISIONS[precision].autocast_dtype
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=getattr(torch, dtype))
+
+
+def make_optimizer(cfg: StepConfig, params, device):
+    """SGD with momentum or AdamW over ``params``; fused kernels on CUDA where torch has them.
+
+    Raises:
+        ValueError: unknown optimizer name.
+    """
+    import torch
+
+    params = list(params)
+    kw: dict[str, Any] = {"lr": cfg.lr, "weight_decay": cfg.weight_decay}
+    if cfg.optimizer == "sgd":
+        cls, kw = torch.optim.SGD, {**kw, "momentum": cfg.momentum, "nesterov": cfg.nesterov}
+    elif cfg.optimizer == "adamw":
+        cls = torch.optim.AdamW
+    else:
+        raise ValueError(f"unknown optimizer {cfg.optimizer!r}: use one of {', '.join(OPTIMIZERS)}")
+    if device.type == "cuda":
+        try:  # fused SGD exists from torch 2.3 on; fall back to the foreach implementation
+            return cls(params, fused=True, **kw)
+        except (TypeError, RuntimeError):
+            pass
+    return cls(params, foreach=True, **kw)
+
+
+class TrainStep:
+    """A callable training step; build it with :func:`build_step`.
+
+    Attributes:
+        module: the unwrapped ``nn.Module`` on the device (train mode), whose parameters are trained.
+        model: what the step calls: ``module`` wrapped (``wrap``) and/or compiled.
+        optimizer, scaler: the torch optimizer and the GradScaler (amp-fp16 only, else None).
+        config, device: as given.
+        first_step_s: synchronised wall seconds of the first call (None before it).
+    """
+
+    def __init__(self, module, model, optimizer, scaler, cfg: StepConfig, device):
+        import torch
+
+        self.module, self.model, self.optimizer, self.scaler = module, model, optimizer, scaler
+        self.config, self.device = cfg, device
+        self.first_step_s: float | None = None
+        self._dtype = precisions.input_dtype(cfg.precision)
+        self._fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+
+    @property
+    def compile_s(self) -> float | None:
+        """Seconds the first call took in compile mode (compilation of forward and backward + one step)."""
+        return self.first_step_s if self.config.mode == "compile" else None
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def __call__(self, x, y):
+        """One optimizer step on the batch ``x`` ``(B, C, H, W)`` with labels ``y`` ``(B,)``.
+
+        Returns:
+            ``(loss, logits)``: the mean cross-entropy (a 0-d tensor) and the ``(B, classes)`` logits,
+            both detached and not synchronised (call ``.item()`` only where a sync is wanted).
+        """
+        if self.first_step_s is None:
+            t0 = time.perf_counter()
+            out = self._step(x, y)
+            _sync(self.device)
+            self.first_step_s = time.perf_counter() - t0
+            return out
+        return self._step(x, y)
+
+    def _step(self, x, y):
+        import torch.nn.functional as F
+
+        x = x.to(self._dtype).contiguous(memory_format=self._fmt)
+        self.optimizer.zero_grad(set_to_none=True)
+        with autocast_context(self.config.precision, self.device):
+            logits = self.model(x)
+            loss = F.cross_entropy(logits.float(), y, label_smoothing=self.config.label_smoothing)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        return loss.detach(), logits.detach()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Model, optimizer and scaler state (for checkpoints); keys of the unwrapped module."""
+        return {"model": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.module.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None) -> TrainStep:
+    """Prepare ``module`` for training on ``device`` and return its :class:`TrainStep`.
+
+    Sets TF32 process-wide for the precision, moves/casts the module, switches it to train mode and
+    NHWC when asked, applies ``wrap`` (e.g. DDP), then ``torch.compile`` in compile mode (after
+    ``torch._dynamo.reset()``: a fresh cache per step, no cross-case reuse). Compilation itself
+    happens lazily in the first call (see ``first_step_s``).
+
+    Raises:
+        ValueError: the configuration cannot train on the device (see :func:`unsupported_reason`).
+    """
+    import torch
+
+    reason = unsupported_reason(cfg, device)
+    if reason:
+        raise ValueError(reason)
+    module = precisions.prepare(cfg.precision, module, device).train()
+    if cfg.channels_last:
+        module = module.to(memory_format=torch.channels_last)
+    optimizer = make_optimizer(cfg, module.parameters(), device)
+    scaler = torch.amp.GradScaler(device.type) if cfg.precision == "amp-fp16" else None
+    model = wrap(module) if wrap is not None else module
+    if cfg.mode == "compile":
+        torch._dynamo.reset()
+        model = torch.compile(model, dynamic=False)
+    return TrainStep(module, model, optimizer, scaler, cfg, device)

@@ -1,0 +1,206 @@
+"""The training step-throughput sweep: ``run_train_sweep(spec, store)``.
+
+Per case: a model with random weights, the decoded images resized and normalised on the device, cut
+into batches (``measure.make_batches``), a :class:`~accelbench.train.step.TrainStep`. The first step
+(compilation in compile mode) is timed as ``compile_s``; then ``warmup_batches`` untimed steps; then
+whole passes over the batches are timed (``measure.time_passes``: CUDA events per step, wall window
+for throughput) until ``min_timed_batches`` and ``min_time_s`` are reached. A timed step is forward +
+cross-entropy + backward + optimizer step. Failures are rows, OOM skips larger batch sizes, resume
+runs only missing cases: the rules of :mod:`accelbench.runner`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+from accelbench import precisions
+from accelbench.measure import (
+    ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Inputs, channels_last_for, cleanup, is_oom, make_batches, one_line,
+    resolve_device, time_passes, _sync,
+)
+from accelbench.runner import SweepOutcome
+from accelbench.train.spec import TrainCase, TrainSpec, expand
+from accelbench.train.step import StepConfig, build_step, unsupported_reason
+
+KIND = "training"
+
+
+def _base_record(case: TrainCase, device) -> dict[str, Any]:
+    return {
+        "case_key": case.key, "workload": KIND, "model": case.model, "batch_size": case.batch_size,
+        "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
+        "optimizer": case.optimizer, "device": str(device), "data": case.data, "images": case.images,
+        "started_at": time.time(),
+    }
+
+
+def _labels(raw, n_out: int | None, n: int, seed: int, device):
+    """Real labels (folded into the model's classes) or, for synthetic data, seeded random labels."""
+    import torch
+
+    classes = n_out or 10
+    if raw.labels is not None:
+        return raw.labels % classes
+    return torch.randint(0, classes, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def _measure(case: TrainCase, spec: TrainSpec, inputs: Inputs, device, loader_cache: dict) -> tuple[dict, dict]:
+    import torch
+
+    from accelbench.models import create_model
+    from accelbench.stats import summarize
+    from accelbench.telemetry import monitor
+    from accelbench.train.datasets import num_outputs
+
+    torch.manual_seed(spec.seed)
+    torch.backends.cudnn.benchmark = True  # training's usual setting: autotuned convolutions (absorbed by warm-up)
+    loaded = create_model(case.model, pretrained=False)
+    info = loaded.info
+    size = case.image_size or info.image_size
+    cl = channels_last_for(case, loaded.module, device)
+    n_out = num_outputs(loaded.module)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=case.optimizer, lr=spec.lr,
+                     momentum=spec.momentum, weight_decay=spec.weight_decay, channels_last=cl)
+    step = build_step(loaded.module, cfg, device)
+    x_all = inputs.get(size, info.mean, info.std, on_host=False)
+    raw = inputs.raw_images()
+    labels = _labels(raw, n_out, x_all.shape[0], spec.seed, device)
+    batches, blabels, _ = make_batches(x_all, labels, case, precisions.input_dtype(case.precision), cl, pin=False)
+    pairs = [(xb, yb.to(device)) for xb, yb in zip(batches, blabels)]
+    fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_passes feeds one item at a time)
+    first_loss = fn(pairs[0])[0].item()  # the first step: compiles in compile mode
+    t0 = time.perf_counter()
+    for i in range(spec.warmup_batches):
+        fn(pairs[i % len(pairs)])
+    _sync(device)
+    step_s = (time.perf_counter() - t0) / max(spec.warmup_batches, 1) if spec.warmup_batches else step.first_step_s
+    n_passes = max(1, math.ceil(spec.min_timed_batches / len(pairs)), math.ceil(spec.min_time_s / max(step_s * len(pairs), 1e-9)))
+    with monitor(device) as mon:
+        lat_ms, wall_s = time_passes(fn, pairs, n_passes, device, False)
+    last_loss = fn(pairs[0])[0].item()
+    st = summarize(lat_ms)
+    samples = n_passes * len(pairs) * case.batch_size
+    rec = {
+        "weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl, "data_description": raw.description,
+        "num_classes": n_out, "compile_s": step.compile_s, "first_step_s": step.first_step_s,
+        "passes": n_passes, "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
+        "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": samples / wall_s,
+        "step_time_mean_ms": st.latency_mean_ms, "step_time_p50_ms": st.latency_p50_ms,
+        "step_time_p90_ms": st.latency_p90_ms, "step_time_p99_ms": st.latency_p99_ms,
+        "step_time_min_ms": st.latency_min_ms, "step_time_max_ms": st.latency_max_ms,
+        "step_time_spread": st.spread, "step_time_noisy": st.noisy,
+        "loss_first": first_loss, "loss_last": last_loss, "loss_finite": math.isfinite(last_loss),
+    }
+    rec.update(mon.record())
+    rec.update(_memory(device))
+    rec.update(_loader_check(spec, case, size, rec["throughput_samples_per_s"], loader_cache))
+    return rec, {"step_time_ms": lat_ms, **mon.series()}
+
+
+def _memory(device) -> dict:
+    import torch
+
+    if device.type == "cuda":
+        return {"peak_mem_bytes": torch.cuda.max_memory_allocated(device),
+                "peak_mem_reserved_bytes": torch.cuda.max_memory_reserved(device)}
+    import psutil
+
+    return {"peak_mem_bytes": None, "process_rss_bytes": psutil.Process().memory_info().rss}
+
+
+def _loader_check(spec: TrainSpec, case: TrainCase, size: int, step_rate: float, cache: dict) -> dict:
+    """With ``loader_workers`` set: the DataLoader rate for this batch size and image size, and
+    ``input_bound`` = the loader delivers fewer samples/s than the step consumes."""
+    if spec.loader_workers is None or spec.data == "synthetic":
+        return {}
+    from accelbench.train.datasets import load_encoded
+    from accelbench.train.pipeline import loader_throughput
+
+    key = (size, case.batch_size)
+    if key not in cache:
+        try:
+            if "encoded" not in cache:
+                cache["encoded"] = load_encoded(spec.data, spec.images)
+            cache[key] = loader_throughput(cache["encoded"], size, case.batch_size, spec.loader_workers, pin=True, seed=spec.seed)
+        except Exception as exc:  # the step was measured: keep it, record why the loader was not
+            cache[key] = {"loader_error": one_line(exc)}
+    out = dict(cache[key])
+    if "loader_samples_per_s" in out:
+        out["input_bound"] = out["loader_samples_per_s"] < step_rate
+    return out
+
+
+def run_train_case(case: TrainCase, spec: TrainSpec, inputs: Inputs, device, loader_cache: dict | None = None) -> tuple[dict, dict]:
+    """Run one case; never raises except KeyboardInterrupt. Returns ``(record, raw_series)``."""
+    rec = _base_record(case, device)
+    reason = unsupported_reason(StepConfig(precision=case.precision, mode=case.mode), device)
+    if reason:
+        return {**rec, "status": UNSUPPORTED, "error": reason}, {}
+    t0 = time.perf_counter()
+    try:
+        measured, series = _measure(case, spec, inputs, device, loader_cache if loader_cache is not None else {})
+        rec.update(measured, status=OK, error=None)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # every failure is data: a row with a one-line reason
+        rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
+        series = {}
+        del exc
+    finally:
+        cleanup(device)
+    rec["case_wall_s"] = time.perf_counter() - t0
+    return rec, series
+
+
+def run_train_sweep(spec: TrainSpec, store, resume: bool = False,
+                    on_case: Callable[[int, int, TrainCase, dict | None], None] | None = None) -> SweepOutcome:
+    """Run the step-throughput sweep, storing each case as it finishes (run kind ``training``).
+
+    Args:
+        spec: the sweep; store: an open :class:`accelbench.store.Store`.
+        resume: continue the newest unfinished run with the same spec, running only missing cases.
+        on_case: progress callback ``(index, total, case, record_or_None)``.
+    Returns:
+        :class:`accelbench.runner.SweepOutcome` (``interrupted`` after Ctrl-C; finished cases are stored).
+    Raises:
+        ConfigError: the device is not available. Model and data errors of a case become rows.
+    """
+    from accelbench import env as envmod
+
+    device = resolve_device(spec.device)
+    cases = expand(spec, str(device))
+    run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
+    if run_id is None:
+        run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), envmod.collect(device))
+    else:
+        store.reopen_run(run_id)
+    done = store.done_keys(run_id)
+    out = SweepOutcome(run_id=run_id, skipped_done=sum(c.key in done for c in cases))
+    inputs, loader_cache, oom_at = Inputs(spec, device), {}, {}
+    todo = [c for c in cases if c.key not in done]
+    try:
+        for i, case in enumerate(todo):
+            if on_case:
+                on_case(i, len(todo), case, None)
+            group = (case.model, case.precision, case.mode, case.channels_last)
+            if group in oom_at and case.batch_size > oom_at[group]:
+                rec, series = _base_record(case, device), {}
+                rec.update(status=SKIPPED, error=f"not run: batch size {oom_at[group]} already ran out of memory")
+            else:
+                rec, series = run_train_case(case, spec, inputs, device, loader_cache)
+            if rec["status"] == OOM:
+                oom_at[group] = min(case.batch_size, oom_at.get(group, case.batch_size))
+            rec["case_id"] = store.add_case(run_id, rec, series)
+            out.records.append(rec)
+            if on_case:
+                on_case(i + 1, len(todo), case, rec)
+    except KeyboardInterrupt:
+        out.interrupted = True
+        store.finish_run(run_id, "interrupted")
+        return out
+    store.finish_run(run_id, "complete")
+    return out

@@ -1,0 +1,111 @@
+"""Input pipeline on the real bundled PNGs, storage reads, and the train / input-pipeline commands."""
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from accelbench.cli import app
+from accelbench.store import Store
+from accelbench.train import pipeline
+from accelbench.train.datasets import DecodeDataset, load_encoded
+from accelbench.train.input_bench import PipelineSpec, run_input_pipeline
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_decoded_pngs_equal_the_shared_loader():
+    from accelbench.data import load_images
+
+    enc = load_encoded("cifar10-train-5k", 40)
+    ref = load_images("cifar10-train-5k", 40)
+    ds = DecodeDataset(enc, None)  # no plan: decode only
+    assert torch.equal(torch.stack([ds[i][0] for i in range(40)]), ref.images)
+    assert torch.equal(enc.labels, ref.labels) and enc.label_space == "cifar10"
+    assert ds[0][0].dtype == torch.uint8 and DecodeDataset(enc, 48)[0][0].shape == (3, 48, 48)
+
+
+def test_loader_throughput_with_workers_on_real_pngs():
+    enc = load_encoded("cifar10-train-5k", 200)
+    for workers in (0, 2):
+        r = pipeline.loader_throughput(enc, None, 32, workers, pin=True, min_batches=4)
+        assert r["loader_samples_per_s"] > 0 and r["loader_startup_s"] > 0
+        assert r["loader_workers"] == workers and r["loader_batches_timed"] == 4
+        assert r["loader_pin_memory"] is torch.cuda.is_available()
+
+
+def test_storage_read_cold_then_warm():
+    files = pipeline.dataset_files("cifar10-train-5k")
+    size = files[0].stat().st_size
+    cold, warm = pipeline.storage_read(files, repeats=2, method="fadvise", min_warm_s=0.05)
+    assert cold["cache_state"] == "cold" and cold["cold_method"] == "fadvise" and cold["passes"] == 2
+    assert cold["read_bytes"] == warm["read_bytes"] == size
+    assert cold["read_mb_per_s"] == pytest.approx(size / 1e6 / cold["read_s"])
+    if cold["page_cache_resident_fraction"] is not None:  # mincore available: the eviction really happened
+        assert cold["page_cache_resident_fraction"] < 0.5 and warm["page_cache_resident_fraction"] == 1.0
+
+
+def test_input_pipeline_run_is_stored(db):
+    rid, recs = run_input_pipeline(PipelineSpec(images=128, workers=(0,), batch_size=32, min_batches=2,
+                                                evict="fadvise", device="cpu"), Store(db))
+    by = {r["case_key"]: r for r in recs}
+    assert set(by) == {"loader|workers=0", "resident", "storage|cold", "storage|warm"}
+    assert all(r["status"] == "ok" for r in recs)
+    assert by["resident"]["loader_samples_per_s"] > 0
+    st = Store(db)
+    assert st.run(rid)["kind"] == "input-pipeline" and len(st.cases(rid)) == 4
+    assert len(st.series(by["storage|warm"]["case_id"], "read_mb_per_s")) == by["storage|warm"]["passes"]
+    bad = run_input_pipeline(PipelineSpec(data="/nonexistent", workers=(0,), device="cpu"), Store(db))[1]
+    assert [r["status"] for r in bad] == ["error", "error", "error"]  # loader, resident, storage: rows, no crash
+
+
+def test_cli_train_sweep_and_json(tmp_path):
+    db, js = tmp_path / "r.db", tmp_path / "r.json"
+    res = runner.invoke(app, ["train", "--device", "cpu", "-b", "4", "-n", "8", "--warmup-batches", "1",
+                              "--min-timed-batches", "2", "--db", str(db), "--json", str(js)])
+    assert res.exit_code == 0, res.output
+    assert "Throughput (img/s)" in res.output and "stored run 1" in res.output
+    doc = json.loads(js.read_text())
+    assert doc["kind"] == "training" and doc["results"][0]["status"] == "ok"
+    assert doc["results"][0]["model"] == "cifar-resnet20"
+
+
+def test_cli_train_epochs_table_and_plot(tmp_path):
+    png = tmp_path / "acc.png"
+    res = runner.invoke(app, ["train", "--device", "cpu", "--epochs", "1", "-b", "32,64", "-n", "128",
+                              "--eval-images", "50", "--placement", "resident", "--target-top1", "5",
+                              "--db", str(tmp_path / "c.db"), "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "bs=32 Top-1" in res.output and "bs=64 Top-1" in res.output and "cuDNN determinism off" in res.output
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    df = Store(tmp_path / "c.db").cases()
+    assert sorted(df[df.row_type == "summary"].batch_size.tolist()) == [32, 64]
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["train", "--epochs", "1", "--loader-workers", "2"], "loader-workers applies to a step-throughput sweep"),
+    (["train", "--eval-data", "cifar10-test"], "eval-data applies to a convergence run"),
+    (["train", "--epochs", "1", "-p", "fp16"], "invalid precision 'fp16'"),
+    (["train", "--epochs", "1", "-m", "a,b"], "invalid model"),
+    (["train", "--device", "cuda:7"], "invalid device"),
+    (["input-pipeline", "--workers", "x"], "invalid batch_sizes"),
+])
+def test_cli_bad_input_is_one_line(args, msg, tmp_path):
+    res = runner.invoke(app, args + ["--db", str(tmp_path / "x.db")])
+    assert res.exit_code == 2 and msg in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_cli_input_pipeline(tmp_path):
+    res = runner.invoke(app, ["input-pipeline", "-n", "64", "-w", "0", "-b", "32", "--min-batches", "1",
+                              "--evict", "fadvise", "--device", "cpu", "--db", str(tmp_path / "p.db")])
+    assert res.exit_code == 0, res.output
+    assert "loader" in res.output and "resident" in res.output and "cold" in res.output and "warm" in res.output

@@ -1,0 +1,143 @@
+"""The reusable training step and the step-throughput sweep, on the CPU with real models and images."""
+
+import copy
+
+import pytest
+import torch
+
+from accelbench.models import create_model
+from accelbench.runner import oom_boundary
+from accelbench.store import Store
+from accelbench.train.datasets import num_outputs, set_num_classes
+from accelbench.train.spec import build_train_spec
+from accelbench.train.step import StepConfig, build_step, unsupported_reason
+from accelbench.train.throughput import run_train_sweep
+
+CPU = torch.device("cpu")
+FAST = {"warmup_batches": 1, "min_timed_batches": 2, "min_time_s": 0.0, "device": "cpu"}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # one intra-op thread: small CPU kernels on a shared 2-core machine run several times faster
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _batch(n=16):
+    from accelbench.data import load_images, to_model_input
+
+    raw = load_images("cifar10-train-5k", n)
+    return to_model_input(raw.images, 32, (0.5,) * 3, (0.25,) * 3), raw.labels
+
+
+@pytest.mark.parametrize("cfg", [StepConfig(lr=0.05), StepConfig(precision="amp-bf16", lr=0.05),
+                                 StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.01),
+                                 StepConfig(precision="bf16", lr=0.05, channels_last=True)])
+def test_step_fits_a_real_batch(cfg):
+    torch.manual_seed(0)
+    step = build_step(create_model("cifar-resnet20", pretrained=False).module, cfg, CPU)
+    x, y = _batch()
+    losses = [step(x, y)[0].item() for _ in range(6)]
+    assert losses[-1] < 0.7 * losses[0]  # six steps on one batch of 16 real images: the loss falls
+    assert step.first_step_s > 0 and step.compile_s is None and step.module.training
+    assert step.optimizer.param_groups[0]["lr"] == cfg.lr
+    step.set_lr(0.01)
+    assert step.optimizer.param_groups[0]["lr"] == 0.01
+    _, logits = step(x, y)
+    assert logits.shape == (16, 10) and not logits.requires_grad
+
+
+def test_state_dict_restores_the_same_trajectory():
+    x, y = _batch(8)
+
+    def fresh():
+        torch.manual_seed(1)
+        return build_step(create_model("cifar-resnet20", pretrained=False).module, StepConfig(lr=0.05), CPU)
+
+    a = fresh()
+    a(x, y)
+    state = copy.deepcopy(a.state_dict())  # as a checkpoint file would hold it
+    b = fresh()
+    b.load_state_dict(state)
+    la, lb = a(x, y)[0], b(x, y)[0]
+    assert torch.equal(la, lb)
+    assert all(torch.equal(p, q) for p, q in zip(a.module.parameters(), b.module.parameters()))
+
+
+def test_unsupported_training_configs():
+    assert "not a training precision" in unsupported_reason(StepConfig(precision="fp16"), CPU)
+    assert "not a training mode" in unsupported_reason(StepConfig(mode="cudagraphs"), CPU)
+    assert "CUDA" in unsupported_reason(StepConfig(precision="tf32"), CPU)
+    assert unsupported_reason(StepConfig(precision="amp-fp16"), CPU) is None
+    with pytest.raises(ValueError):
+        build_step(torch.nn.Linear(2, 2), StepConfig(precision="fp16"), CPU)
+
+
+def test_classifier_resized_to_the_data():
+    import torchvision
+
+    m = set_num_classes(torchvision.models.resnet18(), 10)
+    assert num_outputs(m) == 10 and m.eval()(torch.rand(1, 3, 32, 32)).shape == (1, 10)
+    m = set_num_classes(torchvision.models.mobilenet_v3_small(), 7)
+    assert num_outputs(m) == 7
+
+
+def test_sweep_rows_on_real_images(db):
+    s = build_train_spec({**FAST, "batch_sizes": "4,8", "precisions": "fp32,amp-bf16,tf32", "images": 16}, cuda=False)
+    out = run_train_sweep(s, Store(db))
+    by = {(r["precision"], r["batch_size"]): r for r in out.records}
+    assert by[("tf32", 4)]["status"] == "unsupported" and "CUDA" in by[("tf32", 4)]["error"]
+    for p in ("fp32", "amp-bf16"):
+        for b in (4, 8):
+            r = by[(p, b)]
+            assert r["status"] == "ok", r.get("error")
+            assert r["samples_timed"] == r["batches_timed"] * b and r["batches_timed"] >= 2
+            assert r["throughput_samples_per_s"] == pytest.approx(r["samples_timed"] / r["timed_wall_s"])
+            assert r["step_time_p50_ms"] <= r["step_time_p99_ms"] <= r["step_time_max_ms"]
+            assert r["loss_finite"] and r["num_classes"] == 10 and "real images" in r["data_description"]
+    st = Store(db)
+    r = by[("fp32", 8)]
+    assert len(st.series(r["case_id"], "step_time_ms")) == r["batches_timed"]
+    assert st.run(out.run_id)["kind"] == "training"
+    assert set(st.cases(out.run_id)["workload"]) == {"training"}
+
+
+def test_sweep_failures_are_rows_and_oom_boundary(db):
+    s = build_train_spec({**FAST, "models": "helpers:oom_model,helpers:broken_model", "batch_sizes": "2,4,8,16",
+                          "images": 16, "data": "synthetic"}, cuda=False)
+    out = run_train_sweep(s, Store(db))
+    rows = {(r["model"], r["batch_size"]): r for r in out.records}
+    assert [rows[("helpers:oom_model", b)]["status"] for b in (2, 4, 8, 16)] == ["ok", "ok", "oom", "skipped"]
+    assert oom_boundary(out.records)[("helpers:oom_model", "fp32", "eager")] == {"largest_ok": 4, "smallest_oom": 8}
+    broken = rows[("helpers:broken_model", 2)]
+    # a model without parameters cannot be trained: the optimizer's error is the row's one-line reason
+    assert broken["status"] == "error" and broken["error"] == "ValueError: optimizer got an empty parameter list"
+    assert len(Store(db).cases(out.run_id)) == 8
+
+
+def test_sweep_resume_runs_only_missing_cases(db):
+    s = build_train_spec({**FAST, "batch_sizes": "2,4,8", "images": 8, "data": "synthetic"}, cuda=False)
+    seen = []
+
+    def stop_after_two(i, n, case, rec):
+        if rec is not None:
+            seen.append(case.batch_size)
+            if len(seen) == 2:
+                raise KeyboardInterrupt
+
+    first = run_train_sweep(s, Store(db), on_case=stop_after_two)
+    assert first.interrupted and [r["batch_size"] for r in first.records] == [2, 4]
+    second = run_train_sweep(s, Store(db), resume=True)
+    assert second.run_id == first.run_id and second.skipped_done == 2
+    assert [r["batch_size"] for r in second.records] == [8]
+    assert Store(db).run(first.run_id)["status"] == "complete"
+
+
+def test_sweep_flags_input_bound_against_the_loader(db):
+    s = build_train_spec({**FAST, "batch_sizes": "8", "images": 32, "loader_workers": 0}, cuda=False)
+    r = run_train_sweep(s, Store(db)).records[0]
+    assert r["status"] == "ok" and r["loader_samples_per_s"] > 0 and r["loader_workers"] == 0
+    assert r["input_bound"] == (r["loader_samples_per_s"] < r["throughput_samples_per_s"])
