@@ -171,7 +171,8 @@ def test_concurrent_jobs_vs_sequential(tmp_path):
     aggs = [r for r in got if r.get("aggregate") == 1]
     assert {(r["job"], r["schedule"]) for r in aggs} == {(0, "concurrent"), (1, "concurrent"), (0, "sequential"), (1, "sequential")}
     summ = {r["schedule"]: r for r in got if r["workload"] == "concurrent-summary"}
-    assert summ["concurrent"]["makespan_speedup"] == summ["sequential"]["makespan_s"] / summ["concurrent"]["makespan_s"]
+    assert summ["comparison"]["makespan_speedup"] == summ["sequential"]["makespan_s"] / summ["concurrent"]["makespan_s"]
+    assert summ["comparison"]["work_speedup"] == summ["sequential"]["work_time_s"] / summ["concurrent"]["work_time_s"]
     for s in ("concurrent", "sequential"):
         mine = [r for r in aggs if r["schedule"] == s]
         works = [r["images"] / r["throughput_samples_per_s"] for r in sorted(mine, key=lambda r: r["job"])]
@@ -191,3 +192,15 @@ def test_launched_by_users_torchrun_runs_as_ranks(tmp_path):
     assert agg["world_size"] == 2 and agg["status"] == "ok"
     check_aggregate(agg, [r for r in got if r["aggregate"] == 0])
     assert Store(db).run()["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_train_cli_gpus2_runs_the_training_step_under_ddp(tmp_path):
+    db = tmp_path / "t.db"
+    cli("train", "--gpus", "2", "--model", "cifar-resnet20", "-b", "8", "-n", "32", "-p", "fp32,fp16", "--lr", "0.05",
+        "--modes", "eager", "--db", str(db), *FAST)
+    by = {r["precision"]: r for r in rows(db) if r["aggregate"] == 1}
+    assert by["fp16"]["status"] == "unsupported" and "not a training precision" in by["fp16"]["error"]
+    ok = by["fp32"]
+    assert ok["status"] == "ok" and ok["workload"] == "train-ddp" and ok["world_size"] == 2
+    assert ok["lr"] == 0.05 and ok["optimizer"] == "sgd"

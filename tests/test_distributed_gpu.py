@@ -12,7 +12,7 @@ pytestmark = pytest.mark.multigpu
 def test_nccl_ddp_on_2_gpus_with_per_rank_telemetry(tmp_path):
     db = tmp_path / "g.db"
     cli("scale", "--gpus", "2", "--workload", "train", "--model", "cifar-resnet20", "-b", "128", "-n", "1024",
-        "-p", "amp-bf16", "--min-time-s", "0.5", "--db", str(db))
+        "-p", "amp-bf16", "--modes", "eager", "--min-time-s", "0.5", "--db", str(db))
     got = rows(db)
     aggs = {r["world_size"]: r for r in got if r["aggregate"] == 1}
     assert aggs[2]["status"] == "ok" and aggs[2]["comm_exposed_share"] is not None

@@ -67,6 +67,36 @@ def _flags(model, batch_sizes, precisions, modes, channels_last, images, data, i
                 min_timed_batches=min_b, min_time_s=min_t)
 
 
+def launched_as_rank() -> bool:
+    """True in a process started by a user's torchrun or srun (rank variables set)."""
+    from accelbench.distributed.ranks import rank_info
+
+    return rank_info() is not None
+
+
+_SPEC_KEYS = ("models", "batch_sizes", "precisions", "modes", "channels_last", "images", "data", "image_size",
+              "device", "warmup_batches", "min_timed_batches", "min_time_s", "seed")
+_STEP_KEYS = ("optimizer", "lr", "momentum", "weight_decay")
+
+
+def train_data_parallel(layers: list[dict], extra: dict, db: Path, json_path: Optional[Path], gpus: int, launch: dict) -> None:
+    """``accelbench train --gpus N``: the step-throughput sweep's flags as a DDP sweep (issue 4's defaults)."""
+    import torch
+
+    from accelbench.spec import build_spec
+    from accelbench.train.spec import TRAIN_CPU_DEFAULTS, TRAIN_GPU_DEFAULTS
+
+    merged = {k: v for layer in [*layers, extra] for k, v in layer.items() if v is not None}
+    if merged.get("loader_workers") is not None:
+        fail("--loader-workers does not apply with --gpus")
+    device = merged.get("device", "auto")
+    cuda = device != "cpu" and torch.cuda.is_available()
+    base = {k: v for k, v in (TRAIN_GPU_DEFAULTS if cuda else TRAIN_CPU_DEFAULTS).items() if k in _SPEC_KEYS}
+    spec = build_spec({**base, "data": "cifar10-train-5k"}, {k: v for k, v in merged.items() if k in _SPEC_KEYS},
+                      {"extra": {k: merged[k] for k in _STEP_KEYS if k in merged}}, cuda=cuda)
+    run_data_parallel(spec, db, json_path, options(spec, gpus, **launch), workload="train")
+
+
 def run_data_parallel(spec, db: Path, json_path: Optional[Path], opts, workload: str = "inference") -> None:
     """``accelbench run --gpus N`` (and a run started by a user's torchrun/srun): store and print the rows."""
     from accelbench.distributed.ranks import rank_info
@@ -91,6 +121,10 @@ def run_data_parallel(spec, db: Path, json_path: Optional[Path], opts, workload:
         console.print(f"global rank 0 ran on another node: the results are in that node's store (run {run_id} here is empty)")
         return
     console.print(scale_table(rows, title=f"Run {run_id}: data-parallel {workload}"))
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if workload == "train" and ok:
+        console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
+                      "all-reduce against the same step under no_sync()")
     if rows and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
         console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")
     if json_path:
@@ -212,11 +246,14 @@ def concurrent(
     console.print(concurrent_table(out.rows, title=f"Run {out.run_id}: {len(jobs)} jobs, concurrent vs sequential"))
     summary = {r["schedule"]: r for r in out.rows if r.get("workload") == "concurrent-summary"}
     for name in ("concurrent", "sequential"):
-        r = summary[name]
-        work = r.get("work_time_s")
-        console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work == work and work else ""))
-    c = summary["concurrent"]
-    if c.get("work_speedup") == c.get("work_speedup") and c.get("work_speedup"):
-        console.print(f"concurrent vs sequential: {c['work_speedup']:.2f}x on work time, {c['makespan_speedup']:.2f}x on wall time"
-                      f" (timed windows overlapped {100 * c.get('overlap_fraction', 0):.0f}%)")
+        if name in summary:
+            r, work = summary[name], summary[name].get("work_time_s")
+            console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work == work and work else ""))
+    if "comparison" in summary:
+        c, over = summary["comparison"], summary["concurrent"].get("overlap_fraction")
+        work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") == c.get("work_speedup") else ""
+        console.print(f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
+                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over == over and over is not None else ""))
     console.print(f"stored run {out.run_id} in {store.path}")
+    if out.interrupted:
+        raise typer.Exit(130)

@@ -57,7 +57,10 @@ class RankContext:
         import torch.distributed as dist
 
         self.sync()
-        dist.barrier()
+        if self.backend == "nccl":  # name the device: NCCL otherwise guesses it and warns
+            dist.barrier(device_ids=[self.device.index])
+        else:
+            dist.barrier()
         self.sync()
 
     def host_barrier(self) -> None:

@@ -18,7 +18,8 @@ from accelbench.distributed.maths import combine_telemetry, comm_exposed_share, 
 SHARED_FIELDS = (
     "workload", "model", "batch_size", "global_batch_size", "scaling_mode", "precision", "mode",
     "channels_last_setting", "channels_last", "data", "data_description", "images", "image_size", "weights",
-    "pretrained", "world_size", "nnodes", "backend", "device_type", "device_name", "passes", "optimizer",
+    "pretrained", "world_size", "nnodes", "backend", "device_type", "device_name", "passes", "optimizer", "lr",
+    "momentum", "weight_decay",
     "cudnn_benchmark", "started_at", "include_transfer",
 )
 

@@ -78,9 +78,10 @@ def plan(spec: SweepSpec, opts: DistOptions, workload: str, kind: str) -> tuple[
     dev = torch.device("cuda", 0) if kind == "cuda" else torch.device("cpu")
     run, rows = [], []
     for case in expand(spec, kind):
-        reason = precisions.unsupported_reason(case.precision, dev) or modes.unsupported_reason(case.mode, dev)
         if workload == "train":
-            reason = reason or train_reason(case.mode)
+            reason = train_reason(case.precision, case.mode, dev)
+        else:
+            reason = precisions.unsupported_reason(case.precision, dev) or modes.unsupported_reason(case.mode, dev)
         if opts.global_batch and case.batch_size % opts.world_size:
             reason = reason or f"global batch {case.batch_size} does not split evenly over {opts.world_size} ranks"
         if reason:

@@ -100,6 +100,9 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts: DistOptions, sequenti
                    echo: bool = True) -> StudyOutcome:
     """Run ``jobs`` at once on disjoint GPU sets, then one after another; store both and the comparison.
 
+    Each phase's rows and its summary row are stored as soon as the phase ends, so a study stopped in
+    the sequential phase keeps the concurrent one.
+
     Args:
         sequential_gpus: GPUs each job gets when run alone (default: its own count; give the total to ask
             "one job on all GPUs at a time, or one job per GPU set at once?").
@@ -110,43 +113,60 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts: DistOptions, sequenti
         raise ConfigError("jobs", len(jobs), "two or more jobs")
     total = sum(j.gpus for j in jobs)
     cuda = device_kind(dataclasses.replace(opts, gpus=max(total, sequential_gpus or 1))) == "cuda"
-    sets = gpu_sets([j.gpus for j in jobs]) if cuda else [None] * len(jobs)
     doc = {"jobs": [{**spec_doc(j.spec, opts, j.workload), "gpus": j.gpus} for j in jobs], "sequential_gpus": sequential_gpus}
     run_id = begin(store, "concurrent", doc, dataclasses.replace(opts, gpus=total), cuda)
-    tmp = tempfile.mkdtemp(prefix="accelbench-concurrent-")
-    walls: dict[str, float] = {}
-    found: dict[tuple[int, str], dict] = {}
-
-    def worker(k: int, job: ConcurrentJob) -> None:
-        found[(k, "concurrent")] = _run_job(job, k, "concurrent", job.gpus, sets[k], tmp, opts, echo)
-
     if threading.current_thread() is threading.main_thread():
         import signal
 
         from accelbench.distributed.launch import _on_sigterm
 
         signal.signal(signal.SIGTERM, _on_sigterm)  # stop every job's ranks if we are stopped
+    tmp, out, summary = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id), {}
+    try:
+        for schedule in ("concurrent", "sequential"):
+            found, wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo)
+            per_job = {k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()}
+            summary[schedule] = summary_row(schedule, jobs, per_job, wall)
+            add_row(store, run_id, summary[schedule])
+    except KeyboardInterrupt:
+        out.interrupted = True
+    if len(summary) == 2:
+        add_row(store, run_id, comparison_row(summary["concurrent"], summary["sequential"]))
+    store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
+    out.rows = store.cases(run_id).to_dict("records")
+    return out
+
+
+def _phase(schedule: str, jobs: list[ConcurrentJob], cuda: bool, sequential_gpus: int | None, tmp: str,
+           opts: DistOptions, echo: bool) -> tuple[dict[int, dict], float]:
+    """Run every job (at once on disjoint sets, or one after another); ``({job: store info}, wall s)``."""
+    found: dict[int, dict] = {}
     t0 = time.monotonic()
-    threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    walls["concurrent"] = time.monotonic() - t0
-    t0 = time.monotonic()
-    for k, job in enumerate(jobs):
-        g = sequential_gpus or job.gpus
-        found[(k, "sequential")] = _run_job(job, k, "sequential", g, gpu_sets([g])[0] if cuda else None, tmp, opts, echo)
-    walls["sequential"] = time.monotonic() - t0
-    per_job = {key: merge(v["db"], v["run_id"], store, run_id, job=key[0], schedule=key[1]) for key, v in found.items()}
-    conc, seq = (summary_row(s, jobs, per_job, walls[s]) for s in ("concurrent", "sequential"))
-    conc["makespan_speedup"] = seq["makespan_s"] / conc["makespan_s"]
+    if schedule == "concurrent":
+        sets = gpu_sets([j.gpus for j in jobs]) if cuda else [None] * len(jobs)
+
+        def worker(k: int, job: ConcurrentJob) -> None:
+            found[k] = _run_job(job, k, schedule, job.gpus, sets[k], tmp, opts, echo)
+
+        threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for k, job in enumerate(jobs):
+            g = sequential_gpus or job.gpus
+            found[k] = _run_job(job, k, schedule, g, gpu_sets([g])[0] if cuda else None, tmp, opts, echo)
+    return found, time.monotonic() - t0
+
+
+def comparison_row(conc: dict[str, Any], seq: dict[str, Any]) -> dict[str, Any]:
+    """Sequential over concurrent: wall makespan ratio and work-time ratio (> 1: running at once wins)."""
+    row = {"case_key": "summary|comparison", "workload": "concurrent-summary", "status": "ok", "error": None,
+           "schedule": "comparison", "jobs": conc["jobs"], "makespan_speedup": seq["makespan_s"] / conc["makespan_s"]}
     if conc.get("work_time_s") and seq.get("work_time_s"):
-        conc["work_speedup"] = seq["work_time_s"] / conc["work_time_s"]
-    for row in (conc, seq):
-        add_row(store, run_id, row)
-    store.finish_run(run_id, "complete")
-    return StudyOutcome(run_id=run_id, rows=store.cases(run_id).to_dict("records"))
+        row["work_speedup"] = seq["work_time_s"] / conc["work_time_s"]
+    return row
 
 
 def merge(src_db: str, src_run: int, store, run_id: int, **extra) -> list[dict[str, Any]]:
@@ -178,9 +198,9 @@ def job_work_s(rows: list[dict[str, Any]]) -> float | None:
     return sum(r["images"] / r["throughput_samples_per_s"] for r in ok)
 
 
-def summary_row(schedule: str, jobs: list[ConcurrentJob], per_job: dict, wall_s: float) -> dict[str, Any]:
+def summary_row(schedule: str, jobs: list[ConcurrentJob], per_job: dict[int, list], wall_s: float) -> dict[str, Any]:
     """One row per schedule: wall makespan, the work-based time, and (concurrent) the window overlap."""
-    rows = {k: per_job[(k, schedule)] for k in range(len(jobs))}
+    rows = {k: per_job.get(k, []) for k in range(len(jobs))}
     work = [job_work_s(r) for r in rows.values()]
     row: dict[str, Any] = {"case_key": f"summary|{schedule}", "workload": "concurrent-summary", "status": "ok",
                            "error": None, "schedule": schedule, "jobs": len(jobs), "makespan_s": wall_s,
