@@ -60,6 +60,12 @@ def run(
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Sweep TOML file; flags override it."),
     resume: bool = typer.Option(False, "--resume", help="Continue the newest unfinished run of the same sweep."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Data parallel over N GPUs (N CPU processes without GPUs) through torchrun."),
+    nnodes: int = typer.Option(1, "--nnodes", help="With --gpus: nodes (torchrun --nnodes); run the same command on each."),
+    node_rank: int = typer.Option(0, "--node-rank", help="With --gpus: this node's index (torchrun --node-rank)."),
+    rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", help="With --gpus: rendezvous host:port (torchrun)."),
+    global_batch: bool = typer.Option(False, "--global-batch", help="With --gpus: batch sizes are global, split over ranks."),
+    timeout_s: float = typer.Option(900.0, "--timeout-s", help="With --gpus: seconds a case may run before its ranks are stopped."),
 ) -> None:
     """Inference sweep: model x batch size x precision x mode, on real images, stored with provenance."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -77,6 +83,12 @@ def run(
         dev_name = flags["device"] or next((layer.get("device") for layer in layers if layer.get("device")), "auto")
         dev = resolve_device(dev_name)
         spec = build_spec(*layers, flags, cuda=dev.type == "cuda")
+        if gpus is not None or _launched_as_rank():  # data parallel: accelbench.cli_multi
+            from accelbench.cli_multi import options, run_data_parallel
+
+            opts = options(spec, gpus or 1, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
+                           global_batch=global_batch, timeout_s=timeout_s)
+            return run_data_parallel(spec, db, json_path, opts)
         store = Store(db)
     except AccelbenchError as exc:
         fail(str(exc))
@@ -91,6 +103,12 @@ def run(
     if out.interrupted:
         err_console.print(f"interrupted: {len(out.records)} finished cases stored in run {out.run_id}; rerun with --resume")
         raise typer.Exit(130)
+
+
+def _launched_as_rank() -> bool:
+    from accelbench.distributed.ranks import rank_info
+
+    return rank_info() is not None
 
 
 def _print_outcome(out, store, oom_boundary) -> None:
@@ -179,6 +197,7 @@ def models_cmd() -> None:
 import accelbench.cli_telemetry  # noqa: E402,F401  (cost, telemetry)
 import accelbench.cli_profile  # noqa: E402,F401  (accelbench profile)
 import accelbench.cli_train  # noqa: E402,F401  (accelbench train, accelbench input-pipeline)
+import accelbench.cli_multi  # noqa: E402,F401  (scale, interconnect, concurrent)
 
 
 def main() -> None:

@@ -71,6 +71,12 @@ def train(
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML file (top level or [train]); flags override it."),
     resume: bool = typer.Option(False, "--resume", help="Continue the newest unfinished run with the same settings."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Step throughput with DDP over N GPUs (N CPU processes without GPUs) through torchrun."),
+    nnodes: int = typer.Option(1, "--nnodes", help="With --gpus: nodes (torchrun --nnodes); run the same command on each."),
+    node_rank: int = typer.Option(0, "--node-rank", help="With --gpus: this node's index (torchrun --node-rank)."),
+    rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", help="With --gpus: rendezvous host:port (torchrun)."),
+    global_batch: bool = typer.Option(False, "--global-batch", help="With --gpus: batch sizes are global, split over ranks."),
+    timeout_s: float = typer.Option(900.0, "--timeout-s", help="With --gpus: seconds a case may run before its ranks are stopped."),
 ) -> None:
     """Training benchmarks: step throughput (model x batch size x precision x mode) or, with --epochs,
     training to accuracy (batch sizes compared, time to target top-1)."""
@@ -85,6 +91,14 @@ def train(
         layers = _layers(config, flags)
         converge = epochs is not None or any(layer.get("epochs") is not None for layer in layers)
         _check_flags(layers, converge)
+        from accelbench.cli_multi import launched_as_rank, train_data_parallel
+
+        if gpus is not None or launched_as_rank():  # DDP step throughput: accelbench.cli_multi
+            if converge:
+                fail("--gpus applies to the step-throughput sweep (no --epochs)")
+            return train_data_parallel(layers, {"images": images, "lr": lr}, db, json_path, gpus or 1,
+                                       dict(nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
+                                            global_batch=global_batch, timeout_s=timeout_s))
         if converge:
             layers.append({"epochs": epochs, "train_images": images, "lr": lr})
             _converge(layers, db, json_path, resume, plot)

@@ -53,6 +53,9 @@ def handle_for(torch_index: int):
     nv = _nvml()
     if nv is None:
         return None
+    h = _handle_by_uuid(nv, torch_index)  # torch's pci_bus_id is a bare bus number, not NVML's bus-id string
+    if h is not None:
+        return h
     try:
         import torch
 
@@ -68,6 +71,21 @@ def handle_for(torch_index: int):
 
 def _dec(v):
     return v.decode() if isinstance(v, bytes) else v
+
+
+def _handle_by_uuid(nv, torch_index: int):
+    """NVML handle by the GPU UUID torch reports (right under CUDA_VISIBLE_DEVICES), or None."""
+    try:
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(torch_index).uuid)
+    except Exception:
+        return None
+    for text in (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", uuid):
+        h = _safe(nv.nvmlDeviceGetHandleByUUID, text)
+        if h is not None:
+            return h
+    return None
 
 
 def device_info(torch_index: int) -> dict[str, Any]:
@@ -272,3 +290,75 @@ class GpuReader:
         if self.gpm is not None:
             self.gpm.close()
             self.gpm = None
+
+
+# Link topology --------------------------------------------------------------------------------------
+# nvidia-smi topo -m's names for the PCIe path between two GPUs (nvmlGpuTopologyLevel_t, NVML API docs).
+PCIE_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+
+
+def link_label(direct_links: int, nvlink_p2p: bool, active_links: int, pcie_level: int | None) -> str:
+    """nvidia-smi ``topo -m`` style label of the link between two GPUs.
+
+    Args:
+        direct_links: NVLinks of the first GPU whose remote end is the second GPU (direct wiring).
+        nvlink_p2p: NVML reports peer-to-peer over NVLink between them (``NVML_P2P_CAPS_INDEX_NVLINK``).
+        active_links: active NVLinks of the first GPU; through an NVSwitch every one reaches every peer.
+        pcie_level: ``nvmlDeviceGetTopologyCommonAncestor`` level, for GPUs without NVLink between them.
+    Returns:
+        ``NV<k>`` for NVLink (k links), else ``PIX``/``PXB``/``PHB``/``NODE``/``SYS``, or ``?``.
+    """
+    if direct_links:
+        return f"NV{direct_links}"
+    if nvlink_p2p and active_links:
+        return f"NV{active_links}"
+    return PCIE_LEVELS.get(pcie_level, "?") if pcie_level is not None else "?"
+
+
+def _bus_id(nv, h) -> str | None:
+    pci = _safe(nv.nvmlDeviceGetPciInfo, h)
+    if pci is None:
+        return None
+    bus = pci.busId.decode() if isinstance(pci.busId, bytes) else pci.busId
+    return bus.upper()[-12:]  # "0000:18:00.0": NVML pads the domain to 4 or 8 digits by API version
+
+
+def _nvlinks(nv, h) -> tuple[int, list[str]]:
+    """Active NVLinks of a GPU and each link's remote PCI bus id."""
+    active, remotes = 0, []
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+        if _safe(nv.nvmlDeviceGetNvLinkState, h, link) != getattr(nv, "NVML_FEATURE_ENABLED", 1):
+            continue
+        active += 1
+        pci = _safe(nv.nvmlDeviceGetNvLinkRemotePciInfo, h, link)
+        if pci is not None:
+            bus = pci.busId.decode() if isinstance(pci.busId, bytes) else pci.busId
+            remotes.append(bus.upper()[-12:])
+    return active, remotes
+
+
+def link_topology(torch_indices: list[int]) -> dict[tuple[int, int], dict[str, Any]]:
+    """Link between every ordered pair of GPUs (torch indices), as ``nvidia-smi topo -m`` shows it.
+
+    Returns:
+        ``{(i, j): {"link": "NV18"|"PIX"|..., "nvlink_links": int, "nvlink_p2p": bool, "pcie_path": str}}``;
+        empty without NVML.
+    """
+    nv = _nvml()
+    if nv is None:
+        return {}
+    handles = {i: handle_for(i) for i in torch_indices}
+    info = {i: (_nvlinks(nv, h), _bus_id(nv, h)) for i, h in handles.items() if h is not None}
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    for i, (link_i, _) in info.items():
+        for j, (_, bus_j) in info.items():
+            if i == j:
+                continue
+            active, remotes = link_i
+            direct = sum(r == bus_j for r in remotes) if bus_j else 0
+            status = _safe(nv.nvmlDeviceGetP2PStatus, handles[i], handles[j], getattr(nv, "NVML_P2P_CAPS_INDEX_NVLINK", 2))
+            level = _safe(nv.nvmlDeviceGetTopologyCommonAncestor, handles[i], handles[j])
+            p2p = status == getattr(nv, "NVML_P2P_STATUS_OK", 0)
+            out[(i, j)] = {"link": link_label(direct, p2p, active, level), "nvlink_links": direct or (active if p2p else 0),
+                           "nvlink_p2p": p2p, "pcie_path": PCIE_LEVELS.get(level, "?") if level is not None else "?"}
+    return out

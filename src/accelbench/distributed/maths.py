@@ -1,0 +1,127 @@
+"""Pure maths of data-parallel results: aggregate rows, scaling efficiency, bus bandwidth, concurrency.
+
+No torch import; every function is tested with exact numbers.
+
+Definitions:
+    speed-up ``S(n) = T(n) / T(b)`` and scaling efficiency ``E(n) = (T(n) / n) / (T(b) / b)``, with
+    ``T`` the total throughput (samples/s) on ``n`` processes and ``b`` the baseline's process count
+    (normally 1): Amdahl/Gustafson's usual definitions as used by MLPerf and Horovod's scaling reports
+    (Sergeev & Del Balso 2018, "Horovod", fig. 6).
+    Bus bandwidth ``busbw = algbw * f(op, n)`` with ``algbw = S / t`` and ``f`` = 2(n-1)/n (all-reduce),
+    (n-1)/n (all-gather, reduce-scatter, all-to-all), 1 (broadcast, reduce): NVIDIA nccl-tests,
+    doc/PERFORMANCE.md. For all-gather, ``S`` is the total gathered size (``sendcount * n`` elements).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+BUS_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scaling:
+    """Speed-up and scaling efficiency of ``world_size`` processes against a baseline."""
+
+    speedup: float
+    scaling_efficiency: float
+
+
+def scaling(throughput: float, world_size: int, base_throughput: float, base_world_size: int = 1) -> Scaling:
+    """Speed-up ``T(n)/T(b)`` and efficiency ``(T(n)/n)/(T(b)/b)`` (see module docstring).
+
+    Args:
+        throughput: total samples/s of the ``world_size``-process run.
+        base_throughput: total samples/s of the baseline run on ``base_world_size`` processes.
+    Raises:
+        ValueError: a non-positive throughput or process count.
+    """
+    if throughput <= 0 or base_throughput <= 0 or world_size < 1 or base_world_size < 1:
+        raise ValueError("throughputs and process counts must be positive")
+    speedup = throughput / base_throughput
+    return Scaling(speedup=speedup, scaling_efficiency=speedup * base_world_size / world_size)
+
+
+def bus_factor(op: str, n: int) -> float:
+    """The nccl-tests correction factor from algorithm to bus bandwidth for ``op`` over ``n`` ranks.
+
+    Raises:
+        ValueError: unknown op or n < 1.
+    """
+    if op not in BUS_FACTORS:
+        raise ValueError(f"unknown collective {op!r}: {', '.join(BUS_FACTORS)}")
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    return BUS_FACTORS[op](n)
+
+
+def bandwidths(op: str, size_bytes: int, time_s: float, n: int) -> tuple[float, float]:
+    """``(algbw, busbw)`` in bytes/s of one ``op`` moving ``size_bytes`` in ``time_s`` over ``n`` ranks."""
+    algbw = size_bytes / time_s
+    return algbw, algbw * bus_factor(op, n)
+
+
+def common_window(starts: Sequence[float], ends: Sequence[float]) -> tuple[float, float, float]:
+    """``(start, end, seconds)`` of the window covering every rank: min start .. max end."""
+    start, end = min(starts), max(ends)
+    return start, end, end - start
+
+
+def straggler(windows: Sequence[float]) -> tuple[int, float]:
+    """``(index of the slowest rank, gap share)``: the longest timed window and ``(max - min) / max``."""
+    slow = max(range(len(windows)), key=lambda i: windows[i])
+    longest = windows[slow]
+    return slow, (longest - min(windows)) / longest if longest > 0 else 0.0
+
+
+def comm_exposed_share(step_s: float, step_nosync_s: float) -> float:
+    """Share of a DDP step spent in communication that computation did not hide.
+
+    ``(t_sync - t_nosync) / t_sync``: the step with gradient all-reduce against the same step under
+    ``DistributedDataParallel.no_sync()`` (no all-reduce). Negative values (noise) are kept as measured.
+    """
+    return (step_s - step_nosync_s) / step_s
+
+
+_SUM_SUFFIXES = ("_j", "_w")  # energy and power of the job: the GPUs add up
+_MAX_SUFFIXES = ("_bytes",)  # memory: the worst rank
+
+
+def combine_telemetry(records: Iterable[dict], keys: Iterable[str]) -> dict[str, float]:
+    """Job-level telemetry from per-rank values: sum for ``*_j``/``*_w``, max for ``*_bytes``, else mean.
+
+    Ranks without a value for a key are ignored; a key no rank has is left out.
+    """
+    rows = list(records)
+    out: dict[str, float] = {}
+    for key in keys:
+        vals = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
+        if not vals:
+            continue
+        if key.endswith(_SUM_SUFFIXES):
+            out[key] = float(sum(vals))
+        elif key.endswith(_MAX_SUFFIXES):
+            out[key] = max(vals)
+        else:
+            out[key] = statistics.fmean(vals)
+    return out
+
+
+def overlap_fraction(intervals: Sequence[tuple[float, float]]) -> float:
+    """Time all ``intervals`` run together over the time any runs: ``|intersection| / |union|``.
+
+    1.0 means the jobs' timed windows coincided; 0 means they never overlapped. The union is the span
+    from the earliest start to the latest end (gaps count as not overlapped).
+    """
+    inter = min(e for _, e in intervals) - max(s for s, _ in intervals)
+    span = max(e for _, e in intervals) - min(s for s, _ in intervals)
+    return max(inter, 0.0) / span if span > 0 else 1.0

@@ -1,0 +1,215 @@
+"""Studies made of several distributed runs: the scaling study and concurrent jobs.
+
+``run_scale``: the same sweep on 1, 2, 4, ... processes in one run; each aggregate row carries its
+speed-up and scaling efficiency against the smallest process count.
+
+``run_concurrent``: K jobs at once on disjoint GPU sets (``CUDA_VISIBLE_DEVICES`` per job), then the same
+jobs one after another, and the comparison (the "two models on four GPUs" experiment). Each job's rank
+0 writes a store of its own (no two processes write one SQLite file); the launcher merges them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelbench.distributed.results import add_row
+from accelbench.distributed.job import DistOptions
+from accelbench.distributed.maths import overlap_fraction
+from accelbench.distributed.runner import KINDS, begin, device_kind, run_distributed, spec_doc
+from accelbench.errors import ConfigError
+from accelbench.spec import SweepSpec
+
+
+@dataclass
+class StudyOutcome:
+    """The run id and its rows (aggregate rows of a scaling study; merged and summary rows of a concurrent one)."""
+
+    run_id: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def run_scale(spec: SweepSpec, store, opts: DistOptions, counts: list[int], workload: str = "inference",
+              echo: bool = True) -> StudyOutcome:
+    """Run ``spec`` on each process count in ``counts`` (ascending) in one run of kind ``scale``.
+
+    Raises:
+        ConfigError: empty counts, a count < 1, or more GPUs than visible.
+    """
+    counts = sorted(set(counts))
+    if not counts or counts[0] < 1:
+        raise ConfigError("gpus", counts, "process counts >= 1, e.g. 1,2,4")
+    top = dataclasses.replace(opts, gpus=counts[-1])
+    device_kind(top)
+    run_id = begin(store, "scale", {**spec_doc(spec, top, workload), "gpus": counts}, top)
+    out = StudyOutcome(run_id=run_id)
+    for n in counts:
+        res = run_distributed(spec, store, dataclasses.replace(opts, gpus=n), workload, run_id=run_id, echo=echo, finish=False)
+        if res.interrupted:
+            out.interrupted = True
+            break
+    store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
+    out.rows = aggregate_rows(store, run_id)
+    return out
+
+
+def aggregate_rows(store, run_id: int) -> list[dict[str, Any]]:
+    """The run's aggregate rows ordered by case, then process count."""
+    rows = [r for r in store.cases(run_id).to_dict("records") if r.get("aggregate") == 1]
+    return sorted(rows, key=lambda r: (r["case_key"].rsplit("|gpus=", 1)[0], r.get("world_size") or 0))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConcurrentJob:
+    """One job of a concurrent study: a sweep (usually one case), its workload and its GPU count."""
+
+    spec: SweepSpec
+    workload: str = "inference"
+    gpus: int = 1
+
+
+def gpu_sets(counts: list[int]) -> list[str]:
+    """Disjoint ``CUDA_VISIBLE_DEVICES`` strings for jobs of ``counts`` GPUs: [2, 2] -> ["0,1", "2,3"]."""
+    out, start = [], 0
+    for n in counts:
+        out.append(",".join(str(i) for i in range(start, start + n)))
+        start += n
+    return out
+
+
+def _run_job(job: ConcurrentJob, k: int, schedule: str, gpus: int, visible: str | None, tmp: str,
+             opts: DistOptions, echo: bool) -> dict[str, Any]:
+    from accelbench.store import Store
+
+    db = str(Path(tmp) / f"job{k}-{schedule}.db")
+    t0 = time.monotonic()
+    with Store(db) as st:
+        out = run_distributed(job.spec, st, dataclasses.replace(opts, gpus=gpus), job.workload,
+                              visible_devices=visible, echo=echo, prefix=f"[job {k} {schedule}] ")
+    return {"db": db, "run_id": out.run_id, "wall_s": time.monotonic() - t0}
+
+
+def run_concurrent(jobs: list[ConcurrentJob], store, opts: DistOptions, sequential_gpus: int | None = None,
+                   echo: bool = True) -> StudyOutcome:
+    """Run ``jobs`` at once on disjoint GPU sets, then one after another; store both and the comparison.
+
+    Each phase's rows and its summary row are stored as soon as the phase ends, so a study stopped in
+    the sequential phase keeps the concurrent one.
+
+    Args:
+        sequential_gpus: GPUs each job gets when run alone (default: its own count; give the total to ask
+            "one job on all GPUs at a time, or one job per GPU set at once?").
+    Raises:
+        ConfigError: fewer than 2 jobs, or more GPUs than visible.
+    """
+    if len(jobs) < 2:
+        raise ConfigError("jobs", len(jobs), "two or more jobs")
+    total = sum(j.gpus for j in jobs)
+    cuda = device_kind(dataclasses.replace(opts, gpus=max(total, sequential_gpus or 1))) == "cuda"
+    doc = {"jobs": [{**spec_doc(j.spec, opts, j.workload), "gpus": j.gpus} for j in jobs], "sequential_gpus": sequential_gpus}
+    run_id = begin(store, "concurrent", doc, dataclasses.replace(opts, gpus=total), cuda)
+    if threading.current_thread() is threading.main_thread():
+        import signal
+
+        from accelbench.distributed.launch import _on_sigterm
+
+        signal.signal(signal.SIGTERM, _on_sigterm)  # stop every job's ranks if we are stopped
+    tmp, out, summary = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id), {}
+    try:
+        for schedule in ("concurrent", "sequential"):
+            found, wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo)
+            per_job = {k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()}
+            summary[schedule] = summary_row(schedule, jobs, per_job, wall)
+            add_row(store, run_id, summary[schedule])
+    except KeyboardInterrupt:
+        out.interrupted = True
+    if len(summary) == 2:
+        add_row(store, run_id, comparison_row(summary["concurrent"], summary["sequential"]))
+    store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
+    out.rows = store.cases(run_id).to_dict("records")
+    return out
+
+
+def _phase(schedule: str, jobs: list[ConcurrentJob], cuda: bool, sequential_gpus: int | None, tmp: str,
+           opts: DistOptions, echo: bool) -> tuple[dict[int, dict], float]:
+    """Run every job (at once on disjoint sets, or one after another); ``({job: store info}, wall s)``."""
+    found: dict[int, dict] = {}
+    t0 = time.monotonic()
+    if schedule == "concurrent":
+        sets = gpu_sets([j.gpus for j in jobs]) if cuda else [None] * len(jobs)
+
+        def worker(k: int, job: ConcurrentJob) -> None:
+            found[k] = _run_job(job, k, schedule, job.gpus, sets[k], tmp, opts, echo)
+
+        threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for k, job in enumerate(jobs):
+            g = sequential_gpus or job.gpus
+            found[k] = _run_job(job, k, schedule, g, gpu_sets([g])[0] if cuda else None, tmp, opts, echo)
+    return found, time.monotonic() - t0
+
+
+def comparison_row(conc: dict[str, Any], seq: dict[str, Any]) -> dict[str, Any]:
+    """Sequential over concurrent: wall makespan ratio and work-time ratio (> 1: running at once wins)."""
+    row = {"case_key": "summary|comparison", "workload": "concurrent-summary", "status": "ok", "error": None,
+           "schedule": "comparison", "jobs": conc["jobs"], "makespan_speedup": seq["makespan_s"] / conc["makespan_s"]}
+    if conc.get("work_time_s") and seq.get("work_time_s"):
+        row["work_speedup"] = seq["work_time_s"] / conc["work_time_s"]
+    return row
+
+
+def merge(src_db: str, src_run: int, store, run_id: int, **extra) -> list[dict[str, Any]]:
+    """Copy a job store's cases (and their raw series) into ``store``'s run, with ``extra`` columns.
+
+    Returns the copied aggregate rows.
+    """
+    src = sqlite3.connect(src_db)
+    src.row_factory = sqlite3.Row
+    aggs = []
+    for row in src.execute("SELECT * FROM cases WHERE run_id=? ORDER BY case_id", (src_run,)).fetchall():
+        rec = {k: v for k, v in dict(row).items() if k not in ("case_id", "run_id") and v is not None}
+        rec.update(extra, case_key=f"job{extra.get('job')}|{extra.get('schedule')}|{rec['case_key']}")
+        series: dict[str, list] = {}
+        for s in src.execute("SELECT series, value FROM samples WHERE case_id=? ORDER BY series, idx", (row["case_id"],)):
+            series.setdefault(s[0], []).append(s[1])
+        add_row(store, run_id, rec, series)
+        if rec.get("aggregate") == 1:
+            aggs.append(rec)
+    src.close()
+    return aggs
+
+
+def job_work_s(rows: list[dict[str, Any]]) -> float | None:
+    """Seconds one job needs for its images at its measured throughput, summed over its cases."""
+    ok = [r for r in rows if r.get("status") == "ok" and r.get("throughput_samples_per_s")]
+    if not ok or len(ok) < len(rows):
+        return None
+    return sum(r["images"] / r["throughput_samples_per_s"] for r in ok)
+
+
+def summary_row(schedule: str, jobs: list[ConcurrentJob], per_job: dict[int, list], wall_s: float) -> dict[str, Any]:
+    """One row per schedule: wall makespan, the work-based time, and (concurrent) the window overlap."""
+    rows = {k: per_job.get(k, []) for k in range(len(jobs))}
+    work = [job_work_s(r) for r in rows.values()]
+    row: dict[str, Any] = {"case_key": f"summary|{schedule}", "workload": "concurrent-summary", "status": "ok",
+                           "error": None, "schedule": schedule, "jobs": len(jobs), "makespan_s": wall_s,
+                           "job_models": ",".join(",".join(j.spec.models) for j in jobs),
+                           "job_workloads": ",".join(KINDS[j.workload] for j in jobs)}
+    if all(w is not None for w in work):
+        row["work_time_s"] = max(work) if schedule == "concurrent" else sum(work)
+    windows = [(min(r["window_start_epoch_s"] for r in rs), max(r["window_end_epoch_s"] for r in rs))
+               for rs in rows.values() if rs and all(r.get("window_start_epoch_s") for r in rs)]
+    if schedule == "concurrent" and len(windows) == len(jobs):
+        row["overlap_fraction"] = overlap_fraction(windows)
+    return row

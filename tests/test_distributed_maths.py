@@ -1,0 +1,162 @@
+"""Pure parts of the distributed package, with exact numbers (no processes)."""
+
+import pytest
+
+from accelbench.distributed import maths, results
+from accelbench.distributed.collectives import parse_bytes, sizes_between
+from accelbench.distributed.job import DistOptions
+from accelbench.distributed.launch import LaunchResult, failure, torchrun_argv
+from accelbench.distributed.ranks import SAFE_ENV, child_env, rank_info
+from accelbench.distributed.study import gpu_sets, job_work_s
+from accelbench.errors import ConfigError
+from accelbench.telemetry.nvml import link_label
+
+
+def test_speedup_and_scaling_efficiency_exact():
+    s = maths.scaling(300.0, 4, 100.0)
+    assert (s.speedup, s.scaling_efficiency) == (3.0, 0.75)
+    s = maths.scaling(300.0, 4, 160.0, base_world_size=2)  # baseline on 2 GPUs
+    assert (s.speedup, s.scaling_efficiency) == (1.875, 0.9375)
+    # the issue's hand-loop reference: 4,581 img/s on 1 GPU, 18,176 on 4
+    ref = maths.scaling(18176.0, 4, 4581.0)
+    assert ref.scaling_efficiency == 18176.0 / 4581.0 / 4
+    with pytest.raises(ValueError):
+        maths.scaling(0.0, 2, 1.0)
+
+
+def test_bus_bandwidth_factors_are_nccl_tests_definitions():
+    assert maths.bus_factor("all_reduce", 4) == 1.5  # 2(n-1)/n
+    assert maths.bus_factor("all_gather", 4) == 0.75  # (n-1)/n
+    assert maths.bus_factor("broadcast", 4) == 1.0
+    assert maths.bus_factor("all_reduce", 1) == 0.0
+    assert maths.bandwidths("all_reduce", 2**30, 0.5, 4) == (2.0 * 2**30, 3.0 * 2**30)
+    assert maths.bandwidths("all_gather", 1000, 2.0, 2) == (500.0, 250.0)
+    with pytest.raises(ValueError):
+        maths.bus_factor("gossip", 2)
+
+
+def test_window_straggler_comm_overlap():
+    assert maths.common_window([10.0, 10.5], [12.0, 14.0]) == (10.0, 14.0, 4.0)
+    assert maths.straggler([1.0, 2.0, 1.5]) == (1, 0.5)
+    assert maths.comm_exposed_share(100.0, 75.0) == 0.25
+    assert maths.overlap_fraction([(0.0, 10.0), (5.0, 15.0)]) == 5.0 / 15.0
+    assert maths.overlap_fraction([(0.0, 1.0), (2.0, 3.0)]) == 0.0
+
+
+def test_combine_telemetry_sums_energy_maxes_memory_means_the_rest():
+    recs = [{"energy_j": 10.0, "power_mean_w": 300.0, "device_mem_used_bytes": 5, "gpu_util_mean_pct": 90.0},
+            {"energy_j": 12.0, "power_mean_w": 200.0, "device_mem_used_bytes": 7, "gpu_util_mean_pct": 80.0}]
+    keys = ["energy_j", "power_mean_w", "device_mem_used_bytes", "gpu_util_mean_pct", "absent_pct"]
+    assert maths.combine_telemetry(recs, keys) == {"energy_j": 22.0, "power_mean_w": 500.0,
+                                                   "device_mem_used_bytes": 7, "gpu_util_mean_pct": 85.0}
+
+
+def _rank(rank, start, end, samples, host="h", **kw):
+    return {"rank": rank, "host": host, "window_start_epoch_s": start, "window_end_epoch_s": end,
+            "samples_timed": samples, "workload": "inference-dp", "model": "m", "batch_size": 32, **kw}
+
+
+def test_aggregate_row_uses_the_common_window_not_a_sum_of_rates():
+    recs = [_rank(1, 100.5, 104.0, 64, top1_correct=7, top5_correct=8, accuracy_samples=8,
+                  step_time_mean_ms=20.0, step_time_nosync_mean_ms=15.0, gpu_util_mean_pct=50.0),
+            _rank(0, 100.0, 102.0, 64, top1_correct=5, top5_correct=8, accuracy_samples=8,
+                  step_time_mean_ms=20.0, step_time_nosync_mean_ms=17.0, gpu_util_mean_pct=70.0)]
+    agg = results.aggregate(recs, ["gpu_util_mean_pct"], barrier_window_s=4.2)
+    assert agg["window_s"] == 4.0  # 104.0 - 100.0 (same host: the epoch clocks agree)
+    assert agg["throughput_samples_per_s"] == 32.0  # 128 samples / 4 s; the per-rank rates would sum to 50.3
+    assert agg["throughput_per_gpu_samples_per_s"] == 16.0
+    assert (agg["straggler_rank"], agg["straggler_gap_share"]) == (1, (3.5 - 2.0) / 3.5)
+    assert (agg["top1"], agg["top5"], agg["accuracy_samples"]) == (0.75, 1.0, 16)
+    assert agg["comm_exposed_share"] == (20.0 - 16.0) / 20.0
+    assert agg["gpu_util_mean_pct"] == 60.0
+    assert agg["rank"] is None and agg["aggregate"] is True and agg["world_size"] == 2 and agg["model"] == "m"
+    # on two hosts the clocks may disagree: rank 0's barrier-to-barrier window is used instead
+    recs[0]["host"] = "other"
+    assert results.aggregate(recs, barrier_window_s=4.2)["throughput_samples_per_s"] == 128 / 4.2
+
+
+def test_with_scaling_against_baseline_row():
+    agg = {"status": "ok", "throughput_samples_per_s": 36.0, "world_size": 4}
+    out = results.with_scaling(agg, {"throughput_samples_per_s": 10.0, "world_size": 1, "case_id": 7})
+    assert (out["speedup"], out["scaling_efficiency"], out["baseline_case_id"]) == (3.6, 0.9, 7)
+    assert results.with_scaling(agg, None)["scaling_efficiency"] is None
+
+
+def test_keys_and_error_row():
+    assert results.aggregate_key("m|bs=4", 2) == "m|bs=4|gpus=2|all"
+    assert results.rank_key("m|bs=4", 2, 1) == "m|bs=4|gpus=2|rank=1"
+    row = results.error_row({"key": "k", "model": "m", "batch_size": 4, "channels_last": "auto"}, "train-ddp", 4, "oom", "x")
+    assert row["case_key"] == "k|gpus=4|all" and row["status"] == "oom" and row["channels_last_setting"] == "auto"
+
+
+def test_rank_detection_from_torchrun_and_slurm_env():
+    tr = rank_info({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1"})
+    assert (tr.rank, tr.world_size, tr.local_rank, tr.local_world_size, tr.node_rank, tr.launcher) == (3, 8, 1, 2, 1, "torchrun")
+    slurm = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODEID": "2"}
+    assert rank_info(slurm) is None  # no MASTER_ADDR/PORT: cannot join a group
+    s = rank_info({**slurm, "MASTER_ADDR": "n0", "MASTER_PORT": "29500"})
+    assert (s.rank, s.world_size, s.local_rank, s.node_rank, s.launcher) == (5, 8, 1, 2, "slurm")
+    assert rank_info({}) is None
+
+
+def test_child_env_always_disables_nvls_and_drops_enclosing_ranks():
+    env = child_env({"RANK": "0", "WORLD_SIZE": "2", "PATH": "/bin", "NCCL_NVLS_ENABLE": "1"}, visible_devices="2,3")
+    assert {k: env[k] for k in SAFE_ENV} == SAFE_ENV
+    assert "RANK" not in env and "WORLD_SIZE" not in env and env["PATH"] == "/bin"
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
+
+
+def test_torchrun_command_lines():
+    single = torchrun_argv(DistOptions(gpus=4), "/j.json", python="py")
+    assert single == ["py", "-m", "torch.distributed.run", "--nproc-per-node=4", "--standalone", "--max-restarts=0",
+                      "-m", "accelbench.distributed.worker", "/j.json"]
+    multi = torchrun_argv(DistOptions(gpus=8, nnodes=2, node_rank=1, rdzv_endpoint="n0:29400"), "/j.json", python="py")
+    assert "--nnodes=2" in multi and "--rdzv-endpoint=n0:29400" in multi and "--rdzv-backend=c10d" in multi
+    assert "--standalone" not in multi
+    with pytest.raises(ConfigError, match="rdzv_endpoint"):
+        DistOptions(gpus=1, nnodes=2)
+    with pytest.raises(ConfigError, match="gpus"):
+        DistOptions(gpus=0)
+
+
+def test_failure_reason_names_the_first_failing_rank():
+    errs = [{"rank": 1, "error": "RuntimeError: boom", "oom": False, "t": 1.0},
+            {"rank": 0, "error": "RuntimeError: Connection closed by peer", "oom": False, "t": 2.0}]
+    assert failure(LaunchResult(returncode=1, errors=errs)) == ("error", "rank 1 failed: RuntimeError: boom")
+    oom = [{"rank": 2, "error": "OutOfMemoryError: CUDA out of memory", "oom": True, "t": 1.0}]
+    assert failure(LaunchResult(returncode=1, errors=oom))[0] == "oom"
+    status, why = failure(LaunchResult(returncode=-9, timed_out=True, current="m|bs=4", timeout_s=30.0))
+    assert status == "error" and why.startswith("timeout: case 'm|bs=4' ran past 30 s")
+
+
+def test_sizes_gpu_sets_links_and_work():
+    assert parse_bytes("1K") == 1024 and parse_bytes("256M") == 256 * 2**20 and parse_bytes("1G") == 2**30
+    with pytest.raises(ConfigError):
+        parse_bytes("lots")
+    sizes = sizes_between(1024, 2**30)
+    assert len(sizes) == 21 and sizes[0] == 1024 and sizes[-1] == 2**30
+    assert gpu_sets([2, 2]) == ["0,1", "2,3"] and gpu_sets([1, 3]) == ["0", "1,2,3"]
+    assert link_label(0, True, 18, 50) == "NV18"  # through NVSwitch: every active link reaches every peer
+    assert link_label(4, True, 12, 50) == "NV4"  # direct links
+    assert link_label(0, False, 0, 10) == "PIX" and link_label(0, False, 0, 50) == "SYS"
+    assert link_label(0, False, 0, None) == "?"
+    rows = [{"status": "ok", "images": 100, "throughput_samples_per_s": 50.0},
+            {"status": "ok", "images": 30, "throughput_samples_per_s": 10.0}]
+    assert job_work_s(rows) == 5.0
+    assert job_work_s(rows + [{"status": "error"}]) is None
+
+
+def test_baseline_lookup_prefers_same_run_then_one_gpu(tmp_path):
+    from accelbench.distributed.worker import find_baseline
+    from accelbench.store import Store
+
+    st = Store(tmp_path / "b.db")
+    old = st.begin_run("scale", {}, "h", {})
+    new = st.begin_run("scale", {}, "h", {})
+    base = {"workload": "train-ddp", "status": "ok", "aggregate": True, "device_name": "H200"}
+    st.add_case(old, {**base, "case_key": "m|bs=4|gpus=1|all", "world_size": 1, "throughput_samples_per_s": 10.0})
+    assert find_baseline(st, new, "train-ddp", "m|bs=4", "H200")["throughput_samples_per_s"] == 10.0
+    assert find_baseline(st, new, "train-ddp", "m|bs=4", "A100") is None  # other hardware is no baseline
+    st.add_case(new, {**base, "case_key": "m|bs=4|gpus=2|all", "world_size": 2, "throughput_samples_per_s": 19.0})
+    assert find_baseline(st, new, "train-ddp", "m|bs=4", "H200")["world_size"] == 2  # the study's smallest count
+    assert find_baseline(st, new, "inference-dp", "m|bs=4", "H200") is None
