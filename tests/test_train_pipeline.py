@@ -77,6 +77,10 @@ def test_cli_train_sweep_and_json(tmp_path):
     doc = json.loads(js.read_text())
     assert doc["kind"] == "training" and doc["results"][0]["status"] == "ok"
     assert doc["results"][0]["model"] == "cifar-resnet20"
+    # training rows carry the same derived columns as inference rows, and `results` shows training columns
+    assert doc["results"][0]["validity"] in ("ok", "latency-spread") and "cost_usd" in doc["results"][0]
+    shown = runner.invoke(app, ["results", "--db", str(db)])
+    assert shown.exit_code == 0 and "Step p50 (ms)" in shown.output, shown.output
 
 
 def test_cli_train_epochs_table_and_plot(tmp_path):

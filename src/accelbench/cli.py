@@ -154,7 +154,13 @@ def results(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (de
     records = store.cases(run["run_id"]).to_dict("records")
     env = run["env"]
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | torch {env.get('torch')} | commit {env.get('git_commit')}")
-    console.print(results_table(records))
+    from accelbench.report import train as train_report
+
+    by_kind = {"training": train_report.sweep_table, "input-pipeline": train_report.pipeline_table}
+    if run["kind"] == "convergence":
+        console.print(train_report.summary_table(records))
+    else:
+        console.print(by_kind.get(run["kind"], results_table)(records))
 
 
 @app.command()

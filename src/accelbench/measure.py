@@ -13,11 +13,10 @@ import gc
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from accelbench import modes, precisions
 from accelbench.errors import ConfigError
-from accelbench.spec import Case, SweepSpec, expand
+from accelbench.spec import Case, SweepSpec
 
 OK, OOM, ERROR, UNSUPPORTED, SKIPPED = "ok", "oom", "error", "unsupported", "skipped"
 

@@ -10,28 +10,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from accelbench import modes, precisions
 from accelbench.measure import (
-    ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Inputs, accuracy_pass, channels_last_for, cleanup, is_oom,
+    ERROR, OK, OOM, UNSUPPORTED, Inputs, accuracy_pass, channels_last_for, cleanup, is_oom,
     make_batches, one_line, passes_needed, resolve_device, time_passes, _sync,
-)
+)  # resolve_device is re-exported for the CLI
 from accelbench.spec import Case, SweepSpec, expand
+from accelbench.sweep import SweepOutcome, Workload, run_cases
 
 KIND = "inference"
-
-
-@dataclass
-class SweepOutcome:
-    """What ``run_sweep`` returns: the run id, every record stored by this call, and whether Ctrl-C stopped it."""
-
-    run_id: int
-    records: list[dict[str, Any]] = field(default_factory=list)
-    interrupted: bool = False
-    skipped_done: int = 0
 
 
 def _base_record(case: Case, device) -> dict[str, Any]:
@@ -130,8 +120,10 @@ def run_case(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
     return rec, series
 
 
-def _oom_group(case: Case) -> tuple:
-    return (case.model, case.precision, case.mode, case.channels_last)
+INFERENCE = Workload(
+    kind=KIND, expand=expand, base_record=_base_record,
+    run_case=lambda case, device, inputs: run_case(case, inputs.spec, inputs, device),
+)
 
 
 def run_sweep(
@@ -140,7 +132,7 @@ def run_sweep(
     resume: bool = False,
     on_case: Callable[[int, int, Case, dict | None], None] | None = None,
 ) -> SweepOutcome:
-    """Run the sweep and store every case as it finishes.
+    """Run the inference sweep and store every case as it finishes (see :func:`accelbench.sweep.run_cases`).
 
     Args:
         spec: the sweep.
@@ -153,46 +145,7 @@ def run_sweep(
     Raises:
         ConfigError: the device is not available. Model and data errors of a case become rows.
     """
-    from accelbench import env as envmod
-    from accelbench.derived import derived_columns, sweep_context
-
-    device = resolve_device(spec.device)
-    cases = expand(spec, str(device))
-    env = envmod.collect(device)
-    ctx = sweep_context(device, env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour, kwh_price=spec.kwh_price)
-    run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
-    if run_id is None:
-        run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), {**env, **ctx.idle})
-    else:
-        store.reopen_run(run_id)
-    done = store.done_keys(run_id)
-    out = SweepOutcome(run_id=run_id, skipped_done=sum(c.key in done for c in cases))
-    inputs = Inputs(spec, device)
-    oom_at: dict[tuple, int] = {}
-    todo = [c for c in cases if c.key not in done]
-    try:
-        for i, case in enumerate(todo):
-            if on_case:
-                on_case(i, len(todo), case, None)
-            group = _oom_group(case)
-            if group in oom_at and case.batch_size > oom_at[group]:
-                rec, series = _base_record(case, device), {}
-                rec.update(status=SKIPPED, error=f"not run: batch size {oom_at[group]} already ran out of memory")
-            else:
-                rec, series = run_case(case, spec, inputs, device)
-            rec.update(derived_columns(rec, ctx))
-            if rec["status"] == OOM:
-                oom_at[group] = min(case.batch_size, oom_at.get(group, case.batch_size))
-            rec["case_id"] = store.add_case(run_id, rec, series)
-            out.records.append(rec)
-            if on_case:
-                on_case(i + 1, len(todo), case, rec)
-    except KeyboardInterrupt:
-        out.interrupted = True
-        store.finish_run(run_id, "interrupted")
-        return out
-    store.finish_run(run_id, "complete")
-    return out
+    return run_cases(INFERENCE, spec, store, state=Inputs, resume=resume, on_case=on_case)
 
 
 def oom_boundary(records: list[dict]) -> dict[tuple, dict[str, int | None]]:

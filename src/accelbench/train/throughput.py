@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 from accelbench import precisions
 from accelbench.measure import (
-    ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Inputs, channels_last_for, cleanup, is_oom, make_batches, one_line,
-    resolve_device, time_passes, _sync,
+    ERROR, OK, OOM, UNSUPPORTED, Inputs, channels_last_for, cleanup, is_oom, make_batches, one_line,
+    time_passes, _sync,
 )
-from accelbench.runner import SweepOutcome
+from accelbench.sweep import SweepOutcome, Workload, run_cases
 from accelbench.train.spec import TrainCase, TrainSpec, expand
 from accelbench.train.step import StepConfig, build_step, unsupported_reason
 
@@ -156,51 +156,33 @@ def run_train_case(case: TrainCase, spec: TrainSpec, inputs: Inputs, device, loa
     return rec, series
 
 
+def _state(spec: TrainSpec, device) -> tuple[Inputs, dict]:
+    return Inputs(spec, device), {}
+
+
+TRAINING = Workload(
+    kind=KIND, expand=expand, base_record=_base_record,
+    run_case=lambda case, device, st: run_train_case(case, st[0].spec, st[0], device, st[1]),
+    # cost is quoted for the timed steps; validity reads the step-time spread
+    derived_keys={"work_seconds_key": "timed_wall_s", "work_samples_key": "samples_timed",
+                  "spread_key": "step_time_spread"},
+)
+
+
 def run_train_sweep(spec: TrainSpec, store, resume: bool = False,
                     on_case: Callable[[int, int, TrainCase, dict | None], None] | None = None) -> SweepOutcome:
     """Run the step-throughput sweep, storing each case as it finishes (run kind ``training``).
+
+    The loop (resume, OOM boundary, failure rows, Ctrl-C, energy/validity/cost columns) is
+    :func:`accelbench.sweep.run_cases`.
 
     Args:
         spec: the sweep; store: an open :class:`accelbench.store.Store`.
         resume: continue the newest unfinished run with the same spec, running only missing cases.
         on_case: progress callback ``(index, total, case, record_or_None)``.
     Returns:
-        :class:`accelbench.runner.SweepOutcome` (``interrupted`` after Ctrl-C; finished cases are stored).
+        :class:`accelbench.sweep.SweepOutcome` (``interrupted`` after Ctrl-C; finished cases are stored).
     Raises:
         ConfigError: the device is not available. Model and data errors of a case become rows.
     """
-    from accelbench import env as envmod
-
-    device = resolve_device(spec.device)
-    cases = expand(spec, str(device))
-    run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
-    if run_id is None:
-        run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), envmod.collect(device))
-    else:
-        store.reopen_run(run_id)
-    done = store.done_keys(run_id)
-    out = SweepOutcome(run_id=run_id, skipped_done=sum(c.key in done for c in cases))
-    inputs, loader_cache, oom_at = Inputs(spec, device), {}, {}
-    todo = [c for c in cases if c.key not in done]
-    try:
-        for i, case in enumerate(todo):
-            if on_case:
-                on_case(i, len(todo), case, None)
-            group = (case.model, case.precision, case.mode, case.channels_last)
-            if group in oom_at and case.batch_size > oom_at[group]:
-                rec, series = _base_record(case, device), {}
-                rec.update(status=SKIPPED, error=f"not run: batch size {oom_at[group]} already ran out of memory")
-            else:
-                rec, series = run_train_case(case, spec, inputs, device, loader_cache)
-            if rec["status"] == OOM:
-                oom_at[group] = min(case.batch_size, oom_at.get(group, case.batch_size))
-            rec["case_id"] = store.add_case(run_id, rec, series)
-            out.records.append(rec)
-            if on_case:
-                on_case(i + 1, len(todo), case, rec)
-    except KeyboardInterrupt:
-        out.interrupted = True
-        store.finish_run(run_id, "interrupted")
-        return out
-    store.finish_run(run_id, "complete")
-    return out
+    return run_cases(TRAINING, spec, store, state=_state, resume=resume, on_case=on_case)
