@@ -210,3 +210,29 @@ def passes_needed(spec: SweepSpec, n_batches: int, batch_s: float) -> int:
     by_count = math.ceil(spec.min_timed_batches / n_batches)
     by_time = math.ceil(spec.min_time_s / max(batch_s * n_batches, 1e-9))
     return max(1, by_count, by_time)
+
+
+def guarded(rec: dict[str, Any], measure, device) -> tuple[dict, dict]:
+    """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
+
+    Every failure becomes data: ``status`` ``oom`` (torch's OutOfMemoryError, also wrapped) or
+    ``error`` with a one-line reason; the device is cleaned up either way so later cases are not
+    poisoned. Only KeyboardInterrupt propagates. Adds ``case_wall_s``.
+
+    Returns:
+        ``(record, raw_series)``.
+    """
+    t0 = time.perf_counter()
+    try:
+        measured, series = measure()
+        rec.update(measured, status=OK, error=None)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # every failure is data: a row with a one-line reason
+        rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
+        series = {}
+        del exc
+    finally:
+        cleanup(device)
+    rec["case_wall_s"] = time.perf_counter() - t0
+    return rec, series

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 from accelbench import modes, precisions
 from accelbench.measure import (
-    ERROR, OK, OOM, UNSUPPORTED, Inputs, accuracy_pass, channels_last_for, cleanup, is_oom,
-    make_batches, one_line, passes_needed, resolve_device, time_passes, _sync,
+    OK, OOM, UNSUPPORTED, Inputs, accuracy_pass, channels_last_for, guarded,
+    make_batches, passes_needed, resolve_device, time_passes, _sync,
 )  # resolve_device is re-exported for the CLI
 from accelbench.spec import Case, SweepSpec, expand
 from accelbench.sweep import SweepOutcome, Workload, run_cases
@@ -104,20 +104,7 @@ def run_case(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
     reason = precisions.unsupported_reason(case.precision, device) or modes.unsupported_reason(case.mode, device)
     if reason:
         return {**rec, "status": UNSUPPORTED, "error": reason}, {}
-    t0 = time.perf_counter()
-    try:
-        measured, series = _measure(case, spec, inputs, device)
-        rec.update(measured, status=OK, error=None)
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # every failure is data: a row with a one-line reason
-        rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
-        series = {}
-        del exc
-    finally:
-        cleanup(device)
-    rec["case_wall_s"] = time.perf_counter() - t0
-    return rec, series
+    return guarded(rec, lambda: _measure(case, spec, inputs, device), device)
 
 
 INFERENCE = Workload(

@@ -17,8 +17,7 @@ from typing import Any, Callable
 
 from accelbench import precisions
 from accelbench.measure import (
-    ERROR, OK, OOM, UNSUPPORTED, Inputs, channels_last_for, cleanup, is_oom, make_batches, one_line,
-    time_passes, _sync,
+    UNSUPPORTED, Inputs, channels_last_for, guarded, make_batches, one_line, time_passes, _sync,
 )
 from accelbench.sweep import SweepOutcome, Workload, run_cases
 from accelbench.train.spec import TrainCase, TrainSpec, expand
@@ -140,20 +139,8 @@ def run_train_case(case: TrainCase, spec: TrainSpec, inputs: Inputs, device, loa
     reason = unsupported_reason(StepConfig(precision=case.precision, mode=case.mode), device)
     if reason:
         return {**rec, "status": UNSUPPORTED, "error": reason}, {}
-    t0 = time.perf_counter()
-    try:
-        measured, series = _measure(case, spec, inputs, device, loader_cache if loader_cache is not None else {})
-        rec.update(measured, status=OK, error=None)
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # every failure is data: a row with a one-line reason
-        rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
-        series = {}
-        del exc
-    finally:
-        cleanup(device)
-    rec["case_wall_s"] = time.perf_counter() - t0
-    return rec, series
+    cache = loader_cache if loader_cache is not None else {}
+    return guarded(rec, lambda: _measure(case, spec, inputs, device, cache), device)
 
 
 def _state(spec: TrainSpec, device) -> tuple[Inputs, dict]:
