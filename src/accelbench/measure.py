@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,10 +67,11 @@ def cleanup(device) -> None:
     import torch
 
     gc.collect()
-    try:
-        torch._dynamo.reset()
-    except Exception:
-        pass
+    if "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
+        try:
+            torch._dynamo.reset()
+        except Exception:
+            pass
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
