@@ -68,6 +68,15 @@ def summarize(latencies_ms: Sequence[float]) -> LatencyStats:
     )
 
 
+def stat_columns(st: LatencyStats, prefix: str = "latency") -> dict[str, float | bool]:
+    """``<prefix>_{mean,p50,p90,p99,max}_ms``, ``<prefix>_spread`` and ``<prefix>_noisy`` of ``st``."""
+    cols: dict[str, float | bool] = {
+        f"{prefix}_{k}_ms": getattr(st, f"latency_{k}_ms") for k in ("mean", "p50", "p90", "p99", "max")
+    }
+    cols.update({f"{prefix}_spread": st.spread, f"{prefix}_noisy": st.noisy})
+    return cols
+
+
 def topk_correct(logits, labels, ks: tuple[int, ...] = (1, 5)) -> dict[int, int]:
     """Count samples whose label is among the top-k logits, for each k (k capped at the class count).
 

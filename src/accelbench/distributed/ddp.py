@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from accelbench.distributed.context import RankContext, rank_fields, timed_window
-from accelbench.distributed.infer import memory_fields, rank_data
+from accelbench.distributed.infer import memory_fields, rank_data, rank_header
 from accelbench.measure import Inputs, channels_last_for, passes_needed, time_passes
 from accelbench.spec import Case, SweepSpec
 
@@ -58,7 +58,7 @@ def measure(ctx: RankContext, case: Case, spec: SweepSpec, inputs: Inputs) -> di
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from accelbench.models import create_model
-    from accelbench.stats import summarize
+    from accelbench.stats import stat_columns, summarize
     from accelbench.telemetry import monitor
     from accelbench.train.step import build_step
 
@@ -96,18 +96,12 @@ def measure(ctx: RankContext, case: Case, spec: SweepSpec, inputs: Inputs) -> di
     st = summarize(lat_ms)
     samples = len(lat_ms) * rcase.batch_size
     rec = {
-        "workload": WORKLOAD, "model": case.model, "batch_size": rcase.batch_size,
-        "global_batch_size": rcase.batch_size * ctx.world, "scaling_mode": "strong" if ctx.opts.global_batch else "weak",
-        "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
-        "channels_last": cl, "data": case.data, "data_description": desc, "images": case.images,
-        "rank_images": rcase.images, "image_size": case.image_size or info.image_size, "weights": info.weights,
-        "pretrained": info.pretrained, "optimizer": cfg.optimizer, "lr": cfg.lr, "momentum": cfg.momentum,
+        **rank_header(WORKLOAD, case, rcase, ctx, cl, desc, info),
+        "optimizer": cfg.optimizer, "lr": cfg.lr, "momentum": cfg.momentum,
         "weight_decay": cfg.weight_decay, "cudnn_benchmark": True, "compile_s": train_step.compile_s,
         "passes": n_passes, "steps_timed": len(lat_ms),
         "samples_timed": samples, **clocks, "throughput_samples_per_s": samples / clocks["rank_window_s"],
-        "step_time_mean_ms": st.latency_mean_ms, "step_time_p50_ms": st.latency_p50_ms,
-        "step_time_p90_ms": st.latency_p90_ms, "step_time_p99_ms": st.latency_p99_ms,
-        "step_time_max_ms": st.latency_max_ms, "step_time_spread": st.spread, "step_time_noisy": st.noisy,
+        **stat_columns(st, "step_time"),
         "step_time_nosync_mean_ms": nosync_ms, "loss_last": loss, **rank_fields(ctx),
     }
     tel = {**mon.record(), **memory_fields(ctx.device)}

@@ -65,7 +65,7 @@ def measure(ctx: RankContext, case: Case, spec: SweepSpec, inputs: Inputs) -> di
     """Run one case on this rank. Returns ``{"record", "series", "telemetry_keys"}`` for rank 0 to store."""
     import torch
 
-    from accelbench.stats import summarize
+    from accelbench.stats import stat_columns, summarize
     from accelbench.telemetry import monitor
 
     torch.manual_seed(spec.seed)
@@ -90,17 +90,10 @@ def measure(ctx: RankContext, case: Case, spec: SweepSpec, inputs: Inputs) -> di
     st = summarize(lat_ms)
     samples = len(lat_ms) * rcase.batch_size
     rec = {
-        "workload": WORKLOAD, "model": case.model, "batch_size": rcase.batch_size,
-        "global_batch_size": rcase.batch_size * ctx.world, "scaling_mode": "strong" if ctx.opts.global_batch else "weak",
-        "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
-        "channels_last": cl, "data": case.data, "data_description": desc, "images": case.images,
-        "rank_images": rcase.images, "image_size": case.image_size or info.image_size, "weights": info.weights,
-        "pretrained": info.pretrained, "include_transfer": transfer, "compile_s": compile_s, "passes": n_passes,
+        **rank_header(WORKLOAD, case, rcase, ctx, cl, desc, info),
+        "include_transfer": transfer, "compile_s": compile_s, "passes": n_passes,
         "batches_timed": len(lat_ms), "samples_timed": samples, **clocks,
-        "throughput_samples_per_s": samples / clocks["rank_window_s"],
-        "latency_mean_ms": st.latency_mean_ms, "latency_p50_ms": st.latency_p50_ms,
-        "latency_p90_ms": st.latency_p90_ms, "latency_p99_ms": st.latency_p99_ms,
-        "latency_max_ms": st.latency_max_ms, "latency_spread": st.spread, "latency_noisy": st.noisy,
+        "throughput_samples_per_s": samples / clocks["rank_window_s"], **stat_columns(st, "latency"),
         "top1_correct": hits[1] if hits else None, "top5_correct": hits[5] if hits else None,
         "accuracy_samples": n_real if hits else None,
         "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
@@ -109,6 +102,18 @@ def measure(ctx: RankContext, case: Case, spec: SweepSpec, inputs: Inputs) -> di
     tel = {**mon.record(), **memory_fields(ctx.device)}
     rec.update(tel)
     return {"record": rec, "series": {"latency_ms": lat_ms, **mon.series()}, "telemetry_keys": sorted(tel)}
+
+
+def rank_header(workload: str, case: Case, rcase: Case, ctx: RankContext, channels_last: bool, desc: str, info) -> dict[str, Any]:
+    """Identity columns of one rank's row: the case, this rank's share of it, the model's weights."""
+    return {
+        "workload": workload, "model": case.model, "batch_size": rcase.batch_size,
+        "global_batch_size": rcase.batch_size * ctx.world, "scaling_mode": "strong" if ctx.opts.global_batch else "weak",
+        "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
+        "channels_last": channels_last, "data": case.data, "data_description": desc, "images": case.images,
+        "rank_images": rcase.images, "image_size": case.image_size or info.image_size, "weights": info.weights,
+        "pretrained": info.pretrained,
+    }
 
 
 def memory_fields(device) -> dict[str, Any]:

@@ -47,8 +47,26 @@ def classify(kernel_name: str) -> str:
     return "other"
 
 
+class _Counts:
+    """Derived quantities of anything with DRAM byte and FLOP counts (a kernel, a family, a step)."""
+
+    __slots__ = ()
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.dram_read_bytes + self.dram_write_bytes
+
+    @property
+    def flops(self) -> float:
+        return self.flops_fp32 + self.flops_fp16 + self.flops_fp64 + self.flops_tensor
+
+    @property
+    def intensity_flop_per_byte(self) -> float | None:
+        return arithmetic_intensity(self.flops, self.dram_bytes)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
-class KernelMetrics:
+class KernelMetrics(_Counts):
     """One kernel launch as Nsight Compute measured it.
 
     Attributes:
@@ -75,18 +93,6 @@ class KernelMetrics:
     tensor_ops_by_source: dict[str, float] = field(default_factory=dict)
 
     @property
-    def dram_bytes(self) -> float:
-        return self.dram_read_bytes + self.dram_write_bytes
-
-    @property
-    def flops(self) -> float:
-        return self.flops_fp32 + self.flops_fp16 + self.flops_fp64 + self.flops_tensor
-
-    @property
-    def intensity_flop_per_byte(self) -> float | None:
-        return arithmetic_intensity(self.flops, self.dram_bytes)
-
-    @property
     def tensor_source(self) -> str | None:
         """The tensor-core source type with the most operations, None without tensor work."""
         src = {k: v for k, v in self.tensor_ops_by_source.items() if v > 0}
@@ -94,7 +100,7 @@ class KernelMetrics:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Totals:
+class Totals(_Counts):
     """Sums over a set of kernels (a family, or the whole step), base units.
 
     ``time_share`` is this set's kernel time over the whole step's kernel time (0..1).
@@ -112,17 +118,6 @@ class Totals:
     flops_tensor: float
     tensor_ops_by_source: dict[str, float]
 
-    @property
-    def dram_bytes(self) -> float:
-        return self.dram_read_bytes + self.dram_write_bytes
-
-    @property
-    def flops(self) -> float:
-        return self.flops_fp32 + self.flops_fp16 + self.flops_fp64 + self.flops_tensor
-
-    @property
-    def intensity_flop_per_byte(self) -> float | None:
-        return arithmetic_intensity(self.flops, self.dram_bytes)
 
     @property
     def achieved_flops_per_s(self) -> float | None:
