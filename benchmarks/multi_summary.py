@@ -19,7 +19,7 @@ def main(folder: str) -> None:
     print("| workload | GPUs | samples/s | per GPU | speed-up | efficiency | straggler gap | comm share | hand loop | accelbench / hand |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in db.execute("SELECT * FROM cases WHERE aggregate=1 AND workload IN ('train-ddp','inference-dp') "
-                        "ORDER BY workload DESC, world_size"):
+                        "AND run_id IN (SELECT run_id FROM runs WHERE kind='scale') ORDER BY workload DESC, world_size"):
         r = dict(r)
         h = hand.get(r["world_size"]) if r["workload"] == "train-ddp" else None
         comm = f"{100 * r['comm_exposed_share']:.1f} %" if r.get("comm_exposed_share") is not None else "-"
@@ -28,6 +28,8 @@ def main(folder: str) -> None:
         print(f"| {r['workload']} | {r['world_size']} | {r['throughput_samples_per_s']:,.1f} | "
               f"{r['throughput_per_gpu_samples_per_s']:,.1f} | {r['speedup']:.3f}x | {100 * r['scaling_efficiency']:.1f} % | "
               f"{100 * r['straggler_gap_share']:.2f} % | {comm} | {hand_s} | {ratio} |")
+    if "size_bytes" not in {c[1] for c in db.execute("PRAGMA table_info(cases)")}:
+        return  # no interconnect run in this folder
     print()
     print("| op | size | time (us) | algbw (GB/s) | busbw (GB/s) | plain loop busbw (GB/s) | accelbench / plain |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -1,6 +1,10 @@
-"""Export the GPU training results of ``benchmarks/train_gpu.sh`` (a ``train.db``) into
-``benchmarks/results/``: JSON per run kind, a CSV of the step sweep, markdown tables and the
-convergence plot. Usage: ``python benchmarks/train_export.py PATH/train.db [TAG]``."""
+"""Export GPU training results (``accelbench train`` / ``input-pipeline`` stores, e.g. the ``train.db`` of
+``benchmarks/train_gpu.sh``) into ``benchmarks/results/``: JSON per run kind, a CSV of the step sweep,
+markdown tables and the convergence plot.
+
+Usage: ``python benchmarks/train_export.py TAG SOURCE [SOURCE ...]``. A SOURCE is a store (``.db``) or
+a step-sweep JSON written earlier by this script (its runs are kept as they are, so figures measured
+in earlier device calls stay in the merged table). Runs are listed in the order given."""
 
 from __future__ import annotations
 
@@ -27,27 +31,36 @@ def _runs(store: Store, kind: str) -> list[dict]:
 
 
 def sweep_markdown(rows: list[dict]) -> str:
-    head = "| model | batch | precision | mode | NHWC | img/s | step p50 (ms) | step p99 (ms) | peak alloc (GB) | loader img/s (8 workers) | input-bound | status |"
-    lines = [head, "| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    head = ("| model | batch | precision | mode | NHWC | SGD | img/s | step p50 (ms) | step p99 (ms) | spread | compile (s) "
+            "| peak alloc (GB) | final loss | loader img/s (8 workers) | input-bound | status |")
+    lines = [head, "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         def f(k, fmt):
             v = r.get(k)
             return fmt.format(v) if v is not None else "-"
-        lines.append(f"| {r['model']} | {r['batch_size']} | {r['precision']} | {r['mode']} | {'yes' if r.get('channels_last') else 'no'} "
+        sgd = {None: "fused", 1: "fused", True: "fused", 0: "foreach", False: "foreach"}[r.get("optimizer_fused")]
+        loss = f("loss_last", "{:.3f}") if r.get("loss_finite") else "**NaN**"
+        lines.append(f"| {r['model']} | {r['batch_size']} | {r['precision']} | {r['mode']} | {'yes' if r.get('channels_last') else 'no'} | {sgd} "
                      f"| {f('throughput_samples_per_s', '{:,.0f}')} | {f('step_time_p50_ms', '{:.1f}')} | {f('step_time_p99_ms', '{:.1f}')} "
-                     f"| {(r['peak_mem_bytes'] / 1e9):.1f} | {f('loader_samples_per_s', '{:,.0f}')} "
+                     f"| {100 * r['step_time_spread']:.1f} % | {f('compile_s', '{:.1f}')} "
+                     f"| {(r['peak_mem_bytes'] / 1e9):.1f} | {loss} | {f('loader_samples_per_s', '{:,.0f}')} "
                      f"| {'yes' if r.get('input_bound') else ('no' if r.get('input_bound') is not None else '-')} | {r['status']} |")
     return "\n".join(lines)
 
 
-def main(db: str, tag: str = "h200") -> None:
-    store = Store(db)
+def main(tag: str, *sources: str) -> None:
     RESULTS.mkdir(exist_ok=True)
-    sweep = _runs(store, "training")
-    conv = _runs(store, "convergence")
-    pipe = _runs(store, "input-pipeline")
+    sweep, conv, pipe = [], [], []
+    for src in sources:
+        if src.endswith(".json"):  # an earlier export of step-sweep runs
+            sweep += [{**run, "source": Path(src).name} for run in json.loads(Path(src).read_text())]
+            continue
+        store = Store(src)
+        for kind, dest in (("training", sweep), ("convergence", conv), ("input-pipeline", pipe)):
+            dest += [{**run, "source": f"{Path(src).parent.name}/{Path(src).name}"} for run in _runs(store, kind)]
     for name, runs in (("train-step-sweep", sweep), ("train-convergence", conv), ("input-pipeline", pipe)):
-        (RESULTS / f"{name}-{tag}.json").write_text(json.dumps(runs, indent=1, default=str))
+        if runs:
+            (RESULTS / f"{name}-{tag}.json").write_text(json.dumps(runs, indent=1, default=str))
     rows = [r for run in sweep for r in run["results"]]
     import pandas as pd
 
@@ -68,4 +81,6 @@ def main(db: str, tag: str = "h200") -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
     main(*sys.argv[1:])

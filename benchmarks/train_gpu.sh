@@ -2,7 +2,7 @@
 # GPU proof of the training workloads (issue 4). Writes everything under $OUT (default ./train-out):
 #   train.db (all runs), train-checkpoints/, conv.png, log lines on stdout.
 # STAGES: space-separated subset of "sweep compile extra converge loaderconv pipeline pytest" (default: all).
-# The one device call of issue 4 ran an earlier order (compile last: skipped for time); see BENCHMARKS-train.md.
+# The GPU figures came from several calls (compile cases one batch size per command); see BENCHMARKS.md section 3.
 # SMOKE=1 shrinks every stage to seconds (a CPU dry run of the same commands).
 set -u
 OUT=${OUT:-./train-out}; mkdir -p "$OUT"

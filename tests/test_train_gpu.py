@@ -1,5 +1,7 @@
 """Training workloads on a CUDA GPU (run with ``python -m pytest -m gpu``)."""
 
+import math
+
 import pytest
 import torch
 
@@ -9,7 +11,7 @@ from accelbench.train.spec import build_converge_spec, build_train_spec
 from accelbench.train.throughput import run_train_sweep
 
 pytestmark = pytest.mark.gpu
-FAST = {"warmup_batches": 2, "min_timed_batches": 5, "min_time_s": 0.0, "device": "cuda", "images": 64}
+FAST = {"warmup_batches": 2, "min_timed_batches": 5, "min_time_s": 0.0, "device": "cuda", "images": 64, "modes": "eager"}
 
 
 def test_every_training_precision_on_gpu(db):
@@ -29,11 +31,30 @@ def test_every_training_precision_on_gpu(db):
 
 @pytest.mark.slow
 def test_compiled_step_on_gpu(db):
-    s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-bf16",
+    s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-bf16,amp-fp16",
                           "modes": "compile"}, cuda=True)
-    r = run_train_sweep(s, Store(db)).records[0]
-    assert r["status"] == "ok", r.get("error")
-    assert r["compile_s"] > 0 and r["compile_s"] == r["first_step_s"]
+    for r in run_train_sweep(s, Store(db)).records:
+        assert r["status"] == "ok", r.get("error")
+        assert r["compile_s"] > 0 and r["compile_s"] == r["first_step_s"]
+        assert r["loss_finite"], (r["precision"], r["loss_first"], r["loss_last"])
+
+
+def test_amp_fp16_fused_sgd_survives_a_skipped_first_step():
+    """The GradScaler's first step overflows and is skipped; fused SGD must not turn the weights NaN."""
+    from accelbench.train.step import StepConfig, build_step
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    step = build_step(torch.nn.Linear(8, 4), StepConfig(precision="amp-fp16", lr=0.1), dev)
+    assert step.optimizer.defaults.get("fused")
+    x, y = torch.randn(16, 8, device=dev), torch.randint(0, 4, (16,), device=dev)
+    before = [p.detach().clone() for p in step.module.parameters()]
+    scale = step.scaler.get_scale()
+    step(x * float("inf"), y)
+    assert step.scaler.get_scale() == scale / 2
+    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    losses = [step(x, y)[0].item() for _ in range(3)]
+    assert all(map(math.isfinite, losses)) and losses[-1] < losses[0], losses
 
 
 def test_oom_boundary_on_gpu(db):
@@ -54,7 +75,11 @@ def test_gpu_resident_and_loader_training(tmp_path):
     ld = run_convergence(build_converge_spec({**base, "placement": "loader", "workers": 2}, cuda=True), Store(tmp_path / "b.db"))
     for out in (res, ld):
         e1, e2 = out.epochs
-        assert out.summaries[0]["status"] == "ok" and e2["train_loss"] < e1["train_loss"]
+        assert out.summaries[0]["status"] == "ok", out.summaries[0].get("error")
+        assert all(math.isfinite(e["train_loss"]) for e in (e1, e2)), (e1["train_loss"], e2["train_loss"])
         assert e1["epoch_gpu_s"] > 0 and e1["epoch_gpu_s"] <= e1["epoch_wall_s"] and e1["cudnn_deterministic"] is True
-    # same plan, same decoder, deterministic cuDNN: both paths see identical batches
-    assert res.epochs[0]["train_loss"] == pytest.approx(ld.epochs[0]["train_loss"], rel=1e-5)
+    # same plan, same decoder, deterministic cuDNN: both paths see identical batches and train identically
+    # (that the loss falls is asserted on the CPU, test_train_converge.py, and by the GPU convergence benchmark:
+    # 2 epochs of 8 steps inside the learning-rate warm-up need not lower it)
+    for a, b in zip(res.epochs, ld.epochs):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)

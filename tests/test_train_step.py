@@ -1,6 +1,7 @@
 """The reusable training step and the step-throughput sweep, on the CPU with real models and images."""
 
 import copy
+import math
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from accelbench.runner import oom_boundary
 from accelbench.store import Store
 from accelbench.train.datasets import num_outputs, set_num_classes
 from accelbench.train.spec import build_train_spec
-from accelbench.train.step import StepConfig, build_step, unsupported_reason
+from accelbench.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
 from accelbench.train.throughput import run_train_sweep
 
 CPU = torch.device("cpu")
@@ -74,6 +75,64 @@ def test_unsupported_training_configs():
     assert unsupported_reason(StepConfig(precision="amp-fp16"), CPU) is None
     with pytest.raises(ValueError):
         build_step(torch.nn.Linear(2, 2), StepConfig(precision="fp16"), CPU)
+
+
+def _overflow_then_train(opt, model, scaler, steps=3):
+    """A first step with non-finite gradients (the scaler skips it), then ``steps`` finite ones; the losses."""
+    import torch.nn.functional as F
+
+    x, y = torch.randn(16, 8, generator=torch.Generator().manual_seed(0)), torch.arange(16) % 4
+    losses = []
+    for inp in [x * float("inf")] + [x] * steps:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = F.cross_entropy(model(inp).float(), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        losses.append(loss.item())
+    return losses[1:]
+
+
+def test_fused_sgd_with_zero_momentum_survives_a_skipped_first_step():
+    from accelbench.train.step import zero_momentum_buffers
+
+    def run(**impl):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(8, 4)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, **impl)
+        if impl.get("fused"):
+            zero_momentum_buffers(opt)
+        return _overflow_then_train(opt, m, torch.amp.GradScaler("cpu"))
+
+    ref = run(foreach=True)
+    try:
+        fused = run(fused=True)
+    except (RuntimeError, TypeError) as e:  # fused SGD on CPUs needs a recent torch
+        pytest.skip(f"no fused SGD on this CPU build: {e}")
+    assert all(map(math.isfinite, ref)) and fused == pytest.approx(ref, rel=1e-6)
+
+
+def test_make_optimizer_zero_momentum_only_for_fused_sgd():
+    params = list(torch.nn.Linear(2, 2).parameters())
+    cpu = make_optimizer(StepConfig(), params, CPU)
+    assert cpu.defaults.get("foreach") and not cpu.state  # torch's own lazy buffers
+    gpu = make_optimizer(StepConfig(precision="amp-fp16"), params, torch.device("cuda"))
+    if gpu.defaults.get("fused"):
+        assert all(torch.equal(gpu.state[p]["momentum_buffer"], torch.zeros_like(p)) for p in params)
+
+
+def test_amp_fp16_skipped_first_step_on_cpu():
+    torch.manual_seed(0)
+    step = build_step(torch.nn.Linear(8, 4), StepConfig(precision="amp-fp16", lr=0.1), CPU)
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    before = [p.detach().clone() for p in step.module.parameters()]
+    scale = step.scaler.get_scale()
+    step(x * float("inf"), y)  # non-finite gradients: skipped, scale halved
+    assert step.scaler.get_scale() == scale / 2
+    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    losses = [step(x, y)[0].item() for _ in range(3)]
+    assert all(map(math.isfinite, losses)) and losses[-1] < losses[0]
 
 
 def test_classifier_resized_to_the_data():

@@ -91,6 +91,14 @@ def autocast_context(precision: str, device):
 def make_optimizer(cfg: StepConfig, params, device):
     """SGD with momentum or AdamW over ``params``; fused kernels on CUDA where torch has them.
 
+    Fused SGD starts with zero momentum buffers. Without them, a GradScaler's skipped first step
+    (``amp-fp16``: the initial scale 2**16 overflows, as it usually does) still makes fused SGD create
+    its buffers from the non-finite gradients, so the weights turn NaN on the next step; with existing
+    buffers the fused kernel honours ``found_inf``. Zero buffers give the same update as torch's
+    first-step ``buf = grad`` (``buf = momentum * 0 + grad``, dampening 0). Measured with
+    ``benchmarks/fused_sgd_overflow.py`` (cifar-resnet20 amp-fp16 on an H200, torch 2.11: loss NaN from
+    step 2 without, finite with; also on a CPU with torch 2.15), see BENCHMARKS.md section 3.
+
     Raises:
         ValueError: unknown optimizer name.
     """
@@ -106,10 +114,23 @@ def make_optimizer(cfg: StepConfig, params, device):
         raise ValueError(f"unknown optimizer {cfg.optimizer!r}: use one of {', '.join(OPTIMIZERS)}")
     if device.type == "cuda":
         try:  # fused SGD exists from torch 2.3 on; fall back to the foreach implementation
-            return cls(params, fused=True, **kw)
+            opt = cls(params, fused=True, **kw)
         except (TypeError, RuntimeError):
             pass
+        else:
+            if cls is torch.optim.SGD and cfg.momentum:
+                zero_momentum_buffers(opt)
+            return opt
     return cls(params, foreach=True, **kw)
+
+
+def zero_momentum_buffers(opt) -> None:
+    """Give every parameter of the SGD optimizer ``opt`` a zero momentum buffer (see :func:`make_optimizer`)."""
+    import torch
+
+    for group in opt.param_groups:
+        for p in group["params"]:
+            opt.state[p].setdefault("momentum_buffer", torch.zeros_like(p, memory_format=torch.preserve_format))
 
 
 class TrainStep:

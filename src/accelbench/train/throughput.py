@@ -92,6 +92,7 @@ def _measure(case: TrainCase, spec: TrainSpec, inputs: Inputs, device, loader_ca
         "step_time_p90_ms": st.latency_p90_ms, "step_time_p99_ms": st.latency_p99_ms,
         "step_time_min_ms": st.latency_min_ms, "step_time_max_ms": st.latency_max_ms,
         "step_time_spread": st.spread, "step_time_noisy": st.noisy,
+        "optimizer_fused": bool(step.optimizer.defaults.get("fused")),
         "loss_first": first_loss, "loss_last": last_loss, "loss_finite": math.isfinite(last_loss),
     }
     rec.update(mon.record())
