@@ -55,3 +55,33 @@ def test_config_file_and_unknown_model_row(tmp_path):
     cfg.write_text('model = "nosuchnet"\nbatch_sizes = [2]\nimages = 4\ndevice = "cpu"\n')
     p = cli("run", "--config", str(cfg), "--db", str(tmp_path / "c.db"))
     assert "error: UnknownModelError: unknown model 'nosuchnet'" in p.stdout.replace("\n", " ") or "unknown model 'nosuchnet'" in p.stdout
+
+
+def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
+    # `timeout`, `kill` and batch schedulers send SIGTERM: finished cases stay, the run is marked interrupted
+    import signal
+    import sqlite3
+    import time
+
+    db = tmp_path / "t.db"
+    cmd = [sys.executable, "-m", "accelbench", "run", "--model", "cifar-resnet20", "--batch-sizes", "1,2,4,8,16,32",
+           "--images", "32", "--device", "cpu", "--min-time-s", "1", "--db", str(db)]
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(db) as con:
+                return con.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+        except sqlite3.OperationalError:  # no file or table yet
+            return 0
+
+    deadline = time.time() + 240
+    while proc.poll() is None and time.time() < deadline and not stored():
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err)
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+        assert 1 <= con.execute("SELECT COUNT(*) FROM cases").fetchone()[0] < 6

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -206,7 +207,14 @@ import accelbench.cli_train  # noqa: E402,F401  (accelbench train, accelbench in
 import accelbench.cli_multi  # noqa: E402,F401  (scale, interconnect, concurrent)
 
 
+def _stop_like_ctrl_c(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    # `timeout`, `kill` and a batch scheduler's time limit send SIGTERM: stop as Ctrl-C does (finished cases
+    # are stored already; the run is marked interrupted and `--resume` continues it)
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         app()
     except AccelbenchError as exc:
