@@ -35,3 +35,15 @@ def _threads():
     # Keep CPU tests predictable on a 2-core CI machine.
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     yield
+
+
+@pytest.fixture
+def one_thread():
+    """One torch intra-op thread for the test (restored after): small CPU kernels on a shared 2-core machine
+    run several times faster than with 2 threads competing with other processes."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

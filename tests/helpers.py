@@ -65,3 +65,14 @@ class TinyConvNet(nn.Module):
 
 def tiny_conv_net():
     return TinyConvNet()
+
+
+def stop_after(n: int, seen: list):
+    """An ``on_case`` callback for the sweep loops that raises KeyboardInterrupt (a Ctrl-C) once ``n`` cases
+    have finished; ``seen`` collects their batch sizes."""
+    def on_case(i, total, case, rec):
+        if rec is not None:
+            seen.append(case.batch_size)
+            if len(seen) == n:
+                raise KeyboardInterrupt
+    return on_case

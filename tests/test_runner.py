@@ -4,6 +4,8 @@ from accelbench.runner import oom_boundary, run_sweep
 from accelbench.spec import PRECISIONS, build_spec
 from accelbench.store import Store
 
+from helpers import stop_after  # tests/helpers.py
+
 FAST = {"warmup_batches": 1, "min_timed_batches": 3, "min_time_s": 0.0, "device": "cpu"}
 
 
@@ -69,15 +71,7 @@ def test_error_row_is_one_line_and_sweep_goes_on(db):
 
 def test_interrupt_keeps_finished_and_resume_runs_only_missing(db):
     s = spec(model="cifar-resnet20", batch_sizes="1,2,4,8", images=8)
-    seen = []
-
-    def stop_after_two(i, n, case, rec):
-        if rec is not None:
-            seen.append(case.batch_size)
-            if len(seen) == 2:
-                raise KeyboardInterrupt
-
-    first = run_sweep(s, Store(db), on_case=stop_after_two)
+    first = run_sweep(s, Store(db), on_case=stop_after(2, []))
     assert first.interrupted and [r["batch_size"] for r in first.records] == [1, 2]
     st = Store(db)
     assert st.run(first.run_id)["status"] == "interrupted" and len(st.cases(first.run_id)) == 2

@@ -20,12 +20,7 @@ SMALL = {"device": "cpu", "train_images": 256, "eval_images": 200, "epochs": 2, 
          "warmup_epochs": 0, "base_lr": 0.2, "placement": "resident"}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def spec(tmp_path, **kw):

@@ -15,12 +15,7 @@ from accelbench.train.input_bench import PipelineSpec, run_input_pipeline
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_decoded_pngs_equal_the_shared_loader():

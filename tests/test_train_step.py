@@ -14,17 +14,13 @@ from accelbench.train.spec import build_train_spec
 from accelbench.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
 from accelbench.train.throughput import run_train_sweep
 
+from helpers import stop_after  # tests/helpers.py
+
 CPU = torch.device("cpu")
 FAST = {"warmup_batches": 1, "min_timed_batches": 2, "min_time_s": 0.0, "device": "cpu"}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # one intra-op thread: small CPU kernels on a shared 2-core machine run several times faster
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _batch(n=16):
@@ -179,15 +175,7 @@ def test_sweep_failures_are_rows_and_oom_boundary(db):
 
 def test_sweep_resume_runs_only_missing_cases(db):
     s = build_train_spec({**FAST, "batch_sizes": "2,4,8", "images": 8, "data": "synthetic"}, cuda=False)
-    seen = []
-
-    def stop_after_two(i, n, case, rec):
-        if rec is not None:
-            seen.append(case.batch_size)
-            if len(seen) == 2:
-                raise KeyboardInterrupt
-
-    first = run_train_sweep(s, Store(db), on_case=stop_after_two)
+    first = run_train_sweep(s, Store(db), on_case=stop_after(2, []))
     assert first.interrupted and [r["batch_size"] for r in first.records] == [2, 4]
     second = run_train_sweep(s, Store(db), resume=True)
     assert second.run_id == first.run_id and second.skipped_done == 2

@@ -26,6 +26,23 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def open_store(db: Path):
+    """The results store at ``db``; a one-line error (exit 2) when there is none (never creates one)."""
+    from accelbench.store import Store
+
+    if not db.exists():
+        fail(f"no results store at {db}")
+    return Store(db)
+
+
+def open_run(store, run_id: Optional[int]) -> dict:
+    """Run ``run_id`` of ``store`` (None: the newest); a one-line error (exit 2) when it does not exist."""
+    try:
+        return store.run(run_id)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+
+
 @app.callback(invoke_without_command=True)
 def _root(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
@@ -140,18 +157,12 @@ def results(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (de
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead.")) -> None:
     """Print stored results."""
     from accelbench.report.table import results_table, runs_table
-    from accelbench.store import Store
 
-    if not db.exists():
-        fail(f"no results store at {db}")
-    store = Store(db)
+    store = open_store(db)
     if all_runs:
         console.print(runs_table(store.runs()))
         return
-    try:
-        run = store.run(run_id)
-    except KeyError as exc:
-        fail(str(exc.args[0]))
+    run = open_run(store, run_id)
     records = store.cases(run["run_id"]).to_dict("records")
     env = run["env"]
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | torch {env.get('torch')} | commit {env.get('git_commit')}")
@@ -171,17 +182,11 @@ def export(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (def
            db: Path = DB_OPTION) -> None:
     """Export one run's results as CSV (one row per case) or JSON (spec, environment, results)."""
     from accelbench.runner import write_json
-    from accelbench.store import Store
 
     if fmt not in ("csv", "json"):
         fail(f"invalid format {fmt!r}: allowed csv, json")
-    if not db.exists():
-        fail(f"no results store at {db}")
-    store = Store(db)
-    try:
-        rid = store.run(run_id)["run_id"]
-    except KeyError as exc:
-        fail(str(exc.args[0]))
+    store = open_store(db)
+    rid = open_run(store, run_id)["run_id"]
     if fmt == "json":
         target = output or Path("/dev/stdout")
         write_json(target, store, rid)

@@ -7,15 +7,7 @@ from typing import Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, fail
-
-
-def _store(db: Path):
-    from accelbench.store import Store
-
-    if not db.exists():
-        fail(f"no results store at {db}")
-    return Store(db)
+from accelbench.cli import DB_OPTION, app, console, fail, open_run, open_store
 
 
 @app.command()
@@ -30,7 +22,7 @@ def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (defa
 
     if (price_per_hour is not None and price_per_hour < 0) or (kwh_price is not None and kwh_price < 0):
         fail("prices must be >= 0")
-    store = _store(db)
+    store = open_store(db)
     try:
         rows = cost_comparison(store, run_id, price_per_hour=price_per_hour, kwh_price=kwh_price, best=not all_rows)
     except KeyError as exc:
@@ -49,11 +41,8 @@ def telemetry(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (
     """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
     from accelbench.report.telemetry import telemetry_table
 
-    store = _store(db)
-    try:
-        run = store.run(run_id)
-    except KeyError as exc:
-        fail(str(exc.args[0]))
+    store = open_store(db)
+    run = open_run(store, run_id)
     records = store.cases(run["run_id"]).to_dict("records")
     env = run["env"]
     console.print(telemetry_table(records, title=f"Run {run['run_id']} telemetry on {env.get('device_name')}"))
