@@ -76,3 +76,37 @@ def stop_after(n: int, seen: list):
             if len(seen) == n:
                 raise KeyboardInterrupt
     return on_case
+
+
+class CpuOomAbove(nn.Module):
+    """Allocates a real CPU tensor of ``2**50`` bytes per sample above ``limit``: torch's CPU allocator
+    refuses it ("DefaultCPUAllocator: can't allocate memory"), a genuine out-of-memory on a CPU."""
+
+    default_image_size = 32
+
+    def __init__(self, limit: int = 2):
+        super().__init__()
+        self.limit = limit
+        self.fc = nn.Linear(3, 10)
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            torch.empty(x.shape[0] * 2**50, dtype=torch.uint8)
+        return self.fc(x.mean((2, 3)))
+
+
+def cpu_oom_model():
+    return CpuOomAbove(limit=2)
+
+
+class BracketError(nn.Module):
+    """Raises an error whose text holds square brackets, as torch's own allocator messages do."""
+
+    default_image_size = 32
+
+    def forward(self, x):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] data. [timm] kept as written")
+
+
+def bracket_error_model():
+    return BracketError()

@@ -61,12 +61,19 @@ def test_oom_row_boundary_and_sweep_goes_on(db):
 
 
 def test_error_row_is_one_line_and_sweep_goes_on(db):
-    s = spec(model="helpers:broken_model,resnet9000,cifar-resnet20", batch_sizes="2", images=4)
+    s = spec(model="helpers:broken_model,cifar-resnet20", batch_sizes="2", images=4)
     out = run_sweep(s, Store(db))
     st = [r["status"] for r in out.records]
-    assert st == ["error", "error", "ok"]
+    assert st == ["error", "ok"]
     assert out.records[0]["error"] == "RuntimeError: shape mismatch in layer 3"
-    assert "unknown model 'resnet9000'" in out.records[1]["error"]
+
+
+def test_unknown_model_is_refused_before_a_run_is_created(db):
+    from accelbench.errors import UnknownModelError
+
+    with pytest.raises(UnknownModelError, match="unknown model 'resnet9000'"):
+        run_sweep(spec(model="cifar-resnet20,resnet9000", batch_sizes="2", images=4), Store(db))
+    assert Store(db).runs() == []
 
 
 def test_interrupt_keeps_finished_and_resume_runs_only_missing(db):

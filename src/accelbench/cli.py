@@ -1,4 +1,10 @@
-"""The ``accelbench`` command line. It only parses: every command calls a library function."""
+"""The ``accelbench`` command line. It only parses: every command calls a library function.
+
+Every command follows one exit-code contract (:mod:`accelbench.errors`): 0 every case ran, 1 at least
+one case ended in ``error`` (all results stored), 2 a usage or input error before anything ran, 130
+interrupted (resumable). Output goes through rich consoles with markup off, so text from users and
+exceptions (``[timm]``, ``[enforce fail at ...]``) prints as it is; styles are applied explicitly.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +15,31 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from accelbench.errors import AccelbenchError
+from accelbench.errors import EXIT_INTERRUPTED, EXIT_USAGE, AccelbenchError, exit_code
 
-app = typer.Typer(add_completion=False, no_args_is_help=False, help=__doc__ and "How fast, how efficient and how costly is this model on this hardware, and why.")
-# Wide tables when piped (rich falls back to 80 columns without a terminal).
-console = Console(width=None if sys.stdout.isatty() else 200)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
+                  help="How fast, how efficient and how costly is this model on this hardware, and why.")
+# Wide tables when piped (rich falls back to 80 columns without a terminal). Markup off: nothing a user or an
+# exception wrote is ever read as rich markup.
+console = Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200, markup=False, highlight=False,
+                      soft_wrap=True)
 
 DB_OPTION = typer.Option("accelbench.db", "--db", help="SQLite results store.")
+WIDE_OPTION = typer.Option(False, "--wide", help="Every column (default: a compact table that fits 80 columns).")
 
 
-def fail(message: str, code: int = 2) -> None:
-    """Print a one-line error and exit."""
-    err_console.print(f"[red]error:[/] {message}", highlight=False)
+def styled(label: str, style: str, rest: str = "") -> Text:
+    """``label`` in ``style`` followed by plain ``rest`` (never parsed as markup)."""
+    return Text.assemble((label, style), rest)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    """Print a one-line error and exit (default 2: a usage or input error)."""
+    err_console.print(styled("error:", "red", " " + " ".join(str(message).split())))
     raise typer.Exit(code)
 
 
@@ -32,7 +49,10 @@ def open_store(db: Path):
 
     if not db.exists():
         fail(f"no results store at {db}")
-    return Store(db)
+    try:
+        return Store(db)
+    except AccelbenchError as exc:
+        fail(str(exc))
 
 
 def open_run(store, run_id: Optional[int]) -> dict:
@@ -43,15 +63,67 @@ def open_run(store, run_id: Optional[int]) -> dict:
         fail(str(exc.args[0]))
 
 
+def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional[Path] = None,
+           statuses: Optional[list] = None) -> None:
+    """End a command that ran cases: failures counted, JSON written, the next commands named, exit code.
+
+    Args:
+        statuses: the statuses of the rows this command stored (default: every row of the run).
+    Raises:
+        typer.Exit: always, with the code of :func:`accelbench.errors.exit_code`.
+    """
+    from accelbench.runner import write_json
+
+    if statuses is None:
+        statuses = list(store.cases(run_id).get("status", []))
+    failed = sum(s == "error" for s in statuses)
+    if failed:
+        err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "
+                                 "are above); every result is stored"))
+    if json_path:
+        write_json(json_path, store, run_id)
+        console.print(f"wrote {json_path}")
+    db = "" if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".") else f" --db {store.path}"
+    if interrupted:
+        err_console.print(f"interrupted: {len(statuses)} finished cases stored in run {run_id}; rerun with --resume")
+    console.print(f"run {run_id} stored in {store.path}. Next: accelbench results --run {run_id}{db} --wide | "
+                  f"accelbench export --run {run_id}{db} --format csv")
+    raise typer.Exit(exit_code(statuses, interrupted))
+
+
+def _version(value: bool) -> None:
+    if value:
+        from accelbench import __version__
+
+        console.print(f"accelbench {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback(invoke_without_command=True)
-def _root(ctx: typer.Context) -> None:
+def _root(ctx: typer.Context,
+          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
     if ctx.invoked_subcommand is None:
         console.print(ctx.get_help())
 
 
-def _progress_cb(progress, task):
+def progress_bar():
+    """The sweep progress bar: case, bar, done/total, elapsed and remaining time (from the cases so far)."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+
+
+def progress_cb(progress, task):
+    """An ``on_case`` callback that moves ``task`` of ``progress`` and names the running case."""
+    from accelbench.report.table import case_label
+
     def cb(i: int, n: int, case, rec) -> None:
-        progress.update(task, total=n, completed=i, description=f"{case.model} bs={case.batch_size} {case.precision} {case.mode}")
+        label = case_label({"model": case.model, "batch_size": case.batch_size, "precision": case.precision,
+                            "mode": case.mode})
+        progress.update(task, total=n, completed=i, description=label)
     return cb
 
 
@@ -84,18 +156,19 @@ def run(
     rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", help="With --gpus: rendezvous host:port (torchrun)."),
     global_batch: bool = typer.Option(False, "--global-batch", help="With --gpus: batch sizes are global, split over ranks."),
     timeout_s: float = typer.Option(900.0, "--timeout-s", help="With --gpus: seconds a case may run before its ranks are stopped."),
+    skip_bad_images: Optional[bool] = typer.Option(None, "--skip-bad-images", help="Drop image files that do not decode (counted) instead of stopping."),
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """Inference sweep: model x batch size x precision x mode, on real images, stored with provenance."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from accelbench.runner import oom_boundary, resolve_device, run_sweep, write_json
+    from accelbench.runner import resolve_device, run_sweep
     from accelbench.spec import build_spec, load_toml
     from accelbench.store import Store
 
     flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, channels_last=channels_last,
                  images=images, data=data, image_size=image_size, device=device, include_transfer=include_transfer,
                  warmup_batches=warmup_batches, min_timed_batches=min_timed_batches, min_time_s=min_time_s,
-                 telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour, kwh_price=kwh_price)
+                 telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour, kwh_price=kwh_price,
+                 skip_bad_images=skip_bad_images)
     try:
         layers = [load_toml(config)] if config else []
         dev_name = flags["device"] or next((layer.get("device") for layer in layers if layer.get("device")), "auto")
@@ -111,16 +184,12 @@ def run(
     except AccelbenchError as exc:
         fail(str(exc))
     console.print(f"accelbench run: {', '.join(spec.models)} on {dev} ({spec.data}, {spec.images} images/pass), db {db}")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=None)
-        out = run_sweep(spec, store, resume=resume, on_case=_progress_cb(progress, task))
-    _print_outcome(out, store, oom_boundary)
-    if json_path:
-        write_json(json_path, store, out.run_id)
-        console.print(f"wrote {json_path}")
-    if out.interrupted:
-        err_console.print(f"interrupted: {len(out.records)} finished cases stored in run {out.run_id}; rerun with --resume")
-        raise typer.Exit(130)
+    with progress_bar() as progress:
+        task = progress.add_task("checking the models and data", total=None)
+        out = run_sweep(spec, store, resume=resume, on_case=progress_cb(progress, task))
+    print_outcome(out.run_id, store, wide=wide, resumed=out.skipped_done)
+    finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
+           statuses=[r["status"] for r in out.records])
 
 
 def _launched_as_rank() -> bool:
@@ -129,32 +198,37 @@ def _launched_as_rank() -> bool:
     return rank_info() is not None
 
 
-def _print_outcome(out, store, oom_boundary) -> None:
+def print_outcome(run_id: int, store, *, wide: bool = False, resumed: int = 0, table=None) -> None:
+    """The run's table (compact unless ``wide``), the weights used, the OOM boundary, and notes naming each
+    failed or flagged case."""
+    from accelbench.cli_telemetry import print_notes
     from accelbench.report.table import results_table
+    from accelbench.runner import oom_boundary
 
-    records = store.cases(out.run_id).to_dict("records")
+    records = store.cases(run_id).to_dict("records")
     if not records:
         console.print("no cases ran")
         return
     r0 = records[0]
-    console.print(results_table(records, title=f"Run {out.run_id}: {r0.get('data_description') or r0['data']}"))
-    weights = {(r["model"], r.get("weights")) for r in records if r.get("weights")}
+    models = ", ".join(dict.fromkeys(str(r.get("model")) for r in records))
+    title = f"Run {run_id}: {models} on {r0.get('device_name') or r0.get('device')} | {r0.get('data_description') or r0.get('data')}"
+    console.print(title)  # above the table, not its title: a title wraps at the table's width
+    console.print((table or results_table)(records, compact=not wide))
+    weights = {(str(r["model"]), str(r["weights"])) for r in records if isinstance(r.get("weights"), str)}
     for name, w in sorted(weights):
         console.print(f"{name}: weights {w}" + (" (random weights: accuracy not meaningful, not reported)" if w == "random" else ""))
-    if out.skipped_done:
-        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
+    if resumed:
+        console.print(f"resumed run {run_id}: {resumed} cases were already done")
     for (m, p, mode), b in oom_boundary(records).items():
         if b["smallest_oom"] is not None:
             console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
-    from accelbench.cli_telemetry import print_notes
-
-    print_notes(records, store.run(out.run_id)["env"])  # idle power, energy/GPM sources, validity flags
-    console.print(f"stored run {out.run_id} in {store.path}")
+    print_notes(records, store.run(run_id)["env"])  # idle power, energy/GPM sources, failures, validity flags
 
 
 @app.command()
 def results(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (default: newest)."), db: Path = DB_OPTION,
-            all_runs: bool = typer.Option(False, "--runs", help="List the runs instead.")) -> None:
+            all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
+            wide: bool = typer.Option(False, "--wide", help="Every column (default: the compact table of run/train).")) -> None:
     """Print stored results."""
     from accelbench.report.table import results_table, runs_table
 
@@ -171,6 +245,12 @@ def results(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (de
     by_kind = {"training": train_report.sweep_table, "input-pipeline": train_report.pipeline_table}
     if run["kind"] == "convergence":
         console.print(train_report.summary_table(records))
+    elif run["kind"] in ("inference", "training"):
+        table = by_kind.get(run["kind"], results_table)
+        console.print(table(records, compact=not wide))
+        from accelbench.cli_telemetry import print_notes
+
+        print_notes(records, env)
     else:
         console.print(by_kind.get(run["kind"], results_table)(records))
 
@@ -200,7 +280,7 @@ def models_cmd() -> None:
     """List model names accepted by --model."""
     from accelbench.models import list_models
 
-    console.print(", ".join(list_models()))
+    console.print(", ".join(list_models()), soft_wrap=True)
     console.print("also: timm:<name> (pip install 'accelbench[timm]'), package.module:factory")
 
 
@@ -216,15 +296,56 @@ def _stop_like_ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> None:
+def _click_exceptions() -> tuple[tuple, tuple]:
+    """``(abort classes, usage-error classes)`` of the click typer runs on: recent typer vendors click as
+    ``typer._click``, older typer uses the ``click`` package."""
+    import importlib
+
+    mods = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mods.append(importlib.import_module(name))
+        except ImportError:
+            pass
+    aborts = tuple({getattr(m, "Abort", typer.Abort) for m in mods} | {typer.Abort})
+    return aborts, tuple({m.ClickException for m in mods})
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point: run the app and exit with the contract's code (:mod:`accelbench.errors`).
+
+    Every error that escapes a command is one line on stderr: an input error (:class:`AccelbenchError`) or a
+    usage error (click's: unknown flag, bad value) exits 2; Ctrl-C before any case ran exits 130; an
+    unexpected exception (a bug) exits 1, and ``ACCELBENCH_TRACEBACK=1`` shows its traceback.
+    """
+    import os
+
+    aborts, usage_errors = _click_exceptions()
     # `timeout`, `kill` and a batch scheduler's time limit send SIGTERM: stop as Ctrl-C does (finished cases
     # are stored already; the run is marked interrupted and `--resume` continues it)
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
-        app()
+        rv = app(args=argv, standalone_mode=False, prog_name="accelbench")
+        code = rv if isinstance(rv, int) else 0
     except AccelbenchError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+        err_console.print(styled("error:", "red", " " + " ".join(str(exc).split())))
+        code = EXIT_USAGE
+    except aborts:
+        err_console.print("interrupted: nothing was stored")
+        code = EXIT_INTERRUPTED
+    except usage_errors as exc:
+        where = getattr(getattr(exc, "ctx", None), "command_path", "accelbench")
+        err_console.print(styled("error:", "red", f" {' '.join(exc.format_message().split())} (see {where} --help)"))
+        code = EXIT_USAGE
+    except Exception as exc:
+        if os.environ.get("ACCELBENCH_TRACEBACK"):
+            raise
+        from accelbench.measure import one_line
+
+        err_console.print(styled("internal error:", "red", f" {one_line(exc)} (a bug: please report it; "
+                                 "ACCELBENCH_TRACEBACK=1 shows the traceback)"))
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, err_console, fail
+from accelbench.cli import DB_OPTION, app, console, err_console, fail, styled
 from accelbench.errors import AccelbenchError
 
 # Options shared by the commands below (typer reads these objects per command).
@@ -212,7 +212,7 @@ def interconnect(
         console.print(table)
     for r in rows:
         if r.get("status") != "ok":
-            err_console.print(f"[red]{r.get('status')}:[/] {r.get('error')}")
+            err_console.print(styled(f"{r.get('status')}:", "red", f" {r.get('error')}"))
     if json_path:
         write_json(json_path, store, run_id)
     console.print(f"stored run {run_id} in {store.path}")

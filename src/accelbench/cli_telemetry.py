@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, fail, open_run, open_store
+from accelbench.cli import DB_OPTION, app, console, err_console, fail, open_run, open_store, styled
+from accelbench.report.table import case_notes
 
 
 @app.command()
@@ -49,8 +50,9 @@ def telemetry(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (
     print_notes(records, env)
 
 
-def print_notes(records: list[dict], env: dict | None = None) -> None:
-    """Where power, energy and GPM figures came from; low-confidence energy; validity reasons."""
+def print_notes(records: list[dict], env: dict | None = None, failures: bool = True) -> None:
+    """Where power, energy and GPM figures came from; low-confidence energy; with ``failures``, why each case
+    failed or was flagged (model and case named)."""
     env = env or {}
     if env.get("idle_power_w") is not None:
         console.print(f"idle power {env['idle_power_w']:.1f} W ({env.get('idle_power_source')}, "
@@ -61,8 +63,10 @@ def print_notes(records: list[dict], env: dict | None = None) -> None:
             console.print(f"{label}: {', '.join(sorted(vals))}", highlight=False)
     low = [r for r in records if r.get("energy_confidence") == "low"]
     if low:
-        console.print(f"[yellow]note:[/] energy of {len(low)} case(s) is low-confidence (window too short for the "
-                      "energy counter's update interval): raise --min-time-s")
-    for r in records:
-        if isinstance(r.get("validity_reason"), str):
-            console.print(f"[yellow]flagged:[/] bs={r['batch_size']} {r['precision']} {r['mode']}: {r['validity_reason']}")
+        console.print(styled("note:", "yellow", f" energy of {len(low)} case(s) is low-confidence (window too short "
+                             "for the energy counter's update interval): raise --min-time-s"))
+    if not failures:
+        return
+    for label, text in case_notes(records):
+        style = "yellow" if label in ("flagged:", "unsupported:", "skipped:") else "red"
+        (err_console if label == "error:" else console).print(styled(label, style, " " + text))

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, err_console, fail
+from accelbench.cli import DB_OPTION, app, console, err_console, fail, styled
+from accelbench.report.table import case_label
 from accelbench.errors import AccelbenchError
 
 SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers")
@@ -59,7 +60,7 @@ def train(
     eval_images: Optional[int] = typer.Option(None, "--eval-images", help="Evaluate on a balanced subset of N images."),
     target_top1: Optional[float] = typer.Option(None, "--target-top1", help="Target top-1 for time to accuracy: 0.8 or 80."),
     base_batch_size: Optional[int] = typer.Option(None, "--base-batch-size", help="Batch size --lr refers to (default 128)."),
-    schedule: Optional[str] = typer.Option(None, "--schedule", help="cosine (warm-up + cosine, default) or step (/10 at 50%% and 75%%)."),
+    schedule: Optional[str] = typer.Option(None, "--schedule", help="cosine (warm-up + cosine, default) or step (/10 at 50% and 75%)."),
     warmup_epochs: Optional[float] = typer.Option(None, "--warmup-epochs", help="Linear lr warm-up (default 2)."),
     placement: Optional[str] = typer.Option(None, "--placement", help="loader (DataLoader decodes PNGs, default) or resident (data on the GPU)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for --placement loader (GPU default 8, CPU 0)."),
@@ -67,9 +68,11 @@ def train(
     checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", help="Default: <db>-checkpoints next to --db."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="--epochs: write a PNG of top-1 vs epoch and vs time."),
     seed: Optional[int] = typer.Option(None, "--seed"),
+    skip_bad_images: Optional[bool] = typer.Option(None, "--skip-bad-images", help="Drop image files that do not decode (counted) instead of stopping."),
+    wide: bool = typer.Option(False, "--wide", help="Every column (default: a compact table that fits 80 columns)."),
     db: Path = DB_OPTION,
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML file (top level or [train]); flags override it."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML file (top level or a [train] table); flags override it."),
     resume: bool = typer.Option(False, "--resume", help="Continue the newest unfinished run with the same settings."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Step throughput with DDP over N GPUs (N CPU processes without GPUs) through torchrun."),
     nnodes: int = typer.Option(1, "--nnodes", help="With --gpus: nodes (torchrun --nnodes); run the same command on each."),
@@ -85,7 +88,7 @@ def train(
                  weight_decay=weight_decay, warmup_batches=warmup_batches, min_timed_batches=min_timed_batches,
                  min_time_s=min_time_s, loader_workers=loader_workers, eval_data=eval_data, eval_images=eval_images,
                  target_top1=target_top1, base_batch_size=base_batch_size, schedule=schedule, warmup_epochs=warmup_epochs,
-                 placement=placement, workers=workers, deterministic=deterministic, seed=seed,
+                 placement=placement, workers=workers, deterministic=deterministic, seed=seed, skip_bad_images=skip_bad_images,
                  checkpoint_dir=str(checkpoint_dir) if checkpoint_dir else None)
     try:
         layers = _layers(config, flags)
@@ -153,8 +156,8 @@ def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool
             console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
     for r in records:
         if r.get("input_bound") == 1:
-            console.print(f"[yellow]input-bound:[/] bs={r['batch_size']} {r['precision']} {r['mode']}: the loader delivers "
-                          f"{r['loader_samples_per_s']:,.0f} img/s, the step takes {r['throughput_samples_per_s']:,.0f} img/s")
+            console.print(styled("input-bound:", "yellow", f" {case_label(r)}: the loader delivers "
+                                 f"{r['loader_samples_per_s']:,.0f} img/s, the step takes {r['throughput_samples_per_s']:,.0f} img/s"))
     _finish(store, out.run_id, json_path, out.interrupted, len(out.records))
 
 
@@ -184,7 +187,7 @@ def _converge(layers: list[dict], db: Path, json_path: Optional[Path], resume: b
 
     def on_epoch(bs: int, r: dict) -> None:
         console.print(f"bs={bs} epoch {r['epoch']}/{spec.epochs}: loss {r['train_loss']:.3f}, test top-1 "
-                      f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" [yellow]input-bound[/]" if r["input_bound"] else ""))
+                      f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" (input-bound)" if r["input_bound"] else ""))
 
     out = run_convergence(spec, store, resume=resume, on_epoch=on_epoch)
     records = store.cases(out.run_id).to_dict("records")

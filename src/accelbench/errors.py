@@ -1,8 +1,23 @@
-"""Errors with one-line messages meant for the user (the CLI prints ``str(err)`` and exits 2)."""
+"""Errors with one-line messages meant for the user, and the exit codes every command uses.
+
+Exit codes (the same for every command, with or without ``--gpus``; README "Exit codes"):
+
+| code | meaning |
+| --- | --- |
+| 0 | every case ran: ``ok``, or ``oom`` / ``unsupported`` / ``skipped`` (those are results too) |
+| 1 | at least one case has status ``error`` (every result is still stored; the summary says how many) |
+| 2 | a usage or input error found before anything ran (bad flag, unknown model, missing data, bad store) |
+| 130 | interrupted (Ctrl-C, SIGTERM): finished cases are stored and ``--resume`` continues the run |
+"""
+
+EXIT_OK = 0
+EXIT_CASE_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class AccelbenchError(Exception):
-    """Base class: the message is one line a user can act on."""
+    """Base class: the message is one line a user can act on (the CLI prints it and exits 2)."""
 
 
 class ConfigError(AccelbenchError, ValueError):
@@ -18,7 +33,7 @@ class UnknownModelError(AccelbenchError, ValueError):
 
 
 class DataError(AccelbenchError, ValueError):
-    """The data source cannot be read (missing path, no images, bad archive)."""
+    """The data source cannot be read (missing path, no images, bad archive, an image that does not decode)."""
 
 
 class MissingDependencyError(AccelbenchError, ImportError):
@@ -26,3 +41,15 @@ class MissingDependencyError(AccelbenchError, ImportError):
 
     def __init__(self, package: str, extra: str):
         super().__init__(f"{package} is not installed: pip install 'accelbench[{extra}]'")
+
+
+def exit_code(statuses, interrupted: bool = False) -> int:
+    """The exit code of a command whose cases ended with ``statuses`` (see the module table).
+
+    Args:
+        statuses: the ``status`` of every row the command stored (``ok``, ``oom``, ``error``, ...).
+        interrupted: the command was stopped by Ctrl-C or SIGTERM.
+    """
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_CASE_ERRORS if any(s == "error" for s in statuses) else EXIT_OK

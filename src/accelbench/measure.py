@@ -26,10 +26,14 @@ def resolve_device(name: str):
     """``auto`` -> ``cuda:<current>`` when a GPU is visible else ``cpu``; validate explicit choices.
 
     Raises:
-        ConfigError: a CUDA device was asked for but is not available.
+        ConfigError: not a device name accelbench runs on, or a CUDA device that is not available.
     """
     import torch
 
+    from accelbench.spec import _DEVICE_RE
+
+    if not isinstance(name, str) or not _DEVICE_RE.match(name):
+        raise ConfigError("device", name, "auto, cpu, cuda, cuda:N")
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(name)
@@ -50,13 +54,23 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# How an allocation failure reads when it is not torch.OutOfMemoryError: the CPU allocator's RuntimeError
+# (c10/core/impl/alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes"),
+# and CUDA's own text when a library reports it.
+_OOM_TEXT = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
 def is_oom(exc: BaseException) -> bool:
-    """True for torch's OutOfMemoryError, also when wrapped (e.g. by a compiler backend)."""
+    """True for an allocation failure on any device, also when wrapped (e.g. by a compiler backend):
+    torch's OutOfMemoryError (CUDA), the CPU allocator's "can't allocate memory" RuntimeError, and Python's
+    MemoryError."""
     import torch
 
     oom_type = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-    while exc is not None:
-        if isinstance(exc, oom_type) or "out of memory" in str(exc).lower():
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (oom_type, MemoryError)) or any(t in str(exc).lower() for t in _OOM_TEXT):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
@@ -90,7 +104,8 @@ class Inputs:
         from accelbench.data import load_images
 
         if self.raw is None:
-            self.raw = load_images(self.spec.data, self.spec.images, seed=self.spec.seed)
+            self.raw = load_images(self.spec.data, self.spec.images, seed=self.spec.seed,
+                                   skip_bad=getattr(self.spec, "skip_bad_images", False))
         return self.raw
 
     def get(self, size: int, mean, std, on_host: bool):

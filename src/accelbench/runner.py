@@ -110,6 +110,7 @@ def run_case(case: Case, spec: SweepSpec, inputs: Inputs, device) -> tuple[dict,
 INFERENCE = Workload(
     kind=KIND, expand=expand, base_record=_base_record,
     run_case=lambda case, device, inputs: run_case(case, inputs.spec, inputs, device),
+    preflight=lambda inputs: inputs.raw_images(),
 )
 
 

@@ -66,6 +66,7 @@ class SweepSpec:
         idle_s: seconds of idle-power measurement before the sweep; 0 skips it.
         price_per_hour: USD per device-hour, overriding the shipped price list.
         kwh_price: USD per kWh for the electricity cost; None leaves it out.
+        skip_bad_images: drop image files that do not decode (counted) instead of stopping with an error.
     """
 
     models: tuple[str, ...] = ("resnet50",)
@@ -86,6 +87,7 @@ class SweepSpec:
     idle_s: float = 3.0
     price_per_hour: float | None = None
     kwh_price: float | None = None
+    skip_bad_images: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -152,8 +154,15 @@ def validate(spec: SweepSpec) -> None:
         v = getattr(spec, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError(name, v, "an integer >= 0")
-    if not isinstance(spec.min_time_s, (int, float)) or spec.min_time_s < 0:
+    if isinstance(spec.min_time_s, bool) or not isinstance(spec.min_time_s, (int, float)) or spec.min_time_s < 0:
         raise ConfigError("min_time_s", spec.min_time_s, "a number >= 0")
+    for name in ("include_transfer", "skip_bad_images"):
+        if not isinstance(getattr(spec, name), bool):
+            raise ConfigError(name, getattr(spec, name), "true or false")
+    if not isinstance(spec.seed, int) or isinstance(spec.seed, bool):
+        raise ConfigError("seed", spec.seed, "an integer")
+    if not isinstance(spec.extra, dict):
+        raise ConfigError("extra", spec.extra, "a table of settings")
     _validate_telemetry(spec)
 
 

@@ -36,6 +36,8 @@ class Workload:
         base_record: ``(case, device) -> dict``: identity columns of a case's row.
         run_case: ``(case, device, state) -> (record, series)``; never raises but KeyboardInterrupt.
         derived_keys: keyword arguments for :func:`accelbench.derived.derived_columns`.
+        preflight: ``(state) -> None``, run before the run is created: loads what every case needs (the
+            images), so a bad data source is a one-line error with nothing stored.
     """
 
     kind: str
@@ -43,6 +45,7 @@ class Workload:
     base_record: Callable
     run_case: Callable
     derived_keys: dict = field(default_factory=dict)
+    preflight: Callable | None = None
 
 
 def _oom_group(case) -> tuple:
@@ -64,24 +67,31 @@ def run_cases(work: Workload, spec, store, state: Any = None, resume: bool = Fal
     Returns:
         :class:`SweepOutcome`; ``interrupted`` is True after Ctrl-C (finished cases are stored).
     Raises:
-        ConfigError: the device is not available.
+        ConfigError: the device is not available. UnknownModelError / DataError: a model name that
+            resolves to nothing, data that cannot be read (checked before the run is created).
+        RunBusyError: ``resume`` found the run leased by another live process.
     """
     from accelbench import env as envmod
     from accelbench.derived import derived_columns, sweep_context
+    from accelbench.models import check_model
 
     device = resolve_device(spec.device)
     cases = work.expand(spec, str(device))
+    for name in dict.fromkeys(c.model for c in cases):
+        check_model(name)
+    shared = state(spec, device) if state else None
+    if work.preflight is not None:
+        work.preflight(shared)
+    run_id = store.resumable_run(work.kind, spec.spec_hash()) if resume else None
+    if run_id is not None:
+        store.reopen_run(run_id)  # takes the lease, or raises RunBusyError
     env = envmod.collect(device)
     ctx = sweep_context(device, env, idle_s=getattr(spec, "idle_s", 3.0),
                         price_per_hour=getattr(spec, "price_per_hour", None), kwh_price=getattr(spec, "kwh_price", None))
-    run_id = store.resumable_run(work.kind, spec.spec_hash()) if resume else None
     if run_id is None:
         run_id = store.begin_run(work.kind, spec.to_dict(), spec.spec_hash(), {**env, **ctx.idle})
-    else:
-        store.reopen_run(run_id)
     done = store.done_keys(run_id)
     out = SweepOutcome(run_id=run_id, skipped_done=sum(c.key in done for c in cases))
-    shared = state(spec, device) if state else None
     oom_at: dict[tuple, int] = {}
     todo = [c for c in cases if c.key not in done]
     try:

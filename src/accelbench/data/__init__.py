@@ -34,6 +34,7 @@ class RawImages:
         description: one line naming what was loaded (shown in the output, stored with the run).
         label_space: ``cifar10`` for the bundled sets, ``folder`` for a user path, None for synthetic.
         classes: class names by label index.
+        bad_images: files that did not decode and were skipped (``skip_bad=True``), by name.
     """
 
     images: object
@@ -42,9 +43,87 @@ class RawImages:
     description: str
     label_space: str | None
     classes: tuple[str, ...]
+    bad_images: tuple[str, ...] = ()
 
 
-def load_images(data: str, n: int, image_size: int = 32, seed: int = 0) -> RawImages:
+def source_path(data: str) -> Path | None:
+    """The file or folder behind ``data`` (None for ``synthetic``).
+
+    Raises:
+        DataError: the path does not exist.
+    """
+    if data == "synthetic":
+        return None
+    path = BUNDLED.get(data, Path(data).expanduser())
+    if not path.exists():
+        raise DataError(f"data {data!r} not found: use {', '.join(BUNDLED)}, synthetic, or an ImageFolder "
+                        "directory / .tar / .tar.gz")
+    return path
+
+
+def list_images(path: Path) -> list[tuple[str, str]]:
+    """``(class, file)`` of every image under a folder or in an archive, sorted.
+
+    Raises:
+        DataError: an unreadable archive, or no images (the layout expected is ``<class>/<image>``).
+    """
+    files = _list_archive(path) if path.is_file() else _list_dir(path)
+    if not files:
+        raise DataError(f"no images in {path} (expected <class>/<image>.png layout)")
+    return files
+
+
+def check_data(data: str, skip_bad: bool = False, probe: int = 8) -> None:
+    """Check, before a run starts, that ``data`` exists and holds images that decode.
+
+    Lists the images and decodes the first ``probe`` of them (all must decode unless ``skip_bad``, then
+    at least one); the full set is decoded when a case loads it.
+
+    Raises:
+        DataError: a missing path, no images, or an image that does not decode (named).
+    """
+    path = source_path(data)
+    if path is None or data in BUNDLED:
+        return
+    files = list_images(path)
+    names = [f for _, f in files[:probe]]
+    blobs = _read_archive(path, names) if path.is_file() else [Path(f).read_bytes() for f in names]
+    good = 0
+    for blob, name in zip(blobs, names):
+        try:
+            decode_rgb(blob, _display(path, name))
+            good += 1
+        except DataError:
+            if not skip_bad:
+                raise
+    if not good:
+        raise DataError(f"none of the first {len(names)} images in {path} decodes")
+
+
+def _display(path: Path, name: str) -> str:
+    """How a file is named in messages: its path, or ``archive:member`` inside an archive."""
+    return f"{path}:{name}" if path.is_file() else name
+
+
+def decode_rgb(blob: bytes, name: str):
+    """Decode one image file's bytes with Pillow to an RGB ``PIL.Image``.
+
+    Raises:
+        DataError: not a decodable image; the message names the file and says what to do.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        img = Image.open(io.BytesIO(blob))
+        return img.convert("RGB")
+    except UnidentifiedImageError:
+        why = "not an image file Pillow recognises"
+    except (OSError, ValueError, SyntaxError) as exc:  # truncated or corrupt data, bad header fields
+        why = " ".join(str(exc).split()) or type(exc).__name__
+    raise DataError(f"cannot decode image {name}: {why} (remove it, or pass --skip-bad-images)")
+
+
+def load_images(data: str, n: int, image_size: int = 32, seed: int = 0, skip_bad: bool = False) -> RawImages:
     """Load ``n`` images (or all, when the source has fewer).
 
     For a labelled source with more than ``n`` images, a class-balanced subset is taken
@@ -56,29 +135,32 @@ def load_images(data: str, n: int, image_size: int = 32, seed: int = 0) -> RawIm
         n: number of images wanted, >= 1.
         image_size: side of synthetic images (real images keep their size here).
         seed: seed for synthetic images.
+        skip_bad: drop images that do not decode (named in ``bad_images``, counted in the description)
+            instead of raising.
     Raises:
-        DataError: the path is missing, holds no images, or an image cannot be decoded.
+        DataError: the path is missing, holds no images, or an image cannot be decoded (named).
     """
     import torch
 
-    if data == "synthetic":
+    path = source_path(data)
+    if path is None:
         g = torch.Generator().manual_seed(seed)
         imgs = torch.randint(0, 256, (n, 3, image_size, image_size), dtype=torch.uint8, generator=g)
         return RawImages(imgs, None, data, f"synthetic: {n} random uint8 images", None, ())
-    path = BUNDLED.get(data, Path(data).expanduser())
-    if not path.exists():
-        raise DataError(f"data {data!r} not found: use cifar10-test, synthetic, or an ImageFolder path")
-    files = _list_archive(path) if path.is_file() else _list_dir(path)
-    if not files:
-        raise DataError(f"no images in {path} (expected <class>/<image>.png layout)")
+    files = list_images(path)
     classes = tuple(sorted({c for c, _ in files}))
     chosen = _balanced(files, classes, n)
     blobs = _read_archive(path, [f for _, f in chosen]) if path.is_file() else [Path(f).read_bytes() for _, f in chosen]
-    images = _decode_all(blobs, [f for _, f in chosen])
+    arrays, keep, bad = _decode_all(blobs, [_display(path, f) for _, f in chosen], skip_bad)
+    if not keep:
+        raise DataError(f"none of the {len(chosen)} images chosen from {path} decodes")
+    chosen = [chosen[i] for i in keep]
     labels = torch.tensor([classes.index(c) for c, _ in chosen], dtype=torch.int64)
     space = "cifar10" if data in BUNDLED and classes == CIFAR10_CLASSES else "folder"
     desc = f"{data}: {len(chosen)} of {len(files)} real images, {len(classes)} classes ({path.name})"
-    return RawImages(images, labels, data, desc, space, classes)
+    if bad:
+        desc += f", {len(bad)} undecodable skipped"
+    return RawImages(arrays, labels, data, desc, space, classes, tuple(bad))
 
 
 def _list_dir(root: Path) -> list[tuple[str, str]]:
@@ -126,24 +208,30 @@ def _balanced(files: list[tuple[str, str]], classes: tuple[str, ...], n: int) ->
     return [item for _, item in order[:n]]
 
 
-def _decode_all(blobs: list[bytes], names: list[str]):
+def _decode_all(blobs: list[bytes], names: list[str], skip_bad: bool = False):
+    """``(uint8 (N, 3, H, W), indices decoded, names skipped)``; a bad image raises unless ``skip_bad``."""
     import torch
-    from PIL import Image, UnidentifiedImageError
 
-    arrays = []
-    for blob, name in zip(blobs, names):
+    arrays, keep, bad = [], [], []
+    for i, (blob, name) in enumerate(zip(blobs, names)):
         try:
-            img = Image.open(io.BytesIO(blob)).convert("RGB")
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DataError(f"cannot decode image {name}: {exc}") from None
+            img = decode_rgb(blob, name)
+        except DataError:
+            if not skip_bad:
+                raise
+            bad.append(name)
+            continue
+        keep.append(i)
         arrays.append(torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8).view(img.height, img.width, 3))
+    if not arrays:
+        return None, keep, bad
     sizes = {a.shape for a in arrays}
     if len(sizes) > 1:  # mixed sizes: bring all to the first image's size so they stack
         from torchvision.transforms.v2.functional import resize
 
         h, w = arrays[0].shape[:2]
         arrays = [a if a.shape[:2] == (h, w) else resize(a.permute(2, 0, 1), [h, w]).permute(1, 2, 0) for a in arrays]
-    return torch.stack(arrays).permute(0, 3, 1, 2).contiguous()
+    return torch.stack(arrays).permute(0, 3, 1, 2).contiguous(), keep, bad
 
 
 def to_model_input(raw_images, image_size: int, mean, std, device="cpu", chunk: int = 256):

@@ -91,6 +91,27 @@ def list_models() -> list[str]:
     return sorted(MODELS) + sorted(torchvision.models.list_models(module=torchvision.models))
 
 
+def check_model(name: str) -> None:
+    """Raise the error :func:`create_model` would raise for an unknown ``name``, without building the model.
+
+    A user factory's module is imported and the factory looked up, not called.
+
+    Raises:
+        UnknownModelError: the name matches nothing; the message says where it looked.
+        MissingDependencyError: ``timm:`` was asked for without timm installed.
+    """
+    if not isinstance(name, str) or not name or name in MODELS:
+        if not name:
+            raise UnknownModelError("empty model name")
+        return
+    if name.startswith("timm:"):
+        _timm_lookup(name.removeprefix("timm:"))
+    elif ":" in name:
+        _user_factory(name)
+    else:
+        _torchvision_name(name)
+
+
 def create_model(name: str, pretrained: bool = True) -> LoadedModel:
     """Build a model by name (see module docstring), in eval mode on the CPU.
 
@@ -110,13 +131,18 @@ def create_model(name: str, pretrained: bool = True) -> LoadedModel:
     return loaded
 
 
-def _timm_model(name: str, timm_name: str) -> LoadedModel:
+def _timm_lookup(timm_name: str):
     try:
         import timm
     except ImportError:
         raise MissingDependencyError("timm", "timm") from None
-    if not timm.list_models(timm_name):
+    if not timm_name or not timm.list_models(timm_name):
         raise UnknownModelError(f"unknown timm model {timm_name!r} (see timm.list_models())")
+    return timm
+
+
+def _timm_model(name: str, timm_name: str) -> LoadedModel:
+    timm = _timm_lookup(timm_name)
     module = timm.create_model(timm_name, pretrained=False)
     cfg = getattr(module, "pretrained_cfg", {}) or {}
     size = int(cfg.get("input_size", (3, 224, 224))[-1])
@@ -127,13 +153,19 @@ def _timm_model(name: str, timm_name: str) -> LoadedModel:
     return LoadedModel(module, info)
 
 
-def _user_model(name: str) -> LoadedModel:
+def _user_factory(name: str) -> Callable:
     mod_name, _, attr = name.partition(":")
     try:
         factory = getattr(importlib.import_module(mod_name), attr)
-    except (ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError, ValueError) as exc:
         raise UnknownModelError(f"cannot import model factory {name!r}: {exc}") from None
-    module = factory()
+    if not callable(factory):
+        raise UnknownModelError(f"model factory {name!r} is a {type(factory).__name__}, not a callable")
+    return factory
+
+
+def _user_model(name: str) -> LoadedModel:
+    module = _user_factory(name)()
     import torch
 
     if not isinstance(module, torch.nn.Module):
@@ -146,16 +178,21 @@ def _user_model(name: str) -> LoadedModel:
     return LoadedModel(module, info)
 
 
+def _torchvision_name(name: str) -> None:
+    import torchvision
+
+    if name not in torchvision.models.list_models(module=torchvision.models):
+        raise UnknownModelError(
+            f"unknown model {name!r}: use a torchvision classification model (e.g. resnet50; accelbench models "
+            f"lists them), {', '.join(sorted(MODELS))}, timm:<name>, or package.module:factory"
+        )
+
+
 def _torchvision_model(name: str, pretrained: bool) -> LoadedModel:
     import torch
     import torchvision
 
-    names = torchvision.models.list_models(module=torchvision.models)
-    if name not in names:
-        raise UnknownModelError(
-            f"unknown model {name!r}: use a torchvision classification model (e.g. resnet50), "
-            f"{', '.join(sorted(MODELS))}, timm:<name>, or package.module:factory"
-        )
+    _torchvision_name(name)
     weights = torchvision.models.get_model_weights(name).DEFAULT if pretrained else None
     cached = None
     if weights is not None:

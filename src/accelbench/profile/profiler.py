@@ -159,14 +159,20 @@ def run_profile(spec, steps: tuple[str, ...], store, opt: ProfileOptions = Profi
     """Profile every case of ``spec`` x ``steps`` and store each as it finishes.
 
     Raises:
-        ConfigError: the device is not available.
+        ConfigError: the device is not available. UnknownModelError / DataError: found before the run is created.
     """
     from accelbench import env as envmod
     from accelbench.profile import storage
     from accelbench.spec import expand
 
+    from accelbench.data import check_data
+    from accelbench.models import check_model
+
     device = resolve_device(spec.device)
     cases = [ProfileCase(case=c, step=s) for c in expand(spec, str(device)) for s in steps]
+    for name in spec.models:
+        check_model(name)
+    check_data(spec.data, spec.skip_bad_images)
     spec_d = {**spec.to_dict(), "steps": list(steps), "options": {"ncu": opt.ncu}}
     out = ProfileOutcome(run_id=store.begin_run(KIND, spec_d, spec.spec_hash(), envmod.collect(device)))
     out.ceilings, out.ceilings_cached = get_ceilings(store, device, opt.remeasure_ceilings)

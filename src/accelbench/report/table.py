@@ -1,16 +1,35 @@
-"""Rich tables of stored results, in the reference study's layout."""
+"""Rich tables of stored results, in the reference study's layout.
+
+Two widths: the *compact* tables (``compact=True``, the default of ``run`` and ``train``) hold the figures
+a reader compares first and fit an 80-column terminal; a failed row shows only its status there and its
+reason is listed under the table (:func:`case_notes`). The full tables (``--wide``, ``results``) hold every
+column. Cells are plain :class:`rich.text.Text`, never parsed as markup: a model name or an exception
+message with ``[brackets]`` prints as it is.
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any, Iterable
 
+from rich import box
 from rich.table import Table
+from rich.text import Text
+
+
+def _int(v: Any) -> str:
+    return str(int(v))  # stored integers come back as floats from a DataFrame with empty cells
+
+
+def rate(v: float) -> str:
+    """Samples/s for a table: no decimals from 1,000 up (the spread is larger than that)."""
+    return f"{v:,.0f}" if v >= 1000 else f"{v:,.1f}"
+
 
 # (header, record key, formatter)
 INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Model", "model", str),
-    ("Batch Size", "batch_size", str),
+    ("Batch Size", "batch_size", _int),
     ("Precision", "precision", str),
     ("Mode", "mode", str),
     ("NHWC", "channels_last", lambda v: "yes" if v else "no"),
@@ -26,38 +45,99 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
     ("Energy/img (mJ)", "energy_per_sample_j", lambda v: f"{1e3 * v:.2f}"),
     ("$/1k img", "cost_per_1000_samples_usd", lambda v: f"{v:.5f}"),
-    ("Validity", "validity", lambda v: str(v) if v == "ok" else f"[yellow]{v}[/]"),
+    ("Validity", "validity", str),
+    ("Status", "status", str),
+]
+
+# What fits 80 columns: the case, throughput, latency, accuracy, energy, status.
+COMPACT_INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
+    ("Model", "model", str),
+    ("Batch", "batch_size", _int),
+    ("Precision", "precision", str),
+    ("Mode", "mode", str),
+    ("img/s", "throughput_samples_per_s", rate),
+    ("p50 ms", "latency_p50_ms", lambda v: f"{v:.2f}"),
+    ("p99 ms", "latency_p99_ms", lambda v: f"{v:.2f}"),
+    ("Top-1", "top1", lambda v: f"{100 * v:.1f}%"),
+    ("mJ/img", "energy_per_sample_j", lambda v: f"{1e3 * v:.1f}"),
     ("Status", "status", str),
 ]
 
 _STATUS_STYLE = {"ok": "green", "oom": "red", "error": "red", "unsupported": "yellow", "skipped": "dim"}
+_TEXT_KEYS = ("model", "precision", "mode", "status", "validity", "source", "step", "schedule", "op", "link")
 
 
 def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def results_table(records: Iterable[dict], title: str | None = None, columns=None) -> Table:
-    """A rich Table of case records; columns with no value in any row are left out, and a failed
-    row shows its one-line reason under Status."""
+def case_label(r: dict) -> str:
+    """``model bs=B precision mode``: names a case in notes and messages."""
+    parts = [str(r.get("model", "?"))]
+    if _present(r.get("batch_size")):
+        parts.append(f"bs={int(r['batch_size'])}")
+    parts += [str(r[k]) for k in ("precision", "mode", "step") if _present(r.get(k))]
+    return " ".join(parts)
+
+
+def _status_cell(r: dict, compact: bool) -> Text:
+    v = r.get("status")
+    text = str(v)
+    if v == "ok" and compact and isinstance(r.get("validity"), str) and r["validity"] != "ok":
+        text = "ok, flagged"
+    elif v != "ok" and not compact and r.get("error"):
+        text += f": {r['error']}"
+    style = "yellow" if text == "ok, flagged" else _STATUS_STYLE.get(v, "")
+    return Text(text, style=style)
+
+
+def results_table(records: Iterable[dict], title: str | None = None, columns=None, compact: bool = False) -> Table:
+    """A rich Table of case records; columns with no value in any row are left out.
+
+    Args:
+        columns: ``(header, key, formatter)`` triples (default: every inference column, or the compact set).
+        compact: failed rows show only their status (reasons go under the table, :func:`case_notes`) and
+            the table is drawn without vertical rules, so the compact column sets fit 80 columns.
+    """
     rows = list(records)
-    cols = [c for c in (columns or INFERENCE_COLUMNS) if c[1] == "status" or any(_present(r.get(c[1])) for r in rows)]
+    default = COMPACT_INFERENCE_COLUMNS if compact else INFERENCE_COLUMNS
+    cols = [c for c in (columns or default) if c[1] == "status" or any(_present(r.get(c[1])) for r in rows)]
     if len({r.get("model") for r in rows}) <= 1:
         cols = [c for c in cols if c[1] != "model"]
-    table = Table(title=title, show_lines=False)
+    table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+                  collapse_padding=compact, pad_edge=not compact)
     for header, key, _ in cols:
-        table.add_column(header, justify="left" if key in ("model", "precision", "mode", "status") else "right")
+        text = key in _TEXT_KEYS
+        table.add_column(header, justify="left" if text else "right", no_wrap=not text,
+                         overflow="fold")
     for r in rows:
         cells = []
         for _, key, fmt in cols:
             v = r.get(key)
             if key == "status":
-                text = str(v) + (f": {r['error']}" if v != "ok" and r.get("error") else "")
-                cells.append(f"[{_STATUS_STYLE.get(v, '')}]{text}[/]" if v in _STATUS_STYLE else text)
+                cells.append(_status_cell(r, compact))
+            elif key == "validity" and _present(v) and v != "ok":
+                cells.append(Text(str(v), style="yellow"))
             else:
-                cells.append(fmt(v) if _present(v) else "-")
+                cells.append(Text(fmt(v) if _present(v) else "-"))
         table.add_row(*cells)
     return table
+
+
+def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
+    """``(label, text)`` lines under a compact table: why each case failed or was flagged.
+
+    Labels: ``error``, ``oom``, ``unsupported``, ``skipped``, ``flagged``; texts start with
+    :func:`case_label` so every note names its model and case.
+    """
+    out = []
+    for r in records:
+        status = r.get("status")
+        if status != "ok" and isinstance(r.get("error"), str):
+            out.append((f"{status}:", f"{case_label(r)}: {r['error']}"))
+        elif status == "ok" and isinstance(r.get("validity_reason"), str):
+            out.append(("flagged:", f"{case_label(r)}: {r['validity_reason']}"))
+    return out
 
 
 def runs_table(runs: list[dict]) -> Table:

@@ -33,7 +33,7 @@ TELEMETRY_COLUMNS = [
     ("Above idle/img (mJ)", "energy_above_idle_per_sample_j", _f(".2f", 1e3)),
     ("Energy conf.", "energy_confidence", str),
     ("$/1k img", "cost_per_1000_samples_usd", _f(".5f")),
-    ("Validity", "validity", lambda v: str(v) if v == "ok" else f"[yellow]{v}[/]"),
+    ("Validity", "validity", str),
     ("Status", "status", str),
 ]
 
@@ -46,7 +46,7 @@ COST_COLUMNS = [
     ("Total Cost ($)", "cost_usd", _f(".6f")),
     ("$/1,000 images", "cost_per_1000_samples_usd", _f(".5f")),
     ("Electricity $/1,000", "electricity_cost_per_1000_samples_usd", _f(".6f")),
-    ("Validity", "validity", lambda v: str(v) if v == "ok" else f"[yellow]{v}[/]"),
+    ("Validity", "validity", str),
     ("Status", "status", str),
 ]
 

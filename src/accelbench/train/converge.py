@@ -66,9 +66,9 @@ def _prepare_data(spec: ConvergeSpec, device, image_size: int) -> _Data:
     from accelbench.train.datasets import load_encoded, resident_from_encoded
     from accelbench.train.evaluate import resident_images
 
-    enc = load_encoded(spec.data, spec.train_images)
+    enc = load_encoded(spec.data, spec.train_images, skip_bad=spec.skip_bad_images)
     resident = resident_from_encoded(enc, image_size, device) if spec.placement == "resident" else None
-    ev = load_images(spec.eval_data, spec.eval_images or 10**9)
+    ev = load_images(spec.eval_data, spec.eval_images or 10**9, skip_bad=spec.skip_bad_images)
     if ev.classes != enc.classes:
         from accelbench.errors import DataError
 
@@ -248,12 +248,17 @@ def run_convergence(spec: ConvergeSpec, store, resume: bool = False,
     Returns:
         :class:`ConvergeOutcome`; ``interrupted`` after Ctrl-C (finished epochs are stored and checkpointed).
     Raises:
-        ConfigError / DataError: unavailable device, unreadable data. Training failures become summary rows.
+        ConfigError / UnknownModelError / DataError: unavailable device, unknown model, unreadable data
+            (all found before the run is created). RunBusyError: ``resume`` found the run leased by another
+            live process. Training failures become summary rows.
     """
     from accelbench import env as envmod
+    from accelbench.models import check_model, create_model
 
     device = resolve_device(spec.device)
+    check_model(spec.model)
     det = _determinism(spec)
+    data = _prepare_data(spec, device, spec.image_size or create_model(spec.model, pretrained=False).info.image_size)
     run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
     if run_id is None:
         run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), {**envmod.collect(device), **det})
@@ -261,9 +266,6 @@ def run_convergence(spec: ConvergeSpec, store, resume: bool = False,
         store.reopen_run(run_id)
     folder = Path(spec.checkpoint_dir) if spec.checkpoint_dir else default_checkpoint_dir(store.path)
     out = ConvergeOutcome(run_id=run_id)
-    from accelbench.models import create_model
-
-    data = _prepare_data(spec, device, spec.image_size or create_model(spec.model, pretrained=False).info.image_size)
     try:
         for bs in spec.batch_sizes:
             key = f"{spec.model}|bs={bs}|summary"

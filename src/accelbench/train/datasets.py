@@ -28,14 +28,33 @@ class Encoded:
     classes: tuple[str, ...]
     description: str
     label_space: str
+    names: tuple[str, ...] = ()
+    bad_images: tuple[str, ...] = ()
 
 
-def load_encoded(data: str, n: int | None = None) -> Encoded:
+def _identifies(blob: bytes) -> bool:
+    """Pillow recognises the file's header (reads the header only: cheap for a whole dataset)."""
+    import io
+
+    from PIL import Image
+
+    try:
+        Image.open(io.BytesIO(blob))
+    except Exception:  # any failure to identify: not an image we can decode
+        return False
+    return True
+
+
+def load_encoded(data: str, n: int | None = None, skip_bad: bool = False) -> Encoded:
     """Read ``n`` (None: all) encoded images of a bundled set or ImageFolder, class-balanced as
-    :func:`accelbench.data.load_images` picks them; nothing is decoded.
+    :func:`accelbench.data.load_images` picks them. Nothing is decoded, but every file's header must be
+    one Pillow recognises (a file that is not an image fails here, before training, with its name).
 
+    Args:
+        skip_bad: drop files whose header is not an image (named in ``bad_images``) instead of raising.
     Raises:
-        DataError: synthetic data (nothing to decode), a missing path, or no images.
+        DataError: synthetic data (nothing to decode), a missing path, no images, or a file that is not
+            an image (named).
     """
     import torch
 
@@ -43,39 +62,41 @@ def load_encoded(data: str, n: int | None = None) -> Encoded:
 
     if data == "synthetic":
         raise DataError("synthetic data has no files to decode: use cifar10-train-5k or an ImageFolder path")
-    path = d.BUNDLED.get(data, Path(data).expanduser())
-    if not path.exists():
-        raise DataError(f"data {data!r} not found: use cifar10-train-5k, cifar10-test, or an ImageFolder path")
-    files = d._list_archive(path) if path.is_file() else d._list_dir(path)
-    if not files:
-        raise DataError(f"no images in {path} (expected <class>/<image>.png layout)")
+    path = d.source_path(data)
+    files = d.list_images(path)
     classes = tuple(sorted({c for c, _ in files}))
     chosen = d._balanced(files, classes, n or len(files))
     names = [f for _, f in chosen]
     blobs = d._read_archive(path, names) if path.is_file() else [Path(f).read_bytes() for f in names]
-    labels = torch.tensor([classes.index(c) for c, _ in chosen], dtype=torch.int64)
+    shown = [d._display(path, f) for f in names]
+    bad = [i for i, b in enumerate(blobs) if data not in d.BUNDLED and not _identifies(b)]
+    if bad and not skip_bad:
+        d.decode_rgb(blobs[bad[0]], shown[bad[0]])  # raises the one-line DataError naming the file
+    keep = [i for i in range(len(blobs)) if i not in set(bad)]
+    if not keep:
+        raise DataError(f"none of the {len(blobs)} images chosen from {path} is an image file")
+    labels = torch.tensor([classes.index(chosen[i][0]) for i in keep], dtype=torch.int64)
     space = "cifar10" if data in d.BUNDLED and classes == d.CIFAR10_CLASSES else "folder"
-    desc = f"{data}: {len(chosen)} of {len(files)} real images, {len(classes)} classes ({path.name})"
-    return Encoded(blobs, labels, classes, desc, space)
+    desc = f"{data}: {len(keep)} of {len(files)} real images, {len(classes)} classes ({path.name})"
+    if bad:
+        desc += f", {len(bad)} undecodable skipped"
+    return Encoded([blobs[i] for i in keep], labels, classes, desc, space, tuple(shown[i] for i in keep),
+                   tuple(shown[i] for i in bad))
 
 
-def decode(blob: bytes, image_size: int | None = None):
+def decode(blob: bytes, image_size: int | None = None, name: str = "an image"):
     """Decode one image with Pillow to uint8 ``(3, H, W)`` RGB, resized to ``image_size`` (antialiased
     bilinear) if given: the same decoder and resize as :func:`accelbench.data.load_images` uses.
 
     Raises:
-        DataError: the bytes are not a decodable image.
+        DataError: the bytes are not a decodable image (the message names ``name``).
     """
-    import io
-
     import torch
-    from PIL import Image, UnidentifiedImageError
     from torchvision.transforms.v2.functional import resize
 
-    try:
-        pil = Image.open(io.BytesIO(blob)).convert("RGB")
-    except (UnidentifiedImageError, OSError) as exc:
-        raise DataError(f"cannot decode image: {exc}") from None
+    from accelbench.data import decode_rgb
+
+    pil = decode_rgb(blob, name)
     img = torch.frombuffer(bytearray(pil.tobytes()), dtype=torch.uint8).view(pil.height, pil.width, 3).permute(2, 0, 1)
     if image_size is not None and tuple(img.shape[-2:]) != (image_size, image_size):
         img = resize(img, [image_size, image_size], antialias=True)
@@ -98,7 +119,8 @@ class DecodeDataset:
         return len(self.enc.blobs)
 
     def __getitem__(self, i: int):
-        img = decode(self.enc.blobs[i], self.image_size)
+        name = self.enc.names[i] if self.enc.names else f"image {i}"
+        img = decode(self.enc.blobs[i], self.image_size, name)
         if self.plan is not None:
             img = crop_flip(img[None], self.plan.offsets[i : i + 1], self.plan.flips[i : i + 1], self.plan.pad)[0]
         return img, self.enc.labels[i]

@@ -120,11 +120,17 @@ def run_input_pipeline(spec: PipelineSpec, store, on_row: Callable[[dict], None]
     """Measure every row of ``spec``, storing each as it finishes. Returns ``(run_id, records)``.
 
     Raises:
-        ConfigError: the device is not available. Data and measurement errors become rows.
+        ConfigError: the device is not available, or synthetic data. DataError: the data cannot be read (before
+            the run is created). Measurement errors become rows.
     """
     from accelbench import env as envmod
 
+    from accelbench.data import check_data
+
     device = resolve_device(spec.device)
+    if spec.data == "synthetic":
+        raise ConfigError("data", spec.data, "an image source to decode (cifar10-train-5k, cifar10-test, a path)")
+    check_data(spec.data)
     run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), envmod.collect(device))
     out: list[dict] = []
 

@@ -52,6 +52,7 @@ class TrainSpec:
         loader_workers: when set (and the data is real), also measure the DataLoader (decode +
             augmentation + collate with this many workers) and flag cases it cannot feed (input-bound).
         seed: seed for weights, synthetic data and labels.
+        skip_bad_images: drop image files that do not decode (counted) instead of stopping with an error.
     """
 
     models: tuple[str, ...] = TRAIN_CPU_DEFAULTS["models"]
@@ -72,6 +73,7 @@ class TrainSpec:
     min_time_s: float = TRAIN_CPU_DEFAULTS["min_time_s"]
     loader_workers: int | None = None
     seed: int = 0
+    skip_bad_images: bool = False
 
     def __post_init__(self) -> None:
         _validate_common(self)
@@ -149,6 +151,7 @@ class ConvergeSpec:
         deterministic: cuDNN deterministic algorithms, benchmark off (recorded with the results).
         target_top1: accuracy (0..1) whose first crossing gives the time to accuracy.
         checkpoint_dir: where per-epoch checkpoints go (None: next to the results store).
+        skip_bad_images: drop image files that are not images (counted) instead of stopping with an error.
     """
 
     model: str = "cifar-resnet20"
@@ -179,6 +182,7 @@ class ConvergeSpec:
     device: str = "auto"
     seed: int = 0
     checkpoint_dir: str | None = None
+    skip_bad_images: bool = False
 
     def __post_init__(self) -> None:
         _validate_common(self)
@@ -214,6 +218,11 @@ class ConvergeSpec:
 
 
 def _validate_common(spec: Any) -> None:
+    for name in ("skip_bad_images",):
+        if not isinstance(getattr(spec, name), bool):
+            raise ConfigError(name, getattr(spec, name), "true or false")
+    if isinstance(spec.seed, bool) or not isinstance(spec.seed, int):
+        raise ConfigError("seed", spec.seed, "an integer")
     if spec.channels_last not in CHANNELS_LAST:
         raise ConfigError("channels_last", spec.channels_last, ", ".join(CHANNELS_LAST))
     if not isinstance(spec.device, str) or not _DEVICE_RE.match(spec.device):

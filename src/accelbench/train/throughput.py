@@ -154,6 +154,7 @@ TRAINING = Workload(
     # cost is quoted for the timed steps; validity reads the step-time spread
     derived_keys={"work_seconds_key": "timed_wall_s", "work_samples_key": "samples_timed",
                   "spread_key": "step_time_spread"},
+    preflight=lambda st: st[0].raw_images(),
 )
 
 
