@@ -144,6 +144,9 @@ FAULTS = [
     # item 10: a broken image is named; --skip-bad-images drops and counts it
     Fault("bad-image-named", ["run", *TINY, "--data", "{tmp}/imgs"], 2, "0000_broken.png: not an image file", no_run,
           _folder_with_a_bad_image, one_line=True),
+    Fault("train-bad-image-named", ["train", "--epochs", "1", "--device", "cpu", "--data", "{tmp}/imgs", "--eval-data",
+                                    "{tmp}/imgs", "--db", "{db}"], 2, "0000_broken.png: not an image file", no_run,
+          _folder_with_a_bad_image, one_line=True),
     Fault("bad-image-skipped", ["run", *TINY, "--data", "{tmp}/imgs", "--images", "7", "--skip-bad-images"], 0,
           store=_skipped_one, setup=_folder_with_a_bad_image),
 ]
@@ -158,3 +161,74 @@ def test_no_sweep_row_is_lost_to_a_summary_crash(tmp_path: Path) -> None:
     """Item 1 at the library level: the weights note sorts a set holding NaN weights without raising."""
     p = check(FAULTS[0], tmp_path)
     assert "cifar-resnet20: weights resnet20-12fca82f.th" in p.stdout
+
+
+def test_cpu_contention_is_flagged(tmp_path: Path) -> None:
+    """Item 9: a CPU case that shares the host with busy processes is flagged ``cpu-contention``, with the
+    other processes' share of the host in the row and the reason named in the notes."""
+    import subprocess
+    import sys
+
+    from fault_harness import run_accelbench
+
+    db = tmp_path / "busy.db"
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        time.sleep(0.5)
+        p = run_accelbench(["run", *[a.format(db=db) for a in TINY], "--min-time-s", "1"], {"OMP_NUM_THREADS": "1"})
+    finally:
+        for s in spin:
+            s.kill()
+            s.wait()
+    assert p.returncode == 0, p.stderr
+    row = cases(db)[0]
+    assert "cpu-contention" in row["validity"] and row["cpu_other_util_pct"] > 10, row["validity"]
+    assert "flagged: cifar-resnet20 bs=2 fp32 eager:" in p.stdout and "of the host's CPU time" in p.stdout
+
+
+def _interrupted_run(db: Path, batch_sizes: str) -> list[str]:
+    """Start a sweep, SIGTERM it once its first case is stored; returns the sweep's arguments."""
+    import signal
+    import subprocess
+    import sys
+
+    args = ["run", *[a.format(db=db) for a in TINY], "--batch-sizes", batch_sizes, "--min-time-s", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while proc.poll() is None and time.time() < deadline and not (db.exists() and _count(db)):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "rerun with --resume" in err, err
+    return args
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(db) as con:
+            return con.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
+    """Item 5: the first --resume takes the run's lease; the second gets one line and exit 2; one row per case."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "two.db"
+    args = _interrupted_run(db, "1,2,3,4,5,6")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    procs = [subprocess.Popen([sys.executable, "-m", "accelbench", *args, "--resume"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], [(p.returncode, o[1]) for p, o in zip(procs, outs)]
+    loser = next(o for p, o in zip(procs, outs) if p.returncode == 2)
+    assert [line for line in loser[1].splitlines() if line.strip()] and "is being run by pid" in loser[1]
+    assert "Traceback" not in loser[1]
+    assert runs(db) == [(1, "inference", "complete")]
+    keys = [r["case_key"] for r in cases(db)]
+    assert len(keys) == 6 == len(set(keys))

@@ -62,8 +62,9 @@ def test_profile_bad_input_one_line(tmp_path, args, needle):
 
 def test_profile_failed_case_is_a_row_and_ncu_on_cpu_is_reported(tmp_path):
     js = tmp_path / "p.json"
-    cli("profile", "--model", "helpers:broken_model,helpers:tiny_conv_net", "--batch-size", "2", "--device", "cpu",
-        "--ncu", "on", "--timed-steps", "1", "--db", str(tmp_path / "p.db"), "--json", str(js))
+    p = cli("profile", "--model", "helpers:broken_model,helpers:tiny_conv_net", "--batch-size", "2", "--device", "cpu",
+            "--ncu", "on", "--timed-steps", "1", "--db", str(tmp_path / "p.db"), "--json", str(js), check=False)
+    assert p.returncode == 1 and "1 of 2 cases ended in error" in p.stderr, p.stderr  # the exit-code contract
     broken, tiny = json.loads(js.read_text())["results"]
     assert broken["status"] == "error" and "shape mismatch in layer 3" in broken["error"]
     assert tiny["status"] == "ok" and tiny["ncu_status"] == "error" and "CUDA" in tiny["ncu_error"]

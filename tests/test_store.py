@@ -66,3 +66,74 @@ def test_missing_run(db):
     with pytest.raises(KeyError):
         Store(db).run(5)
     assert json.loads(json.dumps(Store(db).runs())) == []
+
+
+def _set_lease(db, run_id, pid, heartbeat, host=None):
+    import socket
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE runs SET lease_pid=?, lease_host=?, lease_token='other', lease_heartbeat=? WHERE run_id=?",
+                    (pid, host or socket.gethostname(), heartbeat, run_id))
+
+
+def test_one_row_per_case_key(db):
+    st = Store(db)
+    rid = st.begin_run("inference", {}, "h", {})
+    st.add_case(rid, {"case_key": "k", "workload": "inference", "status": "ok"})
+    with pytest.raises(StoreError, match="UNIQUE"):
+        st.add_case(rid, {"case_key": "k", "workload": "inference", "status": "ok"})
+    other = st.begin_run("inference", {}, "h", {})
+    st.add_case(other, {"case_key": "k", "workload": "inference", "status": "ok"})  # unique per run only
+    assert st.delete_cases(rid, ["k"]) == 1 and st.done_keys(rid) == set()
+
+
+def test_a_live_lease_refuses_a_second_writer_and_a_stale_one_is_taken_over(db):
+    import os
+    import subprocess
+    import time
+
+    from accelbench.store import STALE_S, RunBusyError
+
+    st = Store(db)
+    rid = st.begin_run("inference", {}, "h", {})
+    st.finish_run(rid, "interrupted")
+    _set_lease(db, rid, os.getpid(), time.time())  # this test's process: alive, fresh heartbeat
+    with pytest.raises(RunBusyError, match=f"run {rid} is being run by pid {os.getpid()}"):
+        Store(db).reopen_run(rid)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    _set_lease(db, rid, dead.pid, time.time())  # fresh heartbeat, but its process is gone
+    Store(db).reopen_run(rid)
+    _set_lease(db, rid, os.getpid(), time.time() - STALE_S - 1, host="elsewhere")  # another host, silent too long
+    taker = Store(db)
+    taker.reopen_run(rid)
+    assert taker.lease(rid)["pid"] == os.getpid() and taker.run(rid)["status"] == "running"
+    taker.finish_run(rid, "complete")
+    assert taker.lease(rid) == {"host": None, "pid": None, "heartbeat": None}
+
+
+def test_a_schema_1_store_is_migrated_without_losing_rows(tmp_path):
+    """A store written before schema 2 (no lease columns, duplicate case keys from two resumes) opens,
+    gains the lease columns and the uniqueness, and keeps every row."""
+    import sqlite3
+
+    p = tmp_path / "v1.db"
+    with sqlite3.connect(p) as con:
+        con.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE runs (run_id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, finished_at REAL,
+            kind TEXT NOT NULL, status TEXT NOT NULL, spec_hash TEXT NOT NULL, spec_json TEXT NOT NULL, env_json TEXT NOT NULL);
+        CREATE TABLE cases (case_id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER NOT NULL, case_key TEXT NOT NULL,
+            workload TEXT NOT NULL, status TEXT NOT NULL, error TEXT, throughput_samples_per_s REAL);
+        CREATE TABLE samples (case_id INTEGER NOT NULL, series TEXT NOT NULL, idx INTEGER NOT NULL, value REAL);
+        INSERT INTO runs VALUES (1, 0, 1, 'inference', 'complete', 'h', '{}', '{}');
+        INSERT INTO cases VALUES (1, 1, 'a', 'inference', 'ok', NULL, 10.0), (2, 1, 'a', 'inference', 'ok', NULL, 11.0),
+                                 (3, 1, 'b', 'inference', 'ok', NULL, 12.0);
+        """)
+    st = Store(p)
+    assert st.conn.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
+    df = st.cases(1)
+    assert list(df["case_key"]) == ["a", "a|dup=2", "b"] and list(df["throughput_samples_per_s"]) == [10.0, 11.0, 12.0]
+    assert st.lease(1) == {"host": None, "pid": None, "heartbeat": None}

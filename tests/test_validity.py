@@ -47,3 +47,21 @@ def test_nan_and_missing_inputs_skip_checks():
     out = assess({"latency_spread": nan, "sm_clock_variation": None, "other_gpu_processes": nan})
     assert out == {"validity": "ok", "validity_reason": None, "validity_checks": "none"}
     assert assess({"step_spread": 0.2}, spread_key="step_spread")["validity"] == "latency-spread"
+
+
+def test_cpu_contention_above_a_tenth_of_the_host():
+    out = assess({"latency_spread": 0.01, "cpu_other_util_pct": 52.4})
+    assert out == {"validity": "cpu-contention", "validity_checks": "spread,cpu",
+                   "validity_reason": "other processes used 52% of the host's CPU time > 10%"}
+    assert assess({"cpu_other_util_pct": 10.0})["validity"] == "ok"  # the threshold itself passes
+
+
+def test_cpu_record_counts_other_processes_not_the_measured_tree():
+    from accelbench.telemetry.cpu import cpu_record
+
+    # 2 s of wall on 2 cores = 4 s of CPU time; the host was busy 3 s, the measured tree 1 s: others took 2 s = 50 %
+    begin = {"t": 0.0, "process_cpu_s": 0.0, "tree_cpu_s": 0.0, "system_busy_s": 10.0, "system_total_s": 100.0}
+    end = {"t": 2.0, "process_cpu_s": 0.8, "tree_cpu_s": 1.0, "system_busy_s": 13.0, "system_total_s": 104.0}
+    rec = cpu_record([], begin, end)
+    assert rec["cpu_other_util_pct"] == 50.0 and rec["system_cpu_util_pct"] == 75.0
+    assert rec["process_cpu_util_pct"] == 40.0

@@ -86,7 +86,7 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     db = "" if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".") else f" --db {store.path}"
     if interrupted:
         err_console.print(f"interrupted: {len(statuses)} finished cases stored in run {run_id}; rerun with --resume")
-    console.print(f"run {run_id} stored in {store.path}. Next: accelbench results --run {run_id}{db} --wide | "
+    console.print(f"run {run_id} stored in {store.path}. Next: accelbench results --run {run_id}{db} (every column) | "
                   f"accelbench export --run {run_id}{db} --format csv")
     raise typer.Exit(exit_code(statuses, interrupted))
 
@@ -198,6 +198,21 @@ def _launched_as_rank() -> bool:
     return rank_info() is not None
 
 
+def print_table(table, wide: bool = False) -> None:
+    """Print a results table; a wide one at its natural width (never squeezed into the terminal)."""
+    from accelbench.report.table import natural_width
+
+    if not wide:
+        console.print(table)
+        return
+    width = console.width
+    console.width = max(width, natural_width(table, console))  # Console.print caps its width argument here
+    try:
+        console.print(table, crop=False)
+    finally:
+        console.width = width
+
+
 def print_outcome(run_id: int, store, *, wide: bool = False, resumed: int = 0, table=None) -> None:
     """The run's table (compact unless ``wide``), the weights used, the OOM boundary, and notes naming each
     failed or flagged case."""
@@ -213,7 +228,7 @@ def print_outcome(run_id: int, store, *, wide: bool = False, resumed: int = 0, t
     models = ", ".join(dict.fromkeys(str(r.get("model")) for r in records))
     title = f"Run {run_id}: {models} on {r0.get('device_name') or r0.get('device')} | {r0.get('data_description') or r0.get('data')}"
     console.print(title)  # above the table, not its title: a title wraps at the table's width
-    console.print((table or results_table)(records, compact=not wide))
+    print_table((table or results_table)(records, compact=not wide), wide)
     weights = {(str(r["model"]), str(r["weights"])) for r in records if isinstance(r.get("weights"), str)}
     for name, w in sorted(weights):
         console.print(f"{name}: weights {w}" + (" (random weights: accuracy not meaningful, not reported)" if w == "random" else ""))
@@ -228,7 +243,7 @@ def print_outcome(run_id: int, store, *, wide: bool = False, resumed: int = 0, t
 @app.command()
 def results(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (default: newest)."), db: Path = DB_OPTION,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
-            wide: bool = typer.Option(False, "--wide", help="Every column (default: the compact table of run/train).")) -> None:
+            compact: bool = typer.Option(False, "--compact", help="The compact table of run/train (default: every column).")) -> None:
     """Print stored results."""
     from accelbench.report.table import results_table, runs_table
 
@@ -247,7 +262,7 @@ def results(run_id: Optional[int] = typer.Option(None, "--run", help="Run id (de
         console.print(train_report.summary_table(records))
     elif run["kind"] in ("inference", "training"):
         table = by_kind.get(run["kind"], results_table)
-        console.print(table(records, compact=not wide))
+        print_table(table(records, compact=compact), not compact)
         from accelbench.cli_telemetry import print_notes
 
         print_notes(records, env)

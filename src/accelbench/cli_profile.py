@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, err_console, fail
+from accelbench.cli import DB_OPTION, app, console, fail, finish
 from accelbench.errors import AccelbenchError
 
 
@@ -57,22 +57,20 @@ def profile(
                          chart_dir=str(charts) if charts else None, ncu_csv_dir=str(ncu_csv) if ncu_csv else None,
                          remeasure_ceilings=remeasure_ceilings)
     console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(steps)}) on {dev}, db {db}")
-    out = run_profile(spec, steps, Store(db), opt, on_case=_progress)
+    out = run_profile(spec, steps, store, opt, on_case=_progress)
     _report(out, store)
     if json_path:
         from accelbench.profile.export import write_json
 
         write_json(json_path, store, out.run_id)
         console.print(f"wrote {json_path}")
-    if out.interrupted:
-        err_console.print(f"interrupted: {len(out.records)} finished cases stored in run {out.run_id}")
-        raise typer.Exit(130)
+    finish(store, out.run_id, interrupted=out.interrupted, statuses=[r["status"] for r in out.records])
 
 
 def _progress(i: int, n: int, pc, rec) -> None:
     if rec is None:
         c = pc.case
-        console.print(f"[{i + 1}/{n}] {c.model} {pc.step} bs={c.batch_size} {c.precision} {c.mode} ...", highlight=False)
+        console.print(f"[{i + 1}/{n}] {c.model} {pc.step} bs={c.batch_size} {c.precision} {c.mode} ...")
 
 
 def _report(out, store) -> None:
@@ -87,12 +85,11 @@ def _report(out, store) -> None:
         if rec.get("ncu_status") == "ok":
             console.print(family_table(rec))
         elif rec.get("ncu_error"):
-            console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}", highlight=False)
+            console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}")
         if rec.get("analytic_uncounted_ops"):
             from accelbench.profile.analytic import AnalyticCounts
 
             text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
-            console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}", highlight=False)
+            console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
     for p in out.charts:
-        console.print(f"chart: {p}", highlight=False)
-    console.print(f"stored run {out.run_id} in {store.path}")
+        console.print(f"chart: {p}")

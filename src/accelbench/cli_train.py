@@ -18,12 +18,11 @@ CONVERGE_ONLY = ("eval_data", "eval_images", "target_top1", "base_batch_size", "
 
 
 def _layers(config: Optional[Path], flags: dict) -> list[dict]:
-    from accelbench.spec import load_toml
+    from accelbench.spec import load_toml, table
 
     layers = []
     if config:
-        raw = load_toml(config)
-        layers.append(raw.get("train", raw))
+        layers.append(table(load_toml(config), "train", config))
     return layers + [flags]
 
 
@@ -109,7 +108,7 @@ def train(
             if plot:
                 fail("--plot applies to a convergence run (--epochs N)")
             layers.append({"images": images, "lr": lr})
-            _sweep(layers, db, json_path, resume)
+            _sweep(layers, db, json_path, resume, wide)
     except AccelbenchError as exc:
         fail(str(exc))
 
@@ -121,16 +120,9 @@ def _device(layers: list[dict]):
     return resolve_device(name)
 
 
-def _progress():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)
-
-
-def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool) -> None:
+def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool, wide: bool = False) -> None:
+    from accelbench.cli import finish, print_outcome, progress_bar, progress_cb
     from accelbench.report.train import sweep_table
-    from accelbench.runner import oom_boundary
     from accelbench.store import Store
     from accelbench.train.spec import build_train_spec
     from accelbench.train.throughput import run_train_sweep
@@ -139,26 +131,15 @@ def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool
     spec = build_train_spec(*layers, cuda=dev.type == "cuda")
     store = Store(db)
     console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {dev} ({spec.data}), db {db}")
-    with _progress() as progress:
-        task = progress.add_task("starting", total=None)
-
-        def cb(i, n, case, rec):
-            progress.update(task, total=n, completed=i, description=f"{case.model} bs={case.batch_size} {case.precision} {case.mode}")
-
-        out = run_train_sweep(spec, store, resume=resume, on_case=cb)
-    records = store.cases(out.run_id).to_dict("records")
-    r0 = records[0] if records else {}
-    console.print(sweep_table(records, title=f"Training run {out.run_id}: {r0.get('data_description') or spec.data}"))
-    if out.skipped_done:
-        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
-    for (m, p, mode), b in oom_boundary(records).items():
-        if b["smallest_oom"] is not None:
-            console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
-    for r in records:
+    with progress_bar() as progress:
+        task = progress.add_task("checking the models and data", total=None)
+        out = run_train_sweep(spec, store, resume=resume, on_case=progress_cb(progress, task))
+    print_outcome(out.run_id, store, wide=wide, resumed=out.skipped_done, table=sweep_table)
+    for r in store.cases(out.run_id).to_dict("records"):
         if r.get("input_bound") == 1:
             console.print(styled("input-bound:", "yellow", f" {case_label(r)}: the loader delivers "
                                  f"{r['loader_samples_per_s']:,.0f} img/s, the step takes {r['throughput_samples_per_s']:,.0f} img/s"))
-    _finish(store, out.run_id, json_path, out.interrupted, len(out.records))
+    finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=[r["status"] for r in out.records])
 
 
 def _finish(store, run_id: int, json_path: Optional[Path], interrupted: bool, n: int) -> None:

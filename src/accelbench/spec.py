@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,17 +145,20 @@ def validate(spec: SweepSpec) -> None:
         raise ConfigError("channels_last", spec.channels_last, ", ".join(CHANNELS_LAST))
     if isinstance(spec.images, bool) or not isinstance(spec.images, int) or spec.images < 1:
         raise ConfigError("images", spec.images, "an integer >= 1")
-    if spec.image_size is not None and (not isinstance(spec.image_size, int) or spec.image_size < 8):
+    if spec.image_size is not None and (isinstance(spec.image_size, bool) or not isinstance(spec.image_size, int)
+                                        or spec.image_size < 8):
         raise ConfigError("image_size", spec.image_size, "an integer >= 8")
     if not isinstance(spec.device, str) or not _DEVICE_RE.match(spec.device):
         raise ConfigError("device", spec.device, "auto, cpu, cuda, cuda:N")
+    if not isinstance(spec.channels_last, str):
+        raise ConfigError("channels_last", spec.channels_last, ", ".join(CHANNELS_LAST))
     if not isinstance(spec.data, str) or not spec.data:
         raise ConfigError("data", spec.data, "cifar10-test, synthetic, or a path")
     for name in ("warmup_batches", "min_timed_batches"):
         v = getattr(spec, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError(name, v, "an integer >= 0")
-    if isinstance(spec.min_time_s, bool) or not isinstance(spec.min_time_s, (int, float)) or spec.min_time_s < 0:
+    if not is_number(spec.min_time_s, low=0):
         raise ConfigError("min_time_s", spec.min_time_s, "a number >= 0")
     for name in ("include_transfer", "skip_bad_images"):
         if not isinstance(getattr(spec, name), bool):
@@ -168,14 +172,19 @@ def validate(spec: SweepSpec) -> None:
 
 def _validate_telemetry(spec: SweepSpec) -> None:
     p = spec.telemetry_period_ms
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not (p == 0 or 5 <= p <= 60000):
+    if not is_number(p) or not (p == 0 or 5 <= p <= 60000):
         raise ConfigError("telemetry_period_ms", p, "0 (sampler off) or 5..60000 ms")
-    if isinstance(spec.idle_s, bool) or not isinstance(spec.idle_s, (int, float)) or not 0 <= spec.idle_s <= 600:
+    if not is_number(spec.idle_s, 0, 600):
         raise ConfigError("idle_s", spec.idle_s, "0..600 seconds")
     for name in ("price_per_hour", "kwh_price"):
         v = getattr(spec, name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+        if v is not None and not is_number(v, low=0):
             raise ConfigError(name, v, "a number >= 0 (USD)")
+
+
+def is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
+    """``v`` is a finite int or float (not a bool) in ``[low, high]`` (NaN and infinities are not numbers here)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and low <= v <= high
 
 
 def expand(spec: SweepSpec, device: str | None = None) -> list[Case]:
@@ -209,10 +218,17 @@ def parse_list(name: str, value: Any) -> tuple:
     items = [s.strip() for s in value.split(",") if s.strip()] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
         items = [items]
-    try:
-        return tuple(kind(x) if kind is int and not isinstance(x, bool) else x for x in items)
-    except (TypeError, ValueError):
-        raise ConfigError(name, value, "a comma-separated list of integers") from None
+    if kind is not int:
+        return tuple(items)
+    out = []
+    for x in items:
+        if isinstance(x, bool) or (isinstance(x, float) and not x.is_integer()) or not isinstance(x, (int, float, str)):
+            raise ConfigError(name, value, "a comma-separated list of integers")
+        try:
+            out.append(int(x))
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(name, value, "a comma-separated list of integers") from None
+    return tuple(out)
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
@@ -231,8 +247,23 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError("config", str(path), f"a readable TOML file ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("config", str(path), f"valid TOML ({exc})") from None
-    return raw.get("sweep", raw)
+        raise ConfigError("config", str(path), f"valid TOML ({' '.join(str(exc).split())})") from None
+    except UnicodeDecodeError:
+        raise ConfigError("config", str(path), "a UTF-8 TOML file") from None
+    return table(raw, "sweep", path)
+
+
+def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
+    """The ``[name]`` table of a TOML document, else its top level.
+
+    Raises:
+        ConfigError: ``name`` is present but not a table.
+    """
+    if name not in raw:
+        return raw
+    if not isinstance(raw[name], dict):
+        raise ConfigError(name, raw[name], f"a [{name}] table in {path}")
+    return raw[name]
 
 
 def build_spec(*layers: dict[str, Any], cuda: bool) -> SweepSpec:

@@ -14,6 +14,12 @@ Each check runs only when its inputs exist (``validity_checks`` lists those that
   we already call noisy. p5/p95 rather than min/max so one odd reading does not flag a case.
 - ``other-process``: another compute process was on the GPU at the start or end of the window
   (``nvmlDeviceGetComputeRunningProcesses``).
+- ``cpu-contention``: processes outside the measured one (and its children) used more than 10 % of the
+  host's CPU time (all cores) during the window (``cpu_other_util_pct``, from the psutil/procfs counters
+  read at the window edges). A CPU case competes with them for cores directly, and a GPU case's launch
+  thread waits for a core; 10 % is an order above an idle host's background (about 1 % here) and the
+  size at which a case that uses every core loses a comparable share of its time. One job sharing the
+  2 cores of a small machine shows as 50 % or more.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from accelbench.stats import SPREAD_WARN
 
 CLOCK_VARIATION_MAX = 0.05
 THROTTLE_FRAC_MAX = 0.01
+CPU_OTHER_MAX_PCT = 10.0
 _THROTTLE_NAMES = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
@@ -47,7 +54,7 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
 
     Args:
         rec: the case's columns (``latency_spread``, ``throttle_*``, ``clocks_event_reasons``,
-            ``sm_clock_variation``, ``other_gpu_processes``, ``telemetry_window_s``).
+            ``sm_clock_variation``, ``other_gpu_processes``, ``telemetry_window_s``, ``cpu_other_util_pct``).
         spread_key: the column holding IQR/median of the timed iterations.
     Returns:
         ``validity`` ("ok" or comma-separated flags), ``validity_reason`` (None when ok) and
@@ -80,5 +87,11 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
         if others > 0:
             flags.append("other-process")
             reasons.append(f"{int(others)} other compute process(es) on the GPU")
+    busy = _num(rec, "cpu_other_util_pct")
+    if busy is not None:
+        checks.append("cpu")
+        if busy > CPU_OTHER_MAX_PCT:
+            flags.append("cpu-contention")
+            reasons.append(f"other processes used {busy:.0f}% of the host's CPU time > {CPU_OTHER_MAX_PCT:.0f}%")
     return {"validity": ",".join(flags) or "ok", "validity_reason": "; ".join(reasons) or None,
             "validity_checks": ",".join(checks) or "none"}

@@ -91,25 +91,39 @@ def _status_cell(r: dict, compact: bool) -> Text:
     return Text(text, style=style)
 
 
-def results_table(records: Iterable[dict], title: str | None = None, columns=None, compact: bool = False) -> Table:
+def results_table(records: Iterable[dict], title: str | None = None, columns=None, compact: bool = False):
     """A rich Table of case records; columns with no value in any row are left out.
 
     Args:
         columns: ``(header, key, formatter)`` triples (default: every inference column, or the compact set).
-        compact: failed rows show only their status (reasons go under the table, :func:`case_notes`) and
-            the table is drawn without vertical rules, so the compact column sets fit 80 columns.
+        compact: failed rows show only their status (reasons go under the table, :func:`case_notes`), the
+            table has no vertical rules, and several models get one table each under their name instead
+            of a Model column: the compact column sets then fit 80 columns.
+    Returns:
+        A :class:`rich.table.Table`, or a :class:`rich.console.Group` of per-model tables (compact, several models).
     """
     rows = list(records)
+    models = list(dict.fromkeys(str(r.get("model")) for r in rows))
+    if compact and len(models) > 1:
+        from rich.console import Group
+
+        parts = [] if title is None else [Text(title)]
+        for m in models:
+            parts += [Text(m, style="bold"), results_table([r for r in rows if str(r.get("model")) == m],
+                                                          columns=columns, compact=True)]
+        return Group(*parts)
     default = COMPACT_INFERENCE_COLUMNS if compact else INFERENCE_COLUMNS
     cols = [c for c in (columns or default) if c[1] == "status" or any(_present(r.get(c[1])) for r in rows)]
-    if len({r.get("model") for r in rows}) <= 1:
+    if len(models) <= 1:
         cols = [c for c in cols if c[1] != "model"]
+    # Compact: one space between columns (the box's blank rule), no outer edge.
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
-                  collapse_padding=compact, pad_edge=not compact)
+                  padding=(0, 0) if compact else (0, 1), show_edge=not compact)
     for header, key, _ in cols:
         text = key in _TEXT_KEYS
-        table.add_column(header, justify="left" if text else "right", no_wrap=not text,
-                         overflow="fold")
+        # Wide tables never squeeze a column below its header; compact ones are sized to fit 80 columns.
+        table.add_column(header, justify="left" if text else "right", no_wrap=key not in ("model", "status"),
+                         overflow="fold", min_width=None if compact else len(header))
     for r in rows:
         cells = []
         for _, key, fmt in cols:
@@ -122,6 +136,14 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
                 cells.append(Text(fmt(v) if _present(v) else "-"))
         table.add_row(*cells)
     return table
+
+
+def natural_width(table, console) -> int:
+    """The width ``table`` takes with no column squeezed (a wide table is printed at this width, even
+    beyond the terminal's: cut cells would hide figures)."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update(width=10_000), table).maximum
 
 
 def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:

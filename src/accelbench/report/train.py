@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from rich.table import Table
 
-from accelbench.report.table import _present, results_table
+from accelbench.report.table import _present, rate, results_table
 
 
 def _pct(v: float) -> str:
@@ -33,6 +33,20 @@ TRAIN_COLUMNS: list[tuple[str, str, Any]] = [
     ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),
     ("Loader (img/s)", "loader_samples_per_s", lambda v: f"{v:,.0f}"),
     ("Input-bound", "input_bound", lambda v: "YES" if v else "no"),
+    ("Status", "status", str),
+]
+
+# What fits 80 columns (``accelbench train`` without --wide).
+COMPACT_TRAIN_COLUMNS: list[tuple[str, str, Any]] = [
+    ("Model", "model", str),
+    ("Batch", "batch_size", _int),
+    ("Precision", "precision", str),
+    ("Mode", "mode", str),
+    ("img/s", "throughput_samples_per_s", rate),
+    ("p50 ms", "step_time_p50_ms", lambda v: f"{v:.2f}"),
+    ("Comp. s", "compile_s", lambda v: f"{v:.1f}"),
+    ("Loader/s", "loader_samples_per_s", rate),
+    ("mJ/img", "energy_per_sample_j", lambda v: f"{1e3 * v:.1f}"),
     ("Status", "status", str),
 ]
 
@@ -68,9 +82,10 @@ PIPELINE_COLUMNS: list[tuple[str, str, Any]] = [
 ]
 
 
-def sweep_table(records: Iterable[dict], title: str | None = None) -> Table:
-    """The step-throughput sweep, one row per case."""
-    return results_table(records, title=title, columns=TRAIN_COLUMNS)
+def sweep_table(records: Iterable[dict], title: str | None = None, compact: bool = False) -> Table:
+    """The step-throughput sweep, one row per case (``compact``: the columns that fit 80 columns)."""
+    return results_table(records, title=title, columns=COMPACT_TRAIN_COLUMNS if compact else TRAIN_COLUMNS,
+                         compact=compact)
 
 
 def summary_table(records: Iterable[dict], title: str | None = None) -> Table:

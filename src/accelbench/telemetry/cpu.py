@@ -55,12 +55,19 @@ class CpuReader:
 
     ``read()`` gives ``process_cpu_pct`` (this process, % of one core, as ``top``),
     ``system_cpu_pct`` (all cores, %), ``rss_bytes``. ``begin()``/``end()`` give ``t`` (s), process
-    CPU seconds, system busy/total CPU seconds and the RAPL zone readings.
+    CPU seconds, the CPU seconds of the process tree (this process, its finished children, its live
+    children: DataLoader workers belong to the measured work), system busy/total CPU seconds and the RAPL
+    zone readings.
+
+    Args:
+        pids: further processes that belong to the measured work (e.g. the other ranks of a job on this
+            host); their CPU time does not count as contention.
     """
 
     name = "cpu"
 
-    def __init__(self):
+    def __init__(self, pids: Sequence[int] = ()):
+        self.pids = [p for p in pids if p]
         try:
             import psutil
         except ImportError:  # psutil is a dependency; a broken install still measures
@@ -77,8 +84,26 @@ class CpuReader:
             st = self.ps.cpu_times()
             idle = st.idle + getattr(st, "iowait", 0.0)
             total = sum(st)
-            out.update(process_cpu_s=pt.user + pt.system, system_busy_s=total - idle, system_total_s=total)
+            out.update(process_cpu_s=pt.user + pt.system, system_busy_s=total - idle, system_total_s=total,
+                       tree_cpu_s=self._tree_cpu_s(pt))
         return out
+
+    def _tree_cpu_s(self, pt) -> float:
+        """CPU seconds of this process, its waited-for children and every live descendant (and ``pids``)."""
+        total = pt.user + pt.system + getattr(pt, "children_user", 0.0) + getattr(pt, "children_system", 0.0)
+        others = list(self.proc.children(recursive=True))
+        for pid in self.pids:
+            try:
+                others.append(self.ps.Process(pid))
+            except self.ps.Error:
+                pass
+        for child in others:
+            try:
+                ct = child.cpu_times()
+                total += ct.user + ct.system
+            except self.ps.Error:  # it ended between the listing and the read
+                pass
+        return total
 
     def begin(self) -> dict[str, Any]:
         if self.ps is not None:
@@ -104,15 +129,21 @@ def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any
 
     Returns:
         ``process_cpu_util_pct`` (CPU seconds of this process / wall seconds * 100: % of one core),
-        ``system_cpu_util_pct`` (busy / total CPU time of all cores * 100), ``process_rss_max_bytes``,
+        ``system_cpu_util_pct`` (busy / total CPU time of all cores * 100), ``cpu_other_util_pct`` (CPU
+        time of every process outside the measured process tree / total CPU time of all cores * 100: the
+        share of the host that other work took during the window), ``process_rss_max_bytes``,
         ``cpu_energy_j`` / ``cpu_power_mean_w`` (RAPL packages) and ``cpu_energy_source``.
     """
     wall = end.get("t", 0) - begin.get("t", 0)
-    rec: dict[str, Any] = {"process_cpu_util_pct": None, "system_cpu_util_pct": None}
+    rec: dict[str, Any] = {"process_cpu_util_pct": None, "system_cpu_util_pct": None, "cpu_other_util_pct": None}
     if wall > 0 and "process_cpu_s" in begin and "process_cpu_s" in end:
         rec["process_cpu_util_pct"] = 100.0 * (end["process_cpu_s"] - begin["process_cpu_s"]) / wall
         dt = end["system_total_s"] - begin["system_total_s"]
-        rec["system_cpu_util_pct"] = 100.0 * (end["system_busy_s"] - begin["system_busy_s"]) / dt if dt > 0 else None
+        busy = end["system_busy_s"] - begin["system_busy_s"]
+        rec["system_cpu_util_pct"] = 100.0 * busy / dt if dt > 0 else None
+        if dt > 0 and "tree_cpu_s" in begin and "tree_cpu_s" in end:
+            other = busy - (end["tree_cpu_s"] - begin["tree_cpu_s"])
+            rec["cpu_other_util_pct"] = max(0.0, 100.0 * other / dt)
     rss = [s["rss_bytes"] for s in samples if s.get("rss_bytes") is not None]
     if end.get("rss_bytes") is not None:
         rss.append(end["rss_bytes"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.errors import ConfigError
-from accelbench.spec import CHANNELS_LAST, _DEVICE_RE, parse_list
+from accelbench.spec import CHANNELS_LAST, _DEVICE_RE, is_number, parse_list
 from accelbench.train.step import OPTIMIZERS, TRAIN_MODES, TRAIN_PRECISIONS
 
 SCHEDULES = ("cosine", "step")
@@ -85,8 +85,9 @@ class TrainSpec:
         _int_at_least("images", self.images, 1)
         for name in ("warmup_batches", "min_timed_batches"):
             _int_at_least(name, getattr(self, name), 0)
-        if not isinstance(self.min_time_s, (int, float)) or self.min_time_s < 0:
-            raise ConfigError("min_time_s", self.min_time_s, "a number >= 0")
+        for name in ("min_time_s", "lr", "momentum", "weight_decay"):
+            if not is_number(getattr(self, name), low=0):
+                raise ConfigError(name, getattr(self, name), "a number >= 0")
         if self.loader_workers is not None:
             _int_at_least("loader_workers", self.loader_workers, 0)
 
@@ -199,11 +200,17 @@ class ConvergeSpec:
             if getattr(self, name) is not None:
                 _int_at_least(name, getattr(self, name), 1)
         for name in ("base_lr", "warmup_epochs", "momentum", "weight_decay"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(name, v, "a number >= 0")
-        if self.target_top1 is not None and not (isinstance(self.target_top1, (int, float)) and 0 < self.target_top1 <= 1):
+            if not is_number(getattr(self, name), low=0):
+                raise ConfigError(name, getattr(self, name), "a number >= 0")
+        if self.target_top1 is not None and not (is_number(self.target_top1) and 0 < self.target_top1 <= 1):
             raise ConfigError("target_top1", self.target_top1, "a fraction in (0, 1], e.g. 0.8 (or a percentage > 1)")
+        for name in ("nesterov", "deterministic"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "true or false")
+        if not isinstance(self.eval_data, str) or not self.eval_data:
+            raise ConfigError("eval_data", self.eval_data, "cifar10-test or a path")
+        if self.checkpoint_dir is not None and (not isinstance(self.checkpoint_dir, str) or not self.checkpoint_dir):
+            raise ConfigError("checkpoint_dir", self.checkpoint_dir, "a folder path")
 
     def lr_for(self, batch_size: int) -> float:
         """Peak learning rate for ``batch_size`` by the linear scaling rule (Goyal et al. 2017)."""
@@ -302,6 +309,6 @@ def build_converge_spec(*layers: dict[str, Any], cuda: bool) -> ConvergeSpec:
             raise ConfigError(key, v, f"one {key} for a training run")
         merged[key] = items[0]
     t = merged.get("target_top1")
-    if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 1:
+    if is_number(t) and t > 1:
         merged["target_top1"] = t / 100
     return ConvergeSpec(**merged)

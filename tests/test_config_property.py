@@ -1,0 +1,107 @@
+"""Property-based tests of config parsing: any TOML document, any table of values and any flag text
+yields either a valid spec or a one-line :class:`ConfigError`, never another exception."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accelbench.errors import ConfigError
+from accelbench.spec import SweepSpec, build_spec, expand, load_toml
+from accelbench.train.spec import ConvergeSpec, TrainSpec, build_converge_spec, build_train_spec
+from accelbench.train.spec import expand as train_expand
+
+BUILDERS = {"sweep": (build_spec, SweepSpec), "train": (build_train_spec, TrainSpec),
+            "converge": (build_converge_spec, ConvergeSpec)}
+
+# TOML's value types: strings, integers, floats (nan, inf too), booleans, arrays and tables.
+scalars = st.one_of(st.text(max_size=12), st.integers(-10**12, 10**12), st.floats(allow_nan=True), st.booleans())
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                       st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                      max_leaves=8)
+
+
+def _keys(cls) -> st.SearchStrategy[str]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    return st.one_of(st.sampled_from(names + ["model", "precision", "mode", "batch_size", "batch-sizes"]),
+                     st.text(max_size=10))
+
+
+def _matches(value, hint) -> bool:
+    """``value`` has the type the field's annotation names (``int | None``, ``tuple[int, ...]``, ...)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", typing.Union)):
+        return any(_matches(value, a) for a in args)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(_matches(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _assert_valid(spec, cls) -> None:
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        assert _matches(getattr(spec, f.name), hints[f.name]), (f.name, getattr(spec, f.name))
+
+
+def _build(kind: str, layers: list[dict], cuda: bool):
+    build, cls = BUILDERS[kind]
+    try:
+        spec = build(*layers, cuda=cuda)
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("invalid "), str(exc)
+        return None
+    _assert_valid(spec, cls)
+    if kind == "sweep":
+        assert expand(spec)
+    elif kind == "train":
+        assert train_expand(spec)
+    return spec
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), cuda=st.booleans())
+def test_any_table_gives_a_spec_or_one_config_error(kind, data, cuda):
+    cls = BUILDERS[kind][1]
+    layer = data.draw(st.dictionaries(_keys(cls), values, max_size=5))
+    _build(kind, [layer], cuda)
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_any_flag_text_gives_a_spec_or_one_config_error(kind, data):
+    """Flags arrive as text (or None when not given), as typer hands them over."""
+    cls = BUILDERS[kind][1]
+    names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+    flags = data.draw(st.dictionaries(st.sampled_from(names), st.one_of(st.none(), st.text(max_size=12)), max_size=4))
+    _build(kind, [flags], cuda=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.one_of(st.text(max_size=80),
+                      st.builds(lambda k, v: f"{k} = {v}\n", st.sampled_from(["model", "batch_sizes", "images", "sweep", "train"]),
+                                st.sampled_from(['"resnet50"', "[1, 2]", "3.5", "nan", "inf", "true", "{a = 1}", "[", "'x"]))))
+def test_any_toml_document_loads_or_gives_one_config_error(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("toml") / "c.toml"
+    path.write_text(text)
+    try:
+        layer = load_toml(path)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert isinstance(layer, dict)
+    _build("sweep", [layer], cuda=False)
