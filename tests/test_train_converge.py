@@ -27,8 +27,9 @@ def spec(tmp_path, **kw):
     return build_converge_spec({**SMALL, "checkpoint_dir": str(tmp_path / "ck"), **kw}, cuda=False)
 
 
-def _final_state(tmp_path, s, run_id, bs=32):
-    return ckpt.load(ckpt.checkpoint_path(tmp_path / "ck", s.spec_hash(), run_id, bs), s.spec_hash())
+def _final_state(s, run_id, bs=32):
+    (epoch, path), *_ = ckpt.checkpoints(s.checkpoint_dir, s.spec_hash(), run_id, bs)
+    return ckpt.load(path, s.spec_hash(), epoch)
 
 
 def test_training_loss_falls_and_resume_reaches_the_same_state(tmp_path):
@@ -45,7 +46,7 @@ def test_training_loss_falls_and_resume_reaches_the_same_state(tmp_path):
 
     # the same run killed after epoch 1 (Ctrl-C), then resumed from its checkpoint
     db = tmp_path / "b.db"
-    s2 = spec(tmp_path, target_top1=0.05, checkpoint_dir=str(tmp_path / "ck"))
+    s2 = spec(tmp_path, target_top1=0.05, checkpoint_dir=str(tmp_path / "ck2"))  # its own files: compared below
 
     def stop(bs, row):
         raise KeyboardInterrupt
@@ -56,7 +57,7 @@ def test_training_loss_falls_and_resume_reaches_the_same_state(tmp_path):
     assert resumed.run_id == killed.run_id and resumed.resumed == {32: 1}
     assert [r["epoch"] for r in resumed.epochs] == [2]
     assert resumed.epochs[0]["train_loss"] == e2["train_loss"] and resumed.epochs[0]["eval_top1"] == e2["eval_top1"]
-    a, b = _final_state(tmp_path, s, full.run_id), _final_state(tmp_path, s2, resumed.run_id)
+    a, b = _final_state(s, full.run_id), _final_state(s2, resumed.run_id)
     for k, v in a["step"]["model"].items():
         assert torch.equal(v, b["step"]["model"][k]), k
     rows = Store(db).cases(resumed.run_id)

@@ -7,6 +7,7 @@ import torch
 from typer.testing import CliRunner
 
 from accelbench.cli import app
+from accelbench.errors import DataError
 from accelbench.store import Store
 from accelbench.train import pipeline
 from accelbench.train.datasets import DecodeDataset, load_encoded
@@ -59,9 +60,8 @@ def test_input_pipeline_run_is_stored(db):
     st = Store(db)
     assert st.run(rid)["kind"] == "input-pipeline" and len(st.cases(rid)) == 4
     assert len(st.series(by["storage|warm"]["case_id"], "read_mb_per_s")) == by["storage|warm"]["passes"]
-    from accelbench.errors import DataError
-
-    with pytest.raises(DataError, match="not found"):  # found before a run is created
+    # missing data is an input error found before a run is created (exit 2 in the CLI), not error rows
+    with pytest.raises(DataError, match="data '/nonexistent' not found"):
         run_input_pipeline(PipelineSpec(data="/nonexistent", workers=(0,), device="cpu"), Store(db))
     assert [r["run_id"] for r in Store(db).runs()] == [rid]
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, err_console, fail, styled
+from accelbench.cli import DB_OPTION, app, console, err_console, fail, finish, styled
 from accelbench.report.table import case_label
 from accelbench.errors import AccelbenchError
 
@@ -170,7 +170,10 @@ def _converge(layers: list[dict], db: Path, json_path: Optional[Path], resume: b
         console.print(f"bs={bs} epoch {r['epoch']}/{spec.epochs}: loss {r['train_loss']:.3f}, test top-1 "
                       f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" (input-bound)" if r["input_bound"] else ""))
 
-    out = run_convergence(spec, store, resume=resume, on_epoch=on_epoch)
+    def on_note(line: str) -> None:  # a checkpoint that could not be used on resume: which, why, where from
+        err_console.print(styled("error:", "red", " " + line))
+
+    out = run_convergence(spec, store, resume=resume, on_epoch=on_epoch, on_note=on_note)
     records = store.cases(out.run_id).to_dict("records")
     for bs, e in out.resumed.items():
         console.print(f"bs={bs}: resumed after epoch {e} from its checkpoint")
@@ -181,7 +184,7 @@ def _converge(layers: list[dict], db: Path, json_path: Optional[Path], resume: b
                   f"{spec.schedule} schedule with {spec.warmup_epochs} warm-up epochs")
     if plot and any(r.get("row_type") == "epoch" for r in records):
         console.print(f"wrote {plot_convergence(records, plot, title=f'{spec.model} on {spec.data}')}")
-    _finish(store, out.run_id, json_path, out.interrupted, len(out.epochs))
+    finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path)
 
 
 @app.command("input-pipeline")
@@ -195,7 +198,9 @@ def input_pipeline(
     augment: bool = typer.Option(True, "--augment/--no-augment", help="Random crop (padding 4) + flip."),
     min_batches: int = typer.Option(10, "--min-batches", help="Batches timed per row, after the first."),
     storage: bool = typer.Option(True, "--storage/--no-storage", help="Cold vs warm read test of the data files."),
-    evict: str = typer.Option("auto", "--evict", help="Cold reads: auto (drop_caches if permitted, else fadvise), drop_caches, fadvise."),
+    evict: str = typer.Option("fadvise", "--evict", help="Cold reads: fadvise (posix_fadvise DONTNEED on the files read, "
+                              "default), drop-caches (root: drops the whole page cache, slowing every job on the host), "
+                              "auto (deprecated: the same as fadvise)."),
     resident: bool = typer.Option(True, "--resident/--no-resident", help="Also time the device-resident path."),
     device: str = typer.Option("auto", "--device"),
     db: Path = DB_OPTION,
@@ -207,14 +212,17 @@ def input_pipeline(
     from accelbench.spec import parse_list
     from accelbench.store import Store
     from accelbench.train.input_bench import PipelineSpec, run_input_pipeline
+    from accelbench.train.pipeline import DEPRECATED_EVICT
 
     try:
         spec = PipelineSpec(data=data, images=images, workers=parse_list("batch_sizes", workers), batch_size=batch_size,
                             image_size=image_size, pin_memory=pin_memory, augment=augment, min_batches=min_batches,
                             storage=storage, evict=evict, resident=resident, device=device)
         store = Store(db)
+        if evict in DEPRECATED_EVICT:
+            err_console.print(styled("warning:", "yellow", f" --evict {evict} is deprecated: {DEPRECATED_EVICT[evict]}"))
         run_id, records = run_input_pipeline(spec, store)
     except AccelbenchError as exc:
         fail(str(exc))
     console.print(pipeline_table(records, title=f"Input pipeline, run {run_id}: {data}, batch {batch_size}"))
-    _finish(store, run_id, json_path, False, len(records))
+    finish(store, run_id, json_path=json_path, statuses=[r["status"] for r in records])

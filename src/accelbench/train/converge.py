@@ -8,7 +8,8 @@ the epoch's row is stored (workload ``convergence``, ``row_type`` ``epoch``). Af
 ``summary`` row holds the time to accuracy (DAWNBench's metric, Coleman et al. 2017: wall time until
 the first evaluation at or above the target, evaluation time included; ``time_to_target_train_s``
 leaves evaluation out). A failure (OOM, divergence, any error) is a summary row with its status and
-the next batch size runs. ``resume=True`` continues a killed run from each batch size's last checkpoint.
+the next batch size runs. ``resume=True`` continues a killed run from each batch size's newest good
+checkpoint (:mod:`accelbench.train.checkpoint`: read without running code; a bad one never ends the run).
 """
 
 from __future__ import annotations
@@ -30,13 +31,18 @@ INPUT_BOUND_WAIT_FRACTION = 0.10  # epochs whose host waited on the loader longe
 
 @dataclass
 class ConvergeOutcome:
-    """``run_id``, the epoch and summary records stored by this call, and whether Ctrl-C stopped it."""
+    """``run_id``, the epoch and summary records stored by this call, and whether Ctrl-C stopped it.
+
+    ``notes``: one line per batch size whose newest checkpoint could not be used on resume (which file and
+    why, and the epoch it resumed from), for the caller to show; the library prints nothing.
+    """
 
     run_id: int
     epochs: list[dict[str, Any]] = field(default_factory=list)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
     resumed: dict[int, int] = field(default_factory=dict)  # batch size -> epochs already done
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -163,48 +169,96 @@ def _base(spec: ConvergeSpec, bs: int, device, det: dict) -> dict[str, Any]:
             "data": spec.data, "eval_data": spec.eval_data, "device": str(device), "epochs": spec.epochs, **det}
 
 
-def _train_batch_size(spec, bs, data, device, det, store, run_id, folder, resume, out, on_epoch) -> dict:
-    """Train (or continue) one batch size; store epoch rows; return the summary record's fields."""
+def _epoch_key(spec: ConvergeSpec, bs: int, epoch: int) -> str:
+    return f"{spec.model}|bs={bs}|epoch={epoch}"
+
+
+def _resume_note(bs: int, found: ckpt.Resumed, stored: list[int], folder: Path) -> str | None:
+    """The one line that says why a batch size does not continue from its newest checkpoint, or None."""
+    why = "; ".join(str(e) for e in found.rejected)
+    if found.state is not None:
+        return f"{why}; resuming bs={bs} from {found.path} (epoch {found.state['epoch']})" if why else None
+    if why:
+        return f"{why}; no good checkpoint left: bs={bs} restarts from epoch 0"
+    if stored:
+        return (f"no checkpoint of bs={bs} in {folder} for its stored epochs {stored[0]}-{stored[-1]}: "
+                f"bs={bs} restarts from epoch 0")
+    return None
+
+
+def _resume(spec, bs, data, device, store, run_id, folder, out, on_note):
+    """Build the step for ``bs`` and continue from its newest good checkpoint (``resume=True``).
+
+    Epoch rows of epochs that will be trained again are deleted first (the store keeps one row per case key),
+    and rows a kill left out (between checkpoint and row) are stored from the checkpoint's history.
+    Returns:
+        ``(step, model info, history)``: the history of the epochs already done (empty: start from epoch 0).
+    """
+    step, info = _build_step(spec, bs, data.n_classes, device)
+    found = ckpt.resume(folder, spec.spec_hash(), run_id, bs, step)
+    if found.state is None and found.rejected:  # a rejected state may be half loaded into the step
+        step, info = _build_step(spec, bs, data.n_classes, device)
+    history: list[dict] = found.state["history"] if found.state else []
+    done = store.done_keys(run_id)
+    stored = [e for e in range(1, spec.epochs + 1) if _epoch_key(spec, bs, e) in done]
+    store.delete_cases(run_id, [_epoch_key(spec, bs, e) for e in stored if e > len(history)])
+    for row in history:
+        if row["case_key"] not in done:
+            store.add_case(run_id, {k: v for k, v in row.items() if k != "case_id"})
+    note = _resume_note(bs, found, stored, folder)
+    if note:
+        out.notes.append(note)
+        if on_note:
+            on_note(note)
+    if history:
+        out.resumed[bs] = len(history)
+    return step, info, history
+
+
+def _run_epoch(step, info, spec, data, bs, epoch: int, history: list[dict], device, det) -> tuple[dict, dict]:
+    """Train and evaluate epoch ``epoch`` (0-based). Returns its row and its raw series (step times, telemetry)."""
     import torch
 
     from accelbench.telemetry import monitor
     from accelbench.train.evaluate import evaluate
 
-    step, info = _build_step(spec, bs, data.n_classes, device)
-    path = ckpt.checkpoint_path(folder, spec.spec_hash(), run_id, bs)
-    state = ckpt.load(path, spec.spec_hash()) if resume else None
-    history: list[dict] = state["history"] if state else []
-    if state:
-        ckpt.restore(state, step)
-        out.resumed[bs] = state["epoch"]
-        done = store.done_keys(run_id)
-        for row in history:  # a kill between checkpoint and row: store the row now
-            if row["case_key"] not in done:
-                store.add_case(run_id, row)
-    start = state["epoch"] if state else 0
-    for epoch in range(start, spec.epochs):
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        with monitor(device) as mon:
-            tr, step_ms = _train_epoch(step, spec, data, bs, epoch, info.mean, info.std, device)
-        if not math.isfinite(tr["train_loss"]):
-            raise FloatingPointError(f"training diverged: loss {tr['train_loss']} in epoch {epoch + 1}")
-        e0 = time.perf_counter()
-        ev = evaluate(step.module, data.eval_images, data.eval_labels, mean=info.mean, std=info.std,
-                      precision=spec.precision, channels_last=step.config.channels_last, batch_size=spec.eval_batch_size)
-        eval_s = time.perf_counter() - e0
-        prev = history[-1] if history else {"elapsed_s": 0.0, "elapsed_train_s": 0.0}
-        row = {**_base(spec, bs, device, det), "case_key": f"{spec.model}|bs={bs}|epoch={epoch + 1}", "row_type": "epoch",
-               "status": OK, "error": None, "epoch": epoch + 1, **tr, **ev, "eval_wall_s": eval_s,
-               "elapsed_train_s": prev["elapsed_train_s"] + tr["epoch_wall_s"],
-               "elapsed_s": prev["elapsed_s"] + tr["epoch_wall_s"] + eval_s,
-               "compile_s": step.compile_s if epoch == 0 else None, "image_size": data.image_size,
-               "channels_last": step.config.channels_last, **mon.record()}
-        if device.type == "cuda":
-            row["peak_mem_bytes"] = torch.cuda.max_memory_allocated(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    with monitor(device) as mon:
+        tr, step_ms = _train_epoch(step, spec, data, bs, epoch, info.mean, info.std, device)
+    if not math.isfinite(tr["train_loss"]):
+        raise FloatingPointError(f"training diverged: loss {tr['train_loss']} in epoch {epoch + 1}")
+    e0 = time.perf_counter()
+    ev = evaluate(step.module, data.eval_images, data.eval_labels, mean=info.mean, std=info.std,
+                  precision=spec.precision, channels_last=step.config.channels_last, batch_size=spec.eval_batch_size)
+    eval_s = time.perf_counter() - e0
+    prev = history[-1] if history else {"elapsed_s": 0.0, "elapsed_train_s": 0.0}
+    row = {**_base(spec, bs, device, det), "case_key": _epoch_key(spec, bs, epoch + 1), "row_type": "epoch",
+           "status": OK, "error": None, "epoch": epoch + 1, **tr, **ev, "eval_wall_s": eval_s,
+           "elapsed_train_s": prev["elapsed_train_s"] + tr["epoch_wall_s"],
+           "elapsed_s": prev["elapsed_s"] + tr["epoch_wall_s"] + eval_s,
+           "compile_s": step.compile_s if epoch == 0 else None, "image_size": data.image_size,
+           "channels_last": step.config.channels_last, **mon.record()}
+    if device.type == "cuda":
+        row["peak_mem_bytes"] = torch.cuda.max_memory_allocated(device)
+    return row, {"step_time_ms": step_ms, **mon.series()}
+
+
+def _train_batch_size(spec, bs, data, device, det, store, run_id, folder, resume, out, on_epoch, on_note) -> dict:
+    """Train (or continue) one batch size; store epoch rows; return the summary record's fields."""
+    if resume:
+        step, info, history = _resume(spec, bs, data, device, store, run_id, folder, out, on_note)
+    else:
+        (step, info), history = _build_step(spec, bs, data.n_classes, device), []
+    if not history:  # files of an earlier store's run with the same id must never be resumed from
+        ckpt.clear(folder, spec.spec_hash(), run_id, bs)
+    for epoch in range(len(history), spec.epochs):
+        row, series = _run_epoch(step, info, spec, data, bs, epoch, history, device, det)
         history.append(row)
-        ckpt.save(path, step=step, epoch=epoch + 1, history=history, spec_hash=spec.spec_hash())
-        row["case_id"] = store.add_case(run_id, row, {"step_time_ms": step_ms, **mon.series()})
+        # checkpoint before the row: a kill in between leaves a checkpoint whose history stores the row on resume
+        ckpt.save(folder, step=step, epoch=epoch + 1, history=history, spec_hash=spec.spec_hash(), run_id=run_id,
+                  batch_size=bs)
+        row["case_id"] = store.add_case(run_id, row, series)
         out.epochs.append(row)
         if on_epoch:
             on_epoch(bs, row)
@@ -238,13 +292,18 @@ def default_checkpoint_dir(db_path: str | Path) -> Path:
 
 
 def run_convergence(spec: ConvergeSpec, store, resume: bool = False,
-                    on_epoch: Callable[[int, dict], None] | None = None) -> ConvergeOutcome:
+                    on_epoch: Callable[[int, dict], None] | None = None,
+                    on_note: Callable[[str], None] | None = None) -> ConvergeOutcome:
     """Train ``spec.model`` once per batch size in ``spec.batch_sizes``, storing every epoch as it ends.
 
     Args:
         spec: the run; store: an open :class:`accelbench.store.Store`.
-        resume: continue the newest unfinished run with the same spec from each batch size's last checkpoint.
+        resume: continue the newest unfinished run with the same spec from each batch size's newest good
+            checkpoint. A checkpoint refused by the safe loader, truncated or corrupt is set aside and the one
+            before it is used (none left: the batch size restarts from epoch 0); its stored rows of epochs to
+            train again are deleted first.
         on_epoch: called ``(batch_size, epoch_record)`` after each epoch is stored.
+        on_note: called with each line of ``ConvergeOutcome.notes`` as it happens.
     Returns:
         :class:`ConvergeOutcome`; ``interrupted`` after Ctrl-C (finished epochs are stored and checkpointed).
     Raises:
@@ -260,6 +319,7 @@ def run_convergence(spec: ConvergeSpec, store, resume: bool = False,
     det = _determinism(spec)
     data = _prepare_data(spec, device, spec.image_size or create_model(spec.model, pretrained=False).info.image_size)
     run_id = store.resumable_run(KIND, spec.spec_hash()) if resume else None
+    reopened = run_id is not None  # only a reopened run continues from checkpoints: a new one's id may be reused
     if run_id is None:
         run_id = store.begin_run(KIND, spec.to_dict(), spec.spec_hash(), {**envmod.collect(device), **det})
     else:
@@ -273,7 +333,8 @@ def run_convergence(spec: ConvergeSpec, store, resume: bool = False,
                 continue
             rec = {**_base(spec, bs, device, det), "case_key": key, "row_type": "summary", "started_at": time.time()}
             try:
-                rec.update(_train_batch_size(spec, bs, data, device, det, store, run_id, folder, resume, out, on_epoch),
+                rec.update(_train_batch_size(spec, bs, data, device, det, store, run_id, folder, reopened, out,
+                                             on_epoch, on_note),
                            status=OK, error=None)
             except KeyboardInterrupt:
                 raise

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from accelbench.errors import ConfigError
 from accelbench.measure import ERROR, OK, one_line, resolve_device
+from accelbench.train.pipeline import EVICT_METHODS
 
 KIND = "input-pipeline"
 
@@ -30,7 +31,9 @@ class PipelineSpec:
         workers: DataLoader worker counts to measure; batch_size; image_size (None: as stored, 32 for CIFAR).
         pin_memory: pin batches (CUDA machines only); augment: crop/flip on (else decode + collate only).
         min_batches: batches timed after the first, per row.
-        storage: run the cold/warm read test; evict: ``auto``, ``drop_caches`` or ``fadvise``.
+        storage: run the cold/warm read test; evict: how reads are made cold, ``fadvise`` (the files read) or
+            ``drop_caches`` (the host's whole page cache; ``drop-caches`` too); ``auto``, deprecated, is kept
+            as written and means ``fadvise`` (:data:`accelbench.train.pipeline.EVICT_METHODS`).
         resident: also measure the device-resident path; device: where it lives.
     """
 
@@ -43,7 +46,7 @@ class PipelineSpec:
     augment: bool = True
     min_batches: int = 10
     storage: bool = True
-    evict: str = "auto"
+    evict: str = "fadvise"
     resident: bool = True
     device: str = "auto"
     seed: int = 0
@@ -57,8 +60,8 @@ class PipelineSpec:
                 raise ConfigError(name, v, f"an integer >= {low}")
         if self.image_size is not None and (not isinstance(self.image_size, int) or self.image_size < 8):
             raise ConfigError("image_size", self.image_size, "an integer >= 8")
-        if self.evict not in ("auto", "drop_caches", "fadvise"):
-            raise ConfigError("evict", self.evict, "auto, drop_caches, fadvise")
+        if self.evict not in EVICT_METHODS:
+            raise ConfigError("evict", self.evict, "fadvise, drop-caches (auto: deprecated, = fadvise)")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -4,10 +4,11 @@
   crop/flip + collate) with N worker processes and pinned memory, in steady state (the first batch
   of every worker, which carries its start-up, is left out of the window).
 - :func:`resident_throughput`: the same augmentation on a device-resident uint8 set (no decode).
-- :func:`storage_read`: sequential read throughput of the dataset files, cold (page cache dropped via
-  ``/proc/sys/vm/drop_caches`` where permitted, else ``posix_fadvise(POSIX_FADV_DONTNEED)``) and warm,
-  in MB/s (1 MB = 1e6 bytes); the page-cache residency measured with ``mincore(2)`` before each read
-  shows whether the drop worked.
+- :func:`storage_read`: sequential read throughput of the dataset files, cold (the files' pages evicted
+  with ``posix_fadvise(POSIX_FADV_DONTNEED)``; the whole page cache dropped through
+  ``/proc/sys/vm/drop_caches`` only when asked, as it slows every other job on the host) and warm, in MB/s
+  (1 MB = 1e6 bytes); the page-cache residency measured with ``mincore(2)`` before each read shows whether
+  the eviction worked.
 """
 
 from __future__ import annotations
@@ -22,6 +23,25 @@ from pathlib import Path
 
 from accelbench.train.augment import epoch_plan, scaled_pad
 from accelbench.train.datasets import DecodeDataset, Encoded, make_loader
+
+# Ways to make a read cold, by every accepted spelling -> the method recorded as ``cold_method``.
+EVICT_METHODS = {"fadvise": "fadvise", "drop-caches": "drop_caches", "drop_caches": "drop_caches",
+                 "auto": "fadvise"}
+# Spellings kept so old commands run, with what to say about them.
+DEPRECATED_EVICT = {"auto": "it now means fadvise (evict only the files read); use --evict drop-caches to drop "
+                            "the whole page cache"}
+
+
+def evict_method(name: str) -> str:
+    """The eviction method of ``name`` (``fadvise`` or ``drop_caches``).
+
+    Raises:
+        ValueError: ``name`` is not a key of :data:`EVICT_METHODS`.
+    """
+    try:
+        return EVICT_METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown eviction method {name!r}: use {', '.join(EVICT_METHODS)}") from None
 
 
 def loader_throughput(enc: Encoded, image_size: int | None, batch_size: int, workers: int, pin: bool,
@@ -125,21 +145,23 @@ def resident_fraction(paths: list[Path]) -> float | None:
         return None
 
 
-def drop_cache(paths: list[Path], method: str = "auto") -> str:
-    """Evict ``paths`` from the page cache; returns the method used (``drop_caches`` or ``fadvise``).
+def drop_cache(paths: list[Path], method: str = "fadvise") -> str:
+    """Evict ``paths`` from the page cache; returns the method used (``fadvise`` or ``drop_caches``).
 
-    ``auto`` tries ``/proc/sys/vm/drop_caches`` (root, writable /proc) and falls back to
-    ``posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)`` per file (evicts clean pages, no privilege).
+    ``fadvise`` (default; ``auto``, deprecated, is the same): ``posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)``
+    per file, which evicts its clean pages and nothing else, with no privilege (posix_fadvise(2)).
+    ``drop_caches`` (or ``drop-caches``): ``sync`` then ``1`` into ``/proc/sys/vm/drop_caches``, which empties
+    the page cache of the whole host (every other job then reads from storage again; proc(5)).
+
+    Raises:
+        OSError: ``drop_caches`` without permission to write ``/proc/sys/vm/drop_caches`` (root, writable /proc).
+        ValueError: an unknown method.
     """
-    if method in ("auto", "drop_caches"):
-        try:
-            os.sync()
-            with open("/proc/sys/vm/drop_caches", "w") as fh:
-                fh.write("1\n")
-            return "drop_caches"
-        except OSError:
-            if method == "drop_caches":
-                raise
+    if evict_method(method) == "drop_caches":
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("1\n")
+        return "drop_caches"
     for p in paths:
         fd = os.open(p, os.O_RDONLY)
         try:
@@ -163,10 +185,11 @@ def read_files(paths: list[Path], chunk_bytes: int = 1 << 20) -> tuple[int, floa
     return n, time.perf_counter() - t0
 
 
-def storage_read(paths: list[Path], repeats: int = 3, method: str = "auto", min_warm_s: float = 0.2) -> list[dict]:
+def storage_read(paths: list[Path], repeats: int = 3, method: str = "fadvise", min_warm_s: float = 0.2) -> list[dict]:
     """Cold and warm read throughput of ``paths``.
 
-    Cold: ``repeats`` times (evict, read); warm: reads right after, repeated until ``min_warm_s``.
+    Cold: ``repeats`` times (evict with :func:`drop_cache` ``method``, read); warm: reads right after, repeated
+    until ``min_warm_s``.
     Returns:
         Two records (``cache_state`` ``cold`` / ``warm``) with ``read_bytes`` (per pass), ``read_s``
         (median pass), ``read_mb_per_s`` (bytes / 1e6 / read_s), ``passes``, ``read_mb_per_s_samples``,
