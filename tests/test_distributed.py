@@ -59,7 +59,9 @@ def test_scale_train_ddp_1_and_2_processes_with_a_crashed_rank(tmp_path):
     """One scaling study: DDP on 1 and 2 gloo processes; the second model raises on rank 1 (only exists at 2)."""
     db, png = tmp_path / "s.db", tmp_path / "s.png"
     p = cli("scale", "--gpus", "1,2", "--workload", "train", "--model", "cifar-resnet20,multi_helpers:crash_on_rank1",
-            "-b", "8", "-n", "32", "--db", str(db), "--plot", str(png), *FAST)
+            "-b", "8", "-n", "32", "--db", str(db), "--plot", str(png), *FAST, check=False)
+    assert p.returncode == 1, p.stdout + p.stderr  # the crashed case is an error row: exit 1 (errors.py)
+    assert "1 of 4 cases ended in error" in p.stderr and "Traceback" not in p.stdout + p.stderr
     assert "Efficiency" in p.stdout and png.stat().st_size > 0
     run = Store(db).run()
     assert run["kind"] == "scale" and run["spec"]["gpus"] == [1, 2] and run["spec"]["workload"] == "train"
@@ -137,8 +139,9 @@ def test_interconnect_collectives_on_gloo(tmp_path):
 @pytest.mark.slow
 def test_run_gpus2_crash_then_next_case_runs(tmp_path):
     db = tmp_path / "r.db"
-    cli("run", "--gpus", "2", "--model", "multi_helpers:crash_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
-        "--db", str(db), *FAST)
+    p = cli("run", "--gpus", "2", "--model", "multi_helpers:crash_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
+            "--db", str(db), *FAST, check=False)
+    assert p.returncode == 1, p.stdout + p.stderr  # one case ended in error: exit 1 (errors.py)
     by = {r["model"]: r for r in rows(db) if r["aggregate"] == 1}
     assert by["multi_helpers:crash_on_rank1"]["error"] == "rank 1 failed: RuntimeError: injected failure on this rank"
     assert by["cifar-resnet20"]["status"] == "ok" and by["cifar-resnet20"]["world_size"] == 2
@@ -150,8 +153,10 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
 
     db = tmp_path / "h.db"
     before = {p.pid for p in psutil.process_iter()}
-    cli("run", "--gpus", "2", "--model", "multi_helpers:hang_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
-        "--timeout-s", "10", "--db", str(db), *FAST)
+    p = cli("run", "--gpus", "2", "--model", "multi_helpers:hang_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
+            "--timeout-s", "10", "--db", str(db), *FAST, check=False)
+    assert p.returncode == 1, p.stdout + p.stderr  # the timed-out case is an error row: exit 1 (errors.py)
+    assert "Traceback" not in p.stdout + p.stderr and "SignalException" not in p.stdout + p.stderr
     by = {r["model"]: r for r in rows(db) if r["aggregate"] == 1}
     assert by["multi_helpers:hang_on_rank1"]["status"] == "error"
     assert "timeout" in by["multi_helpers:hang_on_rank1"]["error"] and "10 s" in by["multi_helpers:hang_on_rank1"]["error"]

@@ -179,7 +179,7 @@ def run(
 
             opts = options(spec, gpus or 1, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                            global_batch=global_batch, timeout_s=timeout_s)
-            return run_data_parallel(spec, db, json_path, opts)
+            return run_data_parallel(spec, db, json_path, opts, resume=resume)
         store = Store(db)
     except AccelbenchError as exc:
         fail(str(exc))

@@ -1,6 +1,9 @@
-"""Multi-GPU commands: ``scale``, ``interconnect``, ``concurrent``, and ``--gpus N`` for ``run``.
+"""Multi-GPU commands: ``scale``, ``interconnect``, ``concurrent``, and ``--gpus N`` for ``run`` and ``train``.
 
-Each command only parses flags and calls :mod:`accelbench.distributed`.
+Each command only parses flags and calls :mod:`accelbench.distributed`. They follow the exit-code contract of
+every command (:mod:`accelbench.errors`): the sweeps end through :func:`accelbench.cli.finish` (0 every case
+ran, 1 a case ended in ``error``, 130 interrupted and resumable with ``--resume``); bad input is one line and
+exit 2 before any run exists.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from typing import Any, Optional
 
 import typer
 
-from accelbench.cli import DB_OPTION, app, console, err_console, fail, styled
-from accelbench.errors import AccelbenchError
+from accelbench.cli import DB_OPTION, app, console, err_console, fail, finish, styled
+from accelbench.errors import EXIT_CASE_ERRORS, EXIT_INTERRUPTED, AccelbenchError
 
 # Options shared by the commands below (typer reads these objects per command).
 MODEL = typer.Option(None, "--model", "-m", help="Model(s), comma-separated (see accelbench models).")
@@ -34,6 +37,7 @@ NODE_RANK = typer.Option(0, "--node-rank", help="This node's index (torchrun --n
 RDZV = typer.Option(None, "--rdzv-endpoint", help="host:port of the rendezvous (torchrun --rdzv-endpoint).")
 TIMEOUT = typer.Option(900.0, "--timeout-s", help="Seconds a case may run before its ranks are stopped.")
 JSON = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON.")
+RESUME = typer.Option(False, "--resume", help="Continue the newest unfinished run of the same settings (its missing cases only).")
 
 
 def dist_device(spec_device: str | None) -> str:
@@ -79,7 +83,8 @@ _SPEC_KEYS = ("models", "batch_sizes", "precisions", "modes", "channels_last", "
 _STEP_KEYS = ("optimizer", "lr", "momentum", "weight_decay")
 
 
-def train_data_parallel(layers: list[dict], extra: dict, db: Path, json_path: Optional[Path], gpus: int, launch: dict) -> None:
+def train_data_parallel(layers: list[dict], extra: dict, db: Path, json_path: Optional[Path], gpus: int, launch: dict,
+                        resume: bool = False) -> None:
     """``accelbench train --gpus N``: the step-throughput sweep's flags as a DDP sweep (issue 4's defaults)."""
     import torch
 
@@ -94,15 +99,21 @@ def train_data_parallel(layers: list[dict], extra: dict, db: Path, json_path: Op
     base = {k: v for k, v in (TRAIN_GPU_DEFAULTS if cuda else TRAIN_CPU_DEFAULTS).items() if k in _SPEC_KEYS}
     spec = build_spec({**base, "data": "cifar10-train-5k"}, {k: v for k, v in merged.items() if k in _SPEC_KEYS},
                       {"extra": {k: merged[k] for k in _STEP_KEYS if k in merged}}, cuda=cuda)
-    run_data_parallel(spec, db, json_path, options(spec, gpus, **launch), workload="train")
+    run_data_parallel(spec, db, json_path, options(spec, gpus, **launch), workload="train", resume=resume)
 
 
-def run_data_parallel(spec, db: Path, json_path: Optional[Path], opts, workload: str = "inference") -> None:
-    """``accelbench run --gpus N`` (and a run started by a user's torchrun/srun): store and print the rows."""
+def run_data_parallel(spec, db: Path, json_path: Optional[Path], opts, workload: str = "inference",
+                      resume: bool = False) -> None:
+    """``accelbench run --gpus N`` / ``train --gpus N`` (and a run started by a user's torchrun/srun): run, print, exit.
+
+    Args:
+        resume: continue the newest unfinished run of the same sweep (not for a rank of a user's job).
+    Raises:
+        typer.Exit: from :func:`accelbench.cli.finish` (0, 1 or 130); nothing on ranks other than 0 of a user's job.
+        AccelbenchError: bad input, a store that cannot be used, a run being resumed elsewhere (the caller exits 2).
+    """
     from accelbench.distributed.ranks import rank_info
-    from accelbench.distributed.runner import run_distributed, run_here
-    from accelbench.report.scaling import scale_table
-    from accelbench.runner import write_json
+    from accelbench.distributed.runner import DistOutcome, run_distributed, run_here
     from accelbench.store import Store
 
     info = rank_info()
@@ -111,26 +122,45 @@ def run_data_parallel(spec, db: Path, json_path: Optional[Path], opts, workload:
         if info.rank != 0:
             return
         store = Store(db)
+        out = DistOutcome(run_id=run_id, rows=_aggregates(store, run_id))
     else:
         store = Store(db)
         console.print(f"accelbench {workload} on {opts.world_size} ranks ({opts.gpus} per node x {opts.nnodes} nodes), db {db}")
-        out = run_distributed(spec, store, opts, workload)
-        run_id = out.run_id
-    rows = [r for r in store.cases(run_id).to_dict("records") if r.get("aggregate") == 1]
-    if not rows and opts.nnodes > 1:
-        console.print(f"global rank 0 ran on another node: the results are in that node's store (run {run_id} here is empty)")
+        out = run_distributed(spec, store, opts, workload, resume=resume)
+    rows = _aggregates(store, out.run_id)
+    if not rows and opts.nnodes > 1 and not out.interrupted:
+        console.print(f"global rank 0 ran on another node: the results are in that node's store (run {out.run_id} here is empty)")
         return
-    console.print(scale_table(rows, title=f"Run {run_id}: data-parallel {workload}"))
+    _print_sweep(rows, f"Run {out.run_id}: data-parallel {workload}", workload)
+    if out.skipped_done:
+        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
+    finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=[r["status"] for r in out.rows])
+
+
+def _aggregates(store, run_id: int) -> list[dict[str, Any]]:
+    return [r for r in store.cases(run_id).to_dict("records") if r.get("aggregate") == 1]
+
+
+def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
+    """The scaling table, the training settings, and one note per case that did not run (why, on how many ranks)."""
+    from accelbench.report.scaling import scale_table
+    from accelbench.report.table import case_notes
+
+    if not rows:
+        console.print("no cases ran")
+        return
+    console.print(scale_table(rows, title=title))
     ok = [r for r in rows if r.get("status") == "ok"]
     if workload == "train" and ok:
         console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
                       "all-reduce against the same step under no_sync()")
-    if rows and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
+    if ok and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
         console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")
-    if json_path:
-        write_json(json_path, store, run_id)
-        console.print(f"wrote {json_path}")
-    console.print(f"stored run {run_id} in {store.path}")
+    for r in rows:
+        for label, text in case_notes([r]):
+            style = "yellow" if label in ("unsupported:", "skipped:", "flagged:") else "red"
+            where = f" on {int(r['world_size'])} ranks" if r.get("world_size") == r.get("world_size") else ""
+            (err_console if label == "error:" else console).print(styled(label, style, f" {text}{where}"))
 
 
 @app.command()
@@ -143,11 +173,11 @@ def scale(
     min_time_s: Optional[float] = MIN_T, global_batch: bool = GLOBAL, timeout_s: float = TIMEOUT,
     config: Optional[Path] = CONFIG, db: Path = DB_OPTION, json_path: Optional[Path] = JSON,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Save throughput vs GPUs as an image (needs matplotlib)."),
+    resume: bool = RESUME,
 ) -> None:
     """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting."""
     from accelbench.distributed.study import run_scale
-    from accelbench.report.scaling import plot_scaling, scale_table
-    from accelbench.runner import write_json
+    from accelbench.report.scaling import plot_scaling
     from accelbench.spec import parse_list
     from accelbench.store import Store
 
@@ -157,19 +187,16 @@ def scale(
                             warmup_batches, min_timed_batches, min_time_s), config)
         opts = options(spec, global_batch=global_batch, timeout_s=timeout_s)
         store = Store(db)
-        out = run_scale(spec, store, opts, counts, workload)
+        out = run_scale(spec, store, opts, counts, workload, resume=resume)
     except AccelbenchError as exc:
         fail(str(exc))
-    console.print(scale_table(out.rows, title=f"Run {out.run_id}: scaling study ({workload})"))
-    if plot:
+    _print_sweep(out.rows, f"Run {out.run_id}: scaling study ({workload})", workload)
+    if out.skipped_done:
+        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
+    if plot and out.rows:
         plot_scaling(out.rows, str(plot))
         console.print(f"wrote {plot}")
-    if json_path:
-        write_json(json_path, store, out.run_id)
-        console.print(f"wrote {json_path}")
-    console.print(f"stored run {out.run_id} in {store.path}")
-    if out.interrupted:
-        raise typer.Exit(130)
+    finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=out.statuses)
 
 
 @app.command()
@@ -206,6 +233,10 @@ def interconnect(
         run_id, rows = run_interconnect(spec, opts, store)
     except (AccelbenchError, ValueError) as exc:
         fail(str(exc))
+    status = store.run(run_id)["status"]
+    if status == "interrupted":  # one launch, nothing to resume: rank 0 stores its rows at the end
+        err_console.print(f"interrupted: run {run_id} stopped before the ranks stored their rows; run it again")
+        raise typer.Exit(EXIT_INTERRUPTED)
     console.print(collective_table(rows, title=f"Run {run_id}: collectives over {opts.world_size} ranks"))
     table = p2p_table(rows)
     if table is not None:
@@ -216,6 +247,7 @@ def interconnect(
     if json_path:
         write_json(json_path, store, run_id)
     console.print(f"stored run {run_id} in {store.path}")
+    raise typer.Exit(EXIT_CASE_ERRORS if status == "failed" else 0)
 
 
 @app.command()
@@ -227,7 +259,7 @@ def concurrent(
     modes: Optional[str] = MODES, channels_last: Optional[bool] = CL, images: Optional[int] = IMAGES,
     data: Optional[str] = DATA, image_size: Optional[int] = SIZE, device: Optional[str] = DEVICE,
     warmup_batches: Optional[int] = WARM, min_timed_batches: Optional[int] = MIN_B, min_time_s: Optional[float] = MIN_T,
-    timeout_s: float = TIMEOUT, config: Optional[Path] = CONFIG, db: Path = DB_OPTION,
+    timeout_s: float = TIMEOUT, config: Optional[Path] = CONFIG, db: Path = DB_OPTION, resume: bool = RESUME,
 ) -> None:
     """Concurrent jobs: K jobs at once on disjoint GPU sets vs one after another (total time compared)."""
     from accelbench.distributed.study import ConcurrentJob, run_concurrent
@@ -240,7 +272,7 @@ def concurrent(
                       warmup_batches, min_timed_batches, min_time_s)
         jobs = [ConcurrentJob(spec=build({**base, "models": m}, config), workload=workload, gpus=gpus_per_job) for m in names]
         store = Store(db)
-        out = run_concurrent(jobs, store, options(jobs[0].spec, timeout_s=timeout_s), sequential_gpus)
+        out = run_concurrent(jobs, store, options(jobs[0].spec, timeout_s=timeout_s), sequential_gpus, resume=resume)
     except AccelbenchError as exc:
         fail(str(exc))
     console.print(concurrent_table(out.rows, title=f"Run {out.run_id}: {len(jobs)} jobs, concurrent vs sequential"))
@@ -254,6 +286,6 @@ def concurrent(
         work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") == c.get("work_speedup") else ""
         console.print(f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
                       + (f" (timed windows overlapped {100 * over:.0f}%)" if over == over and over is not None else ""))
-    console.print(f"stored run {out.run_id} in {store.path}")
-    if out.interrupted:
-        raise typer.Exit(130)
+    if out.skipped_done:
+        console.print(f"resumed run {out.run_id}: {out.skipped_done} phases were already done")
+    finish(store, out.run_id, interrupted=out.interrupted, statuses=out.statuses)

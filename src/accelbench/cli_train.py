@@ -100,7 +100,7 @@ def train(
                 fail("--gpus applies to the step-throughput sweep (no --epochs)")
             return train_data_parallel(layers, {"images": images, "lr": lr}, db, json_path, gpus or 1,
                                        dict(nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                                            global_batch=global_batch, timeout_s=timeout_s))
+                                            global_batch=global_batch, timeout_s=timeout_s), resume)
         if converge:
             layers.append({"epochs": epochs, "train_images": images, "lr": lr})
             _converge(layers, db, json_path, resume, plot)

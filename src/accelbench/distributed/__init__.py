@@ -4,12 +4,13 @@
 | --- | --- |
 | ``ranks`` | rank detection (torchrun / Slurm environment), child environments (NVLS off) |
 | ``job`` | the job file a launcher hands its ranks, progress and error files |
-| ``launch`` | starts ``python -m torch.distributed.run`` and watches it (timeouts, kills) |
+| ``launch`` | starts ``python -m torch.distributed.run`` and watches it (timeouts, kills, Ctrl-C) |
+| ``tether`` | starts torchrun tied to accelbench's life (it gets SIGTERM when accelbench dies) |
 | ``worker`` | the rank entry point: measure, gather to rank 0, rank 0 stores |
 | ``context`` | process group set-up, barriers, the barrier-aligned timed window |
 | ``infer`` / ``ddp`` | data-parallel inference / DistributedDataParallel training on one rank |
 | ``collectives`` / ``interconnect`` | NCCL/gloo collectives, GPU pair copies, link topology |
-| ``runner`` | ``run_distributed`` (``--gpus N``), ``run_here`` (launched by a user's torchrun) |
+| ``runner`` | ``run_distributed`` (``--gpus N``, ``--resume``), ``run_here`` (launched by a user's torchrun) |
 | ``study`` | ``run_scale`` (scaling study), ``run_concurrent`` (K jobs on disjoint GPU sets) |
 | ``maths`` / ``results`` | pure maths: aggregate rows, speed-up, scaling efficiency, bus bandwidth |
 

@@ -78,12 +78,21 @@ def run_ranks(ctx: RankContext, job: Job, store, run_id: int | None, echo=print)
 
 
 def run_interconnect(spec: InterconnectSpec, opts: DistOptions, store, echo: bool = True) -> tuple[int, list[dict]]:
-    """Launch the interconnect measurement; returns ``(run_id, rows)``. A failure is stored as an error row."""
+    """Launch the interconnect measurement; returns ``(run_id, rows)``.
+
+    The run ends ``complete``, ``failed`` (a rank failed or timed out: an error row says why) or
+    ``interrupted`` (Ctrl-C or SIGTERM: every rank stopped, the rows measured so far are lost with them,
+    as rank 0 stores them at the end).
+    """
     from accelbench.distributed.launch import failure, launch
     from accelbench.distributed.runner import begin
 
     run_id = begin(store, KIND, {"interconnect": spec.to_dict(), "distributed": opts.to_dict()}, opts)
-    res = launch(Job(workload=KIND, spec=spec.to_dict(), db=store.path, run_id=run_id), opts, echo=echo)
+    try:
+        res = launch(Job(workload=KIND, spec=spec.to_dict(), db=store.path, run_id=run_id), opts, echo=echo)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted")
+        return run_id, store.cases(run_id).to_dict("records")
     if not res.ok:
         status, reason = failure(res)
         add_row(store, run_id, {"case_key": f"interconnect|{res.current}|n={opts.world_size}", "workload": "collective",

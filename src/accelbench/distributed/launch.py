@@ -6,11 +6,25 @@ case runs past ``timeout_s`` (or nothing starts within ``startup_timeout_s``): S
 every process it started (torchrun starts ranks in their own sessions, so they are found through
 ``psutil`` by parent pid), SIGKILL after a grace period. A rank that raises makes torchrun stop the
 others itself (``--max-restarts 0``).
+
+Process groups (the choice, and why): torchrun runs in a **session of its own**, so the SIGINT a
+terminal's Ctrl-C sends to the foreground process group reaches accelbench only. accelbench then stops
+torchrun and the ranks itself, in order: it mutes the echo of their output first, then signals them, so
+torchrun's ``SignalException`` traceback and the ranks' tracebacks never reach the user, and the run
+ends with the one "interrupted ... rerun with --resume" line. Left in accelbench's group, torchrun would
+get the same SIGINT at the same moment and print its traceback before accelbench could mute it (a
+race). The cost of the own session is that a SIGKILL of accelbench's process group no longer reaches
+torchrun; :mod:`accelbench.distributed.tether` ties torchrun to accelbench's life instead (Linux
+parent-death signal: SIGTERM, on which torchrun stops its ranks), so ``kill -9`` still stops everything.
+The echo is also muted once a rank reports a failure (its one-line reason becomes the error row), so a
+crashed rank's traceback and torchrun's ``ChildFailedError`` report stay out of the output
+(``ACCELBENCH_TRACEBACK=1`` shows them).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -25,7 +39,6 @@ from accelbench.distributed.job import DistOptions, Job, read_errors, read_progr
 from accelbench.distributed.ranks import child_env
 
 GRACE_S = 10.0
-_LIVE: set = set()  # torchrun invocations of this process still running (killed on SIGTERM)
 
 
 def torchrun_argv(opts: DistOptions, job_path: str, python: str | None = None) -> list[str]:
@@ -90,6 +103,8 @@ class Torchrun:
         self._t0 = 0.0
         self._reader: threading.Thread | None = None
         self._timed_out = False
+        self._stopping = threading.Event()  # set before any signal is sent: mutes the echo
+        self._rank_failed = False
 
     def start(self) -> "Torchrun":
         path = str(Path(self.workdir) / "job.json")
@@ -99,9 +114,11 @@ class Torchrun:
             extra["OMP_NUM_THREADS"] = "1"  # one thread per CPU rank, also for 1 rank (torchrun: only for > 1)
         env = child_env(visible_devices=self.visible, extra=extra)
         self._t0 = time.monotonic()
-        self.proc = subprocess.Popen(torchrun_argv(self.opts, path), env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors="replace")
-        _LIVE.add(self)
+        # Own session: a terminal's Ctrl-C reaches accelbench only, which stops torchrun itself (module
+        # docstring); the tether stops torchrun when accelbench dies without a chance to do so.
+        argv = [sys.executable, "-m", "accelbench.distributed.tether", str(os.getpid()), *torchrun_argv(self.opts, path)]
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
         self._reader = threading.Thread(target=self._pump, daemon=True)
         self._reader.start()
         return self
@@ -109,9 +126,21 @@ class Torchrun:
     def _pump(self) -> None:
         for line in self.proc.stdout:
             self.tail.append(line.rstrip("\n"))
-            if self.echo:
+            if self.echo and not self._muted():
                 sys.stdout.write(self.prefix + line)
                 sys.stdout.flush()
+
+    def _muted(self) -> bool:
+        """True once stopping started or a rank reported a failure: what follows is shutdown noise (tracebacks).
+
+        A rank writes its error file before it re-raises, so every line of its traceback is read after
+        the file exists: the check cannot miss it.
+        """
+        if self._stopping.is_set():
+            return True
+        if not self._rank_failed and not os.environ.get("ACCELBENCH_TRACEBACK"):
+            self._rank_failed = any(Path(self.workdir).glob("error-rank*.json"))
+        return self._rank_failed
 
     def _deadline_passed(self) -> bool:
         events = read_progress(self.workdir)
@@ -133,7 +162,6 @@ class Torchrun:
             code = self.proc.wait()
         if code is None:
             return None
-        _LIVE.discard(self)
         self._reader.join(timeout=5)
         return self._result(code)
 
@@ -148,9 +176,16 @@ class Torchrun:
                             timeout_s=self.opts.timeout_s if current else self.opts.startup_timeout_s)
 
     def kill(self) -> None:
-        """Stop torchrun and every process it started: SIGTERM, then SIGKILL after ``GRACE_S``."""
+        """Stop torchrun and every process it started: SIGTERM, then SIGKILL after ``GRACE_S``.
+
+        The echo of their output is muted first: torchrun answers SIGTERM with a ``SignalException``
+        traceback, which is not news to anyone who asked it to stop.
+        """
         import psutil
 
+        self._stopping.set()
+        if self.proc is None:
+            return
         try:
             procs = [psutil.Process(self.proc.pid)] + psutil.Process(self.proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
@@ -184,23 +219,60 @@ def _fields(job: Job) -> dict:
     return {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
 
 
-def _on_sigterm(signum, frame) -> None:
-    for run in list(_LIVE):
-        run.kill()
+def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, prefix: str = "",
-           echo: bool = True, poll_s: float = 0.2) -> LaunchResult:
-    """Run ``job`` under torchrun and wait for it (Ctrl-C or SIGTERM stops every rank, then re-raises)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    run = Torchrun(job, opts, visible_devices, prefix, echo).start()
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """In the main thread, SIGTERM raises KeyboardInterrupt (as Ctrl-C) inside the block; the old handler
+    comes back after. ``timeout``, ``kill`` and batch schedulers send SIGTERM; this makes a library caller
+    (a notebook, not only ``accelbench.cli.main``) stop the ranks and keep the finished cases too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        while (res := run.poll()) is None:
-            time.sleep(poll_s)
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def shielded():
+    """In the main thread, a second Ctrl-C or SIGTERM inside the block is ignored: stopping the ranks
+    (up to ``2 * GRACE_S``) must not be cut short and leave them running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, prefix: str = "",
+           echo: bool = True, poll_s: float = 0.2, stop: threading.Event | None = None) -> LaunchResult:
+    """Run ``job`` under torchrun and wait for it.
+
+    Args:
+        stop: set by another thread to stop this job (a launch in a worker thread gets no signals).
+    Raises:
+        KeyboardInterrupt: Ctrl-C, SIGTERM (main thread) or ``stop``; every rank is stopped first.
+    """
+    run = Torchrun(job, opts, visible_devices, prefix, echo)
+    try:
+        with sigterm_as_interrupt():
+            run.start()
+            while (res := run.poll()) is None:
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt
+                time.sleep(poll_s)
     except KeyboardInterrupt:
-        run.kill()
+        with shielded():
+            run.kill()
         raise
     return res
 

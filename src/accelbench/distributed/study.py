@@ -22,41 +22,63 @@ from typing import Any
 from accelbench.distributed.results import add_row
 from accelbench.distributed.job import DistOptions
 from accelbench.distributed.maths import overlap_fraction
-from accelbench.distributed.runner import KINDS, begin, device_kind, run_distributed, spec_doc
+from accelbench.distributed.runner import KINDS, device_kind, open_run, preflight, run_distributed, spec_doc
 from accelbench.errors import ConfigError
 from accelbench.spec import SweepSpec
 
 
 @dataclass
 class StudyOutcome:
-    """The run id and its rows (aggregate rows of a scaling study; merged and summary rows of a concurrent one)."""
+    """What a study returns.
+
+    Attributes:
+        run_id: the study's run.
+        rows: the run's rows for its table (aggregate rows of a scaling study, every process count; merged
+            and summary rows of a concurrent one).
+        statuses: the ``status`` of each case row this call stored (what the exit code is made of).
+        interrupted: Ctrl-C or SIGTERM stopped it (finished cases are stored).
+        skipped_done: cases (or phases) already stored by the run this call resumed.
+    """
 
     run_id: int
     rows: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
     interrupted: bool = False
+    skipped_done: int = 0
 
 
 def run_scale(spec: SweepSpec, store, opts: DistOptions, counts: list[int], workload: str = "inference",
-              echo: bool = True) -> StudyOutcome:
+              echo: bool = True, resume: bool = False) -> StudyOutcome:
     """Run ``spec`` on each process count in ``counts`` (ascending) in one run of kind ``scale``.
 
+    Args:
+        resume: continue the newest unfinished ``scale`` run of the same spec and counts: process counts
+            whose cases all have aggregate rows are passed over, the first with missing cases goes on.
     Raises:
         ConfigError: empty counts, a count < 1, or more GPUs than visible.
+        UnknownModelError / DataError: a model or data source that cannot be used (before any run exists).
+        RunBusyError: ``resume`` found the run being run by another live process.
     """
     counts = sorted(set(counts))
     if not counts or counts[0] < 1:
         raise ConfigError("gpus", counts, "process counts >= 1, e.g. 1,2,4")
     top = dataclasses.replace(opts, gpus=counts[-1])
     device_kind(top)
-    run_id = begin(store, "scale", {**spec_doc(spec, top, workload), "gpus": counts}, top)
-    out = StudyOutcome(run_id=run_id)
-    for n in counts:
-        res = run_distributed(spec, store, dataclasses.replace(opts, gpus=n), workload, run_id=run_id, echo=echo, finish=False)
-        if res.interrupted:
-            out.interrupted = True
-            break
+    preflight(spec)
+    run_id = open_run(store, "scale", {**spec_doc(spec, top, workload), "gpus": counts}, top, resume=resume)
+    out, before = StudyOutcome(run_id=run_id), store.done_keys(run_id)
+    try:  # a signal between two process counts lands here, not inside run_distributed
+        for n in counts:
+            res = run_distributed(spec, store, dataclasses.replace(opts, gpus=n), workload, run_id=run_id, echo=echo,
+                                  finish=False)
+            out.skipped_done += res.skipped_done
+            if res.interrupted:
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        out.interrupted = True
     store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
     out.rows = aggregate_rows(store, run_id)
+    out.statuses = [r["status"] for r in out.rows if r["case_key"] not in before]
     return out
 
 
@@ -84,80 +106,126 @@ def gpu_sets(counts: list[int]) -> list[str]:
     return out
 
 
+SCHEDULES = ("concurrent", "sequential")
+
+
 def _run_job(job: ConcurrentJob, k: int, schedule: str, gpus: int, visible: str | None, tmp: str,
-             opts: DistOptions, echo: bool) -> dict[str, Any]:
+             opts: DistOptions, echo: bool, stop: threading.Event | None = None) -> dict[str, Any]:
     from accelbench.store import Store
 
     db = str(Path(tmp) / f"job{k}-{schedule}.db")
     t0 = time.monotonic()
     with Store(db) as st:
         out = run_distributed(job.spec, st, dataclasses.replace(opts, gpus=gpus), job.workload,
-                              visible_devices=visible, echo=echo, prefix=f"[job {k} {schedule}] ")
-    return {"db": db, "run_id": out.run_id, "wall_s": time.monotonic() - t0}
+                              visible_devices=visible, echo=echo, prefix=f"[job {k} {schedule}] ", stop=stop)
+    return {"db": db, "run_id": out.run_id, "wall_s": time.monotonic() - t0, "interrupted": out.interrupted}
 
 
 def run_concurrent(jobs: list[ConcurrentJob], store, opts: DistOptions, sequential_gpus: int | None = None,
-                   echo: bool = True) -> StudyOutcome:
+                   echo: bool = True, resume: bool = False) -> StudyOutcome:
     """Run ``jobs`` at once on disjoint GPU sets, then one after another; store both and the comparison.
 
     Each phase's rows and its summary row are stored as soon as the phase ends, so a study stopped in
-    the sequential phase keeps the concurrent one.
+    the sequential phase keeps the concurrent one; a phase stopped half-way is dropped (its jobs ran at
+    the same time, so half a phase measures nothing) and ``resume`` runs it again.
 
     Args:
         sequential_gpus: GPUs each job gets when run alone (default: its own count; give the total to ask
             "one job on all GPUs at a time, or one job per GPU set at once?").
+        resume: continue the newest unfinished ``concurrent`` run of the same jobs, from its first phase
+            without a summary row.
     Raises:
         ConfigError: fewer than 2 jobs, or more GPUs than visible.
+        UnknownModelError / DataError: a model or data source that cannot be used (before any run exists).
+        RunBusyError: ``resume`` found the run being run by another live process.
     """
+    from accelbench.distributed.launch import sigterm_as_interrupt
+
     if len(jobs) < 2:
         raise ConfigError("jobs", len(jobs), "two or more jobs")
     total = sum(j.gpus for j in jobs)
     cuda = device_kind(dataclasses.replace(opts, gpus=max(total, sequential_gpus or 1))) == "cuda"
+    for job in jobs:
+        preflight(job.spec)
     doc = {"jobs": [{**spec_doc(j.spec, opts, j.workload), "gpus": j.gpus} for j in jobs], "sequential_gpus": sequential_gpus}
-    run_id = begin(store, "concurrent", doc, dataclasses.replace(opts, gpus=total), cuda)
-    if threading.current_thread() is threading.main_thread():
-        import signal
-
-        from accelbench.distributed.launch import _on_sigterm
-
-        signal.signal(signal.SIGTERM, _on_sigterm)  # stop every job's ranks if we are stopped
-    tmp, out, summary = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id), {}
-    try:
-        for schedule in ("concurrent", "sequential"):
-            found, wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo)
-            per_job = {k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()}
-            summary[schedule] = summary_row(schedule, jobs, per_job, wall)
-            add_row(store, run_id, summary[schedule])
-    except KeyboardInterrupt:
-        out.interrupted = True
-    if len(summary) == 2:
+    run_id = open_run(store, "concurrent", doc, dataclasses.replace(opts, gpus=total), cuda, resume)
+    tmp, out = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id)
+    summary = _stored_summaries(store, run_id)
+    out.skipped_done = len(summary)
+    with sigterm_as_interrupt():  # stop every job's ranks if we are stopped
+        try:
+            for schedule in (s for s in SCHEDULES if s not in summary):
+                _drop_phase(store, run_id, schedule)
+                found, wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo)
+                per_job = {k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()}
+                out.statuses += [r["status"] for rows in per_job.values() for r in rows]
+                summary[schedule] = summary_row(schedule, jobs, per_job, wall)
+                add_row(store, run_id, summary[schedule])
+        except KeyboardInterrupt:
+            out.interrupted = True
+    if len(summary) == 2 and "summary|comparison" not in store.done_keys(run_id):
         add_row(store, run_id, comparison_row(summary["concurrent"], summary["sequential"]))
     store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
     out.rows = store.cases(run_id).to_dict("records")
     return out
 
 
+def _stored_summaries(store, run_id: int) -> dict[str, dict[str, Any]]:
+    """The summary rows of the phases a resumed run finished, by schedule (empty values dropped)."""
+    rows = store.cases(run_id, workload="concurrent-summary").to_dict("records")
+    return {r["schedule"]: {k: v for k, v in r.items() if v == v and v is not None}
+            for r in rows if r.get("schedule") in SCHEDULES}
+
+
+def _drop_phase(store, run_id: int, schedule: str) -> None:
+    """Remove rows merged by a phase that was stopped before its summary row (it runs again, whole)."""
+    store.delete_cases(run_id, [k for k in store.done_keys(run_id) if k.startswith("job") and k.split("|")[1] == schedule])
+
+
 def _phase(schedule: str, jobs: list[ConcurrentJob], cuda: bool, sequential_gpus: int | None, tmp: str,
            opts: DistOptions, echo: bool) -> tuple[dict[int, dict], float]:
-    """Run every job (at once on disjoint sets, or one after another); ``({job: store info}, wall s)``."""
+    """Run every job (at once on disjoint sets, or one after another); ``({job: store info}, wall s)``.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM; every job's ranks are stopped first.
+    """
     found: dict[int, dict] = {}
     t0 = time.monotonic()
     if schedule == "concurrent":
-        sets = gpu_sets([j.gpus for j in jobs]) if cuda else [None] * len(jobs)
-
-        def worker(k: int, job: ConcurrentJob) -> None:
-            found[k] = _run_job(job, k, schedule, job.gpus, sets[k], tmp, opts, echo)
-
-        threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _at_once(jobs, cuda, tmp, opts, echo, found)
     else:
         for k, job in enumerate(jobs):
             g = sequential_gpus or job.gpus
             found[k] = _run_job(job, k, schedule, g, gpu_sets([g])[0] if cuda else None, tmp, opts, echo)
+            if found[k]["interrupted"]:
+                raise KeyboardInterrupt
     return found, time.monotonic() - t0
+
+
+def _at_once(jobs: list[ConcurrentJob], cuda: bool, tmp: str, opts: DistOptions, echo: bool, found: dict) -> None:
+    """Run the jobs in threads, one torchrun each; a signal (main thread only) stops them all through ``stop``."""
+    from accelbench.distributed.launch import shielded
+
+    sets = gpu_sets([j.gpus for j in jobs]) if cuda else [None] * len(jobs)
+    stop = threading.Event()
+
+    def worker(k: int, job: ConcurrentJob) -> None:
+        found[k] = _run_job(job, k, "concurrent", job.gpus, sets[k], tmp, opts, echo, stop)
+
+    threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:
+        stop.set()
+        with shielded():  # each thread stops its own job's ranks; wait for all of them
+            for t in threads:
+                t.join()
+        raise
+    if any(v["interrupted"] for v in found.values()):
+        raise KeyboardInterrupt
 
 
 def comparison_row(conc: dict[str, Any], seq: dict[str, Any]) -> dict[str, Any]:

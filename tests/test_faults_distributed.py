@@ -1,0 +1,216 @@
+"""The fault suite for ``--gpus`` runs: the exit-code contract of single-process runs holds for distributed ones.
+
+Table rows (``fault_harness.Fault``) for faults found before anything runs and for a rank that crashes;
+real-process tests for signals: SIGINT to the process group (a terminal's Ctrl-C), SIGTERM to accelbench,
+SIGKILL of its process group, then ``--resume`` (the same run, only the missing cases, one lease).
+Each launch is real torchrun + gloo on CPU processes (~10-20 s on a 2-core machine).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fault_harness import TESTS, Fault, cases, check, no_run, run_accelbench, runs
+
+pytestmark = pytest.mark.slow
+
+CASE = ["--device", "cpu", "--model", "cifar-resnet20", "--images", "8", "--min-timed-batches", "1"]
+TINY = [*CASE, "--batch-sizes", "2,4", "--db", "{db}"]
+# Each timed window lasts 2 s, so a signal sent when a case's row appears finds the next case running.
+WINDOW = ["--min-time-s", "2"]
+INTERRUPTED = "interrupted: 1 finished cases stored in run 1; rerun with --resume"
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+def _crash_row(db: Path, tmp: Path) -> None:
+    (agg,) = [r for r in cases(db) if r["aggregate"] == 1]
+    assert agg["status"] == "error" and agg["error"] == "rank 1 failed: RuntimeError: injected failure on this rank"
+    assert agg["world_size"] == 2
+    assert [r[2] for r in runs(db)] == ["complete"]
+
+
+def _failed_run(db: Path, tmp: Path) -> None:
+    assert [r[2] for r in runs(db)] == ["failed"]
+    assert [r["status"] for r in cases(db)] == ["error"]
+
+
+FAULTS = [
+    # typos are found by the launcher before a run exists: exit 2, one line, no ranks started
+    Fault("gpus-unknown-model", ["run", "--gpus", "2", *TINY, "--model", "nosuchmodel"], 2, "unknown model 'nosuchmodel'",
+          no_run, one_line=True),
+    Fault("gpus-missing-data", ["run", "--gpus", "2", *TINY, "--data", "/nonexistent"], 2, "data '/nonexistent' not found",
+          no_run, one_line=True),
+    Fault("train-gpus-unknown-model", ["train", "--gpus", "2", *TINY, "--model", "nosuchmodel"], 2, "unknown model",
+          no_run, one_line=True),
+    Fault("scale-unknown-model", ["scale", "--gpus", "1,2", *TINY, "--model", "nosuchmodel"], 2, "unknown model",
+          no_run, one_line=True),
+    Fault("concurrent-missing-data", ["concurrent", "--models", "cifar-resnet20,cifar-resnet20", "--device", "cpu",
+                                      "--data", "/nonexistent", "--db", "{db}"], 2, "data '/nonexistent' not found",
+          no_run, one_line=True),
+    # a rank that raises: its case is an error row naming the rank, the run completes, exit 1, no traceback shown
+    Fault("gpus-rank-crash", ["run", "--gpus", "2", *CASE, "--model", "multi_helpers:crash_on_rank1", "--batch-sizes", "2",
+                              "--db", "{db}"], 1, "1 of 1 cases ended in error", _crash_row, env=ONE_THREAD),
+    # interconnect: a run that fails (here a 50 ms timeout: the ranks' rendezvous or the first op runs past it) exits 1
+    Fault("interconnect-failed", ["interconnect", "--gpus", "2", "--device", "cpu", "--max-bytes", "64K",
+                                  "--timeout-s", "0.05", "--db", "{db}"], 1, "error:", _failed_run, env=ONE_THREAD),
+]
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=[f.id for f in FAULTS])
+def test_fault(fault: Fault, tmp_path: Path) -> None:
+    check(fault, tmp_path)
+
+
+# real processes and signals ------------------------------------------------------------------------------------
+def _start(args: list[str]) -> subprocess.Popen:
+    """accelbench in a session of its own, so that a signal to its process group is a terminal's Ctrl-C."""
+    env = {**os.environ, "COLUMNS": "200", **ONE_THREAD,
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "accelbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+
+
+def _wait(what, proc: subprocess.Popen, timeout: float = 300):
+    """Poll ``what()`` until it is truthy; fails when ``proc`` ends first."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        got = what()
+        if got:
+            return got
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"exited {proc.returncode} first\n{out[-3000:]}\n{err[-3000:]}")
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def _aggregates(db: Path) -> list[dict]:
+    try:
+        return [r for r in cases(db) if r.get("aggregate") == 1]
+    except Exception:  # no store or no cases table yet
+        return []
+
+
+def _values(row: dict) -> dict:
+    """A row without its empty cells (columns added later read as None in older rows)."""
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def _lease_pid(db: Path, run_id: int = 1):
+    import sqlite3
+
+    try:
+        with sqlite3.connect(db) as con:
+            row = con.execute("SELECT lease_pid FROM runs WHERE run_id=?", (run_id,)).fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
+def _descendants(proc: subprocess.Popen) -> list:
+    import psutil
+
+    return psutil.Process(proc.pid).children(recursive=True)
+
+
+def _workers(proc: subprocess.Popen) -> list:
+    """The rank processes under ``proc`` (torchrun's children running the worker module)."""
+    import psutil
+
+    out = []
+    for c in _descendants(proc):
+        try:
+            argv = c.cmdline()
+            if "accelbench.distributed.worker" in argv and "torch.distributed.run" not in argv:  # not torchrun's own
+                out.append(c)
+        except psutil.Error:  # ended meanwhile
+            pass
+    return out
+
+
+def _gone(procs: list, timeout: float) -> list:
+    """The processes of ``procs`` still running after ``timeout`` s."""
+    import psutil
+
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _stopped_cleanly(proc: subprocess.Popen, children: list) -> tuple[str, str]:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{out}\n{err}"
+    for word in ("Traceback", "SignalException"):
+        assert word not in out + err, out + err
+    assert INTERRUPTED in err.splitlines(), err
+    assert not _gone(children, 5), "ranks or torchrun still running"
+    return out, err
+
+
+def test_ctrl_c_then_resume_continues_the_same_run(tmp_path: Path) -> None:
+    """SIGINT to the process group mid-run: exit 130, one line, ranks stopped, finished case kept, run interrupted.
+    ``--resume`` then runs only the missing case in the same run, while a second ``--resume`` finds it leased."""
+    db = tmp_path / "r.db"
+    args = ["run", "--gpus", "2", *[a.format(db=db) for a in TINY], *WINDOW]
+    first = _start(args)
+    _wait(lambda: _aggregates(db), first)
+    children = _descendants(first)
+    os.killpg(first.pid, signal.SIGINT)
+    _stopped_cleanly(first, children)
+    assert runs(db) == [(1, "inference-dp", "interrupted")]
+    (done,) = _aggregates(db)
+    assert done["batch_size"] == 2 and done["status"] == "ok"
+
+    resumed = _start([*args, "--resume"])
+    _wait(lambda: _lease_pid(db) == resumed.pid, resumed)
+    busy = run_accelbench([*args, "--resume"], ONE_THREAD)
+    assert busy.returncode == 2, busy.stdout + busy.stderr
+    assert busy.stderr.splitlines() == [busy.stderr.strip()] and f"run 1 is being run by pid {resumed.pid}" in busy.stderr
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out + err
+    assert "resumed run 1: 1 cases were already done" in out
+    assert runs(db) == [(1, "inference-dp", "complete")]
+    aggs = _aggregates(db)
+    assert sorted(r["batch_size"] for r in aggs) == [2, 4] and {r["status"] for r in aggs} == {"ok"}
+    assert [_values(r) for r in aggs if r["batch_size"] == 2] == [_values(done)]  # not run again
+    assert len([r for r in cases(db) if r["aggregate"] == 0]) == 4  # 2 ranks x 2 cases, no leftovers
+
+
+def test_scale_sigterm_then_resume_continues_at_the_missing_count(tmp_path: Path) -> None:
+    """SIGTERM to accelbench alone (``kill``, a batch scheduler) during a scaling study; ``scale --resume`` runs
+    the 2-process case only and measures its speed-up against the 1-process row of the same run."""
+    db = tmp_path / "s.db"
+    args = ["scale", "--gpus", "1,2", *CASE, "--batch-sizes", "2", "--db", str(db), *WINDOW]
+    first = _start(args)
+    _wait(lambda: _aggregates(db), first)
+    children = _descendants(first)
+    first.send_signal(signal.SIGTERM)
+    _stopped_cleanly(first, children)
+    assert runs(db) == [(1, "scale", "interrupted")]
+    (one,) = _aggregates(db)
+    assert one["world_size"] == 1
+
+    p = run_accelbench([*args, "--resume"], ONE_THREAD)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert runs(db) == [(1, "scale", "complete")]
+    by = {r["world_size"]: r for r in _aggregates(db)}
+    assert sorted(by) == [1, 2] and _values(by[1]) == _values(one)
+    assert by[2]["status"] == "ok" and by[2]["baseline_case_id"] == one["case_id"]
+
+
+def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:
+    """``kill -9`` of accelbench's process group: no handler runs, yet torchrun (in its own session) and the ranks
+    stop within seconds (the tether's parent-death signal), long before the 20 s case would end by itself."""
+    db = tmp_path / "k.db"
+    p = _start(["run", "--gpus", "2", *CASE, "--batch-sizes", "2", "--db", str(db), "--min-time-s", "20"])
+    _wait(lambda: len(_workers(p)) == 2, p)
+    children = _descendants(p)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    assert not _gone(children, 8), "ranks or torchrun still running after accelbench was killed"
