@@ -142,18 +142,6 @@ def _sweep(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool
     finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=[r["status"] for r in out.records])
 
 
-def _finish(store, run_id: int, json_path: Optional[Path], interrupted: bool, n: int) -> None:
-    from accelbench.runner import write_json
-
-    console.print(f"stored run {run_id} in {store.path}")
-    if json_path:
-        write_json(json_path, store, run_id)
-        console.print(f"wrote {json_path}")
-    if interrupted:
-        err_console.print(f"interrupted: {n} finished rows stored in run {run_id}; rerun with --resume")
-        raise typer.Exit(130)
-
-
 def _converge(layers: list[dict], db: Path, json_path: Optional[Path], resume: bool, plot: Optional[Path]) -> None:
     from accelbench.report.train import epoch_table, plot_convergence, summary_table
     from accelbench.store import Store
