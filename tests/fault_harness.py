@@ -1,6 +1,6 @@
 """The fault suite's harness: one table row per fault, run as a user would (``python -m accelbench``).
 
-A row names the command, the exit code of the contract (``accelbench.errors``), the one-line message
+A row names the command, the exit code of the contract (``accelbench.core.errors``), the one-line message
 and what must still be in the store afterwards. Placeholders in ``args``: ``{db}`` (a store path in the
 test's folder), ``{tmp}`` (the folder). ``setup(tmp)`` prepares files (and may return extra format keys).
 """

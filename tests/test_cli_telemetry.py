@@ -5,8 +5,8 @@ from test_cli import cli
 
 from accelbench.cost.compare import cost_comparison
 from accelbench.cost.prices import load_prices
-from accelbench.runner import run_sweep
-from accelbench.spec import build_spec
+from accelbench.api import run as run_sweep
+from specs import build_spec
 from accelbench.store import Store
 
 FAST = {"model": "cifar-resnet20", "batch_sizes": "8", "images": 16, "device": "cpu", "warmup_batches": 1,

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accelbench.errors import ConfigError
-from accelbench.spec import SweepSpec, build_spec, expand, load_toml
-from accelbench.train.spec import ConvergeSpec, TrainSpec, build_converge_spec, build_train_spec
-from accelbench.train.spec import expand as train_expand
+from accelbench import scenarios
+from accelbench.core.errors import ConfigError
+from accelbench.core.spec import SHARED, Spec, load_toml
+from specs import build_converge_spec, build_spec, build_profile_spec, build_train_spec, expand
 
-BUILDERS = {"sweep": (build_spec, SweepSpec), "train": (build_train_spec, TrainSpec),
-            "converge": (build_converge_spec, ConvergeSpec)}
+BUILDERS = {"sweep": (build_spec, "inference"), "train": (build_train_spec, "train_step"),
+            "converge": (build_converge_spec, "converge"), "profile": (build_profile_spec, "profile")}
 
 # TOML's value types: strings, integers, floats (nan, inf too), booleans, arrays and tables.
 scalars = st.one_of(st.text(max_size=12), st.integers(-10**12, 10**12), st.floats(allow_nan=True), st.booleans())
@@ -26,9 +26,13 @@ values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=
                       max_leaves=8)
 
 
-def _keys(cls) -> st.SearchStrategy[str]:
-    names = [f.name for f in dataclasses.fields(cls)]
-    return st.one_of(st.sampled_from(names + ["model", "precision", "mode", "batch_size", "batch-sizes"]),
+def _names(kind: str) -> list[str]:
+    settings = scenarios.get(BUILDERS[kind][1]).settings_type
+    return list(SHARED) + [f.name for f in dataclasses.fields(settings)]
+
+
+def _keys(kind: str) -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(_names(kind) + ["model", "precision", "mode", "batch_size", "batch-sizes"]),
                      st.text(max_size=10))
 
 
@@ -50,24 +54,24 @@ def _matches(value, hint) -> bool:
     return isinstance(value, hint)
 
 
-def _assert_valid(spec, cls) -> None:
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        assert _matches(getattr(spec, f.name), hints[f.name]), (f.name, getattr(spec, f.name))
+def _assert_valid(spec) -> None:
+    for obj in (spec, spec.settings):
+        hints = typing.get_type_hints(type(obj))
+        for f in dataclasses.fields(obj):
+            if f.name != "settings":
+                assert _matches(getattr(obj, f.name), hints[f.name]), (f.name, getattr(obj, f.name))
 
 
 def _build(kind: str, layers: list[dict], cuda: bool):
-    build, cls = BUILDERS[kind]
+    build = BUILDERS[kind][0]
     try:
         spec = build(*layers, cuda=cuda)
     except ConfigError as exc:
         assert "\n" not in str(exc) and str(exc).startswith("invalid "), str(exc)
         return None
-    _assert_valid(spec, cls)
-    if kind == "sweep":
-        assert expand(spec)
-    elif kind == "train":
-        assert train_expand(spec)
+    assert isinstance(spec, Spec)
+    _assert_valid(spec)
+    assert expand(spec, "cpu")
     return spec
 
 
@@ -75,8 +79,7 @@ def _build(kind: str, layers: list[dict], cuda: bool):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), cuda=st.booleans())
 def test_any_table_gives_a_spec_or_one_config_error(kind, data, cuda):
-    cls = BUILDERS[kind][1]
-    layer = data.draw(st.dictionaries(_keys(cls), values, max_size=5))
+    layer = data.draw(st.dictionaries(_keys(kind), values, max_size=5))
     _build(kind, [layer], cuda)
 
 
@@ -85,8 +88,7 @@ def test_any_table_gives_a_spec_or_one_config_error(kind, data, cuda):
 @given(data=st.data())
 def test_any_flag_text_gives_a_spec_or_one_config_error(kind, data):
     """Flags arrive as text (or None when not given), as typer hands them over."""
-    cls = BUILDERS[kind][1]
-    names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+    names = _names(kind)
     flags = data.draw(st.dictionaries(st.sampled_from(names), st.one_of(st.none(), st.text(max_size=12)), max_size=4))
     _build(kind, [flags], cuda=False)
 

@@ -118,14 +118,17 @@ def test_two_node_rendezvous_on_loopback(tmp_path):
 
 
 def test_interconnect_collectives_on_gloo(tmp_path):
-    from accelbench.distributed.interconnect import InterconnectSpec, run_interconnect
-    from accelbench.distributed.job import DistOptions
+    from accelbench import api
+    from accelbench.launchers.torchrun.job import DistOptions
 
     os.environ["PYTHONPATH"] = env()["PYTHONPATH"]
-    spec = InterconnectSpec(sizes=(1024, 65536), warmup=1, iters=3)
-    run_id, got = run_interconnect(spec, DistOptions(gpus=2, device="cpu"), Store(tmp_path / "i.db"), echo=False)
+    spec = api.spec("interconnect", {"sizes": (1024, 65536), "warmup": 1, "iters": 3, "device": "cpu", "idle_s": 0},
+                    cuda=False)
+    run_id = api.interconnect(spec, Store(tmp_path / "i.db"), DistOptions(gpus=2, device="cpu")).run_id
+    got = Store(tmp_path / "i.db").cases(run_id).to_dict("records")
     coll = [r for r in got if r["workload"] == "collective"]
-    assert {(r["op"], r["requested_bytes"]) for r in coll} == {(o, s) for o in spec.ops for s in spec.sizes}
+    s = spec.settings
+    assert {(r["op"], r["requested_bytes"]) for r in coll} == {(o, size) for o in s.ops for size in s.sizes}
     for r in coll:
         assert r["status"] == "ok" and r["backend"] == "gloo" and r["world_size"] == 2
         assert r["algbw_bytes_per_s"] == r["size_bytes"] / r["time_s"]
@@ -162,7 +165,7 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
     assert "timeout" in by["multi_helpers:hang_on_rank1"]["error"] and "10 s" in by["multi_helpers:hang_on_rank1"]["error"]
     assert by["cifar-resnet20"]["status"] == "ok"  # torchrun started again on the cases left
     left = [p for p in psutil.process_iter(["pid", "cmdline"]) if p.info["pid"] not in before
-            and "accelbench.distributed.worker" in " ".join(p.info["cmdline"] or [])]
+            and "accelbench.launchers.torchrun.worker" in " ".join(p.info["cmdline"] or [])]
     assert not left
 
 

@@ -28,12 +28,14 @@ def test_nccl_ddp_on_2_gpus_with_per_rank_telemetry(tmp_path):
 def test_nccl_interconnect_and_gpu_pair_copies(tmp_path):
     import os
 
-    from accelbench.distributed.interconnect import InterconnectSpec, run_interconnect
-    from accelbench.distributed.job import DistOptions
+    from accelbench import api
+    from accelbench.launchers.torchrun.job import DistOptions
 
     os.environ["PYTHONPATH"] = env()["PYTHONPATH"]
-    spec = InterconnectSpec(sizes=(2**20, 2**26), warmup=2, iters=5, p2p_bytes=2**26, p2p_iters=3)
-    _, got = run_interconnect(spec, DistOptions(gpus=2), Store(tmp_path / "i.db"), echo=False)
+    spec = api.spec("interconnect", {"sizes": (2**20, 2**26), "warmup": 2, "iters": 5, "p2p_bytes": 2**26,
+                                     "p2p_iters": 3, "idle_s": 0}, cuda=True)
+    run_id = api.interconnect(spec, Store(tmp_path / "i.db"), DistOptions(gpus=2)).run_id
+    got = Store(tmp_path / "i.db").cases(run_id).to_dict("records")
     coll = [r for r in got if r["workload"] == "collective"]
     assert len(coll) == 6 and all(r["backend"] == "nccl" and r["status"] == "ok" for r in coll)
     for r in coll:

@@ -2,13 +2,14 @@
 
 import pytest
 
-from accelbench.distributed import maths, results
-from accelbench.distributed.collectives import parse_bytes, sizes_between
-from accelbench.distributed.job import DistOptions
-from accelbench.distributed.launch import LaunchResult, failure, torchrun_argv
-from accelbench.distributed.ranks import SAFE_ENV, child_env, rank_info
-from accelbench.distributed.study import gpu_sets, job_work_s
-from accelbench.errors import ConfigError
+from accelbench.core import parallel as maths
+from accelbench.launchers.torchrun import results
+from accelbench.launchers.torchrun.job import DistOptions
+from accelbench.launchers.torchrun.launch import LaunchResult, failure, torchrun_argv
+from accelbench.launchers.torchrun.ranks import SAFE_ENV, child_env, rank_info
+from accelbench.scenarios.interconnect import parse_bytes, sizes_between
+from accelbench.studies.concurrent import gpu_sets, job_work_s
+from accelbench.core.errors import ConfigError
 from accelbench.telemetry.nvml import link_label
 
 
@@ -85,8 +86,11 @@ def test_with_scaling_against_baseline_row():
 def test_keys_and_error_row():
     assert results.aggregate_key("m|bs=4", 2) == "m|bs=4|gpus=2|all"
     assert results.rank_key("m|bs=4", 2, 1) == "m|bs=4|gpus=2|rank=1"
-    row = results.error_row({"key": "k", "model": "m", "batch_size": 4, "channels_last": "auto"}, "train-ddp", 4, "oom", "x")
-    assert row["case_key"] == "k|gpus=4|all" and row["status"] == "oom" and row["channels_last_setting"] == "auto"
+    from accelbench.core.spec import Case
+    from accelbench.launchers.torchrun import Torchrun
+
+    case = Case(scenario="train_step", model="m", batch_size=4, precision="fp32", mode="eager")
+    assert Torchrun(DistOptions(gpus=4)).key(case) == "m|bs=4|fp32|eager|cl=auto|gpus=4|all"  # failure rows too
 
 
 def test_rank_detection_from_torchrun_and_slurm_env():
@@ -109,7 +113,7 @@ def test_child_env_always_disables_nvls_and_drops_enclosing_ranks():
 def test_torchrun_command_lines():
     single = torchrun_argv(DistOptions(gpus=4), "/j.json", python="py")
     assert single == ["py", "-m", "torch.distributed.run", "--nproc-per-node=4", "--standalone", "--max-restarts=0",
-                      "-m", "accelbench.distributed.worker", "/j.json"]
+                      "-m", "accelbench.launchers.torchrun.worker", "/j.json"]
     multi = torchrun_argv(DistOptions(gpus=8, nnodes=2, node_rank=1, rdzv_endpoint="n0:29400"), "/j.json", python="py")
     assert "--nnodes=2" in multi and "--rdzv-endpoint=n0:29400" in multi and "--rdzv-backend=c10d" in multi
     assert "--standalone" not in multi
@@ -147,7 +151,7 @@ def test_sizes_gpu_sets_links_and_work():
 
 
 def test_baseline_lookup_prefers_same_run_then_one_gpu(tmp_path):
-    from accelbench.distributed.worker import find_baseline
+    from accelbench.launchers.torchrun.results import find_baseline
     from accelbench.store import Store
 
     st = Store(tmp_path / "b.db")

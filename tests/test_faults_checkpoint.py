@@ -17,8 +17,9 @@ import torch
 from fault_harness import Fault, cases, check, no_run, runs
 from accelbench.store import Store
 from accelbench.train import checkpoint as ckpt
-from accelbench.train.converge import default_checkpoint_dir, run_convergence
-from accelbench.train.spec import build_converge_spec
+from accelbench.scenarios.converge import default_checkpoint_dir
+from specs import run_convergence
+from specs import build_converge_spec
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -250,7 +251,7 @@ def test_input_pipeline_default_never_opens_drop_caches(monkeypatch, tmp_path: P
     monkeypatch.setattr(pipeline.os, "sync", lambda: synced.append(True))
     files = pipeline.dataset_files("cifar10-train-5k")
     assert pipeline.drop_cache(files) == "fadvise" and pipeline.drop_cache(files, "auto") == "fadvise"
-    cold, _ = pipeline.storage_read(files, repeats=1, min_warm_s=0.0)
+    cold = pipeline.storage_cold(files, repeats=1)
     assert cold["cold_method"] == "fadvise"
     assert "/proc/sys/vm/drop_caches" not in opened and not synced
 

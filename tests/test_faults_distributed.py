@@ -128,7 +128,7 @@ def _workers(proc: subprocess.Popen) -> list:
     for c in _descendants(proc):
         try:
             argv = c.cmdline()
-            if "accelbench.distributed.worker" in argv and "torch.distributed.run" not in argv:  # not torchrun's own
+            if "accelbench.launchers.torchrun.worker" in argv and "torch.distributed.run" not in argv:  # not torchrun's own
                 out.append(c)
         except psutil.Error:  # ended meanwhile
             pass

@@ -2,8 +2,8 @@
 
 import pytest
 
-from accelbench.runner import run_sweep
-from accelbench.spec import build_spec
+from accelbench.api import run as run_sweep
+from specs import build_spec
 from accelbench.store import Store
 
 pytestmark = pytest.mark.gpu

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from accelbench.data import load_images, to_model_input
-from accelbench.errors import DataError, UnknownModelError
+from accelbench.core.errors import DataError, UnknownModelError
 from accelbench.models import create_model
 
 

@@ -4,15 +4,15 @@ import pytest
 import torch
 
 from accelbench.profile import analytic
-from accelbench.profile.step import ProfileCase, build
-from accelbench.spec import build_spec, expand
+from accelbench.profile.step import build
+from specs import build_profile_spec, expand
 
 
 def _work(step, batch=1, precision="fp32"):
-    spec = build_spec({"model": "helpers:tiny_conv_net", "batch_size": batch, "precision": precision,
-                       "device": "cpu", "images": batch, "data": "synthetic"}, cuda=False)
+    spec = build_profile_spec({"model": "helpers:tiny_conv_net", "batch_size": batch, "precision": precision,
+                               "device": "cpu", "images": batch, "data": "synthetic", "steps": step}, cuda=False)
     case = expand(spec, "cpu")[0]
-    return build(ProfileCase(case=case, step=step), spec, torch.device("cpu"))
+    return build(case, spec, torch.device("cpu"))
 
 
 @pytest.mark.parametrize("batch", [1, 4])

@@ -31,15 +31,15 @@ def test_analytic_counts_do_not_depend_on_device():
     import torch
 
     from accelbench.profile import analytic
-    from accelbench.profile.step import ProfileCase, build
-    from accelbench.spec import build_spec, expand
+    from accelbench.profile.step import build
+    from specs import build_profile_spec, expand
 
     out = []
     for dev in ("cpu", "cuda"):
-        spec = build_spec({"model": "resnet18", "batch_size": 2, "precision": "fp32", "device": dev, "images": 2,
-                           "image_size": 64, "data": "synthetic"}, cuda=dev == "cuda")
+        spec = build_profile_spec({"model": "resnet18", "batch_size": 2, "precision": "fp32", "device": dev,
+                                   "images": 2, "image_size": 64, "data": "synthetic"}, cuda=dev == "cuda")
         case = expand(spec, "cuda:0" if dev == "cuda" else "cpu")[0]
-        work = build(ProfileCase(case=case, step="inference"), spec, torch.device(case.device))
+        work = build(case, spec, torch.device(case.device))
         out.append(analytic.count(work, "inference"))
     assert out[0].flops == out[1].flops > 0 and out[0].min_bytes == out[1].min_bytes
 

@@ -1,7 +1,9 @@
 import pytest
 
-from accelbench.runner import oom_boundary, run_sweep
-from accelbench.spec import PRECISIONS, build_spec
+from accelbench.api import run as run_sweep
+from accelbench.report.table import oom_boundary
+from accelbench.precisions import PRECISIONS
+from specs import build_spec
 from accelbench.store import Store
 
 from helpers import stop_after  # tests/helpers.py
@@ -69,7 +71,7 @@ def test_error_row_is_one_line_and_sweep_goes_on(db):
 
 
 def test_unknown_model_is_refused_before_a_run_is_created(db):
-    from accelbench.errors import UnknownModelError
+    from accelbench.core.errors import UnknownModelError
 
     with pytest.raises(UnknownModelError, match="unknown model 'resnet9000'"):
         run_sweep(spec(model="cifar-resnet20,resnet9000", batch_sizes="2", images=4), Store(db))

@@ -1,7 +1,9 @@
 import pytest
 
-from accelbench.errors import ConfigError
-from accelbench.spec import CPU_DEFAULTS, GPU_DEFAULTS, build_spec, expand, load_toml, parse_list
+from accelbench.core.errors import ConfigError
+from accelbench.core.spec import load_toml, parse_list
+from accelbench.scenarios.inference import CPU_DEFAULTS, GPU_DEFAULTS
+from specs import build_spec, expand
 
 
 def test_gpu_default_is_full_study():

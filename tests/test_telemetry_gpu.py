@@ -64,8 +64,8 @@ def test_idle_power_is_below_loaded_power():
 
 
 def test_sweep_rows_carry_telemetry_energy_validity_cost(db):
-    from accelbench.runner import run_sweep
-    from accelbench.spec import build_spec
+    from accelbench.api import run as run_sweep
+    from specs import build_spec
     from accelbench.store import Store
 
     spec = build_spec({"model": "cifar-resnet20", "batch_sizes": "32", "precisions": "fp32,amp-bf16", "modes": "eager",

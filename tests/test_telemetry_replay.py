@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.derived import SweepContext, derived_columns
+from accelbench.core.derived import SweepContext, derived_columns
 from accelbench.store import Store
 from accelbench.telemetry import _columns
 from accelbench.telemetry.aggregate import SIGNALS, combine, gpu_record
 from accelbench.telemetry.cpu import cpu_record
 from accelbench.telemetry.energy import counter_update_s, integrate_power_j
-from accelbench.validity import assess
+from accelbench.core.validity import assess
 
 DATA = json.loads((Path(__file__).parent / "data" / "nvml_samples_h200.json").read_text())
 WINDOWS = DATA["windows"]

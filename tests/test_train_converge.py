@@ -12,8 +12,8 @@ import torch
 
 from accelbench.store import Store
 from accelbench.train import checkpoint as ckpt
-from accelbench.train.converge import run_convergence
-from accelbench.train.spec import build_converge_spec
+from specs import run_convergence
+from specs import build_converge_spec
 
 # 256 real training images, 200 real test images, 2 epochs: seconds on one CPU core
 SMALL = {"device": "cpu", "train_images": 256, "eval_images": 200, "epochs": 2, "batch_sizes": "32",

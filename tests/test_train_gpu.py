@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from accelbench.store import Store
-from accelbench.train.converge import run_convergence
-from accelbench.train.spec import build_converge_spec, build_train_spec
-from accelbench.train.throughput import run_train_sweep
+from specs import run_convergence
+from specs import build_converge_spec, build_train_spec
+from accelbench.api import train as run_train_sweep
 
 pytestmark = pytest.mark.gpu
 FAST = {"warmup_batches": 2, "min_timed_batches": 5, "min_time_s": 0.0, "device": "cuda", "images": 64, "modes": "eager"}

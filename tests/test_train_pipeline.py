@@ -7,11 +7,11 @@ import torch
 from typer.testing import CliRunner
 
 from accelbench.cli import app
-from accelbench.errors import DataError
+from accelbench.core.errors import DataError
 from accelbench.store import Store
 from accelbench.train import pipeline
 from accelbench.train.datasets import DecodeDataset, load_encoded
-from accelbench.train.input_bench import PipelineSpec, run_input_pipeline
+from accelbench import api
 
 runner = CliRunner()
 
@@ -42,7 +42,7 @@ def test_loader_throughput_with_workers_on_real_pngs():
 def test_storage_read_cold_then_warm():
     files = pipeline.dataset_files("cifar10-train-5k")
     size = files[0].stat().st_size
-    cold, warm = pipeline.storage_read(files, repeats=2, method="fadvise", min_warm_s=0.05)
+    cold, warm = pipeline.storage_cold(files, repeats=2, method="fadvise"), pipeline.storage_warm(files, min_warm_s=0.05)
     assert cold["cache_state"] == "cold" and cold["cold_method"] == "fadvise" and cold["passes"] == 2
     assert cold["read_bytes"] == warm["read_bytes"] == size
     assert cold["read_mb_per_s"] == pytest.approx(size / 1e6 / cold["read_s"])
@@ -51,8 +51,9 @@ def test_storage_read_cold_then_warm():
 
 
 def test_input_pipeline_run_is_stored(db):
-    rid, recs = run_input_pipeline(PipelineSpec(images=128, workers=(0,), batch_size=32, min_batches=2,
-                                                evict="fadvise", device="cpu"), Store(db))
+    out = api.input_pipeline(api.spec("input_pipeline", {"images": 128, "workers": (0,), "batch_size": 32,
+                                                         "min_batches": 2, "evict": "fadvise", "device": "cpu"}), Store(db))
+    rid, recs = out.run_id, out.records
     by = {r["case_key"]: r for r in recs}
     assert set(by) == {"loader|workers=0", "resident", "storage|cold", "storage|warm"}
     assert all(r["status"] == "ok" for r in recs)
@@ -62,7 +63,8 @@ def test_input_pipeline_run_is_stored(db):
     assert len(st.series(by["storage|warm"]["case_id"], "read_mb_per_s")) == by["storage|warm"]["passes"]
     # missing data is an input error found before a run is created (exit 2 in the CLI), not error rows
     with pytest.raises(DataError, match="data '/nonexistent' not found"):
-        run_input_pipeline(PipelineSpec(data="/nonexistent", workers=(0,), device="cpu"), Store(db))
+        api.input_pipeline(api.spec("input_pipeline", {"data": "/nonexistent", "workers": "0", "device": "cpu"}),
+                           Store(db))
     assert [r["run_id"] for r in Store(db).runs()] == [rid]
 
 

@@ -6,12 +6,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from accelbench.errors import ConfigError
+from accelbench.core.errors import ConfigError
 from accelbench.report.train import epoch_markdown
 from accelbench.train.augment import crop_flip, epoch_plan, scaled_pad
 from accelbench.train.converge import time_to_target
 from accelbench.train.schedule import lr_at
-from accelbench.train.spec import build_converge_spec, build_train_spec, expand
+from specs import build_converge_spec, build_train_spec, expand
 
 
 def test_warmup_then_cosine():

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from accelbench.models import create_model
-from accelbench.runner import oom_boundary
+from accelbench.report.table import oom_boundary
 from accelbench.store import Store
 from accelbench.train.datasets import num_outputs, set_num_classes
-from accelbench.train.spec import build_train_spec
+from specs import build_train_spec
 from accelbench.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
-from accelbench.train.throughput import run_train_sweep
+from accelbench.api import train as run_train_sweep
 
 from helpers import stop_after  # tests/helpers.py
 

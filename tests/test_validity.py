@@ -1,6 +1,6 @@
 """Validity flags: exact thresholds and reasons."""
 
-from accelbench.validity import assess
+from accelbench.core.validity import assess
 
 
 def gpu_rec(**kw):

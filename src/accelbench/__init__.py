@@ -1,25 +1,25 @@
 """accelbench: how fast, how efficient and how costly is this model on this hardware, and why.
 
-The library API mirrors the CLI: ``run_sweep(spec)`` is ``accelbench run``; specs are frozen
-dataclasses from :mod:`accelbench.spec`; results are stored in SQLite by :mod:`accelbench.store`.
-Heavy dependencies (torch, pynvml, matplotlib) are imported lazily by the modules that need them.
+The library API mirrors the CLI (:mod:`accelbench.api`: one function per command). The pipeline, visible in
+the folders: spec -> cases (:mod:`~accelbench.core.spec`) -> launcher (:mod:`~accelbench.launchers`) ->
+scenario (:mod:`~accelbench.scenarios`) measuring a model prepared by a backend (:mod:`~accelbench.backends`)
+in a precision (:mod:`~accelbench.precisions`), watched by telemetry (:mod:`~accelbench.telemetry`) ->
+record -> derived columns (:mod:`~accelbench.core.derived`) -> store (:mod:`~accelbench.store`) -> report
+(:mod:`~accelbench.report`); ``docs/architecture.md`` maps it. Heavy dependencies (torch, pynvml,
+matplotlib) are imported lazily by the modules that need them.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = ["__version__", "run_sweep", "SweepSpec", "Store"]
+__all__ = ["__version__", "api", "Store"]
 
 
 def __getattr__(name: str):
     # Lazy so that `import accelbench` stays cheap and torch-free.
-    if name == "run_sweep":
-        from accelbench.runner import run_sweep
+    if name == "api":
+        import importlib
 
-        return run_sweep
-    if name == "SweepSpec":
-        from accelbench.spec import SweepSpec
-
-        return SweepSpec
+        return importlib.import_module("accelbench.api")
     if name == "Store":
         from accelbench.store import Store
 

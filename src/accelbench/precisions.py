@@ -1,11 +1,16 @@
-"""Numeric precisions: a registry of how each one sets up the model, the input and the forward context.
+"""Numeric precisions: THE table. Everything else asks it; nobody compares precision names.
 
-| name | weights / inputs | matmul & conv | source |
-| --- | --- | --- | --- |
-| fp32 | float32 | IEEE fp32, TF32 off | torch.backends.cuda.matmul.allow_tf32 docs |
-| tf32 | float32 | TF32 tensor cores (CUDA only) | NVIDIA Ampere whitepaper; torch CUDA semantics |
-| amp-fp16 / amp-bf16 | float32 | ``torch.autocast`` to fp16 / bf16 | torch.amp docs |
-| fp16 / bf16 | cast to the dtype | that dtype | |
+| name | weights / inputs | matmul & conv | training | roofline ceiling | source |
+| --- | --- | --- | --- | --- | --- |
+| fp32 | float32 | IEEE fp32, TF32 off | yes | fp32 | torch.backends.cuda.matmul.allow_tf32 docs |
+| tf32 | float32 | TF32 tensor cores (CUDA, sm80+) | yes | tf32 | NVIDIA Ampere whitepaper; torch CUDA semantics |
+| amp-fp16 | float32 | ``torch.autocast`` to fp16 | yes, with a GradScaler | fp16 | torch.amp docs; Micikevicius et al. 2018 |
+| amp-bf16 | float32 | ``torch.autocast`` to bf16 | yes (bf16 keeps fp32's exponent range) | bf16 | torch.amp docs |
+| fp16 | cast to float16 | fp16 | no: small updates vanish without fp32 master weights (Micikevicius et al. 2018, s. 3.1) | fp16 | |
+| bf16 | cast to bfloat16 | bf16 | yes (weights, gradients, optimizer state in bf16) | bf16 | |
+
+:func:`context` is the package's one ``torch.autocast`` call site: the forward (inference) and training
+contexts of every scenario are built here.
 """
 
 from __future__ import annotations
@@ -13,40 +18,90 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from accelbench.core.errors import ConfigError
+
 
 @dataclass(frozen=True, slots=True)
 class Precision:
+    """One precision.
+
+    Attributes:
+        name: the name users give (``amp-bf16``).
+        cast_dtype: torch dtype name the model and inputs are cast to, or None (they stay float32).
+        autocast_dtype: torch dtype name of ``torch.autocast``, or None.
+        tf32: TF32 tensor cores allowed for float32 matmuls and convolutions.
+        grad_scaler: training needs dynamic loss scaling (``torch.amp.GradScaler``).
+        trainable: a training step can run in it.
+        needs_cuda: it exists only on CUDA GPUs (TF32).
+        min_capability: the CUDA compute capability it needs, or None.
+        ceiling: the roofline ceiling that bounds it (a name of ``accelbench.profile.ceilings.MATMUL_PRECISIONS``).
+    """
+
     name: str
-    cast_dtype: str | None  # model and inputs cast to this torch dtype name
-    autocast_dtype: str | None  # torch.autocast dtype name
-    tf32: bool
-    cuda_only: bool = False
+    cast_dtype: str | None = None
+    autocast_dtype: str | None = None
+    tf32: bool = False
+    grad_scaler: bool = False
+    trainable: bool = True
+    needs_cuda: bool = False
+    min_capability: tuple[int, int] | None = None
+    ceiling: str = "fp32"
+
+    @property
+    def reduced(self) -> bool:
+        """Computes below IEEE fp32 (TF32 or 16-bit): tensor cores, where NHWC layouts pay off."""
+        return self.tf32 or self.cast_dtype is not None or self.autocast_dtype is not None
+
+    @property
+    def bf16(self) -> bool:
+        return "bfloat16" in (self.cast_dtype, self.autocast_dtype)
 
 
 PRECISIONS: dict[str, Precision] = {
     p.name: p
     for p in (
-        Precision("fp32", None, None, tf32=False),
-        Precision("tf32", None, None, tf32=True, cuda_only=True),
-        Precision("amp-fp16", None, "float16", tf32=False),
-        Precision("amp-bf16", None, "bfloat16", tf32=False),
-        Precision("fp16", "float16", None, tf32=False),
-        Precision("bf16", "bfloat16", None, tf32=False),
+        Precision("fp32"),
+        Precision("tf32", tf32=True, needs_cuda=True, min_capability=(8, 0), ceiling="tf32"),
+        Precision("amp-fp16", autocast_dtype="float16", grad_scaler=True, ceiling="fp16"),
+        Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16"),
+        Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16"),
+        Precision("bf16", cast_dtype="bfloat16", ceiling="bf16"),
     )
 }
 
 
-def unsupported_reason(name: str, device) -> str | None:
+def get(name: str) -> Precision:
+    """The precision called ``name``.
+
+    Raises:
+        ConfigError: no such precision.
+    """
+    try:
+        return PRECISIONS[name]
+    except (KeyError, TypeError):
+        raise ConfigError("precision", name, ", ".join(PRECISIONS)) from None
+
+
+def names(trainable: bool = False) -> tuple[str, ...]:
+    """Every precision name (only those a training step can use, with ``trainable``)."""
+    return tuple(n for n, p in PRECISIONS.items() if p.trainable or not trainable)
+
+
+def unsupported_reason(name: str, device, training: bool = False) -> str | None:
     """Why precision ``name`` cannot run on ``device`` (a torch.device), or None when it can."""
     import torch
 
-    p = PRECISIONS[name]
-    if p.cuda_only and device.type != "cuda":
+    p = get(name)
+    if training and not p.trainable:
+        return (f"{name} is not a training precision: pure fp16 loses small updates without fp32 master weights "
+                f"(use one of {', '.join(names(trainable=True))})")
+    if p.needs_cuda and device.type != "cuda":
         return f"{name} needs a CUDA GPU with TF32 tensor cores (Ampere or newer)"
-    if device.type == "cuda" and name == "tf32" and torch.cuda.get_device_capability(device)[0] < 8:
-        return "tf32 needs compute capability 8.0 or newer"
-    if device.type == "cuda" and "bf16" in name and not torch.cuda.is_bf16_supported():
-        return f"{name} needs bfloat16 support (compute capability 8.0 or newer)"
+    if device.type == "cuda":
+        if p.min_capability and torch.cuda.get_device_capability(device) < p.min_capability:
+            return f"{name} needs compute capability {p.min_capability[0]}.{p.min_capability[1]} or newer"
+        if p.bf16 and not torch.cuda.is_bf16_supported():
+            return f"{name} needs bfloat16 support (compute capability 8.0 or newer)"
     return None
 
 
@@ -59,10 +114,10 @@ def set_tf32(enabled: bool) -> None:
 
 
 def prepare(name: str, module, device):
-    """Move ``module`` to ``device`` in the precision's dtype, set TF32, return the module."""
+    """Move ``module`` to ``device`` in the precision's dtype and set TF32; returns the module."""
     import torch
 
-    p = PRECISIONS[name]
+    p = get(name)
     set_tf32(p.tf32)
     module = module.to(device)
     if p.cast_dtype:
@@ -74,17 +129,34 @@ def input_dtype(name: str):
     """The dtype inputs must have for precision ``name``."""
     import torch
 
-    p = PRECISIONS[name]
+    p = get(name)
     return getattr(torch, p.cast_dtype) if p.cast_dtype else torch.float32
 
 
-def forward_context(name: str, device):
-    """``torch.autocast`` for amp precisions, a no-op context otherwise. Always inference mode."""
+def context(name: str, device, *, inference: bool = True):
+    """The context a step runs in: ``torch.autocast`` for amp precisions (a no-op otherwise), inside
+    ``torch.inference_mode`` when ``inference``. THE one ``torch.autocast`` call site of accelbench."""
     import torch
 
-    p = PRECISIONS[name]
+    p = get(name)
     stack = contextlib.ExitStack()
-    stack.enter_context(torch.inference_mode())
+    if inference:
+        stack.enter_context(torch.inference_mode())
     if p.autocast_dtype:
         stack.enter_context(torch.autocast(device.type, dtype=getattr(torch, p.autocast_dtype)))
     return stack
+
+
+def _uses_conv(module) -> bool:
+    import torch
+
+    return any(isinstance(m, torch.nn.Conv2d) for m in module.modules())
+
+
+def channels_last_for(setting: str, name: str, module, device) -> bool:
+    """Resolve the ``channels_last`` setting: ``auto`` is on for convolutional models on CUDA in a reduced
+    precision (NHWC is the tensor cores' native layout for convolutions: cuDNN developer guide, "Tensor
+    Layouts"), off for fp32 and CPUs."""
+    if setting != "auto":
+        return setting == "on"
+    return device.type == "cuda" and get(name).reduced and _uses_conv(module)

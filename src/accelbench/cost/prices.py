@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from accelbench.errors import ConfigError
+from accelbench.core.errors import ConfigError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 

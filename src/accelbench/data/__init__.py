@@ -12,7 +12,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.errors import DataError
+from accelbench.core.errors import DataError
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 BUNDLED = {

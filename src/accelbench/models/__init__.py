@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from accelbench.errors import MissingDependencyError, UnknownModelError
+from accelbench.core.errors import MissingDependencyError, UnknownModelError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -8,18 +8,9 @@
 | :mod:`~accelbench.profile.ncu` | Nsight Compute command and CSV parser (by metric name) |
 | :mod:`~accelbench.profile.kernels` | kernel families from names, sums per family / step |
 | :mod:`~accelbench.profile.results` | flat records (units in names) |
-| :mod:`~accelbench.profile.profiler` | ``run_profile``: the ``accelbench profile`` workload |
 | :mod:`~accelbench.profile.step` / :mod:`~accelbench.profile.target` | the profiled step, the ncu child process |
+| :mod:`~accelbench.profile.storage` | the ``ceilings`` and ``profile_kernels`` extension tables |
 
-Charts live in :mod:`accelbench.report.roofline` (the only place matplotlib is imported).
+The ``accelbench profile`` scenario itself is :mod:`accelbench.scenarios.profile`. Charts live in
+:mod:`accelbench.report.roofline` (the only place matplotlib is imported).
 """
-
-__all__ = ["run_profile", "ProfileOptions"]
-
-
-def __getattr__(name: str):
-    if name in __all__:
-        from accelbench.profile import profiler
-
-        return getattr(profiler, name)
-    raise AttributeError(name)

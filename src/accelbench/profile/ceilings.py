@@ -131,7 +131,7 @@ def measure_matmul(prec: str, n: int, device, warmup: int = 3, iters: int = 10) 
     """``(FLOP/s, None)`` for an n x n x n matmul in ``prec`` (2 n^3 / median time), or ``(None, reason)``."""
     import torch
 
-    from accelbench.measure import one_line
+    from accelbench.core.errors import one_line
 
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
@@ -165,7 +165,7 @@ def measure(device, matmul_n: int | None = None, copy_bytes: int | None = None) 
     """Measure every ceiling of ``device`` (GPU: n = 8192, 2 GiB copies; CPU: n = 1024, 256 MiB)."""
     import torch
 
-    from accelbench.env import cpu_model
+    from accelbench.core.env import cpu_model
 
     cuda = device.type == "cuda"
     n = matmul_n or (8192 if cuda else 1024)

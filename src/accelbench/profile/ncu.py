@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from accelbench.errors import AccelbenchError
+from accelbench.core.errors import AccelbenchError
 from accelbench.profile.kernels import KernelMetrics, classify
 
 TIME = "gpu__time_duration.sum"
@@ -156,9 +156,9 @@ def diagnose(output: str, returncode: int) -> str | None:
     return None
 
 
-def run(spec, pc, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = None,
+def run(spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = None,
         keep_csv: str | None = None) -> NcuProfile:
-    """Profile one step of ``pc`` (a ProfileCase) with ncu in a child process and parse the result.
+    """Profile one step of a profile ``case`` with ncu in a child process and parse the result.
 
     ``keep_csv``: a file to write ncu's raw output to before it is parsed (kept even if parsing fails).
 
@@ -171,7 +171,7 @@ def run(spec, pc, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = No
     metrics = metric_list(available_metrics(ncu))
     with tempfile.TemporaryDirectory(prefix="accelbench-ncu-") as tmp:
         log = os.path.join(tmp, "ncu.csv")
-        cmd = command(ncu, metrics, log, payload(spec, pc.case, pc.step, warmup), NVTX_RANGE)
+        cmd = command(ncu, metrics, log, payload(spec, case, warmup), NVTX_RANGE)
         t0 = time.perf_counter()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)

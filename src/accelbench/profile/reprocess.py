@@ -7,29 +7,7 @@ counter, and the stored record holds the analytic counts and the ordered FLOPs o
 
 from __future__ import annotations
 
-import json
-
 from accelbench.profile import ncu, results, storage
-
-
-def stored_case(store, case_id: int) -> dict:
-    """One stored case as a dict (JSON columns decoded where they hold lists or dicts).
-
-    Raises:
-        KeyError: no such case.
-    """
-    cur = store.conn.execute("SELECT * FROM cases WHERE case_id=?", (case_id,))
-    row = cur.fetchone()
-    if row is None:
-        raise KeyError(f"no case {case_id}")
-    rec = dict(zip([d[0] for d in cur.description], row))
-    for k, v in rec.items():
-        if isinstance(v, str) and v[:1] in "[{":
-            try:
-                rec[k] = json.loads(v)
-            except ValueError:
-                pass
-    return rec
 
 
 def reprocess(store, case_id: int, csv_text: str, ceilings, flop_calls=None) -> dict:
@@ -39,7 +17,7 @@ def reprocess(store, case_id: int, csv_text: str, ceilings, flop_calls=None) -> 
     Returns:
         The fields written.
     """
-    rec = stored_case(store, case_id)
+    rec = store.case(case_id)
     prof = ncu.parse(csv_text)
     calls = flop_calls if flop_calls is not None else rec.get("analytic_flop_calls") or ()
     # measured fields from an earlier derivation are cleared first (a family may no longer exist)
@@ -52,7 +30,7 @@ def reprocess(store, case_id: int, csv_text: str, ceilings, flop_calls=None) -> 
     layers = results.kernel_layers(paired)
     if flop_calls is not None:
         fields["analytic_flop_calls"] = [list(c) for c in flop_calls]
-    storage.update_case(store, case_id, fields)
+    store.update_case(case_id, fields)
     storage.replace_kernels(store, case_id, [results.kernel_row(k, ceilings, layers.get(k.index))
                                              for k in prof.kernels])
     return fields

@@ -43,7 +43,7 @@ def work_ceiling(ceilings: Ceilings, w: KernelMetrics | Totals) -> tuple[str, fl
 
 def analytic_fields(counts, ceilings: Ceilings, precision: str, step_times_ms: list[float], batch_size: int) -> dict:
     """Analytic counts vs the measured step time, against the step's ceiling."""
-    from accelbench.stats import summarize
+    from accelbench.core.stats import summarize
 
     st = summarize(step_times_ms)
     t = st.latency_p50_ms / 1e3

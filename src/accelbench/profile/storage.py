@@ -47,77 +47,59 @@ _KERNEL_COLUMNS = {
 
 def _ensure(store) -> None:
     """Create the tables; add columns that a store written by an older accelbench lacks."""
-    store.conn.executescript(_DDL)
-    have = {r[1] for r in store.conn.execute("PRAGMA table_info(profile_kernels)")}
-    for col, typ in _KERNEL_COLUMNS.items():
-        if col not in have:
-            store.conn.execute(f"ALTER TABLE profile_kernels ADD COLUMN {col} {typ}")
-    store.conn.commit()
+    store.ensure_table(_DDL, "profile_kernels", _KERNEL_COLUMNS)
 
 
 def cached_ceilings(store, device_name: str) -> Ceilings | None:
     """The newest stored ceilings of ``device_name``, or None."""
     _ensure(store)
-    row = store.conn.execute(
-        "SELECT ceilings_json FROM ceilings WHERE device_name=? ORDER BY measured_at DESC, ceiling_id DESC LIMIT 1",
-        (device_name,),
-    ).fetchone()
-    return Ceilings.from_dict(json.loads(row[0])) if row else None
+    rows = store.rows("ceilings", {"device_name": device_name}, order_by="measured_at DESC, ceiling_id DESC", limit=1)
+    return Ceilings.from_dict(json.loads(rows[0]["ceilings_json"])) if rows else None
 
 
 def save_ceilings(store, ceilings: Ceilings, env: dict | None = None) -> int:
     """Store a measurement; returns its ``ceiling_id``."""
     _ensure(store)
-    with store.conn:
-        cur = store.conn.execute(
-            "INSERT INTO ceilings (device_name, measured_at, ceilings_json, env_json) VALUES (?,?,?,?)",
-            (ceilings.device_name, ceilings.measured_at, json.dumps(ceilings.to_dict()), json.dumps(env or {}, default=str)),
-        )
-    return int(cur.lastrowid)
+    return int(store.insert_rows("ceilings", [{
+        "device_name": ceilings.device_name, "measured_at": ceilings.measured_at,
+        "ceilings_json": json.dumps(ceilings.to_dict()), "env_json": json.dumps(env or {}, default=str)}]))
 
 
 def save_kernels(store, case_id: int, rows: list[dict]) -> None:
     """Store the per-kernel rows (:func:`accelbench.profile.results.kernel_row`) of one profiled case."""
     _ensure(store)
-    if not rows:
-        return
-    cols = ["case_id", *rows[0]]
-    with store.conn:
-        store.conn.executemany(
-            f"INSERT INTO profile_kernels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-            [(case_id, *r.values()) for r in rows],
-        )
+    store.insert_rows("profile_kernels", [{"case_id": case_id, **r} for r in rows])
 
 
 def replace_kernels(store, case_id: int, rows: list[dict]) -> None:
     """Delete the case's kernel rows and store ``rows`` instead (after re-parsing a CSV)."""
     _ensure(store)
-    with store.conn:
-        store.conn.execute("DELETE FROM profile_kernels WHERE case_id=?", (case_id,))
+    store.delete_rows("profile_kernels", {"case_id": case_id})
     save_kernels(store, case_id, rows)
 
 
-def update_case(store, case_id: int, fields: dict) -> None:
-    """Set ``fields`` on a stored case (columns are added as ``Store.add_case`` adds them)."""
-    from accelbench.store import _cell
-
-    vals = {k: _cell(v) for k, v in fields.items()}
-    with store.conn:
-        store._ensure_columns("cases", vals)
-        sets = ", ".join(f'"{k}"=?' for k in vals)
-        store.conn.execute(f"UPDATE cases SET {sets} WHERE case_id=?", [*vals.values(), case_id])
+def kernel_rows(store, case_id: int) -> list[dict]:
+    """The stored kernel rows of ``case_id`` as dicts, in launch order."""
+    _ensure(store)
+    return store.rows("profile_kernels", {"case_id": case_id}, order_by="idx")
 
 
 def load_kernels(store, case_id: int) -> list[KernelMetrics]:
     """The kernels stored for ``case_id``, in launch order (``tensor_ops_by_source`` keeps the main source only)."""
-    _ensure(store)
-    rows = store.conn.execute(
-        "SELECT idx, name, family, time_s, dram_read_bytes, dram_write_bytes, flops_fp32, flops_fp16, flops_fp64, "
-        "flops_tensor, tensor_source FROM profile_kernels WHERE case_id=? ORDER BY idx", (case_id,),
-    ).fetchall()
     return [
-        KernelMetrics(index=r[0], name=r[1], family=r[2], time_s=r[3], dram_read_bytes=r[4], dram_write_bytes=r[5],
-                      flops_fp32=r[6], flops_fp16=r[7], flops_fp64=r[8], flops_tensor=r[9],
-                      tensor_ops_by_source={r[10]: r[9]} if r[10] else {})
-        for r in rows
+        KernelMetrics(index=r["idx"], name=r["name"], family=r["family"], time_s=r["time_s"],
+                      dram_read_bytes=r["dram_read_bytes"], dram_write_bytes=r["dram_write_bytes"],
+                      flops_fp32=r["flops_fp32"], flops_fp16=r["flops_fp16"], flops_fp64=r["flops_fp64"],
+                      flops_tensor=r["flops_tensor"],
+                      tensor_ops_by_source={r["tensor_source"]: r["flops_tensor"]} if r["tensor_source"] else {})
+        for r in kernel_rows(store, case_id)
     ]
+
+
+def export_extra(store, run_id: int, doc: dict) -> None:
+    """Add the kernels of each case (``results[i]["kernels"]``) and the device's ceilings to a run document."""
+    for rec in doc["results"]:
+        rec["kernels"] = kernel_rows(store, rec["case_id"])
+    name = doc["env"].get("device_name")
+    ceil = cached_ceilings(store, name) if name else None
+    doc["ceilings"] = ceil.to_dict() if ceil else None

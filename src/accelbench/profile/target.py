@@ -1,7 +1,7 @@
 """The process Nsight Compute profiles: ``python -m accelbench.profile.target '<json>'``.
 
-The JSON argument holds ``spec`` (a :class:`SweepSpec` as a dict), ``case`` (a :class:`Case` as a
-dict), ``step`` and ``warmup``. The target builds the same workload as ``accelbench profile``, runs
+The JSON argument holds ``spec`` (the profile :class:`~accelbench.core.spec.Spec` as a dict), ``case`` (its
+:class:`~accelbench.core.spec.Case` as a dict, the step in its extras) and ``warmup``. The target builds the same workload as ``accelbench profile``, runs
 ``warmup`` untimed steps, then exactly one step inside the NVTX push/pop range ``NVTX_RANGE``, which
 ``ncu --nvtx --nvtx-include accelbench_step/`` limits the profile to. Errors end the process with
 exit status 3 and a one-line message on stderr.
@@ -15,36 +15,31 @@ import sys
 NVTX_RANGE = "accelbench_step"
 
 
-def payload(spec, case, step: str, warmup: int) -> str:
+def payload(spec, case, warmup: int) -> str:
     """The JSON argument for one profiled step."""
-    import dataclasses
-
-    return json.dumps({"spec": spec.to_dict(), "case": dataclasses.asdict(case), "step": step, "warmup": warmup},
-                      default=str)
+    return json.dumps({"spec": spec.to_dict(), "case": case.to_dict(), "warmup": warmup}, default=str)
 
 
 def _load(text: str):
-    from accelbench.spec import Case, SweepSpec
-    from accelbench.profile.step import ProfileCase
+    from accelbench import scenarios
+    from accelbench.core.spec import case_from_dict, spec_from_dict
 
     doc = json.loads(text)
-    spec_d = {k: tuple(v) if isinstance(v, list) else v for k, v in doc["spec"].items()}
-    spec = SweepSpec(**spec_d)
-    pc = ProfileCase(case=Case(**doc["case"]), step=doc["step"])
-    return spec, pc, int(doc.get("warmup", 2))
+    scenario = scenarios.get("profile")
+    return spec_from_dict(scenario, doc["spec"]), case_from_dict(scenario, doc["case"]), int(doc.get("warmup", 2))
 
 
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from accelbench.measure import one_line
+    from accelbench.core.errors import one_line
     from accelbench.profile import step as stepmod
 
     argv = sys.argv[1:] if argv is None else argv
     try:
-        spec, pc, warmup = _load(argv[0])
-        device = torch.device(pc.case.device)
-        work = stepmod.build(pc, spec, device)
+        spec, case, warmup = _load(argv[0])
+        device = torch.device(case.device)
+        work = stepmod.build(case, spec, device)
         for _ in range(warmup):
             work.run()
         torch.cuda.synchronize(device)

@@ -33,7 +33,8 @@ SCALE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Precision", "precision", str),
     ("Mode", "mode", str),
     ("GPUs", "world_size", lambda v: f"{int(v)}"),
-    ("Batch/GPU", "batch_size", lambda v: f"{int(v)}"),
+    ("Batch", "batch_size", lambda v: f"{int(v)}"),
+    ("Batch/GPU", "rank_batch_size", lambda v: f"{int(v)}"),
     ("Throughput (samples/s)", "throughput_samples_per_s", lambda v: f"{v:,.1f}"),
     ("Per GPU", "throughput_per_gpu_samples_per_s", lambda v: f"{v:,.1f}"),
     ("Speed-up", "speedup", lambda v: f"{v:.2f}x"),
@@ -111,7 +112,7 @@ def plot_scaling(rows: list[dict], path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from accelbench.errors import MissingDependencyError
+        from accelbench.core.errors import MissingDependencyError
 
         raise MissingDependencyError("matplotlib", "plot") from None
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -138,6 +138,23 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
     return table
 
 
+def oom_boundary(records: list[dict]) -> dict[tuple, dict[str, int | None]]:
+    """Per (model, precision, mode): the largest batch size that ran and the smallest that ran out of memory."""
+    out: dict[tuple, dict[str, int | None]] = {}
+    for r in records:
+        if r.get("aggregate") == 0 or r.get("row_type") == "epoch":
+            continue
+        g = out.setdefault((r.get("model"), r.get("precision"), r.get("mode")), {"largest_ok": None, "smallest_oom": None})
+        bs = r.get("batch_size")
+        if not _present(bs):
+            continue
+        if r["status"] == "ok" and (g["largest_ok"] is None or bs > g["largest_ok"]):
+            g["largest_ok"] = int(bs)
+        if r["status"] == "oom" and (g["smallest_oom"] is None or bs < g["smallest_oom"]):
+            g["smallest_oom"] = int(bs)
+    return out
+
+
 def natural_width(table, console) -> int:
     """The width ``table`` takes with no column squeezed (a wide table is printed at this width, even
     beyond the terminal's: cut cells would hide figures)."""

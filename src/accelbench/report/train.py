@@ -144,7 +144,7 @@ def plot_convergence(records: Iterable[dict], path: str | Path, title: str | Non
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from accelbench.errors import MissingDependencyError
+        from accelbench.core.errors import MissingDependencyError
 
         raise MissingDependencyError("matplotlib", "plot") from None
     rows = [r for r in records if r.get("row_type") == "epoch" and _present(r.get("eval_top1"))]

@@ -29,7 +29,7 @@ def _devices(device) -> list:
 class Monitor:
     """Samples the GPU(s) behind ``device`` and the host CPU while active (see the module docstring)."""
 
-    def __init__(self, device, period_s: float | None = DEFAULT_PERIOD_S):
+    def __init__(self, device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = ()):
         from accelbench.telemetry.cpu import CpuReader
 
         devs = _devices(device)
@@ -42,7 +42,7 @@ class Monitor:
 
             readers = [GpuReader(d.index or 0, self.period_s, name=f"gpu{i}") for i, d in enumerate(self.cuda)]
             self.gpus = [r for r in readers if r.available]
-        self.cpu = CpuReader()
+        self.cpu = CpuReader(pids)
         self.sampler = Sampler([*self.gpus, self.cpu], self.period_s)
 
     def __enter__(self) -> "Monitor":
@@ -110,9 +110,15 @@ def _columns(rows: list[dict], prefix: str) -> dict[str, list]:
     return {k: v for k, v in cols.items() if any(x is not None for x in v)}
 
 
-def monitor(device, period_s: float | None = DEFAULT_PERIOD_S) -> Monitor:
-    """A :class:`Monitor` for ``device``; use it as a context manager around the timed region."""
-    return Monitor(device, period_s)
+def monitor(device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = ()) -> Monitor:
+    """A :class:`Monitor` for ``device``; use it as a context manager around the timed region.
+
+    Args:
+        period_s: sampling period (s); 0 or None: no sampler thread.
+        pids: other processes of the measured job on this host (e.g. the other ranks): their CPU time is
+            the job's, not contention (``cpu_other_util_pct``).
+    """
+    return Monitor(device, period_s, pids)
 
 
 def measure_idle(device, seconds: float = 3.0, period_s: float = DEFAULT_PERIOD_S) -> dict[str, Any]:

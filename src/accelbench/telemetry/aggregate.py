@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable, Sequence
 
-from accelbench.stats import percentile
+from accelbench.core.stats import percentile
 from accelbench.telemetry import energy as en
 from accelbench.telemetry.gpm import GPM_METRICS
 

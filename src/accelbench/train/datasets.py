@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.errors import DataError
+from accelbench.core.errors import DataError
 from accelbench.train.augment import EpochPlan, crop_flip
 
 

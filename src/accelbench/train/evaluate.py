@@ -28,7 +28,7 @@ def evaluate(module, images, labels, *, mean, std, precision: str, channels_last
     import torch.nn.functional as F
 
     from accelbench import precisions
-    from accelbench.stats import topk_correct
+    from accelbench.core.stats import topk_correct
     from accelbench.train.datasets import normalize
     from accelbench.train.step import autocast_context
 

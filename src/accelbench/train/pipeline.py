@@ -112,7 +112,7 @@ def _sync(device) -> None:
 def dataset_files(data: str) -> list[Path]:
     """The files behind a data source: the bundled archive, or every file under a directory / the file itself."""
     from accelbench import data as d
-    from accelbench.errors import DataError
+    from accelbench.core.errors import DataError
 
     path = d.BUNDLED.get(data, Path(data).expanduser())
     if not path.exists():
@@ -185,32 +185,37 @@ def read_files(paths: list[Path], chunk_bytes: int = 1 << 20) -> tuple[int, floa
     return n, time.perf_counter() - t0
 
 
-def storage_read(paths: list[Path], repeats: int = 3, method: str = "fadvise", min_warm_s: float = 0.2) -> list[dict]:
-    """Cold and warm read throughput of ``paths``.
+def _read_record(state: str, paths: list[Path], runs: list[tuple[int, float]], frac: float | None) -> dict:
+    secs = statistics.median(s for _, s in runs)
+    nbytes = runs[0][0]
+    return {"cache_state": state, "files": len(paths), "read_bytes": nbytes, "read_s": secs,
+            "read_mb_per_s": nbytes / 1e6 / secs, "passes": len(runs),
+            "read_mb_per_s_samples": [b / 1e6 / s for b, s in runs], "page_cache_resident_fraction": frac}
 
-    Cold: ``repeats`` times (evict with :func:`drop_cache` ``method``, read); warm: reads right after, repeated
-    until ``min_warm_s``.
+
+def storage_cold(paths: list[Path], repeats: int = 3, method: str = "fadvise") -> dict:
+    """Cold read throughput of ``paths``: ``repeats`` times (evict with :func:`drop_cache` ``method``, read).
+
     Returns:
-        Two records (``cache_state`` ``cold`` / ``warm``) with ``read_bytes`` (per pass), ``read_s``
-        (median pass), ``read_mb_per_s`` (bytes / 1e6 / read_s), ``passes``, ``read_mb_per_s_samples``,
-        ``page_cache_resident_fraction`` (before the read; None where mincore is unavailable),
-        and ``cold_method`` on the cold row.
+        ``cache_state`` ``cold``, ``files``, ``read_bytes`` (per pass), ``read_s`` (median pass),
+        ``read_mb_per_s`` (bytes / 1e6 / read_s), ``passes``, ``read_mb_per_s_samples``,
+        ``page_cache_resident_fraction`` (the largest seen before a read; None where mincore is unavailable),
+        ``cold_method``.
     """
-    cold, fractions, used = [], [], None
+    runs, fractions, used = [], [], None
     for _ in range(repeats):
         used = drop_cache(paths, method)
         fractions.append(resident_fraction(paths))
-        cold.append(read_files(paths))
-    warm, t_end = [], time.perf_counter() + min_warm_s
-    warm_frac = resident_fraction(paths)
-    while not warm or (time.perf_counter() < t_end and len(warm) < 1000):
-        warm.append(read_files(paths))
-    out = []
-    for state, runs, frac in (("cold", cold, max(fractions, key=lambda f: -1 if f is None else f)), ("warm", warm, warm_frac)):
-        secs = statistics.median(s for _, s in runs)
-        nbytes = runs[0][0]
-        out.append({"cache_state": state, "files": len(paths), "read_bytes": nbytes, "read_s": secs,
-                    "read_mb_per_s": nbytes / 1e6 / secs, "passes": len(runs),
-                    "read_mb_per_s_samples": [b / 1e6 / s for b, s in runs],
-                    "page_cache_resident_fraction": frac, "cold_method": used if state == "cold" else None})
-    return out
+        runs.append(read_files(paths))
+    return {**_read_record("cold", paths, runs, max(fractions, key=lambda f: -1 if f is None else f)),
+            "cold_method": used}
+
+
+def storage_warm(paths: list[Path], min_warm_s: float = 0.2) -> dict:
+    """Warm read throughput of ``paths`` (run right after :func:`storage_cold`): reads repeated until
+    ``min_warm_s``; the same columns, ``cache_state`` ``warm``."""
+    runs, t_end = [], time.perf_counter() + min_warm_s
+    frac = resident_fraction(paths)
+    while not runs or (time.perf_counter() < t_end and len(runs) < 1000):
+        runs.append(read_files(paths))
+    return _read_record("warm", paths, runs, frac)

@@ -24,22 +24,24 @@ Precision Training"), ``amp-bf16`` (autocast, no scaler: bf16 has fp32's exponen
 (weights, gradients, optimizer state and inputs in bfloat16). Pure ``fp16`` training is not offered:
 without fp32 master weights small updates vanish (Micikevicius et al. 2018, s. 3.1).
 
-Modes: ``eager``, ``compile`` (``torch.compile(module, dynamic=False)``: Inductor compiles the forward
-and, via AOTAutograd, the backward; the optimizer step stays eager: fused on CUDA, foreach on CPU).
+Modes: the trainable backends of :mod:`accelbench.backends` (``eager``; ``compile``:
+``torch.compile(module, dynamic=False)``, Inductor compiles the forward and, via AOTAutograd, the backward;
+the optimizer step stays eager: fused on CUDA, foreach on CPU). Precisions: the trainable rows of
+:data:`accelbench.precisions.PRECISIONS`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from accelbench import precisions
+from accelbench import backends, precisions
+from accelbench.core.timing import sync
 
-TRAIN_PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16", "bf16")
-TRAIN_MODES = ("eager", "compile")
 OPTIMIZERS = ("sgd", "adamw")
+# The optimizer of ``accelbench train``'s timed step; the profiled training step uses it too.
+SWEEP_OPTIMIZER = {"optimizer": "sgd", "lr": 0.01, "momentum": 0.9, "weight_decay": 5e-4}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -47,8 +49,8 @@ class StepConfig:
     """How a training step runs.
 
     Attributes:
-        precision: one of ``TRAIN_PRECISIONS``.
-        mode: ``eager`` or ``compile``.
+        precision: a trainable precision (:func:`accelbench.precisions.names`).
+        mode: a trainable backend (``eager`` or ``compile``).
         optimizer: ``sgd`` (momentum, PyTorch's formulation) or ``adamw`` (Loshchilov & Hutter 2019).
         lr: initial learning rate (change it per step with ``TrainStep.set_lr``).
         momentum: SGD momentum.
@@ -71,21 +73,8 @@ class StepConfig:
 
 def unsupported_reason(cfg: StepConfig, device) -> str | None:
     """Why ``cfg`` cannot train on ``device`` (torch.device), or None when it can."""
-    if cfg.precision not in TRAIN_PRECISIONS:
-        return f"{cfg.precision} is not a training precision (use one of {', '.join(TRAIN_PRECISIONS)})"
-    if cfg.mode not in TRAIN_MODES:
-        return f"{cfg.mode} is not a training mode (use one of {', '.join(TRAIN_MODES)})"
-    return precisions.unsupported_reason(cfg.precision, device)
-
-
-def autocast_context(precision: str, device):
-    """``torch.autocast`` for amp precisions, a no-op context otherwise (gradients stay enabled)."""
-    import torch
-
-    dtype = precisions.PRECISIONS[precision].autocast_dtype
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=getattr(torch, dtype))
+    return (precisions.unsupported_reason(cfg.precision, device, training=True)
+            or backends.get(cfg.mode).unsupported_reason(device, training=True))
 
 
 def make_optimizer(cfg: StepConfig, params, device):
@@ -155,8 +144,8 @@ class TrainStep:
 
     @property
     def compile_s(self) -> float | None:
-        """Seconds the first call took in compile mode (compilation of forward and backward + one step)."""
-        return self.first_step_s if self.config.mode == "compile" else None
+        """Seconds the first call took when compiled (compilation of forward and backward + one step)."""
+        return None if self.config.mode == "eager" else self.first_step_s
 
     def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -172,7 +161,7 @@ class TrainStep:
         if self.first_step_s is None:
             t0 = time.perf_counter()
             out = self._step(x, y)
-            _sync(self.device)
+            sync(self.device)
             self.first_step_s = time.perf_counter() - t0
             return out
         return self._step(x, y)
@@ -182,7 +171,7 @@ class TrainStep:
 
         x = x.to(self._dtype).contiguous(memory_format=self._fmt)
         self.optimizer.zero_grad(set_to_none=True)
-        with autocast_context(self.config.precision, self.device):
+        with precisions.context(self.config.precision, self.device, inference=False):
             logits = self.model(x)
             loss = F.cross_entropy(logits.float(), y, label_smoothing=self.config.label_smoothing)
         if self.scaler is not None:
@@ -206,13 +195,6 @@ class TrainStep:
             self.scaler.load_state_dict(state["scaler"])
 
 
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None) -> TrainStep:
     """Prepare ``module`` for training on ``device`` and return its :class:`TrainStep`.
 
@@ -233,9 +215,7 @@ def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None)
     if cfg.channels_last:
         module = module.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(cfg, module.parameters(), device)
-    scaler = torch.amp.GradScaler(device.type) if cfg.precision == "amp-fp16" else None
+    scaler = torch.amp.GradScaler(device.type) if precisions.get(cfg.precision).grad_scaler else None
     model = wrap(module) if wrap is not None else module
-    if cfg.mode == "compile":
-        torch._dynamo.reset()
-        model = torch.compile(model, dynamic=False)
+    model = backends.get(cfg.mode).wrap_training(model)
     return TrainStep(module, model, optimizer, scaler, cfg, device)

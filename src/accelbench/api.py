@@ -1,0 +1,158 @@
+"""The library API: one function per command, what the CLI and notebooks call.
+
+::
+
+    from accelbench import api
+    from accelbench.store import Store
+
+    spec = api.spec("inference", {"model": "resnet50", "batch_sizes": "1,64"})
+    out = api.run(spec, Store("a.db"))                 # accelbench run
+    out = api.run(spec, Store("a.db"), gpus=2)         # accelbench run --gpus 2
+    df = Store("a.db").cases(out.run_id)              # pandas DataFrame
+
+Every sweep goes through :func:`accelbench.core.loop.run` (one loop: resume, OOM boundary, failure rows,
+interrupts, derived columns, the lease), in this process or under torchrun.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from accelbench.core.loop import Outcome
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def spec(scenario: str, *layers: dict[str, Any], cuda: bool | None = None):
+    """Build a :class:`accelbench.core.spec.Spec` of ``scenario``: its defaults for the device kind, then each
+    layer (a TOML table, flags; later wins, None skipped).
+
+    Args:
+        scenario: ``inference``, ``train_step``, ``converge``, ``profile``, ``input_pipeline``, ``interconnect``.
+        cuda: GPU defaults (default: the spec's ``device``, else whether a GPU is visible).
+    Raises:
+        ConfigError: an unknown scenario or field, or an invalid value.
+    """
+    from accelbench import scenarios
+    from accelbench.core.spec import build_spec
+
+    if cuda is None:
+        device = next((lay.get("device") for lay in reversed(layers) if isinstance(lay, dict) and lay.get("device")),
+                      "auto")
+        cuda = device != "cpu" and cuda_available()
+    return build_spec(scenarios.get(scenario), *layers, cuda=cuda)
+
+
+def launcher(gpus: int | None = None, opts=None):
+    """The launcher for ``gpus`` processes: None runs in this process, a number through torchrun.
+
+    Args:
+        opts: :class:`accelbench.launchers.torchrun.job.DistOptions` (``gpus`` replaced when given).
+    """
+    from accelbench.launchers import INLINE
+
+    if gpus is None and opts is None:
+        return INLINE
+    import dataclasses
+
+    from accelbench.launchers.torchrun import Torchrun
+    from accelbench.launchers.torchrun.job import DistOptions
+
+    opts = opts or DistOptions()
+    return Torchrun(dataclasses.replace(opts, gpus=gpus) if gpus is not None else opts)
+
+
+def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = False,
+          on_case: Callable | None = None, on_row: Callable | None = None) -> Outcome:
+    """Run ``spec``'s scenario over its cases and store every row (the loop; see the module docstring).
+
+    Under a user's torchrun or srun (rank variables set), this process runs as one rank and rank 0 stores.
+
+    Args:
+        gpus: run data parallel on this many processes (GPUs; CPU processes without GPUs) through torchrun.
+        opts: further launch options (:class:`accelbench.launchers.torchrun.job.DistOptions`).
+        resume: continue the newest unfinished run of the same spec and launch.
+        on_case: progress ``(index, total, case, record_or_None)``; on_row: each detail row (an epoch) stored.
+    Returns:
+        :class:`accelbench.core.loop.Outcome` (None on a rank other than 0 of a user's job).
+    """
+    from accelbench import scenarios
+    from accelbench.core import loop
+    from accelbench.launchers.torchrun.ranks import rank_info
+
+    scenario = scenarios.get(spec.scenario)
+    info = rank_info()
+    if info is not None and scenario.dist_kind:
+        from accelbench.launchers.torchrun.here import run_here
+
+        return run_here(scenario, spec, store.path, info, opts, on_case=on_case)
+    return loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
+                    on_row=on_row)
+
+
+def run(spec, store, **kw) -> Outcome:
+    """``accelbench run``: the inference sweep (``spec.scenario == "inference"``); keywords as :func:`sweep`."""
+    return sweep(spec, store, **kw)
+
+
+def train(spec, store, **kw) -> Outcome:
+    """``accelbench train``: training-step throughput (``train_step``) or, for a ``converge`` spec, training to
+    accuracy (epoch rows as they end: ``on_row``); keywords as :func:`sweep`."""
+    return sweep(spec, store, **kw)
+
+
+def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
+    """``accelbench profile``: returns ``(outcome, ceilings, ceilings_were_cached)``.
+
+    The device's ceilings are measured (or found in the store) before the cases run.
+    """
+    from accelbench.core.env import resolve_device
+    from accelbench.scenarios.profile import get_ceilings
+
+    ceilings, cached = get_ceilings(store, resolve_device(spec.device), spec.settings.remeasure_ceilings)
+    return sweep(spec, store, **kw), ceilings, cached
+
+
+def input_pipeline(spec, store, **kw) -> Outcome:
+    """``accelbench input-pipeline``: loader, resident and storage rates (``input_pipeline`` spec)."""
+    return sweep(spec, store, **kw)
+
+
+def interconnect(spec, store, opts) -> Outcome:
+    """``accelbench interconnect``: collectives and GPU pair copies on ``opts.gpus`` ranks."""
+    return sweep(spec, store, opts=opts)
+
+
+def scale(spec, store, counts: list[int], opts=None, *, resume: bool = False, on_case=None):
+    """``accelbench scale``: ``spec`` on each process count; see :func:`accelbench.studies.scale.run_scale`."""
+    from accelbench import scenarios
+    from accelbench.launchers.torchrun.job import DistOptions
+    from accelbench.studies.scale import run_scale
+
+    return run_scale(scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts, resume=resume,
+                     on_case=on_case)
+
+
+def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_gpus: int | None = None,
+               resume: bool = False):
+    """``accelbench concurrent``: the specs as jobs at once on disjoint GPU sets, then one after another;
+    see :func:`accelbench.studies.concurrent.run_concurrent`."""
+    from accelbench import scenarios
+    from accelbench.launchers.torchrun.job import DistOptions
+    from accelbench.studies.concurrent import ConcurrentJob, run_concurrent
+
+    jobs = [ConcurrentJob(scenario=scenarios.get(s.scenario), spec=s, gpus=gpus_per_job) for s in specs]
+    return run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume)
+
+
+def export_json(store, run_id: int, path) -> None:
+    """Write a run (spec, environment, results, and its scenario's extension data) as JSON."""
+    from accelbench import scenarios
+    from accelbench.store.export import write_json
+
+    scenario = scenarios.by_kind(store.run(run_id)["kind"])
+    write_json(path, store, run_id, scenario.export_extra if scenario else None)

@@ -1,0 +1,37 @@
+"""``torch.compile`` backends: ``compile`` (Inductor's default mode) and ``max-autotune``.
+
+Each case starts from a fresh compile cache (``torch._dynamo.reset()``): no recompile limit is hit and
+no case reuses another's artifacts, so ``compile_s`` is the case's own compilation time.
+"""
+
+from __future__ import annotations
+
+from accelbench.backends import Backend, register
+
+
+class Compile(Backend):
+    """``torch.compile(module, mode=compile_mode, dynamic=False)``."""
+
+    trainable = True
+
+    def __init__(self, name: str, compile_mode: str | None, trainable: bool = True):
+        self.name, self.compile_mode, self.trainable = name, compile_mode, trainable
+
+    def _compiled(self, model):
+        import torch
+
+        torch._dynamo.reset()
+        return torch.compile(model, mode=self.compile_mode, dynamic=False)
+
+    def _build(self, module, example, device):
+        fn = self._compiled(module)
+        fn(example)
+        return fn
+
+    def wrap_training(self, model):
+        return self._compiled(model)
+
+
+register(Compile("compile", None))
+# max-autotune trains in principle, but autotuning a backward pass costs many minutes per case: inference only
+register(Compile("max-autotune", "max-autotune", trainable=False))

@@ -1,0 +1,167 @@
+"""Multi-GPU commands: ``scale``, ``interconnect``, ``concurrent`` (parsing only; ``--gpus N`` of ``run`` and
+``train`` is in their modules)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from accelbench.cli import common as a
+from accelbench.cli.common import app, console, err_console, styled
+from accelbench.core.errors import ConfigError
+
+WORKLOAD = typer.Option("inference", "--workload", "-w", help="inference (data parallel) or train (DDP steps).")
+SCENARIO_OF = {"inference": "inference", "train": "train_step"}
+
+
+def _scenario(workload: str) -> str:
+    if workload not in SCENARIO_OF:
+        raise ConfigError("workload", workload, ", ".join(SCENARIO_OF))
+    return SCENARIO_OF[workload]
+
+
+def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
+    """The scaling table, the training settings, and one note per case that did not run (why, on how many ranks)."""
+    from accelbench.report.scaling import scale_table
+    from accelbench.report.table import case_notes
+
+    if not rows:
+        console.print("no cases ran")
+        return
+    console.print(title)
+    console.print(scale_table(rows))
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if workload == "train" and ok:
+        console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
+                      "all-reduce against the same step under no_sync()")
+    if ok and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
+        console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")
+    for r in rows:
+        for label, text in case_notes([r]):
+            style = "yellow" if label in ("unsupported:", "skipped:", "flagged:") else "red"
+            where = f" on {int(r['world_size'])} ranks" if r.get("world_size") == r.get("world_size") else ""
+            (err_console if label == "error:" else console).print(styled(label, style, f" {text}{where}"))
+
+
+@app.command()
+def scale(
+    gpus: str = typer.Option("1,2", "--gpus", help="Process counts, e.g. 1,2,4 (GPUs; CPU processes without GPUs)."),
+    workload: str = WORKLOAD, model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH,
+    precisions: Optional[str] = a.PREC, modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL,
+    images: Optional[int] = a.IMAGES, data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE,
+    device: Optional[str] = a.DEVICE, warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B,
+    min_time_s: Optional[float] = a.MIN_T, telemetry_period_ms: Optional[float] = a.TELEMETRY,
+    idle_s: Optional[float] = a.IDLE, price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
+    global_batch: bool = a.GLOBAL, timeout_s: float = a.TIMEOUT, config: Optional[Path] = a.CONFIG, db: Path = a.DB,
+    json_path: Optional[Path] = a.JSON,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Save throughput vs GPUs as an image (needs matplotlib)."),
+    resume: bool = a.RESUME,
+) -> None:
+    """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting."""
+    from accelbench import api
+    from accelbench.core.spec import parse_list
+    from accelbench.report.scaling import plot_scaling
+
+    counts = list(parse_list("batch_sizes", gpus))
+    flags = a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
+                           warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s, price_per_hour,
+                           kwh_price)
+    spec = api.spec(_scenario(workload), *a.layers(config, "sweep", flags))
+    opts = a.launch_options(1, global_batch=global_batch, timeout_s=timeout_s, device=spec.device)
+    store = a.open_store(db, create=True)
+    out = api.scale(spec, store, counts, opts, resume=resume)
+    _print_sweep(out.rows, f"Run {out.run_id}: scaling study ({workload})", workload)
+    if out.skipped_done:
+        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
+    if plot and out.rows:
+        plot_scaling(out.rows, str(plot))
+        console.print(f"wrote {plot}")
+    a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=out.statuses)
+
+
+@app.command()
+def interconnect(
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Ranks (default: every visible GPU; 2 CPU processes without GPUs)."),
+    ops: str = typer.Option("all_reduce,all_gather,broadcast", "--ops", help="Collectives to time."),
+    min_bytes: str = typer.Option("1K", "--min-bytes", help="Smallest message (nccl-tests -b)."),
+    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Largest message (default 1G on GPUs, 4M on CPUs)."),
+    factor: int = typer.Option(2, "--factor", help="Size multiplier between steps (nccl-tests -f)."),
+    warmup: int = typer.Option(5, "--warmup"), iters: int = typer.Option(20, "--iters"),
+    p2p_bytes: str = typer.Option("256M", "--p2p-bytes", help="Buffer copied between each GPU pair (0: skip)."),
+    device: Optional[str] = a.DEVICE, nnodes: int = a.NNODES, node_rank: int = a.NODE_RANK,
+    rdzv_endpoint: Optional[str] = a.RDZV, timeout_s: float = a.TIMEOUT, idle_s: Optional[float] = a.IDLE,
+    db: Path = a.DB, json_path: Optional[Path] = a.JSON,
+) -> None:
+    """Interconnect: collective time, algorithm and bus bandwidth over sizes; GPU pair copies; NVLink/PCIe topology."""
+    import torch
+
+    from accelbench import api
+    from accelbench.report.scaling import collective_table, p2p_table
+    from accelbench.scenarios.interconnect import parse_bytes, sizes_between
+
+    cuda = device != "cpu" and torch.cuda.is_available()
+    n = gpus or (torch.cuda.device_count() if cuda else 2)
+    try:
+        sizes = sizes_between(parse_bytes(min_bytes), parse_bytes(max_bytes or ("1G" if cuda else "4M")), factor)
+    except ValueError as exc:
+        raise ConfigError("sizes", f"{min_bytes}..{max_bytes}", str(exc)) from None
+    spec = api.spec("interconnect", {"ops": tuple(o.strip() for o in ops.split(",") if o.strip()), "sizes": tuple(sizes),
+                                     "warmup": warmup, "iters": iters, "p2p_bytes": parse_bytes(p2p_bytes),
+                                     "device": device, "idle_s": idle_s})
+    opts = a.launch_options(n, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, timeout_s=timeout_s,
+                            device=device)
+    store = a.open_store(db, create=True)
+    out = api.interconnect(spec, store, opts)
+    rows = store.cases(out.run_id).to_dict("records")
+    console.print(f"Run {out.run_id}: collectives over {opts.world_size} ranks")
+    console.print(collective_table(rows))
+    table = p2p_table(rows)
+    if table is not None:
+        console.print(table)
+    for r in rows:
+        if r.get("status") != "ok":
+            err_console.print(styled(f"{r.get('status')}:", "red", f" {r.get('error')}"))
+    a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
+             statuses=[r["status"] for r in out.records])
+
+
+@app.command()
+def concurrent(
+    models: str = typer.Option(..., "--models", help="One job per model, e.g. resnet50,vit_b_16 (repeat a name for copies)."),
+    gpus_per_job: int = typer.Option(1, "--gpus-per-job", help="GPUs (processes) of each job; sets are disjoint."),
+    sequential_gpus: Optional[int] = typer.Option(None, "--sequential-gpus", help="GPUs per job when run alone (default: the same)."),
+    workload: str = WORKLOAD, batch_sizes: Optional[str] = a.BATCH, precisions: Optional[str] = a.PREC,
+    modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL, images: Optional[int] = a.IMAGES,
+    data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
+    warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
+    idle_s: Optional[float] = a.IDLE, timeout_s: float = a.TIMEOUT, config: Optional[Path] = a.CONFIG, db: Path = a.DB,
+    resume: bool = a.RESUME,
+) -> None:
+    """Concurrent jobs: K jobs at once on disjoint GPU sets vs one after another (total time compared)."""
+    from accelbench import api
+    from accelbench.report.scaling import concurrent_table
+
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    base = a.shared_flags(None, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
+                          warmup_batches, min_timed_batches, min_time_s, idle_s=idle_s)
+    specs = [api.spec(_scenario(workload), *a.layers(config, "sweep", {**base, "models": m})) for m in names]
+    opts = a.launch_options(gpus_per_job, timeout_s=timeout_s, device=specs[0].device if specs else None)
+    store = a.open_store(db, create=True)
+    out = api.concurrent(specs, gpus_per_job, store, opts, sequential_gpus=sequential_gpus, resume=resume)
+    console.print(f"Run {out.run_id}: {len(specs)} jobs, concurrent vs sequential")
+    console.print(concurrent_table(out.rows))
+    summary = {r["schedule"]: r for r in out.rows if r.get("workload") == "concurrent-summary"}
+    for name in ("concurrent", "sequential"):
+        if name in summary:
+            r, work = summary[name], summary[name].get("work_time_s")
+            console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work == work and work else ""))
+    if "comparison" in summary:
+        c, over = summary["comparison"], summary["concurrent"].get("overlap_fraction")
+        work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") == c.get("work_speedup") else ""
+        console.print(f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
+                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over == over and over is not None else ""))
+    if out.skipped_done:
+        console.print(f"resumed run {out.run_id}: {out.skipped_done} phases were already done")
+    a.finish(store, out.run_id, interrupted=out.interrupted, statuses=out.statuses)

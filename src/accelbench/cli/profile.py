@@ -1,0 +1,78 @@
+"""``accelbench profile``: roofline profile of an inference or training step (parsing only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from accelbench.cli import common as a
+from accelbench.cli.common import app, console
+
+
+@app.command()
+def profile(
+    model: str = typer.Option("resnet50", "--model", "-m", help="Model(s), comma-separated, as for `run`."),
+    batch_size: str = typer.Option("32", "--batch-size", "-b", help="Batch size(s), e.g. 32 or 32,256."),
+    precision: Optional[str] = typer.Option(None, "--precision", "-p", help="fp32,tf32,amp-fp16,amp-bf16,fp16,bf16 (default: amp-bf16 on a GPU, fp32 on a CPU)."),
+    mode: str = typer.Option("eager", "--mode", help="eager,compile,cudagraphs,max-autotune"),
+    step: str = typer.Option("inference", "--step", help="inference, train, or both: inference,train"),
+    channels_last: Optional[bool] = a.CL, data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE,
+    device: Optional[str] = a.DEVICE,
+    ncu: str = typer.Option("auto", "--ncu", help="auto (on a GPU when ncu is found), on, off"),
+    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Untimed steps (GPU 5, CPU 1)."),
+    timed_steps: Optional[int] = typer.Option(None, "--timed-steps", help="Timed steps (GPU 20, CPU 3)."),
+    charts: Optional[Path] = typer.Option(None, "--charts", help="Write roofline charts (PNG + SVG) to this folder."),
+    ncu_csv: Optional[Path] = typer.Option(None, "--ncu-csv", help="Keep ncu's raw CSV files in this folder."),
+    remeasure_ceilings: bool = typer.Option(False, "--remeasure-ceilings", help="Measure the machine ceilings again."),
+    telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
+    price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
+    db: Path = a.DB,
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, env, results, kernels) as JSON."),
+) -> None:
+    """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
+    from accelbench import api
+
+    flags = dict(models=model, batch_sizes=batch_size, precisions=precision, modes=mode, steps=step,
+                 channels_last=channels_last, data=data, image_size=image_size, device=device, ncu=ncu,
+                 warmup_steps=warmup_steps, timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
+                 ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings,
+                 telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour,
+                 kwh_price=kwh_price)
+    spec = api.spec("profile", flags)
+    store = a.open_store(db, create=True)
+    console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {spec.device}, db {db}")
+    out, ceilings, cached = api.profile(spec, store, on_case=_progress)
+    _report(out, ceilings, cached)
+    a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
+             statuses=[r["status"] for r in out.records])
+
+
+def _progress(i: int, n: int, case, rec) -> None:
+    if rec is None:
+        console.print(f"[{i + 1}/{n}] {case.model} {case.extras.step} bs={case.batch_size} {case.precision} {case.mode} ...")
+
+
+def _report(out, ceilings, cached: bool) -> None:
+    from accelbench.report.profile_table import ceilings_table, family_table, profile_table
+
+    console.print(ceilings_table(ceilings, cached=cached))
+    console.print(profile_table(out.records))
+    for rec in out.records:
+        if rec.get("status") != "ok":
+            continue
+        if rec.get("ncu_status") == "ok":
+            console.print(family_table(rec))
+        elif rec.get("ncu_error"):
+            console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}")
+        if rec.get("analytic_uncounted_ops"):
+            from accelbench.profile.analytic import AnalyticCounts
+
+            text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
+            console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
+        for p in rec.get("charts") or []:
+            console.print(f"chart: {p}")
+    for rec in out.records:
+        if rec.get("status") != "ok" and rec.get("error"):
+            console.print(f"{rec['status']}: {rec['model']} {rec['step']}: {rec['error']}")

@@ -1,0 +1,103 @@
+"""Commands that read the store: ``results``, ``export``, ``telemetry``, ``cost``; and ``models``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from accelbench.cli import common as a
+from accelbench.cli.common import app, console
+
+RUN = typer.Option(None, "--run", help="Run id (default: newest).")
+
+
+@app.command()
+def results(run_id: Optional[int] = RUN, db: Path = a.DB,
+            all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
+            compact: bool = typer.Option(False, "--compact", help="The compact table of run/train (default: every column).")) -> None:
+    """Print stored results."""
+    from accelbench.report import table_for
+    from accelbench.report.table import runs_table
+
+    store = a.open_store(db)
+    if all_runs:
+        console.print(runs_table(store.runs()))
+        return
+    run = a.open_run(store, run_id)
+    records = store.cases(run["run_id"]).to_dict("records")
+    env = run["env"]
+    console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
+                  f"torch {env.get('torch')} | commit {env.get('git_commit')}")
+    a.print_table(table_for(run["kind"])(records, compact=compact), not compact)
+    if run["kind"] in ("inference", "training"):
+        a.print_notes(records, env)
+
+
+@app.command()
+def export(run_id: Optional[int] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
+           output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
+           db: Path = a.DB) -> None:
+    """Export one run's results as CSV (one row per case) or JSON (spec, environment, results)."""
+    from accelbench import api
+    from accelbench.store.export import csv_text
+
+    if fmt not in ("csv", "json"):
+        a.fail(f"invalid format {fmt!r}: allowed csv, json")
+    store = a.open_store(db)
+    rid = a.open_run(store, run_id)["run_id"]
+    if fmt == "json":
+        api.export_json(store, rid, output or Path("/dev/stdout"))
+    else:
+        text = csv_text(store, rid)
+        (output.write_text(text) if output else sys.stdout.write(text))
+
+
+@app.command("models")
+def models_cmd() -> None:
+    """List model names accepted by --model."""
+    from accelbench.models import list_models
+
+    console.print(", ".join(list_models()))
+    console.print("also: timm:<name> (pip install 'accelbench[timm]'), package.module:factory")
+
+
+@app.command()
+def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (default: every stored run)."),
+         price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="Re-price every row at this USD per device-hour."),
+         kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
+         all_rows: bool = typer.Option(False, "--all", help="Every case, not only the best per (device, model, precision, mode)."),
+         db: Path = a.DB) -> None:
+    """Cost comparison across stored runs: time, throughput, $/hour, total cost, $/1,000 images."""
+    from accelbench.cost.compare import cost_comparison
+    from accelbench.report.telemetry import cost_table
+
+    if (price_per_hour is not None and price_per_hour < 0) or (kwh_price is not None and kwh_price < 0):
+        a.fail("prices must be >= 0")
+    store = a.open_store(db)
+    try:
+        rows = cost_comparison(store, run_id, price_per_hour=price_per_hour, kwh_price=kwh_price, best=not all_rows)
+    except KeyError as exc:
+        a.fail(str(exc.args[0]))
+    if not rows:
+        a.fail("no finished inference cases to compare")
+    what = f"run {run_id}" if run_id is not None else "all runs"
+    scope = "every finished case" if all_rows else "best throughput per device, model, precision, mode"
+    console.print(cost_table(rows, title=f"Cost comparison ({what}; {scope})"))
+    for src in dict.fromkeys(r.get("price_source") for r in rows if isinstance(r.get("price_source"), str)):
+        console.print(f"price: {src}")
+
+
+@app.command()
+def telemetry(run_id: Optional[int] = RUN, db: Path = a.DB) -> None:
+    """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
+    from accelbench.report.telemetry import telemetry_table
+
+    store = a.open_store(db)
+    run = a.open_run(store, run_id)
+    records = store.cases(run["run_id"]).to_dict("records")
+    env = run["env"]
+    console.print(telemetry_table(records, title=f"Run {run['run_id']} telemetry on {env.get('device_name')}"))
+    a.print_notes(records, env)

@@ -1,0 +1,88 @@
+"""Errors with one-line messages meant for the user, and the exit codes every command uses.
+
+Exit codes (the same for every command, with or without ``--gpus``; README "Exit codes"):
+
+| code | meaning |
+| --- | --- |
+| 0 | every case ran: ``ok``, or ``oom`` / ``unsupported`` / ``skipped`` (those are results too) |
+| 1 | at least one case has status ``error`` (every result is still stored; the summary says how many) |
+| 2 | a usage or input error found before anything ran (bad flag, unknown model, missing data, bad store) |
+| 130 | interrupted (Ctrl-C, SIGTERM): finished cases are stored and ``--resume`` continues the run |
+"""
+
+EXIT_OK = 0
+EXIT_CASE_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class AccelbenchError(Exception):
+    """Base class: the message is one line a user can act on (the CLI prints it and exits 2)."""
+
+
+class ConfigError(AccelbenchError, ValueError):
+    """A spec field has an invalid value. The message names the field and the allowed values."""
+
+    def __init__(self, field: str, value: object, allowed: str):
+        self.field, self.value, self.allowed = field, value, allowed
+        super().__init__(f"invalid {field} {value!r}: allowed {allowed}")
+
+
+class UnknownModelError(AccelbenchError, ValueError):
+    """The model name is not registered, not a timm model, and not an importable factory."""
+
+
+class DataError(AccelbenchError, ValueError):
+    """The data source cannot be read (missing path, no images, bad archive, an image that does not decode)."""
+
+
+class MissingDependencyError(AccelbenchError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str):
+        super().__init__(f"{package} is not installed: pip install 'accelbench[{extra}]'")
+
+
+def exit_code(statuses, interrupted: bool = False) -> int:
+    """The exit code of a command whose cases ended with ``statuses`` (see the module table).
+
+    Args:
+        statuses: the ``status`` of every row the command stored (``ok``, ``oom``, ``error``, ...).
+        interrupted: the command was stopped by Ctrl-C or SIGTERM.
+    """
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_CASE_ERRORS if any(s == "error" for s in statuses) else EXIT_OK
+
+
+# Case statuses: ``ok`` measured; ``oom`` out of memory; ``error`` any other failure; ``unsupported`` cannot
+# run on this device; ``skipped`` not run (a smaller batch size of the same configuration ran out of memory).
+OK, OOM, ERROR, UNSUPPORTED, SKIPPED = "ok", "oom", "error", "unsupported", "skipped"
+
+# How an allocation failure reads when it is not torch.OutOfMemoryError: the CPU allocator's RuntimeError
+# (c10/core/impl/alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes"),
+# and CUDA's own text when a library reports it.
+_OOM_TEXT = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """``Type: first line of the message``, cut to ``limit`` characters."""
+    msg = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_oom(exc: BaseException) -> bool:
+    """True for an allocation failure on any device, also when wrapped (e.g. by a compiler backend):
+    torch's OutOfMemoryError (CUDA), the CPU allocator's "can't allocate memory" RuntimeError, and Python's
+    MemoryError."""
+    import torch
+
+    oom_type = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (oom_type, MemoryError)) or any(t in str(exc).lower() for t in _OOM_TEXT):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -1,0 +1,416 @@
+"""One spec, one case: ``Spec`` -> ``scenario.cases(spec)`` -> ``list[Case]``.
+
+A :class:`Spec` holds the fields every scenario shares (models, batch sizes, precisions, modes, data,
+timing and telemetry settings) and ``settings``: a frozen dataclass of the scenario's own fields
+(``include_transfer`` for inference, the optimizer for a training step, the epochs of a convergence run,
+the steps of a profile...). A :class:`Case` is one point of the sweep: the shared description plus
+``extras``, the scenario's typed per-case fields. Both flatten to plain dicts (TOML, flags, the stored
+spec, the job a torchrun rank reads) and back, and one hasher digests a spec for ``--resume``.
+
+Pure code: no torch import. The scenario object (:mod:`accelbench.scenarios`) is passed in wherever
+its settings or extras type is needed, so this module imports no scenario.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from accelbench.core.errors import ConfigError
+
+CHANNELS_LAST = ("auto", "on", "off")
+DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str}
+ALIASES = {"model": "models", "precision": "precisions", "mode": "modes", "batch_size": "batch_sizes"}
+
+
+def is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
+    """``v`` is a finite int or float (not a bool) in ``[low, high]`` (NaN and infinities are not numbers here)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and low <= v <= high
+
+
+def is_int(v: Any, low: int = -(2**63)) -> bool:
+    """``v`` is an int (not a bool) >= ``low``."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def check_choices(name: str, values: tuple, allowed: tuple[str, ...]) -> None:
+    """Raise ConfigError unless ``values`` is a non-empty tuple of members of ``allowed``."""
+    if not values:
+        raise ConfigError(name, values, "a non-empty list of " + ", ".join(allowed))
+    for v in values:
+        if not isinstance(v, str) or v not in allowed:
+            raise ConfigError(name, v, ", ".join(allowed))
+
+
+def check_int(name: str, v: Any, low: int) -> None:
+    if not is_int(v, low):
+        raise ConfigError(name, v, f"an integer >= {low}")
+
+
+def check_number(name: str, v: Any, low: float = 0.0, allowed: str | None = None) -> None:
+    if not is_number(v, low=low):
+        raise ConfigError(name, v, allowed or f"a number >= {low:g}")
+
+
+def check_bool(name: str, v: Any) -> None:
+    if not isinstance(v, bool):
+        raise ConfigError(name, v, "true or false")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Settings:
+    """Base of a scenario's settings. ``volatile`` names fields left out of the spec hash (where files go)."""
+
+    volatile: ClassVar[tuple[str, ...]] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Spec:
+    """A sweep of one scenario: models x batch_sizes x precisions x modes, plus the scenario's settings.
+
+    Attributes:
+        scenario: the scenario's name (``inference``, ``train_step``, ``converge``, ``profile``, ...).
+        models: model names (see :func:`accelbench.models.create_model`).
+        batch_sizes: samples per step, each >= 1.
+        precisions: names from :data:`accelbench.precisions.PRECISIONS`.
+        modes: execution backends from :data:`accelbench.backends.BACKENDS`.
+        channels_last: ``auto`` (NHWC where it helps: convolutions on CUDA below fp32), ``on``, ``off``.
+        images: images used (inference: per pass; training: distinct images cycled); None: all of the data.
+        data: ``cifar10-test``, ``cifar10-train-5k``, ``synthetic``, or an ImageFolder directory / .tar(.gz).
+        image_size: square input side in pixels; None takes the model's native size.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        warmup_batches: untimed steps before timing.
+        min_timed_batches / min_time_s: timed passes repeat until both are reached.
+        seed: seed for synthetic data, random weights and labels.
+        telemetry_period_ms: telemetry sampling period (ms); 0 turns the sampler thread off.
+        idle_s: seconds of idle-power measurement before the sweep; 0 skips it.
+        price_per_hour: USD per device-hour, overriding the shipped price list.
+        kwh_price: USD per kWh for the electricity cost; None leaves it out.
+        skip_bad_images: drop image files that do not decode (counted) instead of stopping with an error.
+        settings: the scenario's own fields (a frozen :class:`Settings` dataclass).
+    """
+
+    scenario: str
+    models: tuple[str, ...] = ()
+    batch_sizes: tuple[int, ...] = ()
+    precisions: tuple[str, ...] = ("fp32",)
+    modes: tuple[str, ...] = ("eager",)
+    channels_last: str = "auto"
+    images: int | None = None
+    data: str = "cifar10-test"
+    image_size: int | None = None
+    device: str = "auto"
+    warmup_batches: int = 1
+    min_timed_batches: int = 3
+    min_time_s: float = 0.0
+    seed: int = 0
+    telemetry_period_ms: float = 100.0
+    idle_s: float = 3.0
+    price_per_hour: float | None = None
+    kwh_price: float | None = None
+    skip_bad_images: bool = False
+    settings: Settings = field(default_factory=Settings)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat dict: the shared fields, ``scenario``, and the settings' fields at the top level."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "settings"}
+        out.update(dataclasses.asdict(self.settings))
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    def spec_hash(self, **extra: Any) -> str:
+        """Stable 16-hex digest of everything that changes the results (``--resume`` finds runs by it).
+
+        Args:
+            extra: further identity, e.g. the launch (GPUs, nodes, global batch) of a distributed run.
+        """
+        doc = {k: v for k, v in self.to_dict().items() if k not in type(self.settings).volatile}
+        return digest({**doc, **extra})
+
+    def replace(self, **changes: Any) -> "Spec":
+        return dataclasses.replace(self, **changes)
+
+
+def digest(doc: Any) -> str:
+    """16 hex digits of SHA-256 over the canonical JSON of ``doc``: THE hasher of specs."""
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def validate(spec: Spec) -> None:
+    """Type and range checks of the shared fields (scenario rules: ``scenario.validate``).
+
+    Raises:
+        ConfigError: naming the first invalid field and its allowed values.
+    """
+    if not isinstance(spec.models, tuple) or any(not isinstance(m, str) or not m for m in spec.models):
+        raise ConfigError("model", spec.models, "model names")
+    if not isinstance(spec.batch_sizes, tuple) or any(not is_int(b, 1) for b in spec.batch_sizes):
+        raise ConfigError("batch_sizes", spec.batch_sizes, "positive integers, e.g. 1,8,32")
+    for name in ("precisions", "modes"):
+        v = getattr(spec, name)
+        if not isinstance(v, tuple) or any(not isinstance(x, str) for x in v):
+            raise ConfigError(name[:-1], v, "names")
+    if not isinstance(spec.channels_last, str) or spec.channels_last not in CHANNELS_LAST:
+        raise ConfigError("channels_last", spec.channels_last, ", ".join(CHANNELS_LAST))
+    if spec.images is not None:
+        check_int("images", spec.images, 1)
+    if spec.image_size is not None:
+        check_int("image_size", spec.image_size, 8)
+    if not isinstance(spec.device, str) or not DEVICE_RE.match(spec.device):
+        raise ConfigError("device", spec.device, "auto, cpu, cuda, cuda:N")
+    if not isinstance(spec.data, str) or not spec.data:
+        raise ConfigError("data", spec.data, "cifar10-test, synthetic, or a path")
+    for name in ("warmup_batches", "min_timed_batches"):
+        check_int(name, getattr(spec, name), 0)
+    check_number("min_time_s", spec.min_time_s)
+    check_bool("skip_bad_images", spec.skip_bad_images)
+    if not is_int(spec.seed):
+        raise ConfigError("seed", spec.seed, "an integer")
+    p = spec.telemetry_period_ms
+    if not is_number(p) or not (p == 0 or 5 <= p <= 60000):
+        raise ConfigError("telemetry_period_ms", p, "0 (sampler off) or 5..60000 ms")
+    if not is_number(spec.idle_s, 0, 600):
+        raise ConfigError("idle_s", spec.idle_s, "0..600 seconds")
+    for name in ("price_per_hour", "kwh_price"):
+        if getattr(spec, name) is not None:
+            check_number(name, getattr(spec, name), allowed="a number >= 0 (USD)")
+
+
+SHARED = tuple(f.name for f in dataclasses.fields(Spec) if f.name not in ("scenario", "settings"))
+
+
+def parse_list(name: str, value: Any) -> tuple:
+    """Turn ``"1,8,32"``, ``[1, 8, 32]`` or ``8`` into a tuple of the field's type, or raise ConfigError."""
+    kind = LIST_FIELDS.get(name, str)
+    items = [s.strip() for s in value.split(",") if s.strip()] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        items = [items]
+    if kind is not int:
+        return tuple(items)
+    out = []
+    for x in items:
+        if isinstance(x, bool) or (isinstance(x, float) and not x.is_integer()) or not isinstance(x, (int, float, str)):
+            raise ConfigError(name, value, "a comma-separated list of integers")
+        try:
+            out.append(int(x))
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(name, value, "a comma-separated list of integers") from None
+    return tuple(out)
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file into a dict (top-level keys, or a ``[sweep]`` table).
+
+    Raises:
+        ConfigError: unreadable file, TOML syntax error, not UTF-8, or ``sweep`` that is not a table.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError("config", str(path), f"a readable TOML file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config", str(path), f"valid TOML ({' '.join(str(exc).split())})") from None
+    except UnicodeDecodeError:
+        raise ConfigError("config", str(path), "a UTF-8 TOML file") from None
+    return table(raw, "sweep", path)
+
+
+def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
+    """The ``[name]`` table of a TOML document, else its top level.
+
+    Raises:
+        ConfigError: ``name`` is present but not a table.
+    """
+    if name not in raw:
+        return raw
+    if not isinstance(raw[name], dict):
+        raise ConfigError(name, raw[name], f"a [{name}] table in {path}")
+    return raw[name]
+
+
+def merge(scenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str, Any]:
+    """The scenario's defaults for the device kind, then each layer (later wins; ``None`` is skipped).
+
+    Keys are the shared fields, the scenario's settings fields and aliases (``model``, ``batch-sizes``,
+    the scenario's own ``aliases``).
+
+    Raises:
+        ConfigError: an unknown key.
+    """
+    known = set(SHARED) | {f.name for f in dataclasses.fields(scenario.settings_type)}
+    aliases = {**ALIASES, **getattr(scenario, "aliases", {})}
+    merged: dict[str, Any] = dict(scenario.defaults(cuda))
+    for layer in layers:
+        if not isinstance(layer, dict):
+            raise ConfigError("config", layer, "a table of settings")
+        for key, value in layer.items():
+            if not isinstance(key, str):
+                raise ConfigError("config key", key, ", ".join(sorted(known)))
+            key = key.replace("-", "_")
+            key = aliases.get(key, key)
+            if value is None:
+                continue
+            if key not in known:
+                raise ConfigError("config key", key, ", ".join(sorted(known)))
+            merged[key] = parse_list(key, value) if key in LIST_FIELDS else value
+    if isinstance(merged.get("channels_last"), bool):
+        merged["channels_last"] = "on" if merged["channels_last"] else "off"
+    return merged
+
+
+def build_spec(scenario, *layers: dict[str, Any], cuda: bool) -> Spec:
+    """Merge the scenario's defaults and ``layers`` into a validated :class:`Spec`.
+
+    Args:
+        scenario: a :class:`accelbench.scenarios.Scenario` (settings type, defaults, validation).
+        layers: dicts of fields, e.g. a TOML config then CLI flags.
+        cuda: whether the work runs on GPUs (selects the scenario's GPU or CPU defaults).
+    Raises:
+        ConfigError: unknown field or invalid value.
+    """
+    merged = scenario.normalize(merge(scenario, layers, cuda))
+    return spec_from_dict(scenario, merged)
+
+
+def _type_name(hint: Any) -> str:
+    import typing
+
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is tuple:
+        return f"a list of {_type_name(args[0]).removeprefix('a ').removeprefix('an ')}s"
+    if args:
+        return _type_name(args[0]) + " (or nothing)"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(hint, str(hint))
+
+
+def type_ok(value: Any, hint: Any) -> bool:
+    """``value`` has the type a dataclass field's annotation names (``int | None``, ``tuple[int, ...]``...)."""
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if args and origin is not tuple:  # a union
+        return any(type_ok(value, a) for a in args)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(type_ok(v, args[0]) for v in value)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return is_number(value)
+    if hint is int:
+        return is_int(value)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def check_types(cls: type, values: dict[str, Any]) -> None:
+    """Raise ConfigError for the first of ``values`` whose type is not its field's in the dataclass ``cls``."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    for name, value in values.items():
+        if name in hints and not type_ok(value, hints[name]):
+            raise ConfigError(name, value, _type_name(hints[name]))
+
+
+def spec_from_dict(scenario, doc: dict[str, Any]) -> Spec:
+    """Rebuild a :class:`Spec` from :meth:`Spec.to_dict` (lists become tuples).
+
+    Raises:
+        ConfigError: a field of the wrong type or out of range.
+    """
+    names = {f.name for f in dataclasses.fields(scenario.settings_type)}
+    shared = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in SHARED}
+    own = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in names}
+    check_types(scenario.settings_type, own)
+    try:
+        settings = scenario.settings_type(**own)
+    except TypeError as exc:  # a field the settings do not have
+        raise ConfigError("config key", str(exc), ", ".join(sorted(names))) from None
+    spec = Spec(scenario=scenario.name, settings=settings, **shared)
+    scenario.validate(spec)
+    return spec
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Extras:
+    """Base of a scenario's per-case fields; ``key_suffix`` extends the case key."""
+
+    def key_suffix(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Case:
+    """One point of a sweep. ``key`` identifies it within a run (resume, one row per case).
+
+    Attributes:
+        scenario: the scenario that runs it.
+        model, batch_size, precision, mode, channels_last: what runs (None where a scenario has none).
+        images, data, image_size: the input.
+        device: the resolved device (``cuda:0``, ``cpu``; ``cuda`` for a case every rank runs on its own GPU).
+        extras: the scenario's typed per-case fields (an :class:`Extras` dataclass).
+        name: the key of a case without a model (input pipeline, interconnect); None otherwise.
+    """
+
+    scenario: str
+    model: str | None = None
+    batch_size: int | None = None
+    precision: str | None = None
+    mode: str | None = None
+    channels_last: str = "auto"
+    images: int | None = None
+    data: str | None = None
+    image_size: int | None = None
+    device: str = "cpu"
+    extras: Extras = field(default_factory=Extras)
+    name: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``model|bs=B|precision|mode|cl=C`` plus the extras' suffix (the keys stores have always used)."""
+        if self.name is not None:
+            return self.name + self.extras.key_suffix()
+        return (f"{self.model}|bs={self.batch_size}|{self.precision}|{self.mode}|cl={self.channels_last}"
+                + self.extras.key_suffix())
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extras"}
+        out["extras"] = dataclasses.asdict(self.extras)
+        out["key"] = self.key
+        return out
+
+    def replace(self, **changes: Any) -> "Case":
+        return dataclasses.replace(self, **changes)
+
+
+def case_from_dict(scenario, doc: dict[str, Any]) -> Case:
+    """Rebuild a :class:`Case` from :meth:`Case.to_dict` (a torchrun job, an ncu target)."""
+    extras = scenario.extras_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc["extras"].items()})
+    fields = {k: v for k, v in doc.items() if k not in ("extras", "key")}
+    return Case(extras=extras, **fields)
+
+
+def grid(spec: Spec, device: str, extras: Extras | None = None) -> list[Case]:
+    """One :class:`Case` per (model, precision, mode, batch size), batch size innermost, so one model and
+    precision run all their batch sizes before the next (a contiguous OOM boundary)."""
+    import itertools
+
+    ex = extras if extras is not None else Extras()
+    return [
+        Case(scenario=spec.scenario, model=m, batch_size=b, precision=p, mode=mode, channels_last=spec.channels_last,
+             images=spec.images, data=spec.data, image_size=spec.image_size, device=device, extras=ex)
+        for m, p, mode, b in itertools.product(spec.models, spec.precisions, spec.modes, spec.batch_sizes)
+    ]

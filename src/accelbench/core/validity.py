@@ -1,0 +1,97 @@
+"""Is a measured case trustworthy? Pure checks on a case record, tested with exact numbers.
+
+Each check runs only when its inputs exist (``validity_checks`` lists those that ran). Thresholds:
+
+- ``latency-spread``: IQR / median of the per-batch latency above 5 % (``stats.SPREAD_WARN``; the
+  spread ``torch.utils.benchmark`` warns on).
+- ``throttled``: clocks pulled down by power cap, thermal slowdown, HW slowdown or power brake
+  (NVML clocks-event reasons) for more than 1 % of the window, taking the larger of the fraction of
+  samples with such a reason and NVML's violation time / window. 1 % because a sub-percent dip
+  changes throughput by less than the run-to-run noise we resolve, while a sustained cap does not.
+- ``clock-variation``: SM clock (p95 - p5) / median over the non-idle samples above 5 %. GPU Boost
+  moves the clock in ~15 MHz steps (< 1 % of a ~2 GHz clock) as load and temperature change; a 5 %
+  swing changes the speed of compute-bound kernels by up to 5 %, the same size as the latency spread
+  we already call noisy. p5/p95 rather than min/max so one odd reading does not flag a case.
+- ``other-process``: another compute process was on the GPU at the start or end of the window
+  (``nvmlDeviceGetComputeRunningProcesses``).
+- ``cpu-contention``: processes outside the measured one (and its children) used more than 10 % of the
+  host's CPU time (all cores) during the window (``cpu_other_util_pct``, from the psutil/procfs counters
+  read at the window edges). A CPU case competes with them for cores directly, and a GPU case's launch
+  thread waits for a core; 10 % is an order above an idle host's background (about 1 % here) and the
+  size at which a case that uses every core loses a comparable share of its time. One job sharing the
+  2 cores of a small machine shows as 50 % or more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.core.stats import SPREAD_WARN
+
+CLOCK_VARIATION_MAX = 0.05
+THROTTLE_FRAC_MAX = 0.01
+CPU_OTHER_MAX_PCT = 10.0
+_THROTTLE_NAMES = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+
+
+def _num(rec: dict, key: str) -> float | None:
+    v = rec.get(key)
+    return None if v is None or v != v else float(v)  # NaN (pandas' missing value) counts as absent
+
+
+def _throttle_frac(rec: dict) -> float | None:
+    window = _num(rec, "telemetry_window_s") or _num(rec, "energy_window_s")
+    fracs = [_num(rec, "throttle_sample_frac")]
+    for kind in ("power", "thermal"):
+        t = _num(rec, f"throttle_{kind}_s")
+        fracs.append(t / window if t is not None and window else None)
+    fracs = [f for f in fracs if f is not None]
+    return max(fracs) if fracs else None
+
+
+def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str, Any]:
+    """Validity columns of one case record.
+
+    Args:
+        rec: the case's columns (``latency_spread``, ``throttle_*``, ``clocks_event_reasons``,
+            ``sm_clock_variation``, ``other_gpu_processes``, ``telemetry_window_s``, ``cpu_other_util_pct``).
+        spread_key: the column holding IQR/median of the timed iterations.
+    Returns:
+        ``validity`` ("ok" or comma-separated flags), ``validity_reason`` (None when ok) and
+        ``validity_checks`` (the checks that could run, or "none").
+    """
+    flags, reasons, checks = [], [], []
+    spread = _num(rec, spread_key)
+    if spread is not None:
+        checks.append("spread")
+        if spread > SPREAD_WARN:
+            flags.append("latency-spread")
+            reasons.append(f"latency spread (IQR/median) {100 * spread:.1f}% > {100 * SPREAD_WARN:.0f}%")
+    frac = _throttle_frac(rec)
+    if frac is not None:
+        checks.append("throttle")
+        if frac > THROTTLE_FRAC_MAX:
+            seen = [n for n in str(rec.get("clocks_event_reasons") or "").split(",") if n in _THROTTLE_NAMES]
+            why = ", ".join(seen) or "power/thermal violation counters"
+            flags.append("throttled")
+            reasons.append(f"clocks limited ({why}) for {100 * frac:.1f}% of the window > {100 * THROTTLE_FRAC_MAX:.0f}%")
+    var = _num(rec, "sm_clock_variation")
+    if var is not None:
+        checks.append("clocks")
+        if var > CLOCK_VARIATION_MAX:
+            flags.append("clock-variation")
+            reasons.append(f"SM clock varied {100 * var:.1f}% (p95-p5)/median > {100 * CLOCK_VARIATION_MAX:.0f}%")
+    others = _num(rec, "other_gpu_processes")
+    if others is not None:
+        checks.append("processes")
+        if others > 0:
+            flags.append("other-process")
+            reasons.append(f"{int(others)} other compute process(es) on the GPU")
+    busy = _num(rec, "cpu_other_util_pct")
+    if busy is not None:
+        checks.append("cpu")
+        if busy > CPU_OTHER_MAX_PCT:
+            flags.append("cpu-contention")
+            reasons.append(f"other processes used {busy:.0f}% of the host's CPU time > {CPU_OTHER_MAX_PCT:.0f}%")
+    return {"validity": ",".join(flags) or "ok", "validity_reason": "; ".join(reasons) or None,
+            "validity_checks": ",".join(checks) or "none"}

@@ -1,0 +1,106 @@
+"""What every rank runs: ``python -m accelbench.launchers.torchrun.worker JOB.json`` (started by torchrun).
+
+Per case: local rank 0 notes the start; every rank runs the scenario's ``measure`` on its share (the same
+code as one process: :class:`accelbench.core.rank.Rank`); a rank whose case raises writes its one-line
+reason to the job's work directory and re-raises (torchrun then stops the others); every rank's record
+and raw series go to global rank 0 by ``gather_object``, and rank 0 hands them on (:func:`run_cases`'s
+``on_result``: a ``result-<N>.json`` file the launcher stores, or the loop itself under a user's torchrun).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from accelbench.core.errors import is_oom, one_line
+from accelbench.launchers.torchrun.job import Job, note_error, note_progress, write_result
+from accelbench.launchers.torchrun.ranks import RankInfo, rank_info
+
+
+class RankSink:
+    """A scenario's detail rows on this rank (the interconnect's per-size rows), handed on with the case."""
+
+    resumed = False
+    run_id = None
+
+    def __init__(self):
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, rec: dict[str, Any], series: dict | None = None, derived=None) -> None:
+        self.rows.append({"record": rec, "series": series or {}})
+
+    def take(self) -> list[dict[str, Any]]:
+        rows, self.rows = self.rows, []
+        return rows
+
+    def note(self, text: str) -> None:
+        """Notes are for the user; ranks have none to give."""
+
+
+def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
+    """This rank's result of one case: ``{"record", "series", "rows"}`` (raises what the measurement raises)."""
+    from accelbench.core.loop import cleanup
+
+    if ctx.info.local_rank == 0:
+        note_progress(ctx.workdir, "start", case.key)
+    try:
+        measured, series = scenario.measure(case, spec, state, ctx, sink)
+        rec = {**scenario.base_record(case, ctx.device), **measured, "status": "ok", "error": None,
+               "workload": scenario.dist_workload or scenario.workload}
+        return {"record": rec, "series": series, "rows": sink.take()}
+    except Exception as exc:
+        note_error(ctx.workdir, ctx.rank, case.key, one_line(exc), is_oom(exc))
+        raise
+    finally:
+        cleanup(ctx.device)
+
+
+def run_cases(ctx, scenario, spec, cases: list, on_result: Callable[[int, Any, list], None] | None) -> None:
+    """Run ``cases`` in order on this rank; rank 0 calls ``on_result(index, case, gathered)`` after each."""
+    state = scenario.prepare(spec, ctx.device, None)
+    sink = RankSink()
+    for i, case in enumerate(cases):
+        mine = measure_case(ctx, scenario, case, spec, state, sink)
+        gathered = ctx.gather(mine)
+        if ctx.rank == 0 and on_result is not None:
+            on_result(i, case, gathered)
+        if ctx.info.local_rank == 0:
+            note_progress(ctx.workdir, "done", case.key)
+        ctx.host_barrier()
+
+
+def run_job(job: Job, info: RankInfo) -> None:
+    """Join the group, run the job's cases, leave the group."""
+    import torch.distributed as dist
+
+    from accelbench import scenarios
+    from accelbench.core.spec import case_from_dict, spec_from_dict
+    from accelbench.launchers.torchrun.context import init
+
+    try:
+        ctx = init(info, job.dist_options(), job.workdir)
+    except Exception as exc:
+        note_error(job.workdir, info.rank, None, one_line(exc), False)
+        raise
+    try:
+        scenario = scenarios.get(job.scenario)
+        spec = spec_from_dict(scenario, job.spec)
+        cases = [case_from_dict(scenario, c) for c in job.cases]
+        run_cases(ctx, scenario, spec, cases,
+                  lambda i, case, gathered: write_result(job.workdir, i, {"key": case.key, "ranks": gathered}))
+    finally:
+        dist.destroy_process_group()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of one rank. Raises on failure (non-zero exit, torchrun stops the others)."""
+    argv = sys.argv[1:] if argv is None else argv
+    job = Job.load(argv[0])
+    info = rank_info() or RankInfo(rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0,
+                                   launcher="torchrun")
+    run_job(job, info)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

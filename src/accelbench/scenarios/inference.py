@@ -1,0 +1,135 @@
+"""The inference scenario (``accelbench run``): the offline window, one process or data parallel.
+
+Per case: the model in its precision and memory format; the real images, decoded, resized and normalised
+on the device before timing (on the host with ``include_transfer``: the copy is timed too); under torchrun
+each rank keeps every ``world``-th image (the ``DistributedSampler`` split). An untimed pass computes
+top-1/top-5 (when the model's label space matches the data's) and warms up, compilation or graph capture
+is timed separately (``compile_s``), ``warmup_batches`` more steps run, then whole passes are timed
+(:mod:`accelbench.core.timing`) until ``min_timed_batches`` and ``min_time_s`` are reached; every rank
+runs the largest number of passes any rank needs, between two barriers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.core.spec import Extras, Settings, check_bool
+from accelbench.scenarios import Scenario, register
+
+GPU_DEFAULTS: dict[str, Any] = {
+    "data": "cifar10-test", "batch_sizes": tuple(2**i for i in range(11)),  # 1..1024
+    "precisions": ("fp32", "tf32", "amp-fp16", "amp-bf16"), "modes": ("eager", "compile"), "images": 1000,
+    "warmup_batches": 5, "min_timed_batches": 30, "min_time_s": 0.5, "models": ("resnet50",),
+}
+CPU_DEFAULTS: dict[str, Any] = {
+    # About a minute for ResNet-50 at 224x224 on 2 cores (~0.1 s an image).
+    "data": "cifar10-test", "batch_sizes": (1, 8, 32), "precisions": ("fp32",), "modes": ("eager",), "images": 32,
+    "warmup_batches": 1, "min_timed_batches": 3, "min_time_s": 0.0, "models": ("resnet50",),
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InferenceSettings(Settings):
+    """Attributes:
+        include_transfer: time the host-to-device copy of each batch as well (pinned host memory).
+    """
+
+    include_transfer: bool = False
+
+    def __post_init__(self) -> None:
+        check_bool("include_transfer", self.include_transfer)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InferenceExtras(Extras):
+    include_transfer: bool = False
+
+
+def accuracy_pass(fwd, batches, blabels, n_real: int, feed) -> dict[int, int] | None:
+    """Run every batch once (untimed; also a warm-up) and count top-1/top-5 hits on the real samples.
+
+    Returns:
+        ``{1: hits, 5: hits}`` over the first ``n_real`` samples, or None without labels.
+    """
+    from accelbench.core.stats import topk_correct
+
+    totals, seen = {1: 0, 5: 0}, 0
+    for xb, yb in zip(batches, blabels):
+        out = fwd(feed(xb))
+        if yb is None or seen >= n_real:
+            continue
+        take = min(len(yb), n_real - seen)
+        hits = topk_correct(out[:take], yb[:take].to(out.device))
+        for k in totals:
+            totals[k] += hits[k]
+        seen += take
+    return totals if blabels and blabels[0] is not None else None
+
+
+class Inference(Scenario):
+    name, kind, dist_kind = "inference", "inference", "inference-dp"
+    workload, dist_workload = "inference", "inference-dp"
+    settings_type, extras_type = InferenceSettings, InferenceExtras
+    gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
+
+    def extras(self, spec) -> InferenceExtras:
+        return InferenceExtras(include_transfer=spec.settings.include_transfer)
+
+    def measure(self, case, spec, inputs, rank, sink):
+        import torch
+
+        from accelbench import backends, precisions
+        from accelbench.core.rank import add_telemetry
+        from accelbench.core.stats import stat_columns, summarize
+        from accelbench.core.timing import passes_needed, time_passes, warm_up
+        from accelbench.data.batches import make_batches
+        from accelbench.models import create_model
+        from accelbench.telemetry import monitor
+
+        dev, transfer = rank.device, case.extras.include_transfer
+        torch.manual_seed(spec.seed)
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(dev)
+        loaded = create_model(case.model)
+        info = loaded.info
+        cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
+        module = precisions.prepare(case.precision, loaded.module, dev)
+        if cl:
+            module = module.to(memory_format=torch.channels_last)
+        size = case.image_size or info.image_size
+        x_all, raw = inputs.get(size, info.mean, info.std, on_host=transfer), inputs.raw_images()
+        labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
+        xs, ys = rank.shard(x_all, raw.labels if labelled else None)
+        bs = rank.per_rank_batch(case.batch_size)
+        images = xs.shape[0] if rank.distributed else case.images
+        batches, blabels, n_real = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl,
+                                                pin=transfer and dev.type == "cuda")
+        feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
+        with precisions.context(case.precision, dev):
+            fwd, compile_s = backends.get(case.mode).build(module, batches[0].to(dev), dev)
+            hits = accuracy_pass(fwd, batches, blabels, n_real, feed)
+            step = lambda xb: fwd(feed(xb))  # noqa: E731
+            batch_s = warm_up(step, batches, spec.warmup_batches, dev)
+            n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(batches), batch_s)))
+            with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
+                (lat_ms, wall_s), clocks = rank.timed_window(lambda: time_passes(step, batches, n_passes, dev))
+        samples = len(lat_ms) * bs
+        throughput = samples / wall_s
+        rec = {
+            "weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
+            "data_description": raw.description, "compile_s": compile_s, "passes": n_passes,
+            "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
+            "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
+            "total_time_s": case.images / throughput, **stat_columns(summarize(lat_ms), "latency"),
+            "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
+            "accuracy_samples": n_real if hits else None,
+        }
+        if rank.distributed:
+            rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
+                       top5_correct=hits[5] if hits else None, **rank.fields())
+        add_telemetry(rec, mon, dev)
+        return rec, {"latency_ms": lat_ms, **mon.series()}
+
+
+register(Inference())
