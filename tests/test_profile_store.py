@@ -8,7 +8,7 @@ import pytest
 
 from accelbench.profile import storage
 from accelbench.profile.ceilings import Ceilings, datasheet
-from accelbench.profile.reprocess import reprocess, stored_case
+from accelbench.profile.reprocess import reprocess
 from accelbench.store import Store
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -62,7 +62,7 @@ def test_reprocess_a_stored_case_from_its_csv(db):
                            "analytic_flops": flops, "analytic_flop_calls": [list(c) for c in calls]})
     csv_text = gzip.open(DATA / "cifar-resnet20-inference-fp32-bs8-eager.csv.gz", "rt").read()
     fields = reprocess(s, cid, csv_text, _ceil(4.2e12, 1.0))
-    rec = stored_case(s, cid)
+    rec = s.case(cid)
     assert rec["ncu_status"] == "ok" and rec["ncu_kernels"] == fields["ncu_kernels"] == 72
     assert rec["layers_paired"] == 20 == len(calls)  # 19 convolutions + the classifier
     assert rec["flops_agreement"] == pytest.approx(rec["ncu_gemm_conv_flops"] / flops - 1)

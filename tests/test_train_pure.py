@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from accelbench.core.errors import ConfigError
 from accelbench.report.train import epoch_markdown
 from accelbench.train.augment import crop_flip, epoch_plan, scaled_pad
-from accelbench.train.converge import time_to_target
+from accelbench.train.converge import lr_for, time_to_target
 from accelbench.train.schedule import lr_at
 from specs import build_converge_spec, build_train_spec, expand
 
@@ -60,9 +60,9 @@ def test_time_to_target_is_first_crossing():
 
 def test_linear_lr_scaling_and_converge_spec_parsing():
     s = build_converge_spec({"batch_sizes": "64,256", "lr": 0.1, "target_top1": 80, "models": "cifar-resnet20"}, cuda=False)
-    assert s.batch_sizes == (64, 256) and s.target_top1 == pytest.approx(0.8)
-    assert s.lr_for(64) == pytest.approx(0.05) and s.lr_for(256) == pytest.approx(0.2)
-    assert build_converge_spec({}, cuda=True).precision == "amp-bf16"
+    assert s.batch_sizes == (64, 256) and s.settings.target_top1 == pytest.approx(0.8)
+    assert lr_for(s.settings, 64) == pytest.approx(0.05) and lr_for(s.settings, 256) == pytest.approx(0.2)
+    assert build_converge_spec({}, cuda=True).precisions == ("amp-bf16",)
     # the checkpoint folder does not change the identity of a run (resume finds it from anywhere)
     assert s.spec_hash() == build_converge_spec({"batch_sizes": "64,256", "target_top1": 0.8, "checkpoint_dir": "/x"}, cuda=False).spec_hash()
 

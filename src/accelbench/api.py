@@ -110,10 +110,13 @@ def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
 
     The device's ceilings are measured (or found in the store) before the cases run.
     """
+    from accelbench import scenarios
     from accelbench.core.env import resolve_device
     from accelbench.scenarios.profile import get_ceilings
 
-    ceilings, cached = get_ceilings(store, resolve_device(spec.device), spec.settings.remeasure_ceilings)
+    device = resolve_device(spec.device)
+    scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements
+    ceilings, cached = get_ceilings(store, device, spec.settings.remeasure_ceilings)
     return sweep(spec, store, **kw), ceilings, cached
 
 

@@ -27,6 +27,24 @@ console = Console(width=None if sys.stdout.isatty() else 200, markup=False, high
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200, markup=False, highlight=False,
                       soft_wrap=True)
 
+def command(name: str | None = None):
+    """``@app.command`` whose input errors (:class:`AccelbenchError`) end as one line and exit 2, also when the
+    app is called directly (a test's CliRunner, a notebook) rather than through :func:`accelbench.cli.main`."""
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except AccelbenchError as exc:
+                fail(str(exc))
+
+        return app.command(name)(wrapped)
+
+    return deco
+
+
 # Options shared by the commands (typer reads these objects per command). -------------------------------
 MODEL = typer.Option(None, "--model", "-m", help="Model(s), comma-separated: resnet50, cifar-resnet20, timm:<name>, pkg.mod:factory (accelbench models lists them).")
 BATCH = typer.Option(None, "--batch-sizes", "-b", help="Batch sizes, e.g. 1,8,32 (per GPU with --gpus, global with --global-batch).")
@@ -81,6 +99,13 @@ def launch_options(gpus: Optional[int], *, nnodes: int = 1, node_rank: int = 0, 
     dev = "auto" if device in (None, "auto") else ("cpu" if device == "cpu" else "cuda")
     return DistOptions(gpus=gpus or 1, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                        global_batch=global_batch, timeout_s=timeout_s, device=dev)
+
+
+def where(spec, opts) -> str:
+    """Where the cases will run, checked now (a missing device is one line before anything is printed)."""
+    from accelbench.core.env import resolve_device
+
+    return f"{opts.world_size} ranks" if opts else str(resolve_device(spec.device))
 
 
 def layers(config: Optional[Path], table: str, flags: dict[str, Any]) -> list[dict[str, Any]]:

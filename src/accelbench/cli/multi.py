@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import app, console, err_console, styled
+from accelbench.cli.common import command, console, err_console, styled
 from accelbench.core.errors import ConfigError
 
 WORKLOAD = typer.Option("inference", "--workload", "-w", help="inference (data parallel) or train (DDP steps).")
@@ -45,7 +45,7 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
             (err_console if label == "error:" else console).print(styled(label, style, f" {text}{where}"))
 
 
-@app.command()
+@command()
 def scale(
     gpus: str = typer.Option("1,2", "--gpus", help="Process counts, e.g. 1,2,4 (GPUs; CPU processes without GPUs)."),
     workload: str = WORKLOAD, model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH,
@@ -81,7 +81,7 @@ def scale(
     a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=out.statuses)
 
 
-@app.command()
+@command()
 def interconnect(
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Ranks (default: every visible GPU; 2 CPU processes without GPUs)."),
     ops: str = typer.Option("all_reduce,all_gather,broadcast", "--ops", help="Collectives to time."),
@@ -127,7 +127,7 @@ def interconnect(
              statuses=[r["status"] for r in out.records])
 
 
-@app.command()
+@command()
 def concurrent(
     models: str = typer.Option(..., "--models", help="One job per model, e.g. resnet50,vit_b_16 (repeat a name for copies)."),
     gpus_per_job: int = typer.Option(1, "--gpus-per-job", help="GPUs (processes) of each job; sets are disjoint."),

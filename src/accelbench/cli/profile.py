@@ -8,10 +8,10 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import app, console
+from accelbench.cli.common import command, console
 
 
-@app.command()
+@command()
 def profile(
     model: str = typer.Option("resnet50", "--model", "-m", help="Model(s), comma-separated, as for `run`."),
     batch_size: str = typer.Option("32", "--batch-size", "-b", help="Batch size(s), e.g. 32 or 32,256."),
@@ -41,8 +41,9 @@ def profile(
                  telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour,
                  kwh_price=kwh_price)
     spec = api.spec("profile", flags)
+    where = a.where(spec, None)
     store = a.open_store(db, create=True)
-    console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {spec.device}, db {db}")
+    console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {db}")
     out, ceilings, cached = api.profile(spec, store, on_case=_progress)
     _report(out, ceilings, cached)
     a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,

@@ -9,12 +9,12 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import app, console
+from accelbench.cli.common import command, console
 
 RUN = typer.Option(None, "--run", help="Run id (default: newest).")
 
 
-@app.command()
+@command()
 def results(run_id: Optional[int] = RUN, db: Path = a.DB,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
             compact: bool = typer.Option(False, "--compact", help="The compact table of run/train (default: every column).")) -> None:
@@ -36,7 +36,7 @@ def results(run_id: Optional[int] = RUN, db: Path = a.DB,
         a.print_notes(records, env)
 
 
-@app.command()
+@command()
 def export(run_id: Optional[int] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
            output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
            db: Path = a.DB) -> None:
@@ -55,7 +55,7 @@ def export(run_id: Optional[int] = RUN, fmt: str = typer.Option("csv", "--format
         (output.write_text(text) if output else sys.stdout.write(text))
 
 
-@app.command("models")
+@command("models")
 def models_cmd() -> None:
     """List model names accepted by --model."""
     from accelbench.models import list_models
@@ -64,7 +64,7 @@ def models_cmd() -> None:
     console.print("also: timm:<name> (pip install 'accelbench[timm]'), package.module:factory")
 
 
-@app.command()
+@command()
 def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (default: every stored run)."),
          price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="Re-price every row at this USD per device-hour."),
          kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
@@ -90,7 +90,7 @@ def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (defa
         console.print(f"price: {src}")
 
 
-@app.command()
+@command()
 def telemetry(run_id: Optional[int] = RUN, db: Path = a.DB) -> None:
     """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
     from accelbench.report.telemetry import telemetry_table

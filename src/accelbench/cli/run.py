@@ -8,10 +8,10 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import app, console
+from accelbench.cli.common import command, console
 
 
-@app.command()
+@command()
 def run(
     model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH, precisions: Optional[str] = a.PREC,
     modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL, images: Optional[int] = a.IMAGES,
@@ -35,8 +35,8 @@ def run(
     spec = api.spec("inference", *a.layers(config, "sweep", flags))
     opts = a.launch_options(gpus, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                             global_batch=global_batch, timeout_s=timeout_s, device=spec.device)
+    where = a.where(spec, opts)
     store = a.open_store(db, create=True)
-    where = f"{opts.world_size} ranks" if opts else spec.device
     console.print(f"accelbench run: {', '.join(spec.models)} on {where} ({spec.data}, {spec.images} images/pass), db {db}")
     out = a.run_with_progress(api.run, spec, store, opts=opts, resume=resume)
     if out is None:  # a rank other than 0 of a job the user launched: rank 0 reports

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import app, console, err_console, fail, styled
+from accelbench.cli.common import command, console, err_console, fail, styled
 
 SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers")
 CONVERGE_ONLY = ("eval_data", "eval_images", "target_top1", "base_batch_size", "schedule", "warmup_epochs",
@@ -25,7 +25,7 @@ def _check_flags(layers: list[dict], converge: bool) -> None:
                 fail(f"{key.replace('_', '-')} applies to {need}")
 
 
-@app.command()
+@command()
 def train(
     model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH, precisions: Optional[str] = a.PREC,
     modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL,
@@ -81,10 +81,10 @@ def train(
     if opts is not None and any(layer.get("loader_workers") is not None for layer in layers):
         fail("--loader-workers does not apply with --gpus")
     spec = api.spec("converge" if converge else "train_step", *layers)
+    where = a.where(spec, opts)
     store = a.open_store(db, create=True)
     if converge:
         return _converge(spec, store, json_path, resume, plot, wide)
-    where = f"{opts.world_size} ranks" if opts else spec.device
     console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {where} ({spec.data}), db {db}")
     out = a.run_with_progress(api.train, spec, store, opts=opts, resume=resume)
     if out is None:
@@ -123,7 +123,7 @@ def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Option
     a.finish_outcome(out, store, json_path=json_path, wide=wide)
 
 
-@app.command("input-pipeline")
+@command("input-pipeline")
 def input_pipeline(
     data: str = typer.Option("cifar10-train-5k", "--data", help="cifar10-train-5k, cifar10-test, or an ImageFolder dir/.tar(.gz)."),
     images: Optional[int] = typer.Option(None, "--images", "-n", help="Images to load (default all)."),

@@ -245,13 +245,13 @@ def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
 def merge(scenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str, Any]:
     """The scenario's defaults for the device kind, then each layer (later wins; ``None`` is skipped).
 
-    Keys are the shared fields, the scenario's settings fields and aliases (``model``, ``batch-sizes``,
-    the scenario's own ``aliases``).
+    Keys are the shared fields (but those the scenario ``rejects``: they would silently do nothing), the
+    scenario's settings fields and aliases (``model``, ``batch-sizes``, the scenario's own ``aliases``).
 
     Raises:
         ConfigError: an unknown key.
     """
-    known = set(SHARED) | {f.name for f in dataclasses.fields(scenario.settings_type)}
+    known = (set(SHARED) - set(scenario.rejects)) | {f.name for f in dataclasses.fields(scenario.settings_type)}
     aliases = {**ALIASES, **getattr(scenario, "aliases", {})}
     merged: dict[str, Any] = dict(scenario.defaults(cuda))
     for layer in layers:

@@ -32,6 +32,7 @@ class Scenario:
         workload: the rows' ``workload`` column; dist_workload: under torchrun.
         settings_type / extras_type: its :class:`Settings` and per-case :class:`Extras` dataclasses.
         aliases: extra spellings of fields in TOML and flags.
+        rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
         derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training.
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
@@ -46,6 +47,7 @@ class Scenario:
     settings_type: type = Settings
     extras_type: type = Extras
     aliases: dict[str, str] = {}
+    rejects: tuple[str, ...] = ()
     derived_keys: dict[str, Any] = {}
     training = False
     rank_rows = True

@@ -104,6 +104,7 @@ class Converge(Scenario):
     settings_type = ConvergeSettings
     training = True
     aliases = {"lr": "base_lr", "train_images": "images"}
+    rejects = ("warmup_batches", "min_timed_batches", "min_time_s")
     cpu_defaults = {"models": ("cifar-resnet20",), "batch_sizes": (128,), "data": "cifar10-train-5k",
                     "precisions": ("fp32",), "modes": ("eager",)}
     gpu_defaults = {**cpu_defaults, "precisions": ("amp-bf16",), "workers": 8}

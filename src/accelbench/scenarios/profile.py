@@ -155,7 +155,7 @@ class Profile(Scenario):
             fields, kernels = {"ncu_status": "error", "ncu_error": one_line(exc)}, []
         rec.update(fields, _kernels=kernels)
         if st.chart_dir:
-            rec.update(_charts(rec, case, kernels, ceilings, Path(st.chart_dir) / slug(case)))
+            rec.update(_charts({**self.base_record(case, dev), **rec}, kernels, ceilings, Path(st.chart_dir) / slug(case)))
         return rec, {"step_time_ms": times_ms, **mon.series()}
 
     def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=()):
@@ -192,13 +192,11 @@ class Profile(Scenario):
         storage.export_extra(store, run_id, doc)
 
 
-def _charts(rec: dict, case, rows: list[dict], ceilings, stem: Path) -> dict[str, Any]:
-    """``{"charts": [paths]}`` of the model- and kernel-level charts of one case, or ``{"chart_error": why}``
-    (a missing matplotlib included)."""
+def _charts(rec: dict, rows: list[dict], ceilings, stem: Path) -> dict[str, Any]:
+    """``{"charts": [paths]}`` of the model- and kernel-level charts of one case (its full record), or
+    ``{"chart_error": why}`` (a missing matplotlib included)."""
     from accelbench.core.errors import one_line
 
-    rec = {**rec, "model": case.model, "step": case.extras.step, "precision": case.precision,
-           "batch_size": case.batch_size, "mode": case.mode}
     try:
         from accelbench.report import roofline as chart
 

@@ -497,10 +497,9 @@ class Store:
 
         def insert() -> int:
             with self.conn:
-                cur = self.conn.executemany(
-                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    [[_cell(r.get(c)) for c in cols] for r in rows])
-            return cur.lastrowid
+                self.conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                      [[_cell(r.get(c)) for c in cols] for r in rows])
+                return int(self.conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
         return self._write(insert)
 

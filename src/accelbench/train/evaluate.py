@@ -30,7 +30,6 @@ def evaluate(module, images, labels, *, mean, std, precision: str, channels_last
     from accelbench import precisions
     from accelbench.core.stats import topk_correct
     from accelbench.train.datasets import normalize
-    from accelbench.train.step import autocast_context
 
     dev = images.device
     dtype = precisions.input_dtype(precision)
@@ -38,7 +37,7 @@ def evaluate(module, images, labels, *, mean, std, precision: str, channels_last
     hits = {1: 0, 5: 0}
     module.eval()
     try:
-        with torch.no_grad(), autocast_context(precision, dev):
+        with torch.no_grad(), precisions.context(precision, dev, inference=False):
             for s in range(0, images.shape[0], batch_size):
                 x = normalize(images[s : s + batch_size], mean, std, dtype, channels_last)
                 y = labels[s : s + batch_size]
