@@ -37,8 +37,11 @@ def _crash_row(db: Path, tmp: Path) -> None:
 
 
 def _failed_run(db: Path, tmp: Path) -> None:
-    assert [r[2] for r in runs(db)] == ["failed"]
-    assert [r["status"] for r in cases(db)] == ["error"]
+    # one loop for every scenario: each case that failed is an error row and the run completes (interconnect's
+    # own "failed" run status is gone)
+    assert [r[2] for r in runs(db)] == ["complete"]
+    statuses = [r["status"] for r in cases(db)]
+    assert statuses and set(statuses) == {"error"}
 
 
 FAULTS = [

@@ -28,7 +28,7 @@ def spec(tmp_path, **kw):
 
 
 def _final_state(s, run_id, bs=32):
-    (epoch, path), *_ = ckpt.checkpoints(s.checkpoint_dir, s.spec_hash(), run_id, bs)
+    (epoch, path), *_ = ckpt.checkpoints(s.settings.checkpoint_dir, s.spec_hash(), run_id, bs)
     return ckpt.load(path, s.spec_hash(), epoch)
 
 

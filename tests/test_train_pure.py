@@ -68,13 +68,26 @@ def test_linear_lr_scaling_and_converge_spec_parsing():
 
 
 @pytest.mark.parametrize("layer, field", [
-    ({"precisions": "fp16"}, "precision"), ({"modes": "cudagraphs"}, "mode"), ({"batch_sizes": "0"}, "batch_sizes"),
+    ({"precisions": "fp8x"}, "precision"), ({"modes": "jit"}, "mode"), ({"batch_sizes": "0"}, "batch_sizes"),
     ({"optimizer": "lamb"}, "optimizer"), ({"loader_workers": -1}, "loader_workers"), ({"nope": 1}, "config key"),
 ])
 def test_train_spec_rejects_bad_values(layer, field):
     with pytest.raises(ConfigError) as err:
         build_train_spec(layer, cuda=False)
     assert str(err.value).startswith(f"invalid {field} ")
+
+
+def test_a_step_that_cannot_train_is_an_unsupported_case_in_either_launcher():
+    """One rule for one process and for --gpus: pure fp16 and cudagraphs exist, but cannot train."""
+    import torch
+
+    from accelbench import scenarios
+
+    s = build_train_spec({"precisions": "fp32,fp16", "modes": "eager,cudagraphs"}, cuda=False)
+    why = {(c.precision, c.mode): scenarios.get("train_step").unsupported_reason(c, torch.device("cpu"))
+           for c in expand(s, "cpu")}
+    assert "not a training precision" in why[("fp16", "eager")] and "not a training mode" in why[("fp32", "cudagraphs")]
+    assert why[("fp32", "eager")] is None
 
 
 @pytest.mark.parametrize("layer, field", [

@@ -149,13 +149,13 @@ def test_sweep_rows_on_real_images(db):
         for b in (4, 8):
             r = by[(p, b)]
             assert r["status"] == "ok", r.get("error")
-            assert r["samples_timed"] == r["batches_timed"] * b and r["batches_timed"] >= 2
+            assert r["samples_timed"] == r["steps_timed"] * b and r["steps_timed"] >= 2
             assert r["throughput_samples_per_s"] == pytest.approx(r["samples_timed"] / r["timed_wall_s"])
             assert r["step_time_p50_ms"] <= r["step_time_p99_ms"] <= r["step_time_max_ms"]
             assert r["loss_finite"] and r["num_classes"] == 10 and "real images" in r["data_description"]
     st = Store(db)
     r = by[("fp32", 8)]
-    assert len(st.series(r["case_id"], "step_time_ms")) == r["batches_timed"]
+    assert len(st.series(r["case_id"], "step_time_ms")) == r["steps_timed"]
     assert st.run(out.run_id)["kind"] == "training"
     assert set(st.cases(out.run_id)["workload"]) == {"training"}
 

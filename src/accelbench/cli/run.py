@@ -41,4 +41,8 @@ def run(
     out = a.run_with_progress(api.run, spec, store, opts=opts, resume=resume)
     if out is None:  # a rank other than 0 of a job the user launched: rank 0 reports
         raise typer.Exit(0)
+    if opts and opts.nnodes > 1 and not out.records and not out.interrupted:
+        console.print(f"global rank 0 ran on another node: the results are in that node's store (run {out.run_id} "
+                      "here is empty)")
+        raise typer.Exit(0)
     a.finish_outcome(out, store, json_path=json_path, wide=wide)

@@ -239,7 +239,7 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
     ctx = sweep_context(launcher.devices(device), env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour,
                         kwh_price=spec.kwh_price, telemetry_period_ms=spec.telemetry_period_ms)
     if run_id is None:
-        run_id = open_run(store, kind, {**spec.to_dict(), **launcher.doc()}, spec_hash, {**env, **ctx.idle})
+        run_id = open_run(store, kind, {**spec.to_dict(), **launcher.doc(scenario)}, spec_hash, {**env, **ctx.idle})
     done = store.done_keys(run_id)
     todo = [c for c in cases if launcher.key(c) not in done]
     out = Outcome(run_id=run_id, skipped_done=len(cases) - len(todo))

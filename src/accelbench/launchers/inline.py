@@ -73,7 +73,7 @@ class Inline:
     def env(self) -> dict:
         return {}
 
-    def doc(self) -> dict:
+    def doc(self, scenario) -> dict:
         return {}
 
     def key(self, case) -> str:

@@ -34,7 +34,7 @@ class Scenario:
         aliases: extra spellings of fields in TOML and flags.
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
         derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
-        training: precisions and backends are checked for training.
+        training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
         gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
     """
@@ -77,8 +77,10 @@ class Scenario:
                 raise ConfigError("model", spec.models, "one or more model names")
             if not spec.batch_sizes:
                 raise ConfigError("batch_sizes", spec.batch_sizes, "positive integers, e.g. 1,8,32")
-            check_choices("precision", spec.precisions, precisions.names(self.training))
-            check_choices("mode", spec.modes, backends.names(self.training))
+            # every name that exists is accepted: one that cannot run in this scenario (fp16 training) or on this
+            # device is an ``unsupported`` row with the reason, as a combination that cannot run always is
+            check_choices("precision", spec.precisions, precisions.names())
+            check_choices("mode", spec.modes, backends.names())
 
     def extras(self, spec) -> Extras:
         """The per-case fields every case of ``spec`` gets."""

@@ -122,6 +122,16 @@ class Converge(Scenario):
             merged["target_top1"] = t / 100
         return merged
 
+    def validate(self, spec) -> None:
+        """One run per batch size in one precision and mode: one that cannot train is an input error, not a run of
+        ``unsupported`` rows."""
+        from accelbench import backends, precisions
+        from accelbench.core.spec import check_choices
+
+        super().validate(spec)
+        check_choices("precision", spec.precisions, precisions.names(trainable=True))
+        check_choices("mode", spec.modes, backends.names(trainable=True))
+
     def cases(self, spec, device: str) -> list[Case]:
         return [Case(scenario=self.name, model=spec.models[0], batch_size=bs, precision=spec.precisions[0],
                      mode=spec.modes[0], channels_last=spec.channels_last, images=spec.images, data=spec.data,

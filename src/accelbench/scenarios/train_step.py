@@ -137,7 +137,7 @@ class TrainStep(Scenario):
         rec = {
             "weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl,
             "data_description": raw.description, "num_classes": n_out, "compile_s": step.compile_s,
-            "first_step_s": step.first_step_s, "passes": n_passes, "batches_timed": len(lat_ms),
+            "first_step_s": step.first_step_s, "passes": n_passes, "steps_timed": len(lat_ms),
             "samples_timed": samples, "timed_wall_s": wall_s, "device_time_s": sum(lat_ms) / 1e3,
             "throughput_samples_per_s": samples / wall_s, **stat_columns(summarize(lat_ms), "step_time"),
             "optimizer_fused": bool(step.optimizer.defaults.get("fused")), "lr": st.lr, "momentum": st.momentum,

@@ -89,7 +89,7 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
     if run_id is None:
         launcher = Torchrun(dataclasses.replace(opts, gpus=total))
         device = launcher.device(jobs[0].spec)
-        run_id = loop.open_run(store, "concurrent", {**doc, **launcher.doc()}, spec_hash,
+        run_id = loop.open_run(store, "concurrent", {**doc, **launcher.doc(jobs[0].scenario)}, spec_hash,
                                {**envmod.collect(device), **launcher.env()})
     tmp, out = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id)
     summary = _stored_summaries(store, run_id)

@@ -59,7 +59,7 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
     spec_hash = spec.spec_hash(**top.identity(), gpus=counts, scenario_kind=top.kind(scenario))
     run_id = loop.reopen(store, "scale", spec_hash) if resume else None
     if run_id is None:
-        doc = {**spec.to_dict(), **top.doc(), "gpus": counts}
+        doc = {**spec.to_dict(), **top.doc(scenario), "gpus": counts}
         run_id = loop.open_run(store, "scale", doc, spec_hash, {**envmod.collect(device), **top.env()})
     out, before = StudyOutcome(run_id=run_id), store.done_keys(run_id)
     try:

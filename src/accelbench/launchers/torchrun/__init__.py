@@ -105,8 +105,10 @@ class Torchrun:
                                 "gpu_names": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
                                 if cuda else []}}
 
-    def doc(self) -> dict[str, Any]:
-        return {"distributed": self.opts.to_dict()}
+    def doc(self, scenario) -> dict[str, Any]:
+        """What the run's stored spec adds: the workload (``inference``/``train``, as ``--workload`` names it) and
+        the launch options."""
+        return {"workload": "train" if scenario.training else scenario.name, "distributed": self.opts.to_dict()}
 
     def key(self, case) -> str:
         from accelbench.launchers.torchrun.results import aggregate_key
