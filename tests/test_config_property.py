@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from accelbench import scenarios
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import SHARED, Spec, load_toml
+from accelbench.core.spec import SHARED, Spec
+from accelbench.core.config import load_toml
 from specs import build_converge_spec, build_spec, build_profile_spec, build_train_spec, expand
 
 BUILDERS = {"sweep": (build_spec, "inference"), "train": (build_train_spec, "train_step"),

@@ -1,7 +1,7 @@
 import pytest
 
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import load_toml, parse_list
+from accelbench.core.config import load_toml, parse_list
 from accelbench.scenarios.inference import CPU_DEFAULTS, GPU_DEFAULTS
 from specs import build_spec, expand
 

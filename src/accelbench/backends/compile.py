@@ -6,7 +6,7 @@ no case reuses another's artifacts, so ``compile_s`` is the case's own compilati
 
 from __future__ import annotations
 
-from accelbench.backends import Backend, register
+from accelbench.backends.base import Backend, register
 
 
 class Compile(Backend):

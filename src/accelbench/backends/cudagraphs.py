@@ -7,7 +7,7 @@ would copy a request in.
 
 from __future__ import annotations
 
-from accelbench.backends import Backend, register
+from accelbench.backends.base import Backend, register
 
 
 class CudaGraphs(Backend):

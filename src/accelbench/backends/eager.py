@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accelbench.backends import Backend, register
+from accelbench.backends.base import Backend, register
 
 
 class Eager(Backend):

@@ -110,8 +110,8 @@ def where(spec, opts) -> str:
 
 def layers(config: Optional[Path], table: str, flags: dict[str, Any]) -> list[dict[str, Any]]:
     """The spec layers: the TOML file's ``[table]`` (or its top level), then the flags."""
-    from accelbench.core.spec import load_toml
-    from accelbench.core.spec import table as toml_table
+    from accelbench.core.config import load_toml
+    from accelbench.core.config import table as toml_table
 
     return ([toml_table(load_toml(config), table, config)] if config else []) + [flags]
 

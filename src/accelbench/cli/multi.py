@@ -61,7 +61,7 @@ def scale(
 ) -> None:
     """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting."""
     from accelbench import api
-    from accelbench.core.spec import parse_list
+    from accelbench.core.config import parse_list
     from accelbench.report.scaling import plot_scaling
 
     counts = list(parse_list("batch_sizes", gpus))

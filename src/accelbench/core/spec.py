@@ -16,52 +16,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
+from accelbench.core.config import LIST_FIELDS, check_bool, check_int, check_number, check_types, is_int, is_number, parse_list
 from accelbench.core.errors import ConfigError
 
 CHANNELS_LAST = ("auto", "on", "off")
 DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
-LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str}
 ALIASES = {"model": "models", "precision": "precisions", "mode": "modes", "batch_size": "batch_sizes"}
-
-
-def is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
-    """``v`` is a finite int or float (not a bool) in ``[low, high]`` (NaN and infinities are not numbers here)."""
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and low <= v <= high
-
-
-def is_int(v: Any, low: int = -(2**63)) -> bool:
-    """``v`` is an int (not a bool) >= ``low``."""
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
-
-
-def check_choices(name: str, values: tuple, allowed: tuple[str, ...]) -> None:
-    """Raise ConfigError unless ``values`` is a non-empty tuple of members of ``allowed``."""
-    if not values:
-        raise ConfigError(name, values, "a non-empty list of " + ", ".join(allowed))
-    for v in values:
-        if not isinstance(v, str) or v not in allowed:
-            raise ConfigError(name, v, ", ".join(allowed))
-
-
-def check_int(name: str, v: Any, low: int) -> None:
-    if not is_int(v, low):
-        raise ConfigError(name, v, f"an integer >= {low}")
-
-
-def check_number(name: str, v: Any, low: float = 0.0, allowed: str | None = None) -> None:
-    if not is_number(v, low=low):
-        raise ConfigError(name, v, allowed or f"a number >= {low:g}")
-
-
-def check_bool(name: str, v: Any) -> None:
-    if not isinstance(v, bool):
-        raise ConfigError(name, v, "true or false")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -188,60 +152,6 @@ def validate(spec: Spec) -> None:
 SHARED = tuple(f.name for f in dataclasses.fields(Spec) if f.name not in ("scenario", "settings"))
 
 
-def parse_list(name: str, value: Any) -> tuple:
-    """Turn ``"1,8,32"``, ``[1, 8, 32]`` or ``8`` into a tuple of the field's type, or raise ConfigError."""
-    kind = LIST_FIELDS.get(name, str)
-    items = [s.strip() for s in value.split(",") if s.strip()] if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)):
-        items = [items]
-    if kind is not int:
-        return tuple(items)
-    out = []
-    for x in items:
-        if isinstance(x, bool) or (isinstance(x, float) and not x.is_integer()) or not isinstance(x, (int, float, str)):
-            raise ConfigError(name, value, "a comma-separated list of integers")
-        try:
-            out.append(int(x))
-        except (TypeError, ValueError, OverflowError):
-            raise ConfigError(name, value, "a comma-separated list of integers") from None
-    return tuple(out)
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file into a dict (top-level keys, or a ``[sweep]`` table).
-
-    Raises:
-        ConfigError: unreadable file, TOML syntax error, not UTF-8, or ``sweep`` that is not a table.
-    """
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError("config", str(path), f"a readable TOML file ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("config", str(path), f"valid TOML ({' '.join(str(exc).split())})") from None
-    except UnicodeDecodeError:
-        raise ConfigError("config", str(path), "a UTF-8 TOML file") from None
-    return table(raw, "sweep", path)
-
-
-def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
-    """The ``[name]`` table of a TOML document, else its top level.
-
-    Raises:
-        ConfigError: ``name`` is present but not a table.
-    """
-    if name not in raw:
-        return raw
-    if not isinstance(raw[name], dict):
-        raise ConfigError(name, raw[name], f"a [{name}] table in {path}")
-    return raw[name]
-
-
 def merge(scenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str, Any]:
     """The scenario's defaults for the device kind, then each layer (later wins; ``None`` is skipped).
 
@@ -284,45 +194,6 @@ def build_spec(scenario, *layers: dict[str, Any], cuda: bool) -> Spec:
     """
     merged = scenario.normalize(merge(scenario, layers, cuda))
     return spec_from_dict(scenario, merged)
-
-
-def _type_name(hint: Any) -> str:
-    import typing
-
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) is tuple:
-        return f"a list of {_type_name(args[0]).removeprefix('a ').removeprefix('an ')}s"
-    if args:
-        return _type_name(args[0]) + " (or nothing)"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(hint, str(hint))
-
-
-def type_ok(value: Any, hint: Any) -> bool:
-    """``value`` has the type a dataclass field's annotation names (``int | None``, ``tuple[int, ...]``...)."""
-    import typing
-
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if args and origin is not tuple:  # a union
-        return any(type_ok(value, a) for a in args)
-    if origin is tuple:
-        return isinstance(value, tuple) and all(type_ok(v, args[0]) for v in value)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return is_number(value)
-    if hint is int:
-        return is_int(value)
-    return isinstance(value, hint) if isinstance(hint, type) else True
-
-
-def check_types(cls: type, values: dict[str, Any]) -> None:
-    """Raise ConfigError for the first of ``values`` whose type is not its field's in the dataclass ``cls``."""
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    for name, value in values.items():
-        if name in hints and not type_ok(value, hints[name]):
-            raise ConfigError(name, value, _type_name(hints[name]))
 
 
 def spec_from_dict(scenario, doc: dict[str, Any]) -> Spec:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import Case, Extras, Settings, check_bool, check_int, check_number, is_number
-from accelbench.scenarios import Scenario, register
+from accelbench.core.spec import Case, Settings
+from accelbench.core.config import check_bool, check_int, check_number, is_number
+from accelbench.scenarios.base import Scenario, register
 
 SCHEDULES = ("cosine", "step")
 PLACEMENTS = ("loader", "resident")
@@ -126,7 +127,7 @@ class Converge(Scenario):
         """One run per batch size in one precision and mode: one that cannot train is an input error, not a run of
         ``unsupported`` rows."""
         from accelbench import backends, precisions
-        from accelbench.core.spec import check_choices
+        from accelbench.core.config import check_choices
 
         super().validate(spec)
         check_choices("precision", spec.precisions, precisions.names(trainable=True))

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.core.spec import Extras, Settings, check_bool
-from accelbench.scenarios import Scenario, register
+from accelbench.core.spec import Extras, Settings
+from accelbench.core.config import check_bool
+from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
     "data": "cifar10-test", "batch_sizes": tuple(2**i for i in range(11)),  # 1..1024

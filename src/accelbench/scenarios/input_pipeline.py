@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import Case, Extras, Settings, check_bool, check_int
-from accelbench.scenarios import Scenario, register
+from accelbench.core.spec import Case, Extras, Settings
+from accelbench.core.config import check_bool, check_int
+from accelbench.scenarios.base import Scenario, register
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,7 +73,7 @@ class InputPipeline(Scenario):
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
         if isinstance(merged.get("workers"), (int, str)):
-            from accelbench.core.spec import parse_list
+            from accelbench.core.config import parse_list
 
             merged["workers"] = parse_list("batch_sizes", merged["workers"])
         elif isinstance(merged.get("workers"), list):

@@ -24,8 +24,9 @@ from typing import Any, Callable
 
 from accelbench.core.errors import ConfigError
 from accelbench.core.parallel import bandwidths
-from accelbench.core.spec import Case, Extras, Settings, check_int
-from accelbench.scenarios import Scenario, register
+from accelbench.core.spec import Case, Extras, Settings
+from accelbench.core.config import check_int
+from accelbench.scenarios.base import Scenario, register
 
 OPS = ("all_reduce", "all_gather", "broadcast")
 KIB = 1024

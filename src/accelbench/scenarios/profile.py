@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import Extras, Settings, check_bool, check_choices, check_int, check_number
-from accelbench.scenarios import Scenario, register
+from accelbench.core.spec import Extras, Settings
+from accelbench.core.config import check_bool, check_choices, check_int, check_number
+from accelbench.scenarios.base import Scenario, register
 
 NCU_MODES = ("auto", "on", "off")
 STEPS = ("inference", "train")
@@ -148,7 +149,7 @@ class Profile(Scenario):
             import torch
 
             rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
-        del work
+        work = step = None  # free the model and its activations before ncu's own process runs the step
         try:
             fields, kernels = self._ncu(case, spec, dev, ceilings, rec.get("analytic_flops"), counts.flop_calls)
         except Exception as exc:  # the analytic and timed results stay; the reason is on the row

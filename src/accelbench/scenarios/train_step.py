@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import Extras, Settings, check_int, check_number
-from accelbench.scenarios import Scenario, register
+from accelbench.core.spec import Extras, Settings
+from accelbench.core.config import check_int, check_number
+from accelbench.scenarios.base import Scenario, register
 from accelbench.train.step import SWEEP_OPTIMIZER
 
 GPU_DEFAULTS: dict[str, Any] = {
@@ -97,15 +98,10 @@ class TrainStep(Scenario):
     def measure(self, case, spec, state, rank, sink):
         import torch
 
-        from accelbench import precisions
         from accelbench.core.rank import add_telemetry
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import passes_needed, time_passes, warm_up
-        from accelbench.data.batches import make_batches
-        from accelbench.models import create_model
         from accelbench.telemetry import monitor
-        from accelbench.train.datasets import num_outputs
-        from accelbench.train.step import StepConfig, build_step
 
         inputs, loader_cache = state
         dev, st = rank.device, spec.settings
@@ -113,19 +109,7 @@ class TrainStep(Scenario):
         torch.backends.cudnn.benchmark = True  # training's usual setting: autotuned convolutions (absorbed by warm-up)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        loaded = create_model(case.model, pretrained=False)
-        info, n_out = loaded.info, num_outputs(loaded.module)
-        size = case.image_size or info.image_size
-        cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
-        x_all, raw = inputs.get(size, info.mean, info.std), inputs.raw_images()
-        xs, ys = rank.shard(x_all, labels_for(raw, n_out, x_all.shape[0], spec.seed))
-        bs = rank.per_rank_batch(case.batch_size)
-        images = xs.shape[0] if rank.distributed else case.images
-        batches, blabels, _ = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl)
-        pairs = [(xb, yb.to(dev)) for xb, yb in zip(batches, blabels)]
-        cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=st.optimizer, lr=st.lr,
-                         momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl)
-        step = build_step(loaded.module, cfg, dev, wrap=rank.wrap)
+        step, pairs, rec = _build(case, spec, inputs, rank)
         fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_passes feeds one item at a time)
         first_loss = fn(pairs[0])[0].item()  # the first step: compiles in compile mode, builds DDP's buckets
         step_s = warm_up(fn, pairs, spec.warmup_batches, dev) or step.first_step_s
@@ -133,24 +117,51 @@ class TrainStep(Scenario):
         with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
             (lat_ms, wall_s), clocks = rank.timed_window(lambda: time_passes(fn, pairs, n_passes, dev))
         last_loss = fn(pairs[0])[0].item()
-        samples = len(lat_ms) * bs
-        rec = {
-            "weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl,
-            "data_description": raw.description, "num_classes": n_out, "compile_s": step.compile_s,
-            "first_step_s": step.first_step_s, "passes": n_passes, "steps_timed": len(lat_ms),
-            "samples_timed": samples, "timed_wall_s": wall_s, "device_time_s": sum(lat_ms) / 1e3,
-            "throughput_samples_per_s": samples / wall_s, **stat_columns(summarize(lat_ms), "step_time"),
-            "optimizer_fused": bool(step.optimizer.defaults.get("fused")), "lr": st.lr, "momentum": st.momentum,
-            "weight_decay": st.weight_decay, "loss_first": first_loss, "loss_last": last_loss,
-            "loss_finite": math.isfinite(last_loss),
-        }
+        samples = len(lat_ms) * rec["rank_batch_size"]
+        rec.update({
+            "compile_s": step.compile_s, "first_step_s": step.first_step_s, "passes": n_passes,
+            "steps_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
+            "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": samples / wall_s,
+            **stat_columns(summarize(lat_ms), "step_time"), "optimizer_fused": bool(step.optimizer.defaults.get("fused")),
+            "lr": st.lr, "momentum": st.momentum, "weight_decay": st.weight_decay, "loss_first": first_loss,
+            "loss_last": last_loss, "loss_finite": math.isfinite(last_loss),
+        })
         if rank.distributed:
             nosync = rank.nosync_step_ms(fn, pairs, len(lat_ms)) if rank.comm_share and case.mode == "eager" else None
-            rec.update(clocks, rank_batch_size=bs, rank_images=images, step_time_nosync_mean_ms=nosync, **rank.fields())
+            rec.update(clocks, step_time_nosync_mean_ms=nosync, **rank.fields())
+        else:
+            del rec["rank_batch_size"], rec["rank_images"]
         add_telemetry(rec, mon, dev)
         if not rank.distributed:
-            rec.update(loader_check(spec, case, size, rec["throughput_samples_per_s"], loader_cache))
+            rec.update(loader_check(spec, case, rec["image_size"], rec["throughput_samples_per_s"], loader_cache))
         return rec, {"step_time_ms": lat_ms, **mon.series()}
+
+
+def _build(case, spec, inputs, rank):
+    """The model (random weights), this rank's labelled batches on the device, and the training step:
+    ``(step, [(x, y), ...], the record's first columns)``."""
+    from accelbench import precisions
+    from accelbench.data.batches import make_batches
+    from accelbench.models import create_model
+    from accelbench.train.datasets import num_outputs
+    from accelbench.train.step import StepConfig, build_step
+
+    dev, st = rank.device, spec.settings
+    loaded = create_model(case.model, pretrained=False)
+    info, n_out = loaded.info, num_outputs(loaded.module)
+    size = case.image_size or info.image_size
+    cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
+    x_all, raw = inputs.get(size, info.mean, info.std), inputs.raw_images()
+    xs, ys = rank.shard(x_all, labels_for(raw, n_out, x_all.shape[0], spec.seed))
+    bs = rank.per_rank_batch(case.batch_size)
+    images = xs.shape[0] if rank.distributed else case.images
+    batches, blabels, _ = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl)
+    pairs = [(xb, yb.to(dev)) for xb, yb in zip(batches, blabels)]
+    cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=st.optimizer, lr=st.lr,
+                     momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl)
+    rec = {"weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl,
+           "data_description": raw.description, "num_classes": n_out, "rank_batch_size": bs, "rank_images": images}
+    return build_step(loaded.module, cfg, dev, wrap=rank.wrap), pairs, rec
 
 
 def loader_check(spec, case, size: int, step_rate: float, cache: dict) -> dict[str, Any]:

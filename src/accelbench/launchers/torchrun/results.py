@@ -9,7 +9,6 @@ different times.
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any, Sequence
 
 from accelbench.core.parallel import combine_telemetry, comm_exposed_share, common_window, scaling, straggler

@@ -1,0 +1,84 @@
+"""The backend base class and the registry (:data:`BACKENDS`); each backend is a module beside this one."""
+
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from accelbench.core.errors import ConfigError
+
+
+class Backend:
+    """Base class. Subclasses set ``name`` and override :meth:`_build` (and, if they can train,
+    :meth:`wrap_training`).
+
+    Attributes:
+        name: the mode name users give.
+        trainable: a training step can run through it (:meth:`wrap_training`).
+        needs_cuda: it runs on CUDA GPUs only.
+    """
+
+    name: str = ""
+    trainable: bool = False
+    needs_cuda: bool = False
+
+    def unsupported_reason(self, device, training: bool = False) -> str | None:
+        """Why this backend cannot run on ``device`` (a torch.device), or None."""
+        if training and not self.trainable:
+            return f"{self.name} is not a training mode (use one of {', '.join(names(trainable=True))})"
+        if self.needs_cuda and device.type != "cuda":
+            return f"{self.name} needs a CUDA GPU"
+        return None
+
+    def build(self, module, example, device) -> tuple[Callable, float | None]:
+        """Wrap ``module`` and run it once on ``example`` (a batch on ``device``), inside the precision's
+        context (autocast must be active while tracing or capturing).
+
+        Returns:
+            ``(forward, compile_s)``: ``forward(x) -> logits`` and the first call's wall seconds (tracing,
+            code generation, autotuning or graph capture, plus one execution); None for eager.
+        """
+        from accelbench.core.timing import sync
+
+        t0 = time.perf_counter()
+        fn = self._build(module, example, device)
+        sync(device)
+        return fn, time.perf_counter() - t0
+
+    def _build(self, module, example, device) -> Callable:
+        raise NotImplementedError
+
+    def wrap_training(self, model):
+        """The model a training step calls (compiled lazily on the first step), or the model itself.
+
+        Raises:
+            ValueError: the backend cannot train.
+        """
+        raise ValueError(f"{self.name} is not a training mode")
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Add ``backend`` to :data:`BACKENDS` under its name."""
+    BACKENDS[backend.name] = backend
+    return backend
+
+
+def get(name: str) -> Backend:
+    """The backend called ``name``.
+
+    Raises:
+        ConfigError: no such backend.
+    """
+    try:
+        return BACKENDS[name]
+    except (KeyError, TypeError):
+        raise ConfigError("mode", name, ", ".join(BACKENDS)) from None
+
+
+def names(trainable: bool = False) -> tuple[str, ...]:
+    """Every backend name (only those that can run a training step, with ``trainable``)."""
+    return tuple(n for n, b in BACKENDS.items() if b.trainable or not trainable)

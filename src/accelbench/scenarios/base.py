@@ -1,0 +1,157 @@
+"""The scenario base class and the registry (:data:`SCENARIOS`); each scenario is a module beside this one."""
+
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from accelbench.core.errors import ConfigError
+from accelbench.core.spec import Extras, Settings, grid
+
+
+class Scenario:
+    """Base class; a scenario overrides what differs.
+
+    Attributes:
+        name: the scenario's name (``Spec.scenario``).
+        kind: ``runs.kind`` when it runs in one process; dist_kind: under torchrun (None: it cannot).
+        workload: the rows' ``workload`` column; dist_workload: under torchrun.
+        settings_type / extras_type: its :class:`Settings` and per-case :class:`Extras` dataclasses.
+        aliases: extra spellings of fields in TOML and flags.
+        rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
+        derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
+        training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
+        rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
+        gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
+    """
+
+    name = ""
+    kind = ""
+    dist_kind: str | None = None
+    workload = ""
+    dist_workload: str | None = None
+    settings_type: type = Settings
+    extras_type: type = Extras
+    aliases: dict[str, str] = {}
+    rejects: tuple[str, ...] = ()
+    derived_keys: dict[str, Any] = {}
+    training = False
+    rank_rows = True
+    uses_models = True
+    gpu_defaults: dict[str, Any] = {}
+    cpu_defaults: dict[str, Any] = {}
+
+    # planning --------------------------------------------------------------------------------------
+    def defaults(self, cuda: bool) -> dict[str, Any]:
+        return dict(self.gpu_defaults if cuda else self.cpu_defaults)
+
+    def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
+        """Adjust merged fields before the spec is built (e.g. one value where the scenario takes one)."""
+        return merged
+
+    def validate(self, spec) -> None:
+        """Scenario rules beyond the shared types: models, batch sizes, allowed precisions and backends.
+
+        Raises:
+            ConfigError: naming the field and what is allowed.
+        """
+        from accelbench import backends, precisions
+        from accelbench.core.config import check_choices
+
+        if self.uses_models:
+            if not spec.models:
+                raise ConfigError("model", spec.models, "one or more model names")
+            if not spec.batch_sizes:
+                raise ConfigError("batch_sizes", spec.batch_sizes, "positive integers, e.g. 1,8,32")
+            # every name that exists is accepted: one that cannot run in this scenario (fp16 training) or on this
+            # device is an ``unsupported`` row with the reason, as a combination that cannot run always is
+            check_choices("precision", spec.precisions, precisions.names())
+            check_choices("mode", spec.modes, backends.names())
+
+    def extras(self, spec) -> Extras:
+        """The per-case fields every case of ``spec`` gets."""
+        return self.extras_type()
+
+    def cases(self, spec, device: str) -> list:
+        """The cases of ``spec`` on ``device`` (default: the model x precision x mode x batch size grid)."""
+        return grid(spec, device, self.extras(spec))
+
+    def check(self, spec) -> None:
+        """Before a run is opened: the models resolve (without being built) and the data is readable.
+
+        Raises:
+            UnknownModelError, MissingDependencyError, DataError: one line each.
+        """
+        from accelbench.data import check_data
+        from accelbench.models import check_model
+
+        for name in spec.models:
+            check_model(name)
+        check_data(spec.data, spec.skip_bad_images)
+
+    def unsupported_reason(self, case, device) -> str | None:
+        """Why ``case`` cannot run on ``device``: its precision's or its backend's reason, or None."""
+        from accelbench import backends, precisions
+
+        return (precisions.unsupported_reason(case.precision, device, self.training)
+                or backends.get(case.mode).unsupported_reason(device, self.training))
+
+    # running ---------------------------------------------------------------------------------------
+    def prepare(self, spec, device, store) -> Any:
+        """Per-sweep state handed to every case (default: the images, decoded once, here and now)."""
+        from accelbench.data.batches import Inputs
+
+        inputs = Inputs.for_spec(spec, device)
+        inputs.raw_images()
+        return inputs
+
+    def base_record(self, case, device) -> dict[str, Any]:
+        """The identity columns of a case's row."""
+        import dataclasses
+
+        rec = {"case_key": case.key, "workload": self.workload, "model": case.model, "batch_size": case.batch_size,
+               "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
+               "device": str(device), "data": case.data, "images": case.images, "started_at": time.time()}
+        rec.update(dataclasses.asdict(case.extras))
+        return rec
+
+    def measure(self, case, spec, state, rank, sink) -> tuple[dict[str, Any], dict[str, list]]:
+        """Measure one case; return ``(record, raw series)``. Raise on failure (the loop makes it a row)."""
+        raise NotImplementedError
+
+    def oom_group(self, case) -> tuple | None:
+        """Cases that share an OOM boundary (larger batch sizes are skipped after an OOM), or None."""
+        return (case.model, case.precision, case.mode, case.channels_last)
+
+    def after_store(self, store, case_id: int, rec: dict[str, Any], extra: dict[str, Any]) -> None:
+        """Store what goes to extension tables (``extra``: the record's ``_``-prefixed keys)."""
+
+    def export_extra(self, store, run_id: int, doc: dict) -> None:
+        """Add what the scenario keeps in extension tables to a run's JSON document."""
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def register(scenario: Scenario) -> Scenario:
+    """Add ``scenario`` to :data:`SCENARIOS` under its name."""
+    SCENARIOS[scenario.name] = scenario
+    return scenario
+
+
+def get(name: str) -> Scenario:
+    """The scenario called ``name``.
+
+    Raises:
+        ConfigError: no such scenario.
+    """
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ConfigError("scenario", name, ", ".join(SCENARIOS)) from None
+
+
+def by_kind(kind: str) -> Scenario | None:
+    """The scenario whose runs have ``kind`` (one process or torchrun), or None (a study's run)."""
+    return next((s for s in SCENARIOS.values() if kind in (s.kind, s.dist_kind)), None)
