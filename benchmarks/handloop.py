@@ -3,7 +3,8 @@
 The hand loop is the reference the issue quotes (torch 2.11, random input, batch 256): model on the GPU
 in eval mode, inputs on the device, warm-up, then ``n`` forward passes between two synchronisations;
 throughput = n * batch / elapsed. accelbench runs the same (model, batch, precision, mode, layout)
-through ``runner.run_case`` on random data. Each pair is repeated ``--reps`` times, alternating the
+through the inference scenario's ``measure`` (``accelbench.core.loop.run_case``, what every ``accelbench run``
+case runs) on random data. Each pair is repeated ``--reps`` times, alternating the
 order, and the median ratio accelbench / hand is reported with the spread.
 
 Usage: python benchmarks/handloop.py --out results.json [--settings fp32-eager,bf16-cl-eager,...]
@@ -19,10 +20,13 @@ import time
 import torch
 import torchvision
 
-from accelbench import precisions
-from accelbench.measure import Inputs, resolve_device
-from accelbench.runner import run_case
-from accelbench.spec import Case, build_spec
+from accelbench import api, precisions, scenarios
+from accelbench.core.env import resolve_device
+from accelbench.core.loop import run_case
+from accelbench.core.rank import Rank
+from accelbench.core.spec import Case
+from accelbench.data.batches import Inputs
+from accelbench.scenarios.inference import InferenceExtras
 
 SETTINGS = {
     # name: (precision, mode, channels_last)
@@ -60,11 +64,11 @@ def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compi
         return iters * batch / (time.perf_counter() - t0)
 
 
-def accel(precision: str, mode: str, cl: bool, batch: int, inputs: Inputs, device) -> dict:
-    case = Case(model="resnet50", batch_size=batch, precision=precision, mode=mode,
-                channels_last="on" if cl else "off", images=batch * 4, data="synthetic",
-                image_size=224, device=str(device), include_transfer=False)
-    rec, _ = run_case(case, inputs.spec, inputs, device)
+def accel(precision: str, mode: str, cl: bool, batch: int, spec, inputs: Inputs, device) -> dict:
+    case = Case(scenario="inference", model="resnet50", batch_size=batch, precision=precision, mode=mode,
+                channels_last="on" if cl else "off", images=batch * 4, data="synthetic", image_size=224,
+                device=str(device), extras=InferenceExtras())
+    rec, _ = run_case(scenarios.get("inference"), case, spec, inputs, Rank(device), None)
     if rec["status"] != "ok":
         raise RuntimeError(rec["error"])
     return rec
@@ -79,9 +83,9 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     device = resolve_device("cuda")
-    spec = build_spec({"data": "synthetic", "images": args.batch * 4, "min_timed_batches": args.iters,
-                       "warmup_batches": 10, "min_time_s": 0.0}, cuda=True)
-    inputs = Inputs(spec, device)
+    spec = api.spec("inference", {"data": "synthetic", "images": args.batch * 4, "min_timed_batches": args.iters,
+                                  "warmup_batches": 10, "min_time_s": 0.0}, cuda=True)
+    inputs = Inputs.for_spec(spec, device)
     compiled: dict = {}
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "batch": args.batch, "results": []}
     for name in args.settings.split(","):
@@ -93,7 +97,7 @@ def main() -> None:
                 if who == "hand":
                     hand.append(hand_loop(precision, mode, cl, args.batch, args.iters, compiled))
                 else:
-                    ours.append(accel(precision, mode, cl, args.batch, inputs, device)["throughput_samples_per_s"])
+                    ours.append(accel(precision, mode, cl, args.batch, spec, inputs, device)["throughput_samples_per_s"])
         compiled.clear()
         row = {"setting": name, "hand_samples_per_s": hand, "accelbench_samples_per_s": ours,
                "hand_median": statistics.median(hand), "accelbench_median": statistics.median(ours),

@@ -46,7 +46,7 @@ def _meta_calls(r: dict):
 
 def main() -> None:
     from accelbench.profile import storage
-    from accelbench.profile.reprocess import reprocess, stored_case
+    from accelbench.profile.reprocess import reprocess
     from accelbench.report import roofline as chart
     from accelbench.store import Store
 
@@ -61,24 +61,20 @@ def main() -> None:
     store = Store(work_db)
     csvs = {p.stem: p for d in a.csv_dirs for p in Path(d).glob("*.csv")}
     latest = {}
-    for row in store.conn.execute("SELECT case_id, case_key FROM cases WHERE workload='profile' ORDER BY case_id"):
-        latest[row[1]] = row[0]  # the newest run of each case
+    for row in reversed(store.find_cases(workload="profile")):
+        latest[row["case_key"]] = row["case_id"]  # the newest run of each case
     runs = {r["run_id"]: store.run(r["run_id"]) for r in store.runs()}
     recs, kernels = [], []
     for key, cid in latest.items():
-        r = stored_case(store, cid)
+        r = store.case(cid)
         env = runs[r["run_id"]]["env"]
         ceil = storage.cached_ceilings(store, env["device_name"])
         if _slug(r) in csvs:
             calls = None if r.get("analytic_flop_calls") else (_meta_calls(r) if r["step"] == "inference" else None)
             reprocess(store, cid, csvs[_slug(r)].read_text(), ceil, calls)
-            r = stored_case(store, cid)
+            r = store.case(cid)
         r["device_name"] = env["device_name"]
-        rows = [dict(zip(("case_id", "idx", "name", "family", "time_s", "dram_read_bytes", "dram_write_bytes",
-                          "flops_fp32", "flops_fp16", "flops_fp64", "flops_tensor", "tensor_source",
-                          "intensity_flop_per_byte", "achieved_flops_per_s", "achieved_bytes_per_s", "ceiling_name",
-                          "bound", "layer", "analytic_flops"), k))
-                for k in store.conn.execute("SELECT * FROM profile_kernels WHERE case_id=? ORDER BY idx", (cid,))]
+        rows = storage.kernel_rows(store, cid)
         stem = out / "profile-charts" / _slug(r)
         chart.model_chart(r, ceil, f"{stem}-model")
         if rows:

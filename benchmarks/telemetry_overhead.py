@@ -34,7 +34,7 @@ def build(batch_size: int, precision: str, device):
     """A forward function and one input batch of real images on ``device``."""
     import torch
 
-    from accelbench import modes, precisions
+    from accelbench import backends, precisions
     from accelbench.data import load_images, to_model_input
     from accelbench.models import create_model
 
@@ -46,9 +46,9 @@ def build(batch_size: int, precision: str, device):
     raw = load_images("cifar10-test", batch_size)
     x = to_model_input(raw.images, 224, loaded.info.mean, loaded.info.std, device=device)
     x = x.to(precisions.input_dtype(precision)).contiguous(memory_format=fmt)
-    ctx = precisions.forward_context(precision, device)
+    ctx = precisions.context(precision, device)
     ctx.__enter__()  # inference mode / autocast for the rest of the process (one config at a time)
-    fwd, _ = modes.build("eager", module, x, device)
+    fwd, _ = backends.get("eager").build(module, x, device)
     return fwd, x, ctx
 
 
