@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from accelbench.core.errors import ConfigError
+from accelbench.core.config import pick
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +76,7 @@ def get(name: str) -> Precision:
     Raises:
         ConfigError: no such precision.
     """
-    try:
-        return PRECISIONS[name]
-    except (KeyError, TypeError):
-        raise ConfigError("precision", name, ", ".join(PRECISIONS)) from None
+    return pick(PRECISIONS, name, "precision")
 
 
 def names(trainable: bool = False) -> tuple[str, ...]:

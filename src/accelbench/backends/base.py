@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from accelbench.core.errors import ConfigError
+from accelbench.core.config import pick
 
 
 class Backend:
@@ -73,10 +73,7 @@ def get(name: str) -> Backend:
     Raises:
         ConfigError: no such backend.
     """
-    try:
-        return BACKENDS[name]
-    except (KeyError, TypeError):
-        raise ConfigError("mode", name, ", ".join(BACKENDS)) from None
+    return pick(BACKENDS, name, "mode")
 
 
 def names(trainable: bool = False) -> tuple[str, ...]:

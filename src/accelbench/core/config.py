@@ -141,3 +141,15 @@ def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
     if not isinstance(raw[name], dict):
         raise ConfigError(name, raw[name], f"a [{name}] table in {path}")
     return raw[name]
+
+
+def pick(table: dict, name: Any, field: str):
+    """``table[name]``, the entry of a registry (precisions, backends, scenarios).
+
+    Raises:
+        ConfigError: no such entry; the message names ``field`` and every entry.
+    """
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise ConfigError(field, name, ", ".join(table)) from None

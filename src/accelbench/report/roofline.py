@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.core.errors import MissingDependencyError
+from accelbench.report.plots import pyplot
 
 _COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd", "int8": "#8c564b"}
 _POINT_COLORS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf", "#999999", "#000000")
@@ -31,17 +31,6 @@ class Point:
     marker: str = "o"
 
 
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingDependencyError("matplotlib", "plot") from None
-    return plt
-
-
 def _fmt_rate(v: float) -> str:
     for scale, unit in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
         if v >= scale:
@@ -56,7 +45,7 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     Raises:
         MissingDependencyError: matplotlib is not installed.
     """
-    plt = _pyplot()
+    plt = pyplot()
     bw = ceilings.dram_bytes_per_s
     # int8 counts integer operations: not a FLOP/s roof (it stays in the ceilings table)
     peaks = dict(sorted(((k, v) for k, v in ceilings.matmul_flops_per_s.items() if k != "int8"), key=lambda kv: kv[1]))

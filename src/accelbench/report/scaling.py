@@ -106,15 +106,9 @@ def plot_scaling(rows: list[dict], path: str) -> None:
     Raises:
         MissingDependencyError: matplotlib is not installed (extra ``plot``).
     """
-    try:
-        import matplotlib
+    from accelbench.report.plots import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from accelbench.core.errors import MissingDependencyError
-
-        raise MissingDependencyError("matplotlib", "plot") from None
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     groups: dict[str, list[dict]] = {}
     for r in rows:

@@ -138,15 +138,9 @@ def plot_convergence(records: Iterable[dict], path: str | Path, title: str | Non
     Raises:
         MissingDependencyError: matplotlib is not installed (extra ``plot``).
     """
-    try:
-        import matplotlib
+    from accelbench.report.plots import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from accelbench.core.errors import MissingDependencyError
-
-        raise MissingDependencyError("matplotlib", "plot") from None
+    plt = pyplot()
     rows = [r for r in records if r.get("row_type") == "epoch" and _present(r.get("eval_top1"))]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for b in sorted({r["batch_size"] for r in rows}):

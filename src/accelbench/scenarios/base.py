@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from accelbench.core.config import pick
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings, grid
 
@@ -146,10 +147,7 @@ def get(name: str) -> Scenario:
     Raises:
         ConfigError: no such scenario.
     """
-    try:
-        return SCENARIOS[name]
-    except KeyError:
-        raise ConfigError("scenario", name, ", ".join(SCENARIOS)) from None
+    return pick(SCENARIOS, name, "scenario")
 
 
 def by_kind(kind: str) -> Scenario | None:
