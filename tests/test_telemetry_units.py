@@ -6,8 +6,9 @@ import pytest
 
 from accelbench.telemetry import energy as en
 from accelbench.telemetry.aggregate import clock_variation, combine, counter_rate, decode_reasons, gpu_record
-from accelbench.telemetry.cpu import cpu_record, rapl_delta_j, rapl_zones
 from accelbench.telemetry.sampler import Sampler
+from accelbench.telemetry.sources.cpu import cpu_record
+from accelbench.telemetry.sources.rapl import rapl_delta_j, rapl_zones
 
 
 def test_energy_helpers_exact():
@@ -186,3 +187,4 @@ def test_cpu_record_exact():
     r = cpu_record([{"rss_bytes": 9.0}], b, e)
     assert r["process_cpu_util_pct"] == 150.0 and r["system_cpu_util_pct"] == 75.0 and r["process_rss_max_bytes"] == 9.0
     assert r["cpu_energy_j"] == 50.0 and r["cpu_power_mean_w"] == 25.0 and r["cpu_energy_source"] == "rapl"
+
