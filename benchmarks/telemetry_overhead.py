@@ -63,7 +63,8 @@ def window(fwd, x, iters: int, device, period_s, gpm_ticks: bool = True):
     """Throughput (samples/s) of ``iters`` forward passes, with a monitor at ``period_s`` or none."""
     import contextlib
 
-    from accelbench.telemetry import gpm, monitor
+    from accelbench.telemetry import monitor
+    from accelbench.telemetry.sources import gpm
 
     gpm.GPM_MIN_INTERVAL_S = 0.1 if gpm_ticks else float("inf")
     mon = monitor(device, period_s) if period_s else contextlib.nullcontext()
@@ -161,7 +162,7 @@ def main() -> None:
     args = p.parse_args()
     import torch
 
-    from accelbench.telemetry.nvml import device_info
+    from accelbench.telemetry.sources.nvml import device_info
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU")

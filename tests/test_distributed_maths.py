@@ -10,7 +10,7 @@ from accelbench.launchers.torchrun.ranks import SAFE_ENV, child_env, rank_info
 from accelbench.scenarios.interconnect import parse_bytes, sizes_between
 from accelbench.studies.concurrent import gpu_sets, job_work_s
 from accelbench.core.errors import ConfigError
-from accelbench.telemetry.nvml import link_label
+from accelbench.telemetry.sources.topology import link_label
 
 
 def test_speedup_and_scaling_efficiency_exact():

@@ -12,7 +12,7 @@ from accelbench.core.derived import SweepContext, derived_columns
 from accelbench.store import Store
 from accelbench.telemetry import _columns
 from accelbench.telemetry.aggregate import SIGNALS, combine, gpu_record
-from accelbench.telemetry.cpu import cpu_record
+from accelbench.telemetry.sources.cpu import cpu_record
 from accelbench.telemetry.energy import counter_update_s, integrate_power_j
 from accelbench.core.validity import assess
 

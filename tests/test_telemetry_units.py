@@ -6,8 +6,9 @@ import pytest
 
 from accelbench.telemetry import energy as en
 from accelbench.telemetry.aggregate import clock_variation, combine, counter_rate, decode_reasons, gpu_record
-from accelbench.telemetry.cpu import cpu_record, rapl_delta_j, rapl_zones
 from accelbench.telemetry.sampler import Sampler
+from accelbench.telemetry.sources.cpu import cpu_record
+from accelbench.telemetry.sources.rapl import rapl_delta_j, rapl_zones
 
 
 def test_energy_helpers_exact():
@@ -186,3 +187,67 @@ def test_cpu_record_exact():
     r = cpu_record([{"rss_bytes": 9.0}], b, e)
     assert r["process_cpu_util_pct"] == 150.0 and r["system_cpu_util_pct"] == 75.0 and r["process_rss_max_bytes"] == 9.0
     assert r["cpu_energy_j"] == 50.0 and r["cpu_power_mean_w"] == 25.0 and r["cpu_energy_source"] == "rapl"
+
+
+def test_rapl_source_meters_a_cpu_run_from_the_zone_counters(tmp_path):
+    from accelbench.telemetry.sources.rapl import RaplSource
+
+    zone = tmp_path / "intel-rapl:0"
+    zone.mkdir()
+    (zone / "name").write_text("package-0\n")
+    (zone / "max_energy_range_uj").write_text("1000000\n")
+    (zone / "energy_uj").write_text("900000\n")
+    src = RaplSource(rapl_zones(tmp_path), meters_device=True)
+    begin = src.begin()
+    (zone / "energy_uj").write_text("400000\n")  # wrapped: 1e6 + 1 - 900000 + 400000 uJ = 0.500001 J
+    end = {**src.end(), "t": begin["t"] + 0.5}
+    r = src.record([], begin, end, 0.5)
+    assert r["cpu_energy_j"] == pytest.approx(0.500001) and r["cpu_power_mean_w"] == pytest.approx(1.000002)
+    assert (r["energy_j"], r["energy_source"], r["energy_window_s"], r["energy_confidence"]) == (r["cpu_energy_j"], "rapl", 0.5, "ok")
+    assert "energy_j" not in RaplSource([], meters_device=False).record([], begin, end, 0.5)  # a GPU run: NVML meters it
+
+
+def test_a_registered_source_is_read_by_monitor():
+    """The registry is the extension point: a source registered here lands in record() and series()."""
+    import types
+
+    import torch
+
+    from accelbench.telemetry import monitor
+    from accelbench.telemetry.sources import SOURCES, Source, register
+
+    class CounterSource(Source):
+        """Reads a counter off a Python object."""
+
+        name = "toy"
+
+        def __init__(self, obj):
+            self.obj = obj
+
+        def begin(self):
+            return {"count": self.obj.count}
+
+        def read(self):
+            return {"count": float(self.obj.count)}
+
+        def end(self):
+            return {"count": self.obj.count}
+
+        def record(self, samples, begin, end, window_s):
+            return {"toy_increments": end["count"] - begin["count"]}
+
+    obj = types.SimpleNamespace(count=0)
+    register("toy", lambda devices, period_s, pids: [CounterSource(obj)])
+    try:
+        with monitor(torch.device("cpu"), 0.01) as mon:
+            for _ in range(5):
+                time.sleep(0.02)
+                obj.count += 1
+        rec, series = mon.record(), mon.series()
+    finally:
+        SOURCES.pop("toy")
+    assert rec["toy_increments"] == 5 and rec["process_cpu_util_pct"] is not None  # built-in sources still there
+    counts = series["toy_count"]
+    assert counts[-1] == 5.0 and counts == sorted(counts)  # the last sample is taken at exit
+    assert len(series["toy_t_s"]) == len(counts) == rec["telemetry_samples"]
+    assert list(SOURCES) == ["nvml", "cpu", "rapl"]

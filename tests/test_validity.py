@@ -57,7 +57,7 @@ def test_cpu_contention_above_a_tenth_of_the_host():
 
 
 def test_cpu_record_counts_other_processes_not_the_measured_tree():
-    from accelbench.telemetry.cpu import cpu_record
+    from accelbench.telemetry.sources.cpu import cpu_record
 
     # 2 s of wall on 2 cores = 4 s of CPU time; the host was busy 3 s, the measured tree 1 s: others took 2 s = 50 %
     begin = {"t": 0.0, "process_cpu_s": 0.0, "tree_cpu_s": 0.0, "system_busy_s": 10.0, "system_total_s": 100.0}

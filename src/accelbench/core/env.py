@@ -110,7 +110,7 @@ def collect(device) -> dict[str, Any]:
             compute_capability=f"{props.major}.{props.minor}",
             sm_count=props.multi_processor_count,
         )
-        from accelbench.telemetry.nvml import device_info
+        from accelbench.telemetry.sources.nvml import device_info
 
         env.update(device_info(device.index or 0))
     else:

@@ -139,7 +139,7 @@ def p2p_rows(p2p_bytes: int, iters: int = 10) -> list[dict[str, Any]]:
     """Copy bandwidth for every ordered pair of visible GPUs (empty without 2 GPUs), with the NVML link."""
     import torch
 
-    from accelbench.telemetry.nvml import link_topology
+    from accelbench.telemetry.sources.topology import link_topology
 
     n = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if n < 2:

@@ -1,4 +1,4 @@
-"""Telemetry around a measured region. Only :mod:`accelbench.telemetry.nvml` imports ``pynvml``.
+"""Telemetry around a measured region. Only :mod:`accelbench.telemetry.sources.nvml` imports ``pynvml``.
 
 Every workload uses the same API, so each stored case carries the same telemetry columns::
 
@@ -8,8 +8,10 @@ Every workload uses the same API, so each stored case carries the same telemetry
     series.update(mon.series())      # raw samples, stored in the ``samples`` table
 
 ``device`` is a ``torch.device`` or a list of them (one job on several GPUs). A background thread
-samples every GPU in use (NVML) and the host CPU (psutil) every ``period_s`` (default 0.1 s, down to
-~0.01 s; 0 = no thread, only the counters at the window edges: energy, CPU time).
+(:mod:`.sampler`) reads every source that applies to the devices every ``period_s`` (default 0.1 s,
+down to ~0.01 s; 0 = no thread, only the counters at the window edges: energy, CPU time). The sources
+(each GPU in use through NVML, the host CPU through psutil, the CPU packages' RAPL energy) are one
+file each in :mod:`.sources`, behind its ``SOURCES`` registry.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ import time
 from typing import Any
 
 from accelbench.telemetry.sampler import Sampler
+from accelbench.telemetry.sources import SOURCES, Source, columns
+from accelbench.telemetry.sources.rapl import rapl_zones
 
 DEFAULT_PERIOD_S = 0.1
+_columns = columns  # samples -> stored series; the replay tests store captured samples with it
 
 
 def _devices(device) -> list:
@@ -27,23 +32,24 @@ def _devices(device) -> list:
 
 
 class Monitor:
-    """Samples the GPU(s) behind ``device`` and the host CPU while active (see the module docstring)."""
+    """Samples every registered source that applies to ``device`` while active (see the module docstring).
+
+    Attributes:
+        groups: registry name -> the sources its factory returned for these devices (in registry order).
+        sources: all of them, as the sampler reads them.
+    """
 
     def __init__(self, device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = ()):
-        from accelbench.telemetry.cpu import CpuReader
-
         devs = _devices(device)
         self.device = devs[0]
         self.period_s = float(period_s or 0.0)
-        self.cuda = [d for d in devs if getattr(d, "type", None) == "cuda"]
-        self.gpus = []
-        if self.cuda:
-            from accelbench.telemetry.nvml import GpuReader
-
-            readers = [GpuReader(d.index or 0, self.period_s, name=f"gpu{i}") for i, d in enumerate(self.cuda)]
-            self.gpus = [r for r in readers if r.available]
-        self.cpu = CpuReader(pids)
-        self.sampler = Sampler([*self.gpus, self.cpu], self.period_s)
+        self.groups: dict[str, list[Source]] = {name: list(factory(devs, self.period_s, tuple(pids)))
+                                                for name, factory in SOURCES.items()}
+        self.sources = [src for group in self.groups.values() for src in group]
+        names = [src.name for src in self.sources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"telemetry sources share a name: {names}")
+        self.sampler = Sampler(self.sources, self.period_s)
 
     def __enter__(self) -> "Monitor":
         self.sampler.__enter__()
@@ -51,63 +57,47 @@ class Monitor:
 
     def __exit__(self, *exc) -> None:
         self.sampler.__exit__(*exc)
-        for g in self.gpus:
-            g.close()
+        for src in self.sources:
+            src.close()
 
-    def _gpu_record(self) -> dict[str, Any]:
-        from accelbench.telemetry.aggregate import combine, gpu_record
-
-        if not self.gpus:
-            return {"energy_j": None, "energy_source": "not available", "power_source": "not available",
-                    "gpm_status": "not available: NVML did not answer"}
+    def _record(self, src: Source) -> dict[str, Any]:
         s = self.sampler
-        per = [gpu_record(s.samples[g.name], s.counters[g.name]["begin"], s.counters[g.name]["end"], g.info(),
-                          s.window_s) for g in self.gpus]
-        return combine(per)
+        edges = s.counters[src.name]
+        return src.record(s.samples[src.name], edges.get("begin", {}), edges.get("end", {}), s.window_s)
 
     def record(self) -> dict[str, Any]:
-        """Per-case columns (units in the names): ``telemetry_*``, per-GPU signal min/mean/max
-        (:func:`accelbench.telemetry.aggregate.gpu_record`), ``energy_j`` and its source/confidence,
-        CPU columns (:func:`accelbench.telemetry.cpu.cpu_record`). On a CPU device ``energy_j`` is the
-        RAPL package energy, or None with ``energy_source`` "not available"."""
-        from accelbench.telemetry.cpu import cpu_record
-
+        """Per-case columns (units in the names): ``telemetry_*``, then per registry entry the records
+        of its sources, combined (:meth:`accelbench.telemetry.sources.Source.combine`): per-GPU signal
+        min/mean/max, ``energy_j`` and its source/confidence summed over GPUs
+        (:func:`accelbench.telemetry.aggregate.gpu_record`, :func:`~accelbench.telemetry.aggregate.combine`),
+        CPU columns (:func:`accelbench.telemetry.sources.cpu.cpu_record`), RAPL columns
+        (:func:`accelbench.telemetry.sources.rapl.rapl_record`). On a CPU device ``energy_j`` is the
+        RAPL package energy (the RAPL source meters it), or None with ``energy_source`` "not available"."""
         s = self.sampler
         rec: dict[str, Any] = {"telemetry_period_ms": 1000 * self.period_s, "telemetry_window_s": s.window_s,
-                               "telemetry_samples": len(s.samples[self.cpu.name]),
+                               "telemetry_samples": max(map(len, s.samples.values()), default=0),
                                "telemetry_busy_pct": 100 * s.busy_s / s.window_s if s.window_s else None}
-        if self.cuda:
-            rec.update(self._gpu_record())
-        rec.update(cpu_record(s.samples[self.cpu.name], s.counters[self.cpu.name]["begin"], s.counters[self.cpu.name]["end"]))
-        if not self.cuda:
-            e = rec["cpu_energy_j"]
-            rec.update(energy_j=e, energy_source=rec["cpu_energy_source"], energy_window_s=s.window_s,
-                       energy_confidence=None if e is None else "ok")  # RAPL updates every ~1 ms
+        for group in self.groups.values():
+            if group:
+                rec.update(group[0].combine([self._record(src) for src in group]))
         if s.errors:
             rec["telemetry_errors"] = "; ".join(f"{k}: {v}" for k, v in s.errors.items())
         return rec
 
     def series(self) -> dict[str, list[float]]:
-        """Raw samples: ``nvml_<signal>`` (``nvml<i>_`` with several GPUs) with times ``nvml_t_s``, and
-        ``cpu_<signal>`` with ``cpu_t_s``. Signals never read are left out."""
+        """Raw samples of every source, named by it: ``nvml_<signal>`` (``nvml<i>_`` with several GPUs)
+        with times ``nvml_t_s``, and ``cpu_<signal>`` with ``cpu_t_s``. Signals never read are left out."""
         out: dict[str, list] = {}
-        for g in self.gpus:
-            prefix = "nvml_" if len(self.gpus) == 1 else f"nvml{g.name[3:]}_"
-            out.update(_columns(self.sampler.samples[g.name], prefix))
-        out.update(_columns(self.sampler.samples[self.cpu.name], "cpu_"))
+        for src in self.sources:
+            out.update(src.series(self.sampler.samples[src.name]))
         return out
 
     def raw(self) -> dict[str, Any]:
         """Everything the sampler read, JSON-serialisable: what the replay tests feed to the aggregation."""
         s = self.sampler
+        info = {src.name: src.info() for src in self.sources}
         return {"period_s": self.period_s, "window_s": s.window_s, "samples": s.samples, "counters": s.counters,
-                "info": {g.name: g.info() for g in self.gpus}, "errors": s.errors}
-
-
-def _columns(rows: list[dict], prefix: str) -> dict[str, list]:
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    cols = {f"{prefix}{k}": [r.get(k) for r in rows] for k in keys}
-    return {k: v for k, v in cols.items() if any(x is not None for x in v)}
+                "info": {k: v for k, v in info.items() if v}, "errors": s.errors}
 
 
 def monitor(device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = ()) -> Monitor:
@@ -130,8 +120,6 @@ def measure_idle(device, seconds: float = 3.0, period_s: float = DEFAULT_PERIOD_
         ``idle_gpu_util_pct`` and ``idle_other_gpu_processes`` (a busy "idle" GPU is visible). On a CPU
         device the RAPL package power; ``{"idle_power_w": None, ...}`` when nothing can be measured.
     """
-    from accelbench.telemetry.cpu import rapl_zones
-
     devs = _devices(device)
     cuda = [d for d in devs if getattr(d, "type", None) == "cuda"]
     none = {"idle_power_w": None, "idle_power_source": "not available"}

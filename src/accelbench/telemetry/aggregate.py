@@ -1,6 +1,6 @@
 """Turn raw GPU telemetry (samples + window-edge counters) into per-case columns. Pure code.
 
-Input is what :class:`accelbench.telemetry.nvml.GpuReader` produced (or a recorded copy of it, which
+Input is what :class:`accelbench.telemetry.sources.nvml.NvmlSource` produced (or a recorded copy of it, which
 is how the tests replay captured H200 data): ``samples`` (dicts with ``t_s`` and signal keys),
 ``begin`` / ``end`` counters and ``info``. Output keys carry their unit; signals the GPU did not give
 are None and the ``*_source`` / ``gpm_status`` columns say why.
@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from accelbench.core.stats import percentile
 from accelbench.telemetry import energy as en
-from accelbench.telemetry.gpm import GPM_METRICS
+from accelbench.telemetry.sources.gpm import GPM_METRICS
 
 # nvml.h nvmlClocksEventReason* bits (the older name: nvmlClocksThrottleReason*).
 REASON_BITS = {

@@ -1,8 +1,9 @@
 """A background thread that samples telemetry sources at a fixed period (no driver imports here).
 
 A *source* is any object with ``name``, ``begin() -> dict``, ``read() -> dict`` and ``end() -> dict``
-(:class:`accelbench.telemetry.nvml.GpuReader`, :class:`accelbench.telemetry.cpu.CpuReader`). ``begin``
-and ``end`` read the counters that bound the window (energy, CPU times); ``read`` returns one sample.
+(:class:`accelbench.telemetry.sources.Source`); ``begin`` and ``end`` read the counters that bound the
+window (energy, CPU times), ``read`` returns one sample. A source with ``sampled = False`` (only
+window-edge counters) is never ``read``.
 The thread samples every source at t = 0, then every ``period_s`` (drift-free: the next tick is
 scheduled from the start time, not from the end of the previous read), and a last sample is taken at
 exit so the series covers the whole window. ``period_s = 0`` turns the thread off: only the counters
@@ -40,7 +41,7 @@ class Sampler:
     def _sample_all(self) -> None:
         t = time.perf_counter() - self._t0
         for s in self.sources:
-            if s.name in self.errors:
+            if s.name in self.errors or not getattr(s, "sampled", True):
                 continue
             try:
                 row = s.read()

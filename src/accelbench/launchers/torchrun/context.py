@@ -115,7 +115,7 @@ class RankContext(Rank):
         """Columns every rank row carries (``gpu_uuid`` names the physical GPU behind CUDA_VISIBLE_DEVICES)."""
         uuid = None
         if self.device.type == "cuda":
-            from accelbench.telemetry.nvml import device_info
+            from accelbench.telemetry.sources.nvml import device_info
 
             uuid = device_info(self.device.index).get("gpu_uuid")
         return {"gpu_uuid": uuid, "rank": self.rank, "local_rank": self.info.local_rank, "node_rank": self.info.node_rank,

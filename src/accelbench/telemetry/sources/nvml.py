@@ -1,9 +1,8 @@
-"""NVML (nvidia-ml-py) access: device provenance and one GPU's telemetry readings.
+"""The NVML source (nvidia-ml-py): each CUDA GPU in use; and GPU provenance (:func:`device_info`).
 
-The only module that imports ``pynvml``. Every function degrades to None / empty results when NVML
-is missing or the GPU does not answer, so CPU-only machines work unchanged. The background thread
-lives in :mod:`accelbench.telemetry.sampler` and the arithmetic in :mod:`accelbench.telemetry.aggregate`;
-this module only reads the driver.
+The only module that imports ``pynvml`` (:mod:`.gpm` and :mod:`.topology` use the handle it gives).
+Every function degrades to None / empty results when NVML is missing or the GPU does not answer, so
+CPU-only machines work unchanged. The arithmetic is in :mod:`accelbench.telemetry.aggregate`.
 
 NVML references (nvml.h / the NVML API reference, driver r535+): ``nvmlDeviceGetFieldValues`` with
 ``NVML_FI_DEV_POWER_INSTANT`` (mW, instantaneous) and ``NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` (mJ since
@@ -18,11 +17,14 @@ import os
 import time
 from typing import Any
 
-from accelbench.telemetry.aggregate import counter_rate
-from accelbench.telemetry.gpm import GPM_METRICS, GPM_PCIE, Gpm
+from accelbench.telemetry.aggregate import combine, counter_rate, gpu_record
+from accelbench.telemetry.sources import Source, Unavailable, columns
+from accelbench.telemetry.sources.gpm import GPM_METRICS, GPM_PCIE, Gpm
 
 _INIT = False
-
+# The columns of a case on CUDA devices none of which NVML answers for.
+NOT_AVAILABLE = {"energy_j": None, "energy_source": "not available", "power_source": "not available",
+                 "gpm_status": "not available: NVML did not answer"}
 
 
 def _nvml():
@@ -121,20 +123,23 @@ def _field_value(nv, fv):
     return getattr(fv.value, attr) if attr else None
 
 
-class GpuReader:
-    """Telemetry source for one GPU (see :mod:`accelbench.telemetry.sampler` for the protocol).
+class NvmlSource(Source):
+    """One GPU, through NVML.
 
     ``read()`` returns one sample: ``gpu_util_pct``, ``mem_util_pct`` (NVML utilization rates, %),
     ``mem_used_bytes``, ``power_w``, ``temp_c``, ``sm_clock_mhz``, ``mem_clock_mhz``,
     ``clocks_event_reasons`` (bitmask), ``energy_mj`` (counter reading), ``pcie_tx_bytes_per_s`` /
     ``pcie_rx_bytes_per_s`` and, every >= 100 ms on Hopper+, the ``gpm_*`` metrics. ``begin()`` and
     ``end()`` read the counters that bound the window (energy, violation time, whole-window GPM,
-    compute processes). Signals the GPU lacks are None, and the ``*_source`` / ``gpm_status`` keys
-    of ``end()`` say so.
+    compute processes). Signals the GPU lacks are None, and :meth:`info` says which sources it has.
+    ``record()`` is :func:`accelbench.telemetry.aggregate.gpu_record`, several GPUs ``combine``d
+    (:func:`accelbench.telemetry.aggregate.combine`); ``series()`` are prefixed ``prefix``.
     """
 
-    def __init__(self, torch_index: int, period_s: float = 0.1, name: str = "gpu0"):
-        self.name, self.period_s = name, period_s
+    combine = staticmethod(combine)
+
+    def __init__(self, torch_index: int, period_s: float = 0.1, name: str = "gpu0", prefix: str = "nvml_"):
+        self.name, self.period_s, self.prefix = name, period_s, prefix
         self.nv = _nvml()
         self.h = handle_for(torch_index) if self.nv is not None else None
         self.available = self.h is not None
@@ -286,79 +291,27 @@ class GpuReader:
         return {"power_source": self.power_source, "pcie_source": self.pcie_source,
                 "energy_counter": self.energy_counter, "gpm_status": self.gpm_status, "own_pid": os.getpid()}
 
+    def record(self, samples, begin, end, window_s) -> dict[str, Any]:
+        return gpu_record(samples, begin, end, self.info(), window_s)
+
+    def series(self, samples) -> dict[str, list]:
+        return columns(samples, self.prefix)
+
     def close(self) -> None:
         if self.gpm is not None:
             self.gpm.close()
             self.gpm = None
 
 
-# Link topology --------------------------------------------------------------------------------------
-# nvidia-smi topo -m's names for the PCIe path between two GPUs (nvmlGpuTopologyLevel_t, NVML API docs).
-PCIE_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-
-
-def link_label(direct_links: int, nvlink_p2p: bool, active_links: int, pcie_level: int | None) -> str:
-    """nvidia-smi ``topo -m`` style label of the link between two GPUs.
-
-    Args:
-        direct_links: NVLinks of the first GPU whose remote end is the second GPU (direct wiring).
-        nvlink_p2p: NVML reports peer-to-peer over NVLink between them (``NVML_P2P_CAPS_INDEX_NVLINK``).
-        active_links: active NVLinks of the first GPU; through an NVSwitch every one reaches every peer.
-        pcie_level: ``nvmlDeviceGetTopologyCommonAncestor`` level, for GPUs without NVLink between them.
-    Returns:
-        ``NV<k>`` for NVLink (k links), else ``PIX``/``PXB``/``PHB``/``NODE``/``SYS``, or ``?``.
-    """
-    if direct_links:
-        return f"NV{direct_links}"
-    if nvlink_p2p and active_links:
-        return f"NV{active_links}"
-    return PCIE_LEVELS.get(pcie_level, "?") if pcie_level is not None else "?"
-
-
-def _bus_id(nv, h) -> str | None:
-    pci = _safe(nv.nvmlDeviceGetPciInfo, h)
-    if pci is None:
-        return None
-    bus = pci.busId.decode() if isinstance(pci.busId, bytes) else pci.busId
-    return bus.upper()[-12:]  # "0000:18:00.0": NVML pads the domain to 4 or 8 digits by API version
-
-
-def _nvlinks(nv, h) -> tuple[int, list[str]]:
-    """Active NVLinks of a GPU and each link's remote PCI bus id."""
-    active, remotes = 0, []
-    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
-        if _safe(nv.nvmlDeviceGetNvLinkState, h, link) != getattr(nv, "NVML_FEATURE_ENABLED", 1):
-            continue
-        active += 1
-        pci = _safe(nv.nvmlDeviceGetNvLinkRemotePciInfo, h, link)
-        if pci is not None:
-            bus = pci.busId.decode() if isinstance(pci.busId, bytes) else pci.busId
-            remotes.append(bus.upper()[-12:])
-    return active, remotes
-
-
-def link_topology(torch_indices: list[int]) -> dict[tuple[int, int], dict[str, Any]]:
-    """Link between every ordered pair of GPUs (torch indices), as ``nvidia-smi topo -m`` shows it.
-
-    Returns:
-        ``{(i, j): {"link": "NV18"|"PIX"|..., "nvlink_links": int, "nvlink_p2p": bool, "pcie_path": str}}``;
-        empty without NVML.
-    """
-    nv = _nvml()
-    if nv is None:
-        return {}
-    handles = {i: handle_for(i) for i in torch_indices}
-    info = {i: (_nvlinks(nv, h), _bus_id(nv, h)) for i, h in handles.items() if h is not None}
-    out: dict[tuple[int, int], dict[str, Any]] = {}
-    for i, (link_i, _) in info.items():
-        for j, (_, bus_j) in info.items():
-            if i == j:
-                continue
-            active, remotes = link_i
-            direct = sum(r == bus_j for r in remotes) if bus_j else 0
-            status = _safe(nv.nvmlDeviceGetP2PStatus, handles[i], handles[j], getattr(nv, "NVML_P2P_CAPS_INDEX_NVLINK", 2))
-            level = _safe(nv.nvmlDeviceGetTopologyCommonAncestor, handles[i], handles[j])
-            p2p = status == getattr(nv, "NVML_P2P_STATUS_OK", 0)
-            out[(i, j)] = {"link": link_label(direct, p2p, active, level), "nvlink_links": direct or (active if p2p else 0),
-                           "nvlink_p2p": p2p, "pcie_path": PCIE_LEVELS.get(level, "?") if level is not None else "?"}
-    return out
+def gpu_sources(devices: list, period_s: float, pids: tuple) -> list[Source]:
+    """A source per CUDA device in ``devices`` that NVML answers for, named ``gpu<i>`` (i: its place
+    among the CUDA devices), series ``nvml_*`` for one GPU and ``nvml<i>_*`` for several; [] without
+    CUDA devices; a stand-in with :data:`NOT_AVAILABLE` columns when NVML answers for none."""
+    cuda = [d for d in devices if getattr(d, "type", None) == "cuda"]
+    if not cuda:
+        return []
+    gpus = [NvmlSource(d.index or 0, period_s, name=f"gpu{i}") for i, d in enumerate(cuda)]
+    gpus = [g for g in gpus if g.available]
+    for g in gpus:
+        g.prefix = "nvml_" if len(gpus) == 1 else f"nvml{g.name[3:]}_"
+    return gpus or [Unavailable("gpu", NOT_AVAILABLE)]

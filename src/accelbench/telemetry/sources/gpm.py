@@ -1,5 +1,6 @@
 """GPU Performance Monitoring (GPM, Hopper and newer) sample pairs, on the ``pynvml`` module that
-:mod:`accelbench.telemetry.nvml` passes in (this module imports no driver bindings itself).
+:mod:`accelbench.telemetry.sources.nvml` passes in (this module imports no driver bindings itself).
+Not a registered source: the NVML source reads it.
 
 GPM metrics are computed from two ``nvmlGpmSampleGet`` snapshots (``nvmlGpmMetricsGet``, NVML API
 reference "GPM"); what they mean is in nvml.h next to each ``NVML_GPM_METRIC_*`` id.

@@ -1,63 +1,24 @@
-"""CPU-side telemetry: process and system CPU utilisation, RSS (psutil) and CPU package energy (RAPL).
+"""Host CPU telemetry (psutil): process and system CPU utilisation, CPU time of other processes, RSS.
 
-RAPL energy comes from the Linux powercap interface: ``/sys/class/powercap/intel-rapl:<N>/energy_uj``
-(one zone per CPU package; AMD Zen uses the same interface), a microjoule counter that wraps at
-``max_energy_range_uj`` (kernel Documentation/power/powercap/powercap.rst). Since Linux 5.10 it is
-readable by root only (CVE-2020-8694); elsewhere the energy columns say "not available".
+CPU package energy is its own source (:mod:`accelbench.telemetry.sources.rapl`).
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
-POWERCAP = Path("/sys/class/powercap")
+from accelbench.telemetry.sources import Source
+from accelbench.telemetry.sources.rapl import rapl_record
 
 
-def rapl_zones(root: Path = POWERCAP) -> list[Path]:
-    """Readable package-level RAPL zones (``intel-rapl:N``, not sub-zones ``intel-rapl:N:M``)."""
-    zones = []
-    for z in sorted(root.glob("intel-rapl:*")) if root.is_dir() else []:
-        if z.name.count(":") != 1:
-            continue
-        try:
-            int((z / "energy_uj").read_text())
-            if (z / "name").read_text().strip().startswith("package"):
-                zones.append(z)
-        except (OSError, ValueError):
-            continue
-    return zones
-
-
-def _read_uj(zone: Path) -> tuple[int, int] | None:
-    try:
-        return int((zone / "energy_uj").read_text()), int((zone / "max_energy_range_uj").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def rapl_delta_j(begin: Sequence[tuple[int, int] | None], end: Sequence[tuple[int, int] | None]) -> float | None:
-    """Energy between two readings of each zone's ``(energy_uj, max_energy_range_uj)``, summed, in J.
-
-    A counter that went down wrapped once: delta = end + range + 1 - begin. None if any zone is missing.
-    """
-    if not begin or len(begin) != len(end) or any(x is None for x in (*begin, *end)):
-        return None
-    total_uj = 0
-    for (b, rng), (e, _) in zip(begin, end):
-        total_uj += e - b if e >= b else e + rng + 1 - b
-    return total_uj / 1e6
-
-
-class CpuReader:
-    """Telemetry source for the host CPU (protocol of :mod:`accelbench.telemetry.sampler`).
+class CpuSource(Source):
+    """The host CPU as seen from this process.
 
     ``read()`` gives ``process_cpu_pct`` (this process, % of one core, as ``top``),
     ``system_cpu_pct`` (all cores, %), ``rss_bytes``. ``begin()``/``end()`` give ``t`` (s), process
     CPU seconds, the CPU seconds of the process tree (this process, its finished children, its live
-    children: DataLoader workers belong to the measured work), system busy/total CPU seconds and the RAPL
-    zone readings.
+    children: DataLoader workers belong to the measured work) and system busy/total CPU seconds.
 
     Args:
         pids: further processes that belong to the measured work (e.g. the other ranks of a job on this
@@ -74,11 +35,10 @@ class CpuReader:
             psutil = None
         self.ps = psutil
         self.proc = psutil.Process() if psutil else None
-        self.zones = rapl_zones()
         self.available = psutil is not None
 
     def counters(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"t": time.perf_counter(), "rapl": [_read_uj(z) for z in self.zones]}
+        out: dict[str, Any] = {"t": time.perf_counter()}
         if self.ps is not None:
             pt = self.proc.cpu_times()
             st = self.ps.cpu_times()
@@ -123,6 +83,14 @@ class CpuReader:
             out["rss_bytes"] = float(self.proc.memory_info().rss)
         return out
 
+    def record(self, samples, begin, end, window_s) -> dict[str, Any]:
+        return cpu_record(samples, begin, end)
+
+
+def cpu_sources(devices: list, period_s: float, pids: tuple) -> list[Source]:
+    """The host CPU, on every run (``pids``: the job's other processes here, see :class:`CpuSource`)."""
+    return [CpuSource(pids)]
+
 
 def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any]:
     """Per-case CPU columns from the window-edge counters (exact means) and the samples (RSS peak).
@@ -131,8 +99,9 @@ def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any
         ``process_cpu_util_pct`` (CPU seconds of this process / wall seconds * 100: % of one core),
         ``system_cpu_util_pct`` (busy / total CPU time of all cores * 100), ``cpu_other_util_pct`` (CPU
         time of every process outside the measured process tree / total CPU time of all cores * 100: the
-        share of the host that other work took during the window), ``process_rss_max_bytes``,
-        ``cpu_energy_j`` / ``cpu_power_mean_w`` (RAPL packages) and ``cpu_energy_source``.
+        share of the host that other work took during the window), ``process_rss_max_bytes``; and
+        when the counters carry RAPL readings (``rapl``: captures from before RAPL was its own source)
+        the columns of :func:`accelbench.telemetry.sources.rapl.rapl_record`.
     """
     wall = end.get("t", 0) - begin.get("t", 0)
     rec: dict[str, Any] = {"process_cpu_util_pct": None, "system_cpu_util_pct": None, "cpu_other_util_pct": None}
@@ -148,9 +117,7 @@ def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any
     if end.get("rss_bytes") is not None:
         rss.append(end["rss_bytes"])
     rec["process_rss_max_bytes"] = max(rss) if rss else None
-    e_j = rapl_delta_j(begin.get("rapl") or [], end.get("rapl") or [])
-    rec["cpu_energy_j"] = e_j
-    rec["cpu_power_mean_w"] = e_j / wall if e_j is not None and wall > 0 else None
-    rec["cpu_energy_source"] = "rapl" if e_j is not None else "not available"
+    if "rapl" in begin or "rapl" in end:
+        rec.update(rapl_record(begin, end))
     return rec
 
