@@ -37,30 +37,31 @@ SETTINGS = {
 }
 
 
-def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compiled: dict) -> float:
+def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compiled: dict, device) -> float:
     """Samples/s of the hand-written loop (the compiled module is cached across repetitions)."""
     precisions.set_tf32(False)
     key = (precision, mode, cl)
     if key not in compiled:
-        m = torchvision.models.resnet50().cuda().eval()
+        m = torchvision.models.resnet50().to(device).eval()
         if cl:
             m = m.to(memory_format=torch.channels_last)
         if mode != "eager":
             m = torch.compile(m, mode="max-autotune" if mode == "max-autotune" else None)
         compiled[key] = m
     m = compiled[key]
-    x = torch.randn(batch, 3, 224, 224, device="cuda")
+    x = torch.randn(batch, 3, 224, 224, device=device)
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
     dtype = torch.bfloat16 if "bf16" in precision else None
-    with torch.inference_mode(), torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
         for _ in range(10):
             m(x)
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         for _ in range(iters):
             m(x)
-        torch.cuda.synchronize()
+        sync()
         return iters * batch / (time.perf_counter() - t0)
 
 
@@ -81,13 +82,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--device", default="cuda", help="cuda (the measurement) or cpu (a dry run of the script)")
     args = ap.parse_args()
-    device = resolve_device("cuda")
+    device = resolve_device(args.device)
     spec = api.spec("inference", {"data": "synthetic", "images": args.batch * 4, "min_timed_batches": args.iters,
-                                  "warmup_batches": 10, "min_time_s": 0.0}, cuda=True)
+                                  "warmup_batches": 10, "min_time_s": 0.0}, cuda=device.type == "cuda")
     inputs = Inputs.for_spec(spec, device)
     compiled: dict = {}
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "batch": args.batch, "results": []}
+    out = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "torch": torch.__version__, "batch": args.batch, "results": []}
     for name in args.settings.split(","):
         precision, mode, cl = SETTINGS[name]
         hand, ours = [], []
@@ -95,7 +97,7 @@ def main() -> None:
             order = ("hand", "accel") if rep % 2 == 0 else ("accel", "hand")
             for who in order:
                 if who == "hand":
-                    hand.append(hand_loop(precision, mode, cl, args.batch, args.iters, compiled))
+                    hand.append(hand_loop(precision, mode, cl, args.batch, args.iters, compiled, device))
                 else:
                     ours.append(accel(precision, mode, cl, args.batch, spec, inputs, device)["throughput_samples_per_s"])
         compiled.clear()
