@@ -35,6 +35,13 @@ def test_thermal_violation_time_alone_flags():
     assert assess(gpu_rec(throttle_power_s=0.02))["validity"] == "ok"  # exactly 1 %: not above
 
 
+def test_violation_counter_past_the_window_is_capped_at_the_whole_window():
+    # NVML's violation counter advances in steps: 2.116 s of "violation" in a 2 s window was seen on an H200
+    out = assess(gpu_rec(throttle_power_s=2.116, clocks_event_reasons="sw_power_cap"))
+    assert out["validity"] == "throttled"
+    assert "for 100.0% of the window" in out["validity_reason"]
+
+
 def test_several_flags_join_in_order():
     out = assess(gpu_rec(latency_spread=0.08, sm_clock_variation=0.07, other_gpu_processes=2))
     assert out["validity"] == "latency-spread,clock-variation,other-process"
