@@ -21,6 +21,8 @@ def test_nccl_ddp_on_2_gpus_with_per_rank_telemetry(tmp_path):
     assert len({r["gpu_uuid"] for r in ranks}) == 2  # two physical GPUs
     for r in ranks:  # telemetry of every rank's own GPU
         assert r["device_mem_used_bytes"] > 0 and r["peak_mem_bytes"] > 0 and r["gpu_util_mean_pct"] >= 0
+        # only the rank itself on its GPU: the launcher's parent (idle power, cleanup) holds no CUDA context
+        assert r["gpu_processes"] == 1 and r["other_gpu_processes"] == 0
     check_aggregate(aggs[2], ranks)
     assert aggs[2]["device_mem_used_bytes"] == max(r["device_mem_used_bytes"] for r in ranks)
 

@@ -59,7 +59,7 @@ def cleanup(device) -> None:
             torch._dynamo.reset()
         except Exception:  # a reset that fails leaves nothing worse than before
             pass
-    if device.type == "cuda":
+    if device.type == "cuda" and torch.cuda.is_initialized():  # no context yet: nothing to free, none to create
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
 

@@ -128,8 +128,12 @@ def measure_idle(device, seconds: float = 3.0, period_s: float = DEFAULT_PERIOD_
     if cuda:
         import torch
 
-        for d in cuda:
-            torch.cuda.synchronize(d)
+        # Wait for our own queued work, if any: a process with no CUDA context (the torchrun launcher's
+        # parent) has none, and synchronising would create a context on every GPU, seen by the ranks as
+        # another compute process on their GPU (and ~0.5 GB of memory each).
+        if torch.cuda.is_initialized():
+            for d in cuda:
+                torch.cuda.synchronize(d)
     with Monitor(devs, period_s) as mon:
         time.sleep(seconds)
     rec = mon.record()
