@@ -47,10 +47,13 @@ def sweep_context(device, env: dict[str, Any], *, idle_s: float = 3.0, price_per
         price_per_hour: USD per device-hour override (``--price-per-hour``).
         kwh_price: USD per kWh for the electricity cost (``--kwh-price``).
     """
+    from accelbench.core.env import sync_if_context
     from accelbench.telemetry import measure_idle
 
     devs = list(device) if isinstance(device, (list, tuple)) else [device]
     period_s = telemetry_period_ms / 1000 if telemetry_period_ms else 0.1
+    for d in devs:  # our own queued work first (a process without a CUDA context has none, and gets none)
+        sync_if_context(d)
     idle = measure_idle(devs, idle_s, period_s)
     dtype = devs[0].type
     name = env.get("gpu_name") or env.get("device_name")

@@ -38,6 +38,30 @@ def resolve_device(name: str):
     return dev
 
 
+def sync_if_context(device) -> bool:
+    """Wait for this process's queued work on ``device`` without ever creating a CUDA context.
+
+    A process that never ran work on the GPU (the torchrun launcher's parent, which measures idle power
+    and cleans up between cases) has nothing to wait for, and a context created by
+    ``torch.cuda.synchronize`` would hold ~0.5 GB and show to the ranks as another compute process on
+    their GPU (NVML's process list). ``torch.cuda.is_initialized`` is not enough: reading device
+    properties initialises torch's CUDA state without a context.
+
+    Returns:
+        True when this process holds a context on ``device`` (and it was synchronised), else False.
+    """
+    import torch
+
+    if device.type != "cuda" or not torch.cuda.is_initialized():
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)  # private; present since torch 1.x
+    if has_context is not None and not has_context(index):
+        return False
+    torch.cuda.synchronize(device)
+    return True
+
+
 def cpu_model() -> str:
     """CPU model name from /proc/cpuinfo, else ``platform.processor()``."""
     try:

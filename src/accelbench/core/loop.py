@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from accelbench.core.env import sync_if_context
 from accelbench.core.errors import ERROR, OK, OOM, SKIPPED, UNSUPPORTED, is_oom, one_line
 
 
@@ -59,8 +60,7 @@ def cleanup(device) -> None:
             torch._dynamo.reset()
         except Exception:  # a reset that fails leaves nothing worse than before
             pass
-    if device.type == "cuda" and torch.cuda.is_initialized():  # no context yet: nothing to free, none to create
-        torch.cuda.synchronize(device)
+    if sync_if_context(device):  # the torchrun parent holds no CUDA context and must not create one
         torch.cuda.empty_cache()
 
 

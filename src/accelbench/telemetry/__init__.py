@@ -125,15 +125,6 @@ def measure_idle(device, seconds: float = 3.0, period_s: float = DEFAULT_PERIOD_
     none = {"idle_power_w": None, "idle_power_source": "not available"}
     if seconds <= 0 or (not cuda and not rapl_zones()):
         return none
-    if cuda:
-        import torch
-
-        # Wait for our own queued work, if any: a process with no CUDA context (the torchrun launcher's
-        # parent) has none, and synchronising would create a context on every GPU, seen by the ranks as
-        # another compute process on their GPU (and ~0.5 GB of memory each).
-        if torch.cuda.is_initialized():
-            for d in cuda:
-                torch.cuda.synchronize(d)
     with Monitor(devs, period_s) as mon:
         time.sleep(seconds)
     rec = mon.record()
