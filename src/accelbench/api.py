@@ -32,7 +32,8 @@ def spec(scenario: str, *layers: dict[str, Any], cuda: bool | None = None):
     layer (a TOML table, flags; later wins, None skipped).
 
     Args:
-        scenario: ``inference``, ``train_step``, ``converge``, ``profile``, ``input_pipeline``, ``interconnect``.
+        scenario: ``inference``, ``train_step``, ``converge``, ``profile``, ``input_pipeline``, ``interconnect``,
+            ``loadgen``.
         cuda: GPU defaults (default: the spec's ``device``, else whether a GPU is visible).
     Raises:
         ConfigError: an unknown scenario or field, or an invalid value.
@@ -122,6 +123,12 @@ def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
 
 def input_pipeline(spec, store, **kw) -> Outcome:
     """``accelbench input-pipeline``: loader, resident and storage rates (``input_pipeline`` spec)."""
+    return sweep(spec, store, **kw)
+
+
+def loadgen(spec, store, **kw) -> Outcome:
+    """``accelbench loadgen``: MLPerf's SingleStream, MultiStream, Server and Offline through LoadGen
+    (``loadgen`` spec); keywords as :func:`sweep`. Needs ``pip install 'accelbench[loadgen]'``."""
     return sweep(spec, store, **kw)
 
 

@@ -17,11 +17,14 @@ class Backend:
         name: the mode name users give.
         trainable: a training step can run through it (:meth:`wrap_training`).
         needs_cuda: it runs on CUDA GPUs only.
+        static_shapes: what it builds runs one input shape (a graph, a shape-specialised compile): a server
+            that batches requests of any count builds it per batch size (:meth:`build_sizes`) and pads.
     """
 
     name: str = ""
     trainable: bool = False
     needs_cuda: bool = False
+    static_shapes: bool = False
 
     def unsupported_reason(self, device, training: bool = False) -> str | None:
         """Why this backend cannot run on ``device`` (a torch.device), or None."""
@@ -48,6 +51,21 @@ class Backend:
 
     def _build(self, module, example, device) -> Callable:
         raise NotImplementedError
+
+    def build_sizes(self, module, examples: list, device) -> tuple[dict[int, Callable], float]:
+        """Forwards for batches of several sizes (``examples``: one batch per size, smallest first).
+
+        Returns:
+            ``({batch_size: forward}, build_s)``: a static-shape backend builds one forward per size; any
+            other builds one, on the largest example, that takes every size (keyed by that size).
+        """
+        from accelbench.core.timing import sync
+
+        t0 = time.perf_counter()
+        built = examples if self.static_shapes else examples[-1:]
+        fns = {int(x.shape[0]): self.build(module, x, device)[0] for x in built}
+        sync(device)
+        return fns, time.perf_counter() - t0
 
     def wrap_training(self, model):
         """The model a training step calls (compiled lazily on the first step), or the model itself.

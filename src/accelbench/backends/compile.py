@@ -6,6 +6,8 @@ no case reuses another's artifacts, so ``compile_s`` is the case's own compilati
 
 from __future__ import annotations
 
+import time
+
 from accelbench.backends.base import Backend, register
 
 
@@ -13,6 +15,7 @@ class Compile(Backend):
     """``torch.compile(module, mode=compile_mode, dynamic=False)``."""
 
     trainable = True
+    static_shapes = True
 
     def __init__(self, name: str, compile_mode: str | None, trainable: bool = True):
         self.name, self.compile_mode, self.trainable = name, compile_mode, trainable
@@ -27,6 +30,22 @@ class Compile(Backend):
         fn = self._compiled(module)
         fn(example)
         return fn
+
+    def build_sizes(self, module, examples, device):
+        """One compiled module specialised to each example's shape (Dynamo recompiles per shape; its
+        recompile limit is raised to the number of shapes for this module)."""
+        import torch._dynamo.config as dynamo_config
+
+        from accelbench.core.timing import sync
+
+        t0 = time.perf_counter()
+        fn = self._compiled(module)
+        name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+        setattr(dynamo_config, name, max(getattr(dynamo_config, name), len(examples) + 1))
+        for x in examples:
+            fn(x)
+        sync(device)
+        return {int(x.shape[0]): fn for x in examples}, time.perf_counter() - t0
 
     def wrap_training(self, model):
         return self._compiled(model)

@@ -13,6 +13,7 @@ from accelbench.backends.base import Backend, register
 class CudaGraphs(Backend):
     name = "cudagraphs"
     needs_cuda = True
+    static_shapes = True
 
     def _build(self, module, example, device):
         import torch

@@ -1,6 +1,6 @@
 """The ``accelbench`` command line. It only parses: every command calls :mod:`accelbench.api`.
 
-``app.py`` holds the app, the consoles and the options every command shares; each other module registers
+``common.py`` holds the app, the consoles and the options every command shares; each other module registers
 its commands when imported below (the command modules import ``app.py`` only: no cycles).
 """
 
@@ -14,7 +14,7 @@ import typer
 
 from accelbench.cli.common import app, console, err_console, styled
 from accelbench.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, AccelbenchError
-from accelbench.cli import profile, results, run, train, multi  # noqa: E402,F401  (each registers its commands)
+from accelbench.cli import loadgen, profile, results, run, train, multi  # noqa: E402,F401  (each registers its commands)
 
 __all__ = ["app", "main"]
 

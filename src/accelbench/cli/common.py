@@ -219,7 +219,7 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
 def print_notes(records: list[dict], env: dict | None = None, failures: bool = True) -> None:
     """Where power, energy and GPM figures came from; low-confidence energy; with ``failures``, why each case
     failed or was flagged (model and case named)."""
-    from accelbench.report.table import case_notes
+    from accelbench.report.table import case_notes, is_detail
 
     env = env or {}
     if env.get("idle_power_w") is not None:
@@ -236,8 +236,8 @@ def print_notes(records: list[dict], env: dict | None = None, failures: bool = T
                              "for the energy counter's update interval): raise --min-time-s"))
     if not failures:
         return
-    for label, text in case_notes(r for r in records if r.get("aggregate") != 0 and r.get("row_type") != "epoch"):
-        style = "yellow" if label in ("flagged:", "unsupported:", "skipped:") else "red"
+    for label, text in case_notes(r for r in records if not is_detail(r)):
+        style = "yellow" if label in ("flagged:", "unsupported:", "skipped:", "INVALID:") else "red"
         (err_console if label == "error:" else console).print(styled(label, style, " " + text))
 
 

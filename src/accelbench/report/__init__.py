@@ -8,6 +8,7 @@ from typing import Any, Callable
 def table_for(kind: str) -> Callable[..., Any]:
     """The table function of a run kind: ``fn(records, compact=False)`` -> a rich renderable."""
     from accelbench.report import scaling, table, train
+    from accelbench.report.loadgen import loadgen_table
     from accelbench.report.profile_table import profile_table
 
     def aggregates(fn):
@@ -24,5 +25,6 @@ def table_for(kind: str) -> Callable[..., Any]:
         "scale": aggregates(scaling.scale_table),
         "interconnect": lambda records, compact=False: scaling.collective_table(records),
         "concurrent": lambda records, compact=False: scaling.concurrent_table(records),
+        "loadgen": loadgen_table,
     }
     return by_kind.get(kind, table.results_table)

@@ -64,11 +64,20 @@ COMPACT_INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
 ]
 
 _STATUS_STYLE = {"ok": "green", "oom": "red", "error": "red", "unsupported": "yellow", "skipped": "dim"}
-_TEXT_KEYS = ("model", "precision", "mode", "status", "validity", "source", "step", "schedule", "op", "link")
+_TEXT_KEYS = ("model", "precision", "mode", "status", "validity", "source", "step", "schedule", "op", "link",
+              "loadgen_scenario", "result_validity", "figure_of_merit_text")
 
 
 def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
+
+
+def is_detail(r: dict) -> bool:
+    """A rank row of a multi-process case or a detail row (``row_type`` in :data:`DETAIL_ROW_TYPES`)."""
+    return r.get("aggregate") == 0 or r.get("row_type") in DETAIL_ROW_TYPES
 
 
 def case_label(r: dict) -> str:
@@ -76,7 +85,7 @@ def case_label(r: dict) -> str:
     parts = [str(r.get("model", "?"))]
     if _present(r.get("batch_size")):
         parts.append(f"bs={int(r['batch_size'])}")
-    parts += [str(r[k]) for k in ("precision", "mode", "step") if _present(r.get(k))]
+    parts += [str(r[k]) for k in ("precision", "mode", "step", "loadgen_scenario") if _present(r.get(k))]
     return " ".join(parts)
 
 
@@ -142,7 +151,7 @@ def oom_boundary(records: list[dict]) -> dict[tuple, dict[str, int | None]]:
     """Per (model, precision, mode): the largest batch size that ran and the smallest that ran out of memory."""
     out: dict[tuple, dict[str, int | None]] = {}
     for r in records:
-        if r.get("aggregate") == 0 or r.get("row_type") == "epoch":
+        if is_detail(r):
             continue
         g = out.setdefault((r.get("model"), r.get("precision"), r.get("mode")), {"largest_ok": None, "smallest_oom": None})
         bs = r.get("batch_size")
@@ -166,16 +175,19 @@ def natural_width(table, console) -> int:
 def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
     """``(label, text)`` lines under a compact table: why each case failed or was flagged.
 
-    Labels: ``error``, ``oom``, ``unsupported``, ``skipped``, ``flagged``; texts start with
-    :func:`case_label` so every note names its model and case.
+    Labels: ``error``, ``oom``, ``unsupported``, ``skipped``, ``flagged``, ``INVALID`` (LoadGen's verdict);
+    texts start with :func:`case_label` so every note names its model and case.
     """
     out = []
     for r in records:
         status = r.get("status")
         if status != "ok" and isinstance(r.get("error"), str):
             out.append((f"{status}:", f"{case_label(r)}: {r['error']}"))
-        elif status == "ok" and isinstance(r.get("validity_reason"), str):
+            continue
+        if status == "ok" and isinstance(r.get("validity_reason"), str):
             out.append(("flagged:", f"{case_label(r)}: {r['validity_reason']}"))
+        if status == "ok" and r.get("result_validity") == "INVALID":
+            out.append(("INVALID:", f"{case_label(r)}: {r.get('invalid_reasons')}"))
     return out
 
 

@@ -8,6 +8,7 @@
 | ``profile`` | profile | one step's roofline: analytic FLOPs and bytes, time, Nsight Compute counters |
 | ``input_pipeline`` | input-pipeline | DataLoader / device-resident input rates, storage reads |
 | ``interconnect`` | - / interconnect | collectives and GPU pair copies over the ranks |
+| ``loadgen`` | loadgen / - | MLPerf's SingleStream, MultiStream, Server and Offline through LoadGen |
 
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
 (one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the loop
@@ -16,7 +17,7 @@ A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :clas
 
 from accelbench.scenarios.base import SCENARIOS, Scenario, by_kind, get, register
 from accelbench.scenarios import (  # noqa: E402,F401  (each registers itself: one line per scenario)
-    inference, train_step, converge, profile, input_pipeline, interconnect,
+    inference, train_step, converge, profile, input_pipeline, interconnect, loadgen,
 )
 
 __all__ = ["SCENARIOS", "Scenario", "by_kind", "get", "register"]

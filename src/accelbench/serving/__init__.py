@@ -1,0 +1,32 @@
+"""MLPerf Inference's LoadGen driven in-process (``accelbench loadgen``): the machinery of the ``loadgen``
+scenario (:mod:`accelbench.scenarios.loadgen`).
+
+- :mod:`.sut`: the query sample library (real images, pre-processed and resident on the device, as the
+  MLPerf reference harness keeps its performance samples) and the systems under test: one that answers in
+  LoadGen's issue thread (SingleStream, MultiStream, Offline) and a batching one with its own dispatcher
+  thread (Server).
+- :mod:`.settings`: LoadGen's ``TestSettings`` from the spec: short runs for a sweep, or MLPerf's own
+  rules (``--mlperf-rules``: LoadGen's built-in ``mlperf.conf``).
+- :mod:`.results`: LoadGen's detail log read back into columns (figure of merit, latency percentiles,
+  VALID/INVALID and why), and its accuracy log into top-1/top-5.
+- :mod:`.search`: the highest Server QPS that is VALID, by bisection.
+
+LoadGen is the ``mlcommons-loadgen`` package (``pip install 'accelbench[loadgen]'``), imported only here.
+"""
+
+from __future__ import annotations
+
+
+def loadgen():
+    """The ``mlperf_loadgen`` module.
+
+    Raises:
+        MissingDependencyError: ``mlcommons-loadgen`` is not installed (names the ``loadgen`` extra).
+    """
+    try:
+        import mlperf_loadgen
+    except ImportError:
+        from accelbench.core.errors import MissingDependencyError
+
+        raise MissingDependencyError("mlcommons-loadgen", "loadgen") from None
+    return mlperf_loadgen

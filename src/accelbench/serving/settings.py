@@ -1,0 +1,99 @@
+"""LoadGen's ``TestSettings`` and log settings for one test.
+
+Two regimes:
+
+- a sweep (default): ``min_duration_s`` and ``min_query_count`` short enough to run many cases, with the
+  scenario's latency targets as MLPerf sets them (SingleStream p90, MultiStream 8 samples a query and
+  p99, Server p99 under ``server_latency_ms``);
+- ``--mlperf-rules``: LoadGen's built-in ``mlperf.conf`` for the model (``TestSettings.FromConfig(path="",
+  model, scenario, conf_type=0)``: 600 s minimum, MLPerf's query counts, early stopping; ResNet-50's
+  Server bound is 15 ms there). Every row says which regime it ran under.
+
+LoadGen plans a test from expected figures: SingleStream and MultiStream query latency, Offline QPS
+(it pre-generates ``expected_qps * min_duration`` samples; too few and the run ends before the minimum
+duration, INVALID). They are set from the forward's measured time, with a margin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline")
+MULTISTREAM_SAMPLES = 8  # samples per MultiStream query: LoadGen's default and MLPerf's rule
+MLPERF_MODELS = {"resnet50": "resnet50"}  # accelbench model -> the model's name in mlperf.conf
+# Minimum query counts of a sweep's short tests, per scenario: LoadGen's mlperf.conf (loadgen 6.0) where it
+# suffices, SingleStream 100 and MultiStream 662; Server also 662, the fewest queries whose p99 early-stopping
+# estimate can pass at all (LoadGen's early stopping, with no query over the bound); Offline runs one query.
+MIN_QUERIES = {"SingleStream": 100, "MultiStream": 662, "Server": 662, "Offline": 1}
+OFFLINE_QPS_MARGIN = 1.5  # pre-generate for 1.5x the estimated rate: a run shorter than the minimum is invalid
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TestPlan:
+    """What one LoadGen test runs.
+
+    Attributes:
+        scenario: ``SingleStream``, ``MultiStream``, ``Server`` or ``Offline``.
+        accuracy: LoadGen's AccuracyOnly mode (every sample once, answers logged) instead of PerformanceOnly.
+        min_duration_s, min_query_count: the test's minimums (ignored under ``mlperf_rules``; None takes
+            :data:`MIN_QUERIES` of the scenario).
+        mlperf_rules: LoadGen's built-in ``mlperf.conf`` for ``model``.
+        model: the accelbench model name.
+        server_qps: Server's target arrival rate (queries/s, Poisson).
+        server_latency_ms: Server's latency bound at ``server_percentile`` (MLPerf ResNet-50: 15 ms at p99).
+        expected_latency_s: the forward's time at the query's batch size (SingleStream, MultiStream).
+        expected_qps: samples/s the SUT can sustain (Offline).
+    """
+
+    scenario: str
+    accuracy: bool = False
+    min_duration_s: float = 10.0
+    min_query_count: int | None = None
+    mlperf_rules: bool = False
+    model: str = ""
+    server_qps: float | None = None
+    server_latency_ms: float = 15.0
+    server_percentile: float = 0.99
+    expected_latency_s: float | None = None
+    expected_qps: float | None = None
+
+
+def build_settings(lg, plan: TestPlan) -> Any:
+    """LoadGen's ``TestSettings`` for ``plan``.
+
+    Raises:
+        ValueError: LoadGen refused its built-in configuration for the model and scenario.
+    """
+    s = lg.TestSettings()
+    if plan.mlperf_rules:
+        if s.FromConfig("", MLPERF_MODELS.get(plan.model, plan.model), plan.scenario, 0) != 0:
+            raise ValueError(f"LoadGen has no MLPerf settings for {plan.model} {plan.scenario}")
+    else:
+        s.min_duration_ms = int(plan.min_duration_s * 1000)
+        s.min_query_count = plan.min_query_count or MIN_QUERIES[plan.scenario]
+        s.server_target_latency_ns = int(plan.server_latency_ms * 1e6)
+        s.server_target_latency_percentile = plan.server_percentile
+    s.scenario = getattr(lg.TestScenario, plan.scenario)
+    s.mode = lg.TestMode.AccuracyOnly if plan.accuracy else lg.TestMode.PerformanceOnly
+    if plan.expected_latency_s:
+        s.single_stream_expected_latency_ns = max(1, int(plan.expected_latency_s * 1e9))
+        s.multi_stream_expected_latency_ns = max(1, int(plan.expected_latency_s * 1e9))
+    if plan.expected_qps:
+        s.offline_expected_qps = plan.expected_qps * OFFLINE_QPS_MARGIN
+    if plan.server_qps:
+        s.server_target_qps = plan.server_qps
+    return s
+
+
+def log_settings(lg, folder: Path) -> Any:
+    """LoadGen's log settings: summary, detail and accuracy logs in ``folder`` (created), nothing on stdout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = lg.LogOutputSettings()
+    out.outdir = str(folder)
+    out.copy_summary_to_stdout = False
+    ls = lg.LogSettings()
+    ls.log_output = out
+    ls.enable_trace = False
+    return ls

@@ -1,0 +1,171 @@
+"""``accelbench loadgen``: MLPerf's scenarios through the real LoadGen, on the CPU.
+
+Pure parts with exact numbers (LoadGen logs recorded from real tests in ``tests/data/loadgen``, the Server
+search, the settings); end to end with a tiny model and 1-second tests: every scenario gives a VALID row
+with telemetry, energy and cost columns and its logs beside the store; an impossible latency bound is
+INVALID with LoadGen's reason (data: exit 0); LoadGen's AccuracyOnly answers agree with ``accelbench run``;
+Ctrl-C keeps the finished scenarios and ``--resume`` runs the rest; a missing LoadGen is one line.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fault_harness import TESTS, cases, run_accelbench, runs
+
+pytest.importorskip("mlperf_loadgen")
+
+DATA = Path(__file__).with_name("data") / "loadgen"
+TINY = ["--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64", "--idle-s", "0",
+        "--min-duration-s", "1", "--max-batch", "16"]
+
+
+# --- pure ---------------------------------------------------------------------------------------------
+def test_detail_logs_read_back_into_columns():
+    from accelbench.serving.results import read_detail, result_columns
+
+    ms = result_columns(read_detail(DATA / "multistream-valid-detail.txt"), wall_s=2.0)
+    assert ms["result_validity"] == "VALID" and ms["invalid_reasons"] is None
+    assert (ms["queries"], ms["samples_per_query"], ms["samples_timed"]) == (1622, 8, 12976)
+    assert ms["latency_p99_ms"] == ms["figure_of_merit"] == 0.878403 and ms["latency_p50_ms"] == 0.595643
+    assert ms["early_stopping_latency_ms"] == 0.999343 and ms["throughput_samples_per_s"] == 12976 / 2.0
+
+    srv = result_columns(read_detail(DATA / "server-invalid-detail.txt"), wall_s=1.0)
+    assert srv["invalid_reasons"] == ("latency bound not met (p99 2.38 ms > 0.1 ms); early stopping not met (too few "
+                                      "queries for the percentile); LoadGen: Reduce target QPS to improve latency.")
+    assert (srv["server_target_qps"], srv["server_scheduled_qps"], srv["server_latency_bound_ms"]) == (300, 283.099, 0.1)
+    assert srv["throughput_samples_per_s"] == 282.892 and srv["server_overlatency_queries"] == 288
+
+    off = result_columns(read_detail(DATA / "offline-invalid-detail.txt"), wall_s=1.0)
+    assert off["samples_timed"] == 1100 and off["figure_of_merit"] == 188629
+    assert off["latency_p99_ms"] is None  # one query spans the whole test: no per-query latency
+    assert off["invalid_reasons"].startswith("minimum duration not met; LoadGen: Increase expected QPS")
+
+
+def test_the_server_search_bisects_to_the_boundary():
+    from accelbench.serving.search import find_peak_qps
+
+    boundary = 700.0  # VALID at or below
+    found = find_peak_qps(lambda q: (q <= boundary, q), upper_qps=1000.0, steps=6)
+    assert [q for q, _ in found.probes] == [500.0, 750.0, 625.0, 687.5, 718.75, 703.125]
+    assert found.best_qps == 687.5 and found.lowest_invalid_qps == 703.125
+    every = find_peak_qps(lambda q: (True, q), upper_qps=64.0, steps=3)
+    assert every.best_qps == 56.0 and every.lowest_invalid_qps is None  # the capacity bound itself is never probed
+    none = find_peak_qps(lambda q: (False, q), upper_qps=8.0, steps=3)
+    assert none.best_qps is None and none.lowest_invalid_qps == 1.0
+    with pytest.raises(ValueError):
+        find_peak_qps(lambda q: (True, q), upper_qps=0.0)
+
+
+def test_settings_short_tests_and_mlperf_rules():
+    import mlperf_loadgen as lg
+
+    from accelbench.serving.settings import TestPlan, build_settings
+    from accelbench.serving.sut import batch_sizes_built
+
+    ms = build_settings(lg, TestPlan(scenario="MultiStream", min_duration_s=2.0, expected_latency_s=0.004))
+    assert (ms.min_duration_ms, ms.min_query_count, ms.multi_stream_expected_latency_ns) == (2000, 662, 4_000_000)
+    off = build_settings(lg, TestPlan(scenario="Offline", expected_qps=1000.0))
+    assert off.offline_expected_qps == 1500.0  # a 1.5x margin: too few pre-generated samples end the test early
+    srv = build_settings(lg, TestPlan(scenario="Server", server_qps=250.0, server_latency_ms=15.0))
+    assert (srv.server_target_qps, srv.server_target_latency_ns, srv.server_target_latency_percentile) == (250.0, 15_000_000, 0.99)
+    rules = build_settings(lg, TestPlan(scenario="Offline", mlperf_rules=True, model="resnet50"))
+    assert (rules.min_duration_ms, rules.min_query_count) == (600_000, 24576)  # LoadGen's mlperf.conf
+    assert batch_sizes_built("Server", 256) == [1, 4, 16, 64, 256] and batch_sizes_built("Server", 100) == [1, 4, 16, 64, 100]
+    assert batch_sizes_built("Offline", 256) == [256] and batch_sizes_built("SingleStream", 1) == [1]
+
+
+# --- end to end ---------------------------------------------------------------------------------------
+def _loadgen(db: Path, *args: str) -> subprocess.CompletedProcess:
+    p = run_accelbench(["loadgen", *TINY, "--db", str(db), *args], {"OMP_NUM_THREADS": "1"})
+    assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    return p
+
+
+def test_every_scenario_gives_a_valid_row_with_derived_columns_and_logs(tmp_path: Path):
+    db = tmp_path / "lg.db"
+    p = _loadgen(db, "--server-target-qps", "300", "--server-latency-ms", "200")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {r["loadgen_scenario"]: r for r in cases(db)}
+    assert sorted(rows) == ["MultiStream", "Offline", "Server", "SingleStream"]
+    assert {r["result_validity"] for r in rows.values()} == {"VALID"}, {k: r["invalid_reasons"] for k, r in rows.items()}
+    assert [rows[s]["batch_size"] for s in ("SingleStream", "MultiStream", "Server", "Offline")] == [1, 8, 16, 16]
+    assert rows["MultiStream"]["samples_per_query"] == 8 and rows["MultiStream"]["queries"] >= 662
+    assert rows["Server"]["server_target_qps"] == 300 and rows["Server"]["queries"] >= 662
+    for sc, r in rows.items():
+        assert r["figure_of_merit"] > 0 and r["samples_timed"] > 0 and r["timed_wall_s"] >= 1.0
+        assert r["cost_per_1000_samples_usd"] > 0 and r["validity"] is not None and r["price_per_hour_usd"] > 0
+        assert (Path(r["loadgen_log_dir"]) / "mlperf_log_summary.txt").exists()
+        assert Path(r["loadgen_log_dir"]).is_relative_to(tmp_path / "lg-loadgen" / "run1")
+    assert "Server" in p.stdout and "VALID" in p.stdout
+
+
+def test_an_impossible_latency_bound_is_invalid_with_the_reason_and_the_search_stores_its_probes(tmp_path: Path):
+    db = tmp_path / "lg.db"
+    p = _loadgen(db, "--scenarios", "server", "--server-latency-ms", "0.001", "--server-search-steps", "2",
+                 "--min-query-count", "50")
+    assert p.returncode == 0, p.stdout + p.stderr  # INVALID is a result, not a failure
+    probes = [r for r in cases(db) if r["row_type"] == "server-probe"]
+    (row,) = [r for r in cases(db) if r["row_type"] is None]
+    assert len(probes) == 2 and {r["result_validity"] for r in probes} == {"INVALID"}
+    assert row["result_validity"] == "INVALID" and row["server_peak_qps"] is None and row["server_search_probes"] == 2
+    assert "latency bound not met" in row["invalid_reasons"] and "> 0.001 ms" in row["invalid_reasons"]
+    assert "INVALID: tiny_conv_net bs=16 fp32 eager Server: latency bound not met" in p.stdout.replace("helpers:", "")
+    assert row["server_lowest_invalid_qps"] == pytest.approx(probes[-1]["server_target_qps"], rel=1e-6)
+    assert probes[-1]["server_target_qps"] < probes[0]["server_target_qps"]
+
+
+def test_accuracy_mode_agrees_with_run(tmp_path: Path):
+    db = tmp_path / "lg.db"
+    p = run_accelbench(["loadgen", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
+                        "--min-duration-s", "0.5", "--scenarios", "Offline", "--max-batch", "32", "--accuracy",
+                        "--db", str(db)], {"OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = run_accelbench(["run", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
+                        "--batch-sizes", "32", "--db", str(db)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    lg_row, run_row = cases(db, 1)[0], cases(db, 2)[0]
+    assert lg_row["accuracy_samples"] == run_row["accuracy_samples"] == 64
+    assert lg_row["top1"] == run_row["top1"] and lg_row["top5"] == run_row["top5"] and lg_row["top1"] > 0.5
+
+
+def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: Path):
+    db = tmp_path / "lg.db"
+    args = [sys.executable, "-m", "accelbench", "loadgen", *TINY, "--scenarios", "SingleStream,Offline",
+            "--min-duration-s", "2", "--db", str(db)]
+    env = {**__import__("os").environ, "PYTHONPATH": f"{TESTS}:{__import__('os').environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    t0 = time.monotonic()
+    while not cases_or_none(db) and proc.poll() is None and time.monotonic() - t0 < 120:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err and "rerun with --resume" in err
+    assert runs(db) == [(1, "loadgen", "interrupted")] and [r["loadgen_scenario"] for r in cases(db)] == ["SingleStream"]
+    p = _loadgen(db, "--scenarios", "SingleStream,Offline", "--min-duration-s", "2", "--resume")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert runs(db) == [(1, "loadgen", "complete")]
+    assert [r["loadgen_scenario"] for r in cases(db)] == ["SingleStream", "Offline"]
+
+
+def cases_or_none(db: Path) -> list:
+    try:
+        return cases(db)
+    except Exception:  # no store or table yet
+        return []
+
+
+def test_a_missing_loadgen_is_one_line_naming_the_extra(tmp_path: Path):
+    (tmp_path / "mlperf_loadgen.py").write_text("raise ImportError('not installed here')\n")
+    p = run_accelbench(["loadgen", *TINY, "--db", str(tmp_path / "lg.db")],
+                       {"PYTHONPATH": f"{tmp_path}:{TESTS}:{__import__('os').environ.get('PYTHONPATH', '')}"})
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "error: mlcommons-loadgen is not installed: pip install 'accelbench[loadgen]'"], p.stdout + p.stderr
+    assert runs(tmp_path / "lg.db") == []
