@@ -46,6 +46,8 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
         module = module.to(memory_format=torch.channels_last)
     size = case.image_size or info.image_size
     images = inputs.get(size, info.mean, info.std)[: case.images].to(precisions.input_dtype(case.precision))
+    if cl:
+        images = images.contiguous(memory_format=torch.channels_last)
     raw = inputs.raw_images()
     labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
     backend = backends.get(case.mode)
@@ -75,12 +77,11 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
     """
     from accelbench.serving.results import read_detail, result_columns
     from accelbench.serving.settings import build_settings, log_settings
-    from accelbench.serving.sut import BatchingSUT, InlineSUT
+    from accelbench.serving.sut import SUT
     from accelbench.telemetry import monitor
 
     lg, s = p.lg, p.spec.settings
-    sut = (BatchingSUT(lg, p.runner, p.case.batch_size, s.batch_timeout_us / 1e6) if plan.scenario == "Server"
-           else InlineSUT(lg, p.runner, p.case.batch_size))
+    sut = SUT(lg, p.runner, p.case.batch_size, s.batch_timeout_us / 1e6 if plan.scenario == "Server" else 0.0)
     handle = sut.construct()
     settings, logs = build_settings(lg, plan), log_settings(lg, folder)
     try:
