@@ -2,6 +2,8 @@
 # Issue 13 GPU proof: ResNet-50 amp-bf16 through MLPerf LoadGen in all four scenarios, beside `accelbench run`
 # of the same configurations (the Offline yardstick and today's batch-1 latency), in one store.
 #   STAGES="reference small offline server" (default: all); SMOKE=1: a CPU dry run of the same commands.
+#   Overrides: REF_MODES, SMALL (SingleStream/MultiStream modes), BIG (Offline/Server mode), SERVER_BATCHES,
+#   SEARCH_STEPS (e.g. BIG=cudagraphs skips the compilations when device time is short).
 # Results in $OUT: lg.db (the store), loadgen-logs.tar.gz (LoadGen's summary/detail logs), log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -14,8 +16,9 @@ if [ "${SMOKE:-0}" = 1 ]; then
   M="-m cifar-resnet20 -p fp32 --device cpu -n 64 --idle-s 0"; SMALL=eager; BIG=eager; MB=32; SMB=16,32
   LG="--min-duration-s 1 --server-search-steps 2"; REF="-b 1,32 --modes eager"
 else
-  M="-m resnet50 -p amp-bf16 -n 1024"; SMALL=cudagraphs,eager; BIG=compile; MB=256; SMB=${SERVER_BATCHES:-128,256}
-  LG="--min-duration-s 10 --server-search-steps ${SEARCH_STEPS:-5}"; REF="-b 1,256 --modes compile,cudagraphs"
+  M="-m resnet50 -p amp-bf16 -n 1024"; SMALL=${SMALL:-cudagraphs,eager}; BIG=${BIG:-compile}; MB=256
+  SMB=${SERVER_BATCHES:-128,256}; LG="--min-duration-s 10 --server-search-steps ${SEARCH_STEPS:-5}"
+  REF="-b 1,256 --modes ${REF_MODES:-compile,cudagraphs}"
 fi
 {
   step env; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader 2>/dev/null

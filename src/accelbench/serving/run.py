@@ -5,7 +5,11 @@ Called by :meth:`accelbench.scenarios.loadgen.Loadgen.measure` (module docstring
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +73,39 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     return Prepared(lg, runner, library.construct(lg), library, labels, case, spec, rank, cols)
 
 
+@contextmanager
+def signals_deferred():
+    """Ctrl-C and SIGTERM during the block are raised as KeyboardInterrupt at its end; a second one ends the
+    process at once (exit 130; every finished case is already stored).
+
+    LoadGen calls the SUT's issue callback from the thread that started the test. That is the main thread,
+    where Python runs its signal handlers: a KeyboardInterrupt raised inside the callback would unwind
+    through LoadGen's C++ (which expects no exception) and crash the process later (seen as a segfault).
+    LoadGen has no call to abort a test, so the test in progress runs to its end first.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+
+    def defer(sig, frame):
+        if got:
+            import os
+
+            os._exit(130)
+        got.append(sig)
+        sys.stderr.write("stopping after the LoadGen test in progress (it cannot be aborted); again to quit now\n")
+
+    old = {sig: signal.signal(sig, defer) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if got:
+        raise KeyboardInterrupt
+
+
 def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
     """One LoadGen test of ``plan`` under the telemetry monitor; ``(columns, monitor)``.
 
@@ -82,16 +119,19 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
 
     lg, s = p.lg, p.spec.settings
     sut = SUT(lg, p.runner, p.case.batch_size, s.batch_timeout_us / 1e6 if plan.scenario == "Server" else 0.0)
-    handle = sut.construct()
-    settings, logs = build_settings(lg, plan), log_settings(lg, folder)
     try:
-        with monitor(p.rank.device, p.spec.telemetry_period_ms / 1000, p.rank.pids()) as mon:
-            t0 = time.perf_counter()
-            lg.StartTestWithLogSettings(handle, p.qsl, settings, logs)
-            wall_s = time.perf_counter() - t0
+        settings, logs = build_settings(lg, plan), log_settings(lg, folder)
+        handle = sut.construct()
+        try:
+            with monitor(p.rank.device, p.spec.telemetry_period_ms / 1000, p.rank.pids()) as mon:
+                t0 = time.perf_counter()
+                with signals_deferred():
+                    lg.StartTestWithLogSettings(handle, p.qsl, settings, logs)
+                wall_s = time.perf_counter() - t0
+        finally:
+            lg.DestroySUT(handle)
     finally:
         sut.close()
-        lg.DestroySUT(handle)
     if sut.error is not None:
         raise sut.error
     cols = {**result_columns(read_detail(folder / "mlperf_log_detail.txt"), wall_s), **sut.columns(wall_s),
