@@ -86,13 +86,17 @@ class Runner:
 
     def gather(self, idx: Sequence[int]):
         """The batch of samples ``idx`` from the resident images, in the model's memory format (one sample
-        is a view: no index copy to the device)."""
+        is a view: no index copy to the device). Nothing here waits for the device: the pipelining in
+        :class:`SUT` relies on it."""
         import torch
 
         if len(idx) == 1:
             x = self.images.narrow(0, int(idx[0]), 1)
         else:
-            x = self.images.index_select(0, torch.as_tensor(list(idx), device=self.images.device))
+            index = torch.as_tensor(list(idx), dtype=torch.int64)
+            if self.images.is_cuda:  # from pinned memory, asynchronously: a pageable copy would wait for
+                index = index.pin_memory().to(self.images.device, non_blocking=True)  # the batch in flight
+            x = self.images.index_select(0, index)
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
     def forward(self, idx: Sequence[int]):
