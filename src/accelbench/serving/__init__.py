@@ -2,9 +2,10 @@
 scenario (:mod:`accelbench.scenarios.loadgen`).
 
 - :mod:`.sut`: the query sample library (real images, pre-processed and resident on the device, as the
-  MLPerf reference harness keeps its performance samples) and the systems under test: one that answers in
-  LoadGen's issue thread (SingleStream, MultiStream, Offline) and a batching one with its own dispatcher
-  thread (Server).
+  MLPerf reference harness keeps its performance samples) and the one system under test of every
+  scenario: a dispatcher thread that batches (Server's dynamic batching), pipelines its launches and
+  answers LoadGen.
+- :mod:`.run`: one case end to end (build, calibrate, each LoadGen test under telemetry, Server search).
 - :mod:`.settings`: LoadGen's ``TestSettings`` from the spec: short runs for a sweep, or MLPerf's own
   rules (``--mlperf-rules``: LoadGen's built-in ``mlperf.conf``).
 - :mod:`.results`: LoadGen's detail log read back into columns (figure of merit, latency percentiles,
@@ -30,3 +31,13 @@ def loadgen():
 
         raise MissingDependencyError("mlcommons-loadgen", "loadgen") from None
     return mlperf_loadgen
+
+
+def loadgen_version() -> str | None:
+    """The installed ``mlcommons-loadgen`` version (stored with every loadgen row), None if unknown."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mlcommons-loadgen")
+    except PackageNotFoundError:
+        return None
