@@ -236,7 +236,7 @@ def window_columns(windows: Sequence[tuple[Sequence[float], float]], batch_size:
     if p99 is None:
         cols["ci95_note"] = (f"p99 interval needs >= {min_samples_for_quantile_ci(0.99, level)} timed batches "
                              f"(have {len(pooled)})")
-    series = {"window_wall_s": list(win.wall_s), "window_samples": list(win.samples),
-              "window_throughput_samples_per_s": list(win.window_throughputs()),
-              f"window_{prefix}_p50_ms": list(win.window_quantiles(0.5))}
+    series = {"window_wall_s": win.wall_s.tolist(), "window_samples": win.samples.tolist(),
+              "window_throughput_samples_per_s": win.window_throughputs().tolist(),
+              f"window_{prefix}_p50_ms": win.window_quantiles(0.5).tolist()}
     return cols, series
