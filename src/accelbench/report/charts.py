@@ -67,8 +67,12 @@ def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, sc
             if bars:
                 ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[max(b[1] - b[2], 0) for b in bars],
                             [max(b[3] - b[1], 0) for b in bars]], fmt="none", ecolor=color, capsize=2.5, lw=0.9)
-    if max(r["batch_size"] for rs in groups.values() for r in rs) > 8 * min(r["batch_size"] for rs in groups.values() for r in rs):
+    sizes = sorted({int(r["batch_size"]) for rs in groups.values() for r in rs})
+    if sizes[-1] > 8 * sizes[0]:
         ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes if len(sizes) <= 12 else sizes[::2])
+    ax.set_xticklabels([str(b) for b in (sizes if len(sizes) <= 12 else sizes[::2])])
+    ax.minorticks_off()
     if logy:
         ax.set_yscale("log")
     ax.set(xlabel="batch size", ylabel=ylabel, title=title)
