@@ -159,6 +159,68 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
     return run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume)
 
 
+def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...] = (), n_boot: int | None = None):
+    """``accelbench compare``: run B (or each of several) against run A, case by case.
+
+    Args:
+        store: the store that run ids without a path refer to.
+        a, b: run references: an id (``12``) or ``PATH:ID`` (a run in another store); ``b`` may be a list.
+        margin: equivalence margin of the verdicts (fraction, default 0.02).
+        ignore: match fields left out of the case matching (e.g. ``("precision",)`` to compare fp32 with bf16).
+        n_boot: bootstrap replicates per side and case (default 2000).
+    Returns:
+        One :class:`accelbench.core.compare.Comparison` per B.
+    Raises:
+        AccelbenchError: a run or store that does not exist (one line).
+    """
+    from accelbench.core import compare as cmp
+    from accelbench.core.rundata import load_ref
+
+    base = load_ref(store, a)
+    kw = {"margin": cmp.MARGIN if margin is None else margin, "ignore": tuple(ignore),
+          "n_boot": cmp.N_BOOT if n_boot is None else n_boot}
+    return [cmp.compare_runs(base, load_ref(store, r), **kw) for r in (b if isinstance(b, (list, tuple)) else [b])]
+
+
+def report(store, run_ids: list[int] | None = None, *, html=None, markdown=None, compare: tuple | None = None,
+           margin: float | None = None) -> dict:
+    """``accelbench report``: one self-contained HTML file and/or a markdown file over stored runs.
+
+    Args:
+        run_ids: the runs (default: every run in the store).
+        html, markdown: paths to write (either or both).
+        compare: ``(A, B)`` run references (as :func:`compare`) to compare in the report; without it, two runs
+            given in ``run_ids`` whose cases match are compared.
+        margin: equivalence margin of the comparison's verdicts (default 0.02).
+    Returns:
+        The report document (:func:`accelbench.report.document.build`).
+    Raises:
+        AccelbenchError: a run that does not exist (one line). MissingDependencyError: jinja2 or matplotlib missing.
+    """
+    from pathlib import Path
+
+    from accelbench.core.errors import AccelbenchError
+    from accelbench.report import document
+
+    for rid in run_ids or []:
+        try:
+            store.run(rid)
+        except KeyError:
+            raise AccelbenchError(f"no run {rid} in {store.path}") from None
+    comparisons = []
+    if compare is not None:
+        comparisons = globals()["compare"](store, compare[0], [compare[1]], margin=margin)
+    elif run_ids and len(run_ids) == 2:
+        found = globals()["compare"](store, str(run_ids[0]), [str(run_ids[1])], margin=margin)
+        comparisons = [c for c in found if c.cases]
+    doc = document.build(store, run_ids, comparisons)
+    if html:
+        Path(html).write_text(document.render_html(doc), encoding="utf-8")
+    if markdown:
+        Path(markdown).write_text(document.render_markdown(doc), encoding="utf-8")
+    return doc
+
+
 def export_json(store, run_id: int, path) -> None:
     """Write a run (spec, environment, results, and its scenario's extension data) as JSON."""
     from accelbench import scenarios

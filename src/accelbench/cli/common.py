@@ -58,6 +58,7 @@ DEVICE = typer.Option(None, "--device", help="auto, cpu, cuda, cuda:N")
 WARM = typer.Option(None, "--warmup-batches", help="Untimed steps before timing.")
 MIN_B = typer.Option(None, "--min-timed-batches", help="Timed passes repeat until this many steps ...")
 MIN_T = typer.Option(None, "--min-time-s", help="... and this many seconds are reached.")
+REPEATS = typer.Option(None, "--repeats", help="Timed windows per case (default 1); 2 or more give 95% confidence intervals, 5 or more a compare verdict.")
 TELEMETRY = typer.Option(None, "--telemetry-period-ms", help="Telemetry sampling period (default 100; 0 = sampler off).")
 IDLE = typer.Option(None, "--idle-s", help="Idle-power measurement before the sweep, s (default 3; 0 = skip).")
 PRICE = typer.Option(None, "--price-per-hour", help="USD per device-hour (default: the shipped price list).")
@@ -205,6 +206,8 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     # above the table, not its title: a title wraps at the table's width
     console.print(f"Run {run_id} ({run['kind']}): {models + ' on ' if models else ''}{where}" + (f" | {data}" if data else ""))
     print_table(table_for(run["kind"])(records, compact=not wide), wide)
+    if wide:
+        print_ci_note(run["kind"], records)
     weights = {(str(r["model"]), str(r["weights"])) for r in records if isinstance(r.get("weights"), str)}
     for name, w in sorted(weights):
         console.print(f"{name}: weights {w}" + (" (random weights: accuracy not meaningful, not reported)" if w == "random" else ""))
@@ -214,6 +217,12 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
         if b["smallest_oom"] is not None:
             console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
     print_notes(records, run["env"])
+
+
+def print_ci_note(kind: str, records: list[dict]) -> None:
+    """Under a wide inference or training table without intervals: how to get them."""
+    if kind in ("inference", "training") and not any((r.get("windows") or 0) >= 2 for r in records):
+        console.print("95% confidence intervals: needs --repeats >= 2 (one timed window per case)")
 
 
 def print_notes(records: list[dict], env: dict | None = None, failures: bool = True) -> None:

@@ -32,6 +32,8 @@ def results(run_id: Optional[int] = RUN, db: Path = a.DB,
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
     a.print_table(table_for(run["kind"])(records, compact=compact), not compact)
+    if not compact:
+        a.print_ci_note(run["kind"], records)
     if run["kind"] in ("inference", "training"):
         a.print_notes(records, env)
 

@@ -11,7 +11,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, fail, styled
 
-SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers")
+SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers", "repeats")
 CONVERGE_ONLY = ("eval_data", "eval_images", "target_top1", "base_batch_size", "schedule", "warmup_epochs",
                  "placement", "workers", "deterministic", "checkpoint_dir")
 
@@ -36,7 +36,7 @@ def train(
     momentum: Optional[float] = typer.Option(None, "--momentum"),
     weight_decay: Optional[float] = typer.Option(None, "--weight-decay"),
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
-    loader_workers: Optional[int] = typer.Option(None, "--loader-workers", help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
+    repeats: Optional[int] = a.REPEATS, loader_workers: Optional[int] = typer.Option(None, "--loader-workers", help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
     epochs: Optional[int] = typer.Option(None, "--epochs", help="Train to accuracy for N epochs (convergence run)."),
     eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Evaluation set (default cifar10-test: 10,000 images)."),
     eval_images: Optional[int] = typer.Option(None, "--eval-images", help="Evaluate on a balanced subset of N images."),
@@ -65,7 +65,7 @@ def train(
                               warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s,
                               price_per_hour, kwh_price, skip_bad_images, seed),
              "optimizer": optimizer, "lr": lr, "momentum": momentum, "weight_decay": weight_decay,
-             "loader_workers": loader_workers, "epochs": epochs, "eval_data": eval_data, "eval_images": eval_images,
+             "loader_workers": loader_workers, "repeats": repeats, "epochs": epochs, "eval_data": eval_data, "eval_images": eval_images,
              "target_top1": target_top1, "base_batch_size": base_batch_size, "schedule": schedule,
              "warmup_epochs": warmup_epochs, "placement": placement, "workers": workers,
              "deterministic": deterministic, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None}

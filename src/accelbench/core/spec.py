@@ -33,6 +33,26 @@ class Settings:
     """Base of a scenario's settings. ``volatile`` names fields left out of the spec hash (where files go)."""
 
     volatile: ClassVar[tuple[str, ...]] = ()
+    # Fields added after stores existed, left out of the spec hash while at these defaults, so runs stored
+    # before a field existed still resume (``--resume`` finds a run by its hash).
+    hash_defaults: ClassVar[dict[str, Any]] = {}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Windowed(Settings):
+    """Settings of a scenario that times windows (inference, training step).
+
+    Attributes:
+        repeats: timed windows per case (``--repeats``), each of the same passes; the window is the
+            statistical unit of the per-case confidence intervals (:mod:`accelbench.core.ci`) and of
+            ``accelbench compare``. 1 keeps one window and no intervals.
+    """
+
+    hash_defaults: ClassVar[dict[str, Any]] = {"repeats": 1}
+    repeats: int = 1
+
+    def __post_init__(self) -> None:
+        check_int("repeats", self.repeats, 1)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -97,7 +117,9 @@ class Spec:
         Args:
             extra: further identity, e.g. the launch (GPUs, nodes, global batch) of a distributed run.
         """
-        doc = {k: v for k, v in self.to_dict().items() if k not in type(self.settings).volatile}
+        st = type(self.settings)
+        doc = {k: v for k, v in self.to_dict().items()
+               if k not in st.volatile and not (k in st.hash_defaults and v == st.hash_defaults[k])}
         return digest({**doc, **extra})
 
     def replace(self, **changes: Any) -> "Spec":

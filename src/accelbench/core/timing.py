@@ -57,6 +57,12 @@ def time_passes(step: Callable[[Any], Any], items: Sequence, n_passes: int, devi
     return lat, (time.perf_counter_ns() - t0) / 1e9
 
 
+def time_windows(step: Callable[[Any], Any], items: Sequence, n_passes: int, device,
+                 repeats: int = 1) -> list[tuple[list[float], float]]:
+    """``repeats`` timed windows of :func:`time_passes`, one after another: ``[(latencies_ms, wall_s), ...]``."""
+    return [time_passes(step, items, n_passes, device) for _ in range(repeats)]
+
+
 def warm_up(step: Callable[[Any], Any], items: Sequence, n: int, device) -> float:
     """Run ``n`` untimed steps; returns the seconds one took on average (0 when ``n`` is 0)."""
     t0 = time.perf_counter()

@@ -45,6 +45,17 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     Raises:
         MissingDependencyError: matplotlib is not installed.
     """
+    fig = figure(ceilings, points, title, background, notes)
+    Path(stem).parent.mkdir(parents=True, exist_ok=True)
+    paths = [Path(f"{stem}.png"), Path(f"{stem}.svg")]
+    for path in paths:
+        fig.savefig(path, dpi=130)
+    pyplot().close(fig)
+    return paths
+
+
+def figure(ceilings, points: list[Point], title: str, background: list[Point] = (), notes: list[str] = ()):
+    """The roofline as an open matplotlib figure (:func:`draw` saves it; the HTML report inlines it)."""
     plt = pyplot()
     bw = ceilings.dram_bytes_per_s
     # int8 counts integer operations: not a FLOP/s roof (it stays in the ceilings table)
@@ -70,12 +81,7 @@ def draw(ceilings, points: list[Point], title: str, stem: str | Path, background
     fig.subplots_adjust(left=0.08, right=0.66, bottom=0.1 + 0.025 * len(notes))
     if notes:
         fig.text(0.01, 0.005, "\n".join(notes), fontsize=7, va="bottom")
-    Path(stem).parent.mkdir(parents=True, exist_ok=True)
-    paths = [Path(f"{stem}.png"), Path(f"{stem}.svg")]
-    for path in paths:
-        fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def _roofs(ax, ceilings, peaks: dict, x_lo: float, x_hi: float) -> None:
@@ -148,6 +154,11 @@ def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
 
 def summary_chart(records: list[dict], ceilings, stem, title: str = "Model roofline") -> list[Path]:
     """One point per profiled case: measured (ncu) where available, else analytic."""
+    return draw(ceilings, summary_points(records), title, stem)
+
+
+def summary_points(records: list[dict]) -> list[Point]:
+    """The points of :func:`summary_chart`: one per ``ok`` case, measured (ncu) where available, else analytic."""
     pts = []
     for i, r in enumerate(records):
         if r.get("status") != "ok":
@@ -158,4 +169,4 @@ def summary_chart(records: list[dict], ceilings, stem, title: str = "Model roofl
         color = _POINT_COLORS[i % len(_POINT_COLORS)]
         pts.append(Point(label=f"{r['model']} {r['step']} {r['precision']} bs={r['batch_size']}" + ("" if ncu else " (analytic)"),
                          intensity=x, flops_per_s=y, color=color, marker="o" if ncu else "s"))
-    return draw(ceilings, pts, title, stem)
+    return pts

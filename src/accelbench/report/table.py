@@ -16,6 +16,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from accelbench.core.rundata import DETAIL_ROW_TYPES, is_detail  # noqa: F401  (re-exported for the reports)
+
 
 def _int(v: Any) -> str:
     return str(int(v))  # stored integers come back as floats from a DataFrame with empty cells
@@ -26,7 +28,19 @@ def rate(v: float) -> str:
     return f"{v:,.0f}" if v >= 1000 else f"{v:,.1f}"
 
 
-# (header, record key, formatter)
+def interval(lo: float, hi: float) -> str:
+    """A 95 % interval cell: ``low..high`` at the precision of the figure it brackets."""
+    return f"{lo:,.1f}..{hi:,.1f}" if lo >= 100 else f"{lo:.2f}..{hi:.2f}"
+
+
+def ci_columns(prefix: str, label: str) -> list[tuple[str, tuple[str, str], Any]]:
+    """The wide tables' interval columns (``--repeats`` >= 2): throughput and ``<prefix>`` p50 / p99."""
+    return [("Throughput 95% CI", ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"), interval),
+            (f"{label} p50 95% CI (ms)", (f"{prefix}_p50_ci95_low_ms", f"{prefix}_p50_ci95_high_ms"), interval),
+            (f"{label} p99 95% CI (ms)", (f"{prefix}_p99_ci95_low_ms", f"{prefix}_p99_ci95_high_ms"), interval)]
+
+
+# (header, record key, formatter); a key may be a tuple of keys (the formatter gets each value)
 INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Model", "model", str),
     ("Batch Size", "batch_size", _int),
@@ -38,6 +52,7 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Latency p50 (ms)", "latency_p50_ms", lambda v: f"{v:.2f}"),
     ("Latency p99 (ms)", "latency_p99_ms", lambda v: f"{v:.2f}"),
     ("Spread", "latency_spread", lambda v: f"{100 * v:.1f}%"),
+    *ci_columns("latency", "Latency"),
     ("GPU Util (%)", "gpu_util_mean_pct", lambda v: f"{v:.0f}"),
     ("Memory Used (MB)", "device_mem_used_bytes", lambda v: f"{v / 1e6:,.0f}"),
     ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),
@@ -72,12 +87,21 @@ def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
 
 
-def is_detail(r: dict) -> bool:
-    """A rank row of a multi-process case or a detail row (``row_type`` in :data:`DETAIL_ROW_TYPES`)."""
-    return r.get("aggregate") == 0 or r.get("row_type") in DETAIL_ROW_TYPES
+def cell_value(r: dict, key: str | tuple[str, ...]) -> Any:
+    """``r[key]``, or for a tuple of keys the tuple of values (None unless every one is present)."""
+    if isinstance(key, tuple):
+        vals = tuple(r.get(k) for k in key)
+        return vals if all(_present(v) for v in vals) else None
+    return r.get(key)
+
+
+def format_cell(fmt, v: Any) -> str:
+    """A formatted cell, ``-`` for a missing value (a tuple value is spread over the formatter's arguments)."""
+    if not _present(v):
+        return "-"
+    return fmt(*v) if isinstance(v, tuple) else fmt(v)
 
 
 def case_label(r: dict) -> str:
@@ -122,27 +146,27 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
                                                           columns=columns, compact=True)]
         return Group(*parts)
     default = COMPACT_INFERENCE_COLUMNS if compact else INFERENCE_COLUMNS
-    cols = [c for c in (columns or default) if c[1] == "status" or any(_present(r.get(c[1])) for r in rows)]
+    cols = [c for c in (columns or default) if c[1] == "status" or any(_present(cell_value(r, c[1])) for r in rows)]
     if len(models) <= 1:
         cols = [c for c in cols if c[1] != "model"]
     # Compact: one space between columns (the box's blank rule), no outer edge.
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
                   padding=(0, 0) if compact else (0, 1), show_edge=not compact)
     for header, key, _ in cols:
-        text = key in _TEXT_KEYS
+        text = isinstance(key, str) and key in _TEXT_KEYS
         # Wide tables never squeeze a column below its header; compact ones are sized to fit 80 columns.
-        table.add_column(header, justify="left" if text else "right", no_wrap=key not in ("model", "status"),
+        table.add_column(header, justify="left" if text else "right", no_wrap=not (text and key in ("model", "status")),
                          overflow="fold", min_width=None if compact else len(header))
     for r in rows:
         cells = []
         for _, key, fmt in cols:
-            v = r.get(key)
+            v = cell_value(r, key)
             if key == "status":
                 cells.append(_status_cell(r, compact))
             elif key == "validity" and _present(v) and v != "ok":
                 cells.append(Text(str(v), style="yellow"))
             else:
-                cells.append(Text(fmt(v) if _present(v) else "-"))
+                cells.append(Text(format_cell(fmt, v)))
         table.add_row(*cells)
     return table
 

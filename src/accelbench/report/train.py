@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from rich.table import Table
 
-from accelbench.report.table import _present, rate, results_table
+from accelbench.report.table import _present, ci_columns, rate, results_table
 
 
 def _pct(v: float) -> str:
@@ -28,6 +28,7 @@ TRAIN_COLUMNS: list[tuple[str, str, Any]] = [
     ("Step p50 (ms)", "step_time_p50_ms", lambda v: f"{v:.2f}"),
     ("Step p99 (ms)", "step_time_p99_ms", lambda v: f"{v:.2f}"),
     ("Spread", "step_time_spread", lambda v: f"{100 * v:.1f}%"),
+    *ci_columns("step_time", "Step"),
     ("Compile (s)", "compile_s", lambda v: f"{v:.1f}"),
     ("GPU Util (%)", "gpu_util_mean_pct", lambda v: f"{v:.0f}"),
     ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),

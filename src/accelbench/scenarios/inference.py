@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.core.spec import Extras, Settings
+from accelbench.core.spec import Extras, Windowed
 from accelbench.core.config import check_bool
 from accelbench.scenarios.base import Scenario, register
 
@@ -31,14 +31,16 @@ CPU_DEFAULTS: dict[str, Any] = {
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class InferenceSettings(Settings):
+class InferenceSettings(Windowed):
     """Attributes:
         include_transfer: time the host-to-device copy of each batch as well (pinned host memory).
+        repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
     """
 
     include_transfer: bool = False
 
     def __post_init__(self) -> None:
+        Windowed.__post_init__(self)
         check_bool("include_transfer", self.include_transfer)
 
 
@@ -82,22 +84,17 @@ class Inference(Scenario):
 
         from accelbench import backends, precisions
         from accelbench.core.rank import add_telemetry
+        from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
-        from accelbench.core.timing import passes_needed, time_passes, warm_up
+        from accelbench.core.timing import passes_needed, time_windows, warm_up
         from accelbench.data.batches import make_batches
-        from accelbench.models import create_model
         from accelbench.telemetry import monitor
 
         dev, transfer = rank.device, case.extras.include_transfer
         torch.manual_seed(spec.seed)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        loaded = create_model(case.model)
-        info = loaded.info
-        cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
-        module = precisions.prepare(case.precision, loaded.module, dev)
-        if cl:
-            module = module.to(memory_format=torch.channels_last)
+        module, info, cl = _prepared_model(case, dev)
         size = case.image_size or info.image_size
         x_all, raw = inputs.get(size, info.mean, info.std, on_host=transfer), inputs.raw_images()
         labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
@@ -114,7 +111,9 @@ class Inference(Scenario):
             batch_s = warm_up(step, batches, spec.warmup_batches, dev)
             n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(batches), batch_s)))
             with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
-                (lat_ms, wall_s), clocks = rank.timed_window(lambda: time_passes(step, batches, n_passes, dev))
+                windows, clocks = rank.timed_window(
+                    lambda: time_windows(step, batches, n_passes, dev, spec.settings.repeats))
+        lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         samples = len(lat_ms) * bs
         throughput = samples / wall_s
         rec = {
@@ -130,7 +129,24 @@ class Inference(Scenario):
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
                        top5_correct=hits[5] if hits else None, **rank.fields())
         add_telemetry(rec, mon, dev)
-        return rec, {"latency_ms": lat_ms, **mon.series()}
+        ci_cols, ci_series = window_columns(windows, bs, "latency")
+        rec.update(ci_cols)
+        return rec, {"latency_ms": lat_ms, **ci_series, **mon.series()}
+
+
+def _prepared_model(case, dev):
+    """The case's model in its precision and memory format on ``dev``: ``(module, info, channels_last)``."""
+    import torch
+
+    from accelbench import precisions
+    from accelbench.models import create_model
+
+    loaded = create_model(case.model)
+    cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
+    module = precisions.prepare(case.precision, loaded.module, dev)
+    if cl:
+        module = module.to(memory_format=torch.channels_last)
+    return module, loaded.info, cl
 
 
 register(Inference())

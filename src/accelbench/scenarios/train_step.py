@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import Extras, Settings
+from accelbench.core.spec import Extras, Windowed
 from accelbench.core.config import check_int, check_number
 from accelbench.scenarios.base import Scenario, register
 from accelbench.train.step import SWEEP_OPTIMIZER
@@ -37,11 +37,12 @@ CPU_DEFAULTS: dict[str, Any] = {
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class TrainSettings(Settings):
+class TrainSettings(Windowed):
     """Attributes:
         optimizer, lr, momentum, weight_decay: the step's optimizer (see ``StepConfig``).
         loader_workers: when set (and the data is real), also measure the DataLoader (decode, augmentation,
             collate with this many workers) and flag cases it cannot feed (input-bound).
+        repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
     """
 
     optimizer: str = SWEEP_OPTIMIZER["optimizer"]
@@ -53,6 +54,7 @@ class TrainSettings(Settings):
     def __post_init__(self) -> None:
         from accelbench.train.step import OPTIMIZERS
 
+        Windowed.__post_init__(self)
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError("optimizer", self.optimizer, ", ".join(OPTIMIZERS))
         for name in ("lr", "momentum", "weight_decay"):
@@ -99,8 +101,9 @@ class TrainStep(Scenario):
         import torch
 
         from accelbench.core.rank import add_telemetry
+        from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
-        from accelbench.core.timing import passes_needed, time_passes, warm_up
+        from accelbench.core.timing import passes_needed, time_windows, warm_up
         from accelbench.telemetry import monitor
 
         inputs, loader_cache = state
@@ -115,7 +118,8 @@ class TrainStep(Scenario):
         step_s = warm_up(fn, pairs, spec.warmup_batches, dev) or step.first_step_s
         n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(pairs), step_s)))
         with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
-            (lat_ms, wall_s), clocks = rank.timed_window(lambda: time_passes(fn, pairs, n_passes, dev))
+            windows, clocks = rank.timed_window(lambda: time_windows(fn, pairs, n_passes, dev, spec.settings.repeats))
+        lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         last_loss = fn(pairs[0])[0].item()
         samples = len(lat_ms) * rec["rank_batch_size"]
         rec.update({
@@ -134,7 +138,10 @@ class TrainStep(Scenario):
         add_telemetry(rec, mon, dev)
         if not rank.distributed:
             rec.update(loader_check(spec, case, rec["image_size"], rec["throughput_samples_per_s"], loader_cache))
-        return rec, {"step_time_ms": lat_ms, **mon.series()}
+        ci_cols, ci_series = window_columns(windows, rec["rank_batch_size"] if rank.distributed else case.batch_size,
+                                            "step_time")
+        rec.update(ci_cols)
+        return rec, {"step_time_ms": lat_ms, **ci_series, **mon.series()}
 
 
 def _build(case, spec, inputs, rank):

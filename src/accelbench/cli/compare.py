@@ -1,0 +1,98 @@
+"""``accelbench compare`` (run B against run A, case by case) and ``accelbench report`` (HTML / markdown);
+parsing only: the work is :func:`accelbench.api.compare` and :func:`accelbench.api.report`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from accelbench.cli import common as a
+from accelbench.cli.common import command, console, err_console, styled
+from accelbench.core.errors import EXIT_CASE_ERRORS
+
+
+def parse_margin(text: str) -> float:
+    """``2%`` or ``0.02`` -> 0.02; a one-line error (exit 2) outside 0..50 %."""
+    try:
+        v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 <= v <= 0.5:
+        a.fail(f"invalid margin {text!r}: allowed a fraction 0..0.5 or a percentage like 2%")
+    return v
+
+
+@command()
+def compare(
+    runs: List[str] = typer.Argument(..., help="Run A, then run B (and more): a run id in --db, or PATH:ID for a run in another store."),
+    db: Path = a.DB,
+    margin: str = typer.Option("2%", "--margin", help="Equivalence margin: changes smaller than this are 'within noise' (2% or 0.02)."),
+    ignore: Optional[str] = typer.Option(None, "--ignore", help="Match fields to ignore, e.g. precision,channels_last (compare fp32 with bf16)."),
+    fail_on_slower: bool = typer.Option(False, "--fail-on-slower", help="Exit 1 when a matched case is slower beyond the margin (throughput or latency p50)."),
+    n_boot: int = typer.Option(2000, "--bootstrap", help="Bootstrap replicates per side and case."),
+    wide: bool = typer.Option(False, "--wide", help="Every metric, the p-values and the per-dollar / per-joule figures."),
+    json_path: Optional[Path] = a.JSON,
+) -> None:
+    """Compare run B (and C, ...) with run A: ratios B/A with 95% confidence intervals, a Mann-Whitney test
+    on the windows and a verdict per matched case (faster / slower / within noise / too few windows)."""
+    from accelbench import api
+    from accelbench.core.compare import MATCH_FIELDS
+    from accelbench.report.compare_table import compare_table, notes, slower_line
+
+    if len(runs) < 2:
+        a.fail("compare needs two runs or more: A B [C ...]")
+    fields = tuple(f.strip() for f in (ignore or "").split(",") if f.strip())
+    bad = [f for f in fields if f not in MATCH_FIELDS]
+    if bad:
+        a.fail(f"invalid --ignore {','.join(bad)!r}: allowed {', '.join(MATCH_FIELDS)}")
+    if n_boot < 100:
+        a.fail(f"invalid --bootstrap {n_boot}: allowed 100 or more")
+    store = a.open_store(db) if any(":" not in r for r in runs) else None
+    results = api.compare(store, runs[0], list(runs[1:]), margin=parse_margin(margin), ignore=fields, n_boot=n_boot)
+    failed = []
+    for c in results:
+        console.print(f"{c.b} (B) vs {c.a} (A): {len(c.cases)} matched cases, margin {100 * c.margin:g}%")
+        if not c.cases:
+            err_console.print(styled("warning:", "yellow", " no case matched (see --ignore)"))
+        else:
+            a.print_table(compare_table(c, wide), wide)
+        for line in notes(c):
+            console.print(line)
+        line = slower_line(c)
+        if line:
+            failed.append(line)
+    if json_path:
+        json_path.write_text(json.dumps([c.to_dict() for c in results], indent=1, default=str))
+        console.print(f"wrote {json_path}")
+    if fail_on_slower and failed:
+        err_console.print(styled("slower:", "red", " " + " | ".join(failed)))
+        raise typer.Exit(EXIT_CASE_ERRORS)
+
+
+@command()
+def report(
+    run_ids: Optional[List[int]] = typer.Option(None, "--run", help="A run to include (repeat for several; default: every run)."),
+    db: Path = a.DB,
+    html: Optional[Path] = typer.Option(None, "--html", help="Write one self-contained HTML file (charts inline, works offline)."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables and notes as markdown."),
+    compare_runs: Optional[List[str]] = typer.Option(None, "--compare", help="Compare two runs in the report: --compare A --compare B (ids or PATH:ID)."),
+    margin: str = typer.Option("2%", "--margin", help="Equivalence margin of the comparison (2% or 0.02)."),
+) -> None:
+    """A report of stored runs: provenance, sweeps, training, rooflines, scaling, comparisons with their CIs."""
+    import time
+
+    from accelbench import api
+
+    if not html and not markdown:
+        a.fail("give --html FILE and/or --markdown FILE")
+    if compare_runs and len(compare_runs) != 2:
+        a.fail("--compare takes two runs: --compare A --compare B")
+    store = a.open_store(db)
+    t0 = time.perf_counter()
+    doc = api.report(store, run_ids or None, html=html, markdown=markdown,
+                     compare=tuple(compare_runs) if compare_runs else None, margin=parse_margin(margin))
+    wrote = " and ".join(str(p) for p in (html, markdown) if p)
+    console.print(f"wrote {wrote}: {len(doc['sections'])} sections in {time.perf_counter() - t0:.1f} s")

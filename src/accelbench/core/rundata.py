@@ -1,0 +1,137 @@
+"""A stored run as ``accelbench compare`` and ``accelbench report`` read it: its provenance and its measured
+cases, each with the timed windows it stored (:class:`accelbench.core.ci.Windows`).
+
+Only the store's public API is used (``run``, ``cases``, ``series``). A run measured with ``--repeats N``
+(N >= 2) stored per-window series (``window_wall_s``, ``window_samples``) beside every batch latency; a run
+measured with one window (or before ``--repeats`` existed) is read as one window: its ``timed_wall_s``,
+``samples_timed`` and batch latencies.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.core.ci import Windows
+
+LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms"}
+DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
+
+
+def is_detail(r: dict) -> bool:
+    """A rank row of a multi-process case (``aggregate`` 0) or a detail row (``row_type`` in
+    :data:`DETAIL_ROW_TYPES`): not one of a run's cases."""
+    return r.get("aggregate") == 0 or r.get("row_type") in DETAIL_ROW_TYPES
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measured:
+    """One measured case: its row (NaN cells as None) and its windows (None: no per-batch series stored)."""
+
+    record: dict[str, Any]
+    windows: Windows | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunData:
+    """A run: ``run`` (the store's run dict: ``run_id``, ``kind``, ``spec``, ``env``...), ``label`` (how the
+    user named it) and its measured cases (rows with a throughput: not epochs, ranks or profiles)."""
+
+    run: dict[str, Any]
+    label: str
+    cases: list[Measured] = field(default_factory=list)
+
+
+def clean(rec: dict[str, Any]) -> dict[str, Any]:
+    """A DataFrame row as plain values: NaN -> None, integral floats of integer columns -> int."""
+    out = {}
+    for k, v in rec.items():
+        if isinstance(v, float) and math.isnan(v):
+            v = None
+        elif isinstance(v, float) and v.is_integer() and k in ("batch_size", "image_size", "world_size", "windows",
+                                                                 "window_batches", "case_id", "run_id", "aggregate"):
+            v = int(v)
+        out[k] = v
+    return out
+
+
+def latency_prefix(rec: dict[str, Any]) -> str:
+    """``latency`` (inference) or ``step_time`` (training step): the prefix of the row's timing columns."""
+    return "step_time" if rec.get("step_time_p50_ms") is not None else "latency"
+
+
+def windows_of(store, rec: dict[str, Any]) -> Windows | None:
+    """The stored windows of one case row, or None without per-batch latencies."""
+    lat = store.series(rec["case_id"], LATENCY_SERIES[latency_prefix(rec)])
+    if not lat:
+        return None
+    if (rec.get("windows") or 1) >= 2:
+        walls, samples = store.series(rec["case_id"], "window_wall_s"), store.series(rec["case_id"], "window_samples")
+        try:
+            return Windows.split(walls, samples, lat)
+        except ValueError:
+            return None
+    wall, n = rec.get("timed_wall_s"), rec.get("samples_timed")
+    if not wall or not n:
+        return None
+    return Windows.split([wall], [n], lat)
+
+
+def measured(rec: dict[str, Any]) -> bool:
+    """A row ``compare`` can use: ``ok``, with a throughput, not a detail row (a rank of a multi-GPU case, an
+    epoch, a Server search probe)."""
+    return rec.get("status") == "ok" and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
+
+
+def load_run(store, run_id: int, label: str | None = None) -> RunData:
+    """Run ``run_id`` of ``store`` with its measured cases and their windows.
+
+    Raises:
+        KeyError: no such run.
+    """
+    run = store.run(run_id)
+    rows = [clean(r) for r in store.cases(run_id).to_dict("records")]
+    cases = [Measured(record=r, windows=windows_of(store, r)) for r in rows if measured(r)]
+    return RunData(run=run, label=label or f"run {run_id}", cases=cases)
+
+
+_REF = re.compile(r"^(?:(?P<path>.+):)?(?P<run>\d+)$")
+
+
+def parse_ref(ref: str) -> tuple[str | None, int]:
+    """``"12"`` -> ``(None, 12)`` (a run in ``--db``); ``"other.db:3"`` -> ``("other.db", 3)``.
+
+    Raises:
+        ValueError: neither form.
+    """
+    m = _REF.match(ref.strip())
+    if not m:
+        raise ValueError(f"invalid run {ref!r}: give a run id (12) or a store and a run id (other.db:12)")
+    return m.group("path"), int(m.group("run"))
+
+
+def load_ref(store, ref: str | int) -> RunData:
+    """The run a ``compare`` argument names: a run id in ``store``, or ``PATH:ID`` (a run in another store).
+
+    Raises:
+        AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
+    """
+    from accelbench.core.errors import AccelbenchError
+    from pathlib import Path
+
+    try:
+        path, run_id = parse_ref(str(ref))
+    except ValueError as exc:
+        raise AccelbenchError(str(exc)) from None
+    if path is not None:
+        from accelbench.store import Store
+
+        if not Path(path).is_file():
+            raise AccelbenchError(f"no results store at {path} (in {ref!r})")
+        store = Store(path)
+    try:
+        return load_run(store, run_id, label=f"{path}:{run_id}" if path else f"run {run_id}")
+    except KeyError:
+        raise AccelbenchError(f"no run {run_id} in {path or store.path}") from None

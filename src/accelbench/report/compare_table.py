@@ -1,0 +1,98 @@
+"""Tables and lines of ``accelbench compare`` (rich; plain Text cells, never markup), and the same rows as
+plain strings for the HTML and markdown reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from accelbench.core.compare import METRICS
+
+_LABELS = {"throughput": "Throughput", "latency_p50": "Latency p50", "latency_p99": "Latency p99",
+           "energy_per_sample": "Energy/sample", "cost_per_1000": "$/1k samples"}
+_VERDICT_STYLE = {"faster": "green", "better": "green", "slower": "red", "worse": "red", "within noise": "",
+                  "too few windows": "yellow"}
+
+
+def ratio_text(r) -> str:
+    """``0.987x (0.951..1.021)``: the ratio B/A and its 95 % interval (``-`` when not measured)."""
+    if r.ratio is None:
+        return "-"
+    ci = f" ({r.ci_low:.3f}..{r.ci_high:.3f})" if r.ci_low is not None else ""
+    return f"{r.ratio:.3f}x{ci}"
+
+
+def verdict_text(case, name: str) -> str:
+    """The verdict, marked ``(ambiguous)`` when a validity flag fired on either side."""
+    v = case.metrics[name].verdict
+    return v + (" (ambiguous)" if case.ambiguous and v not in ("not measured",) else "")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4g}"
+
+
+def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
+    """``(headers, rows)`` of a comparison as strings (the rich table and the HTML report share them)."""
+    names = [m.name for m in METRICS] if wide else ["throughput", "latency_p50"]
+    heads = ["Case", "Windows A/B"]
+    for n in names:
+        heads += ([f"{_LABELS[n]} A", f"{_LABELS[n]} B"] if wide else []) + [f"{_LABELS[n]} B/A (95% CI)"]
+        heads += (["p"] if wide else []) + ["Verdict"]
+    if wide:
+        heads += ["samples/$ A", "samples/$ B", "samples/J A", "samples/J B"]
+    out = []
+    for c in comparison.cases:
+        row = [c.label, f"{c.windows[0]}/{c.windows[1]}"]
+        for n in names:
+            r = c.metrics[n]
+            row += ([_fmt(r.a), _fmt(r.b)] if wide else []) + [ratio_text(r)]
+            row += ([f"{r.p_value:.3g}" if r.p_value is not None else "-"] if wide else []) + [verdict_text(c, n)]
+        if wide:
+            row += [_fmt(c.normalised[s][k]) for k in ("samples_per_usd", "samples_per_j") for s in ("a", "b")]
+        out.append(row)
+    return heads, out
+
+
+def compare_table(comparison, wide: bool = False) -> Table:
+    """The comparison as a rich table: compact (throughput and latency p50) or every metric (``wide``)."""
+    heads, body = rows(comparison, wide)
+    t = Table(box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, padding=(0, 1), show_edge=wide)
+    for h in heads:
+        t.add_column(h, justify="left" if h in ("Case", "Verdict") else "right", no_wrap=h != "Case")
+    for row in body:
+        t.add_row(*[Text(v, style=_VERDICT_STYLE.get(v.replace(" (ambiguous)", ""), "")) for v in row])
+    return t
+
+
+def notes(comparison) -> list[str]:
+    """Lines under the table: environment differences, unmatched cases, flags and window notes."""
+    out = [f"differs: {k} {a!s} (A) vs {b!s} (B)" for k, a, b in comparison.env_diff]
+    if comparison.only_a:
+        out.append(f"only in A ({comparison.a}): {', '.join(comparison.only_a)}")
+    if comparison.only_b:
+        out.append(f"only in B ({comparison.b}): {', '.join(comparison.only_b)}")
+    for c in comparison.cases:
+        for flag in c.ambiguous:
+            out.append(f"ambiguous: {c.label}: {flag}")
+        for n in c.notes:
+            out.append(f"note: {c.label}: {n}")
+        seen = dict.fromkeys(r.note for r in c.metrics.values() if r.note)
+        out += [f"note: {c.label}: {n}" for n in seen]
+    return out
+
+
+def slower_line(comparison) -> str | None:
+    """One line naming every case slower beyond the margin (``--fail-on-slower``), or None."""
+    found = comparison.slower()
+    if not found:
+        return None
+    parts = [f"{c.label} ({_LABELS[n].lower()} {ratio_text(c.metrics[n])}"
+             + (", ambiguous" if c.ambiguous else "") + ")" for c, n in found]
+    return (f"{comparison.b} is slower than {comparison.a} beyond the {100 * comparison.margin:g}% margin: "
+            + "; ".join(parts))

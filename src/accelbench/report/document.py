@@ -1,0 +1,105 @@
+"""``accelbench report``: one self-contained HTML file (jinja2, autoescaped; charts inline) or a markdown
+file, for one or several stored runs and the comparisons between them.
+
+The document is plain data (:mod:`accelbench.report.sections`): a title and sections, each with provenance,
+tables, charts and notes. Every string from a user or the environment (model names, errors, hosts, specs)
+is escaped by jinja2's autoescape in HTML and turned into entities in markdown; only the charts, which
+matplotlib renders to SVG paths, go in as markup.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from typing import Any
+
+from accelbench.report.sections import run_section
+
+
+def comparison_section(comparison) -> dict[str, Any]:
+    """A report section of an :class:`accelbench.core.compare.Comparison` (every metric, the notes)."""
+    from accelbench.report.compare_table import notes, rows
+
+    heads, body = rows(comparison, wide=True)
+    lines = notes(comparison) or ["same environment, no flags"]
+    return {"id": "compare",
+            "title": f"Comparison: {comparison.b} (B) against {comparison.a} (A)", "provenance": [], "spec": None,
+            "blocks": [{"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
+                        "headers": heads, "rows": body, "notes": []},
+                       {"type": "notes", "title": "Environment differences and flags", "lines": lines}]}
+
+
+def build(store, run_ids: list[int] | None = None, comparisons: list | None = None) -> dict[str, Any]:
+    """The report document: a section per run (all runs of the store when ``run_ids`` is None, in id
+    order) and one per comparison.
+
+    Raises:
+        KeyError: a run that does not exist.
+    """
+    import accelbench
+
+    ids = run_ids if run_ids else [r["run_id"] for r in store.runs()]
+    sections = [run_section(store, i) for i in ids]
+    sections += [comparison_section(c) for c in comparisons or []]
+    for i, s in enumerate(sections):  # ids unique even when a run is listed twice
+        s["id"] = f"{s['id']}-{i}"
+    return {"title": "accelbench report: " + ", ".join(f"run {i}" for i in ids), "version": accelbench.__version__,
+            "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "store": store.path,
+            "sections": sections}
+
+
+def _verdict_class(cell: Any) -> str:
+    text = str(cell).replace(" (ambiguous)", "")
+    if text in ("faster", "better", "slower", "worse"):
+        return f"verdict-{text}"
+    return "verdict-few" if text == "too few windows" else ""
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    """The document as one HTML page (template ``templates/report.html.j2``, autoescape on).
+
+    Raises:
+        MissingDependencyError: jinja2 is not installed (``pip install 'accelbench[report]'``).
+    """
+    from accelbench.core.errors import MissingDependencyError
+
+    try:
+        import jinja2
+    except ImportError:
+        raise MissingDependencyError("jinja2", "report") from None
+    env = jinja2.Environment(loader=jinja2.PackageLoader("accelbench.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["verdict_class"] = _verdict_class
+    return env.get_template("report.html.j2").render(doc=doc)
+
+
+def _md(text: Any) -> str:
+    """A markdown cell: HTML special characters as entities (a ``<script>`` stays text), pipes escaped."""
+    return html.escape(str(text)).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(_md(h) for h in headers) + " |", "|" + " --- |" * len(headers)]
+    return out + ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    """The document as GitHub markdown: the same tables and notes; charts are in the HTML report only."""
+    out = [f"# {_md(doc['title'])}", "", f"accelbench {_md(doc['version'])}; generated {_md(doc['generated'])}; "
+           f"store {_md(doc['store'])}", ""]
+    for s in doc["sections"]:
+        out += [f"## {_md(s['title'])}", ""]
+        if s["provenance"]:
+            out += _md_table(["Provenance", ""], [[k, v] for k, v in s["provenance"]]) + [""]
+        for b in s["blocks"]:
+            if b["type"] == "charts":
+                titles = ", ".join(_md(i["title"]) for i in b["items"])
+                out += [f"*Charts ({titles}): in the HTML report (accelbench report --html).*", ""]
+                continue
+            out += [f"### {_md(b['title'])}", ""] if b.get("title") else []
+            if b["type"] == "table":
+                out += _md_table(b["headers"], b["rows"]) + [""] + [f"- {_md(n)}" for n in b["notes"]]
+            else:
+                out += [f"- {_md(n)}" for n in b["lines"]] or ["none"]
+            out.append("")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,196 @@
+"""The sections of a report, one per stored run, as plain data the HTML and markdown writers render.
+
+A section is a dict: ``id``, ``title``, ``provenance`` (label, value pairs), ``spec`` (JSON text) and
+``blocks``, each a dict with ``type``: ``table`` (``title``, ``headers``, ``rows`` of strings, ``notes``),
+``charts`` (``items``: each a ``title`` and ``svg`` (inline) or ``png`` (base64)) or ``notes`` (``lines``). Every string is data: the
+writers escape it (jinja2 autoescape, markdown entities).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from accelbench.report import charts
+from accelbench.report.table import _present, case_notes, cell_value, format_cell, is_detail, oom_boundary
+
+PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver_version"), ("CUDA", "cuda"),
+              ("cuDNN", "cudnn"), ("torch", "torch"), ("torchvision", "torchvision"), ("Python", "python"),
+              ("accelbench", "accelbench"), ("Git commit", "git_commit"), ("CPU", "cpu_model"),
+              ("CPU count", "cpu_count"), ("Host", "host"), ("OS", "os"), ("Power limit (W)", "power_limit_w"),
+              ("SM clock max (MHz)", "sm_clock_max_mhz"), ("Memory clock max (MHz)", "mem_clock_max_mhz"),
+              ("Idle power (W)", "idle_power_w"))
+
+
+def table_block(records: list[dict], columns, title: str | None = None, notes: list[str] = ()) -> dict | None:
+    """A table of ``records`` in ``columns`` (``(header, key, formatter)``, as the terminal tables); columns
+    without a value in any row are left out. None when there is no row."""
+    if not records:
+        return None
+    cols = [c for c in columns if c[1] == "status" or any(_present(cell_value(r, c[1])) for r in records)]
+    rows = [[format_cell(fmt, cell_value(r, key)) for _, key, fmt in cols] for r in records]
+    return {"type": "table", "title": title, "headers": [c[0] for c in cols], "rows": rows, "notes": list(notes)}
+
+
+def charts_block(items: list[dict]) -> dict | None:
+    """Charts shown side by side (None without any)."""
+    return {"type": "charts", "title": "Charts", "items": items} if items else None
+
+
+def provenance(run: dict) -> list[tuple[str, str]]:
+    env = run["env"]
+    when = dt.datetime.fromtimestamp(run["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    out = [("Run", str(run["run_id"])), ("Kind", run["kind"]), ("Status", run["status"]), ("Created", when)]
+    return out + [(label, str(env[k])) for label, k in PROVENANCE if env.get(k) is not None]
+
+
+def _ci_lines(kind: str, records: list[dict]) -> list[str]:
+    if kind not in ("inference", "training"):
+        return []
+    if not any((r.get("windows") or 0) >= 2 for r in records):
+        return ["95% confidence intervals: needs --repeats >= 2 (one timed window per case)."]
+    notes = sorted({r["ci95_note"] for r in records if isinstance(r.get("ci95_note"), str)})
+    return ["95% intervals: bootstrap over the timed windows (throughput, p50); order statistics over every "
+            "batch (p99)."] + notes
+
+
+def _flag_lines(records: list[dict]) -> list[str]:
+    lines = [f"{label} {text}" for label, text in case_notes(r for r in records if not is_detail(r))]
+    for (m, p, mode), b in oom_boundary(records).items():
+        if b["smallest_oom"] is not None:
+            lines.append(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, "
+                         f"out of memory at {b['smallest_oom']}")
+    return lines
+
+
+def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
+    """Inference or training-step sweep: the wide table, charts against batch size, notes."""
+    from accelbench.report.table import INFERENCE_COLUMNS
+    from accelbench.report.telemetry import TELEMETRY_COLUMNS, _display
+    from accelbench.report.train import TRAIN_COLUMNS
+
+    train = kind == "training"
+    lat = "step_time" if train else "latency"
+    rows = [r for r in records if r.get("aggregate") != 0]
+    blocks = [table_block(rows, TRAIN_COLUMNS if train else INFERENCE_COLUMNS, "Results",
+                          _ci_lines(kind, rows)),
+              table_block([_display(r) for r in rows if r.get("status") == "ok"],
+                          [c for c in TELEMETRY_COLUMNS if c[1] not in ("validity", "status")],
+                          "Utilisation, power, energy and cost")]
+    specs = [("throughput_samples_per_s", "samples/s", "Throughput", 1.0,
+              ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s")),
+             (f"{lat}_p50_ms", "ms", "Step time p50" if train else "Latency p50", 1.0,
+              (f"{lat}_p50_ci95_low_ms", f"{lat}_p50_ci95_high_ms")),
+             (f"{lat}_p99_ms", "ms", "Step time p99" if train else "Latency p99", 1.0,
+              (f"{lat}_p99_ci95_low_ms", f"{lat}_p99_ci95_high_ms")),
+             ("peak_mem_bytes", "MB", "Peak allocated memory", 1e-6, None),
+             ("device_mem_used_bytes", "MB", "Device memory used (NVML)", 1e-6, None),
+             ("process_rss_max_bytes", "MB", "Process RSS (CPU)", 1e-6, None),
+             ("gpu_util_mean_pct", "%", "GPU utilisation", 1.0, None),
+             ("power_mean_w", "W", "Mean power", 1.0, None),
+             ("energy_per_sample_j", "mJ", "Energy per sample", 1e3, None),
+             ("cost_per_1000_samples_usd", "USD", "Cost per 1,000 samples", 1.0, None)]
+    items = [{"title": title, "svg": charts.batch_chart(rows, col, unit, f"{title} against batch size", scale=scale, ci=ci)}
+             for col, unit, title, scale, ci in specs]
+    blocks.append(charts_block([i for i in items if i["svg"]]))
+    blocks.append({"type": "notes", "title": "Validity, failures, OOM boundary", "lines": _flag_lines(rows)})
+    return blocks
+
+
+def convergence_blocks(records: list[dict]) -> list[dict]:
+    """Convergence: the summary per batch size (time to accuracy), accuracy per epoch (table and chart)."""
+    from accelbench.report.train import SUMMARY_COLUMNS
+
+    epochs = sorted((r for r in records if r.get("row_type") == "epoch"), key=lambda r: (r["batch_size"], r["epoch"]))
+    cols = [("Batch Size", "batch_size", lambda v: str(int(v))), ("Epoch", "epoch", lambda v: str(int(v))),
+            ("Test Top-1", "eval_top1", lambda v: f"{100 * v:.2f}%"), ("Train Loss", "train_loss", lambda v: f"{v:.3f}"),
+            ("Elapsed (s)", "elapsed_s", lambda v: f"{v:.1f}"), ("Train (img/s)", "samples_per_s", lambda v: f"{v:,.0f}")]
+    blocks = [table_block([r for r in records if r.get("row_type") == "summary"], SUMMARY_COLUMNS,
+                          "Time to accuracy per batch size"),
+              table_block(epochs, cols, "Accuracy per epoch")]
+    chart = charts.epoch_chart(records)
+    return blocks + [charts_block([{"title": "Accuracy per epoch", "svg": chart}] if chart else [])]
+
+
+def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
+    """Profile: the per-case table and the model roofline against the device's cached ceilings."""
+    from accelbench.profile import storage
+    from accelbench.report.profile_table import PROFILE_COLUMNS
+    from accelbench.report.roofline import figure, summary_points
+
+    blocks = [table_block(records, PROFILE_COLUMNS, "Profiled steps")]
+    name = run["env"].get("device_name")
+    ceilings = storage.cached_ceilings(store, name) if name else None
+    points = summary_points(records)
+    if ceilings is not None and points:
+        fig = figure(ceilings, points, f"Model roofline on {name}")
+        blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
+    elif points:
+        blocks.append({"type": "notes", "title": "Roofline", "lines": [f"no ceilings stored for {name}"]})
+    return blocks
+
+
+def multi_blocks(kind: str, records: list[dict]) -> list[dict]:
+    """Multi-GPU runs: scaling (aggregate rows), collectives and GPU pairs, concurrent jobs, input pipeline."""
+    from accelbench.report import scaling
+    from accelbench.report.train import PIPELINE_COLUMNS
+
+    aggs = [r for r in records if r.get("aggregate") == 1]
+    if kind == "interconnect":
+        blocks = [table_block([r for r in records if r.get("workload") == "collective"], scaling.COLLECTIVE_COLUMNS,
+                              "Collectives"),
+                  table_block([r for r in records if r.get("workload") == "p2p"], _P2P_COLUMNS, "GPU pair copies")]
+    elif kind == "concurrent":
+        blocks = [table_block(aggs, scaling.CONCURRENT_COLUMNS, "Concurrent and sequential jobs")]
+    elif kind == "input-pipeline":
+        blocks = [table_block(records, PIPELINE_COLUMNS, "Input pipeline")]
+    else:
+        blocks = [table_block(aggs, scaling.SCALE_COLUMNS, "Scaling (aggregate rows)")]
+        chart = charts.batch_chart(aggs, "throughput_samples_per_s", "samples/s", "Throughput against batch size",
+                                   group=("model", "precision", "mode", "world_size"))
+        blocks.append(charts_block([{"title": "Throughput", "svg": chart}] if chart else []))
+    return blocks
+
+
+_P2P_COLUMNS = [("Source GPU", "src_device", lambda v: str(int(v))), ("Destination GPU", "dst_device", lambda v: str(int(v))),
+                ("Link", "link", str), ("Bandwidth (GB/s)", "bandwidth_bytes_per_s", lambda v: f"{v / 1e9:,.1f}")]
+
+
+def loadgen_blocks(records: list[dict]) -> list[dict]:
+    """MLPerf LoadGen scenarios: the results row per case, the Server search's probes, INVALID reasons."""
+    from accelbench.report.loadgen import COLUMNS, figure_text
+
+    rows = [{**r, "figure_of_merit_text": figure_text(r)} for r in records if not is_detail(r)]
+    probes = [{**r, "figure_of_merit_text": figure_text(r)} for r in records if r.get("row_type") == "server-probe"]
+    return [table_block(rows, COLUMNS, "MLPerf LoadGen scenarios"),
+            table_block(probes, COLUMNS, "Server search: every probe"),
+            {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(records)}]
+
+
+def run_section(store, run_id: int) -> dict[str, Any]:
+    """The section of one run (see the module docstring).
+
+    Raises:
+        KeyError: no such run.
+    """
+    from accelbench.core.rundata import clean
+
+    run = store.run(run_id)
+    records = [clean(r) for r in store.cases(run_id).to_dict("records")]
+    kind = run["kind"]
+    if kind in ("inference", "training"):
+        blocks = sweep_blocks(kind, records)
+    elif kind == "convergence":
+        blocks = convergence_blocks(records)
+    elif kind == "profile":
+        blocks = profile_blocks(store, run, records)
+    elif kind == "loadgen":
+        blocks = loadgen_blocks(records)
+    else:
+        blocks = multi_blocks(kind, records)
+    models = ", ".join(dict.fromkeys(str(r["model"]) for r in records if isinstance(r.get("model"), str)))
+    where = run["env"].get("device_name") or run["env"].get("device")
+    return {"id": f"run-{run_id}", "title": f"Run {run_id}: {kind}" + (f", {models}" if models else "") + f" on {where}",
+            "provenance": provenance(run), "spec": json.dumps(run["spec"], indent=1, default=str),
+            "blocks": [b for b in blocks if b is not None]}
