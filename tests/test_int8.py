@@ -151,9 +151,14 @@ def test_an_export_failure_is_a_row_not_a_crash(tmp_path):
     out = tmp_path / "run.json"
     proc = run_accelbench(["run", "--model", "test_int8:unexportable_model", "--data", "synthetic", "--images", "4",
                            "--batch-sizes", "2", "--image-size", "8", "--modes", "eager,onnxruntime",
+                           "--precisions", "fp32,int8-dynamic",
                            "--device", "cpu", "--db", str(tmp_path / "r.db"), "--json", str(out)], timeout=300)
-    rows = {r["mode"]: r for r in json.loads(out.read_text())["results"]}
-    assert rows["eager"]["status"] == "ok", proc.stderr[-2000:]
-    assert rows["onnxruntime"]["status"] == "error"
-    assert "torch.onnx export failed" in rows["onnxruntime"]["error"]
-    assert "searchsorted" in rows["onnxruntime"]["error"]
+    rows = {(r["precision"], r["mode"]): r for r in json.loads(out.read_text())["results"]}
+    for prec in ("fp32", "int8-dynamic"):
+        assert rows[(prec, "onnxruntime")]["status"] == "error", proc.stderr[-2000:]
+        assert "torch.onnx export failed" in rows[(prec, "onnxruntime")]["error"]
+        assert "searchsorted" in rows[(prec, "onnxruntime")]["error"]
+    assert rows[("fp32", "eager")]["status"] == "ok", proc.stderr[-2000:]
+    if _has_pt2e():  # dynamic int8 needs no calibration images, and says so
+        dyn = rows[("int8-dynamic", "eager")]
+        assert dyn["status"] == "ok" and dyn["calibration_images"] == 0 and "dynamic" in dyn["calibration_data"]

@@ -168,12 +168,14 @@ def _quantized(case, spec, module, info, size, backend, data, dev):
     if blabels and blabels[0] is not None:
         with precisions.context("fp32", dev):
             ref = accuracy_pass(module, batches, blabels, n_real, feed)
-    t0 = time.perf_counter()
-    plan = calibration.plan(case.data, case.images, spec.settings.calibration_images, spec.seed)
-    x, desc = calibration.load(plan, size, info.mean, info.std)
-    calib = calibration.batches(x, case.batch_size)
-    out, cols = backend.quantize(module, precisions.quant_scheme(case.precision), calib, batches[0].to(dev), dev)
-    cols = {**cols, "calibration_data": desc, "calibration_images": int(x.shape[0]),
+    t0, scheme = time.perf_counter(), precisions.quant_scheme(case.precision)
+    calib, desc = [], "none: dynamic quantization computes activation scales per batch"
+    if scheme == "static":
+        plan = calibration.plan(case.data, case.images, spec.settings.calibration_images, spec.seed)
+        x, desc = calibration.load(plan, size, info.mean, info.std)
+        calib = calibration.batches(x, case.batch_size)
+    out, cols = backend.quantize(module, scheme, calib, batches[0].to(dev), dev)
+    cols = {**cols, "calibration_data": desc, "calibration_images": sum(int(b.shape[0]) for b in calib),
             "calibration_s": time.perf_counter() - t0, "_top1_ref_hits": ref[1] if ref else None}
     return out, cols
 
