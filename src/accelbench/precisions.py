@@ -8,6 +8,12 @@
 | amp-bf16 | float32 | ``torch.autocast`` to bf16 | yes (bf16 keeps fp32's exponent range) | bf16 | torch.amp docs |
 | fp16 | cast to float16 | fp16 | no: small updates vanish without fp32 master weights (Micikevicius et al. 2018, s. 3.1) | fp16 | |
 | bf16 | cast to bfloat16 | bf16 | yes (weights, gradients, optimizer state in bf16) | bf16 | |
+| int8 | int8 weights (per-channel symmetric) and activations (per-tensor), static: calibrated on images disjoint from those measured | int8 (CPU: oneDNN/VNNI through Inductor with freezing; onnxruntime QDQ) | no | int8 | PyTorch tutorial "PyTorch 2 Export Quantization with X86 Backend through Inductor"; onnxruntime "Quantize ONNX models" |
+| int8-dynamic | int8 weights, activations quantized per batch at run time (Linear layers) | int8 | no | int8 | same sources |
+
+The int8 precisions run on CPUs only: PyTorch has no INT8 convolution kernel path on CUDA GPUs (issue 12;
+the x86 Inductor quantizer targets CPUs, per its tutorial). How a backend quantizes is its
+``quantize`` (:mod:`accelbench.quant`).
 
 :func:`context` is the package's one ``torch.autocast`` call site: the forward (inference) and training
 contexts of every scenario are built here.
@@ -35,6 +41,8 @@ class Precision:
         needs_cuda: it exists only on CUDA GPUs (TF32).
         min_capability: the CUDA compute capability it needs, or None.
         ceiling: the roofline ceiling that bounds it (a name of ``accelbench.profile.ceilings.MATMUL_PRECISIONS``).
+        quant: ``static`` or ``dynamic`` post-training int8 quantization, or None (a float precision).
+        needs_cpu: it runs on CPUs only (no kernel path on CUDA GPUs).
     """
 
     name: str
@@ -46,6 +54,8 @@ class Precision:
     needs_cuda: bool = False
     min_capability: tuple[int, int] | None = None
     ceiling: str = "fp32"
+    quant: str | None = None
+    needs_cpu: bool = False
 
     @property
     def reduced(self) -> bool:
@@ -66,6 +76,8 @@ PRECISIONS: dict[str, Precision] = {
         Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16"),
         Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16"),
         Precision("bf16", cast_dtype="bfloat16", ceiling="bf16"),
+        Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True),
+        Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True),
     )
 }
 
@@ -79,6 +91,11 @@ def get(name: str) -> Precision:
     return pick(PRECISIONS, name, "precision")
 
 
+def quant_scheme(name: str) -> str | None:
+    """``static`` / ``dynamic`` for an int8 precision, None for a float one."""
+    return get(name).quant
+
+
 def names(trainable: bool = False) -> tuple[str, ...]:
     """Every precision name (only those a training step can use, with ``trainable``)."""
     return tuple(n for n, p in PRECISIONS.items() if p.trainable or not trainable)
@@ -89,11 +106,17 @@ def unsupported_reason(name: str, device, training: bool = False) -> str | None:
     import torch
 
     p = get(name)
+    if training and p.quant:
+        return f"{name} is post-training quantization: inference only"
     if training and not p.trainable:
         return (f"{name} is not a training precision: pure fp16 loses small updates without fp32 master weights "
                 f"(use one of {', '.join(names(trainable=True))})")
     if p.needs_cuda and device.type != "cuda":
         return f"{name} needs a CUDA GPU with TF32 tensor cores (Ampere or newer)"
+    if p.needs_cpu and device.type != "cpu":
+        return (f"{name} runs on CPUs only: PyTorch has no INT8 convolution kernel path on {device.type} GPUs "
+                "(Hopper included), and the x86 Inductor quantizer targets CPUs (PyTorch tutorial 'PyTorch 2 Export "
+                "Quantization with X86 Backend through Inductor'); use --device cpu")
     if device.type == "cuda":
         if p.min_capability and torch.cuda.get_device_capability(device) < p.min_capability:
             return f"{name} needs compute capability {p.min_capability[0]}.{p.min_capability[1]} or newer"

@@ -5,6 +5,7 @@
 | eager | the module called directly | |
 | compile | ``torch.compile(module, dynamic=False)`` (Inductor, default mode) | torch.compile docs |
 | max-autotune | ``torch.compile(..., mode="max-autotune")``: Triton GEMM/conv autotuning, CUDA graphs | torch.compile docs |
+| onnxruntime | ``torch.onnx`` export run by an onnxruntime ``InferenceSession`` on the best execution provider (``ort_provider``); int8 through onnxruntime's QDQ quantization | onnxruntime docs |
 | cudagraphs | the eager module captured once into a ``torch.cuda.CUDAGraph`` and replayed; each batch is copied into the static input buffer inside the timed region, as a server would | PyTorch CUDA semantics, "CUDA Graphs" |
 
 A backend is one file here plus one line in :data:`BACKENDS` (see ``docs/extending.md``). Everything
@@ -12,6 +13,6 @@ else asks the registry: the names a spec accepts, what can train, what needs a G
 """
 
 from accelbench.backends.base import BACKENDS, Backend, get, names, register
-from accelbench.backends import eager, compile, cudagraphs  # noqa: E402,F401  (each registers itself: one line each)
+from accelbench.backends import eager, compile, cudagraphs, onnxruntime  # noqa: E402,F401  (each registers itself: one line each)
 
 __all__ = ["BACKENDS", "Backend", "get", "names", "register"]

@@ -67,6 +67,32 @@ class Backend:
         sync(device)
         return fns, time.perf_counter() - t0
 
+    def quantize(self, module, scheme: str, calibration: list, example, device) -> tuple[object, dict]:
+        """Quantize ``module`` to int8 for this backend (default: PT2E, :func:`accelbench.quant.pt2e.quantize`).
+
+        Args:
+            scheme: ``static`` or ``dynamic`` (:attr:`accelbench.precisions.Precision.quant`).
+            calibration: float32 batches ``(B, 3, S, S)`` on the host, disjoint from the measured images.
+            example: one input batch on ``device``.
+
+        Returns:
+            ``(what build takes, columns)``; the columns land in the case's row.
+
+        Raises:
+            MissingDependencyError: the quantization library is not installed.
+        """
+        from accelbench.quant import pt2e
+
+        out, cols = pt2e.quantize(module, scheme, calibration, example)
+        return out, {**cols, "quant_kernels": self.quant_kernels}
+
+    # what runs an int8 PT2E module: eager runs its quantize/dequantize reference ops in fp32
+    quant_kernels = "simulated: PT2E reference quantize/dequantize around fp32 ops (eager)"
+
+    def columns(self, forward) -> dict:
+        """Columns the built ``forward`` adds to its row (an execution provider, say); none by default."""
+        return {}
+
     def wrap_training(self, model):
         """The model a training step calls (compiled lazily on the first step), or the model itself.
 

@@ -17,6 +17,7 @@ def run(
     modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL, images: Optional[int] = a.IMAGES,
     data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
     include_transfer: Optional[bool] = typer.Option(None, "--include-transfer/--no-include-transfer", help="Time the host-to-device copy too."),
+    calibration_images: Optional[int] = typer.Option(None, "--calibration-images", help="Images that calibrate int8 (default 512), disjoint from the measured ones."),
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
     repeats: Optional[int] = a.REPEATS, telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
@@ -32,7 +33,7 @@ def run(
     flags = {**a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
                               warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s,
                               price_per_hour, kwh_price, skip_bad_images, seed), "include_transfer": include_transfer,
-             "repeats": repeats}
+             "repeats": repeats, "calibration_images": calibration_images}
     spec = api.spec("inference", *a.layers(config, "sweep", flags))
     opts = a.launch_options(gpus, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                             global_batch=global_batch, timeout_s=timeout_s, device=spec.device)

@@ -12,10 +12,10 @@ runs the largest number of passes any rank needs, between two barriers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from accelbench.core.spec import Extras, Windowed
-from accelbench.core.config import check_bool
+from accelbench.core.config import check_bool, check_int
 from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
@@ -35,13 +35,18 @@ class InferenceSettings(Windowed):
     """Attributes:
         include_transfer: time the host-to-device copy of each batch as well (pinned host memory).
         repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
+        calibration_images: images that calibrate a static int8 precision, disjoint from the measured ones
+            (:func:`accelbench.quant.calibration.plan`).
     """
 
+    hash_defaults: ClassVar[dict[str, Any]] = {"repeats": 1, "calibration_images": 512}
     include_transfer: bool = False
+    calibration_images: int = 512
 
     def __post_init__(self) -> None:
         Windowed.__post_init__(self)
         check_bool("include_transfer", self.include_transfer)
+        check_int("calibration_images", self.calibration_images, 1)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,25 +92,21 @@ class Inference(Scenario):
         from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import passes_needed, time_windows, warm_up
-        from accelbench.data.batches import make_batches
         from accelbench.telemetry import monitor
 
-        dev, transfer = rank.device, case.extras.include_transfer
+        dev = rank.device
         torch.manual_seed(spec.seed)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         module, info, cl = _prepared_model(case, dev)
         size = case.image_size or info.image_size
-        x_all, raw = inputs.get(size, info.mean, info.std, on_host=transfer), inputs.raw_images()
-        labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
-        xs, ys = rank.shard(x_all, raw.labels if labelled else None)
-        bs = rank.per_rank_batch(case.batch_size)
-        images = xs.shape[0] if rank.distributed else case.images
-        batches, blabels, n_real = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl,
-                                                pin=transfer and dev.type == "cuda")
-        feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
+        raw, bs, images, data = _batches(case, inputs, rank, info, size, cl)
+        batches, blabels, n_real, feed = data
+        backend, qcols = backends.get(case.mode), {}
+        if precisions.quant_scheme(case.precision):
+            module, qcols = _quantized(case, spec, module, info, size, backend, data, dev)
         with precisions.context(case.precision, dev):
-            fwd, compile_s = backends.get(case.mode).build(module, batches[0].to(dev), dev)
+            fwd, compile_s = backend.build(module, batches[0].to(dev), dev)
             hits = accuracy_pass(fwd, batches, blabels, n_real, feed)
             step = lambda xb: fwd(feed(xb))  # noqa: E731
             batch_s = warm_up(step, batches, spec.warmup_batches, dev)
@@ -128,10 +129,66 @@ class Inference(Scenario):
         if rank.distributed:
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
                        top5_correct=hits[5] if hits else None, **rank.fields())
+        rec.update(backend.columns(fwd), **_with_reference(qcols, hits, n_real))
         add_telemetry(rec, mon, dev)
         ci_cols, ci_series = window_columns(windows, bs, "latency")
         rec.update(ci_cols)
         return rec, {"latency_ms": lat_ms, **ci_series, **mon.series()}
+
+
+def _batches(case, inputs, rank, info, size: int, cl: bool):
+    """The case's batches: ``(raw images, per-rank batch size, images, (batches, labels, n_real, feed))``;
+    labels only when the model's label space matches the data's."""
+    from accelbench import precisions
+    from accelbench.data.batches import make_batches
+
+    dev, transfer = rank.device, case.extras.include_transfer
+    x_all, raw = inputs.get(size, info.mean, info.std, on_host=transfer), inputs.raw_images()
+    labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
+    xs, ys = rank.shard(x_all, raw.labels if labelled else None)
+    bs = rank.per_rank_batch(case.batch_size)
+    images = xs.shape[0] if rank.distributed else case.images
+    batches, blabels, n_real = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl,
+                                            pin=transfer and dev.type == "cuda")
+    feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
+    return raw, bs, images, (batches, blabels, n_real, feed)
+
+
+def _quantized(case, spec, module, info, size, backend, data, dev):
+    """``module`` quantized by ``backend`` for the case's int8 precision, and its columns: the calibration
+    (``calibration_data``, ``calibration_images``, ``calibration_s``) and, with labels, the fp32 top-1 of the
+    same module on the same batches (eager, before quantizing: ``_top1_ref_hits``)."""
+    import time
+
+    from accelbench import precisions
+    from accelbench.quant import calibration
+
+    batches, blabels, n_real, feed = data
+    ref = None
+    if blabels and blabels[0] is not None:
+        with precisions.context("fp32", dev):
+            ref = accuracy_pass(module, batches, blabels, n_real, feed)
+    t0, scheme = time.perf_counter(), precisions.quant_scheme(case.precision)
+    calib, desc = [], "none: dynamic quantization computes activation scales per batch"
+    if scheme == "static":
+        plan = calibration.plan(case.data, case.images, spec.settings.calibration_images, spec.seed)
+        x, desc = calibration.load(plan, size, info.mean, info.std)
+        calib = calibration.batches(x, case.batch_size)
+    out, cols = backend.quantize(module, scheme, calib, batches[0].to(dev), dev)
+    cols = {**cols, "calibration_data": desc, "calibration_images": sum(int(b.shape[0]) for b in calib),
+            "calibration_s": time.perf_counter() - t0, "_top1_ref_hits": ref[1] if ref else None}
+    return out, cols
+
+
+def _with_reference(qcols: dict, hits, n_real: int) -> dict:
+    """The quantization columns, with the accuracy beside the fp32 reference (:mod:`accelbench.quant.accuracy`)."""
+    from accelbench.quant.accuracy import accuracy_columns
+
+    cols = dict(qcols)
+    ref = cols.pop("_top1_ref_hits", None)
+    if hits and ref is not None:
+        cols.update(accuracy_columns(hits[1] / n_real, ref / n_real))
+    return cols
 
 
 def _prepared_model(case, dev):
