@@ -121,6 +121,17 @@ def test_an_impossible_latency_bound_is_invalid_with_the_reason_and_the_search_s
     assert "INVALID: tiny_conv_net bs=16 fp32 eager Server: latency bound not met" in p.stdout.replace("helpers:", "")
     assert row["server_lowest_invalid_qps"] == pytest.approx(probes[-1]["server_target_qps"], rel=1e-3)  # logged rounded
     assert probes[-1]["server_target_qps"] < probes[0]["server_target_qps"]
+    # the report: the case's row, every probe, LoadGen's reason; `compare` reads the case, not its probes
+    md = tmp_path / "lg.md"
+    r = run_accelbench(["report", "--db", str(db), "--markdown", str(md)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = md.read_text()
+    assert "MLPerf LoadGen scenarios" in text and "Server search: every probe" in text
+    assert "latency bound not met" in text and text.count("INVALID") >= 3
+    from accelbench.core.rundata import load_run
+    from accelbench.store import Store
+
+    assert len(load_run(Store(db), 1).cases) == 1
 
 
 def test_accuracy_mode_agrees_with_run(tmp_path: Path):

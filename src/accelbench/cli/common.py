@@ -65,6 +65,12 @@ PRICE = typer.Option(None, "--price-per-hour", help="USD per device-hour (defaul
 KWH = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost.")
 SKIP_BAD = typer.Option(None, "--skip-bad-images", help="Drop image files that do not decode (counted) instead of stopping.")
 SEED = typer.Option(None, "--seed", help="Seed for weights, synthetic data and labels.")
+LABEL_SPACE = typer.Option(None, "--label-space", help="Which class each model output is: imagenet-1k, cifar10, folder (sorted folder names); default: the model's.")
+LABELS = typer.Option(None, "--labels", help="Labels file: line k names output k (class name, WordNet ID or folder name).")
+MEAN = typer.Option(None, "--mean", help="Input mean R,G,B on the 0..1 scale, or a preset: imagenet, cifar10, inception (default: the model's).")
+STD = typer.Option(None, "--std", help="Input std R,G,B on the 0..1 scale, or a preset (default: the model's).")
+RESIZE = typer.Option(None, "--resize", help="Shorter side in pixels before the center crop to the input size.")
+CROP_PCT = typer.Option(None, "--crop-pct", help="Input side / resized shorter side (e.g. 0.875: resize 256, crop 224).")
 DB = typer.Option("accelbench.db", "--db", help="SQLite results store.")
 JSON = typer.Option(None, "--json", help="Also write the run (spec, environment, results) as JSON.")
 CONFIG = typer.Option(None, "--config", "-c", help="TOML file (top level or a [sweep] table); flags override it.")
@@ -88,6 +94,11 @@ def shared_flags(model=None, batch_sizes=None, precisions=None, modes=None, chan
                 min_timed_batches=min_timed_batches, min_time_s=min_time_s, telemetry_period_ms=telemetry_period_ms,
                 idle_s=idle_s, price_per_hour=price_per_hour, kwh_price=kwh_price, skip_bad_images=skip_bad_images,
                 seed=seed)
+
+
+def eval_flags(label_space=None, labels=None, mean=None, std=None, resize=None, crop_pct=None) -> dict[str, Any]:
+    """The accuracy options (label space, labels file, normalisation, evaluation transform) as spec fields."""
+    return dict(label_space=label_space, labels=labels, mean=mean, std=std, resize=resize, crop_pct=crop_pct)
 
 
 def launch_options(gpus: Optional[int], *, nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
@@ -209,8 +220,12 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     if wide:
         print_ci_note(run["kind"], records)
     weights = {(str(r["model"]), str(r["weights"])) for r in records if isinstance(r.get("weights"), str)}
+    why = {str(r["model"]): r["accuracy_note"] for r in records if isinstance(r.get("accuracy_note"), str)}
     for name, w in sorted(weights):
-        console.print(f"{name}: weights {w}" + (" (random weights: accuracy not meaningful, not reported)" if w == "random" else ""))
+        plain = w != "random" or name in why
+        console.print(f"{name}: weights {w}" + ("" if plain else " (random weights: accuracy not meaningful, not reported)"))
+    for note in dict.fromkeys(why.values()):
+        console.print(f"no accuracy: {note}")
     if resumed:
         console.print(f"resumed run {run_id}: {resumed} cases were already done")
     for (m, p, mode), b in oom_boundary(records).items():

@@ -21,6 +21,8 @@ def run(
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
     repeats: Optional[int] = a.REPEATS, telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
+    label_space: Optional[str] = a.LABEL_SPACE, labels: Optional[str] = a.LABELS, mean: Optional[str] = a.MEAN,
+    std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE, crop_pct: Optional[float] = a.CROP_PCT,
     skip_bad_images: Optional[bool] = a.SKIP_BAD, seed: Optional[int] = a.SEED, db: Path = a.DB,
     json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME,
     gpus: Optional[int] = a.GPUS, nnodes: int = a.NNODES, node_rank: int = a.NODE_RANK,
@@ -33,7 +35,8 @@ def run(
     flags = {**a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
                               warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s,
                               price_per_hour, kwh_price, skip_bad_images, seed), "include_transfer": include_transfer,
-             "repeats": repeats, "calibration_images": calibration_images}
+             "repeats": repeats, "calibration_images": calibration_images,
+             **a.eval_flags(label_space, labels, mean, std, resize, crop_pct)}
     spec = api.spec("inference", *a.layers(config, "sweep", flags))
     opts = a.launch_options(gpus, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                             global_batch=global_batch, timeout_s=timeout_s, device=spec.device)

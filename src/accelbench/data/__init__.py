@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelbench.core.errors import DataError
+from accelbench.data.labels import CIFAR10_CLASSES
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 BUNDLED = {
     "cifar10-test": ASSETS / "cifar10" / "test.tar.gz",
     "cifar10-train-5k": ASSETS / "cifar10" / "train-5k.tar.gz",
 }
-CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 _IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 
 
@@ -234,26 +234,28 @@ def _decode_all(blobs: list[bytes], names: list[str], skip_bad: bool = False):
     return torch.stack(arrays).permute(0, 3, 1, 2).contiguous(), keep, bad
 
 
-def to_model_input(raw_images, image_size: int, mean, std, device="cpu", chunk: int = 256):
-    """Resize (bilinear, antialiased when shrinking) and normalise uint8 images for a model.
+def to_model_input(raw_images, image_size: int, mean, std, device="cpu", chunk: int = 256, transform=None):
+    """Resize (bilinear, antialiased when shrinking) or apply ``transform``, and normalise uint8 images for a model.
 
     Args:
         raw_images: uint8 tensor ``(N, 3, H, W)``.
         image_size: output side S.
         mean, std: per-channel normalisation on the 0..1 scale.
         device: where the result lives.
+        transform: an :class:`accelbench.data.transforms.EvalTransform` (resize and center crop); None:
+            resize straight to ``S x S``.
     Returns:
         float32 tensor ``(N, 3, S, S)`` on ``device``.
     """
     import torch
-    from torchvision.transforms.v2.functional import resize
 
+    from accelbench.data.transforms import EvalTransform, apply
+
+    t = transform or EvalTransform(size=image_size)
     m = torch.tensor(mean, device=device).view(1, 3, 1, 1)
     s = torch.tensor(std, device=device).view(1, 3, 1, 1)
     out = torch.empty((raw_images.shape[0], 3, image_size, image_size), device=device)
     for i in range(0, raw_images.shape[0], chunk):
-        x = raw_images[i : i + chunk].to(device).float().div_(255)
-        if x.shape[-1] != image_size or x.shape[-2] != image_size:
-            x = resize(x, [image_size, image_size], antialias=True)
+        x = apply(raw_images[i : i + chunk].to(device).float().div_(255), t)
         out[i : i + chunk] = (x - m) / s
     return out

@@ -42,17 +42,20 @@ class Inputs:
             self.raw = load_images(self.data, self.images or 10**9, seed=self.seed, skip_bad=self.skip_bad)
         return self.raw
 
-    def get(self, size: int, mean, std, on_host: bool = False):
-        """float32 ``(N, 3, size, size)`` model inputs, normalised with ``mean``/``std``, on the device (or the host)."""
+    def get(self, size: int, mean, std, on_host: bool = False, transform=None):
+        """float32 ``(N, 3, size, size)`` model inputs, normalised with ``mean``/``std``, on the device (or the host).
+
+        ``transform``: an :class:`accelbench.data.transforms.EvalTransform` (None: resize to ``size x size``)."""
         from accelbench.data import load_images, to_model_input
 
-        key = (size, tuple(mean), tuple(std), on_host)
+        key = (size, tuple(mean), tuple(std), on_host, transform)
         if key not in self.cache:
             raw = self.raw_images()
             if raw.labels is None and raw.images.shape[-1] != size:  # synthetic: draw at the final size
                 raw = load_images("synthetic", self.images or raw.images.shape[0], image_size=size, seed=self.seed)
             self.cache.clear()
-            self.cache[key] = to_model_input(raw.images, size, mean, std, device="cpu" if on_host else self.device)
+            self.cache[key] = to_model_input(raw.images, size, mean, std, device="cpu" if on_host else self.device,
+                                             transform=transform)
         return self.cache[key]
 
 

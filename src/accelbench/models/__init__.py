@@ -6,6 +6,12 @@ Names resolve in this order:
 3. ``package.module:factory``: a user callable returning an ``nn.Module``;
 4. a torchvision classification model name (``resnet50``, ``vit_b_16``, ...), with its ImageNet
    weights when they are already in the torch hub cache, else random weights.
+
+A user factory's module may declare, as attributes (all optional): ``label_space`` (``imagenet-1k``,
+``cifar10`` or ``folder``: which class each output is), ``input_mean`` / ``input_std`` (3 floats on the 0..1
+pixel scale, default ImageNet's), ``default_image_size`` (pixels, default 224), ``crop_pct`` (input side /
+shorter side before the center crop; default none: no crop) and ``interpolation`` (``bilinear``, ``bicubic``).
+The flags ``--label-space``, ``--mean``, ``--std``, ``--resize``, ``--crop-pct`` override them for any model.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ class ModelInfo:
             the data's label space.
         image_size: native square input side in pixels.
         mean, std: per-channel input normalisation (0..1 pixel scale).
+        crop_pct: input side / shorter side before the evaluation center crop (torchvision weights' transform,
+            timm ``pretrained_cfg``); None: images are resized straight to the input size.
+        interpolation: the evaluation resize's interpolation (``bilinear``, ``bicubic``).
     """
 
     name: str
@@ -44,6 +53,8 @@ class ModelInfo:
     image_size: int
     mean: tuple[float, float, float] = IMAGENET_MEAN
     std: tuple[float, float, float] = IMAGENET_STD
+    crop_pct: float | None = None
+    interpolation: str = "bilinear"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +160,7 @@ def _timm_model(name: str, timm_name: str) -> LoadedModel:
     info = ModelInfo(
         name=name, source="timm", pretrained=False, weights="random", label_space=None,
         image_size=size, mean=tuple(cfg.get("mean", IMAGENET_MEAN)), std=tuple(cfg.get("std", IMAGENET_STD)),
+        crop_pct=cfg.get("crop_pct"), interpolation=cfg.get("interpolation") or "bilinear",
     )
     return LoadedModel(module, info)
 
@@ -174,6 +186,8 @@ def _user_model(name: str) -> LoadedModel:
     info = ModelInfo(
         name=name, source="user", pretrained=False, weights="as built by the factory",
         label_space=getattr(module, "label_space", None), image_size=size,
+        mean=tuple(getattr(module, "input_mean", IMAGENET_MEAN)), std=tuple(getattr(module, "input_std", IMAGENET_STD)),
+        crop_pct=getattr(module, "crop_pct", None), interpolation=getattr(module, "interpolation", "bilinear"),
     )
     return LoadedModel(module, info)
 
@@ -201,9 +215,30 @@ def _torchvision_model(name: str, pretrained: bool) -> LoadedModel:
         cached = path if os.path.exists(path) else None
     module = torchvision.models.get_model(name, weights=weights if cached else None)
     size = 299 if name == "inception_v3" else 224
+    crop_pct, interp = _weights_transform(weights)
     info = ModelInfo(
         name=name, source="torchvision", pretrained=bool(cached),
         weights=str(weights) if cached else "random", label_space="imagenet-1k" if cached else None,
-        image_size=size,
+        image_size=size, crop_pct=crop_pct, interpolation=interp,
     )
     return LoadedModel(module, info)
+
+
+def _weights_transform(weights) -> tuple[float | None, str]:
+    """``(crop_pct, interpolation)`` of a torchvision weights enum's eval transform (``weights.transforms()``,
+    e.g. ResNet-50 V1: resize 256, crop 224 -> 0.875, bilinear); ``(None, "bilinear")`` without weights."""
+    if weights is None:
+        return None, "bilinear"
+    try:
+        t = weights.transforms()
+        return t.crop_size[0] / t.resize_size[0], t.interpolation.value
+    except (AttributeError, IndexError, TypeError):  # a transform that is not the ImageClassification preset
+        return None, "bilinear"
+
+
+def with_overrides(info: ModelInfo, label_space: str | None = None, mean=None, std=None) -> ModelInfo:
+    """``info`` with the user's label space and normalisation (``--label-space``, ``--mean``, ``--std``) where given."""
+    import dataclasses
+
+    changes = {k: v for k, v in (("label_space", label_space), ("mean", mean), ("std", std)) if v is not None}
+    return dataclasses.replace(info, **changes) if changes else info

@@ -37,16 +37,46 @@ class InferenceSettings(Windowed):
         repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
         calibration_images: images that calibrate a static int8 precision, disjoint from the measured ones
             (:func:`accelbench.quant.calibration.plan`).
+        label_space: which class each model output is (``imagenet-1k``, ``cifar10``, ``folder``), for every
+            model; None: the model's own (:mod:`accelbench.models`).
+        mean, std: input normalisation, 3 floats on the 0..1 scale (TOML/flags also take a preset name,
+            :data:`accelbench.data.labels.NORM_PRESETS`); None: the model's own.
+        resize: shorter side in pixels before the center crop to the input size; crop_pct: input side / that
+            side (timm's crop_pct); None: the model's own (torchvision weights, timm pretrained_cfg) or no crop.
+        labels: a labels file, line k naming output k (:func:`accelbench.data.labels.read_labels_file`).
     """
 
-    hash_defaults: ClassVar[dict[str, Any]] = {"repeats": 1, "calibration_images": 512}
+    # Added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
+    hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults, "calibration_images": 512,
+                                               "label_space": None, "mean": None, "std": None, "resize": None,
+                                               "crop_pct": None, "labels": None}
     include_transfer: bool = False
     calibration_images: int = 512
+    label_space: str | None = None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: int | None = None
+    crop_pct: float | None = None
+    labels: str | None = None
 
     def __post_init__(self) -> None:
+        from accelbench.core.config import check_int, is_number
+        from accelbench.core.errors import ConfigError
+        from accelbench.data.labels import LABEL_SPACES, parse_norm
+
         Windowed.__post_init__(self)
         check_bool("include_transfer", self.include_transfer)
         check_int("calibration_images", self.calibration_images, 1)
+        if self.label_space is not None and self.label_space not in LABEL_SPACES:
+            raise ConfigError("label_space", self.label_space, ", ".join(LABEL_SPACES))
+        for name in ("mean", "std"):
+            parse_norm(name, getattr(self, name))
+        if self.resize is not None:
+            check_int("resize", self.resize, 8)
+        if self.crop_pct is not None and not is_number(self.crop_pct, 0.05, 1.0):
+            raise ConfigError("crop_pct", self.crop_pct, "a fraction in 0.05..1 (input side / resized shorter side)")
+        if self.labels is not None and (not isinstance(self.labels, str) or not self.labels):
+            raise ConfigError("labels", self.labels, "a labels file path")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,6 +111,32 @@ class Inference(Scenario):
     settings_type, extras_type = InferenceSettings, InferenceExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
 
+    def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
+        """``mean``/``std`` as 3 floats (a preset name, ``"0.5,0.5,0.5"`` or a list); a preset fills the other."""
+        from accelbench.data.labels import NORM_PRESETS, parse_norm
+
+        for name, other in (("mean", "std"), ("std", "mean")):
+            v = merged.get(name)
+            if isinstance(v, str) and v.strip() in NORM_PRESETS and merged.get(other) is None:
+                merged[other] = v.strip()
+        return {**merged, "mean": parse_norm("mean", merged.get("mean")), "std": parse_norm("std", merged.get("std"))}
+
+    def check(self, spec) -> None:
+        """The models and data (:meth:`Scenario.check`), and a labels file against the label space and folders.
+
+        Raises:
+            UnknownModelError, MissingDependencyError, DataError: one line each.
+        """
+        from accelbench.data import list_images, source_path
+        from accelbench.data.labels import check_labels, read_labels_file
+
+        super().check(spec)
+        if spec.settings.labels:
+            names = read_labels_file(spec.settings.labels)
+            path = source_path(spec.data)
+            classes = tuple(sorted({c for c, _ in list_images(path)})) if path is not None else None
+            check_labels(names, spec.settings.labels, spec.settings.label_space, classes)
+
     def extras(self, spec) -> InferenceExtras:
         return InferenceExtras(include_transfer=spec.settings.include_transfer)
 
@@ -100,7 +156,8 @@ class Inference(Scenario):
             torch.cuda.reset_peak_memory_stats(dev)
         module, info, cl = _prepared_model(case, dev)
         size = case.image_size or info.image_size
-        raw, bs, images, data = _batches(case, inputs, rank, info, size, cl)
+        ev, bs, images, data = _batches(case, spec, inputs, rank, info, size, cl)
+        info, raw = ev.info, ev.raw
         batches, blabels, n_real, feed = data
         backend, qcols = backends.get(case.mode), {}
         if precisions.quant_scheme(case.precision):
@@ -124,7 +181,7 @@ class Inference(Scenario):
             "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
             "total_time_s": case.images / throughput, **stat_columns(summarize(lat_ms), "latency"),
             "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
-            "accuracy_samples": n_real if hits else None,
+            "accuracy_samples": n_real if hits else None, **ev.columns(),
         }
         if rank.distributed:
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
@@ -136,22 +193,22 @@ class Inference(Scenario):
         return rec, {"latency_ms": lat_ms, **ci_series, **mon.series()}
 
 
-def _batches(case, inputs, rank, info, size: int, cl: bool):
-    """The case's batches: ``(raw images, per-rank batch size, images, (batches, labels, n_real, feed))``;
-    labels only when the model's label space matches the data's."""
+def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
+    """The case's batches: ``(eval inputs, per-rank batch size, images, (batches, labels, n_real, feed))``;
+    labels as model outputs where they can be mapped (:func:`accelbench.data.evaluation.eval_inputs`)."""
     from accelbench import precisions
     from accelbench.data.batches import make_batches
+    from accelbench.data.evaluation import eval_inputs
 
     dev, transfer = rank.device, case.extras.include_transfer
-    x_all, raw = inputs.get(size, info.mean, info.std, on_host=transfer), inputs.raw_images()
-    labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
-    xs, ys = rank.shard(x_all, raw.labels if labelled else None)
+    ev = eval_inputs(info, spec.settings, inputs, size, on_host=transfer)
+    xs, ys = rank.shard(ev.x_all, ev.labels)
     bs = rank.per_rank_batch(case.batch_size)
     images = xs.shape[0] if rank.distributed else case.images
     batches, blabels, n_real = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl,
                                             pin=transfer and dev.type == "cuda")
     feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
-    return raw, bs, images, (batches, blabels, n_real, feed)
+    return ev, bs, images, (batches, blabels, n_real, feed)
 
 
 def _quantized(case, spec, module, info, size, backend, data, dev):
