@@ -52,8 +52,9 @@ def plan(data: str, n_eval: int, n_calib: int = DEFAULT_IMAGES, seed: int = 0) -
                            f"class-balanced order, disjoint from the {n_eval} measured")
 
 
-def load(p: CalibrationPlan, image_size: int, mean, std):
-    """The plan's images ready for the model, on the host.
+def load(p: CalibrationPlan, image_size: int, mean, std, transform=None):
+    """The plan's images ready for the model, on the host, through the same evaluation ``transform``
+    (:class:`accelbench.data.transforms.EvalTransform`; None: a straight resize) as the measured images.
 
     Returns:
         ``(float32 tensor (count, 3, S, S), description)``; the description states the count actually
@@ -71,7 +72,7 @@ def load(p: CalibrationPlan, image_size: int, mean, std):
         raise DataError(f"no calibration images: {p.data} holds no images beyond the {p.skip} measured "
                         "(pass fewer --images, or another source)")
     desc = p.description if imgs.shape[0] == p.count else f"{p.description} (only {imgs.shape[0]} available)"
-    return to_model_input(imgs, image_size, mean, std), desc
+    return to_model_input(imgs, image_size, mean, std, transform=transform), desc
 
 
 def batches(x, batch_size: int) -> list:

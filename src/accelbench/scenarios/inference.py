@@ -161,7 +161,7 @@ class Inference(Scenario):
         batches, blabels, n_real, feed = data
         backend, qcols = backends.get(case.mode), {}
         if precisions.quant_scheme(case.precision):
-            module, qcols = _quantized(case, spec, module, info, size, backend, data, dev)
+            module, qcols = _quantized(case, spec, module, info, size, backend, data, dev, ev.transform)
         with precisions.context(case.precision, dev):
             fwd, compile_s = backend.build(module, batches[0].to(dev), dev)
             hits = accuracy_pass(fwd, batches, blabels, n_real, feed)
@@ -211,7 +211,7 @@ def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
     return ev, bs, images, (batches, blabels, n_real, feed)
 
 
-def _quantized(case, spec, module, info, size, backend, data, dev):
+def _quantized(case, spec, module, info, size, backend, data, dev, transform=None):
     """``module`` quantized by ``backend`` for the case's int8 precision, and its columns: the calibration
     (``calibration_data``, ``calibration_images``, ``calibration_s``) and, with labels, the fp32 top-1 of the
     same module on the same batches (eager, before quantizing: ``_top1_ref_hits``)."""
@@ -229,7 +229,7 @@ def _quantized(case, spec, module, info, size, backend, data, dev):
     calib, desc = [], "none: dynamic quantization computes activation scales per batch"
     if scheme == "static":
         plan = calibration.plan(case.data, case.images, spec.settings.calibration_images, spec.seed)
-        x, desc = calibration.load(plan, size, info.mean, info.std)
+        x, desc = calibration.load(plan, size, info.mean, info.std, transform)
         calib = calibration.batches(x, case.batch_size)
     out, cols = backend.quantize(module, scheme, calib, batches[0].to(dev), dev)
     cols = {**cols, "calibration_data": desc, "calibration_images": sum(int(b.shape[0]) for b in calib),
