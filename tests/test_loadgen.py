@@ -105,6 +105,7 @@ def test_every_scenario_gives_a_valid_row_with_derived_columns_and_logs(tmp_path
         assert r["cost_per_1000_samples_usd"] > 0 and r["validity"] is not None and r["price_per_hour_usd"] > 0
         assert (Path(r["loadgen_log_dir"]) / "mlperf_log_summary.txt").exists()
         assert Path(r["loadgen_log_dir"]).is_relative_to(tmp_path / "lg-loadgen" / "run1")
+        assert " @ " in r["loadgen_version"]  # LoadGen's own record of its version and commit, from its log
     assert "Server" in p.stdout and "VALID" in p.stdout
 
 

@@ -32,12 +32,3 @@ def loadgen():
         raise MissingDependencyError("mlcommons-loadgen", "loadgen") from None
     return mlperf_loadgen
 
-
-def loadgen_version() -> str | None:
-    """The installed ``mlcommons-loadgen`` version (stored with every loadgen row), None if unknown."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mlcommons-loadgen")
-    except PackageNotFoundError:
-        return None

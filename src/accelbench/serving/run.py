@@ -36,7 +36,6 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
 
     from accelbench import backends, precisions
     from accelbench.models import create_model
-    from accelbench.serving import loadgen_version
     from accelbench.serving.sut import Runner, SampleLibrary, batch_sizes_built
 
     dev = rank.device
@@ -66,8 +65,7 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     runner.calibrate(dev, reps=max(3, spec.warmup_batches))
     library = SampleLibrary(images)
     labels = raw.labels[: images.shape[0]].tolist() if labelled else None
-    cols = {"loadgen_version": loadgen_version(), "weights": info.weights, "pretrained": info.pretrained,
-            "image_size": size, "channels_last": cl,
+    cols = {"weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
             "data_description": raw.description, "compile_s": build_s if backend.static_shapes else None,
             "qsl_samples": library.count, "batch_sizes_built": ",".join(map(str, runner.sizes)),
             "forward_ms_at_batch": 1e3 * runner.model_s[runner.sizes[-1]],
