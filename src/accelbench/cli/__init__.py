@@ -14,6 +14,7 @@ import typer
 
 from accelbench.cli.common import app, console, err_console, styled
 from accelbench.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, AccelbenchError
+from accelbench.core.signals import raise_interrupt
 from accelbench.cli import compare, loadgen, profile, results, run, train, multi  # noqa: E402,F401  (each registers its commands)
 
 __all__ = ["app", "main"]
@@ -33,10 +34,6 @@ def _root(ctx: typer.Context,
                                        help="Print the version and exit.")) -> None:
     if ctx.invoked_subcommand is None:
         console.print(ctx.get_help())
-
-
-def _stop_like_ctrl_c(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def _click_exceptions() -> tuple[tuple, tuple]:
@@ -66,7 +63,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     aborts, usage_errors = _click_exceptions()
     # `timeout`, `kill` and a batch scheduler's time limit send SIGTERM: stop as Ctrl-C does (finished cases
     # are stored already; the run is marked interrupted and `--resume` continues it)
-    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="accelbench")
         code = rv if isinstance(rv, int) else 0

@@ -5,14 +5,14 @@ Called by :meth:`accelbench.scenarios.loadgen.Loadgen.measure` (module docstring
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from accelbench.core.signals import handlers
 
 
 @dataclass
@@ -83,25 +83,20 @@ def signals_deferred():
     through LoadGen's C++ (which expects no exception) and crash the process later (seen as a segfault).
     LoadGen has no call to abort a test, so the test in progress runs to its end first.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     got: list[int] = []
 
     def defer(sig, frame):
         if got:
             import os
 
-            os._exit(130)
+            from accelbench.core.errors import EXIT_INTERRUPTED
+
+            os._exit(EXIT_INTERRUPTED)
         got.append(sig)
         sys.stderr.write("stopping after the LoadGen test in progress (it cannot be aborted); again to quit now\n")
 
-    old = {sig: signal.signal(sig, defer) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with handlers(defer):
         yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
     if got:
         raise KeyboardInterrupt
 

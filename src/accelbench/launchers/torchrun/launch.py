@@ -24,7 +24,6 @@ crashed rank's traceback and torchrun's ``ChildFailedError`` report stay out of 
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import signal
 import subprocess
@@ -35,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from accelbench.core.signals import handlers, raise_interrupt
 from accelbench.launchers.torchrun.job import DistOptions, Job, read_errors, read_progress, read_results
 from accelbench.launchers.torchrun.ranks import child_env
 
@@ -219,38 +219,17 @@ def _fields(job: Job) -> dict:
     return {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
 def sigterm_as_interrupt():
     """In the main thread, SIGTERM raises KeyboardInterrupt (as Ctrl-C) inside the block; the old handler
     comes back after. ``timeout``, ``kill`` and batch schedulers send SIGTERM; this makes a library caller
     (a notebook, not only ``accelbench.cli.main``) stop the ranks and keep the finished cases too."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    return handlers(raise_interrupt, (signal.SIGTERM,))
 
 
-@contextlib.contextmanager
 def shielded():
     """In the main thread, a second Ctrl-C or SIGTERM inside the block is ignored: stopping the ranks
     (up to ``2 * GRACE_S``) must not be cut short and leave them running."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    return handlers(signal.SIG_IGN)
 
 
 def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, prefix: str = "",
