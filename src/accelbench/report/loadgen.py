@@ -54,7 +54,12 @@ COLUMNS: list[tuple[str, str, Any]] = COMPACT_COLUMNS[:6] + [
 ]
 
 
+def with_figure(records: Iterable[dict]) -> list[dict]:
+    """The records, each with ``figure_of_merit_text`` (:func:`figure_text`) for the Result column."""
+    return [{**r, "figure_of_merit_text": figure_text(r)} for r in records]
+
+
 def loadgen_table(records: Iterable[dict], compact: bool = False, title: str | None = None):
     """The case rows of a loadgen run (probes left out) as a rich table; compact fits 80 columns."""
-    rows = [{**r, "figure_of_merit_text": figure_text(r)} for r in records if not is_detail(r)]
+    rows = with_figure(r for r in records if not is_detail(r))
     return results_table(rows, title=title, columns=COMPACT_COLUMNS if compact else COLUMNS, compact=compact)

@@ -159,10 +159,10 @@ _P2P_COLUMNS = [("Source GPU", "src_device", lambda v: str(int(v))), ("Destinati
 
 def loadgen_blocks(records: list[dict]) -> list[dict]:
     """MLPerf LoadGen scenarios: the results row per case, the Server search's probes, INVALID reasons."""
-    from accelbench.report.loadgen import COLUMNS, figure_text
+    from accelbench.report.loadgen import COLUMNS, with_figure
 
-    rows = [{**r, "figure_of_merit_text": figure_text(r)} for r in records if not is_detail(r)]
-    probes = [{**r, "figure_of_merit_text": figure_text(r)} for r in records if r.get("row_type") == "server-probe"]
+    rows = with_figure(r for r in records if not is_detail(r))
+    probes = with_figure(r for r in records if r.get("row_type") == "server-probe")
     return [table_block(rows, COLUMNS, "MLPerf LoadGen scenarios"),
             table_block(probes, COLUMNS, "Server search: every probe"),
             {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(records)}]
