@@ -149,6 +149,18 @@ FAULTS = [
           _folder_with_a_bad_image, one_line=True),
     Fault("bad-image-skipped", ["run", *TINY, "--data", "{tmp}/imgs", "--images", "7", "--skip-bad-images"], 0,
           store=_skipped_one, setup=_folder_with_a_bad_image),
+    # the commands and settings added later (loadgen, labels, backends, compare) answer the same way
+    Fault("loadgen-unknown-model", ["loadgen", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"], 2,
+          "unknown model 'nosuchmodel'", no_run, one_line=True),
+    Fault("loadgen-unknown-scenario", ["loadgen", *TINY[:2], "--device", "cpu", "--scenarios", "Batch", "--db", "{db}"],
+          2, "invalid scenario 'Batch'", no_run, one_line=True),
+    Fault("unknown-label-space", ["run", *TINY, "--label-space", "imagenet-21k"], 2, "invalid label_space 'imagenet-21k'",
+          no_run, one_line=True),
+    Fault("missing-labels-file", ["run", *TINY, "--labels", "{tmp}/none.txt"], 2, "cannot read labels file", no_run,
+          one_line=True),
+    Fault("unknown-backend", ["run", *TINY, "--modes", "eager,nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True),
+    Fault("compare-unknown-run", ["compare", "1", "99", "--db", "{path}"], 2, "no run 99", setup=_store_with_one_run,
+          one_line=True),
 ]
 
 
