@@ -2,10 +2,11 @@
 # Issue 15 studies, one GPU machine per call (run it once on an H100 and once on an H200):
 #   sweep   seed study 1: ResNet-50 inference, batch 1..1024, fp32 vs amp-bf16, eager vs compile, 5 windows
 #           per case (the compare verdicts need >= 4 per side), telemetry and the shipped price of the GPU.
-#   cpugpu  CPU vs GPU on the same host: ResNet-50 inference (batch 32; fp32, amp-bf16; eager, compile) and a
+#   cpugpu  CPU vs GPU on the same host: ResNet-50 inference (batch 32; fp32 and amp-bf16 eager, amp-bf16 compiled) and a
 #           training step (batch 32 on both; the GPU also at its best batch 256, amp-bf16 compiled) on the
 #           host's CPU, beside the same on its GPU.
-# STAGES="sweep cpugpu" (default: sweep). SMOKE=1: a CPU dry run of the same commands in seconds.
+# STAGES="sweep cpugpu" (default: sweep). RESUME=1: the sweep continues the newest unfinished one in $OUT/study.db
+# (copy a store there first; a sweep cut short by `timeout` is marked interrupted and resumes). SMOKE=1: a CPU dry run of the same commands in seconds.
 # Results in $OUT: study.db (the store), run-*.json (one per run), log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -29,10 +30,11 @@ fi
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
   if has sweep; then
     step "sweep: ResNet-50, batch $B, fp32 amp-bf16, eager compile"
-    $AB run $M $GPU -b $B -p fp32,amp-bf16 --modes eager,compile $W --db "$DB" --json $OUT/run-sweep.json --wide
+    $AB run $M $GPU -b $B -p fp32,amp-bf16 --modes eager,compile $W --db "$DB" --json $OUT/run-sweep.json $( [ "${RESUME:-0}" = 1 ] && echo --resume) --wide
   fi
   if has cpugpu; then
-    step "CPU inference"; $AB run $CPU -p fp32,amp-bf16 --modes eager,compile --db "$DB" --json $OUT/run-cpu-infer.json --wide
+    step "CPU inference"; $AB run $CPU -p fp32,amp-bf16 --modes eager --db "$DB" --json $OUT/run-cpu-infer.json --wide
+    $AB run $CPU -p amp-bf16 --modes compile --db "$DB" --json $OUT/run-cpu-infer-compile.json --wide
     step "CPU training step"; $AB train $CPU -p fp32,amp-bf16 --modes eager $TS --db "$DB" --json $OUT/run-cpu-train.json --wide
     step "GPU training step, batch 32 and $GB"
     $AB train ${CPU/--device cpu/$GPU} -p fp32,amp-bf16 --modes eager $TS --db "$DB" --json $OUT/run-gpu-train32.json --wide
