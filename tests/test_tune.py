@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -159,3 +162,28 @@ def test_the_winner_round_trips_through_run_config(tmp_path):
     assert train.batch_sizes == (4,) and train.channels_last == "off"
     assert command(spec, rec).startswith("accelbench run --model cifar-resnet20 --batch-sizes 4 --precisions bf16 "
                                          "--modes compile-freeze --no-channels-last --device cpu")
+
+
+def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
+    from typer.testing import CliRunner
+
+    from accelbench.cli import app
+    from accelbench.store import Store
+
+    db, toml, png, js = (str(tmp_path / n) for n in ("t.db", "best.toml", "front.png", "t.json"))
+    tiny = ["--device", "cpu", "--images", "8", "--idle-s", "0", "--telemetry-period-ms", "0",
+            "--min-timed-batches", "1", "--db", db]
+    res = CliRunner().invoke(app, ["tune", "-m", "cifar-resnet20", "-p", "fp32,bf16", "--modes", "eager", "-b", "2",
+                                   "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
+                                   "--out-toml", toml, "--plot", png, "--json", js, *tiny])
+    assert res.exit_code == 0, res.output
+    assert "winner (throughput)" in res.output and "run it: accelbench run --model cifar-resnet20" in res.output
+    tuned = json.loads(Path(js).read_text())["tune"]
+    assert Path(png).stat().st_size > 0 and tuned["winner"]["batch_size"] == 2
+    res = CliRunner().invoke(app, ["run", "-c", toml, *tiny])
+    assert res.exit_code == 0, res.output
+    rows = Store(db).cases(max(r["run_id"] for r in Store(db).runs()))
+    assert list(rows["precision"]) == [tuned["winner"]["precision"]] and list(rows["batch_size"]) == [2]
+    html = tmp_path / "r.html"
+    assert CliRunner().invoke(app, ["report", "--db", db, "--html", str(html)]).exit_code == 0
+    assert "Pareto front" in html.read_text()

@@ -69,8 +69,8 @@ def summary_lines(out, objective: str) -> list[str]:
     return lines
 
 
-def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path) -> None:
-    """A PNG at ``path``: every acceptable trial (grey) and the Pareto front (labelled) on throughput vs p99."""
+def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
+    """Every measured trial (grey) and the Pareto front (labelled) on throughput vs p99 latency: a figure."""
     from accelbench.report.plots import pyplot
 
     plt = pyplot()
@@ -88,5 +88,38 @@ def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path) 
     ax.set_ylabel("throughput (samples/s)")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path) -> None:
+    """:func:`front_figure` as a PNG at ``path``."""
+    from accelbench.report.plots import pyplot
+
+    fig = front_figure(rows, trials)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
+
+
+TRIAL_COLUMNS = [("Stage", "tune_stage", str), ("Precision", "precision", str), ("Mode", "mode", str),
+                 ("Batch", "batch_size", lambda v: str(int(v))), ("Status", "status", str),
+                 ("samples/s", "throughput_samples_per_s", rate), ("p50 ms", "latency_p50_ms", _cell),
+                 ("p99 ms", "latency_p99_ms", _cell), ("J/sample", "energy_per_sample_j", _cell),
+                 ("Wall s", "case_wall_s", lambda v: f"{v:.1f}")]
+
+
+def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
+    """The HTML/markdown report's blocks of a ``tune`` run: every trial, the Pareto front of the acceptable
+    trials (the run's constraints) and its chart."""
+    from accelbench.report import charts
+    from accelbench.report.sections import charts_block, table_block
+    from accelbench.studies import tune_search as ts
+
+    doc = (run.get("spec") or {}).get("tune") or {}
+    settings = ts.TuneSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
+    last = {(r["precision"], r["mode"], r["batch_size"]): r for r in records
+            if ts.violation(r, settings) is None and r.get("latency_p99_ms") is not None}
+    front = ts.pareto_front(list(last.values()))
+    chart = charts.svg(front_figure(front, records)) if front else None
+    return [table_block(records, TRIAL_COLUMNS, "Trials"),
+            table_block(front, TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
+            charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]
