@@ -66,6 +66,19 @@ def test_scores_and_constraints():
     assert ts.violation(row, ts.TuneSettings(min_top1_ratio=0.94), top1_ref=0.95) is None
 
 
+def test_explain_names_what_got_the_winner_there():
+    def row(stage, p, m, b, thr):
+        return {"tune_stage": stage, "precision": p, "mode": m, "batch_size": b, "status": "ok",
+                "throughput_samples_per_s": thr}
+
+    rows = [row("screen", "bf16", "compile", 256, 100.0), row("screen", "bf16", "compile-freeze", 256, 120.0),
+            row("screen", "bf16", "compile-freeze", 128, 96.0), row("screen", "amp-bf16", "compile-freeze", 256, 80.0)]
+    lines = ts.explain(rows, rows[1], "throughput")
+    assert lines == ["precision bf16 vs amp-bf16: x1.500 throughput_samples_per_s (screen)",
+                     "mode compile-freeze vs compile: x1.200 throughput_samples_per_s (screen)",
+                     "batch_size 256 vs 128: x1.250 throughput_samples_per_s (screen)"]
+
+
 def test_pareto_front():
     rows = [{"throughput_samples_per_s": 100.0, "latency_p99_ms": 1.0}, {"throughput_samples_per_s": 300.0,
             "latency_p99_ms": 5.0}, {"throughput_samples_per_s": 200.0, "latency_p99_ms": 6.0}]

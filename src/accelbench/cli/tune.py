@@ -80,6 +80,11 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
         console.print("pruned (slower at every batch tried): " + ", ".join(out.pruned))
     for line in rt.summary_lines(out, settings.objective) + out.notes:
         console.print(line)
+    if out.winner:
+        from accelbench.studies.tune_search import explain
+
+        for line in explain(out.trials, out.winner, settings.objective):
+            console.print("  what got it there: " + line)
     cmd = tune_final.command(spec, out.winner) if out.winner else None
     if cmd:
         console.print(f"run it: {cmd}")
@@ -104,12 +109,14 @@ def _write_json(out, store, path: Path, cmd, settings) -> None:
     import json
 
     from accelbench import api
+    from accelbench.studies.tune_search import explain
 
     api.export_json(store, out.run_id, path)
     doc = json.loads(path.read_text())
     doc["tune"] = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
                    "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
                    "notes": out.notes, "pareto": out.pareto,
+                   "explain": explain(out.trials, out.winner, settings.objective) if out.winner else [],
                    "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
                    "gain": dataclasses.asdict(out.gain) if out.gain else None}
     path.write_text(json.dumps(doc, indent=1, default=str))

@@ -221,3 +221,30 @@ def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     front = [r for r in rows if not any(beats(o, r) for o in rows if o is not r)]
     return sorted(front, key=lambda r: -r["throughput_samples_per_s"])
+
+
+def explain(rows: list[dict[str, Any]], winner: dict[str, Any], objective: str) -> list[str]:
+    """What got the winner there: per axis (precision, mode, batch size), the winner's figure over the best trial
+    that differs from it on that axis only, in the same stage (same window length). Lines such as
+    ``mode compile-freeze vs compile: x1.17 (screen)``; none where no such pair was measured."""
+    axes = ("precision", "mode", "batch_size")
+    out = []
+    for axis in axes:
+        pairs = []
+        for stage in dict.fromkeys(r.get("tune_stage") for r in rows):
+            same = [r for r in rows if r.get("tune_stage") == stage and score(r, objective) is not None]
+            mine = next((r for r in same if all(r[a] == winner[a] for a in axes)), None)
+            others = [r for r in same if r[axis] != winner[axis] and all(r[a] == winner[a] for a in axes if a != axis)]
+            if mine is not None and others:
+                best = max(others, key=lambda r: score(r, objective))
+                pairs.append((stage, best, _ratio(mine, best, objective)))
+        if pairs:
+            stage, best, ratio = pairs[-1]  # the longest windows that have such a pair
+            out.append(f"{axis} {winner[axis]} vs {best[axis]}: x{ratio:.3f} {OBJECTIVES[objective][0]} ({stage})")
+    return out
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any], objective: str) -> float:
+    """``a`` over ``b`` on the objective's column, > 1 when ``a`` is better (a lower-is-better figure inverted)."""
+    sa, sb = score(a, objective), score(b, objective)
+    return sa / sb if OBJECTIVES[objective][1] or sa == 0 else sb / sa
