@@ -8,7 +8,9 @@
 #      freezing, in bf16 / amp-bf16 / fp16.
 #   3. repeatability: the same compile case (bf16 compile-freeze, batch 512) in two separate processes, then
 #      `accelbench compare` of the two runs (target: within 2 %).
-#   STAGES="throughput latency repeat" (default: all); SMOKE=1: a CPU dry run of the same commands.
+#   STAGES="throughput latency repeat" (default: all; one stage per 10-minute call: the final round may overrun the
+#   budget by one round of the finalists); SMOKE=1: a CPU dry run of the same commands.
+#   Overrides: BUDGET, LAT_BUDGET, PRECISIONS, MODES (throughput space), LAT_PRECISIONS, LAT_MODES.
 # Results in $OUT: tune.db (every trial), throughput.json / latency.json, best-*.toml, front-*.png, log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -24,8 +26,10 @@ if [ "${SMOKE:-0}" = 1 ]; then
   REP="-p bf16 --modes eager -b 8"; BUDGET=${SMOKE_BUDGET:-40}; LAT_BUDGET=$BUDGET
 else
   M="-m resnet50 -n 1024 --channels-last --cudnn-benchmark"
-  TP="--precisions amp-bf16,bf16,fp16 --modes compile,compile-freeze,reduce-overhead-freeze --max-batch 1024"
-  LP="--precisions bf16,amp-bf16,fp16 --modes cudagraphs,reduce-overhead-freeze,compile-freeze -b 1"
+  # every configuration costs a compile per batch size tried (tens of seconds for ResNet-50): the space is what
+  # the issue names; widen it with PRECISIONS / MODES when the budget allows
+  TP="--precisions ${PRECISIONS:-amp-bf16,bf16} --modes ${MODES:-compile,compile-freeze,reduce-overhead-freeze} --max-batch 1024"
+  LP="--precisions ${LAT_PRECISIONS:-bf16,amp-bf16,fp16} --modes ${LAT_MODES:-cudagraphs,reduce-overhead-freeze,compile-freeze} -b 1"
   REP="-p bf16 --modes compile-freeze -b 512 --repeats 5 --min-time-s 2"
 fi
 {

@@ -45,6 +45,7 @@ def test_dominated_configurations_are_pruned():
               "alone": {1: 5.0}}
     assert ts.dominated(scores) == {"fp32"}  # fp16 loses at 16 (failed) but wins at 8; no common batch for alone
     assert ts.dominated({"a": {8: 1.0}, "b": {8: 1.0}}) == set()  # a tie dominates nothing
+    assert ts.dominated({"a": {8: 100.0}, "b": {8: 106.0}, "c": {8: 110.0}}, margin=0.05) == {"a"}  # b: within 5 %
 
 
 def test_halving_keeps_the_best():

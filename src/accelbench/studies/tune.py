@@ -6,9 +6,10 @@ run), stored at once under ``<case key>|trial=<stage>`` with ``tune_stage`` and 
 ``--resume`` replays the stored trials without measuring them again and takes the same decisions (the budget is
 the sum of the trials' ``case_wall_s``, compilation included). The stages:
 
-1. ``screen``: short windows. The first configuration brackets the batch size (doubling, then bisection up to
-   the boundary: :func:`tune_search.next_batch`); every other configuration runs at the best batch found and
-   half of it; configurations worse at every batch tried are pruned; the survivors bracket on their own.
+1. ``screen``: short windows. The first configuration brackets the batch size (doubling from
+   :data:`BRACKET_START`, then bisection up to the boundary: :func:`tune_search.next_batch`); every other
+   configuration runs at the best batch found; configurations more than :data:`DOMINANCE_MARGIN` worse at
+   every batch tried are pruned; the survivors bracket on their own from there.
 2. ``rung<r>``: successive halving of (configuration, best batch) with windows ``eta**r`` times as long and
    ``final_repeats`` windows each, until two are left.
 3. ``final<i>``: the two finalists and the default configuration (``run``'s default precision and mode at the
@@ -30,6 +31,10 @@ from accelbench.launchers.inline import Inline
 from accelbench.studies import tune_search as ts
 
 SCREEN_SHARE, HALVING_SHARE = 0.55, 0.75  # budget shares the screening and the halving may use
+# Bracketing starts here: a compile per batch size costs tens of seconds on a GPU, and throughput below 32
+# images per batch is never the answer there; a CPU starts at 1.
+BRACKET_START = {True: 32, False: 1}
+DOMINANCE_MARGIN = 0.05  # screening windows are short: prune only what is more than 5 % worse everywhere
 
 
 class TrialLauncher(Inline):
@@ -176,14 +181,13 @@ def screen(t: Tuner, cfgs: list) -> dict[tuple, dict[int, float | None]]:
                 if row is not None:
                     scores[c][b] = t.score(row)
         return scores
-    bracket(t, cfgs[0], scores[cfgs[0]], 1, max_batch)
+    bracket(t, cfgs[0], scores[cfgs[0]], min(BRACKET_START[t.cuda], max_batch), max_batch)
     top = ts.best_batch(scores[cfgs[0]]) or 1
     for c in cfgs[1:]:
-        for b in sorted({max(1, top // 2), top}):
-            row = t.trial(c, b, "screen", share=SCREEN_SHARE)
-            if row is not None:
-                scores[c][b] = t.score(row)
-    pruned = ts.dominated(scores)
+        row = t.trial(c, top, "screen", share=SCREEN_SHARE)
+        if row is not None:
+            scores[c][top] = t.score(row)
+    pruned = ts.dominated(scores, DOMINANCE_MARGIN)
     t.out.pruned = [f"{p} {m}" for p, m in cfgs if (p, m) in pruned]
     for c in cfgs[1:]:
         if c not in pruned and scores[c]:

@@ -185,16 +185,17 @@ def best_batch(tried: dict[int, float | None]) -> int | None:
     return max(good, key=lambda b: (good[b], -b)) if good else None
 
 
-def dominated(scores: dict[Any, dict[int, float | None]]) -> set:
+def dominated(scores: dict[Any, dict[int, float | None]], margin: float = 0.0) -> set:
     """Configurations beaten by another at every batch size both tried (``scores``: configuration ->
-    ``{batch size: score or None}``). A failed batch (None) loses to any score; ties do not dominate."""
+    ``{batch size: score or None}``), by more than ``margin`` (a fraction of the score's magnitude: short
+    screening windows are noisy). A failed batch (None) loses to any score; ties do not dominate."""
     out = set()
     for a, sa in scores.items():
         for b, sb in scores.items():
             common = set(sa) & set(sb)
             if a == b or not common:
                 continue
-            if all(sb[k] is not None and (sa[k] is None or sb[k] > sa[k]) for k in common):
+            if all(sb[k] is not None and (sa[k] is None or sb[k] > sa[k] + abs(sa[k]) * margin) for k in common):
                 out.add(a)
                 break
     return out
