@@ -74,6 +74,19 @@ def test_two_runs_are_compared_in_the_report(store_path, tmp_path):
     assert re.search(r"within noise|faster|slower", text) and "B/A (95% CI)" in text
 
 
+def test_runs_of_two_stores_in_one_report(store_path, tmp_path):
+    """Runs measured on two machines live in two stores: ``--run PATH:ID`` puts them in one report, compared."""
+    other = tmp_path / "other.db"
+    shutil.copy(store_path, other)
+    out = tmp_path / "both.html"
+    cli("report", "--db", str(store_path), "--run", "1", "--run", f"{other}:2", "--html", str(out))
+    text = out.read_text()
+    assert f"accelbench report: run 1, {other}:2" in text and "Run 1: inference" in text
+    assert "Run 2: inference" in text and f"Comparison: {other}:2 (B) against run 1 (A)" in text
+    p = cli("report", "--db", str(store_path), "--run", f"{tmp_path}/missing.db:1", "--html", str(out), check=False)
+    assert p.returncode == 2 and "no results store at" in p.stderr
+
+
 def test_user_strings_are_escaped(report_files):
     html, md, _, _ = report_files
     text, mdtext = html.read_text(), md.read_text()

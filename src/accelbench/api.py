@@ -196,12 +196,13 @@ def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...]
     return [cmp.compare_runs(base, load_ref(store, r), **kw) for r in (b if isinstance(b, (list, tuple)) else [b])]
 
 
-def report(store, run_ids: list[int] | None = None, *, html=None, markdown=None, compare: tuple | None = None,
+def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown=None, compare: tuple | None = None,
            margin: float | None = None) -> dict:
     """``accelbench report``: one self-contained HTML file and/or a markdown file over stored runs.
 
     Args:
-        run_ids: the runs (default: every run in the store).
+        run_ids: the runs (default: every run in the store): ids in ``store`` or ``PATH:ID`` references to runs of
+            other stores (one report over runs measured on different machines).
         html, markdown: paths to write (either or both).
         compare: ``(A, B)`` run references (as :func:`compare`) to compare in the report; without it, two runs
             given in ``run_ids`` whose cases match are compared.
@@ -213,21 +214,17 @@ def report(store, run_ids: list[int] | None = None, *, html=None, markdown=None,
     """
     from pathlib import Path
 
-    from accelbench.core.errors import AccelbenchError
+    from accelbench.core.rundata import open_ref
     from accelbench.report import document
 
-    for rid in run_ids or []:
-        try:
-            store.run(rid)
-        except KeyError:
-            raise AccelbenchError(f"no run {rid} in {store.path}") from None
+    runs = [open_ref(store, ref) for ref in run_ids] if run_ids else None
     comparisons = []
     if compare is not None:
         comparisons = globals()["compare"](store, compare[0], [compare[1]], margin=margin)
     elif run_ids and len(run_ids) == 2:
         found = globals()["compare"](store, str(run_ids[0]), [str(run_ids[1])], margin=margin)
         comparisons = [c for c in found if c.cases]
-    doc = document.build(store, run_ids, comparisons)
+    doc = document.build(store, None, comparisons, runs=runs)
     if html:
         Path(html).write_text(document.render_html(doc), encoding="utf-8")
     if markdown:

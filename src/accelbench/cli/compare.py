@@ -74,7 +74,7 @@ def compare(
 
 @command()
 def report(
-    run_ids: Optional[List[int]] = typer.Option(None, "--run", help="A run to include (repeat for several; default: every run)."),
+    run_ids: Optional[List[str]] = typer.Option(None, "--run", help="A run to include: an id, or PATH:ID for a run in another store (repeat for several; default: every run)."),
     db: Path = a.DB,
     html: Optional[Path] = typer.Option(None, "--html", help="Write one self-contained HTML file (charts inline, works offline)."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables and notes as markdown."),

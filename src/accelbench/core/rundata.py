@@ -112,8 +112,8 @@ def parse_ref(ref: str) -> tuple[str | None, int]:
     return m.group("path"), int(m.group("run"))
 
 
-def load_ref(store, ref: str | int) -> RunData:
-    """The run a ``compare`` argument names: a run id in ``store``, or ``PATH:ID`` (a run in another store).
+def open_ref(store, ref: str | int):
+    """``(store, run_id, label)`` of a run reference: a run id in ``store``, or ``PATH:ID`` (a run in another store).
 
     Raises:
         AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
@@ -132,6 +132,17 @@ def load_ref(store, ref: str | int) -> RunData:
             raise AccelbenchError(f"no results store at {path} (in {ref!r})")
         store = Store(path)
     try:
-        return load_run(store, run_id, label=f"{path}:{run_id}" if path else f"run {run_id}")
+        store.run(run_id)
     except KeyError:
         raise AccelbenchError(f"no run {run_id} in {path or store.path}") from None
+    return store, run_id, f"{path}:{run_id}" if path else f"run {run_id}"
+
+
+def load_ref(store, ref: str | int) -> RunData:
+    """The run a ``compare`` argument names (:func:`open_ref`), loaded.
+
+    Raises:
+        AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
+    """
+    store, run_id, label = open_ref(store, ref)
+    return load_run(store, run_id, label=label)

@@ -29,21 +29,25 @@ def comparison_section(comparison) -> dict[str, Any]:
                        {"type": "notes", "title": "Environment differences and flags", "lines": lines}]}
 
 
-def build(store, run_ids: list[int] | None = None, comparisons: list | None = None) -> dict[str, Any]:
-    """The report document: a section per run (all runs of the store when ``run_ids`` is None, in id
-    order) and one per comparison.
+def build(store, run_ids: list[int] | None = None, comparisons: list | None = None,
+          runs: list[tuple[Any, int, str]] | None = None) -> dict[str, Any]:
+    """The report document: a section per run (all runs of the store when neither ``run_ids`` nor ``runs`` is
+    given, in id order) and one per comparison. ``runs``: ``(store, run_id, label)`` triples, for runs of several
+    stores (:func:`accelbench.core.rundata.open_ref`).
 
     Raises:
         KeyError: a run that does not exist.
     """
     import accelbench
 
-    ids = run_ids if run_ids else [r["run_id"] for r in store.runs()]
-    sections = [run_section(store, i) for i in ids]
+    if runs is None:
+        ids = run_ids if run_ids else [r["run_id"] for r in store.runs()]
+        runs = [(store, i, f"run {i}") for i in ids]
+    sections = [run_section(s, i) for s, i, _ in runs]
     sections += [comparison_section(c) for c in comparisons or []]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"
-    return {"title": "accelbench report: " + ", ".join(f"run {i}" for i in ids), "version": accelbench.__version__,
+    return {"title": "accelbench report: " + ", ".join(label for _, _, label in runs), "version": accelbench.__version__,
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "store": store.path,
             "sections": sections}
 

@@ -62,8 +62,13 @@ def summary_lines(out, objective: str) -> list[str]:
     if out.gain is not None and out.baseline is not None:
         g, b = out.gain, out.baseline
         ci = interval(g.ci_low, g.ci_high) if g.ci_low is not None else "no interval"
+        from accelbench.studies.tune_search import OBJECTIVES
+
+        column, higher = OBJECTIVES[objective]
+        gain = g.ratio if higher or not g.ratio else 1 / g.ratio  # "x N better" whichever way the metric points
         lines.append(f"gain over the default ({b['precision']} {b['mode']} batch {int(b['batch_size'])}): "
-                     f"x{g.ratio:.3f} (95% CI {ci}, {g.verdict})")
+                     f"x{gain:.3f} {'higher' if higher else 'lower'} {column} (ratio winner/default {g.ratio:.3f}, "
+                     f"95% CI {ci}, {g.verdict})")
     elif out.baseline is not None:
         lines.append("the winner is the default configuration")
     return lines
