@@ -68,3 +68,24 @@ def eval_inputs(info, settings, inputs, size: int, on_host: bool = False) -> Eva
         idx, reason = target_indices(classes, info.label_space, names, info.name)
     labels = torch.tensor(idx, dtype=torch.int64)[raw.labels] if idx is not None else None
     return EvalInputs(info, x_all, labels, t, reason, raw)
+
+
+def accuracy_pass(fwd, batches, blabels, n_real: int, feed) -> dict[int, int] | None:
+    """Run every batch once (untimed; also a warm-up) and count top-1/top-5 hits on the real samples.
+
+    Returns:
+        ``{1: hits, 5: hits}`` over the first ``n_real`` samples, or None without labels.
+    """
+    from accelbench.core.stats import topk_correct
+
+    totals, seen = {1: 0, 5: 0}, 0
+    for xb, yb in zip(batches, blabels):
+        out = fwd(feed(xb))
+        if yb is None or seen >= n_real:
+            continue
+        take = min(len(yb), n_real - seen)
+        hits = topk_correct(out[:take], yb[:take].to(out.device))
+        for k in totals:
+            totals[k] += hits[k]
+        seen += take
+    return totals if blabels and blabels[0] is not None else None

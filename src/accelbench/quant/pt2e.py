@@ -68,7 +68,7 @@ def quantize(module, scheme: str, calibration: list, example):
     prepared = prepare_pt2e(exported, quantizer)
     with torch.no_grad():
         for xb in calibration if scheme == "static" else [example]:
-            prepared(xb)
+            prepared(xb.to(example.device))
     converted = convert_pt2e(prepared)
     setattr(converted, FREEZE_ATTR, True)
     config = ("weights int8 per-channel symmetric, activations uint8 per-tensor "

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from accelbench.core.spec import Extras, Windowed
 from accelbench.core.config import check_bool, check_int
+from accelbench.data.evaluation import accuracy_pass  # noqa: F401  (re-exported: the scenario's accuracy pass)
 from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
@@ -84,27 +85,6 @@ class InferenceExtras(Extras):
     include_transfer: bool = False
 
 
-def accuracy_pass(fwd, batches, blabels, n_real: int, feed) -> dict[int, int] | None:
-    """Run every batch once (untimed; also a warm-up) and count top-1/top-5 hits on the real samples.
-
-    Returns:
-        ``{1: hits, 5: hits}`` over the first ``n_real`` samples, or None without labels.
-    """
-    from accelbench.core.stats import topk_correct
-
-    totals, seen = {1: 0, 5: 0}, 0
-    for xb, yb in zip(batches, blabels):
-        out = fwd(feed(xb))
-        if yb is None or seen >= n_real:
-            continue
-        take = min(len(yb), n_real - seen)
-        hits = topk_correct(out[:take], yb[:take].to(out.device))
-        for k in totals:
-            totals[k] += hits[k]
-        seen += take
-    return totals if blabels and blabels[0] is not None else None
-
-
 class Inference(Scenario):
     name, kind, dist_kind = "inference", "inference", "inference-dp"
     workload, dist_workload = "inference", "inference-dp"
@@ -137,6 +117,15 @@ class Inference(Scenario):
             classes = tuple(sorted({c for c, _ in list_images(path)})) if path is not None else None
             check_labels(names, spec.settings.labels, spec.settings.label_space, classes)
 
+    def unsupported_reason(self, case, device) -> str | None:
+        """The backend's reason, or the precision's; a quantized precision with no kernel path here is measured
+        anyway: :meth:`measure` simulates its accuracy (:mod:`accelbench.quant.simulate`)."""
+        from accelbench import backends, precisions
+
+        if precisions.quant_scheme(case.precision) and not self.training:
+            return backends.get(case.mode).unsupported_reason(device, self.training)
+        return super().unsupported_reason(case, device)
+
     def extras(self, spec) -> InferenceExtras:
         return InferenceExtras(include_transfer=spec.settings.include_transfer)
 
@@ -148,6 +137,7 @@ class Inference(Scenario):
         from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import passes_needed, time_windows, warm_up
+        from accelbench.quant import case as quant_case
         from accelbench.telemetry import monitor
 
         dev = rank.device
@@ -161,7 +151,10 @@ class Inference(Scenario):
         batches, blabels, n_real, feed = data
         backend, qcols = backends.get(case.mode), {}
         if precisions.quant_scheme(case.precision):
-            module, qcols = _quantized(case, spec, module, info, size, backend, data, dev, ev.transform)
+            why = quant_case.unsupported_here(case.precision, module, batches[0].to(dev), dev)
+            if why:  # raises Unsupported: a row with simulated accuracy and no speed
+                quant_case.simulated_row(case, spec, module, info, size, data, dev, ev, why)
+            module, qcols = quant_case.quantized(case, spec, module, info, size, backend, data, dev, ev.transform)
         with precisions.context(case.precision, dev):
             fwd, compile_s = backend.build(module, batches[0].to(dev), dev)
             hits = accuracy_pass(fwd, batches, blabels, n_real, feed)
@@ -186,7 +179,7 @@ class Inference(Scenario):
         if rank.distributed:
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
                        top5_correct=hits[5] if hits else None, **rank.fields())
-        rec.update(backend.columns(fwd), **_with_reference(qcols, hits, n_real))
+        rec.update(backend.columns(fwd), **quant_case.with_reference(qcols, hits, n_real))
         add_telemetry(rec, mon, dev)
         ci_cols, ci_series = window_columns(windows, bs, "latency")
         rec.update(ci_cols)
@@ -209,43 +202,6 @@ def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
                                             pin=transfer and dev.type == "cuda")
     feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
     return ev, bs, images, (batches, blabels, n_real, feed)
-
-
-def _quantized(case, spec, module, info, size, backend, data, dev, transform=None):
-    """``module`` quantized by ``backend`` for the case's int8 precision, and its columns: the calibration
-    (``calibration_data``, ``calibration_images``, ``calibration_s``) and, with labels, the fp32 top-1 of the
-    same module on the same batches (eager, before quantizing: ``_top1_ref_hits``)."""
-    import time
-
-    from accelbench import precisions
-    from accelbench.quant import calibration
-
-    batches, blabels, n_real, feed = data
-    ref = None
-    if blabels and blabels[0] is not None:
-        with precisions.context("fp32", dev):
-            ref = accuracy_pass(module, batches, blabels, n_real, feed)
-    t0, scheme = time.perf_counter(), precisions.quant_scheme(case.precision)
-    calib, desc = [], "none: dynamic quantization computes activation scales per batch"
-    if scheme == "static":
-        plan = calibration.plan(case.data, case.images, spec.settings.calibration_images, spec.seed)
-        x, desc = calibration.load(plan, size, info.mean, info.std, transform)
-        calib = calibration.batches(x, case.batch_size)
-    out, cols = backend.quantize(module, scheme, calib, batches[0].to(dev), dev)
-    cols = {**cols, "calibration_data": desc, "calibration_images": sum(int(b.shape[0]) for b in calib),
-            "calibration_s": time.perf_counter() - t0, "_top1_ref_hits": ref[1] if ref else None}
-    return out, cols
-
-
-def _with_reference(qcols: dict, hits, n_real: int) -> dict:
-    """The quantization columns, with the accuracy beside the fp32 reference (:mod:`accelbench.quant.accuracy`)."""
-    from accelbench.quant.accuracy import accuracy_columns
-
-    cols = dict(qcols)
-    ref = cols.pop("_top1_ref_hits", None)
-    if hits and ref is not None:
-        cols.update(accuracy_columns(hits[1] / n_real, ref / n_real))
-    return cols
 
 
 def _prepared_model(case, dev):
