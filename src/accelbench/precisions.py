@@ -108,6 +108,12 @@ def quant_scheme(name: str) -> str | None:
     return get(name).quant
 
 
+def is_reference(name: str) -> bool:
+    """The fp32 reference precision (IEEE fp32, TF32 off): the accuracy every other precision is held to."""
+    p = get(name)
+    return not p.reduced and p.quant is None
+
+
 def is_float8(name: str) -> bool:
     """An fp8 precision (torchao float8 on Linear layers; simulated where it cannot run)."""
     return get(name).quant == "float8"

@@ -226,6 +226,11 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
         console.print(f"{name}: weights {w}" + ("" if plain else " (random weights: accuracy not meaningful, not reported)"))
     for note in dict.fromkeys(why.values()):
         console.print(f"no accuracy: {note}")
+    if run["kind"].startswith("inference"):
+        from accelbench.report.table import cheapest_lines
+
+        for line in cheapest_lines(records):
+            console.print(Text(line))
     if resumed:
         console.print(f"resumed run {run_id}: {resumed} cases were already done")
     for (m, p, mode), b in oom_boundary(records).items():

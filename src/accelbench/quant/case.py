@@ -76,6 +76,8 @@ def simulated_row(case, spec, module, info, size, data, dev, ev, reason: str):
     batches, blabels, n_real, feed = data
     rec = {"weights": info.weights, "pretrained": info.pretrained, "image_size": size,
            "data_description": ev.raw.description, **ev.columns()}
+    if not (blabels and blabels[0] is not None):  # nothing to simulate for: say why there is no accuracy either
+        raise Unsupported(f"{reason}; no simulated accuracy: {ev.reason or 'the data has no labels'}", rec)
     try:
         out, cols = quantized(case, spec, module, info, size, None, data, dev, ev.transform, simulate=True)
         with precisions.context(case.precision, dev):

@@ -88,6 +88,7 @@ class InferenceExtras(Extras):
 class Inference(Scenario):
     name, kind, dist_kind = "inference", "inference", "inference-dp"
     workload, dist_workload = "inference", "inference-dp"
+    quantizes = True
     settings_type, extras_type = InferenceSettings, InferenceExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
 
@@ -125,6 +126,12 @@ class Inference(Scenario):
         if precisions.quant_scheme(case.precision) and not self.training:
             return backends.get(case.mode).unsupported_reason(device, self.training)
         return super().unsupported_reason(case, device)
+
+    def export_extra(self, store, run_id: int, doc: dict) -> None:
+        """``cheapest_meeting_target``: per model, the cheapest precision meeting the accuracy target."""
+        from accelbench.quant.accuracy import cheapest_meeting_target
+
+        doc["cheapest_meeting_target"] = cheapest_meeting_target(doc.get("results", []))
 
     def extras(self, spec) -> InferenceExtras:
         return InferenceExtras(include_transfer=spec.settings.include_transfer)

@@ -111,9 +111,11 @@ class Profile(Scenario):
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
+        from accelbench.scenarios.base import quant_reason
 
         train = case.extras.step == "train"
-        return (precisions.unsupported_reason(case.precision, device, training=train)
+        return (quant_reason(self, case.precision, train)
+                or precisions.unsupported_reason(case.precision, device, training=train)
                 or backends.get(case.mode).unsupported_reason(device, training=train))
 
     def prepare(self, spec, device, store) -> Any:
