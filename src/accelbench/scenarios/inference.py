@@ -61,23 +61,12 @@ class InferenceSettings(Windowed):
     labels: str | None = None
 
     def __post_init__(self) -> None:
-        from accelbench.core.config import check_int, is_number
-        from accelbench.core.errors import ConfigError
-        from accelbench.data.labels import LABEL_SPACES, parse_norm
+        from accelbench.data.evaluation import check_eval_settings
 
         Windowed.__post_init__(self)
         check_bool("include_transfer", self.include_transfer)
         check_int("calibration_images", self.calibration_images, 1)
-        if self.label_space is not None and self.label_space not in LABEL_SPACES:
-            raise ConfigError("label_space", self.label_space, ", ".join(LABEL_SPACES))
-        for name in ("mean", "std"):
-            parse_norm(name, getattr(self, name))
-        if self.resize is not None:
-            check_int("resize", self.resize, 8)
-        if self.crop_pct is not None and not is_number(self.crop_pct, 0.05, 1.0):
-            raise ConfigError("crop_pct", self.crop_pct, "a fraction in 0.05..1 (input side / resized shorter side)")
-        if self.labels is not None and (not isinstance(self.labels, str) or not self.labels):
-            raise ConfigError("labels", self.labels, "a labels file path")
+        check_eval_settings(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,14 +82,9 @@ class Inference(Scenario):
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
-        """``mean``/``std`` as 3 floats (a preset name, ``"0.5,0.5,0.5"`` or a list); a preset fills the other."""
-        from accelbench.data.labels import NORM_PRESETS, parse_norm
+        from accelbench.data.evaluation import normalize_eval
 
-        for name, other in (("mean", "std"), ("std", "mean")):
-            v = merged.get(name)
-            if isinstance(v, str) and v.strip() in NORM_PRESETS and merged.get(other) is None:
-                merged[other] = v.strip()
-        return {**merged, "mean": parse_norm("mean", merged.get("mean")), "std": parse_norm("std", merged.get("std"))}
+        return normalize_eval(merged)
 
     def check(self, spec) -> None:
         """The models and data (:meth:`Scenario.check`), and a labels file against the label space and folders.
