@@ -135,3 +135,40 @@ def test_cheapest_line_is_printed(tmp_path):
     (line,) = cheapest_lines([_row("fp32", 0.90, 100, 1.0), _row("bf16", 0.80, 500, 0.2)])
     assert "m: cheapest precision meeting the target" in line and "fp32 (compile, batch 32)" in line
     assert "below target: bf16" in line
+
+
+# the real fp8 path's bookkeeping, with torchao's quantize_ stood in for (it needs compute capability 8.9) ------
+class _Marked(torch.Tensor):
+    pass
+
+
+def test_fp8_quantize_counts_converted_and_skipped_layers_and_casts_to_bf16(monkeypatch):
+    seen = {}
+
+    def fake_quantize_(model, config, filter_fn):
+        seen["config"] = config
+        for name, m in model.named_modules():
+            if filter_fn(m, name) and m.in_features % 16 == 0 and m.out_features % 16 == 0:  # torchao's rule
+                m.weight = torch.nn.Parameter(m.weight.detach().as_subclass(_Marked), requires_grad=False)
+
+    class Config:
+        def __init__(self, granularity, set_inductor_config=True):
+            self.granularity, self.set_inductor_config = granularity, set_inductor_config
+
+    monkeypatch.setattr(fp8, "_api", lambda: (fake_quantize_, Config, lambda: "row", lambda: "tensor"))
+    mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(48, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    fwd, cols = fp8.quantize(mlp, "tensor", torch.randn(4, 3, 4, 4))
+    assert seen["config"].granularity == "tensor" and seen["config"].set_inductor_config is False
+    assert (cols["fp8_linear_layers"], cols["fp8_linear_layers_skipped"]) == (1, 1)
+    assert cols["fp8_flops_share"] == pytest.approx(48 * 32 / (48 * 32 + 32 * 10))
+    assert cols["compute_dtype"] == "bfloat16" and "per-tensor" in cols["quant_config"]
+    assert fwd(torch.randn(2, 3, 4, 4)).dtype == torch.bfloat16  # float32 input cast inside the forward
+
+
+def test_without_torchao_the_fp8_row_says_what_to_install(monkeypatch):
+    from accelbench.core.errors import MissingDependencyError
+
+    monkeypatch.setattr(fp8, "_api", lambda: None)
+    assert "pip install 'accelbench[quant]'" in fp8.missing_reason()
+    with pytest.raises(MissingDependencyError):
+        fp8.quantize(torch.nn.Linear(16, 16), "row", torch.randn(2, 16))

@@ -55,6 +55,22 @@ def layer_flops(module, example) -> list[tuple[str, str, float, bool]]:
     return rows
 
 
+def total_flops(module, example) -> float | None:
+    """All matrix-product, convolution and attention FLOPs of one sample (``torch.utils.flop_counter``), or None
+    where the counter fails: the denominator of ``fp8_flops_share``."""
+    import torch
+
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        # with autograd on: nn.MultiheadAttention's inference fast path is an op the counter does not know
+        with torch.enable_grad(), FlopCounterMode(display=False) as counter:
+            module(example[:1])
+        return float(counter.get_total_flops())
+    except Exception:  # a share we cannot compute is left out, never guessed
+        return None
+
+
 def conv_dominated(rows) -> float | None:
     """The convolutions' share of the Conv2d + Linear FLOPs when above :data:`CONV_SHARE`, else None."""
     total = sum(r[2] for r in rows)
@@ -106,8 +122,10 @@ def quantize(module, granularity: str, example):
 
     Returns:
         ``(forward module, columns)``: ``quant_api``, ``quant_config``, ``fp8_linear_layers`` (converted),
-        ``fp8_linear_layers_skipped`` (dimensions not multiples of 16), ``fp8_flops_share`` (the converted layers'
-        share of the Conv2d + Linear FLOPs), ``quant_kernels``.
+        ``fp8_linear_layers_skipped`` (left in bf16: dimensions not multiples of 16, or a Linear used through its
+        weight, as ``nn.MultiheadAttention``'s ``out_proj``), ``fp8_flops_share`` (the converted layers' share of
+        all matrix-product, convolution and attention FLOPs, ``torch.utils.flop_counter``),
+        ``quant_kernels``, ``compute_dtype``.
 
     Raises:
         MissingDependencyError: torchao is not installed.
@@ -120,22 +138,24 @@ def quantize(module, granularity: str, example):
     if api is None:
         raise MissingDependencyError("torchao", "quant")
     quantize_, Config, PerRow, PerTensor = api
-    rows = layer_flops(module, example)
+    rows, total = layer_flops(module, example), total_flops(module, example)
     module = module.to(torch.bfloat16).eval()
     gran = PerRow() if granularity == "row" else PerTensor()
     try:  # torchao's own Inductor settings are process-wide (float32 matmul precision "high" among them): off
         config = Config(granularity=gran, set_inductor_config=False)
     except TypeError:
         config = Config(granularity=gran)
-    quantize_(module, config)
+    called = {r[0] for r in rows if r[1] == "linear"}
+    # only Linear layers whose own forward runs: nn.MultiheadAttention uses out_proj's weight in a fused op
+    quantize_(module, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and fqn in called)
     plain = (torch.Tensor, torch.nn.Parameter)
+    every = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)}
     done = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear) and type(m.weight) not in plain}
     linear = [r for r in rows if r[1] == "linear"]
-    total = sum(r[2] for r in rows)
     cols = {"quant_api": "torchao.quantization.quantize_ Float8DynamicActivationFloat8WeightConfig",
             "quant_config": (f"float8 e4m3 weights and activations, per-{granularity} scaling, dynamic activations; "
                              "Linear layers only; the rest bf16 (model cast to bfloat16)"),
-            "fp8_linear_layers": len(done), "fp8_linear_layers_skipped": len({r[0] for r in linear} - done),
+            "fp8_linear_layers": len(done), "fp8_linear_layers_skipped": len(every - done),
             "fp8_flops_share": sum(r[2] for r in linear if r[0] in done) / total if total else None,
             "quant_kernels": "fp8: torch._scaled_mm (FP8 tensor cores) through torchao",
             "compute_dtype": "bfloat16"}

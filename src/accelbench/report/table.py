@@ -241,7 +241,7 @@ def cheapest_lines(records: Iterable[dict]) -> list[str]:
 
     out = []
     for c in cheapest_meeting_target(list(records)):
-        head = f"{c['model']}: cheapest precision meeting the target (top-1 >= {100 * TARGET_RATIO:.0f} % of fp32 " \
+        head = f"{c['model']}: cheapest precision meeting the target (top-1 at least {100 * TARGET_RATIO:.0f} % of fp32 " \
                f"{100 * c['top1_fp32_ref']:.2f} %): "
         missed = f"; below target: {', '.join(c['missed'])}" if c["missed"] else ""
         if c["precision"] is None:
