@@ -48,7 +48,7 @@ def command(name: str | None = None):
 # Options shared by the commands (typer reads these objects per command). -------------------------------
 MODEL = typer.Option(None, "--model", "-m", help="Model(s), comma-separated: resnet50, cifar-resnet20, timm:<name>, pkg.mod:factory (accelbench models lists them).")
 BATCH = typer.Option(None, "--batch-sizes", "-b", help="Batch sizes, e.g. 1,8,32 (per GPU with --gpus, global with --global-batch).")
-PREC = typer.Option(None, "--precisions", "-p", help="fp32,tf32,amp-fp16,amp-bf16,fp16,bf16")
+PREC = typer.Option(None, "--precisions", "-p", help="fp32,tf32,amp-fp16,amp-bf16,fp16,bf16,int8,int8-dynamic,fp8,fp8-tensor")
 MODES = typer.Option(None, "--modes", help="Backends: eager,compile,max-autotune,cudagraphs")
 CL = typer.Option(None, "--channels-last/--no-channels-last", help="Default: where it helps (convolutions on CUDA below fp32).")
 IMAGES = typer.Option(None, "--images", "-n", help="Images per pass (split over the ranks with --gpus).")

@@ -61,6 +61,8 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Top-1 Δ (pts)", "top1_delta_pts", lambda v: f"{v:+.2f}"),
     ("Target Met", "accuracy_target_met", lambda v: "yes" if v else "no"),
     ("Simulated", "simulated", lambda v: "yes" if v else "no"),
+    ("FP8 Linear", ("fp8_linear_layers", "fp8_linear_layers_skipped"), lambda a, b: f"{a:.0f} (+{b:.0f} bf16)"),
+    ("FP8 FLOPs", "fp8_flops_share", lambda v: f"{100 * v:.0f}%"),
     ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
     ("Energy/img (mJ)", "energy_per_sample_j", lambda v: f"{1e3 * v:.2f}"),
     ("$/1k img", "cost_per_1000_samples_usd", lambda v: f"{v:.5f}"),
