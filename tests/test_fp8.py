@@ -118,7 +118,8 @@ def _row(prec, top1, tput, cost=None, status="ok", **kw):
 
 
 def test_cheapest_meeting_target_by_cost_then_throughput():
-    rows = [_row("fp32", 0.90, 100, 1.0), _row("amp-bf16", 0.895, 300, 0.4),
+    nan = float("nan")  # what a store read gives for a column a row lacks
+    rows = [_row("fp32", 0.90, 100, 1.0, simulated=nan, accuracy_target_met=nan), _row("amp-bf16", 0.895, 300, 0.4),
             _row("int8", 0.85, 900, 0.1, accuracy_target_met=False, top1_fp32_ref=0.9),
             _row("fp8", 0.90, None, None, status="unsupported", simulated=True, accuracy_target_met=True)]
     (c,) = cheapest_meeting_target(rows)

@@ -22,6 +22,11 @@ def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) else None
 
 
+def _true(v) -> bool:
+    """A stored flag: True/1 (a store read gives NaN for a column a row lacks, and NaN is truthy)."""
+    return _num(v) is not None and bool(v)
+
+
 def fp32_reference(rows: list[dict]) -> float | None:
     """A model's fp32 top-1 among its rows: an fp32 case's top-1 (the one measured on the most images), else the
     reference a quantized case computed (``top1_fp32_ref``)."""
@@ -61,9 +66,9 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
 
         def met(r):
             own = r.get("accuracy_target_met")
-            return bool(own) if _num(own) is not None or isinstance(own, bool) else _num(r["top1"]) >= ratio * ref
+            return _true(own) if _num(own) is not None else _num(r["top1"]) >= ratio * ref
 
-        timed = [r for r in rows if r.get("status") == "ok" and not r.get("simulated")
+        timed = [r for r in rows if r.get("status") == "ok" and not _true(r.get("simulated"))
                  and _num(r.get("throughput_samples_per_s")) is not None]
         good = [r for r in timed if met(r)]
         costed = [r for r in good if _num(r.get("cost_per_1000_samples_usd")) is not None]
