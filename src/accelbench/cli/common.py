@@ -226,17 +226,21 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
         console.print(f"{name}: weights {w}" + ("" if plain else " (random weights: accuracy not meaningful, not reported)"))
     for note in dict.fromkeys(why.values()):
         console.print(f"no accuracy: {note}")
-    if run["kind"].startswith("inference"):
-        from accelbench.report.table import cheapest_lines
-
-        for line in cheapest_lines(records):
-            console.print(Text(line))
+    print_cheapest(run["kind"], records)
     if resumed:
         console.print(f"resumed run {run_id}: {resumed} cases were already done")
     for (m, p, mode), b in oom_boundary(records).items():
         if b["smallest_oom"] is not None:
             console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
     print_notes(records, run["env"])
+
+
+def print_cheapest(kind: str, records: list[dict]) -> None:
+    """Under an inference table: per model, the cheapest precision that meets the accuracy target."""
+    from accelbench.report.table import cheapest_lines, is_detail
+
+    for line in cheapest_lines(r for r in records if not is_detail(r)) if kind.startswith("inference") else ():
+        console.print(Text(line))
 
 
 def print_ci_note(kind: str, records: list[dict]) -> None:
