@@ -38,7 +38,7 @@ fi
 {
   echo "=== $(date +%T) env"
   nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader 2>/dev/null
-  python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_capability())"
+  python3 -c "import torch; c = torch.cuda.is_available(); print('torch', torch.__version__, torch.cuda.get_device_name() if c else 'no GPU', torch.cuda.get_device_capability() if c else '')"
   python3 -c "import torchao; print('torchao', torchao.__version__)" || echo "torchao missing: fp8 rows will say what to install"
   python3 -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())" || echo "onnxruntime missing"
   echo "ViT: $VIT"

@@ -81,7 +81,7 @@ def test_layer_flops_and_fp8_eligibility():
 
 
 # the simulated rows through the inference scenario -----------------------------------------------------------
-def test_fp8_and_int8_on_the_cpu_give_accuracy_rows(tmp_path):
+def test_fp8_on_the_cpu_gives_simulated_accuracy_rows(tmp_path):
     spec = api.spec("inference", {"model": "cifar-resnet20", "batch_sizes": "64", "images": 320, "device": "cpu",
                                   "precisions": "fp32,fp8,fp8-tensor", "modes": "eager", "idle_s": 0,
                                   "min_time_s": 0, "min_timed_batches": 1, "warmup_batches": 0}, cuda=False)
