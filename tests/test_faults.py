@@ -159,6 +159,10 @@ FAULTS = [
     Fault("missing-labels-file", ["run", *TINY, "--labels", "{tmp}/none.txt"], 2, "cannot read labels file", no_run,
           one_line=True),
     Fault("unknown-backend", ["run", *TINY, "--modes", "eager,nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True),
+    Fault("tune-unknown-objective", ["tune", *TINY, "--objective", "speed"], 2, "invalid objective 'speed'", no_run,
+          one_line=True),
+    Fault("tune-zero-budget", ["tune", *TINY, "--budget-s", "0"], 2, "invalid budget_s 0", no_run, one_line=True),
+    Fault("tune-unknown-mode", ["tune", *TINY, "--modes", "nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True),
     Fault("compare-unknown-run", ["compare", "1", "99", "--db", "{path}"], 2, "no run 99", setup=_store_with_one_run,
           one_line=True),
 ]

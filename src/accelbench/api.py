@@ -159,6 +159,20 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
     return run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume)
 
 
+def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None):
+    """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec)
+    for ``settings.objective`` within ``settings.budget_s``; see :func:`accelbench.studies.tune.run_tune`.
+
+    Args:
+        settings: :class:`accelbench.studies.tune_search.TuneSettings` (objective, constraints, space, budget).
+    Returns:
+        :class:`accelbench.studies.tune.TuneOutcome` (the winner, its verdicts, the Pareto front, every trial).
+    """
+    from accelbench.studies.tune import run_tune
+
+    return run_tune(spec, settings, store, resume=resume, on_trial=on_trial)
+
+
 def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...] = (), n_boot: int | None = None):
     """``accelbench compare``: run B (or each of several) against run A, case by case.
 

@@ -5,6 +5,7 @@
 | eager | the module called directly | |
 | compile | ``torch.compile(module, dynamic=False)`` (Inductor, default mode) | torch.compile docs |
 | max-autotune | ``torch.compile(..., mode="max-autotune")``: Triton GEMM/conv autotuning, CUDA graphs | torch.compile docs |
+| compile-freeze, reduce-overhead(-freeze), max-autotune-freeze, max-autotune-no-cudagraphs | the other compile modes, with or without Inductor freezing (``compile.py``) | torch.compile docs |
 | onnxruntime | ``torch.onnx`` export run by an onnxruntime ``InferenceSession`` on the best execution provider (``ort_provider``); int8 through onnxruntime's QDQ quantization | onnxruntime docs |
 | cudagraphs | the eager module captured once into a ``torch.cuda.CUDAGraph`` and replayed; each batch is copied into the static input buffer inside the timed region, as a server would | PyTorch CUDA semantics, "CUDA Graphs" |
 

@@ -94,6 +94,11 @@ class Backend:
     # what runs an int8 PT2E module: eager runs its quantize/dequantize reference ops in fp32
     quant_kernels = "simulated: PT2E reference quantize/dequantize around fp32 ops (eager)"
 
+    def options(self) -> dict:
+        """The execution options this backend stands for, as row columns: ``compile_mode`` (a
+        ``torch.compile`` mode; None when nothing compiles) and ``freezing`` (Inductor freezing)."""
+        return {"compile_mode": None, "freezing": False}
+
     def columns(self, forward) -> dict:
         """Columns the built ``forward`` adds to its row (an execution provider, say); none by default."""
         return {}

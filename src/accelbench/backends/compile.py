@@ -1,4 +1,16 @@
-"""``torch.compile`` backends: ``compile`` (Inductor's default mode) and ``max-autotune``.
+"""``torch.compile`` backends: one per Inductor compile mode, each with and without Inductor freezing.
+
+| name | ``mode=`` | freezing |
+| --- | --- | --- |
+| compile / compile-freeze | default | off / on |
+| reduce-overhead / reduce-overhead-freeze | ``reduce-overhead`` (CUDA graphs) | off / on |
+| max-autotune / max-autotune-freeze | ``max-autotune`` (Triton autotuning, CUDA graphs) | off / on |
+| max-autotune-no-cudagraphs | ``max-autotune-no-cudagraphs`` | off |
+
+Freezing (``torch._inductor.config.freezing``) constant-folds the weights into the graph and folds batch norm
+into the convolutions: inference only (the module must not train; torch.compile docs, "Inductor freezing"),
+so the ``-freeze`` backends do not train. Every row records ``compile_mode`` and ``freezing``
+(:meth:`accelbench.backends.base.Backend.options`).
 
 Each case starts from a fresh compile cache (``torch._dynamo.reset()``): no recompile limit is hit and
 no case reuses another's artifacts, so ``compile_s`` is the case's own compilation time.
@@ -17,8 +29,9 @@ class Compile(Backend):
     trainable = True
     static_shapes = True
 
-    def __init__(self, name: str, compile_mode: str | None, trainable: bool = True):
-        self.name, self.compile_mode, self.trainable = name, compile_mode, trainable
+    def __init__(self, name: str, compile_mode: str | None, trainable: bool = True, freezing: bool = False):
+        self.name, self.compile_mode, self.trainable, self.freezing = name, compile_mode, trainable, freezing
+        self.needs_cuda = compile_mode in ("reduce-overhead",)  # CUDA graphs; max-autotune also runs on CPU
 
     quant_kernels = "int8: Inductor with freezing (oneDNN int8 kernels, packed weights)"
 
@@ -28,16 +41,18 @@ class Compile(Backend):
         torch._dynamo.reset()
         return torch.compile(model, mode=self.compile_mode, dynamic=False)
 
-    @staticmethod
-    def _freezing(module):
-        """Inductor freezing while a PT2E-quantized module compiles: the int8 weight packing needs it (PyTorch
-        tutorial "PyTorch 2 Export Quantization with X86 Backend through Inductor"); float models compile as
-        before."""
+    def _freezing(self, module):
+        """Inductor freezing while the module compiles: for a ``-freeze`` backend, and for a PT2E-quantized
+        module (the int8 weight packing needs it: PyTorch tutorial "PyTorch 2 Export Quantization with X86
+        Backend through Inductor")."""
         import torch._inductor.config as inductor_config
 
         from accelbench.quant.pt2e import FREEZE_ATTR
 
-        return inductor_config.patch(freezing=bool(getattr(module, FREEZE_ATTR, False)))
+        return inductor_config.patch(freezing=self.freezing or bool(getattr(module, FREEZE_ATTR, False)))
+
+    def options(self) -> dict:
+        return {"compile_mode": self.compile_mode or "default", "freezing": self.freezing}
 
     def _build(self, module, example, device):
         fn = self._compiled(module)
@@ -67,5 +82,10 @@ class Compile(Backend):
 
 
 register(Compile("compile", None))
+register(Compile("compile-freeze", None, trainable=False, freezing=True))
+register(Compile("reduce-overhead", "reduce-overhead"))
+register(Compile("reduce-overhead-freeze", "reduce-overhead", trainable=False, freezing=True))
 # max-autotune trains in principle, but autotuning a backward pass costs many minutes per case: inference only
 register(Compile("max-autotune", "max-autotune", trainable=False))
+register(Compile("max-autotune-freeze", "max-autotune", trainable=False, freezing=True))
+register(Compile("max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs", trainable=False))

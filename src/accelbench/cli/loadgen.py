@@ -32,7 +32,7 @@ def loadgen(
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
     label_space: Optional[str] = a.LABEL_SPACE, labels: Optional[str] = a.LABELS, mean: Optional[str] = a.MEAN,
     std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE, crop_pct: Optional[float] = a.CROP_PCT,
-    skip_bad_images: Optional[bool] = a.SKIP_BAD, seed: Optional[int] = a.SEED, db: Path = a.DB,
+    cudnn_benchmark: Optional[bool] = a.CUDNN, skip_bad_images: Optional[bool] = a.SKIP_BAD, seed: Optional[int] = a.SEED, db: Path = a.DB,
     json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME, wide: bool = a.WIDE,
 ) -> None:
     """MLPerf Inference scenarios (SingleStream, MultiStream, Server, Offline) through LoadGen, with telemetry, energy and cost."""
@@ -41,7 +41,7 @@ def loadgen(
     flags = {**a.shared_flags(model, max_batch, precisions, modes, channels_last, images, data, image_size, device,
                               warmup_batches, None, None, telemetry_period_ms, idle_s, price_per_hour, kwh_price,
                               skip_bad_images, seed),
-             "scenarios": scenarios, "batch_timeout_us": batch_timeout_us, "server_target_qps": server_target_qps,
+             "cudnn_benchmark": cudnn_benchmark, "scenarios": scenarios, "batch_timeout_us": batch_timeout_us, "server_target_qps": server_target_qps,
              "server_latency_ms": server_latency_ms, "server_search_steps": server_search_steps,
              "min_duration_s": min_duration_s, "min_query_count": min_query_count, "mlperf_rules": mlperf_rules,
              "accuracy": accuracy, "log_dir": str(log_dir) if log_dir else None,

@@ -23,7 +23,7 @@ def run(
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
     label_space: Optional[str] = a.LABEL_SPACE, labels: Optional[str] = a.LABELS, mean: Optional[str] = a.MEAN,
     std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE, crop_pct: Optional[float] = a.CROP_PCT,
-    skip_bad_images: Optional[bool] = a.SKIP_BAD, seed: Optional[int] = a.SEED, db: Path = a.DB,
+    cudnn_benchmark: Optional[bool] = a.CUDNN, skip_bad_images: Optional[bool] = a.SKIP_BAD, seed: Optional[int] = a.SEED, db: Path = a.DB,
     json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME,
     gpus: Optional[int] = a.GPUS, nnodes: int = a.NNODES, node_rank: int = a.NODE_RANK,
     rdzv_endpoint: Optional[str] = a.RDZV, global_batch: bool = a.GLOBAL, timeout_s: float = a.TIMEOUT,
@@ -35,7 +35,7 @@ def run(
     flags = {**a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
                               warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s,
                               price_per_hour, kwh_price, skip_bad_images, seed), "include_transfer": include_transfer,
-             "repeats": repeats, "calibration_images": calibration_images,
+             "cudnn_benchmark": cudnn_benchmark, "repeats": repeats, "calibration_images": calibration_images,
              **a.eval_flags(label_space, labels, mean, std, resize, crop_pct)}
     spec = api.spec("inference", *a.layers(config, "sweep", flags))
     opts = a.launch_options(gpus, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -182,7 +183,25 @@ def run_case(scenario, case, spec, state, rank, sink) -> tuple[dict, dict]:
     reason = scenario.unsupported_reason(case, rank.device)
     if reason:
         return {**rec, "status": UNSUPPORTED, "error": reason}, {}
-    return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device)
+    with cudnn_benchmark(getattr(spec, "cudnn_benchmark", None)) as on:
+        rec["cudnn_benchmark"] = on
+        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device)
+
+
+@contextmanager
+def cudnn_benchmark(value: bool | None):
+    """``torch.backends.cudnn.benchmark`` set to ``value`` for a case (None: left as it is), restored after;
+    yields the value in force (cuDNN times its convolution algorithms per shape and keeps the fastest:
+    PyTorch docs, "torch.backends.cudnn.benchmark")."""
+    import torch
+
+    before = torch.backends.cudnn.benchmark
+    if value is not None:
+        torch.backends.cudnn.benchmark = value
+    try:
+        yield bool(torch.backends.cudnn.benchmark)
+    finally:
+        torch.backends.cudnn.benchmark = before
 
 
 def reopen(store, kind: str, spec_hash: str) -> int | None:

@@ -24,6 +24,8 @@ from accelbench.core.config import LIST_FIELDS, check_bool, check_int, check_num
 from accelbench.core.errors import ConfigError
 
 CHANNELS_LAST = ("auto", "on", "off")
+# Shared fields added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
+SHARED_HASH_DEFAULTS: dict[str, Any] = {"cudnn_benchmark": None}
 DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 ALIASES = {"model": "models", "precision": "precisions", "mode": "modes", "batch_size": "batch_sizes"}
 
@@ -78,6 +80,7 @@ class Spec:
         price_per_hour: USD per device-hour, overriding the shipped price list.
         kwh_price: USD per kWh for the electricity cost; None leaves it out.
         skip_bad_images: drop image files that do not decode (counted) instead of stopping with an error.
+        cudnn_benchmark: ``torch.backends.cudnn.benchmark`` during each case; None leaves torch's default (off).
         settings: the scenario's own fields (a frozen :class:`Settings` dataclass).
     """
 
@@ -100,6 +103,7 @@ class Spec:
     price_per_hour: float | None = None
     kwh_price: float | None = None
     skip_bad_images: bool = False
+    cudnn_benchmark: bool | None = None
     settings: Settings = field(default_factory=Settings)
 
     def __post_init__(self) -> None:
@@ -118,8 +122,9 @@ class Spec:
             extra: further identity, e.g. the launch (GPUs, nodes, global batch) of a distributed run.
         """
         st = type(self.settings)
+        defaults = {**SHARED_HASH_DEFAULTS, **st.hash_defaults}
         doc = {k: v for k, v in self.to_dict().items()
-               if k not in st.volatile and not (k in st.hash_defaults and v == st.hash_defaults[k])}
+               if k not in st.volatile and not (k in defaults and v == defaults[k])}
         return digest({**doc, **extra})
 
     def replace(self, **changes: Any) -> "Spec":
@@ -159,6 +164,8 @@ def validate(spec: Spec) -> None:
         check_int(name, getattr(spec, name), 0)
     check_number("min_time_s", spec.min_time_s)
     check_bool("skip_bad_images", spec.skip_bad_images)
+    if spec.cudnn_benchmark is not None:
+        check_bool("cudnn_benchmark", spec.cudnn_benchmark)
     if not is_int(spec.seed):
         raise ConfigError("seed", spec.seed, "an integer")
     p = spec.telemetry_period_ms

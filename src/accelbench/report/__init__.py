@@ -10,6 +10,7 @@ def table_for(kind: str) -> Callable[..., Any]:
     from accelbench.report import scaling, table, train
     from accelbench.report.loadgen import loadgen_table
     from accelbench.report.profile_table import profile_table
+    from accelbench.report.tune import trials_table as tune_trials
 
     def aggregates(fn):
         return lambda records, compact=False: fn([r for r in records if r.get("aggregate") == 1])
@@ -26,5 +27,6 @@ def table_for(kind: str) -> Callable[..., Any]:
         "interconnect": lambda records, compact=False: scaling.collective_table(records),
         "concurrent": lambda records, compact=False: scaling.concurrent_table(records),
         "loadgen": loadgen_table,
+        "tune": lambda records, compact=False: tune_trials(records),
     }
     return by_kind.get(kind, table.results_table)

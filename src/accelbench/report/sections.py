@@ -190,6 +190,10 @@ def run_section(store, run_id: int) -> dict[str, Any]:
         blocks = profile_blocks(store, run, records)
     elif kind == "loadgen":
         blocks = loadgen_blocks(records)
+    elif kind == "tune":
+        from accelbench.report.tune import tune_blocks
+
+        blocks = tune_blocks(run, records)
     else:
         blocks = multi_blocks(kind, records)
     models = ", ".join(dict.fromkeys(str(r["model"]) for r in records if isinstance(r.get("model"), str)))

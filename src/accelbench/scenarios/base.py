@@ -119,6 +119,10 @@ class Scenario:
                "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
                "device": str(device), "data": case.data, "images": case.images, "started_at": time.time()}
         rec.update(dataclasses.asdict(case.extras))
+        if case.mode is not None:
+            from accelbench import backends
+
+            rec.update(backends.get(case.mode).options())  # compile_mode, freezing
         return rec
 
     def measure(self, case, spec, state, rank, sink) -> tuple[dict[str, Any], dict[str, list]]:

@@ -1,0 +1,123 @@
+"""``accelbench tune``: find the best configuration of one model (parsing only; the work is
+:func:`accelbench.api.tune`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from accelbench.cli import common as a
+from accelbench.cli.common import command, console, err_console
+
+
+@command()
+def tune(
+    model: Optional[str] = a.MODEL,
+    objective: str = typer.Option("throughput", "--objective", help="throughput (samples/s), latency (p50 ms), cost (USD per 1,000 samples) or energy (J per sample)."),
+    budget_s: float = typer.Option(600.0, "--budget-s", help="Seconds of trials (compilation included)."),
+    max_latency_p99_ms: Optional[float] = typer.Option(None, "--max-latency-p99-ms", help="Constraint: p99 latency per batch (ms)."),
+    max_memory_bytes: Optional[int] = typer.Option(None, "--max-memory-bytes", help="Constraint: peak GPU memory (bytes; on a CPU the process RSS)."),
+    min_top1_ratio: Optional[float] = typer.Option(None, "--min-top1-ratio", help="Constraint: top-1 / fp32 top-1 (e.g. 0.99), when the model reports accuracy."),
+    batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes", "-b", help="Batch sizes to try (default: bracketing and bisection; latency: 1)."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", help="Default: CUDA amp-bf16,bf16,fp16,amp-fp16; CPU fp32,bf16."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="Backends (default: CUDA compile,compile-freeze,reduce-overhead-freeze; latency cudagraphs,...; CPU eager,compile)."),
+    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="Largest batch bracketing tries (CUDA 1024, CPU 256)."),
+    screen_time_s: float = typer.Option(0.3, "--screen-time-s", help="Shortest timed window (s); each halving rung doubles it."),
+    final_rounds: int = typer.Option(2, "--final-rounds", help="Interleaved rounds of the final candidates."),
+    final_repeats: int = typer.Option(3, "--final-repeats", help="Windows per final round (rounds x repeats windows per candidate)."),
+    channels_last: Optional[bool] = a.CL, cudnn_benchmark: Optional[bool] = a.CUDNN, images: Optional[int] = a.IMAGES,
+    data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
+    warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B,
+    telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
+    price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH, seed: Optional[int] = a.SEED,
+    out_toml: Optional[Path] = typer.Option(None, "--out-toml", help="Write the winner as a TOML file for accelbench run -c."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Pareto front (throughput vs p99) as a PNG."),
+    db: Path = a.DB, json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME,
+    wide: bool = a.WIDE,
+) -> None:
+    """Search precisions x backends x batch sizes for the best configuration within a time budget."""
+    from accelbench import api
+    from accelbench.core.config import parse_list
+    from accelbench.studies.tune_search import TuneSettings
+
+    lists = {k: parse_list(k, v) if v is not None else None
+             for k, v in (("precisions", precisions), ("modes", modes), ("batch_sizes", batch_sizes))}
+    settings = TuneSettings(objective=objective, budget_s=budget_s, max_latency_p99_ms=max_latency_p99_ms,
+                            max_memory_bytes=max_memory_bytes, min_top1_ratio=min_top1_ratio, max_batch=max_batch,
+                            screen_time_s=screen_time_s, final_rounds=final_rounds, final_repeats=final_repeats,
+                            **{k: tuple(v) if v else None for k, v in lists.items()})
+    flags = {**a.shared_flags(model, None, None, None, channels_last, images, data, image_size, device,
+                              warmup_batches, min_timed_batches, None, telemetry_period_ms, idle_s,
+                              price_per_hour, kwh_price, None, seed), "cudnn_benchmark": cudnn_benchmark}
+    spec = api.spec("inference", *a.layers(config, "sweep", flags))
+    where = a.where(spec, None)
+    store = a.open_store(db, create=True)
+    console.print(f"accelbench tune: {', '.join(spec.models)} on {where}, objective {objective}, budget {budget_s:g} s, db {db}")
+    out = api.tune(spec, store, settings, resume=resume, on_trial=_progress)
+    _report(out, spec, settings, store, wide=wide, out_toml=out_toml, plot=plot, json_path=json_path)
+
+
+def _progress(row: dict) -> None:
+    thr = row.get("throughput_samples_per_s")
+    figure = f"{thr:,.1f} samples/s" if thr else str(row.get("error") or "")
+    console.print(f"  {row.get('tune_stage')}: {row['precision']} {row['mode']} batch {int(row['batch_size'])} "
+                  f"{row['status']} {figure}")
+
+
+def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path) -> None:
+    """Tables, summary, command, TOML, chart and JSON; then the exit code of the contract."""
+    from accelbench.core.errors import exit_code
+    from accelbench.report import tune as rt
+    from accelbench.studies import tune_final
+
+    if wide:
+        a.print_table(rt.trials_table(out.trials), wide=True)
+    if out.pareto:
+        a.print_table(rt.front_table(out.pareto), wide=wide)
+    if out.pruned:
+        console.print("pruned (slower at every batch tried): " + ", ".join(out.pruned))
+    for line in rt.summary_lines(out, settings.objective) + out.notes:
+        console.print(line)
+    if out.winner:
+        from accelbench.studies.tune_search import explain
+
+        for line in explain(out.trials, out.winner, settings.objective):
+            console.print("  what got it there: " + line)
+    cmd = tune_final.command(spec, out.winner) if out.winner else None
+    if cmd:
+        console.print(f"run it: {cmd}")
+    if out_toml and out.winner:
+        comment = f"accelbench tune run {out.run_id} ({settings.objective}): " + "\n".join(rt.summary_lines(out, settings.objective))
+        out_toml.write_text(tune_final.toml_text(spec, out.winner, comment))
+        console.print(f"wrote {out_toml}")
+    if plot and out.pareto:
+        rt.front_chart(out.pareto, out.trials, plot)
+        console.print(f"wrote {plot}")
+    if json_path:
+        _write_json(out, store, json_path, cmd, settings)
+    console.print(f"tune run {out.run_id}: {len(out.trials)} trials ({out.skipped_done} read back), "
+                  f"{out.spent_s:.1f} s of the {settings.budget_s:g} s budget, stored in {store.path}")
+    if out.interrupted:
+        err_console.print(f"interrupted: the trials so far are stored in run {out.run_id}; rerun with --resume")
+    raise typer.Exit(exit_code(out.statuses, out.interrupted))
+
+
+def _write_json(out, store, path: Path, cmd, settings) -> None:
+    import dataclasses
+    import json
+
+    from accelbench import api
+    from accelbench.studies.tune_search import explain
+
+    api.export_json(store, out.run_id, path)
+    doc = json.loads(path.read_text())
+    doc["tune"] = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
+                   "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
+                   "notes": out.notes, "pareto": out.pareto,
+                   "explain": explain(out.trials, out.winner, settings.objective) if out.winner else [],
+                   "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
+                   "gain": dataclasses.asdict(out.gain) if out.gain else None}
+    path.write_text(json.dumps(doc, indent=1, default=str))
+    console.print(f"wrote {path}")

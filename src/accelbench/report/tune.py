@@ -1,0 +1,125 @@
+"""``accelbench tune``'s output: the trials and the Pareto front as rich tables, the front as a matplotlib chart
+(throughput vs p99 latency), and the summary lines (winner, verdict, gain over the default configuration)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from accelbench.report.table import rate
+
+
+def interval(lo: float, hi: float) -> str:
+    return f"{lo:.3f}..{hi:.3f}"
+
+
+def _cell(v: Any, fmt: str = "{:.3g}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99") -> Table:
+    """One line per Pareto-optimal trial: configuration, throughput, p50/p99 latency, energy per sample, memory."""
+    t = Table(title=title)
+    for name in ("precision", "mode", "batch", "samples/s", "p50 ms", "p99 ms", "J/sample", "memory MB", "stage"):
+        t.add_column(name, justify="left" if name in ("precision", "mode", "stage") else "right")
+    for r in rows:
+        mem = r.get("peak_mem_bytes") or r.get("process_rss_bytes")
+        t.add_row(str(r["precision"]), str(r["mode"]), str(int(r["batch_size"])), rate(r["throughput_samples_per_s"]),
+                  _cell(r.get("latency_p50_ms")), _cell(r.get("latency_p99_ms")), _cell(r.get("energy_per_sample_j")),
+                  _cell(mem / 1e6 if mem else None, "{:.0f}"), str(r.get("tune_stage") or ""))
+    return t
+
+
+def trials_table(rows: list[dict[str, Any]]) -> Table:
+    """Every trial in the order it ran: stage, configuration, status, throughput, p99, wall seconds."""
+    t = Table(title="Trials")
+    for name in ("stage", "precision", "mode", "batch", "status", "samples/s", "p99 ms", "wall s"):
+        t.add_column(name)
+    for r in rows:
+        thr = r.get("throughput_samples_per_s")
+        t.add_row(str(r.get("tune_stage")), str(r["precision"]), str(r["mode"]), str(int(r["batch_size"])),
+                  str(r["status"]), rate(thr) if thr else "-", _cell(r.get("latency_p99_ms")),
+                  _cell(r.get("case_wall_s"), "{:.1f}"))
+    return t
+
+
+def summary_lines(out, objective: str) -> list[str]:
+    """The winner, whether it beats the runner-up beyond noise, and what it gained over the default."""
+    lines = []
+    w = out.winner
+    if w is None:
+        return ["no winner: " + "; ".join(out.notes or ["no trial finished"])]
+    lines.append(f"winner ({objective}): {w['precision']} {w['mode']} batch {int(w['batch_size'])}: "
+                 f"{rate(w['throughput_samples_per_s'])} samples/s, p50 {w['latency_p50_ms']:.3g} ms, "
+                 f"p99 {w['latency_p99_ms']:.3g} ms over {w['final_windows']} windows")
+    if out.verdict is not None and out.runner_up is not None:
+        v, r = out.verdict, out.runner_up
+        ci = interval(v.ci_low, v.ci_high) if v.ci_low is not None else "no interval"
+        word = "the top two are within noise" if v.verdict in ("within noise", "too few windows") else v.verdict
+        lines.append(f"vs runner-up {r['precision']} {r['mode']} batch {int(r['batch_size'])}: ratio {v.ratio:.3f} "
+                     f"(95% CI {ci}): {word}")
+    if out.gain is not None and out.baseline is not None:
+        g, b = out.gain, out.baseline
+        ci = interval(g.ci_low, g.ci_high) if g.ci_low is not None else "no interval"
+        lines.append(f"gain over the default ({b['precision']} {b['mode']} batch {int(b['batch_size'])}): "
+                     f"x{g.ratio:.3f} (95% CI {ci}, {g.verdict})")
+    elif out.baseline is not None:
+        lines.append("the winner is the default configuration")
+    return lines
+
+
+def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
+    """Every measured trial (grey) and the Pareto front (labelled) on throughput vs p99 latency: a figure."""
+    from accelbench.report.plots import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ok = [r for r in trials if r.get("status") == "ok" and r.get("latency_p99_ms") is not None]
+    ax.scatter([r["latency_p99_ms"] for r in ok], [r["throughput_samples_per_s"] for r in ok], c="0.75", s=14,
+               label="trials")
+    xs = [r["latency_p99_ms"] for r in rows]
+    ys = [r["throughput_samples_per_s"] for r in rows]
+    ax.plot(xs, ys, "o-", color="tab:blue", label="Pareto front")
+    for r, x, y in zip(rows, xs, ys):
+        ax.annotate(f"{r['precision']} {r['mode']} bs{int(r['batch_size'])}", (x, y), fontsize=7,
+                    xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("latency p99 (ms)")
+    ax.set_ylabel("throughput (samples/s)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path) -> None:
+    """:func:`front_figure` as a PNG at ``path``."""
+    from accelbench.report.plots import pyplot
+
+    fig = front_figure(rows, trials)
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+
+
+TRIAL_COLUMNS = [("Stage", "tune_stage", str), ("Precision", "precision", str), ("Mode", "mode", str),
+                 ("Batch", "batch_size", lambda v: str(int(v))), ("Status", "status", str),
+                 ("samples/s", "throughput_samples_per_s", rate), ("p50 ms", "latency_p50_ms", _cell),
+                 ("p99 ms", "latency_p99_ms", _cell), ("J/sample", "energy_per_sample_j", _cell),
+                 ("Wall s", "case_wall_s", lambda v: f"{v:.1f}")]
+
+
+def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
+    """The HTML/markdown report's blocks of a ``tune`` run: every trial, the Pareto front of the acceptable
+    trials (the run's constraints) and its chart."""
+    from accelbench.report import charts
+    from accelbench.report.sections import charts_block, table_block
+    from accelbench.studies import tune_search as ts
+
+    doc = (run.get("spec") or {}).get("tune") or {}
+    settings = ts.TuneSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
+    last = {(r["precision"], r["mode"], r["batch_size"]): r for r in records
+            if ts.violation(r, settings) is None and r.get("latency_p99_ms") is not None}
+    front = ts.pareto_front(list(last.values()))
+    chart = charts.svg(front_figure(front, records)) if front else None
+    return [table_block(records, TRIAL_COLUMNS, "Trials"),
+            table_block(front, TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
+            charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]
