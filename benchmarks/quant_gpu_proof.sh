@@ -7,6 +7,7 @@
 #   accuracy cifar-resnet56 and cifar-resnet20 (bundled CIFAR-10 weights) on all 10,000 cifar10-test images in
 #            fp32, amp-bf16, bf16, fp16, fp8, fp8-tensor (simulated: conv models), int8 (simulated on the GPU).
 #   cpu      ResNet-50 fp32 vs int8 at batch 32 on the host CPU: compile (Inductor freezing for int8) and onnxruntime.
+#   fusion   (not in the default STAGES: another call) ViT-B/16 bf16 vs fp8 with Inductor freezing and max-autotune.
 # Run from the repository root: OUT=/some/dir bash benchmarks/quant_gpu_proof.sh
 #   torchao must be importable (carry the wheel: docs/notes/issue-12-gpu.md); timm gives timm:vit_base_patch16_224,
 #   else torchvision's vit_b_16 is used (its attention's qkv projection is not an nn.Linear: fewer fp8 layers).
@@ -30,9 +31,11 @@ stage() {  # stage NAME MAX_S command...: at most MAX_S seconds, and never past 
   echo "=== $(date +%T) $name (at most $t s): $*"
   timeout --signal=TERM --kill-after=20 "$t" "$@"; echo "=== $(date +%T) $name exit $?"
 }
-GPU="--modes compile -b 256 --data cifar10-test -n 2560 --db $DB"; ACC="-b 1000 -n 10000"; CPU_N=256; T10=10
+GPU="-b 256 --data cifar10-test -n 2560 --db $DB"; ACC="-b 1000 -n 10000"; CPU_N=256; T10=10
+COMPILE=compile; FUSION=compile-freeze,max-autotune-no-cudagraphs
 if [ "${SMOKE:-0}" = 1 ]; then
-  GPU="--modes eager -b 4 --data cifar10-test -n 8 --device cpu --idle-s 0 --db $DB"; ACC="-b 64 -n 128 --device cpu"
+  GPU="-b 4 --data cifar10-test -n 8 --device cpu --idle-s 0 --db $DB"; ACC="-b 64 -n 128 --device cpu"
+  COMPILE=eager; FUSION=eager
   CPU_N=16; T10=0; VIT=vit_b_16
 fi
 {
@@ -42,11 +45,13 @@ fi
   python3 -c "import torchao; print('torchao', torchao.__version__)" || echo "torchao missing: fp8 rows will say what to install"
   python3 -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())" || echo "onnxruntime missing"
   echo "ViT: $VIT"
-  has speed && stage speed-resnet50 150 $AB run -m resnet50 -p fp32,amp-bf16,bf16,fp8,int8 $GPU --json "$OUT/speed-resnet50.json"
-  has speed && stage speed-vit 110 $AB run -m "$VIT" -p fp32,amp-bf16,int8 $GPU --json "$OUT/speed-vit.json"
-  has fp8 && stage fp8-vit 150 $AB run -m "$VIT" -p bf16,fp8,fp8-tensor $GPU --min-time-s $T10 --json "$OUT/fp8-vit.json" --wide
+  has speed && stage speed-resnet50 150 $AB run -m resnet50 -p fp32,amp-bf16,bf16,fp8,int8 --modes $COMPILE $GPU --json "$OUT/speed-resnet50.json"
+  has speed && stage speed-vit 110 $AB run -m "$VIT" -p fp32,amp-bf16,int8 --modes $COMPILE $GPU --json "$OUT/speed-vit.json"
+  has fp8 && stage fp8-vit 150 $AB run -m "$VIT" -p bf16,fp8,fp8-tensor --modes $COMPILE $GPU --min-time-s $T10 --json "$OUT/fp8-vit.json" --wide
   has accuracy && stage accuracy 120 $AB run -m cifar-resnet56,cifar-resnet20 $ACC --data cifar10-test \
     -p fp32,amp-bf16,bf16,fp16,fp8,fp8-tensor,int8 --modes eager --db "$DB" --json "$OUT/accuracy.json"
+  has fusion && stage fusion 400 $AB run -m "$VIT" -p bf16,fp8 --modes $FUSION $GPU \
+    --min-time-s $T10 --json "$OUT/fusion-vit.json" --wide
   has cpu && stage cpu 300 $AB run --device cpu -m resnet50 -b 32 -n $CPU_N -p fp32,int8 --modes compile,onnxruntime \
     --calibration-images $CPU_N --min-time-s 2 --repeats 3 --idle-s 0 --data cifar10-test --db "$DB" --json "$OUT/cpu.json"
   echo "=== $(date +%T) done ($(( $(date +%s) - T0 )) s)"
