@@ -65,7 +65,7 @@ def total_flops(module, example) -> float | None:
 
         # with autograd on: nn.MultiheadAttention's inference fast path is an op the counter does not know
         with torch.enable_grad(), FlopCounterMode(display=False) as counter:
-            module(example[:1])
+            module(example[:1].clone())  # a clone: an inference-mode tensor cannot be saved for backward
         return float(counter.get_total_flops())
     except Exception:  # a share we cannot compute is left out, never guessed
         return None
