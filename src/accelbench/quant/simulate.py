@@ -52,16 +52,24 @@ def _wrap(layer, granularity: str):
     return FakeFP8(layer)
 
 
-def fake_quantize_fp8(module, granularity: str = "row"):
+def fake_quantize_fp8(module, granularity: str = "row", example=None):
     """A copy of ``module`` whose Conv2d and Linear layers compute on float8-e4m3-rounded weights and inputs.
+
+    Args:
+        example: an input batch: only the layers whose own forward runs on it are wrapped (as the real path
+            converts: ``nn.MultiheadAttention`` uses its ``out_proj`` weight in a fused op); None: every layer.
 
     Returns:
         ``(module, columns)``: ``quant_api``, ``quant_config``, ``quant_kernels``, ``fp8_simulated_layers``.
     """
     import torch
 
+    from accelbench.quant.fp8 import layer_flops
+
+    called = None if example is None else {r[0] for r in layer_flops(module, example)}
     module = copy.deepcopy(module).eval()
-    names = [n for n, m in module.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and n]
+    names = [n for n, m in module.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and n
+             and (called is None or n in called)]
     for name in names:
         parent, _, leaf = name.rpartition(".")
         owner = module.get_submodule(parent) if parent else module
@@ -87,7 +95,7 @@ def simulated(module, scheme: str, granularity: str | None, calibration: list, e
     from accelbench.quant import pt2e
 
     if granularity is not None:
-        out, cols = fake_quantize_fp8(module, granularity)
+        out, cols = fake_quantize_fp8(module, granularity, example)
     else:
         out, cols = pt2e.quantize(module, scheme, calibration, example)
         cols["quant_kernels"] = "simulated: PT2E reference quantize/dequantize around fp32 ops (eager)"
