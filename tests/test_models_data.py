@@ -76,13 +76,16 @@ def test_image_folder_dir_and_archive(tmp_path):
         for i in range(3):
             Image.new("RGB", (20 + i, 16), (i * 40, 10, 200)).save(tmp_path / "imgs" / cls / f"{i}.png")
     raw = load_images(str(tmp_path / "imgs"), 100)
-    assert raw.images.shape == (6, 3, 16, 20) and raw.classes == ("cats", "dogs") and raw.label_space == "folder"
+    # mixed sizes: each image keeps its own (the evaluation transform then runs per image)
+    assert [tuple(a.shape) for a in raw.images] == [(3, 16, 20), (3, 16, 20), (3, 16, 21), (3, 16, 21), (3, 16, 22),
+                                                    (3, 16, 22)]
+    assert raw.classes == ("cats", "dogs") and raw.label_space == "folder"
     import tarfile
 
     with tarfile.open(tmp_path / "imgs.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "imgs", arcname="imgs")
     raw2 = load_images(str(tmp_path / "imgs.tar.gz"), 4)
-    assert raw2.images.shape[0] == 4 and raw2.labels.tolist() == [0, 1, 0, 1]
+    assert len(raw2.images) == 4 and raw2.labels.tolist() == [0, 1, 0, 1]
 
 
 def test_bad_data_paths(tmp_path):

@@ -32,7 +32,7 @@ def test_expand_order_and_keys():
 @pytest.mark.parametrize(
     "layer, field, allowed",
     [
-        ({"precisions": "fp32,fp8"}, "precision", "amp-bf16"),
+        ({"precisions": "fp32,fp4"}, "precision", "amp-bf16"),
         ({"modes": "jit"}, "mode", "cudagraphs"),
         ({"batch_sizes": "0,8"}, "batch_sizes", "positive integers"),
         ({"batch_sizes": "a,b"}, "batch_sizes", "integers"),

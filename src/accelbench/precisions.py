@@ -10,6 +10,12 @@
 | bf16 | cast to bfloat16 | bf16 | yes (weights, gradients, optimizer state in bf16) | bf16 | |
 | int8 | int8 weights (per-channel symmetric) and activations (per-tensor), static: calibrated on images disjoint from those measured | int8 (CPU: oneDNN/VNNI through Inductor with freezing; onnxruntime QDQ) | no | int8 | PyTorch tutorial "PyTorch 2 Export Quantization with X86 Backend through Inductor"; onnxruntime "Quantize ONNX models" |
 | int8-dynamic | int8 weights, activations quantized per batch at run time (Linear layers) | int8 | no | int8 | same sources |
+| fp8 | Linear layers: float8 e4m3 weights (per output row) and activations (per row, scaled per batch); the rest bf16 | ``torch._scaled_mm`` (CUDA, compute capability >= 8.9) through torchao | no | fp8 | torchao ``Float8DynamicActivationFloat8WeightConfig`` docs; OCP 8-bit floating point spec (E4M3 max 448) |
+| fp8-tensor | as fp8, one scale per tensor (weights and activations) | same | no | fp8 | same |
+
+Where a reduced precision has no kernel path on the device (int8 on a CUDA GPU; fp8 below compute capability
+8.9, on a CPU, or on a model whose compute is convolutions), :func:`simulated_reason` says why, and the inference
+scenario measures its accuracy in simulation (:mod:`accelbench.quant.simulate`) in an ``unsupported`` row.
 
 The int8 precisions run on CPUs only: PyTorch has no INT8 convolution kernel path on CUDA GPUs (issue 12;
 the x86 Inductor quantizer targets CPUs, per its tutorial). How a backend quantizes is its
@@ -43,6 +49,7 @@ class Precision:
         ceiling: the roofline ceiling that bounds it (a name of ``accelbench.profile.ceilings.MATMUL_PRECISIONS``).
         quant: ``static`` or ``dynamic`` post-training int8 quantization, or None (a float precision).
         needs_cpu: it runs on CPUs only (no kernel path on CUDA GPUs).
+        granularity: fp8 scaling: ``row`` (one scale per row of each matrix) or ``tensor``; None otherwise.
     """
 
     name: str
@@ -56,6 +63,7 @@ class Precision:
     ceiling: str = "fp32"
     quant: str | None = None
     needs_cpu: bool = False
+    granularity: str | None = None
 
     @property
     def reduced(self) -> bool:
@@ -78,6 +86,10 @@ PRECISIONS: dict[str, Precision] = {
         Precision("bf16", cast_dtype="bfloat16", ceiling="bf16"),
         Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True),
         Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True),
+        Precision("fp8", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8", quant="float8",
+                  granularity="row"),
+        Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
+                  quant="float8", granularity="tensor"),
     )
 }
 
@@ -92,8 +104,41 @@ def get(name: str) -> Precision:
 
 
 def quant_scheme(name: str) -> str | None:
-    """``static`` / ``dynamic`` for an int8 precision, None for a float one."""
+    """``static`` / ``dynamic`` for an int8 precision, ``float8`` for an fp8 one, None for a float one."""
     return get(name).quant
+
+
+def is_reference(name: str) -> bool:
+    """The fp32 reference precision (IEEE fp32, TF32 off): the accuracy every other precision is held to."""
+    p = get(name)
+    return not p.reduced and p.quant is None
+
+
+def is_float8(name: str) -> bool:
+    """An fp8 precision (torchao float8 on Linear layers; simulated where it cannot run)."""
+    return get(name).quant == "float8"
+
+
+def granularity(name: str) -> str | None:
+    """fp8 scaling granularity, ``row`` or ``tensor`` (None for other precisions)."""
+    return get(name).granularity
+
+
+_FP8_DEVICE = ("fp8 needs a CUDA GPU with FP8 tensor cores, compute capability 8.9 or newer (Ada, Hopper, "
+               "Blackwell: torchao float8 docs)")
+
+
+def simulated_reason(name: str, device) -> str | None:
+    """Why quantized precision ``name`` has no kernel path on ``device`` (its accuracy is then simulated,
+    :mod:`accelbench.quant.simulate`), or None when it runs for real (or is not a quantized precision)."""
+    import torch
+
+    p = get(name)
+    if p.quant is None:
+        return None
+    if p.quant == "float8" and (device.type != "cuda" or torch.cuda.get_device_capability(device) < p.min_capability):
+        return _FP8_DEVICE
+    return unsupported_reason(name, device)
 
 
 def names(trainable: bool = False) -> tuple[str, ...]:
@@ -112,7 +157,7 @@ def unsupported_reason(name: str, device, training: bool = False) -> str | None:
         return (f"{name} is not a training precision: pure fp16 loses small updates without fp32 master weights "
                 f"(use one of {', '.join(names(trainable=True))})")
     if p.needs_cuda and device.type != "cuda":
-        return f"{name} needs a CUDA GPU with TF32 tensor cores (Ampere or newer)"
+        return _FP8_DEVICE if p.quant == "float8" else f"{name} needs a CUDA GPU with TF32 tensor cores (Ampere or newer)"
     if p.needs_cpu and device.type != "cpu":
         return (f"{name} runs on CPUs only: PyTorch has no INT8 convolution kernel path on {device.type} GPUs "
                 "(Hopper included), and the x86 Inductor quantizer targets CPUs (PyTorch tutorial 'PyTorch 2 Export "

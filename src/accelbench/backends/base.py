@@ -67,11 +67,14 @@ class Backend:
         sync(device)
         return fns, time.perf_counter() - t0
 
-    def quantize(self, module, scheme: str, calibration: list, example, device) -> tuple[object, dict]:
-        """Quantize ``module`` to int8 for this backend (default: PT2E, :func:`accelbench.quant.pt2e.quantize`).
+    def quantize(self, module, scheme: str, calibration: list, example, device,
+                 granularity: str | None = None) -> tuple[object, dict]:
+        """Quantize ``module`` for this backend (default: int8 through PT2E, :func:`accelbench.quant.pt2e.quantize`;
+        fp8 through torchao, :func:`accelbench.quant.fp8.quantize`).
 
         Args:
-            scheme: ``static`` or ``dynamic`` (:attr:`accelbench.precisions.Precision.quant`).
+            scheme: ``static``, ``dynamic`` or ``float8`` (:attr:`accelbench.precisions.Precision.quant`).
+            granularity: fp8 scaling, ``row`` or ``tensor`` (given for fp8 only).
             calibration: float32 batches ``(B, 3, S, S)`` on the host, disjoint from the measured images.
             example: one input batch on ``device``.
 
@@ -81,8 +84,10 @@ class Backend:
         Raises:
             MissingDependencyError: the quantization library is not installed.
         """
-        from accelbench.quant import pt2e
+        from accelbench.quant import fp8, pt2e
 
+        if granularity is not None:
+            return fp8.quantize(module, granularity, example)
         out, cols = pt2e.quantize(module, scheme, calibration, example)
         return out, {**cols, "quant_kernels": self.quant_kernels}
 

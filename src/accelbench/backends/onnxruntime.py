@@ -86,8 +86,14 @@ class OnnxRuntime(Backend):
             return "onnxruntime is not installed: pip install 'accelbench[quant]'"
         return Backend.unsupported_reason(self, device, training)
 
-    def quantize(self, module, scheme, calibration, example, device):
+    def quantize(self, module, scheme, calibration, example, device, granularity=None):
         from onnxruntime import quantization as q
+
+        from accelbench.core.errors import Unsupported
+
+        if granularity is not None:
+            raise Unsupported("fp8 through onnxruntime is not built in accelbench (its FP8 paths need a TensorRT or "
+                              "CUDA build and a GPU run to claim): use the torch modes")
 
         fp32 = export(module, example)
         path = fp32.path.with_name("model.int8.onnx")

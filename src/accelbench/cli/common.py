@@ -48,7 +48,7 @@ def command(name: str | None = None):
 # Options shared by the commands (typer reads these objects per command). -------------------------------
 MODEL = typer.Option(None, "--model", "-m", help="Model(s), comma-separated: resnet50, cifar-resnet20, timm:<name>, pkg.mod:factory (accelbench models lists them).")
 BATCH = typer.Option(None, "--batch-sizes", "-b", help="Batch sizes, e.g. 1,8,32 (per GPU with --gpus, global with --global-batch).")
-PREC = typer.Option(None, "--precisions", "-p", help="fp32,tf32,amp-fp16,amp-bf16,fp16,bf16")
+PREC = typer.Option(None, "--precisions", "-p", help="fp32,tf32,amp-fp16,amp-bf16,fp16,bf16,int8,int8-dynamic,fp8,fp8-tensor")
 MODES = typer.Option(None, "--modes", help="Backends: eager, compile, compile-freeze (Inductor freezing), reduce-overhead(-freeze), max-autotune(-freeze), max-autotune-no-cudagraphs, cudagraphs, onnxruntime")
 CUDNN = typer.Option(None, "--cudnn-benchmark/--no-cudnn-benchmark", help="torch.backends.cudnn.benchmark during each case (default: torch's, off); recorded in every row.")
 CL = typer.Option(None, "--channels-last/--no-channels-last", help="Default: where it helps (convolutions on CUDA below fp32).")
@@ -227,12 +227,21 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
         console.print(f"{name}: weights {w}" + ("" if plain else " (random weights: accuracy not meaningful, not reported)"))
     for note in dict.fromkeys(why.values()):
         console.print(f"no accuracy: {note}")
+    print_cheapest(run["kind"], records)
     if resumed:
         console.print(f"resumed run {run_id}: {resumed} cases were already done")
     for (m, p, mode), b in oom_boundary(records).items():
         if b["smallest_oom"] is not None:
             console.print(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, out of memory at {b['smallest_oom']}")
     print_notes(records, run["env"])
+
+
+def print_cheapest(kind: str, records: list[dict]) -> None:
+    """Under an inference table: per model, the cheapest precision that meets the accuracy target."""
+    from accelbench.report.table import cheapest_lines, is_detail
+
+    for line in cheapest_lines(r for r in records if not is_detail(r)) if kind.startswith("inference") else ():
+        console.print(Text(line))
 
 
 def print_ci_note(kind: str, records: list[dict]) -> None:

@@ -30,6 +30,8 @@ def loadgen(
     warmup_batches: Optional[int] = typer.Option(None, "--warmup-batches", help="Timed forwards per built batch size before the tests."),
     telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
+    label_space: Optional[str] = a.LABEL_SPACE, labels: Optional[str] = a.LABELS, mean: Optional[str] = a.MEAN,
+    std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE, crop_pct: Optional[float] = a.CROP_PCT,
     cudnn_benchmark: Optional[bool] = a.CUDNN, skip_bad_images: Optional[bool] = a.SKIP_BAD, seed: Optional[int] = a.SEED, db: Path = a.DB,
     json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME, wide: bool = a.WIDE,
 ) -> None:
@@ -42,7 +44,8 @@ def loadgen(
              "cudnn_benchmark": cudnn_benchmark, "scenarios": scenarios, "batch_timeout_us": batch_timeout_us, "server_target_qps": server_target_qps,
              "server_latency_ms": server_latency_ms, "server_search_steps": server_search_steps,
              "min_duration_s": min_duration_s, "min_query_count": min_query_count, "mlperf_rules": mlperf_rules,
-             "accuracy": accuracy, "log_dir": str(log_dir) if log_dir else None}
+             "accuracy": accuracy, "log_dir": str(log_dir) if log_dir else None,
+             **a.eval_flags(label_space, labels, mean, std, resize, crop_pct)}
     spec = api.spec("loadgen", *a.layers(config, "loadgen", flags))
     where = a.where(spec, None)
     store = a.open_store(db, create=True)

@@ -28,7 +28,8 @@ def profile(
     remeasure_ceilings: bool = typer.Option(False, "--remeasure-ceilings", help="Measure the machine ceilings again."),
     telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
-    db: Path = a.DB,
+    mean: Optional[str] = a.MEAN, std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE,
+    crop_pct: Optional[float] = a.CROP_PCT, db: Path = a.DB,
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, env, results, kernels) as JSON."),
 ) -> None:
     """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
@@ -39,7 +40,7 @@ def profile(
                  warmup_steps=warmup_steps, timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
                  ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings,
                  telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour,
-                 kwh_price=kwh_price)
+                 kwh_price=kwh_price, mean=mean, std=std, resize=resize, crop_pct=crop_pct)
     spec = api.spec("profile", flags)
     where = a.where(spec, None)
     store = a.open_store(db, create=True)

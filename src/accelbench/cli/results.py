@@ -34,6 +34,7 @@ def results(run_id: Optional[int] = RUN, db: Path = a.DB,
     a.print_table(table_for(run["kind"])(records, compact=compact), not compact)
     if not compact:
         a.print_ci_note(run["kind"], records)
+    a.print_cheapest(run["kind"], records)
     if run["kind"] in ("inference", "training"):
         a.print_notes(records, env)
 

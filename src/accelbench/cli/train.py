@@ -11,7 +11,8 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, fail, styled
 
-SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers", "repeats")
+SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers", "repeats", "label_space", "labels",
+              "mean", "std")
 CONVERGE_ONLY = ("eval_data", "eval_images", "target_top1", "base_batch_size", "schedule", "warmup_epochs",
                  "placement", "workers", "deterministic", "checkpoint_dir")
 
@@ -51,6 +52,8 @@ def train(
     plot: Optional[Path] = typer.Option(None, "--plot", help="--epochs: write a PNG of top-1 vs epoch and vs time."),
     telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
+    label_space: Optional[str] = a.LABEL_SPACE, labels: Optional[str] = a.LABELS, mean: Optional[str] = a.MEAN,
+    std: Optional[str] = a.STD,
     cudnn_benchmark: Optional[bool] = a.CUDNN, seed: Optional[int] = a.SEED, skip_bad_images: Optional[bool] = a.SKIP_BAD, wide: bool = a.WIDE, db: Path = a.DB,
     json_path: Optional[Path] = a.JSON,
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML file (top level or a [train] table); flags override it."),
@@ -68,7 +71,8 @@ def train(
              "loader_workers": loader_workers, "repeats": repeats, "epochs": epochs, "eval_data": eval_data, "eval_images": eval_images,
              "target_top1": target_top1, "base_batch_size": base_batch_size, "schedule": schedule,
              "warmup_epochs": warmup_epochs, "placement": placement, "workers": workers,
-             "deterministic": deterministic, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None}
+             "deterministic": deterministic, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None,
+             "label_space": label_space, "labels": labels, "mean": mean, "std": std}
     layers = a.layers(config, "train", flags)
     converge = any(layer.get("epochs") is not None for layer in layers)
     _check_flags(layers, converge)

@@ -43,6 +43,15 @@ class MissingDependencyError(AccelbenchError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'accelbench[{extra}]'")
 
 
+class Unsupported(Exception):
+    """A case that cannot run here, found once its model was built (a convolutional model in fp8, say): the loop
+    stores an ``unsupported`` row with ``reason`` and ``columns`` (what was measured anyway: simulated accuracy)."""
+
+    def __init__(self, reason: str, columns: dict | None = None):
+        super().__init__(reason)
+        self.reason, self.columns = reason, dict(columns or {})
+
+
 def exit_code(statuses, interrupted: bool = False) -> int:
     """The exit code of a command whose cases ended with ``statuses`` (see the module table).
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from accelbench.core.env import sync_if_context
-from accelbench.core.errors import ERROR, OK, OOM, SKIPPED, UNSUPPORTED, is_oom, one_line
+from accelbench.core.errors import ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Unsupported, is_oom, one_line
 
 
 @dataclass
@@ -69,7 +69,8 @@ def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], devic
     """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
 
     Every failure becomes data: ``status`` ``oom`` (an allocation failure, also wrapped) or ``error`` with a
-    one-line reason; the device is cleaned up either way so later cases are not poisoned. Only
+    one-line reason (``unsupported`` with its columns for :class:`accelbench.core.errors.Unsupported`); the
+    device is cleaned up either way so later cases are not poisoned. Only
     KeyboardInterrupt propagates. Adds ``case_wall_s``.
 
     Returns:
@@ -81,6 +82,9 @@ def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], devic
         rec.update(measured or {}, status=OK, error=None)
     except KeyboardInterrupt:
         raise
+    except Unsupported as exc:  # found unable to run once built; what it measured anyway stays in the row
+        rec.update(exc.columns, status=UNSUPPORTED, error=exc.reason)
+        series = {}
     except Exception as exc:  # every failure is data: a row with a one-line reason
         rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
         series = {}

@@ -28,7 +28,8 @@ class RawImages:
     """Decoded images before resizing.
 
     Attributes:
-        images: uint8 tensor ``(N, 3, H, W)``.
+        images: uint8 tensor ``(N, 3, H, W)``, or a list of uint8 ``(3, H_i, W_i)`` when sizes differ
+            (:func:`to_model_input` transforms each image on its own).
         labels: int64 tensor ``(N,)`` or None (synthetic data).
         name: the data source as the user named it.
         description: one line naming what was loaded (shown in the output, stored with the run).
@@ -209,7 +210,11 @@ def _balanced(files: list[tuple[str, str]], classes: tuple[str, ...], n: int) ->
 
 
 def _decode_all(blobs: list[bytes], names: list[str], skip_bad: bool = False):
-    """``(uint8 (N, 3, H, W), indices decoded, names skipped)``; a bad image raises unless ``skip_bad``."""
+    """``(images, indices decoded, names skipped)``; a bad image raises unless ``skip_bad``.
+
+    Images: uint8 ``(N, 3, H, W)`` when all have one size, else a list of uint8 ``(3, H_i, W_i)`` (a folder of
+    ImageNet-like JPEGs): squashing them to one size before the crop would distort each image's aspect ratio.
+    """
     import torch
 
     arrays, keep, bad = [], [], []
@@ -225,12 +230,8 @@ def _decode_all(blobs: list[bytes], names: list[str], skip_bad: bool = False):
         arrays.append(torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8).view(img.height, img.width, 3))
     if not arrays:
         return None, keep, bad
-    sizes = {a.shape for a in arrays}
-    if len(sizes) > 1:  # mixed sizes: bring all to the first image's size so they stack
-        from torchvision.transforms.v2.functional import resize
-
-        h, w = arrays[0].shape[:2]
-        arrays = [a if a.shape[:2] == (h, w) else resize(a.permute(2, 0, 1), [h, w]).permute(1, 2, 0) for a in arrays]
+    if len({a.shape for a in arrays}) > 1:  # mixed sizes: each keeps its own; the transform runs per image
+        return [a.permute(2, 0, 1).contiguous() for a in arrays], keep, bad
     return torch.stack(arrays).permute(0, 3, 1, 2).contiguous(), keep, bad
 
 
@@ -238,7 +239,7 @@ def to_model_input(raw_images, image_size: int, mean, std, device="cpu", chunk: 
     """Resize (bilinear, antialiased when shrinking) or apply ``transform``, and normalise uint8 images for a model.
 
     Args:
-        raw_images: uint8 tensor ``(N, 3, H, W)``.
+        raw_images: uint8 tensor ``(N, 3, H, W)``, or a list of uint8 ``(3, H_i, W_i)`` (each transformed alone).
         image_size: output side S.
         mean, std: per-channel normalisation on the 0..1 scale.
         device: where the result lives.
@@ -254,7 +255,11 @@ def to_model_input(raw_images, image_size: int, mean, std, device="cpu", chunk: 
     t = transform or EvalTransform(size=image_size)
     m = torch.tensor(mean, device=device).view(1, 3, 1, 1)
     s = torch.tensor(std, device=device).view(1, 3, 1, 1)
-    out = torch.empty((raw_images.shape[0], 3, image_size, image_size), device=device)
+    out = torch.empty((len(raw_images), 3, image_size, image_size), device=device)
+    if isinstance(raw_images, (list, tuple)):  # mixed sizes: resize (shorter side) and crop each image alone
+        for i, img in enumerate(raw_images):
+            out[i : i + 1] = (apply(img[None].to(device).float().div_(255), t) - m) / s
+        return out
     for i in range(0, raw_images.shape[0], chunk):
         x = apply(raw_images[i : i + chunk].to(device).float().div_(255), t)
         out[i : i + chunk] = (x - m) / s

@@ -31,6 +31,7 @@ class Workload:
         module: the prepared ``nn.Module``; x: the input batch ``(B, 3, S, S)`` on the device.
         info: :class:`accelbench.models.ModelInfo`; image_size, channels_last: as resolved.
         compile_s: first-call wall time of the backend (None for eager).
+        transform: the evaluation transform the input went through (``transform`` column).
     """
 
     run: Callable[[], Any]
@@ -42,6 +43,15 @@ class Workload:
     image_size: int
     channels_last: bool
     compile_s: float | None
+    transform: str | None = None
+
+
+def _transform(settings, info, size: int):
+    """The evaluation transform from ``--resize``/``--crop-pct`` or the model's own (:mod:`accelbench.data.transforms`)."""
+    from accelbench.data.transforms import resolve
+
+    return resolve(size, resize=getattr(settings, "resize", None), crop_pct=getattr(settings, "crop_pct", None),
+                   model_crop_pct=info.crop_pct, interpolation=info.interpolation)
 
 
 def _batch(case, spec, module, info, device, cl: bool):
@@ -51,7 +61,8 @@ def _batch(case, spec, module, info, device, cl: bool):
 
     size = case.image_size or info.image_size
     inputs = Inputs.for_spec(spec, device)
-    x_all, raw = inputs.get(size, info.mean, info.std), inputs.raw_images()
+    t = _transform(spec.settings, info, size)
+    x_all, raw = inputs.get(size, info.mean, info.std, transform=t), inputs.raw_images()
     batches, labels, _ = make_batches(x_all, raw.labels, case.batch_size, case.batch_size,
                                       precisions.input_dtype(case.precision), cl)
     y = labels[0]
@@ -72,13 +83,18 @@ def build(case, spec, device) -> Workload:
     from accelbench.models import create_model
 
     torch.manual_seed(spec.seed)
+    from accelbench.models import with_overrides
+
     loaded = create_model(case.model)
+    st = spec.settings
+    info = with_overrides(loaded.info, None, getattr(st, "mean", None), getattr(st, "std", None))
     cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, device)
-    x, y, size = _batch(case, spec, loaded.module, loaded.info, device, cl)
+    x, y, size = _batch(case, spec, loaded.module, info, device, cl)
     build_fn = _inference if case.extras.step == "inference" else _train
     run, eager, forward, module, compile_s = build_fn(case, loaded.module, x, y, device, cl)
-    return Workload(run=run, eager=eager, forward=forward, module=module, x=x, info=loaded.info,
-                    image_size=size, channels_last=cl, compile_s=compile_s)
+    return Workload(run=run, eager=eager, forward=forward, module=module, x=x, info=info,
+                    image_size=size, channels_last=cl, compile_s=compile_s,
+                    transform=_transform(st, info, size).describe())
 
 
 def _inference(case, module, x, y, device, cl: bool):

@@ -14,3 +14,72 @@ def accuracy_columns(top1: float | None, top1_ref: float | None, ratio: float = 
         return {}
     return {"top1_fp32_ref": top1_ref, "top1_delta_pts": (top1 - top1_ref) * 100.0,
             "accuracy_target_met": bool(top1 >= ratio * top1_ref)}
+
+
+def _num(v) -> float | None:
+    import math
+
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) else None
+
+
+def _true(v) -> bool:
+    """A stored flag: True/1 (a store read gives NaN for a column a row lacks, and NaN is truthy)."""
+    return _num(v) is not None and bool(v)
+
+
+def fp32_reference(rows: list[dict]) -> float | None:
+    """A model's fp32 top-1 among its rows: an fp32 case's top-1 (the one measured on the most images), else the
+    reference a quantized case computed (``top1_fp32_ref``)."""
+    from accelbench import precisions
+
+    plain = [r for r in rows if _num(r.get("top1")) is not None and precisions.is_reference(str(r.get("precision")))]
+    if plain:
+        return _num(max(plain, key=lambda r: _num(r.get("accuracy_samples")) or 0)["top1"])
+    refs = [_num(r.get("top1_fp32_ref")) for r in rows if _num(r.get("top1_fp32_ref")) is not None]
+    return refs[0] if refs else None
+
+
+def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
+    """Per model: the cheapest measured case whose top-1 is at least ``ratio`` of the model's fp32 top-1.
+
+    Cheapest: the lowest ``cost_per_1000_samples_usd``, else (no price) the highest ``throughput_samples_per_s``.
+    Candidates: ``ok`` rows with a top-1 and a speed figure whose numerics are not simulated (a simulated row has
+    no speed; an eager int8 row times reference ops, not int8 kernels); a row's own ``accuracy_target_met`` is
+    used where it has one, else the rule against :func:`fp32_reference`.
+
+    Returns:
+        One dict per model with accuracy: ``model``, ``precision``, ``mode``, ``batch_size``, ``by`` (the column
+        ranked), ``value``, ``top1``, ``top1_fp32_ref``, ``top1_delta_pts``, ``missed`` (precisions below target);
+        ``precision`` None when no case meets the target (or no fp32 reference exists).
+    """
+    from accelbench.core.rundata import is_detail
+
+    by_model: dict[str, list[dict]] = {}
+    for r in records:
+        if _num(r.get("top1")) is not None and not is_detail(r):
+            by_model.setdefault(str(r.get("model")), []).append(r)
+    out = []
+    for model, rows in by_model.items():
+        ref = fp32_reference(rows)
+        if ref is None:
+            continue
+
+        def met(r):
+            own = r.get("accuracy_target_met")
+            return _true(own) if _num(own) is not None else _num(r["top1"]) >= ratio * ref
+
+        timed = [r for r in rows if r.get("status") == "ok" and not _true(r.get("simulated"))
+                 and _num(r.get("throughput_samples_per_s")) is not None]
+        good = [r for r in timed if met(r)]
+        costed = [r for r in good if _num(r.get("cost_per_1000_samples_usd")) is not None]
+        key = "cost_per_1000_samples_usd" if costed else "throughput_samples_per_s"
+        best = (min(costed, key=lambda r: _num(r[key])) if costed
+                else max(good, key=lambda r: _num(r[key])) if good else None)
+        missed = sorted({str(r.get("precision")) for r in rows if not met(r)})
+        row = {"model": model, "precision": None, "mode": None, "batch_size": None, "by": key, "value": None,
+               "top1": None, "top1_fp32_ref": ref, "top1_delta_pts": None, "missed": missed}
+        if best is not None:
+            row.update(precision=best.get("precision"), mode=best.get("mode"), batch_size=best.get("batch_size"),
+                       value=_num(best[key]), top1=_num(best["top1"]), top1_delta_pts=(_num(best["top1"]) - ref) * 100)
+        out.append(row)
+    return out

@@ -68,10 +68,10 @@ def load(p: CalibrationPlan, image_size: int, mean, std, transform=None):
 
     raw = load_images(p.data, p.skip + p.count, image_size=image_size, seed=p.seed)
     imgs = raw.images[p.skip:]
-    if imgs.shape[0] == 0:
+    if len(imgs) == 0:
         raise DataError(f"no calibration images: {p.data} holds no images beyond the {p.skip} measured "
                         "(pass fewer --images, or another source)")
-    desc = p.description if imgs.shape[0] == p.count else f"{p.description} (only {imgs.shape[0]} available)"
+    desc = p.description if len(imgs) == p.count else f"{p.description} (only {len(imgs)} available)"
     return to_model_input(imgs, image_size, mean, std, transform=transform), desc
 
 

@@ -94,7 +94,10 @@ def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
     items = [{"title": title, "svg": charts.batch_chart(rows, col, unit, f"{title} against batch size", scale=scale, ci=ci)}
              for col, unit, title, scale, ci in specs]
     blocks.append(charts_block([i for i in items if i["svg"]]))
-    blocks.append({"type": "notes", "title": "Validity, failures, OOM boundary", "lines": _flag_lines(rows)})
+    from accelbench.report.table import cheapest_lines
+
+    lines = _flag_lines(rows) + ([] if train else cheapest_lines(r for r in rows if r.get("aggregate") != 0))
+    blocks.append({"type": "notes", "title": "Validity, failures, OOM boundary", "lines": lines})
     return blocks
 
 

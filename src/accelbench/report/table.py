@@ -57,6 +57,12 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Memory Used (MB)", "device_mem_used_bytes", lambda v: f"{v / 1e6:,.0f}"),
     ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),
     ("Top-1", "top1", lambda v: f"{100 * v:.2f}%"),
+    ("Top-1 fp32", "top1_fp32_ref", lambda v: f"{100 * v:.2f}%"),
+    ("Top-1 Δ (pts)", "top1_delta_pts", lambda v: f"{v:+.2f}"),
+    ("Target Met", "accuracy_target_met", lambda v: "yes" if v else "no"),
+    ("Simulated", "simulated", lambda v: "yes" if v else "no"),
+    ("FP8 Linear", ("fp8_linear_layers", "fp8_linear_layers_skipped"), lambda a, b: f"{a:.0f} (+{b:.0f} bf16)"),
+    ("FP8 FLOPs", "fp8_flops_share", lambda v: f"{100 * v:.0f}%"),
     ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
     ("Energy/img (mJ)", "energy_per_sample_j", lambda v: f"{1e3 * v:.2f}"),
     ("$/1k img", "cost_per_1000_samples_usd", lambda v: f"{v:.5f}"),
@@ -74,6 +80,7 @@ COMPACT_INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("p50 ms", "latency_p50_ms", lambda v: f"{v:.2f}"),
     ("p99 ms", "latency_p99_ms", lambda v: f"{v:.2f}"),
     ("Top-1", "top1", lambda v: f"{100 * v:.1f}%"),
+    ("Δ pts", "top1_delta_pts", lambda v: f"{v:+.2f}"),
     ("mJ/img", "energy_per_sample_j", lambda v: f"{1e3 * v:.1f}"),
     ("Status", "status", str),
 ]
@@ -118,6 +125,8 @@ def _status_cell(r: dict, compact: bool) -> Text:
     text = str(v)
     if v == "ok" and compact and isinstance(r.get("validity"), str) and r["validity"] != "ok":
         text = "ok, flagged"
+    elif v == "unsupported" and compact and r.get("simulated") and r.get("simulated") == r.get("simulated"):
+        text = "simulated"  # unsupported for speed; its accuracy was measured in simulation (not NaN)
     elif v != "ok" and not compact and r.get("error"):
         text += f": {r['error']}"
     style = "yellow" if text == "ok, flagged" else _STATUS_STYLE.get(v, "")
@@ -225,3 +234,23 @@ def runs_table(runs: list[dict]) -> Table:
         when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         t.add_row(str(r["run_id"]), when, r["kind"], r["status"], str(r["cases"]))
     return t
+
+
+def cheapest_lines(records: Iterable[dict]) -> list[str]:
+    """One line per model with accuracy: the cheapest precision that meets the accuracy target (MLPerf: >= 99 % of
+    the fp32 top-1), :func:`accelbench.quant.accuracy.cheapest_meeting_target`."""
+    from accelbench.quant.accuracy import TARGET_RATIO, cheapest_meeting_target
+
+    out = []
+    for c in cheapest_meeting_target(list(records)):
+        head = f"{c['model']}: cheapest precision meeting the target (top-1 at least {100 * TARGET_RATIO:.0f} % of fp32 " \
+               f"{100 * c['top1_fp32_ref']:.2f} %): "
+        missed = f"; below target: {', '.join(c['missed'])}" if c["missed"] else ""
+        if c["precision"] is None:
+            out.append(head + "none measured (simulated and failed cases have no speed)" + missed)
+            continue
+        what = (f"${c['value']:.3g}/1k img" if c["by"] == "cost_per_1000_samples_usd"
+                else f"{rate(c['value'])} img/s (no price: by throughput)")
+        out.append(head + f"{c['precision']} ({c['mode']}, batch {_int(c['batch_size'])}), {what}, top-1 "
+                   f"{100 * c['top1']:.2f} % ({c['top1_delta_pts']:+.2f} pts){missed}")
+    return out

@@ -23,6 +23,8 @@ class Scenario:
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
         derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
+        quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
+            run silently in fp32).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
         gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
     """
@@ -38,6 +40,7 @@ class Scenario:
     rejects: tuple[str, ...] = ()
     derived_keys: dict[str, Any] = {}
     training = False
+    quantizes = False
     rank_rows = True
     uses_models = True
     gpu_defaults: dict[str, Any] = {}
@@ -95,7 +98,8 @@ class Scenario:
         """Why ``case`` cannot run on ``device``: its precision's or its backend's reason, or None."""
         from accelbench import backends, precisions
 
-        return (precisions.unsupported_reason(case.precision, device, self.training)
+        return (quant_reason(self, case.precision, self.training)
+                or precisions.unsupported_reason(case.precision, device, self.training)
                 or backends.get(case.mode).unsupported_reason(device, self.training))
 
     # running ---------------------------------------------------------------------------------------
@@ -134,6 +138,15 @@ class Scenario:
 
     def export_extra(self, store, run_id: int, doc: dict) -> None:
         """Add what the scenario keeps in extension tables to a run's JSON document."""
+
+
+def quant_reason(scenario, precision: str, training: bool = False) -> str | None:
+    """Why ``scenario`` cannot run quantized ``precision`` (it does not quantize), or None."""
+    from accelbench import precisions
+
+    if training or not precisions.quant_scheme(precision) or scenario.quantizes:
+        return None
+    return f"{precision} is measured by accelbench run only (this command does not quantize the model)"
 
 
 SCENARIOS: dict[str, Scenario] = {}

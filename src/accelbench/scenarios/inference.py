@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from accelbench.core.spec import Extras, Windowed
 from accelbench.core.config import check_bool, check_int
+from accelbench.data.evaluation import accuracy_pass  # noqa: F401  (re-exported: the scenario's accuracy pass)
 from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
@@ -60,23 +61,12 @@ class InferenceSettings(Windowed):
     labels: str | None = None
 
     def __post_init__(self) -> None:
-        from accelbench.core.config import check_int, is_number
-        from accelbench.core.errors import ConfigError
-        from accelbench.data.labels import LABEL_SPACES, parse_norm
+        from accelbench.data.evaluation import check_eval_settings
 
         Windowed.__post_init__(self)
         check_bool("include_transfer", self.include_transfer)
         check_int("calibration_images", self.calibration_images, 1)
-        if self.label_space is not None and self.label_space not in LABEL_SPACES:
-            raise ConfigError("label_space", self.label_space, ", ".join(LABEL_SPACES))
-        for name in ("mean", "std"):
-            parse_norm(name, getattr(self, name))
-        if self.resize is not None:
-            check_int("resize", self.resize, 8)
-        if self.crop_pct is not None and not is_number(self.crop_pct, 0.05, 1.0):
-            raise ConfigError("crop_pct", self.crop_pct, "a fraction in 0.05..1 (input side / resized shorter side)")
-        if self.labels is not None and (not isinstance(self.labels, str) or not self.labels):
-            raise ConfigError("labels", self.labels, "a labels file path")
+        check_eval_settings(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,42 +74,17 @@ class InferenceExtras(Extras):
     include_transfer: bool = False
 
 
-def accuracy_pass(fwd, batches, blabels, n_real: int, feed) -> dict[int, int] | None:
-    """Run every batch once (untimed; also a warm-up) and count top-1/top-5 hits on the real samples.
-
-    Returns:
-        ``{1: hits, 5: hits}`` over the first ``n_real`` samples, or None without labels.
-    """
-    from accelbench.core.stats import topk_correct
-
-    totals, seen = {1: 0, 5: 0}, 0
-    for xb, yb in zip(batches, blabels):
-        out = fwd(feed(xb))
-        if yb is None or seen >= n_real:
-            continue
-        take = min(len(yb), n_real - seen)
-        hits = topk_correct(out[:take], yb[:take].to(out.device))
-        for k in totals:
-            totals[k] += hits[k]
-        seen += take
-    return totals if blabels and blabels[0] is not None else None
-
-
 class Inference(Scenario):
     name, kind, dist_kind = "inference", "inference", "inference-dp"
     workload, dist_workload = "inference", "inference-dp"
+    quantizes = True
     settings_type, extras_type = InferenceSettings, InferenceExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
-        """``mean``/``std`` as 3 floats (a preset name, ``"0.5,0.5,0.5"`` or a list); a preset fills the other."""
-        from accelbench.data.labels import NORM_PRESETS, parse_norm
+        from accelbench.data.evaluation import normalize_eval
 
-        for name, other in (("mean", "std"), ("std", "mean")):
-            v = merged.get(name)
-            if isinstance(v, str) and v.strip() in NORM_PRESETS and merged.get(other) is None:
-                merged[other] = v.strip()
-        return {**merged, "mean": parse_norm("mean", merged.get("mean")), "std": parse_norm("std", merged.get("std"))}
+        return normalize_eval(merged)
 
     def check(self, spec) -> None:
         """The models and data (:meth:`Scenario.check`), and a labels file against the label space and folders.
@@ -137,6 +102,21 @@ class Inference(Scenario):
             classes = tuple(sorted({c for c, _ in list_images(path)})) if path is not None else None
             check_labels(names, spec.settings.labels, spec.settings.label_space, classes)
 
+    def unsupported_reason(self, case, device) -> str | None:
+        """The backend's reason, or the precision's; a quantized precision with no kernel path here is measured
+        anyway: :meth:`measure` simulates its accuracy (:mod:`accelbench.quant.simulate`)."""
+        from accelbench import backends, precisions
+
+        if precisions.quant_scheme(case.precision) and not self.training:
+            return backends.get(case.mode).unsupported_reason(device, self.training)
+        return super().unsupported_reason(case, device)
+
+    def export_extra(self, store, run_id: int, doc: dict) -> None:
+        """``cheapest_meeting_target``: per model, the cheapest precision meeting the accuracy target."""
+        from accelbench.quant.accuracy import cheapest_meeting_target
+
+        doc["cheapest_meeting_target"] = cheapest_meeting_target(doc.get("results", []))
+
     def extras(self, spec) -> InferenceExtras:
         return InferenceExtras(include_transfer=spec.settings.include_transfer)
 
@@ -148,6 +128,7 @@ class Inference(Scenario):
         from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import passes_needed, time_windows, warm_up
+        from accelbench.quant import case as quant_case
         from accelbench.telemetry import monitor
 
         dev = rank.device
@@ -161,7 +142,10 @@ class Inference(Scenario):
         batches, blabels, n_real, feed = data
         backend, qcols = backends.get(case.mode), {}
         if precisions.quant_scheme(case.precision):
-            module, qcols = _quantized(case, spec, module, info, size, backend, data, dev, ev.transform)
+            why = quant_case.unsupported_here(case.precision, module, batches[0].to(dev), dev)
+            if why:  # raises Unsupported: a row with simulated accuracy and no speed
+                quant_case.simulated_row(case, spec, module, info, size, data, dev, ev, why)
+            module, qcols = quant_case.quantized(case, spec, module, info, size, backend, data, dev, ev.transform)
         with precisions.context(case.precision, dev):
             fwd, compile_s = backend.build(module, batches[0].to(dev), dev)
             hits = accuracy_pass(fwd, batches, blabels, n_real, feed)
@@ -186,7 +170,7 @@ class Inference(Scenario):
         if rank.distributed:
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
                        top5_correct=hits[5] if hits else None, **rank.fields())
-        rec.update(backend.columns(fwd), **_with_reference(qcols, hits, n_real))
+        rec.update(backend.columns(fwd), **quant_case.with_reference(qcols, hits, n_real))
         add_telemetry(rec, mon, dev)
         ci_cols, ci_series = window_columns(windows, bs, "latency")
         rec.update(ci_cols)
@@ -209,43 +193,6 @@ def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
                                             pin=transfer and dev.type == "cuda")
     feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
     return ev, bs, images, (batches, blabels, n_real, feed)
-
-
-def _quantized(case, spec, module, info, size, backend, data, dev, transform=None):
-    """``module`` quantized by ``backend`` for the case's int8 precision, and its columns: the calibration
-    (``calibration_data``, ``calibration_images``, ``calibration_s``) and, with labels, the fp32 top-1 of the
-    same module on the same batches (eager, before quantizing: ``_top1_ref_hits``)."""
-    import time
-
-    from accelbench import precisions
-    from accelbench.quant import calibration
-
-    batches, blabels, n_real, feed = data
-    ref = None
-    if blabels and blabels[0] is not None:
-        with precisions.context("fp32", dev):
-            ref = accuracy_pass(module, batches, blabels, n_real, feed)
-    t0, scheme = time.perf_counter(), precisions.quant_scheme(case.precision)
-    calib, desc = [], "none: dynamic quantization computes activation scales per batch"
-    if scheme == "static":
-        plan = calibration.plan(case.data, case.images, spec.settings.calibration_images, spec.seed)
-        x, desc = calibration.load(plan, size, info.mean, info.std, transform)
-        calib = calibration.batches(x, case.batch_size)
-    out, cols = backend.quantize(module, scheme, calib, batches[0].to(dev), dev)
-    cols = {**cols, "calibration_data": desc, "calibration_images": sum(int(b.shape[0]) for b in calib),
-            "calibration_s": time.perf_counter() - t0, "_top1_ref_hits": ref[1] if ref else None}
-    return out, cols
-
-
-def _with_reference(qcols: dict, hits, n_real: int) -> dict:
-    """The quantization columns, with the accuracy beside the fp32 reference (:mod:`accelbench.quant.accuracy`)."""
-    from accelbench.quant.accuracy import accuracy_columns
-
-    cols = dict(qcols)
-    ref = cols.pop("_top1_ref_hits", None)
-    if hits and ref is not None:
-        cols.update(accuracy_columns(hits[1] / n_real, ref / n_real))
-    return cols
 
 
 def _prepared_model(case, dev):

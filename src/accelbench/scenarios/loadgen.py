@@ -20,11 +20,12 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from accelbench.core.config import check_bool, check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
+from accelbench.data.evaluation import EVAL_HASH_DEFAULTS, check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
 from accelbench.serving.settings import MULTISTREAM_SAMPLES, SCENARIOS, TestPlan
 
@@ -48,9 +49,12 @@ class LoadgenSettings(Settings):
         mlperf_rules: LoadGen's built-in MLPerf settings (600 s, official query counts, early stopping).
         accuracy: also run LoadGen's AccuracyOnly mode (top-1/top-5 on the same samples).
         log_dir: LoadGen's logs go under this folder (default: ``<store>-loadgen`` beside the store).
+        label_space, labels, mean, std, resize, crop_pct: as ``accelbench run``'s
+            (:class:`accelbench.scenarios.inference.InferenceSettings`): the QSL's preprocessing and accuracy labels.
     """
 
     volatile = ("log_dir",)
+    hash_defaults: ClassVar[dict[str, Any]] = dict(EVAL_HASH_DEFAULTS)
     scenarios: tuple[str, ...] = SCENARIOS
     min_duration_s: float = 10.0
     min_query_count: int | None = None
@@ -61,8 +65,15 @@ class LoadgenSettings(Settings):
     mlperf_rules: bool = False
     accuracy: bool = False
     log_dir: str | None = None
+    label_space: str | None = None
+    labels: str | None = None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: int | None = None
+    crop_pct: float | None = None
 
     def __post_init__(self) -> None:
+        check_eval_settings(self)
         for name in self.scenarios:
             if name not in SCENARIOS:
                 raise ConfigError("scenario", name, ", ".join(SCENARIOS))
@@ -109,7 +120,7 @@ class Loadgen(Scenario):
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
         if "scenarios" in merged:
             merged["scenarios"] = scenario_names(merged["scenarios"])
-        return merged
+        return normalize_eval(merged)
 
     def check(self, spec) -> None:
         from accelbench.serving import loadgen

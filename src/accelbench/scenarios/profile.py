@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings
@@ -34,9 +34,11 @@ class ProfileSettings(Settings):
         chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
         ncu_timeout_s: seconds one ncu run may take.
         remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
+        mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
     """
 
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
+    hash_defaults: ClassVar[dict[str, Any]] = {"mean": None, "std": None, "resize": None, "crop_pct": None}
     steps: tuple[str, ...] = ("inference",)
     ncu: str = "auto"
     warmup_steps: int | None = None
@@ -45,8 +47,15 @@ class ProfileSettings(Settings):
     ncu_csv_dir: str | None = None
     ncu_timeout_s: float = 1800.0
     remeasure_ceilings: bool = False
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: int | None = None
+    crop_pct: float | None = None
 
     def __post_init__(self) -> None:
+        from accelbench.data.evaluation import check_eval_settings
+
+        check_eval_settings(self)
         check_choices("step", self.steps, STEPS)
         if self.ncu not in NCU_MODES:
             raise ConfigError("ncu", self.ncu, ", ".join(NCU_MODES))
@@ -102,7 +111,9 @@ class Profile(Scenario):
         if isinstance(merged.get("steps"), str):
             merged["steps"] = tuple(s.strip() for s in merged["steps"].split(",") if s.strip())
         merged.setdefault("images", max(merged.get("batch_sizes") or (1,)))  # one batch of real images
-        return merged
+        from accelbench.data.evaluation import normalize_eval
+
+        return normalize_eval(merged)
 
     def cases(self, spec, device: str) -> list:
         from accelbench.core.spec import grid
@@ -111,9 +122,11 @@ class Profile(Scenario):
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
+        from accelbench.scenarios.base import quant_reason
 
         train = case.extras.step == "train"
-        return (precisions.unsupported_reason(case.precision, device, training=train)
+        return (quant_reason(self, case.precision, train)
+                or precisions.unsupported_reason(case.precision, device, training=train)
                 or backends.get(case.mode).unsupported_reason(device, training=train))
 
     def prepare(self, spec, device, store) -> Any:
@@ -141,6 +154,7 @@ class Profile(Scenario):
         with monitor(dev, spec.telemetry_period_ms / 1000) as mon:
             times_ms, wall_s = time_passes(step, [None], iters, dev)
         rec = {"image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,
+               "transform": work.transform,
                "compile_s": work.compile_s, "analytic_flop_calls": [list(c) for c in counts.flop_calls],
                "samples_timed": len(times_ms) * case.batch_size, "timed_wall_s": wall_s}
         rec.update(results.analytic_fields(counts, ceilings, case.precision, times_ms, case.batch_size))

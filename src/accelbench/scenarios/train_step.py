@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
@@ -43,18 +43,28 @@ class TrainSettings(Windowed):
         loader_workers: when set (and the data is real), also measure the DataLoader (decode, augmentation,
             collate with this many workers) and flag cases it cannot feed (input-bound).
         repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
+        label_space, labels: how the data's classes map to the model's outputs (as ``accelbench run``'s); None:
+            each class folded into the model's outputs by its sorted position. mean, std: input normalisation.
     """
 
+    hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults, "label_space": None, "labels": None,
+                                               "mean": None, "std": None}
     optimizer: str = SWEEP_OPTIMIZER["optimizer"]
     lr: float = SWEEP_OPTIMIZER["lr"]
     momentum: float = SWEEP_OPTIMIZER["momentum"]
     weight_decay: float = SWEEP_OPTIMIZER["weight_decay"]
     loader_workers: int | None = None
+    label_space: str | None = None
+    labels: str | None = None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        from accelbench.data.evaluation import check_eval_settings
         from accelbench.train.step import OPTIMIZERS
 
         Windowed.__post_init__(self)
+        check_eval_settings(self)
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError("optimizer", self.optimizer, ", ".join(OPTIMIZERS))
         for name in ("lr", "momentum", "weight_decay"):
@@ -90,6 +100,11 @@ class TrainStep(Scenario):
     # cost is quoted for the timed steps; validity reads the step-time spread
     derived_keys = {"work_seconds_key": "timed_wall_s", "work_samples_key": "samples_timed",
                     "spread_key": "step_time_spread"}
+
+    def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
+        from accelbench.data.evaluation import normalize_eval
+
+        return normalize_eval(merged)
 
     def extras(self, spec) -> TrainExtras:
         return TrainExtras(optimizer=spec.settings.optimizer)
@@ -149,6 +164,7 @@ def _build(case, spec, inputs, rank):
     ``(step, [(x, y), ...], the record's first columns)``."""
     from accelbench import precisions
     from accelbench.data.batches import make_batches
+    from accelbench.data.evaluation import mapped_labels
     from accelbench.models import create_model
     from accelbench.train.datasets import num_outputs
     from accelbench.train.step import StepConfig, build_step
@@ -158,8 +174,9 @@ def _build(case, spec, inputs, rank):
     info, n_out = loaded.info, num_outputs(loaded.module)
     size = case.image_size or info.image_size
     cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
+    info, mapped = mapped_labels(info, st, inputs.raw_images())
     x_all, raw = inputs.get(size, info.mean, info.std), inputs.raw_images()
-    xs, ys = rank.shard(x_all, labels_for(raw, n_out, x_all.shape[0], spec.seed))
+    xs, ys = rank.shard(x_all, mapped if mapped is not None else labels_for(raw, n_out, x_all.shape[0], spec.seed))
     bs = rank.per_rank_batch(case.batch_size)
     images = xs.shape[0] if rank.distributed else case.images
     batches, blabels, _ = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl)
@@ -167,7 +184,8 @@ def _build(case, spec, inputs, rank):
     cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=st.optimizer, lr=st.lr,
                      momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl)
     rec = {"weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl,
-           "data_description": raw.description, "num_classes": n_out, "rank_batch_size": bs, "rank_images": images}
+           "data_description": raw.description, "num_classes": n_out, "rank_batch_size": bs, "rank_images": images,
+           "label_space": info.label_space, "labels_mapped": mapped is not None}
     return build_step(loaded.module, cfg, dev, wrap=rank.wrap), pairs, rec
 
 

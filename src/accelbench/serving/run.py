@@ -35,6 +35,7 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     import torch
 
     from accelbench import backends, precisions
+    from accelbench.data.evaluation import eval_inputs
     from accelbench.models import create_model
     from accelbench.serving.sut import Runner, SampleLibrary, batch_sizes_built
 
@@ -49,11 +50,12 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     if cl:
         module = module.to(memory_format=torch.channels_last)
     size = case.image_size or info.image_size
-    images = inputs.get(size, info.mean, info.std)[: case.images].to(precisions.input_dtype(case.precision))
+    ev = eval_inputs(info, spec.settings, inputs, size)  # the user's label space, labels file, transform
+    info, raw = ev.info, ev.raw
+    images = ev.x_all[: case.images].to(precisions.input_dtype(case.precision))
     if cl:
         images = images.contiguous(memory_format=torch.channels_last)
-    raw = inputs.raw_images()
-    labelled = raw.labels is not None and info.label_space is not None and info.label_space == raw.label_space
+    labelled = ev.labels is not None
     backend = backends.get(case.mode)
     context = lambda: precisions.context(case.precision, dev)  # noqa: E731
     runner = Runner({}, backend.static_shapes, images, cl, context)
@@ -64,12 +66,12 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     runner.sizes = sorted(runner.forwards)
     runner.calibrate(dev, reps=max(3, spec.warmup_batches))
     library = SampleLibrary(images)
-    labels = raw.labels[: images.shape[0]].tolist() if labelled else None
+    labels = ev.labels[: images.shape[0]].tolist() if labelled else None
     cols = {"weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
             "data_description": raw.description, "compile_s": build_s if backend.static_shapes else None,
             "qsl_samples": library.count, "batch_sizes_built": ",".join(map(str, runner.sizes)),
             "forward_ms_at_batch": 1e3 * runner.model_s[runner.sizes[-1]],
-            "accuracy_note": None if labelled else "the model's label space does not match the data's: no accuracy"}
+            **ev.columns()}
     return Prepared(lg, runner, library.construct(lg), library, labels, case, spec, rank, cols)
 
 

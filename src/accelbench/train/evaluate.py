@@ -4,10 +4,12 @@ from __future__ import annotations
 
 
 def resident_images(raw_uint8, image_size: int, device, chunk: int = 512):
-    """Resize uint8 ``(N, 3, H, W)`` images to ``(N, 3, S, S)`` (antialiased bilinear) on ``device``, kept uint8."""
+    """Resize uint8 ``(N, 3, H, W)`` images (or a list of ``(3, H_i, W_i)``) to ``(N, 3, S, S)`` (antialiased bilinear) on ``device``, kept uint8."""
     import torch
     from torchvision.transforms.v2.functional import resize
 
+    if isinstance(raw_uint8, (list, tuple)):  # mixed sizes (accelbench.data.load_images): one at a time
+        return torch.cat([resize(a[None].to(device), [image_size, image_size], antialias=True) for a in raw_uint8])
     if tuple(raw_uint8.shape[-2:]) == (image_size, image_size):
         return raw_uint8.to(device)
     out = torch.empty((raw_uint8.shape[0], 3, image_size, image_size), dtype=torch.uint8, device=device)

@@ -149,7 +149,7 @@ class Torchrun:
         OOM boundary); return the others."""
         keep = []
         for case in cases:
-            reason = sweep.scenario.unsupported_reason(case, sweep.device)
+            reason = sweep.scenario.unsupported_reason(case, sweep.device) or _simulated_only(case, sweep.device)
             if self.opts.global_batch and case.batch_size and case.batch_size % self.opts.world_size:
                 reason = reason or f"global batch {case.batch_size} does not split evenly over {self.opts.world_size} ranks"
             if reason:
@@ -182,3 +182,13 @@ class Torchrun:
         seen.add(case.key)
         if self.echo:
             print(self.prefix + summary_line(agg), flush=True)
+
+
+def _simulated_only(case, device) -> str | None:
+    """A quantized precision with no kernel path here: its simulated accuracy runs in one process only."""
+    from accelbench import precisions
+
+    if case.precision not in precisions.PRECISIONS:  # a scenario without a precision axis
+        return None
+    why = precisions.simulated_reason(case.precision, device)
+    return f"{why} (simulated accuracy runs without --gpus only)" if why else None
