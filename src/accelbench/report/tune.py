@@ -86,9 +86,9 @@ def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
     xs = [r["latency_p99_ms"] for r in rows]
     ys = [r["throughput_samples_per_s"] for r in rows]
     ax.plot(xs, ys, "o-", color="tab:blue", label="Pareto front")
-    for r, x, y in zip(rows, xs, ys):
+    for i, (r, x, y) in enumerate(zip(rows, xs, ys)):  # alternate above/below: near-equal points stay legible
         ax.annotate(f"{r['precision']} {r['mode']} bs{int(r['batch_size'])}", (x, y), fontsize=7,
-                    xytext=(4, 4), textcoords="offset points")
+                    xytext=(4, 4 if i % 2 == 0 else -10), textcoords="offset points")
     ax.set_xlabel("latency p99 (ms)")
     ax.set_ylabel("throughput (samples/s)")
     ax.legend(loc="best", fontsize=8)
