@@ -162,3 +162,17 @@ def test_an_export_failure_is_a_row_not_a_crash(tmp_path):
     if _has_pt2e():  # dynamic int8 needs no calibration images, and says so
         dyn = rows[("int8-dynamic", "eager")]
         assert dyn["status"] == "ok" and dyn["calibration_images"] == 0 and "dynamic" in dyn["calibration_data"]
+
+
+@needs_ort
+def test_onnxruntime_int8_is_preprocessed_and_keeps_accuracy():
+    """The QDQ model is built from onnxruntime's pre-processed graph (batch norm folded; its docs' first step)."""
+    loaded, x, y = _cifar(256)
+    cx, _ = calibration.load(calibration.plan("cifar10-test", 256, 64), 32, loaded.info.mean, loaded.info.std)
+    ort = backends.get("onnxruntime")
+    q, cols = ort.quantize(loaded.module, "static", list(calibration.batches(cx, 32)), x[:32], torch.device("cpu"))
+    fwd, _ = ort.build(q, x[:32], torch.device("cpu"))
+    with torch.no_grad():
+        ref = (loaded.module(x).argmax(1) == y).float().mean().item()
+    got = (fwd(x).argmax(1) == y).float().mean().item()
+    assert "pre-processed" in cols["quant_config"] and abs(got - ref) * 100 <= 2.0, (cols, got, ref)
