@@ -217,6 +217,23 @@ def test_train_space_keeps_trainable_backends_and_searches_the_optimizer_kernels
     assert (row["latency_p50_ms"], row["latency_p99_ms"]) == (3.0, 5.0)
 
 
+def test_a_real_train_tune_brackets_the_step_to_the_cpu_oom_boundary(tmp_path):
+    from accelbench import api
+    from accelbench.store import Store
+
+    spec = api.spec("train_step", {**TINY, "model": "helpers:cpu_oom_model"})
+    settings = ts.TuneSettings(workload="train", precisions=("fp32",), modes=("eager",), screen_time_s=0.0,
+                               final_rounds=2, final_repeats=2, budget_s=60.0)
+    out = api.tune(spec, Store(tmp_path / "t.db"), settings)
+    screen = [(int(r["batch_size"]), r["status"]) for r in out.trials if r["tune_stage"] == "screen"]
+    assert screen[:3] == [(1, "ok"), (2, "ok"), (4, "oom")]  # the backward pass of batch 4 does not fit
+    assert out.winner["batch_size"] in (1, 2) and out.winner["final_windows"] == 4
+    assert out.winner["latency_p50_ms"] > 0 and out.winner["step_time_p50_ms"] > 0  # the step time, pooled
+    rows = Store(tmp_path / "t.db").cases(out.run_id)
+    ok = rows[rows["status"] == "ok"]
+    assert ok["steps_timed"].notna().all() and rows["case_key"].str.endswith("|sgd|trial=screen").sum() >= 3
+
+
 def test_train_rejects_the_accuracy_constraint_in_one_line(tmp_path):
     from typer.testing import CliRunner
 
