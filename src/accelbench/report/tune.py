@@ -37,6 +37,11 @@ def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughp
     return t
 
 
+def _p99(r: dict[str, Any]) -> float | None:
+    """The p99 latency, a training step's p99 step time for a stored train trial."""
+    return r.get("latency_p99_ms") if r.get("latency_p99_ms") is not None else r.get("step_time_p99_ms")
+
+
 def trials_table(rows: list[dict[str, Any]]) -> Table:
     """Every trial in the order it ran: stage, configuration, status, throughput, p99, wall seconds."""
     t = Table(title="Trials")
@@ -45,7 +50,7 @@ def trials_table(rows: list[dict[str, Any]]) -> Table:
     for r in rows:
         thr = r.get("throughput_samples_per_s")
         t.add_row(str(r.get("tune_stage")), str(r["precision"]), mode_label(r), str(int(r["batch_size"])),
-                  str(r["status"]), rate(thr) if thr else "-", _cell(r.get("latency_p99_ms")),
+                  str(r["status"]), rate(thr) if thr else "-", _cell(_p99(r)),
                   _cell(r.get("case_wall_s"), "{:.1f}"))
     return t
 
@@ -132,6 +137,7 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
             if ts.violation(r, settings) is None and r.get("latency_p99_ms") is not None}
     front = ts.pareto_front(list(last.values()))
     chart = charts.svg(front_figure(front, rows)) if front else None
-    return [table_block(rows, TRIAL_COLUMNS, "Trials"),
-            table_block(front, TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
+    shown = lambda rs: [{**r, "mode": mode_label(r)} for r in rs]  # noqa: E731  (fused / foreach in the mode cell)
+    return [table_block(shown(rows), TRIAL_COLUMNS, "Trials"),
+            table_block(shown(front), TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
             charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]
