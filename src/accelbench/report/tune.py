@@ -20,8 +20,10 @@ def _cell(v: Any, fmt: str = "{:.3g}") -> str:
 
 def mode_label(r: dict[str, Any]) -> str:
     """The row's mode, with ``fused`` / ``foreach`` when a training-step trial set its optimizer kernels."""
+    from accelbench.studies.tune_search import KERNEL_WORDS
+
     fused = r.get("fused_optimizer")
-    return str(r["mode"]) + ("" if fused is None else " fused" if fused else " foreach")
+    return str(r["mode"]) + ("" if fused is None else " " + KERNEL_WORDS[bool(fused)])
 
 
 def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99") -> Table:

@@ -185,7 +185,8 @@ def default_config(cuda: bool, workload: str = "inference") -> tuple:
 
 def label(cfg: tuple) -> str:
     """``amp-bf16 compile`` (``amp-bf16 compile fused`` / ``... foreach`` with an explicit optimizer kernel)."""
-    return " ".join([*cfg[:2], *({True: ["fused"], False: ["foreach"]}.get(cfg[2], []) if len(cfg) > 2 else [])])
+    kernels = ts.KERNEL_WORDS.get(cfg[2]) if len(cfg) > 2 else None
+    return " ".join([*cfg[:2], *([kernels] if kernels else [])])
 
 
 def bracket(t: Tuner, cfg, tried: dict[int, float | None], start: int, max_batch: int) -> dict[int, float | None]:

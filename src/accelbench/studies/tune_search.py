@@ -33,6 +33,7 @@ WORKLOADS = ("inference", "train")  # what a trial measures: an inference case o
 # A training step's "latency" is its step time: train rows get these aliases (:func:`as_trial`), so the score,
 # the constraints, the Pareto front and the final pooling read one set of column names.
 STEP_TIME_ALIASES = {"latency_p50_ms": "step_time_p50_ms", "latency_p99_ms": "step_time_p99_ms"}
+KERNEL_WORDS = {True: "fused", False: "foreach"}  # a train trial's optimizer kernels as labels show them
 PLATEAU_GAIN = 0.02  # doubling stops once two doublings in a row gained less than this over the best
 BISECT_TOLERANCE = 8  # bisection stops when the bracket is narrower than lo / this
 
