@@ -198,7 +198,8 @@ def test_fused_optimizer_setting_with_a_skipped_first_step(fused):
         step = build_step(torch.nn.Linear(8, 4), StepConfig(precision="amp-fp16", lr=0.1, fused=fused), CPU)
     except (RuntimeError, TypeError) as e:
         pytest.skip(f"no fused SGD on this CPU build: {e}")
-    assert bool(step.optimizer.defaults.get("fused")) is fused and bool(step.optimizer.defaults.get("foreach")) is not fused
+    kernels = step.optimizer.defaults
+    assert bool(kernels.get("fused")) is fused and bool(kernels.get("foreach")) is not fused
     x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
     before = [p.detach().clone() for p in step.module.parameters()]
     step(x * float("inf"), y)  # non-finite gradients: the scaler skips the step

@@ -272,10 +272,12 @@ def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
     assert list(rows["case_key"]) == [f"{key}|fused|trial=screen", f"{key}|fused|trial=final0", f"{key}|trial=final0"]
     assert list(rows["optimizer_fused"]) == [1, 1, 0] and rows["step_time_p50_ms"].notna().all()
     html = tmp_path / "r.html"
-    assert CliRunner().invoke(app, ["report", "--db", db, "--run", str(run["run_id"]), "--html", str(html)]).exit_code == 0
+    res = CliRunner().invoke(app, ["report", "--db", db, "--run", str(run["run_id"]), "--html", str(html)])
+    assert res.exit_code == 0, res.output
     assert "<td>eager fused" in html.read_text() and "Pareto front" in html.read_text()  # step time as latency
     doc = tomllib.loads(toml.read_text())
-    assert (doc["optimizer"], doc["fused_optimizer"], doc["batch_sizes"], doc["modes"]) == ("adamw", True, [2], ["eager"])
+    assert (doc["optimizer"], doc["fused_optimizer"], doc["batch_sizes"], doc["modes"]) == \
+        ("adamw", True, [2], ["eager"])
     res = CliRunner().invoke(app, ["train", "-c", str(toml), *tiny])
     assert res.exit_code == 0, res.output
     trained = Store(db).cases(max(r["run_id"] for r in Store(db).runs()))
