@@ -8,22 +8,31 @@
 #      freezing, in bf16 / amp-bf16 / fp16.
 #   3. repeatability: the same compile case (bf16 compile-freeze, batch 512) in two separate processes, then
 #      `accelbench compare` of the two runs (target: within 2 %).
-#   STAGES="throughput latency repeat" (default: all; one stage per 10-minute call: the final round may overrun the
+#   4. train: the ResNet-50 training step (`--workload train`: each trial is `accelbench train`'s step, samples/s of
+#      forward + backward + SGD step), amp-bf16 / amp-fp16 x eager (brackets the batch: no compile per batch size),
+#      compile, reduce-overhead (CUDA graphs of the compiled forward and backward), fused SGD (TRAIN_FUSED=on,off also
+#      tries foreach: twice the compiles), batch up to 512; budget $TRAIN_BUDGET s (default 400).
+#      Target: MLPerf Training's per-GPU H200 rate.
+#   STAGES="throughput latency repeat train" (default: all; one stage per 10-minute call: the final round may overrun the
 #   budget by one round of the finalists); SMOKE=1: a CPU dry run of the same commands.
-#   Overrides: BUDGET, LAT_BUDGET, PRECISIONS, MODES (throughput space), LAT_PRECISIONS, LAT_MODES.
-# Results in $OUT: tune.db (every trial), throughput.json / latency.json, best-*.toml, front-*.png, log.txt.
+#   Overrides: BUDGET, LAT_BUDGET, TRAIN_BUDGET, PRECISIONS, MODES (throughput space), LAT_PRECISIONS, LAT_MODES,
+#   TRAIN_PRECISIONS, TRAIN_MODES, TRAIN_FUSED.
+# Results in $OUT: tune.db (every trial), throughput.json / latency.json / train.json, best-*.toml (best-train.toml
+# runs with `accelbench train -c`), front-*.png, log.txt.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-./tune-out}; mkdir -p "$OUT"; DB=$OUT/tune.db
-BUDGET=${BUDGET:-420}; LAT_BUDGET=${LAT_BUDGET:-300}
-STAGES=${STAGES:-"throughput latency repeat"}
+BUDGET=${BUDGET:-420}; LAT_BUDGET=${LAT_BUDGET:-300}; TRAIN_BUDGET=${TRAIN_BUDGET:-400}
+STAGES=${STAGES:-"throughput latency repeat train"}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 step() { echo "=== $(date +%T) $*"; }
 AB="python3 -m accelbench"
 if [ "${SMOKE:-0}" = 1 ]; then
   M="-m cifar-resnet20 --device cpu -n 32 --idle-s 0 --telemetry-period-ms 0"
   TP="--precisions fp32,bf16 --modes eager --max-batch 32 --screen-time-s 0.1"; LP="--precisions fp32,bf16 --modes eager"
-  REP="-p bf16 --modes eager -b 8"; BUDGET=${SMOKE_BUDGET:-40}; LAT_BUDGET=$BUDGET
+  REP="-p bf16 --modes eager -b 8"; BUDGET=${SMOKE_BUDGET:-40}; LAT_BUDGET=$BUDGET; TRAIN_BUDGET=$BUDGET
+  TRM="-m cifar-resnet20 --device cpu -n 16 --idle-s 0 --telemetry-period-ms 0 --warmup-batches 1"
+  TRP="--precisions fp32,bf16 --modes eager --max-batch 16 --screen-time-s 0.1 --fused-optimizers ${TRAIN_FUSED:-on,off}"
 else
   M="-m resnet50 -n 1024 --channels-last --cudnn-benchmark"
   # every configuration costs a compile per batch size tried (tens of seconds for ResNet-50): the space is what
@@ -31,6 +40,10 @@ else
   TP="--precisions ${PRECISIONS:-amp-bf16,bf16} --modes ${MODES:-compile,compile-freeze,reduce-overhead-freeze} --max-batch 1024"
   LP="--precisions ${LAT_PRECISIONS:-bf16,amp-bf16,fp16} --modes ${LAT_MODES:-cudagraphs,reduce-overhead-freeze,compile-freeze} -b 1"
   REP="-p bf16 --modes compile-freeze -b 512 --repeats 5 --min-time-s 2"
+  # the training step: eager brackets the batch first (no compile per batch size), compiled modes then run at it
+  TRM="-m resnet50 -n 1024 --channels-last"
+  TRP="--precisions ${TRAIN_PRECISIONS:-amp-bf16,amp-fp16} --modes ${TRAIN_MODES:-compile,reduce-overhead,eager} --max-batch 512"
+  TRP="$TRP --fused-optimizers ${TRAIN_FUSED:-on}"
 fi
 {
   step env; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader 2>/dev/null
@@ -41,6 +54,9 @@ fi
   has latency && step "tune --objective latency at batch 1 (budget $LAT_BUDGET s)" && \
     $AB tune $M $LP --objective latency --budget-s "$LAT_BUDGET" --db "$DB" --wide \
       --json "$OUT/latency.json" --out-toml "$OUT/best-latency.toml" --plot "$OUT/front-latency.png"
+  has train && step "tune --workload train (training step, budget $TRAIN_BUDGET s)" && \
+    $AB tune $TRM $TRP --workload train --objective throughput --budget-s "$TRAIN_BUDGET" --db "$DB" --wide \
+      --json "$OUT/train.json" --out-toml "$OUT/best-train.toml" --plot "$OUT/front-train.png"
   if has repeat; then
     step "repeatability: one compile case in two processes"
     $AB run $M $REP --db "$DB" --json "$OUT/repeat-a.json"

@@ -163,6 +163,10 @@ FAULTS = [
           one_line=True),
     Fault("tune-zero-budget", ["tune", *TINY, "--budget-s", "0"], 2, "invalid budget_s 0", no_run, one_line=True),
     Fault("tune-unknown-mode", ["tune", *TINY, "--modes", "nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True),
+    Fault("tune-train-top1", ["tune", *TINY, "--workload", "train", "--min-top1-ratio", "0.99"], 2,
+          "invalid min_top1_ratio 0.99", no_run, one_line=True),
+    Fault("tune-train-untrainable-mode", ["tune", *TINY, "--workload", "train", "--modes", "compile-freeze"], 2,
+          "invalid mode 'compile-freeze'", no_run, one_line=True),
     Fault("compare-unknown-run", ["compare", "1", "99", "--db", "{path}"], 2, "no run 99", setup=_store_with_one_run,
           one_line=True),
 ]

@@ -188,3 +188,21 @@ def test_sweep_flags_input_bound_against_the_loader(db):
     r = run_train_sweep(s, Store(db)).records[0]
     assert r["status"] == "ok" and r["loader_samples_per_s"] > 0 and r["loader_workers"] == 0
     assert r["input_bound"] == (r["loader_samples_per_s"] < r["throughput_samples_per_s"])
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_fused_optimizer_setting_with_a_skipped_first_step(fused):
+    """``StepConfig.fused`` picks the kernels; fused SGD with a GradScaler keeps the zero-buffer guard."""
+    torch.manual_seed(0)
+    try:
+        step = build_step(torch.nn.Linear(8, 4), StepConfig(precision="amp-fp16", lr=0.1, fused=fused), CPU)
+    except (RuntimeError, TypeError) as e:
+        pytest.skip(f"no fused SGD on this CPU build: {e}")
+    kernels = step.optimizer.defaults
+    assert bool(kernels.get("fused")) is fused and bool(kernels.get("foreach")) is not fused
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    before = [p.detach().clone() for p in step.module.parameters()]
+    step(x * float("inf"), y)  # non-finite gradients: the scaler skips the step
+    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    losses = [step(x, y)[0].item() for _ in range(3)]
+    assert all(map(math.isfinite, losses)) and losses[-1] < losses[0]

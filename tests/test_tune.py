@@ -201,3 +201,85 @@ def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
     html = tmp_path / "r.html"
     assert CliRunner().invoke(app, ["report", "--db", db, "--html", str(html)]).exit_code == 0
     assert "Pareto front" in html.read_text()
+
+
+def test_train_space_keeps_trainable_backends_and_searches_the_optimizer_kernels():
+    from accelbench.studies.tune import configs, default_config, label
+
+    cuda = configs(ts.TuneSettings(workload="train"), cuda=True)
+    assert {c[1] for c in cuda} == {"eager", "compile", "reduce-overhead"}  # no -freeze, no max-autotune
+    assert {c[0] for c in cuda} == {"amp-bf16", "amp-fp16", "bf16"} and len(cuda) == 3 * 3 * 2
+    assert cuda[0] == default_config(True, "train") == ("amp-bf16", "eager", True)
+    assert label(cuda[0]) == "amp-bf16 eager fused" and label(("bf16", "compile", False)) == "bf16 compile foreach"
+    assert configs(ts.TuneSettings(workload="train"), cuda=False)[0] == ("fp32", "eager", None)
+    assert "workload" not in ts.TuneSettings().to_dict()  # inference tunes keep their spec hash (resume)
+    row = ts.as_trial({"step_time_p50_ms": 3.0, "step_time_p99_ms": 5.0}, "train")
+    assert (row["latency_p50_ms"], row["latency_p99_ms"]) == (3.0, 5.0)
+
+
+def test_a_real_train_tune_brackets_the_step_to_the_cpu_oom_boundary(tmp_path):
+    from accelbench import api
+    from accelbench.store import Store
+
+    spec = api.spec("train_step", {**TINY, "model": "helpers:cpu_oom_model"})
+    settings = ts.TuneSettings(workload="train", precisions=("fp32",), modes=("eager",), screen_time_s=0.0,
+                               final_rounds=2, final_repeats=2, budget_s=60.0)
+    out = api.tune(spec, Store(tmp_path / "t.db"), settings)
+    screen = [(int(r["batch_size"]), r["status"]) for r in out.trials if r["tune_stage"] == "screen"]
+    assert screen[:3] == [(1, "ok"), (2, "ok"), (4, "oom")]  # the backward pass of batch 4 does not fit
+    assert out.winner["batch_size"] in (1, 2) and out.winner["final_windows"] == 4
+    assert out.winner["latency_p50_ms"] > 0 and out.winner["step_time_p50_ms"] > 0  # the step time, pooled
+    rows = Store(tmp_path / "t.db").cases(out.run_id)
+    ok = rows[rows["status"] == "ok"]
+    assert ok["steps_timed"].notna().all() and rows["case_key"].str.endswith("|sgd|trial=screen").sum() >= 3
+
+
+def test_train_rejects_the_accuracy_constraint_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from accelbench.cli import app
+
+    with pytest.raises(ConfigError, match="invalid min_top1_ratio"):
+        ts.TuneSettings(workload="train", min_top1_ratio=0.99)
+    res = CliRunner().invoke(app, ["tune", "--workload", "train", "-m", "cifar-resnet20", "--device", "cpu",
+                                   "--min-top1-ratio", "0.99", "--db", str(tmp_path / "t.db")])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "min_top1_ratio" in res.output and not (tmp_path / "t.db").exists()
+
+
+def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
+    import tomllib
+
+    from typer.testing import CliRunner
+
+    from accelbench.cli import app
+    from accelbench.store import Store
+
+    db, toml = str(tmp_path / "t.db"), tmp_path / "best.toml"
+    tiny = ["--device", "cpu", "--images", "4", "--idle-s", "0", "--telemetry-period-ms", "0",
+            "--min-timed-batches", "1", "--warmup-batches", "0", "--db", db]
+    res = CliRunner().invoke(app, ["tune", "--workload", "train", "-m", "cifar-resnet20", "-p", "fp32", "--modes",
+                                   "eager", "-b", "2", "--optimizer", "adamw", "--fused-optimizers", "on",
+                                   "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
+                                   "--objective", "latency", "--out-toml", str(toml), *tiny])
+    assert res.exit_code == 0, res.output
+    assert "winner (latency): fp32 eager fused batch 2" in res.output and "run it: accelbench train" in res.output
+    run = max(Store(db).runs(), key=lambda r: r["run_id"])
+    rows = Store(db).cases(run["run_id"])
+    assert run["kind"] == "tune" and set(rows["tune_stage"]) == {"screen", "final0"}
+    key = "cifar-resnet20|bs=2|fp32|eager|cl=auto|adamw"
+    # the space (fused) and, in the final, the default configuration (the device's optimizer kernels: foreach)
+    assert list(rows["case_key"]) == [f"{key}|fused|trial=screen", f"{key}|fused|trial=final0", f"{key}|trial=final0"]
+    assert list(rows["optimizer_fused"]) == [1, 1, 0] and rows["step_time_p50_ms"].notna().all()
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", "--db", db, "--run", str(run["run_id"]), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    assert "<td>eager fused" in html.read_text() and "Pareto front" in html.read_text()  # step time as latency
+    doc = tomllib.loads(toml.read_text())
+    assert (doc["optimizer"], doc["fused_optimizer"], doc["batch_sizes"], doc["modes"]) == \
+        ("adamw", True, [2], ["eager"])
+    res = CliRunner().invoke(app, ["train", "-c", str(toml), *tiny])
+    assert res.exit_code == 0, res.output
+    trained = Store(db).cases(max(r["run_id"] for r in Store(db).runs()))
+    assert list(trained["case_key"]) == ["cifar-resnet20|bs=2|fp32|eager|cl=auto|adamw|fused"]
+    assert list(trained["status"]) == ["ok"] and trained["optimizer_fused"].all()

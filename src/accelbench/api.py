@@ -160,11 +160,14 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
 
 
 def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None):
-    """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec)
-    for ``settings.objective`` within ``settings.budget_s``; see :func:`accelbench.studies.tune.run_tune`.
+    """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec;
+    a ``train_step`` spec with ``settings.workload="train"``: the training step, fused vs foreach optimizer
+    kernels too) for ``settings.objective`` within ``settings.budget_s``; see
+    :func:`accelbench.studies.tune.run_tune`.
 
     Args:
-        settings: :class:`accelbench.studies.tune_search.TuneSettings` (objective, constraints, space, budget).
+        settings: :class:`accelbench.studies.tune_search.TuneSettings` (workload, objective, constraints, space,
+            budget).
     Returns:
         :class:`accelbench.studies.tune.TuneOutcome` (the winner, its verdicts, the Pareto front, every trial).
     """

@@ -12,7 +12,7 @@ from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, fail, styled
 
 SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers", "repeats", "label_space", "labels",
-              "mean", "std")
+              "mean", "std", "fused_optimizer")
 CONVERGE_ONLY = ("eval_data", "eval_images", "target_top1", "base_batch_size", "schedule", "warmup_epochs",
                  "placement", "workers", "deterministic", "checkpoint_dir")
 
@@ -35,6 +35,7 @@ def train(
     optimizer: Optional[str] = typer.Option(None, "--optimizer", help="sgd (momentum, default) or adamw."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Sweep: the step's lr. --epochs: peak lr at --base-batch-size (scaled linearly)."),
     momentum: Optional[float] = typer.Option(None, "--momentum"),
+    fused_optimizer: Optional[bool] = typer.Option(None, "--fused-optimizer/--no-fused-optimizer", help="Sweep: fused optimizer kernels (default: fused on CUDA where torch has them, foreach on a CPU)."),
     weight_decay: Optional[float] = typer.Option(None, "--weight-decay"),
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
     repeats: Optional[int] = a.REPEATS, loader_workers: Optional[int] = typer.Option(None, "--loader-workers", help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
@@ -67,7 +68,7 @@ def train(
     flags = {**a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
                               warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s,
                               price_per_hour, kwh_price, skip_bad_images, seed),
-             "cudnn_benchmark": cudnn_benchmark, "optimizer": optimizer, "lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+             "cudnn_benchmark": cudnn_benchmark, "optimizer": optimizer, "fused_optimizer": fused_optimizer, "lr": lr, "momentum": momentum, "weight_decay": weight_decay,
              "loader_workers": loader_workers, "repeats": repeats, "epochs": epochs, "eval_data": eval_data, "eval_images": eval_images,
              "target_top1": target_top1, "base_batch_size": base_batch_size, "schedule": schedule,
              "warmup_epochs": warmup_epochs, "placement": placement, "workers": workers,

@@ -15,6 +15,7 @@ from accelbench.cli.common import command, console, err_console
 @command()
 def tune(
     model: Optional[str] = a.MODEL,
+    workload: str = typer.Option("inference", "--workload", help="inference (each trial a run case) or train (each trial accelbench train's training step: samples/s of the step; latency = step time p50)."),
     objective: str = typer.Option("throughput", "--objective", help="throughput (samples/s), latency (p50 ms), cost (USD per 1,000 samples) or energy (J per sample)."),
     budget_s: float = typer.Option(600.0, "--budget-s", help="Seconds of trials (compilation included)."),
     max_latency_p99_ms: Optional[float] = typer.Option(None, "--max-latency-p99-ms", help="Constraint: p99 latency per batch (ms)."),
@@ -24,6 +25,8 @@ def tune(
     precisions: Optional[str] = typer.Option(None, "--precisions", "-p", help="Default: CUDA amp-bf16,bf16,fp16,amp-fp16; CPU fp32,bf16."),
     modes: Optional[str] = typer.Option(None, "--modes", help="Backends (default: CUDA compile,compile-freeze,reduce-overhead-freeze; latency cudagraphs,...; CPU eager,compile)."),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", help="Largest batch bracketing tries (CUDA 1024, CPU 256)."),
+    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="--workload train: sgd (default) or adamw."),
+    fused_optimizers: Optional[str] = typer.Option(None, "--fused-optimizers", help="--workload train: optimizer kernels to search, on (fused), off (foreach) or default (default: CUDA on,off; CPU default)."),
     screen_time_s: float = typer.Option(0.3, "--screen-time-s", help="Shortest timed window (s); each halving rung doubles it."),
     final_rounds: int = typer.Option(2, "--final-rounds", help="Interleaved rounds of the final candidates."),
     final_repeats: int = typer.Option(3, "--final-repeats", help="Windows per final round (rounds x repeats windows per candidate)."),
@@ -32,7 +35,7 @@ def tune(
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B,
     telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH, seed: Optional[int] = a.SEED,
-    out_toml: Optional[Path] = typer.Option(None, "--out-toml", help="Write the winner as a TOML file for accelbench run -c."),
+    out_toml: Optional[Path] = typer.Option(None, "--out-toml", help="Write the winner as a TOML file for accelbench run -c (train -c with --workload train)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Pareto front (throughput vs p99) as a PNG."),
     db: Path = a.DB, json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME,
     wide: bool = a.WIDE,
@@ -44,25 +47,48 @@ def tune(
 
     lists = {k: parse_list(k, v) if v is not None else None
              for k, v in (("precisions", precisions), ("modes", modes), ("batch_sizes", batch_sizes))}
+    train = workload == "train"
+    if optimizer is not None and not train:
+        a.fail("--optimizer applies to --workload train")
     settings = TuneSettings(objective=objective, budget_s=budget_s, max_latency_p99_ms=max_latency_p99_ms,
                             max_memory_bytes=max_memory_bytes, min_top1_ratio=min_top1_ratio, max_batch=max_batch,
                             screen_time_s=screen_time_s, final_rounds=final_rounds, final_repeats=final_repeats,
+                            workload=workload, fused_optimizers=_kernels(fused_optimizers),
                             **{k: tuple(v) if v else None for k, v in lists.items()})
     flags = {**a.shared_flags(model, None, None, None, channels_last, images, data, image_size, device,
                               warmup_batches, min_timed_batches, None, telemetry_period_ms, idle_s,
-                              price_per_hour, kwh_price, None, seed), "cudnn_benchmark": cudnn_benchmark}
-    spec = api.spec("inference", *a.layers(config, "sweep", flags))
+                              price_per_hour, kwh_price, None, seed), "cudnn_benchmark": cudnn_benchmark,
+             **({"optimizer": optimizer} if train else {})}
+    spec = api.spec("train_step" if train else "inference", *a.layers(config, "train" if train else "sweep", flags))
     where = a.where(spec, None)
     store = a.open_store(db, create=True)
-    console.print(f"accelbench tune: {', '.join(spec.models)} on {where}, objective {objective}, budget {budget_s:g} s, db {db}")
+    console.print(f"accelbench tune: {', '.join(spec.models)} ({workload}) on {where}, objective {objective}, "
+                  f"budget {budget_s:g} s, db {db}")
     out = api.tune(spec, store, settings, resume=resume, on_trial=_progress)
     _report(out, spec, settings, store, wide=wide, out_toml=out_toml, plot=plot, json_path=json_path)
 
 
+def _kernels(text: Optional[str]):
+    """``--fused-optimizers on,off,default`` as (True, False, None); None when not given."""
+    from accelbench.core.config import parse_list
+    from accelbench.core.errors import ConfigError
+
+    if text is None:
+        return None
+    words = {"on": True, "off": False, "default": None}
+    got = parse_list("fused_optimizers", text)
+    bad = [w for w in got if w not in words]
+    if bad:
+        raise ConfigError("fused_optimizers", ",".join(bad), "on, off, default")
+    return tuple(words[w] for w in got)
+
+
 def _progress(row: dict) -> None:
+    from accelbench.report.tune import mode_label
+
     thr = row.get("throughput_samples_per_s")
     figure = f"{thr:,.1f} samples/s" if thr else str(row.get("error") or "")
-    console.print(f"  {row.get('tune_stage')}: {row['precision']} {row['mode']} batch {int(row['batch_size'])} "
+    console.print(f"  {row.get('tune_stage')}: {row['precision']} {mode_label(row)} batch {int(row['batch_size'])} "
                   f"{row['status']} {figure}")
 
 
@@ -81,9 +107,9 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
     for line in rt.summary_lines(out, settings.objective) + out.notes:
         console.print(line)
     if out.winner:
-        from accelbench.studies.tune_search import explain
+        from accelbench.studies.tune_search import explain, explain_axes
 
-        for line in explain(out.trials, out.winner, settings.objective):
+        for line in explain(out.trials, out.winner, settings.objective, explain_axes(settings.workload)):
             console.print("  what got it there: " + line)
     cmd = tune_final.command(spec, out.winner) if out.winner else None
     if cmd:
@@ -109,14 +135,15 @@ def _write_json(out, store, path: Path, cmd, settings) -> None:
     import json
 
     from accelbench import api
-    from accelbench.studies.tune_search import explain
+    from accelbench.studies.tune_search import explain, explain_axes
 
     api.export_json(store, out.run_id, path)
     doc = json.loads(path.read_text())
     doc["tune"] = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
                    "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
                    "notes": out.notes, "pareto": out.pareto,
-                   "explain": explain(out.trials, out.winner, settings.objective) if out.winner else [],
+                   "explain": explain(out.trials, out.winner, settings.objective, explain_axes(settings.workload))
+                   if out.winner else [],
                    "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
                    "gain": dataclasses.asdict(out.gain) if out.gain else None}
     path.write_text(json.dumps(doc, indent=1, default=str))

@@ -18,6 +18,14 @@ def _cell(v: Any, fmt: str = "{:.3g}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
+def mode_label(r: dict[str, Any]) -> str:
+    """The row's mode, with ``fused`` / ``foreach`` when a training-step trial set its optimizer kernels."""
+    from accelbench.studies.tune_search import KERNEL_WORDS
+
+    fused = r.get("fused_optimizer")
+    return str(r["mode"]) + ("" if fused is None else " " + KERNEL_WORDS[bool(fused)])
+
+
 def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99") -> Table:
     """One line per Pareto-optimal trial: configuration, throughput, p50/p99 latency, energy per sample, memory."""
     t = Table(title=title)
@@ -25,10 +33,15 @@ def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughp
         t.add_column(name, justify="left" if name in ("precision", "mode", "stage") else "right")
     for r in rows:
         mem = r.get("peak_mem_bytes") or r.get("process_rss_bytes")
-        t.add_row(str(r["precision"]), str(r["mode"]), str(int(r["batch_size"])), rate(r["throughput_samples_per_s"]),
+        t.add_row(str(r["precision"]), mode_label(r), str(int(r["batch_size"])), rate(r["throughput_samples_per_s"]),
                   _cell(r.get("latency_p50_ms")), _cell(r.get("latency_p99_ms")), _cell(r.get("energy_per_sample_j")),
                   _cell(mem / 1e6 if mem else None, "{:.0f}"), str(r.get("tune_stage") or ""))
     return t
+
+
+def _p99(r: dict[str, Any]) -> float | None:
+    """The p99 latency, a training step's p99 step time for a stored train trial."""
+    return r.get("latency_p99_ms") if r.get("latency_p99_ms") is not None else r.get("step_time_p99_ms")
 
 
 def trials_table(rows: list[dict[str, Any]]) -> Table:
@@ -38,8 +51,8 @@ def trials_table(rows: list[dict[str, Any]]) -> Table:
         t.add_column(name)
     for r in rows:
         thr = r.get("throughput_samples_per_s")
-        t.add_row(str(r.get("tune_stage")), str(r["precision"]), str(r["mode"]), str(int(r["batch_size"])),
-                  str(r["status"]), rate(thr) if thr else "-", _cell(r.get("latency_p99_ms")),
+        t.add_row(str(r.get("tune_stage")), str(r["precision"]), mode_label(r), str(int(r["batch_size"])),
+                  str(r["status"]), rate(thr) if thr else "-", _cell(_p99(r)),
                   _cell(r.get("case_wall_s"), "{:.1f}"))
     return t
 
@@ -50,14 +63,14 @@ def summary_lines(out, objective: str) -> list[str]:
     w = out.winner
     if w is None:
         return ["no winner: " + "; ".join(out.notes or ["no trial finished"])]
-    lines.append(f"winner ({objective}): {w['precision']} {w['mode']} batch {int(w['batch_size'])}: "
+    lines.append(f"winner ({objective}): {w['precision']} {mode_label(w)} batch {int(w['batch_size'])}: "
                  f"{rate(w['throughput_samples_per_s'])} samples/s, p50 {w['latency_p50_ms']:.3g} ms, "
                  f"p99 {w['latency_p99_ms']:.3g} ms over {w['final_windows']} windows")
     if out.verdict is not None and out.runner_up is not None:
         v, r = out.verdict, out.runner_up
         ci = interval(v.ci_low, v.ci_high) if v.ci_low is not None else "no interval"
         word = "the top two are within noise" if v.verdict in ("within noise", "too few windows") else v.verdict
-        lines.append(f"vs runner-up {r['precision']} {r['mode']} batch {int(r['batch_size'])}: ratio {v.ratio:.3f} "
+        lines.append(f"vs runner-up {r['precision']} {mode_label(r)} batch {int(r['batch_size'])}: ratio {v.ratio:.3f} "
                      f"(95% CI {ci}): {word}")
     if out.gain is not None and out.baseline is not None:
         g, b = out.gain, out.baseline
@@ -66,7 +79,7 @@ def summary_lines(out, objective: str) -> list[str]:
 
         column, higher = OBJECTIVES[objective]
         gain = g.ratio if higher or not g.ratio else 1 / g.ratio  # "x N better" whichever way the metric points
-        lines.append(f"gain over the default ({b['precision']} {b['mode']} batch {int(b['batch_size'])}): "
+        lines.append(f"gain over the default ({b['precision']} {mode_label(b)} batch {int(b['batch_size'])}): "
                      f"x{gain:.3f} {'higher' if higher else 'lower'} {column} (ratio winner/default {g.ratio:.3f}, "
                      f"95% CI {ci}, {g.verdict})")
     elif out.baseline is not None:
@@ -87,7 +100,7 @@ def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
     ys = [r["throughput_samples_per_s"] for r in rows]
     ax.plot(xs, ys, "o-", color="tab:blue", label="Pareto front")
     for i, (r, x, y) in enumerate(zip(rows, xs, ys)):  # alternate above/below: near-equal points stay legible
-        ax.annotate(f"{r['precision']} {r['mode']} bs{int(r['batch_size'])}", (x, y), fontsize=7,
+        ax.annotate(f"{r['precision']} {mode_label(r)} bs{int(r['batch_size'])}", (x, y), fontsize=7,
                     xytext=(4, 4 if i % 2 == 0 else -10), textcoords="offset points")
     ax.set_xlabel("latency p99 (ms)")
     ax.set_ylabel("throughput (samples/s)")
@@ -121,10 +134,12 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
 
     doc = (run.get("spec") or {}).get("tune") or {}
     settings = ts.TuneSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
-    last = {(r["precision"], r["mode"], r["batch_size"]): r for r in records
+    rows = [ts.as_trial(r, settings.workload) for r in records]  # a training step's latency is its step time
+    last = {(r["precision"], r["mode"], r["batch_size"], r.get("fused_optimizer")): r for r in rows
             if ts.violation(r, settings) is None and r.get("latency_p99_ms") is not None}
     front = ts.pareto_front(list(last.values()))
-    chart = charts.svg(front_figure(front, records)) if front else None
-    return [table_block(records, TRIAL_COLUMNS, "Trials"),
-            table_block(front, TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
+    chart = charts.svg(front_figure(front, rows)) if front else None
+    shown = lambda rs: [{**r, "mode": mode_label(r)} for r in rs]  # noqa: E731  (fused / foreach in the mode cell)
+    return [table_block(shown(rows), TRIAL_COLUMNS, "Trials"),
+            table_block(shown(front), TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
             charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]

@@ -43,17 +43,20 @@ class TrainSettings(Windowed):
         loader_workers: when set (and the data is real), also measure the DataLoader (decode, augmentation,
             collate with this many workers) and flag cases it cannot feed (input-bound).
         repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
+        fused_optimizer: the optimizer's fused kernels (``StepConfig.fused``): True fused, False ``foreach``,
+            None (default, left out of the spec hash and the case key) fused on CUDA where torch has it.
         label_space, labels: how the data's classes map to the model's outputs (as ``accelbench run``'s); None:
             each class folded into the model's outputs by its sorted position. mean, std: input normalisation.
     """
 
     hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults, "label_space": None, "labels": None,
-                                               "mean": None, "std": None}
+                                               "mean": None, "std": None, "fused_optimizer": None}
     optimizer: str = SWEEP_OPTIMIZER["optimizer"]
     lr: float = SWEEP_OPTIMIZER["lr"]
     momentum: float = SWEEP_OPTIMIZER["momentum"]
     weight_decay: float = SWEEP_OPTIMIZER["weight_decay"]
     loader_workers: int | None = None
+    fused_optimizer: bool | None = None
     label_space: str | None = None
     labels: str | None = None
     mean: tuple[float, ...] | None = None
@@ -71,14 +74,18 @@ class TrainSettings(Windowed):
             check_number(name, getattr(self, name))
         if self.loader_workers is not None:
             check_int("loader_workers", self.loader_workers, 0)
+        if self.fused_optimizer is not None and not isinstance(self.fused_optimizer, bool):
+            raise ConfigError("fused_optimizer", self.fused_optimizer, "true or false")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainExtras(Extras):
     optimizer: str = "sgd"
+    fused: bool | None = None
 
     def key_suffix(self) -> str:
-        return f"|{self.optimizer}"
+        # the default (None) adds nothing: case keys of stored runs stay the same
+        return f"|{self.optimizer}" + {True: "|fused", False: "|foreach"}.get(self.fused, "")
 
 
 def labels_for(raw, n_out: int | None, n: int, seed: int):
@@ -107,7 +114,7 @@ class TrainStep(Scenario):
         return normalize_eval(merged)
 
     def extras(self, spec) -> TrainExtras:
-        return TrainExtras(optimizer=spec.settings.optimizer)
+        return TrainExtras(optimizer=spec.settings.optimizer, fused=spec.settings.fused_optimizer)
 
     def prepare(self, spec, device, store):
         return super().prepare(spec, device, store), {}  # the images; DataLoader rates by (size, batch)
@@ -182,10 +189,12 @@ def _build(case, spec, inputs, rank):
     batches, blabels, _ = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl)
     pairs = [(xb, yb.to(dev)) for xb, yb in zip(batches, blabels)]
     cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=st.optimizer, lr=st.lr,
-                     momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl)
+                     momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl,
+                     fused=st.fused_optimizer)
     rec = {"weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl,
            "data_description": raw.description, "num_classes": n_out, "rank_batch_size": bs, "rank_images": images,
-           "label_space": info.label_space, "labels_mapped": mapped is not None}
+           "label_space": info.label_space, "labels_mapped": mapped is not None,
+           "fused_optimizer": st.fused_optimizer}
     return build_step(loaded.module, cfg, dev, wrap=rank.wrap), pairs, rec
 
 

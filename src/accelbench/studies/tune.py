@@ -1,7 +1,8 @@
 """``accelbench tune``: search precisions x backends x batch sizes for the best configuration, in one run of
 kind ``tune`` whose rows are the trials (the search itself: :mod:`accelbench.studies.tune_search`).
 
-Every trial is an inference case through THE loop (:func:`accelbench.core.loop.run`, ``run_id`` of the tune
+Every trial is an inference case (``workload`` ``train``: a ``train_step`` case, the training step of
+``accelbench train``, whose configurations add the optimizer kernels: ``(precision, mode, fused)``) through THE loop (:func:`accelbench.core.loop.run`, ``run_id`` of the tune
 run), stored at once under ``<case key>|trial=<stage>`` with ``tune_stage`` and ``tune_window_s`` columns, so
 ``--resume`` replays the stored trials without measuring them again and takes the same decisions (the budget is
 the sum of the trials' ``case_wall_s``, compilation included). The stages:
@@ -99,29 +100,37 @@ class Tuner:
     done: dict[str, dict] = field(default_factory=dict)
     top1_ref: float | None = None
 
+    @property
+    def scenario(self):
+        """The scenario every trial runs: ``inference``, or ``train_step`` for ``workload`` ``train``."""
+        from accelbench import scenarios
+
+        return scenarios.get(scenario_name(self.settings.workload))
+
     def rows(self) -> dict[str, dict]:
         from accelbench.core.rundata import clean
 
-        return {r["case_key"]: clean(r) for r in self.store.cases(self.run_id).to_dict("records")}
+        return {r["case_key"]: ts.as_trial(clean(r), self.settings.workload)
+                for r in self.store.cases(self.run_id).to_dict("records")}
 
-    def trial(self, cfg: tuple[str, str], batch: int, stage: str, repeats: int = 1, share: float = 1.0):
-        """The row of ``cfg`` (precision, mode) at ``batch`` in ``stage``: stored already, or measured now
-        (None when the budget share is spent)."""
-        from accelbench import scenarios
+    def trial(self, cfg: tuple, batch: int, stage: str, repeats: int = 1, share: float = 1.0):
+        """The row of ``cfg`` (precision, mode[, fused optimizer]) at ``batch`` in ``stage``: stored already, or
+        measured now (None when the budget share is spent)."""
         from accelbench.core import loop
 
         scale = self.settings.eta ** int(stage[4:]) if stage.startswith("rung") else 1
         scale = self.settings.eta ** 3 if stage.startswith("final") else scale
+        own = {"repeats": repeats, **({"fused_optimizer": cfg[2]} if len(cfg) > 2 else {})}
         spec = self.spec.replace(batch_sizes=(batch,), precisions=(cfg[0],), modes=(cfg[1],), idle_s=0,
                                  min_time_s=self.settings.screen_time_s * scale,
-                                 settings=dataclasses.replace(self.spec.settings, repeats=repeats))
-        case = scenarios.get("inference").cases(spec, "x")[0]
+                                 settings=dataclasses.replace(self.spec.settings, **own))
+        case = self.scenario.cases(spec, "x")[0]
         key = f"{case.key}|trial={stage}"
         if key not in self.done:
             if self.out.spent_s >= self.settings.budget_s * share:
                 return None
             self.launcher.stage, self.launcher.window_s = stage, spec.min_time_s
-            res = loop.run(scenarios.get("inference"), spec, self.store, launcher=self.launcher, run_id=self.run_id,
+            res = loop.run(self.scenario, spec, self.store, launcher=self.launcher, run_id=self.run_id,
                            finish=False)
             if res.interrupted:
                 raise KeyboardInterrupt
@@ -144,18 +153,40 @@ class Tuner:
         return ts.score(row, self.settings.objective)
 
 
-def configs(settings: ts.TuneSettings, cuda: bool) -> list[tuple[str, str]]:
-    """The (precision, mode) pairs searched, the default ``run`` configuration first when it is in the space."""
-    precs, modes = ts.default_space(cuda, settings.objective)
+def scenario_name(workload: str) -> str:
+    """The scenario of a workload's trials."""
+    return "train_step" if workload == "train" else "inference"
+
+
+def configs(settings: ts.TuneSettings, cuda: bool) -> list[tuple]:
+    """The (precision, mode) pairs searched (``train``: (precision, mode, fused optimizer) triples, default modes
+    limited to the backends that train), the default configuration first when it is in the space."""
+    from accelbench import backends
+
+    precs, modes = ts.default_space(cuda, settings.objective, settings.workload)
+    if settings.workload == "train":
+        modes = tuple(m for m in modes if m in backends.names(trainable=True))
     precs, modes = settings.precisions or precs, settings.modes or modes
     out = [(p, m) for p in precs for m in modes]
-    base = default_config(cuda)
+    if settings.workload == "train":
+        out = [(p, m, f) for p, m in out for f in settings.fused_optimizers or ts.default_fused(cuda)]
+    base = default_config(cuda, settings.workload)
     return sorted(out, key=lambda c: c != base)
 
 
-def default_config(cuda: bool) -> tuple[str, str]:
-    """``run``'s default configuration on the device: amp-bf16 compiled on CUDA, fp32 eager on a CPU."""
+def default_config(cuda: bool, workload: str = "inference") -> tuple:
+    """The default configuration on the device: ``run``'s (amp-bf16 compiled on CUDA, fp32 eager on a CPU);
+    ``train``: the plain training step, amp-bf16 eager with torch's fused optimizer on CUDA (its default there),
+    fp32 eager with the default (``foreach``) optimizer on a CPU."""
+    if workload == "train":
+        return ("amp-bf16", "eager", True) if cuda else ("fp32", "eager", None)
     return ("amp-bf16", "compile") if cuda else ("fp32", "eager")
+
+
+def label(cfg: tuple) -> str:
+    """``amp-bf16 compile`` (``amp-bf16 compile fused`` / ``... foreach`` with an explicit optimizer kernel)."""
+    kernels = ts.KERNEL_WORDS.get(cfg[2]) if len(cfg) > 2 else None
+    return " ".join([*cfg[:2], *([kernels] if kernels else [])])
 
 
 def bracket(t: Tuner, cfg, tried: dict[int, float | None], start: int, max_batch: int) -> dict[int, float | None]:
@@ -188,7 +219,7 @@ def screen(t: Tuner, cfgs: list) -> dict[tuple, dict[int, float | None]]:
         if row is not None:
             scores[c][top] = t.score(row)
     pruned = ts.dominated(scores, DOMINANCE_MARGIN)
-    t.out.pruned = [f"{p} {m}" for p, m in cfgs if (p, m) in pruned]
+    t.out.pruned = [label(c) for c in cfgs if c in pruned]
     for c in cfgs[1:]:
         if c not in pruned and scores[c]:
             bracket(t, c, scores[c], top, max_batch)
@@ -227,7 +258,8 @@ def reference_top1(t: Tuner, cfgs: list) -> None:
 
 def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
              on_trial: Callable | None = None) -> TuneOutcome:
-    """Tune ``spec``'s model (an inference spec: data, images, device, timing) over ``settings``' space.
+    """Tune ``spec``'s model (an inference spec: data, images, device, timing; a ``train_step`` spec for
+    ``settings.workload`` ``train``, whose optimizer settings every trial keeps) over ``settings``' space.
 
     Args:
         resume: continue the newest unfinished ``tune`` run of the same spec and settings: stored trials are
@@ -248,12 +280,16 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
 
     if len(spec.models) != 1:
         raise ConfigError("model", ",".join(spec.models), "one model per tune")
+    name = scenario_name(settings.workload)
+    if spec.scenario != name:
+        raise ConfigError("scenario", spec.scenario, f"{name} for workload {settings.workload}")
     device = envmod.resolve_device(spec.device)
     cuda = device.type == "cuda"
     cfgs = configs(settings, cuda)
-    check_choices("precision", tuple(p for p, _ in cfgs), precisions.names())
-    check_choices("mode", tuple(m for _, m in cfgs), backends.names())
-    scenarios.get("inference").check(spec)
+    train = settings.workload == "train"
+    check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
+    check_choices("mode", tuple(c[1] for c in cfgs), backends.names(trainable=train))
+    scenarios.get(name).check(spec)
     spec_hash = spec.spec_hash(tune=settings.to_dict())
     run_id = loop.reopen(store, "tune", spec_hash) if resume else None
     if run_id is None:
@@ -265,7 +301,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
         if settings.min_top1_ratio is not None:
             reference_top1(t, cfgs)
         finalists = halving(t, screen(t, cfgs))
-        final(t, finalists, default_config(cuda))
+        final(t, finalists, default_config(cuda, settings.workload))
     except KeyboardInterrupt:
         t.out.interrupted = True
     store.finish_run(run_id, "interrupted" if t.out.interrupted else "complete")

@@ -86,12 +86,13 @@ def front(trials: list[dict[str, Any]], t) -> list[dict[str, Any]]:
     last = {}
     for r in trials:
         if t.score(r) is not None and r.get("latency_p99_ms") is not None:
-            last[(r["precision"], r["mode"], r["batch_size"])] = r
+            last[(r["precision"], r["mode"], r["batch_size"], r.get("fused_optimizer"))] = r
     return ts.pareto_front(list(last.values()))
 
 
 def run_flags(spec, rec: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The winner's settings as ``(TOML key, value)``: what ``run``, ``loadgen`` and ``train`` share."""
+    """The winner's settings as ``(TOML key, value)``: what ``run``, ``loadgen`` and ``train`` share; a
+    ``train_step`` spec adds its optimizer and, when the trial set it, ``fused_optimizer``."""
     out = [("model", rec["model"]), ("batch_sizes", [int(rec["batch_size"])]), ("precisions", [rec["precision"]]),
            ("modes", [rec["mode"]]), ("channels_last", spec.channels_last), ("device", spec.device),
            ("data", spec.data)]
@@ -99,14 +100,18 @@ def run_flags(spec, rec: dict[str, Any]) -> list[tuple[str, Any]]:
         out.append(("image_size", spec.image_size))
     if spec.cudnn_benchmark is not None:
         out.append(("cudnn_benchmark", spec.cudnn_benchmark))
+    if spec.scenario == "train_step":
+        out.append(("optimizer", spec.settings.optimizer))
+        if rec.get("fused_optimizer") is not None:
+            out.append(("fused_optimizer", bool(rec["fused_optimizer"])))
     return out
 
 
 def command(spec, rec: dict[str, Any]) -> str:
-    """The winner as a runnable ``accelbench run ...`` command."""
+    """The winner as a runnable ``accelbench run ...`` command (``accelbench train ...`` for a training step)."""
     import shlex
 
-    parts = ["accelbench", "run"]
+    parts = ["accelbench", "train" if spec.scenario == "train_step" else "run"]
     for key, v in run_flags(spec, rec):
         flag = "--" + key.replace("_", "-")
         if isinstance(v, bool) or key == "channels_last":
@@ -121,6 +126,6 @@ def command(spec, rec: dict[str, Any]) -> str:
 
 def toml_text(spec, rec: dict[str, Any], comment: str = "") -> str:
     """The winner as a TOML file ``accelbench run -c`` reads (``train -c`` and ``loadgen -c`` read its shared
-    keys). Values are strings, integers, booleans and lists of them: JSON spells those as TOML does."""
+    keys; a training step's file is for ``train -c``). Values are strings, integers, booleans and lists of them: JSON spells those as TOML does."""
     head = "".join(f"# {line}\n" for line in comment.splitlines())
     return head + "".join(f"{k} = {json.dumps(v)}\n" for k, v in run_flags(spec, rec))

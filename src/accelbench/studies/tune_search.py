@@ -29,6 +29,11 @@ OBJECTIVES: dict[str, tuple[str, bool]] = {
 # the compare metric (accelbench.core.compare.METRICS) that gives the final verdict of each objective
 VERDICT_METRIC = {"throughput": "throughput", "latency": "latency_p50", "cost": "cost_per_1000",
                   "energy": "energy_per_sample"}
+WORKLOADS = ("inference", "train")  # what a trial measures: an inference case or a training step (train_step)
+# A training step's "latency" is its step time: train rows get these aliases (:func:`as_trial`), so the score,
+# the constraints, the Pareto front and the final pooling read one set of column names.
+STEP_TIME_ALIASES = {"latency_p50_ms": "step_time_p50_ms", "latency_p99_ms": "step_time_p99_ms"}
+KERNEL_WORDS = {True: "fused", False: "foreach"}  # a train trial's optimizer kernels as labels show them
 PLATEAU_GAIN = 0.02  # doubling stops once two doublings in a row gained less than this over the best
 BISECT_TOLERANCE = 8  # bisection stops when the bracket is narrower than lo / this
 
@@ -51,6 +56,10 @@ class TuneSettings:
         screen_time_s: the shortest window (the first rung's ``min_time_s``); rung r times ``eta**r`` as long.
         final_rounds, final_repeats: the final candidates are measured in ``final_rounds`` interleaved rounds
             (A B C A B C ...) of ``final_repeats`` windows each.
+        workload: ``inference`` (each trial an inference case) or ``train`` (a training step, ``accelbench
+            train``'s ``train_step`` case: objective ``latency`` is the step time p50, no ``min_top1_ratio``).
+        fused_optimizers: ``train``: the optimizer kernels searched (True fused, False ``foreach``, None the
+            device's default; None: :func:`default_fused`).
     """
 
     objective: str = "throughput"
@@ -66,10 +75,19 @@ class TuneSettings:
     screen_time_s: float = 0.3
     final_rounds: int = 2
     final_repeats: int = 3
+    workload: str = "inference"
+    fused_optimizers: tuple[bool | None, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ConfigError("objective", self.objective, ", ".join(OBJECTIVES))
+        if self.workload not in WORKLOADS:
+            raise ConfigError("workload", self.workload, ", ".join(WORKLOADS))
+        if self.workload == "train" and self.min_top1_ratio is not None:
+            raise ConfigError("min_top1_ratio", self.min_top1_ratio,
+                              "only with --workload inference (a training step measures no accuracy)")
+        if self.workload != "train" and self.fused_optimizers is not None:
+            raise ConfigError("fused_optimizers", self.fused_optimizers, "only with --workload train")
         if not is_number(self.budget_s) or self.budget_s <= 0:
             raise ConfigError("budget_s", self.budget_s, "a number of seconds > 0")
         for name in ("max_latency_p99_ms", "min_top1_ratio"):
@@ -86,15 +104,39 @@ class TuneSettings:
         check_number("screen_time_s", self.screen_time_s)
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as JSON values; ``workload`` and ``fused_optimizers`` only when not at their defaults
+        (the tune run's spec hash of an inference tune is what it was before they existed: ``--resume`` works)."""
         import dataclasses
 
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        for k, default in (("workload", "inference"), ("fused_optimizers", None)):
+            if out[k] == default:
+                del out[k]
+        return out
 
 
-def default_space(cuda: bool, objective: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def default_fused(cuda: bool) -> tuple[bool | None, ...]:
+    """The optimizer kernels a ``train`` tune searches: fused and ``foreach`` on CUDA (fused kernels exist there
+    for SGD and AdamW, torch >= 2.4); on a CPU the default only (None: ``foreach``)."""
+    return (True, False) if cuda else (None,)
+
+
+def as_trial(row: dict[str, Any], workload: str) -> dict[str, Any]:
+    """``row`` as the search reads it: a training step's step-time columns also as ``latency_*``
+    (:data:`STEP_TIME_ALIASES`)."""
+    if workload != "train":
+        return row
+    return {**row, **{k: row.get(v) for k, v in STEP_TIME_ALIASES.items()}}
+
+
+def default_space(cuda: bool, objective: str, workload: str = "inference") -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(precisions, modes)`` searched by default. CUDA: autocast and pure bf16/fp16 weights x compile (the
     default ``run`` mode), compile with Inductor freezing, and CUDA graphs (``reduce-overhead`` with freezing;
-    for latency also the eager capture, ``cudagraphs``). CPU: fp32 and bf16, eager and compile."""
+    for latency also the eager capture, ``cudagraphs``). CPU: fp32 and bf16, eager and compile.
+    ``train``: CUDA amp-bf16, amp-fp16, bf16 x eager, compile, reduce-overhead (whole-step CUDA graphs of the
+    compiled forward and backward; the caller keeps the trainable backends only); CPU as inference."""
+    if workload == "train" and cuda:
+        return ("amp-bf16", "amp-fp16", "bf16"), ("eager", "compile", "reduce-overhead")
     if not cuda:
         return ("fp32", "bf16"), ("eager", "compile")
     modes = ("compile", "compile-freeze", "reduce-overhead-freeze")
@@ -224,18 +266,25 @@ def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(front, key=lambda r: -r["throughput_samples_per_s"])
 
 
-def explain(rows: list[dict[str, Any]], winner: dict[str, Any], objective: str) -> list[str]:
-    """What got the winner there: per axis (precision, mode, batch size), the winner's figure over the best trial
-    that differs from it on that axis only, in the same stage (same window length). Lines such as
-    ``mode compile-freeze vs compile: x1.17 (screen)``; none where no such pair was measured."""
-    axes = ("precision", "mode", "batch_size")
+def explain_axes(workload: str) -> tuple[str, ...]:
+    """The axes :func:`explain` compares: precision, mode, batch size; a ``train`` tune adds the optimizer kernels."""
+    return ("precision", "mode", "batch_size") + (("fused_optimizer",) if workload == "train" else ())
+
+
+def explain(rows: list[dict[str, Any]], winner: dict[str, Any], objective: str,
+            axes: tuple[str, ...] = ("precision", "mode", "batch_size")) -> list[str]:
+    """What got the winner there: per axis (precision, mode, batch size; a train tune adds ``fused_optimizer``),
+    the winner's figure over the best trial that differs from it on that axis only, in the same stage (same
+    window length). Lines such as ``mode compile-freeze vs compile: x1.17 (screen)``; none where no such pair was
+    measured."""
     out = []
     for axis in axes:
         pairs = []
         for stage in dict.fromkeys(r.get("tune_stage") for r in rows):
             same = [r for r in rows if r.get("tune_stage") == stage and score(r, objective) is not None]
-            mine = next((r for r in same if all(r[a] == winner[a] for a in axes)), None)
-            others = [r for r in same if r[axis] != winner[axis] and all(r[a] == winner[a] for a in axes if a != axis)]
+            mine = next((r for r in same if all(r.get(a) == winner.get(a) for a in axes)), None)
+            others = [r for r in same if r.get(axis) != winner.get(axis)
+                      and all(r.get(a) == winner.get(a) for a in axes if a != axis)]
             if mine is not None and others:
                 best = max(others, key=lambda r: score(r, objective))
                 pairs.append((stage, best, _ratio(mine, best, objective)))

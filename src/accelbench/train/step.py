@@ -58,6 +58,9 @@ class StepConfig:
         nesterov: SGD Nesterov momentum.
         channels_last: run the module and inputs in NHWC memory format.
         label_smoothing: passed to ``cross_entropy``.
+        fused: the optimizer's fused kernels (``torch.optim`` ``fused=True``, one kernel for every parameter):
+            True: fused (an error where torch has none); False: ``foreach``; None: fused on CUDA where torch
+            has it, else ``foreach``.
     """
 
     precision: str = "fp32"
@@ -69,6 +72,7 @@ class StepConfig:
     nesterov: bool = False
     channels_last: bool = False
     label_smoothing: float = 0.0
+    fused: bool | None = None
 
 
 def unsupported_reason(cfg: StepConfig, device) -> str | None:
@@ -78,7 +82,8 @@ def unsupported_reason(cfg: StepConfig, device) -> str | None:
 
 
 def make_optimizer(cfg: StepConfig, params, device):
-    """SGD with momentum or AdamW over ``params``; fused kernels on CUDA where torch has them.
+    """SGD with momentum or AdamW over ``params``; fused kernels as ``cfg.fused`` says (default: on CUDA where
+    torch has them).
 
     Fused SGD starts with zero momentum buffers. Without them, a GradScaler's skipped first step
     (``amp-fp16``: the initial scale 2**16 overflows, as it usually does) still makes fused SGD create
@@ -90,6 +95,7 @@ def make_optimizer(cfg: StepConfig, params, device):
 
     Raises:
         ValueError: unknown optimizer name.
+        RuntimeError / TypeError: ``cfg.fused`` is True and torch has no fused kernel for it on ``device``.
     """
     import torch
 
@@ -101,14 +107,15 @@ def make_optimizer(cfg: StepConfig, params, device):
         cls = torch.optim.AdamW
     else:
         raise ValueError(f"unknown optimizer {cfg.optimizer!r}: use one of {', '.join(OPTIMIZERS)}")
-    if device.type == "cuda":
-        try:  # fused SGD exists from torch 2.3 on; fall back to the foreach implementation
+    if cfg.fused or (cfg.fused is None and device.type == "cuda"):
+        try:  # fused SGD exists from torch 2.3 on; by default fall back to the foreach implementation
             opt = cls(params, fused=True, **kw)
         except (TypeError, RuntimeError):
-            pass
+            if cfg.fused:
+                raise
         else:
             if cls is torch.optim.SGD and cfg.momentum:
-                zero_momentum_buffers(opt)
+                zero_momentum_buffers(opt)  # the GradScaler guard above, for every fused SGD
             return opt
     return cls(params, foreach=True, **kw)
 
