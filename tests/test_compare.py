@@ -28,7 +28,8 @@ def test_verdict_rules():
     assert cmp.verdict(0.50, 0.029, 2 / 70, THR) == "slower"  # 4 vs 4, perfectly separated
 
 
-def add_run(store, *, speed=1.0, windows=5, validity="ok", precision="fp32", env=None, model="cifar-resnet20"):
+def add_run(store, *, speed=1.0, windows=5, validity="ok", precision="fp32", env=None, model="cifar-resnet20",
+            extra=None):
     """A synthetic inference run written through the Store API: one case, ``windows`` windows of 20 batches of 8
     images; latencies 10 ms / speed with a small deterministic wobble per batch and per window."""
     run = store.begin_run("inference", {"scenario": "inference"}, "h", env or {"device_name": "Test CPU", "torch": "2.5"})
@@ -44,6 +45,7 @@ def add_run(store, *, speed=1.0, windows=5, validity="ok", precision="fp32", env
            "validity_reason": None if validity == "ok" else "other processes used 60% of the host's CPU time > 10%",
            "energy_per_sample_j": 50.0 / thr, "price_per_hour_usd": 3.6, "cost_per_1000_samples_usd": 1.0 / thr,
            "power_mean_w": 50.0}
+    rec.update(extra or {})
     if windows >= 2:
         rec.update(windows=windows, window_batches=20)
     series = {"latency_ms": flat, **({"window_wall_s": walls, "window_samples": [160.0] * windows} if windows >= 2 else {})}
@@ -67,6 +69,16 @@ def test_a_slower_b_is_slower_with_intervals(tmp_path):
     assert case.normalised["a"]["samples_per_usd"] == pytest.approx(1000 * thr.a)
     assert case.normalised["b"]["samples_per_j"] == pytest.approx(thr.b / 50) == case.normalised["b"]["throughput_per_w"]
     assert [n for _, n in c.slower()] == ["throughput", "latency_p50"] and not case.ambiguous
+
+
+def test_a_verdict_between_autotuned_runs_says_the_kernels_may_differ(tmp_path):
+    s = Store(tmp_path / "s.db")
+    tuned = {"compile_mode": "max-autotune"}
+    a, b = add_run(s, extra=tuned), add_run(s, speed=0.9, extra=tuned)
+    (case,) = cmp.compare_runs(load_run(s, a), load_run(s, b)).cases
+    assert case.metrics["throughput"].verdict == "slower" and any("max-autotune" in n for n in case.notes)
+    (plain,) = cmp.compare_runs(load_run(s, add_run(s)), load_run(s, add_run(s, speed=0.9))).cases
+    assert plain.metrics["throughput"].verdict == "slower" and not any("max-autotune" in n for n in plain.notes)
 
 
 def test_same_speed_is_within_noise_and_flags_make_it_ambiguous(tmp_path):

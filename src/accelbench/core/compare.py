@@ -217,6 +217,12 @@ def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN
     ca, cb = a.record.get("sm_clock_mean_mhz"), b.record.get("sm_clock_mean_mhz")
     if ca and cb and abs(cb / ca - 1) > CLOCK_DIFF:
         out.notes.append(f"mean SM clock {ca:.0f} vs {cb:.0f} MHz")
+    thr = out.metrics["throughput"].verdict.replace(" (ambiguous)", "")
+    if thr in ("faster", "slower") and any("autotune" in str(r.get("compile_mode") or "") for r in (a.record, b.record)):
+        # Inductor's max-autotune times candidate kernels in each process and keeps the fastest of that moment:
+        # two processes can run different kernels (PyTorch docs, torch.compile "max-autotune")
+        out.notes.append("max-autotune chose its kernels by timing them in each process: A and B may run different "
+                         "kernels (the difference can be the choice, not the change)")
     return out
 
 
