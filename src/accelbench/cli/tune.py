@@ -106,11 +106,11 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
         console.print("pruned (slower at every batch tried): " + ", ".join(out.pruned))
     for line in rt.summary_lines(out, settings.objective) + out.notes:
         console.print(line)
-    if out.winner:
-        from accelbench.studies.tune_search import explain, explain_axes
+    from accelbench.studies.tune_search import explain, explain_axes
 
-        for line in explain(out.trials, out.winner, settings.objective, explain_axes(settings.workload)):
-            console.print("  what got it there: " + line)
+    why = explain(out.trials, out.winner, settings.objective, explain_axes(settings.workload)) if out.winner else []
+    for line in why:
+        console.print("  what got it there: " + line)
     cmd = tune_final.command(spec, out.winner) if out.winner else None
     if cmd:
         console.print(f"run it: {cmd}")
@@ -122,7 +122,7 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
         rt.front_chart(out.pareto, out.trials, plot)
         console.print(f"wrote {plot}")
     if json_path:
-        _write_json(out, store, json_path, cmd, settings)
+        _write_json(out, store, json_path, cmd, settings, why)
     console.print(f"tune run {out.run_id}: {len(out.trials)} trials ({out.skipped_done} read back), "
                   f"{out.spent_s:.1f} s of the {settings.budget_s:g} s budget, stored in {store.path}")
     if out.interrupted:
@@ -130,20 +130,18 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
     raise typer.Exit(exit_code(out.statuses, out.interrupted))
 
 
-def _write_json(out, store, path: Path, cmd, settings) -> None:
+def _write_json(out, store, path: Path, cmd, settings, why: list[str]) -> None:
     import dataclasses
     import json
 
     from accelbench import api
-    from accelbench.studies.tune_search import explain, explain_axes
 
     api.export_json(store, out.run_id, path)
     doc = json.loads(path.read_text())
     doc["tune"] = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
                    "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
                    "notes": out.notes, "pareto": out.pareto,
-                   "explain": explain(out.trials, out.winner, settings.objective, explain_axes(settings.workload))
-                   if out.winner else [],
+                   "explain": why,
                    "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
                    "gain": dataclasses.asdict(out.gain) if out.gain else None}
     path.write_text(json.dumps(doc, indent=1, default=str))

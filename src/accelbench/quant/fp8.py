@@ -60,13 +60,13 @@ def total_flops(module, example) -> float | None:
     where the counter fails: the denominator of ``fp8_flops_share``."""
     import torch
 
-    try:
-        from torch.utils.flop_counter import FlopCounterMode
+    from accelbench.profile.analytic import count_flops
 
+    try:
         # with autograd on: nn.MultiheadAttention's inference fast path is an op the counter does not know
-        with torch.enable_grad(), FlopCounterMode(display=False) as counter:
-            module(example[:1].clone())  # a clone: an inference-mode tensor cannot be saved for backward
-        return float(counter.get_total_flops())
+        with torch.enable_grad():
+            # a clone: an inference-mode tensor cannot be saved for backward
+            return count_flops(lambda: module(example[:1].clone()))[0]
     except Exception:  # a share we cannot compute is left out, never guessed
         return None
 

@@ -135,9 +135,7 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     doc = (run.get("spec") or {}).get("tune") or {}
     settings = ts.TuneSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
     rows = [ts.as_trial(r, settings.workload) for r in records]  # a training step's latency is its step time
-    last = {(r["precision"], r["mode"], r["batch_size"], r.get("fused_optimizer")): r for r in rows
-            if ts.violation(r, settings) is None and r.get("latency_p99_ms") is not None}
-    front = ts.pareto_front(list(last.values()))
+    front = ts.latest_front(rows, lambda r: ts.violation(r, settings) is None)
     chart = charts.svg(front_figure(front, rows)) if front else None
     shown = lambda rs: [{**r, "mode": mode_label(r)} for r in rs]  # noqa: E731  (fused / foreach in the mode cell)
     return [table_block(shown(rows), TRIAL_COLUMNS, "Trials"),

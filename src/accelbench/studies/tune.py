@@ -234,7 +234,7 @@ def halving(t: Tuner, scores: dict) -> list[tuple]:
     while len(cands) > 2:
         got = {cb: t.score(t.trial(cb[0], cb[1], f"rung{rung}", t.settings.final_repeats, HALVING_SHARE))
                for cb in cands}
-        if any(v is None for v in got.values()) and all(v is None for v in got.values()):
+        if all(v is None for v in got.values()):
             break  # the budget share is spent: the screening order stands
         cands, rung = ts.halve(got, t.settings.eta, keep_min=2), rung + 1
     return cands[:2]
@@ -245,11 +245,8 @@ def reference_top1(t: Tuner, cfgs: list) -> None:
     ``reference`` trial (fp32, eager) when the space has none; a note when the model reports no accuracy."""
     from accelbench import precisions
 
-    def plain(name: str) -> bool:
-        p = precisions.get(name)
-        return p.cast_dtype is None and p.autocast_dtype is None and not p.tf32 and p.quant is None
-
-    ref = next((c for c in cfgs if plain(c[0])), (next(n for n in precisions.names() if plain(n)), "eager"))
+    ref = next((c for c in cfgs if precisions.is_reference(c[0])),
+               (next(n for n in precisions.names() if precisions.is_reference(n)), "eager"))
     row = t.trial(ref, (t.settings.batch_sizes or (8,))[0], "reference", share=float("inf"))
     t.top1_ref = row.get("top1") if row else None
     if not t.top1_ref:

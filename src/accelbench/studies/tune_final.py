@@ -83,11 +83,7 @@ def final(t, finalists: list[tuple], base_cfg: tuple[str, str]) -> None:
 def front(trials: list[dict[str, Any]], t) -> list[dict[str, Any]]:
     """The Pareto front (:func:`tune_search.pareto_front`) of the acceptable trials, the latest row of each
     (configuration, batch size)."""
-    last = {}
-    for r in trials:
-        if t.score(r) is not None and r.get("latency_p99_ms") is not None:
-            last[(r["precision"], r["mode"], r["batch_size"], r.get("fused_optimizer"))] = r
-    return ts.pareto_front(list(last.values()))
+    return ts.latest_front(trials, lambda r: t.score(r) is not None)
 
 
 def run_flags(spec, rec: dict[str, Any]) -> list[tuple[str, Any]]:

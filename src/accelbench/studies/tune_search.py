@@ -266,6 +266,17 @@ def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(front, key=lambda r: -r["throughput_samples_per_s"])
 
 
+def latest_front(rows: list[dict[str, Any]], acceptable) -> list[dict[str, Any]]:
+    """:func:`pareto_front` of the rows ``acceptable(row)`` keeps that have a p99 latency, the latest row of each
+    configuration (precision, mode, batch size, optimizer kernels): a later stage's longer windows replace a
+    screening figure."""
+    last = {}
+    for r in rows:
+        if acceptable(r) and r.get("latency_p99_ms") is not None:
+            last[(r["precision"], r["mode"], r["batch_size"], r.get("fused_optimizer"))] = r
+    return pareto_front(list(last.values()))
+
+
 def explain_axes(workload: str) -> tuple[str, ...]:
     """The axes :func:`explain` compares: precision, mode, batch size; a ``train`` tune adds the optimizer kernels."""
     return ("precision", "mode", "batch_size") + (("fused_optimizer",) if workload == "train" else ())
