@@ -78,6 +78,10 @@ def test_explain_names_what_got_the_winner_there():
     assert lines == ["precision bf16 vs amp-bf16: x1.500 throughput_samples_per_s (screen)",
                      "mode compile-freeze vs compile: x1.200 throughput_samples_per_s (screen)",
                      "batch_size 256 vs 128: x1.250 throughput_samples_per_s (screen)"]
+    # no energy counter (a CPU without RAPL): throughput stands in for energy, and the better row still shows > 1
+    assert ts.explain(rows, rows[1], "energy")[1] == "mode compile-freeze vs compile: x1.200 energy_per_sample_j (screen)"
+    lower = [{**r, "latency_p50_ms": 1000.0 / r["throughput_samples_per_s"]} for r in rows]
+    assert ts.explain(lower, lower[1], "latency")[1] == "mode compile-freeze vs compile: x1.200 latency_p50_ms (screen)"
 
 
 def test_pareto_front():

@@ -306,6 +306,8 @@ def explain(rows: list[dict[str, Any]], winner: dict[str, Any], objective: str,
 
 
 def _ratio(a: dict[str, Any], b: dict[str, Any], objective: str) -> float:
-    """``a`` over ``b`` on the objective's column, > 1 when ``a`` is better (a lower-is-better figure inverted)."""
+    """``a`` over ``b`` on the objective's figure, > 1 when ``a`` is better. :func:`score` signs a lower-is-better
+    figure negative, and gives throughput (positive) where the row has no cost or energy column: the sign, not the
+    objective, says which way to divide."""
     sa, sb = score(a, objective), score(b, objective)
-    return sa / sb if OBJECTIVES[objective][1] or sa == 0 else sb / sa
+    return sa / sb if sa >= 0 else sb / sa
