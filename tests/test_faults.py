@@ -169,6 +169,8 @@ FAULTS = [
           "invalid mode 'compile-freeze'", no_run, one_line=True),
     Fault("compare-unknown-run", ["compare", "1", "99", "--db", "{path}"], 2, "no run 99", setup=_store_with_one_run,
           one_line=True),
+    Fault("report-missing-store", ["report", "--db", "{path}", "--run", "1", "--run", "{tmp}/none.db:1", "--html",
+                                   "{tmp}/r.html"], 2, "no results store at", setup=_store_with_one_run, one_line=True),
 ]
 
 
