@@ -78,15 +78,15 @@ def test_train_spec_rejects_bad_values(layer, field):
 
 
 def test_a_step_that_cannot_train_is_an_unsupported_case_in_either_launcher():
-    """One rule for one process and for --gpus: pure fp16 and cudagraphs exist, but cannot train."""
+    """One rule for one process and for --gpus: pure fp16 and compile-freeze exist, but cannot train."""
     import torch
 
     from accelbench import scenarios
 
-    s = build_train_spec({"precisions": "fp32,fp16", "modes": "eager,cudagraphs"}, cuda=False)
+    s = build_train_spec({"precisions": "fp32,fp16", "modes": "eager,compile-freeze"}, cuda=False)
     why = {(c.precision, c.mode): scenarios.get("train_step").unsupported_reason(c, torch.device("cpu"))
            for c in expand(s, "cpu")}
-    assert "not a training precision" in why[("fp16", "eager")] and "not a training mode" in why[("fp32", "cudagraphs")]
+    assert "not a training precision" in why[("fp16", "eager")] and "not a training mode" in why[("fp32", "compile-freeze")]
     assert why[("fp32", "eager")] is None
 
 

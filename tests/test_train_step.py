@@ -66,7 +66,11 @@ def test_state_dict_restores_the_same_trajectory():
 
 def test_unsupported_training_configs():
     assert "not a training precision" in unsupported_reason(StepConfig(precision="fp16"), CPU)
-    assert "not a training mode" in unsupported_reason(StepConfig(mode="cudagraphs"), CPU)
+    assert "not a training mode" in unsupported_reason(StepConfig(mode="compile-freeze"), CPU)
+    assert "needs a CUDA GPU" in unsupported_reason(StepConfig(mode="cudagraphs"), CPU)
+    cuda = torch.device("cuda")  # the rule itself, asked without a GPU: a whole-step graph needs the fused optimizer
+    assert "fused optimizer" in unsupported_reason(StepConfig(precision="amp-fp16", mode="compile-cudagraphs",
+                                                              fused=False), cuda)
     assert "CUDA" in unsupported_reason(StepConfig(precision="tf32"), CPU)
     assert unsupported_reason(StepConfig(precision="amp-fp16"), CPU) is None
     with pytest.raises(ValueError):

@@ -211,8 +211,9 @@ def test_train_space_keeps_trainable_backends_and_searches_the_optimizer_kernels
     from accelbench.studies.tune import configs, default_config, label
 
     cuda = configs(ts.TuneSettings(workload="train"), cuda=True)
-    assert {c[1] for c in cuda} == {"eager", "compile", "reduce-overhead"}  # no -freeze, no max-autotune
-    assert {c[0] for c in cuda} == {"amp-bf16", "amp-fp16", "bf16"} and len(cuda) == 3 * 3 * 2
+    # no -freeze, no max-autotune; the whole-step CUDA graphs
+    assert {c[1] for c in cuda} == {"eager", "compile", "reduce-overhead", "cudagraphs", "compile-cudagraphs"}
+    assert {c[0] for c in cuda} == {"amp-bf16", "amp-fp16", "bf16"} and len(cuda) == 3 * 5 * 2
     assert cuda[0] == default_config(True, "train") == ("amp-bf16", "eager", True)
     assert label(cuda[0]) == "amp-bf16 eager fused" and label(("bf16", "compile", False)) == "bf16 compile foreach"
     assert configs(ts.TuneSettings(workload="train"), cuda=False)[0] == ("fp32", "eager", None)

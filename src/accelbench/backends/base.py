@@ -19,12 +19,15 @@ class Backend:
         needs_cuda: it runs on CUDA GPUs only.
         static_shapes: what it builds runs one input shape (a graph, a shape-specialised compile): a server
             that batches requests of any count builds it per batch size (:meth:`build_sizes`) and pads.
+        step_graph: a training step through it is captured whole (forward, loss, backward, GradScaler and
+            optimizer step) into one CUDA graph and replayed (:class:`accelbench.train.step.TrainStep`).
     """
 
     name: str = ""
     trainable: bool = False
     needs_cuda: bool = False
     static_shapes: bool = False
+    step_graph: bool = False
 
     def unsupported_reason(self, device, training: bool = False) -> str | None:
         """Why this backend cannot run on ``device`` (a torch.device), or None."""

@@ -6,6 +6,12 @@
 | reduce-overhead / reduce-overhead-freeze | ``reduce-overhead`` (CUDA graphs) | off / on |
 | max-autotune / max-autotune-freeze | ``max-autotune`` (Triton autotuning, CUDA graphs) | off / on |
 | max-autotune-no-cudagraphs | ``max-autotune-no-cudagraphs`` | off |
+| compile-cudagraphs | default, then captured by hand into one ``torch.cuda.CUDAGraph`` | off |
+
+``compile-cudagraphs`` captures the compiled forward (inference) or the whole training step with the compiled
+forward and backward, loss, GradScaler and fused optimizer step (training: ``step_graph``, see
+:mod:`accelbench.train.step`) into one CUDA graph, without ``reduce-overhead``'s CUDA graph trees, which graph
+the compiled forward and backward only and leave the optimizer step eager.
 
 Freezing (``torch._inductor.config.freezing``) constant-folds the weights into the graph and folds batch norm
 into the convolutions: inference only (the module must not train; torch.compile docs, "Inductor freezing"),
@@ -81,6 +87,25 @@ class Compile(Backend):
         return self._compiled(model)
 
 
+class CompileCudaGraphs(Compile):
+    """The default-mode compiled module captured into one CUDA graph (whole training steps: ``step_graph``)."""
+
+    step_graph = True
+
+    def __init__(self):
+        super().__init__("compile-cudagraphs", None)
+        self.needs_cuda = True  # compile_mode "default" in the row; the mode name says the graph
+
+    build_sizes = Backend.build_sizes  # one capture per batch size
+
+    def _build(self, module, example, device):
+        from accelbench.backends.cudagraphs import capture_forward
+
+        fn = self._compiled(module)
+        with self._freezing(module):
+            return capture_forward(fn, example, device)
+
+
 register(Compile("compile", None))
 register(Compile("compile-freeze", None, trainable=False, freezing=True))
 register(Compile("reduce-overhead", "reduce-overhead"))
@@ -89,3 +114,4 @@ register(Compile("reduce-overhead-freeze", "reduce-overhead", trainable=False, f
 register(Compile("max-autotune", "max-autotune", trainable=False))
 register(Compile("max-autotune-freeze", "max-autotune", trainable=False, freezing=True))
 register(Compile("max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs", trainable=False))
+register(CompileCudaGraphs())

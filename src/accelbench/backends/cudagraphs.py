@@ -1,41 +1,67 @@
 """The ``cudagraphs`` backend: the eager module captured once into a CUDA graph and replayed.
 
-Warm-up runs on a side stream before capture, as the CUDA graphs section of the PyTorch CUDA semantics
-notes requires. Each batch is copied into the static input buffer inside the timed region, as a server
-would copy a request in.
+Inference: warm-up runs on a side stream before capture, as the CUDA graphs section of the PyTorch CUDA
+semantics notes requires. Each batch is copied into the static input buffer inside the timed region, as a
+server would copy a request in.
+
+Training: the whole step (forward, loss, backward, GradScaler, fused optimizer step) is captured into one
+graph ("whole-network capture" in the same notes; MLPerf Training's ResNet-50 submissions do the same) by
+:class:`accelbench.train.step.TrainStep`: the module itself stays eager here (``step_graph``).
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from accelbench.backends.base import Backend, register
+
+# Warm-up calls before a capture: cuDNN/cuBLAS handles, lazy module state, cuDNN benchmark's algorithm search and
+# (compiled modules) compilation happen outside the graph (PyTorch CUDA semantics, "CUDA Graphs": "warmup").
+WARMUP_CALLS = 3
+
+
+def capture_forward(fn: Callable, example, device) -> Callable:
+    """``fn`` (a module or compiled module) captured on ``example`` ``(B, ...)`` into a CUDA graph, after
+    :data:`WARMUP_CALLS` calls on a side stream.
+
+    Returns:
+        ``forward(x) -> out``: copies ``x`` (same shape as ``example``) into the static input and replays; ``out``
+        is the graph's static output, overwritten by the next call.
+    """
+    import torch
+
+    static_in = example.clone()
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP_CALLS):
+            fn(static_in)
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = fn(static_in)
+
+    def forward(x):
+        static_in.copy_(x, non_blocking=True)
+        graph.replay()
+        return static_out
+
+    forward.graph = graph  # keep the graph alive with the callable
+    return forward
 
 
 class CudaGraphs(Backend):
     name = "cudagraphs"
     needs_cuda = True
     static_shapes = True
+    trainable = True
+    step_graph = True
 
     def _build(self, module, example, device):
-        import torch
+        return capture_forward(module, example, device)
 
-        static_in = example.clone()
-        side = torch.cuda.Stream(device)
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                module(static_in)
-        torch.cuda.current_stream(device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_out = module(static_in)
-
-        def forward(x):
-            static_in.copy_(x, non_blocking=True)
-            graph.replay()
-            return static_out
-
-        forward.graph = graph  # keep the graph alive with the callable
-        return forward
+    def wrap_training(self, model):
+        return model  # eager; TrainStep captures the whole step
 
 
 register(CudaGraphs())

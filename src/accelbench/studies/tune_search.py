@@ -133,10 +133,12 @@ def default_space(cuda: bool, objective: str, workload: str = "inference") -> tu
     """``(precisions, modes)`` searched by default. CUDA: autocast and pure bf16/fp16 weights x compile (the
     default ``run`` mode), compile with Inductor freezing, and CUDA graphs (``reduce-overhead`` with freezing;
     for latency also the eager capture, ``cudagraphs``). CPU: fp32 and bf16, eager and compile.
-    ``train``: CUDA amp-bf16, amp-fp16, bf16 x eager, compile, reduce-overhead (whole-step CUDA graphs of the
-    compiled forward and backward; the caller keeps the trainable backends only); CPU as inference."""
+    ``train``: CUDA amp-bf16, amp-fp16, bf16 x eager, compile, reduce-overhead (CUDA graphs of the compiled
+    forward and backward), cudagraphs and compile-cudagraphs (the whole step with the fused optimizer in one CUDA
+    graph, eager or compiled module; the caller keeps the trainable backends only); CPU as inference."""
     if workload == "train" and cuda:
-        return ("amp-bf16", "amp-fp16", "bf16"), ("eager", "compile", "reduce-overhead")
+        return ("amp-bf16", "amp-fp16", "bf16"), ("eager", "compile", "reduce-overhead", "cudagraphs",
+                                                  "compile-cudagraphs")
     if not cuda:
         return ("fp32", "bf16"), ("eager", "compile")
     modes = ("compile", "compile-freeze", "reduce-overhead-freeze")

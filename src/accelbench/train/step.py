@@ -26,8 +26,18 @@ without fp32 master weights small updates vanish (Micikevicius et al. 2018, s. 3
 
 Modes: the trainable backends of :mod:`accelbench.backends` (``eager``; ``compile``:
 ``torch.compile(module, dynamic=False)``, Inductor compiles the forward and, via AOTAutograd, the backward;
-the optimizer step stays eager: fused on CUDA, foreach on CPU). Precisions: the trainable rows of
-:data:`accelbench.precisions.PRECISIONS`.
+the optimizer step stays eager: fused on CUDA, foreach on CPU; ``reduce-overhead``: the same with CUDA graphs of
+the compiled forward and backward). Precisions: the trainable rows of :data:`accelbench.precisions.PRECISIONS`.
+
+Whole-step CUDA graphs (backends with ``step_graph``: ``cudagraphs`` with the eager module, ``compile-cudagraphs``
+with the compiled one): the first :data:`accelbench.backends.cudagraphs.WARMUP_CALLS` calls are ordinary steps on a
+side stream; the next call captures forward, loss, backward, GradScaler (unscale, inf check, scale update) and
+the fused optimizer step into one ``torch.cuda.CUDAGraph`` and replays it, and every later call with the same
+batch shape copies the batch into the graph's static inputs and replays ("whole-network capture", PyTorch CUDA
+semantics, "CUDA Graphs"; MLPerf Training's ResNet-50 submissions capture the step the same way). The learning
+rate is a device tensor so that ``set_lr`` reaches the graph; a batch of another shape (an epoch's last) runs as
+an ordinary step. GradScaler's unfused path synchronises on ``found_inf.item()``, so amp-fp16 needs the fused
+optimizer there. Not with ``wrap`` (DDP).
 """
 
 from __future__ import annotations
@@ -77,11 +87,16 @@ class StepConfig:
 
 def unsupported_reason(cfg: StepConfig, device) -> str | None:
     """Why ``cfg`` cannot train on ``device`` (torch.device), or None when it can."""
-    return (precisions.unsupported_reason(cfg.precision, device, training=True)
-            or backends.get(cfg.mode).unsupported_reason(device, training=True))
+    why = (precisions.unsupported_reason(cfg.precision, device, training=True)
+           or backends.get(cfg.mode).unsupported_reason(device, training=True))
+    if not why and backends.get(cfg.mode).step_graph and cfg.fused is False \
+            and precisions.get(cfg.precision).grad_scaler:
+        why = (f"{cfg.mode} captures the whole step in a CUDA graph: {cfg.precision}'s GradScaler needs the fused "
+               "optimizer there (its foreach path synchronises on found_inf)")
+    return why
 
 
-def make_optimizer(cfg: StepConfig, params, device):
+def make_optimizer(cfg: StepConfig, params, device, *, lr_tensor: bool = False):
     """SGD with momentum or AdamW over ``params``; fused kernels as ``cfg.fused`` says (default: on CUDA where
     torch has them).
 
@@ -93,6 +108,9 @@ def make_optimizer(cfg: StepConfig, params, device):
     ``benchmarks/fused_sgd_overflow.py`` (cifar-resnet20 amp-fp16 on an H200, torch 2.11: loss NaN from
     step 2 without, finite with; also on a CPU with torch 2.15), see BENCHMARKS.md section 3.
 
+    ``lr_tensor``: the learning rate as a 0-d float32 tensor on ``device`` (read by a captured CUDA graph at each
+    replay; ``TrainStep.set_lr`` fills it in place).
+
     Raises:
         ValueError: unknown optimizer name.
         RuntimeError / TypeError: ``cfg.fused`` is True and torch has no fused kernel for it on ``device``.
@@ -100,7 +118,8 @@ def make_optimizer(cfg: StepConfig, params, device):
     import torch
 
     params = list(params)
-    kw: dict[str, Any] = {"lr": cfg.lr, "weight_decay": cfg.weight_decay}
+    lr = torch.tensor(cfg.lr, dtype=torch.float32, device=device) if lr_tensor else cfg.lr
+    kw: dict[str, Any] = {"lr": lr, "weight_decay": cfg.weight_decay}
     if cfg.optimizer == "sgd":
         cls, kw = torch.optim.SGD, {**kw, "momentum": cfg.momentum, "nesterov": cfg.nesterov}
     elif cfg.optimizer == "adamw":
@@ -138,25 +157,35 @@ class TrainStep:
         optimizer, scaler: the torch optimizer and the GradScaler (amp-fp16 only, else None).
         config, device: as given.
         first_step_s: synchronised wall seconds of the first call (None before it).
+        capture_s: synchronised wall seconds of the whole-step CUDA graph capture (None without one).
     """
 
-    def __init__(self, module, model, optimizer, scaler, cfg: StepConfig, device):
+    def __init__(self, module, model, optimizer, scaler, cfg: StepConfig, device, graphed: bool = False):
         import torch
 
         self.module, self.model, self.optimizer, self.scaler = module, model, optimizer, scaler
         self.config, self.device = cfg, device
         self.first_step_s: float | None = None
+        self.capture_s: float | None = None
         self._dtype = precisions.input_dtype(cfg.precision)
         self._fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+        self._graphed, self._graph, self._warm = graphed, None, 0
+        self._static: tuple = ()
 
     @property
     def compile_s(self) -> float | None:
-        """Seconds the first call took when compiled (compilation of forward and backward + one step)."""
-        return None if self.config.mode == "eager" else self.first_step_s
+        """Seconds the first call took when compiled (compilation of forward and backward + one step), plus the
+        whole-step graph's capture; None in eager mode."""
+        if self.config.mode == "eager" or self.first_step_s is None:
+            return None
+        return self.first_step_s + (self.capture_s or 0.0)
 
     def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
+            if hasattr(group["lr"], "fill_"):
+                group["lr"].fill_(lr)  # in place: a captured graph reads this tensor
+            else:
+                group["lr"] = lr
 
     def __call__(self, x, y):
         """One optimizer step on the batch ``x`` ``(B, C, H, W)`` with labels ``y`` ``(B,)``.
@@ -165,13 +194,51 @@ class TrainStep:
             ``(loss, logits)``: the mean cross-entropy (a 0-d tensor) and the ``(B, classes)`` logits,
             both detached and not synchronised (call ``.item()`` only where a sync is wanted).
         """
+        step = self._graph_step if self._graphed else self._step
         if self.first_step_s is None:
             t0 = time.perf_counter()
-            out = self._step(x, y)
+            out = step(x, y)
             sync(self.device)
             self.first_step_s = time.perf_counter() - t0
             return out
-        return self._step(x, y)
+        return step(x, y)
+
+    def _graph_step(self, x, y):
+        """A step through the whole-step CUDA graph (see the module docstring): warm-up, capture, replay."""
+        import torch
+
+        from accelbench.backends.cudagraphs import WARMUP_CALLS
+
+        if self._graph is not None and x.shape == self._static[0].shape and y.shape == self._static[1].shape:
+            sx, sy, loss, logits = self._static
+            sx.copy_(x, non_blocking=True)
+            sy.copy_(y, non_blocking=True)
+            self._graph.replay()
+            return loss.clone(), logits.clone()  # the graph's outputs are overwritten by the next replay
+        if self._graph is not None:
+            return self._step(x, y)  # another batch shape: an ordinary step
+        if self._warm < WARMUP_CALLS:
+            self._warm += 1
+            current = torch.cuda.current_stream(self.device)
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(current)
+            with torch.cuda.stream(side):
+                out = self._step(x, y)
+            current.wait_stream(side)
+            return out
+        sync(self.device)
+        t0 = time.perf_counter()
+        sx = x.to(self._dtype).contiguous(memory_format=self._fmt).clone()
+        sy = y.clone()
+        self.optimizer.zero_grad(set_to_none=True)  # backward allocates the gradients in the graph's pool
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            loss, logits = self._step(sx, sy)
+        self._graph, self._static = graph, (sx, sy, loss, logits)
+        graph.replay()  # capture records the step without running it: this call's step
+        sync(self.device)
+        self.capture_s = time.perf_counter() - t0
+        return loss.clone(), logits.clone()
 
     def _step(self, x, y):
         import torch.nn.functional as F
@@ -196,10 +263,13 @@ class TrainStep:
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (a captured step graph is dropped: its optimizer state and learning
+        rate tensors are replaced; the next calls warm up and capture again)."""
         self.module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scaler is not None and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
+        self._graph, self._static, self._warm = None, (), 0
 
 
 def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None) -> TrainStep:
@@ -211,18 +281,22 @@ def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None)
     happens lazily in the first call (see ``first_step_s``).
 
     Raises:
-        ValueError: the configuration cannot train on the device (see :func:`unsupported_reason`).
+        ValueError: the configuration cannot train on the device (see :func:`unsupported_reason`), or a whole-step
+            CUDA graph backend with ``wrap``.
     """
     import torch
 
     reason = unsupported_reason(cfg, device)
     if reason:
         raise ValueError(reason)
+    backend = backends.get(cfg.mode)
+    if backend.step_graph and wrap is not None:
+        raise ValueError(f"{cfg.mode} captures the whole step in one process's CUDA graph: not with DDP")
     module = precisions.prepare(cfg.precision, module, device).train()
     if cfg.channels_last:
         module = module.to(memory_format=torch.channels_last)
-    optimizer = make_optimizer(cfg, module.parameters(), device)
+    optimizer = make_optimizer(cfg, module.parameters(), device, lr_tensor=backend.step_graph)
     scaler = torch.amp.GradScaler(device.type) if precisions.get(cfg.precision).grad_scaler else None
     model = wrap(module) if wrap is not None else module
-    model = backends.get(cfg.mode).wrap_training(model)
-    return TrainStep(module, model, optimizer, scaler, cfg, device)
+    model = backend.wrap_training(model)
+    return TrainStep(module, model, optimizer, scaler, cfg, device, graphed=backend.step_graph)
