@@ -282,7 +282,7 @@ def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None)
 
     Raises:
         ValueError: the configuration cannot train on the device (see :func:`unsupported_reason`), or a whole-step
-            CUDA graph backend with ``wrap``.
+            CUDA graph backend with a ``wrap`` that wraps (DDP).
     """
     import torch
 
@@ -290,13 +290,13 @@ def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None)
     if reason:
         raise ValueError(reason)
     backend = backends.get(cfg.mode)
-    if backend.step_graph and wrap is not None:
-        raise ValueError(f"{cfg.mode} captures the whole step in one process's CUDA graph: not with DDP")
     module = precisions.prepare(cfg.precision, module, device).train()
     if cfg.channels_last:
         module = module.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(cfg, module.parameters(), device, lr_tensor=backend.step_graph)
     scaler = torch.amp.GradScaler(device.type) if precisions.get(cfg.precision).grad_scaler else None
     model = wrap(module) if wrap is not None else module
+    if backend.step_graph and model is not module:
+        raise ValueError(f"{cfg.mode} captures the whole step in one process's CUDA graph: not with DDP")
     model = backend.wrap_training(model)
     return TrainStep(module, model, optimizer, scaler, cfg, device, graphed=backend.step_graph)
