@@ -40,6 +40,12 @@ def test_doubling_stops_on_a_plateau_and_does_not_bisect_past_the_best():
     assert ts.next_batch({1: 1.0, 2: 3.0, 4: 2.0, 8: None}, 1, 256) is None
 
 
+def test_a_survivor_peaking_below_its_start_halves_down_while_it_gains():
+    peak = lambda b: -abs(b - 512) + 2000.0  # noqa: E731  (a compiled training step peaking at 512)
+    assert list(_walk(10**6, score=peak, start=1024, max_batch=1024)) == [1024, 512, 256]
+    assert list(_walk(10**6, start=1024, max_batch=1024)) == [1024, 512]  # growing with batch: one step down only
+
+
 def test_dominated_configurations_are_pruned():
     scores = {"fp32": {8: 100.0, 16: 150.0}, "bf16": {8: 200.0, 16: 300.0}, "fp16": {8: 250.0, 16: None},
               "alone": {1: 5.0}}
