@@ -122,7 +122,14 @@ class Inference(Scenario):
     def extras(self, spec) -> InferenceExtras:
         return InferenceExtras(include_transfer=spec.settings.include_transfer)
 
-    def measure(self, case, spec, inputs, rank, sink):
+    def prepare(self, spec, device, store):
+        """The images (:meth:`Scenario.prepare`) and the per-sweep model builds
+        (:class:`accelbench.models.SeededBuilds`): ``(inputs, builds)``."""
+        from accelbench.models import SeededBuilds
+
+        return super().prepare(spec, device, store), SeededBuilds()
+
+    def measure(self, case, spec, state, rank, sink):
         import torch
 
         from accelbench import backends, precisions
@@ -133,11 +140,11 @@ class Inference(Scenario):
         from accelbench.quant import case as quant_case
         from accelbench.telemetry import monitor
 
+        inputs, builds = state
         dev = rank.device
-        torch.manual_seed(spec.seed)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        module, info, cl = _prepared_model(case, dev)
+        module, info, cl = _prepared_model(case, dev, builds.create(case.model, spec.seed))
         size = case.image_size or info.image_size
         ev, bs, images, data = _batches(case, spec, inputs, rank, info, size, cl)
         info, raw = ev.info, ev.raw
@@ -220,14 +227,13 @@ def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
     return ev, bs, images, (batches, blabels, n_real, feed)
 
 
-def _prepared_model(case, dev):
-    """The case's model in its precision and memory format on ``dev``: ``(module, info, channels_last)``."""
+def _prepared_model(case, dev, loaded):
+    """The case's model (``loaded``, as built) in its precision and memory format on ``dev``:
+    ``(module, info, channels_last)``."""
     import torch
 
     from accelbench import precisions
-    from accelbench.models import create_model
 
-    loaded = create_model(case.model)
     cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
     module = precisions.prepare(case.precision, loaded.module, dev)
     if cl:
