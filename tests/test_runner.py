@@ -1,3 +1,5 @@
+import gc
+
 import pytest
 
 from accelbench.api import run as run_sweep
@@ -104,9 +106,12 @@ def test_window_is_the_steps_asked_for_cycling_and_no_accuracy_pass_without_labe
     from helpers import CountingNet
 
     CountingNet.calls.clear()
+    frozen = []
     s = spec(model="helpers:counting_net", batch_sizes="1,2", images=8, data="synthetic", warmup_batches=2,
              min_timed_batches=5, telemetry_period_ms=0, idle_s=0)
-    r1, r2 = run_sweep(s, Store(db)).records
+    r1, r2 = run_sweep(s, Store(db), on_case=lambda *a: frozen.append(gc.get_freeze_count())).records
+    # what lived before the first case is kept out of the per-case collections, until the sweep ends
+    assert min(frozen) > 0 and gc.get_freeze_count() == 0
     assert r1["status"] == r2["status"] == "ok" and r1["top1"] is None and r1["accuracy_note"]
     # batch 1: 5 timed steps, not the whole pass of 8; batch 2: 5 steps wrap round a pass of 4
     assert (r1["pass_batches"], r1["batches_timed"], r1["samples_timed"]) == (8, 5, 5)
