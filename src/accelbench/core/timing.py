@@ -2,10 +2,10 @@
 
 A timed window (per case): steps over prepared batches, cycling through them, enough of them to reach
 ``min_timed_batches`` and ``min_time_s`` (:func:`steps_needed`; not rounded up to whole passes: at batch 1
-a pass over 1000 images is 1000 steps where 30 are asked for). Per-step latency comes from CUDA events on a GPU (they time the
-device, also under CUDA graph replay: optimum-benchmark's reason to use them) and ``time.perf_counter_ns``
-on a CPU; throughput comes from the synchronised wall window of all timed steps, so no gap between
-steps is missed.
+a pass over 1000 images is 1000 steps where 30 are asked for). Per-step latency comes from CUDA events on a
+GPU (they time the device, also under CUDA graph replay: optimum-benchmark's reason to use them) and
+``time.perf_counter_ns`` on a CPU; throughput comes from the synchronised wall window of all timed steps, so
+no gap between steps is missed.
 """
 
 from __future__ import annotations
