@@ -67,6 +67,27 @@ def tiny_conv_net():
     return TinyConvNet()
 
 
+class CountingNet(nn.Module):
+    """A tiny conv net that appends the first pixel of every batch it is called with to ``calls`` (a class
+    attribute, shared by every instance: a test clears it), to count and order the forward calls of a case."""
+
+    default_image_size = 8
+    calls: list = []
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        CountingNet.calls.append(float(x[0, 0, 0, 0]))
+        return self.fc(self.conv(x).mean((2, 3)))
+
+
+def counting_net():
+    return CountingNet()
+
+
 def stop_after(n: int, seen: list):
     """An ``on_case`` callback for the sweep loops that raises KeyboardInterrupt (a Ctrl-C) once ``n`` cases
     have finished; ``seen`` collects their batch sizes."""

@@ -155,7 +155,8 @@ def test_two_real_cpu_runs_with_five_windows(tmp_path, one_thread):
              "telemetry_period_ms": 0}
     runs = [api.run(api.spec("inference", flags, cuda=False), Store(db)).run_id for _ in range(2)]
     rec = Store(db).cases(runs[0]).to_dict("records")[0]
-    assert rec["windows"] == 5 and rec["window_batches"] == 4 and rec["samples_timed"] == 80  # 2 passes of 2 batches (min 3 timed), 5 times
+    # 3 steps (min 3 timed) cycling through a pass of 2 batches, 5 times
+    assert rec["windows"] == 5 and rec["window_batches"] == 3 and rec["pass_batches"] == 2 and rec["samples_timed"] == 60
     assert rec["throughput_ci95_low_samples_per_s"] <= rec["throughput_samples_per_s"] <= rec["throughput_ci95_high_samples_per_s"]
     assert len(Store(db).series(rec["case_id"], "window_wall_s")) == 5
     p = cli("compare", str(runs[0]), str(runs[1]), "--db", str(db), "--json", str(tmp_path / "c.json"))

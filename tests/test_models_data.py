@@ -103,3 +103,27 @@ def test_to_model_input_resizes_and_normalises():
     assert x.min() >= -2.0 - 1e-5 and x.max() <= 2.0 + 1e-5
     s = load_images("synthetic", 3, image_size=40)
     assert s.images.shape == (3, 3, 40, 40) and s.labels is None and s.images.float().std() > 50
+
+
+def test_seeded_builds_hand_out_a_fresh_build_copy_and_its_random_state():
+    import torch
+
+    from accelbench.models import SeededBuilds, create_model
+
+    b = SeededBuilds()
+    first = b.create("resnet18", 3)
+    r1 = torch.rand(4)
+    first.module.half()  # a case changes its own module in place: the cached build stays as built
+    again = b.create("resnet18", 3)
+    r2 = torch.rand(4)
+    torch.manual_seed(3)
+    fresh = create_model("resnet18")
+    r3 = torch.rand(4)
+    got, want = again.module.state_dict(), fresh.module.state_dict()
+    assert again.module is not first.module and again.info == fresh.info
+    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+    assert torch.equal(r1, r3) and torch.equal(r2, r3)  # the random state after the build, cached or not
+    other = b.create("resnet18", 4)  # another seed: built again
+    assert not torch.equal(other.module.conv1.weight, fresh.module.conv1.weight) and b.key == ("resnet18", 4)
+    b.create("helpers:counting_net", 3)  # a user factory may do anything: never cached
+    assert b.key is None and b.module is None

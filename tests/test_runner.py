@@ -1,3 +1,5 @@
+import gc
+
 import pytest
 
 from accelbench.api import run as run_sweep
@@ -98,3 +100,25 @@ def test_include_transfer_and_channels_last_flags(db):
     s = spec(model="cifar-resnet20", batch_sizes="4", images=8, include_transfer=True, channels_last=True)
     r = run_sweep(s, Store(db)).records[0]
     assert r["status"] == "ok" and r["channels_last"] == 1 and r["include_transfer"] is True
+
+
+def test_window_is_the_steps_asked_for_cycling_and_no_accuracy_pass_without_labels(db):
+    from helpers import CountingNet
+
+    CountingNet.calls.clear()
+    frozen = []
+    s = spec(model="helpers:counting_net", batch_sizes="1,2", images=8, data="synthetic", warmup_batches=2,
+             min_timed_batches=5, telemetry_period_ms=0, idle_s=0)
+    r1, r2 = run_sweep(s, Store(db), on_case=lambda *a: frozen.append(gc.get_freeze_count())).records
+    # what lived before the first case is kept out of the per-case collections, until the sweep ends
+    assert min(frozen) > 0 and gc.get_freeze_count() == 0
+    assert r1["status"] == r2["status"] == "ok" and r1["top1"] is None and r1["accuracy_note"]
+    # batch 1: 5 timed steps, not the whole pass of 8; batch 2: 5 steps wrap round a pass of 4
+    assert (r1["pass_batches"], r1["batches_timed"], r1["samples_timed"]) == (8, 5, 5)
+    assert (r2["pass_batches"], r2["batches_timed"], r2["samples_timed"]) == (4, 5, 10)
+    assert len(Store(db).series(r2["case_id"], "latency_ms")) == 5
+    # per case: one first call, 2 warm-up steps, the timed steps; no untimed pass over the 8 (4) batches
+    v = CountingNet.calls
+    assert len(v) == 2 * (1 + 2 + 5)
+    b = v[11:15]  # the second case's 4 batches, in order
+    assert len(set(b)) == 4 and v[8:16] == [b[0], b[0], b[1], *b, b[0]]

@@ -57,7 +57,7 @@ DATA = typer.Option(None, "--data", help="cifar10-test, cifar10-train-5k, synthe
 SIZE = typer.Option(None, "--image-size", help="Input side in pixels (default: the model's).")
 DEVICE = typer.Option(None, "--device", help="auto, cpu, cuda, cuda:N")
 WARM = typer.Option(None, "--warmup-batches", help="Untimed steps before timing.")
-MIN_B = typer.Option(None, "--min-timed-batches", help="Timed passes repeat until this many steps ...")
+MIN_B = typer.Option(None, "--min-timed-batches", help="Timed steps run until this many steps ...")
 MIN_T = typer.Option(None, "--min-time-s", help="... and this many seconds are reached.")
 REPEATS = typer.Option(None, "--repeats", help="Timed windows per case (default 1); 2 or more give 95% confidence intervals, 5 or more a compare verdict.")
 TELEMETRY = typer.Option(None, "--telemetry-period-ms", help="Telemetry sampling period (default 100; 0 = sampler off).")

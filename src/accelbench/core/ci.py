@@ -41,7 +41,7 @@ class Windows:
         wall_s: wall time of each window (s), shape ``(W,)``.
         samples: samples processed in each window, shape ``(W,)``.
         latency_ms: per-batch latency (ms) of each window, ``W`` arrays (equal lengths in every accelbench
-            measurement: each window runs the same passes).
+            measurement: each window runs the same number of steps).
     """
 
     wall_s: np.ndarray

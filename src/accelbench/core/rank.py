@@ -2,7 +2,7 @@
 (:class:`accelbench.launchers.torchrun.context.RankContext`, the same interface over torch.distributed).
 
 A scenario's ``measure`` is written once against this interface: it shards its data, agrees on the number
-of timed passes, wraps its model (DDP under torchrun) and times a barrier-aligned window; in one process
+of timed steps, wraps its model (DDP under torchrun) and times a barrier-aligned window; in one process
 every one of those is the identity, so the single-process and the data-parallel measurements are the
 same code.
 """
@@ -41,7 +41,7 @@ class Rank:
         return x, labels
 
     def agree_max(self, value: float) -> float:
-        """The largest ``value`` over the ranks (every rank then runs the same number of timed passes)."""
+        """The largest ``value`` over the ranks (every rank then runs the same number of timed steps)."""
         return value
 
     def sync(self) -> None:

@@ -45,7 +45,7 @@ class Windowed(Settings):
     """Settings of a scenario that times windows (inference, training step).
 
     Attributes:
-        repeats: timed windows per case (``--repeats``), each of the same passes; the window is the
+        repeats: timed windows per case (``--repeats``), each of the same number of steps; the window is the
             statistical unit of the per-case confidence intervals (:mod:`accelbench.core.ci`) and of
             ``accelbench compare``. 1 keeps one window and no intervals.
     """
@@ -73,7 +73,8 @@ class Spec:
         image_size: square input side in pixels; None takes the model's native size.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         warmup_batches: untimed steps before timing.
-        min_timed_batches / min_time_s: timed passes repeat until both are reached.
+        min_timed_batches / min_time_s: the timed window runs until both are reached (whole passes in
+            the training step, steps in inference).
         seed: seed for synthetic data, random weights and labels.
         telemetry_period_ms: telemetry sampling period (ms); 0 turns the sampler thread off.
         idle_s: seconds of idle-power measurement before the sweep; 0 skips it.

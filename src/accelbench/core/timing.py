@@ -1,10 +1,11 @@
 """Timing: THE synchronisation helper and the timed window every scenario uses.
 
-A timed window (per case): whole passes over prepared batches, enough of them to reach
-``min_timed_batches`` and ``min_time_s``. Per-step latency comes from CUDA events on a GPU (they time the
-device, also under CUDA graph replay: optimum-benchmark's reason to use them) and ``time.perf_counter_ns``
-on a CPU; throughput comes from the synchronised wall window of all timed passes, so no gap between
-steps is missed.
+A timed window (per case): steps over prepared batches, cycling through them, enough of them to reach
+``min_timed_batches`` and ``min_time_s`` (:func:`steps_needed`; not rounded up to whole passes: at batch 1
+a pass over 1000 images is 1000 steps where 30 are asked for). Per-step latency comes from CUDA events on a
+GPU (they time the device, also under CUDA graph replay: optimum-benchmark's reason to use them) and
+``time.perf_counter_ns`` on a CPU; throughput comes from the synchronised wall window of all timed steps, so
+no gap between steps is missed.
 """
 
 from __future__ import annotations
@@ -22,45 +23,47 @@ def sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_passes(step: Callable[[Any], Any], items: Sequence, n_passes: int, device) -> tuple[list[float], float]:
-    """Run ``step(item)`` over ``items`` ``n_passes`` times and time each call.
+def time_steps(step: Callable[[Any], Any], items: Sequence, n_steps: int, device) -> tuple[list[float], float]:
+    """Run ``step(items[k % len(items)])`` for k = 0..``n_steps``-1 (cycling through ``items``) and time each call.
 
     Returns:
-        ``(latencies_ms, wall_s)``: per-call latency (CUDA events on a GPU, perf_counter_ns on a CPU) and the
-        synchronised wall time of the whole window.
+        ``(latencies_ms, wall_s)``: ``n_steps`` per-call latencies (CUDA events on a GPU, perf_counter_ns on a
+        CPU) and the synchronised wall time of the whole window (s).
     """
     import torch
 
-    n = n_passes * len(items)
+    m = len(items)
     if device.type == "cuda":
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_steps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_steps)]
         sync(device)
         t0 = time.perf_counter_ns()
-        k = 0
-        for _ in range(n_passes):
-            for item in items:
-                starts[k].record()
-                step(item)
-                ends[k].record()
-                k += 1
+        for k in range(n_steps):
+            starts[k].record()
+            step(items[k % m])
+            ends[k].record()
         sync(device)
         wall_s = (time.perf_counter_ns() - t0) / 1e9
         return [s.elapsed_time(e) for s, e in zip(starts, ends)], wall_s
     lat = []
     t0 = time.perf_counter_ns()
-    for _ in range(n_passes):
-        for item in items:
-            b0 = time.perf_counter_ns()
-            step(item)
-            lat.append((time.perf_counter_ns() - b0) / 1e6)
+    for k in range(n_steps):
+        b0 = time.perf_counter_ns()
+        step(items[k % m])
+        lat.append((time.perf_counter_ns() - b0) / 1e6)
     return lat, (time.perf_counter_ns() - t0) / 1e9
 
 
-def time_windows(step: Callable[[Any], Any], items: Sequence, n_passes: int, device,
+def time_passes(step: Callable[[Any], Any], items: Sequence, n_passes: int, device) -> tuple[list[float], float]:
+    """:func:`time_steps` over ``n_passes`` whole passes of ``items``: ``(latencies_ms, wall_s)``."""
+    return time_steps(step, items, n_passes * len(items), device)
+
+
+def time_windows(step: Callable[[Any], Any], items: Sequence, n_steps: int, device,
                  repeats: int = 1) -> list[tuple[list[float], float]]:
-    """``repeats`` timed windows of :func:`time_passes`, one after another: ``[(latencies_ms, wall_s), ...]``."""
-    return [time_passes(step, items, n_passes, device) for _ in range(repeats)]
+    """``repeats`` timed windows of :func:`time_steps` (``n_steps`` each), one after another:
+    ``[(latencies_ms, wall_s), ...]``."""
+    return [time_steps(step, items, n_steps, device) for _ in range(repeats)]
 
 
 def warm_up(step: Callable[[Any], Any], items: Sequence, n: int, device) -> float:
@@ -78,3 +81,10 @@ def passes_needed(min_timed_batches: int, min_time_s: float, n_items: int, step_
     by_count = math.ceil(min_timed_batches / n_items)
     by_time = math.ceil(min_time_s / max(step_s * n_items, 1e-9))
     return max(1, by_count, by_time)
+
+
+def steps_needed(min_timed_batches: int, min_time_s: float, step_s: float) -> int:
+    """Steps of ``step_s`` seconds to reach both ``min_timed_batches`` steps and ``min_time_s`` seconds (at least
+    one; no time bound when ``step_s`` is not positive: nothing estimated it)."""
+    by_time = math.ceil(min_time_s / step_s) if min_time_s > 0 and step_s > 0 else 0
+    return max(1, min_timed_batches, by_time)

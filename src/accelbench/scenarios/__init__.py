@@ -2,7 +2,7 @@
 
 | scenario | run kind (one process / torchrun) | what a case measures |
 | --- | --- | --- |
-| ``inference`` | inference / inference-dp | the offline window: whole passes over real images at a batch size |
+| ``inference`` | inference / inference-dp | the offline window: timed steps over real images at a batch size |
 | ``train_step`` | training / train-ddp | training-step throughput (forward, loss, backward, optimizer) |
 | ``converge`` | convergence | training from scratch to accuracy, one case per batch size |
 | ``profile`` | profile | one step's roofline: analytic FLOPs and bytes, time, Nsight Compute counters |

@@ -2,11 +2,13 @@
 
 Per case: the model in its precision and memory format; the real images, decoded, resized and normalised
 on the device before timing (on the host with ``include_transfer``: the copy is timed too); under torchrun
-each rank keeps every ``world``-th image (the ``DistributedSampler`` split). An untimed pass computes
-top-1/top-5 (when the model's label space matches the data's) and warms up, compilation or graph capture
-is timed separately (``compile_s``), ``warmup_batches`` more steps run, then whole passes are timed
-(:mod:`accelbench.core.timing`) until ``min_timed_batches`` and ``min_time_s`` are reached; every rank
-runs the largest number of passes any rank needs, between two barriers.
+each rank keeps every ``world``-th image (the ``DistributedSampler`` split). Compilation or graph capture is
+timed separately (``compile_s``); with labels (the model's label space matches the data's) an untimed pass
+over every batch computes top-1/top-5, without them one untimed first step runs instead (a pass would only
+warm up, at 1000 steps for 1000 images at batch 1); ``warmup_batches`` more steps run, then the steps
+needed to reach both ``min_timed_batches`` and ``min_time_s`` (at the warm-up's time per step) are timed,
+cycling through the batches (:mod:`accelbench.core.timing`); every rank runs the largest number of steps any
+rank needs, between two barriers.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, ClassVar
 
 from accelbench.core.spec import Extras, Windowed
 from accelbench.core.config import check_bool, check_int
-from accelbench.data.evaluation import accuracy_pass  # noqa: F401  (re-exported: the scenario's accuracy pass)
+from accelbench.data.evaluation import accuracy_pass
 from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
@@ -120,22 +122,29 @@ class Inference(Scenario):
     def extras(self, spec) -> InferenceExtras:
         return InferenceExtras(include_transfer=spec.settings.include_transfer)
 
-    def measure(self, case, spec, inputs, rank, sink):
+    def prepare(self, spec, device, store):
+        """The images (:meth:`Scenario.prepare`) and the per-sweep model builds
+        (:class:`accelbench.models.SeededBuilds`): ``(inputs, builds)``."""
+        from accelbench.models import SeededBuilds
+
+        return super().prepare(spec, device, store), SeededBuilds()
+
+    def measure(self, case, spec, state, rank, sink):
         import torch
 
         from accelbench import backends, precisions
         from accelbench.core.rank import add_telemetry
         from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
-        from accelbench.core.timing import passes_needed, time_windows, warm_up
+        from accelbench.core.timing import steps_needed, time_windows, warm_up
         from accelbench.quant import case as quant_case
         from accelbench.telemetry import monitor
 
+        inputs, builds = state
         dev = rank.device
-        torch.manual_seed(spec.seed)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        module, info, cl = _prepared_model(case, dev)
+        module, info, cl = _prepared_model(case, dev, builds.create(case.model, spec.seed))
         size = case.image_size or info.image_size
         ev, bs, images, data = _batches(case, spec, inputs, rank, info, size, cl)
         info, raw = ev.info, ev.raw
@@ -148,19 +157,19 @@ class Inference(Scenario):
             module, qcols = quant_case.quantized(case, spec, module, info, size, backend, data, dev, ev.transform)
         with precisions.context(case.precision, dev):
             fwd, compile_s = backend.build(module, batches[0].to(dev), dev)
-            hits = accuracy_pass(fwd, batches, blabels, n_real, feed)
             step = lambda xb: fwd(feed(xb))  # noqa: E731
-            batch_s = warm_up(step, batches, spec.warmup_batches, dev)
-            n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(batches), batch_s)))
+            hits, first_s = _untimed_first(fwd, data, dev)
+            batch_s = warm_up(step, batches, spec.warmup_batches, dev) or first_s
+            n_steps = int(rank.agree_max(steps_needed(spec.min_timed_batches, spec.min_time_s, batch_s)))
             with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
                 windows, clocks = rank.timed_window(
-                    lambda: time_windows(step, batches, n_passes, dev, spec.settings.repeats))
+                    lambda: time_windows(step, batches, n_steps, dev, spec.settings.repeats))
         lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         samples = len(lat_ms) * bs
         throughput = samples / wall_s
         rec = {
             "weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
-            "data_description": raw.description, "compile_s": compile_s, "passes": n_passes,
+            "data_description": raw.description, "compile_s": compile_s, "pass_batches": len(batches),
             "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
             "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
             "total_time_s": case.images / throughput, **stat_columns(summarize(lat_ms), "latency"),
@@ -175,6 +184,29 @@ class Inference(Scenario):
         ci_cols, ci_series = window_columns(windows, bs, "latency")
         rec.update(ci_cols)
         return rec, {"latency_ms": lat_ms, **ci_series, **mon.series()}
+
+
+def _untimed_first(fwd, data, dev) -> tuple[dict[int, int] | None, float]:
+    """The untimed steps between the build and the warm-up: with labels the accuracy pass over every batch
+    (:func:`accelbench.data.evaluation.accuracy_pass`), else the first step alone (lazy initialisation, cuDNN
+    set-up: kept out of the warm-up's time per step, which sizes the timed window).
+
+    Returns:
+        ``(hits or None, seconds per step)``; the time per step stands in when ``warmup_batches`` is 0.
+    """
+    import time
+
+    from accelbench.core.timing import sync
+
+    batches, blabels, n_real, feed = data
+    t0 = time.perf_counter()
+    if blabels and blabels[0] is not None:
+        hits, n = accuracy_pass(fwd, batches, blabels, n_real, feed), len(batches)
+    else:
+        fwd(feed(batches[0]))
+        hits, n = None, 1
+    sync(dev)
+    return hits, (time.perf_counter() - t0) / n
 
 
 def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
@@ -195,14 +227,13 @@ def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
     return ev, bs, images, (batches, blabels, n_real, feed)
 
 
-def _prepared_model(case, dev):
-    """The case's model in its precision and memory format on ``dev``: ``(module, info, channels_last)``."""
+def _prepared_model(case, dev, loaded):
+    """The case's model (``loaded``, as built) in its precision and memory format on ``dev``:
+    ``(module, info, channels_last)``."""
     import torch
 
     from accelbench import precisions
-    from accelbench.models import create_model
 
-    loaded = create_model(case.model)
     cl = precisions.channels_last_for(case.channels_last, case.precision, loaded.module, dev)
     module = precisions.prepare(case.precision, loaded.module, dev)
     if cl:

@@ -135,12 +135,13 @@ class TrainStep(Scenario):
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         step, pairs, rec = _build(case, spec, inputs, rank)
-        fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_passes feeds one item at a time)
+        fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_windows feeds one item at a time)
         first_loss = fn(pairs[0])[0].item()  # the first step: compiles in compile mode, builds DDP's buckets
         step_s = warm_up(fn, pairs, spec.warmup_batches, dev) or step.first_step_s
         n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(pairs), step_s)))
         with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
-            windows, clocks = rank.timed_window(lambda: time_windows(fn, pairs, n_passes, dev, spec.settings.repeats))
+            windows, clocks = rank.timed_window(
+                lambda: time_windows(fn, pairs, n_passes * len(pairs), dev, spec.settings.repeats))
         lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         last_loss = fn(pairs[0])[0].item()
         samples = len(lat_ms) * rec["rank_batch_size"]

@@ -17,7 +17,8 @@ from accelbench.core.parallel import combine_telemetry, comm_exposed_share, comm
 SHARED_FIELDS = (
     "workload", "model", "batch_size", "rank_batch_size", "scaling_mode", "precision", "mode",
     "channels_last_setting", "channels_last", "data", "data_description", "images", "image_size", "weights",
-    "pretrained", "world_size", "nnodes", "backend", "device_type", "device_name", "passes", "optimizer", "lr",
+    "pretrained", "world_size", "nnodes", "backend", "device_type", "device_name", "passes", "pass_batches",
+    "optimizer", "lr",
     "momentum", "weight_decay",
     "cudnn_benchmark", "started_at", "include_transfer",
 )
