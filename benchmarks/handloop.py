@@ -26,6 +26,7 @@ from accelbench.core.loop import run_case
 from accelbench.core.rank import Rank
 from accelbench.core.spec import Case
 from accelbench.data.batches import Inputs
+from accelbench.models import SeededBuilds
 from accelbench.scenarios.inference import InferenceExtras
 
 SETTINGS = {
@@ -34,6 +35,8 @@ SETTINGS = {
     "bf16-cl-eager": ("amp-bf16", "eager", True),
     "bf16-cl-compile": ("amp-bf16", "compile", True),
     "bf16-cl-max-autotune": ("amp-bf16", "max-autotune", True),
+    # issue 14's best hand loop: bf16 weights and inputs, torch.compile with Inductor freezing
+    "bf16w-cl-compile-freeze": ("bf16", "compile-freeze", True),
 }
 
 
@@ -45,6 +48,8 @@ def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compi
         m = torchvision.models.resnet50().to(device).eval()
         if cl:
             m = m.to(memory_format=torch.channels_last)
+        if precision == "bf16":
+            m = m.to(torch.bfloat16)
         if mode != "eager":
             m = torch.compile(m, mode="max-autotune" if mode == "max-autotune" else None)
         compiled[key] = m
@@ -52,9 +57,14 @@ def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compi
     x = torch.randn(batch, 3, 224, 224, device=device)
     if cl:
         x = x.contiguous(memory_format=torch.channels_last)
-    dtype = torch.bfloat16 if "bf16" in precision else None
+    if precision == "bf16":
+        x = x.to(torch.bfloat16)
+    dtype = torch.bfloat16 if precision == "amp-bf16" else None
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+    import torch._inductor.config as inductor_config
+
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None), \
+            inductor_config.patch(freezing=mode.endswith("-freeze")):
         for _ in range(10):
             m(x)
         sync()
@@ -69,7 +79,7 @@ def accel(precision: str, mode: str, cl: bool, batch: int, spec, inputs: Inputs,
     case = Case(scenario="inference", model="resnet50", batch_size=batch, precision=precision, mode=mode,
                 channels_last="on" if cl else "off", images=batch * 4, data="synthetic", image_size=224,
                 device=str(device), extras=InferenceExtras())
-    rec, _ = run_case(scenarios.get("inference"), case, spec, inputs, Rank(device), None)
+    rec, _ = run_case(scenarios.get("inference"), case, spec, (inputs, SeededBuilds()), Rank(device), None)
     if rec["status"] != "ok":
         raise RuntimeError(rec["error"])
     return rec
