@@ -9,9 +9,10 @@
 #   3. repeatability: the same compile case (bf16 compile-freeze, batch 512) in two separate processes, then
 #      `accelbench compare` of the two runs (target: within 2 %).
 #   4. train: the ResNet-50 training step (`--workload train`: each trial is `accelbench train`'s step, samples/s of
-#      forward + backward + SGD step), amp-bf16 / amp-fp16 x eager (brackets the batch: no compile per batch size),
-#      compile, reduce-overhead (CUDA graphs of the compiled forward and backward), fused SGD (TRAIN_FUSED=on,off also
-#      tries foreach: twice the compiles), batch up to 512; budget $TRAIN_BUDGET s (default 400).
+#      forward + backward + SGD step), amp-bf16 / amp-fp16 / bf16 x eager (brackets the batch: no compile per batch
+#      size), compile, compile-cudagraphs (the whole step, fused SGD included, in one CUDA graph), fused SGD
+#      (TRAIN_FUSED=on,off also tries foreach: twice the compiles), batch up to 1024; budget $TRAIN_BUDGET s
+#      (default 400).
 #      Target: MLPerf Training's per-GPU H200 rate.
 #   STAGES="throughput latency repeat train" (default: all; one stage per 10-minute call: the final round may overrun the
 #   budget by one round of the finalists); SMOKE=1: a CPU dry run of the same commands.
@@ -42,7 +43,7 @@ else
   REP="-p bf16 --modes compile-freeze -b 512 --repeats 5 --min-time-s 2"
   # the training step: eager brackets the batch first (no compile per batch size), compiled modes then run at it
   TRM="-m resnet50 -n 1024 --channels-last"
-  TRP="--precisions ${TRAIN_PRECISIONS:-amp-bf16,amp-fp16} --modes ${TRAIN_MODES:-compile,reduce-overhead,eager} --max-batch 512"
+  TRP="--precisions ${TRAIN_PRECISIONS:-amp-bf16,amp-fp16,bf16} --modes ${TRAIN_MODES:-eager,compile,compile-cudagraphs} --max-batch 1024"
   TRP="$TRP --fused-optimizers ${TRAIN_FUSED:-on}"
 fi
 {

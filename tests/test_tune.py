@@ -211,6 +211,7 @@ def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
     html = tmp_path / "r.html"
     assert CliRunner().invoke(app, ["report", "--db", db, "--html", str(html)]).exit_code == 0
     assert "Pareto front" in html.read_text()
+    assert "winner (throughput)" in html.read_text() and "run it: accelbench run" in html.read_text()
 
 
 def test_train_space_keeps_trainable_backends_and_searches_the_optimizer_kernels():

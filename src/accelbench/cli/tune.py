@@ -114,6 +114,10 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
     cmd = tune_final.command(spec, out.winner) if out.winner else None
     if cmd:
         console.print(f"run it: {cmd}")
+    if out.winner and out.winner.get("case_id") is not None:  # the HTML report of the run shows the same lines
+        lines = [*rt.summary_lines(out, settings.objective), *out.notes,
+                 *("what got it there: " + w for w in why), f"run it: {cmd}"]
+        store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(lines)})
     if out_toml and out.winner:
         comment = f"accelbench tune run {out.run_id} ({settings.objective}): " + "\n".join(rt.summary_lines(out, settings.objective))
         out_toml.write_text(tune_final.toml_text(spec, out.winner, comment))

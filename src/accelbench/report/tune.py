@@ -127,7 +127,8 @@ TRIAL_COLUMNS = [("Stage", "tune_stage", str), ("Precision", "precision", str), 
 
 def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     """The HTML/markdown report's blocks of a ``tune`` run: every trial, the Pareto front of the acceptable
-    trials (the run's constraints) and its chart."""
+    trials (the run's constraints) with the tune's winner, verdict, gain and command lines (column
+    ``tune_summary``, written by ``accelbench tune``), and its chart."""
     from accelbench.report import charts
     from accelbench.report.sections import charts_block, table_block
     from accelbench.studies import tune_search as ts
@@ -138,6 +139,9 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     front = ts.latest_front(rows, lambda r: ts.violation(r, settings) is None)
     chart = charts.svg(front_figure(front, rows)) if front else None
     shown = lambda rs: [{**r, "mode": mode_label(r)} for r in rs]  # noqa: E731  (fused / foreach in the mode cell)
-    return [table_block(shown(rows), TRIAL_COLUMNS, "Trials"),
+    # the winner, verdict, gain and command `accelbench tune` printed, stored on the winner's last final trial
+    summary = next((str(r["tune_summary"]).split("\n") for r in reversed(records) if r.get("tune_summary")), [])
+    return [{"type": "notes", "title": "Winner", "lines": summary} if summary else None,
+            table_block(shown(rows), TRIAL_COLUMNS, "Trials"),
             table_block(shown(front), TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
             charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]
