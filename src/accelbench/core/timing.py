@@ -77,10 +77,8 @@ def warm_up(step: Callable[[Any], Any], items: Sequence, n: int, device) -> floa
 
 def passes_needed(min_timed_batches: int, min_time_s: float, n_items: int, step_s: float) -> int:
     """Whole passes over ``n_items`` steps of ``step_s`` seconds to reach both ``min_timed_batches`` steps and
-    ``min_time_s`` seconds (at least one)."""
-    by_count = math.ceil(min_timed_batches / n_items)
-    by_time = math.ceil(min_time_s / max(step_s * n_items, 1e-9))
-    return max(1, by_count, by_time)
+    ``min_time_s`` seconds (at least one): :func:`steps_needed` rounded up to whole passes."""
+    return math.ceil(steps_needed(min_timed_batches, min_time_s, step_s) / n_items)
 
 
 def steps_needed(min_timed_batches: int, min_time_s: float, step_s: float) -> int:
