@@ -11,6 +11,7 @@ graph ("whole-network capture" in the same notes; MLPerf Training's ResNet-50 su
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Callable
 
 from accelbench.backends.base import Backend, register
@@ -18,6 +19,20 @@ from accelbench.backends.base import Backend, register
 # Warm-up calls before a capture: cuDNN/cuBLAS handles, lazy module state, cuDNN benchmark's algorithm search and
 # (compiled modules) compilation happen outside the graph (PyTorch CUDA semantics, "CUDA Graphs": "warmup").
 WARMUP_CALLS = 3
+
+
+@contextmanager
+def side_stream(device):
+    """Run the block on a fresh side stream that waits for the current one, which then waits for it: where warm-up
+    before a capture runs (PyTorch CUDA semantics, "CUDA Graphs": warm-up on a side stream)."""
+    import torch
+
+    current = torch.cuda.current_stream(device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        yield
+    current.wait_stream(side)
 
 
 def capture_forward(fn: Callable, example, device) -> Callable:
@@ -31,12 +46,9 @@ def capture_forward(fn: Callable, example, device) -> Callable:
     import torch
 
     static_in = example.clone()
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
+    with side_stream(device):
         for _ in range(WARMUP_CALLS):
             fn(static_in)
-    torch.cuda.current_stream(device).wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         static_out = fn(static_in)

@@ -87,9 +87,10 @@ class StepConfig:
 
 def unsupported_reason(cfg: StepConfig, device) -> str | None:
     """Why ``cfg`` cannot train on ``device`` (torch.device), or None when it can."""
+    backend = backends.get(cfg.mode)
     why = (precisions.unsupported_reason(cfg.precision, device, training=True)
-           or backends.get(cfg.mode).unsupported_reason(device, training=True))
-    if not why and backends.get(cfg.mode).step_graph and cfg.fused is False \
+           or backend.unsupported_reason(device, training=True))
+    if not why and backend.step_graph and cfg.fused is False \
             and precisions.get(cfg.precision).grad_scaler:
         why = (f"{cfg.mode} captures the whole step in a CUDA graph: {cfg.precision}'s GradScaler needs the fused "
                "optimizer there (its foreach path synchronises on found_inf)")
@@ -207,7 +208,7 @@ class TrainStep:
         """A step through the whole-step CUDA graph (see the module docstring): warm-up, capture, replay."""
         import torch
 
-        from accelbench.backends.cudagraphs import WARMUP_CALLS
+        from accelbench.backends.cudagraphs import WARMUP_CALLS, side_stream
 
         if self._graph is not None and x.shape == self._static[0].shape and y.shape == self._static[1].shape:
             sx, sy, loss, logits = self._static
@@ -219,12 +220,8 @@ class TrainStep:
             return self._step(x, y)  # another batch shape: an ordinary step
         if self._warm < WARMUP_CALLS:
             self._warm += 1
-            current = torch.cuda.current_stream(self.device)
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(current)
-            with torch.cuda.stream(side):
+            with side_stream(self.device):
                 out = self._step(x, y)
-            current.wait_stream(side)
             return out
         sync(self.device)
         t0 = time.perf_counter()
