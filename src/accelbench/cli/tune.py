@@ -104,7 +104,8 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
         a.print_table(rt.front_table(out.pareto), wide=wide)
     if out.pruned:
         console.print("pruned (slower at every batch tried): " + ", ".join(out.pruned))
-    for line in rt.summary_lines(out, settings.objective) + out.notes:
+    summary = rt.summary_lines(out, settings.objective)
+    for line in summary + out.notes:
         console.print(line)
     from accelbench.studies.tune_search import explain, explain_axes
 
@@ -115,11 +116,11 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
     if cmd:
         console.print(f"run it: {cmd}")
     if out.winner and out.winner.get("case_id") is not None:  # the HTML report of the run shows the same lines
-        lines = [*rt.summary_lines(out, settings.objective), *out.notes,
+        lines = [*summary, *out.notes,
                  *("what got it there: " + w for w in why), f"run it: {cmd}"]
         store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(lines)})
     if out_toml and out.winner:
-        comment = f"accelbench tune run {out.run_id} ({settings.objective}): " + "\n".join(rt.summary_lines(out, settings.objective))
+        comment = f"accelbench tune run {out.run_id} ({settings.objective}): " + "\n".join(summary)
         out_toml.write_text(tune_final.toml_text(spec, out.winner, comment))
         console.print(f"wrote {out_toml}")
     if plot and out.pareto:
