@@ -93,6 +93,9 @@ FAULTS = [
     # item 1: a mixed sweep (ok + unsupported) prints its summary; unsupported rows are data: exit 0
     Fault("mixed-sweep-summary", ["run", *TINY, "--precisions", "fp32,fp16", "--modes", "eager,cudagraphs"], 0,
           stdout="run 1 stored in", store=_rows(["ok", "unsupported", "ok", "unsupported"])),
+    # a whole-step CUDA graph training mode on a CPU: an unsupported row beside the eager one, exit 0
+    Fault("train-graph-mode-on-cpu", ["train", *TINY, "--precisions", "fp32", "--modes", "eager,cudagraphs"], 0,
+          stdout="run 1 stored in", store=_rows(["ok", "unsupported"])),
     # item 4: typos are found before anything runs: exit 2, one line, no run
     Fault("unknown-model", ["run", *TINY[2:], "--model", "nosuchmodel"], 2, "unknown model 'nosuchmodel'", no_run, one_line=True),
     Fault("unknown-factory", ["run", *TINY[2:], "--model", "nosuchpkg.mod:factory"], 2,
