@@ -1,8 +1,10 @@
 """The compact tables fit an 80-column terminal with nothing cut; text in brackets prints as written."""
 
+import pytest
 from rich.console import Console
 
 from accelbench.report.table import case_notes, natural_width, results_table
+from accelbench.report.units import ms, number, quantity, si
 from accelbench.report.train import sweep_table
 
 
@@ -32,11 +34,68 @@ def test_worst_case_inference_and_training_rows_fit_80_columns():
 
 def test_notes_name_the_model_and_case_and_keep_brackets():
     rows = [_row(status="error", error="RuntimeError: [enforce fail at alloc_cpu.cpp:127] data"),
-            _row(validity_reason="other processes used 52% of the host's CPU time > 10%")]
+            _row(validity="cpu-contention", validity_reason="other processes used 52% of the host's CPU time > 10%")]
     assert case_notes(rows) == [
         ("error:", "mobilenet_v3_large bs=1024 amp-bf16 max-autotune: RuntimeError: [enforce fail at alloc_cpu.cpp:127] data"),
-        ("flagged:", "mobilenet_v3_large bs=1024 amp-bf16 max-autotune: other processes used 52% of the host's CPU time > 10%"),
+        ("flagged:", "other processes used > 10% of the host's CPU time: 1 case of mobilenet_v3_large: "
+                     "bs=1024 amp-bf16 max-autotune 52%"),
     ]
     table = results_table(rows[:1], compact=False)
     wide = "\n".join(_render(table, natural_width(table, Console(width=80))))
     assert "error: RuntimeError: [enforce fail at alloc_cpu.cpp:127] data" in wide and "…" not in wide
+
+
+def test_a_contended_sweep_gets_one_flagged_line_per_reason_with_the_count_and_the_cases():
+    spread = "latency spread (IQR/median) {}% > 5%"
+    cpu = "other processes used {}% of the host's CPU time > 10%"
+    rows = [_row(batch_size=1, validity="cpu-contention", validity_reason=cpu.format(83)),
+            _row(batch_size=2, validity="latency-spread,cpu-contention",
+                 validity_reason=f"{spread.format(7.2)}; {cpu.format(81)}"),
+            _row(batch_size=4, validity="latency-spread,cpu-contention",
+                 validity_reason=f"{spread.format(11.9)}; {cpu.format(90)}"),
+            _row(batch_size=8, validity="ok", validity_reason=None)]
+    notes = case_notes(rows)
+    assert notes == [
+        ("flagged:", "other processes used > 10% of the host's CPU time: 3 cases of mobilenet_v3_large: "
+                     "bs=1 amp-bf16 max-autotune 83%, bs=2 amp-bf16 max-autotune 81%, bs=4 amp-bf16 max-autotune 90%"),
+        ("flagged:", "latency spread (IQR/median) > 5%: 2 cases of mobilenet_v3_large: "
+                     "bs=2 amp-bf16 max-autotune 7.2%, bs=4 amp-bf16 max-autotune 11.9%"),
+    ]
+    two_models = case_notes([rows[0], {**rows[1], "model": "resnet50"}])
+    assert two_models[0] == ("flagged:", "other processes used > 10% of the host's CPU time: 2 cases: "
+                                         "mobilenet_v3_large bs=1 amp-bf16 max-autotune 83%, "
+                                         "resnet50 bs=2 amp-bf16 max-autotune 81%")
+
+
+@pytest.mark.parametrize("value, unit, text", [
+    (1.0704, "s", "1.07 s"), (1070.4, "s", "1,070 s"), (0.00107, "s", "1.07 ms"), (2.5e-7, "s", "250 ns"),
+    (9.39e-5, "USD", "$93.9µ"), (0.0939, "USD", "$0.0939"), (12.345, "USD", "$12.35"), (0, "USD", "$0"),
+    (3.2e9, "B", "3.20 GB"), (999_960, "B", "1.00 MB"), (7.9e14, "FLOP/s", "790 TFLOP/s"), (0.0401, "J", "40.1 mJ"),
+    (250.0, "W", "250 W"), (0, "J", "0 J"), (1234.5, "samples/s", "1,234 samples/s"), (12.34, "samples/s", "12.3 samples/s"),
+    (None, "W", "-"), (float("nan"), "s", "-"),
+])
+def test_a_value_reaches_the_user_with_its_unit_and_never_in_exponent_form(value, unit, text):
+    assert quantity(value, unit) == text and "e+" not in text and "e-" not in text
+
+
+def test_numbers_keep_three_significant_digits_without_an_exponent():
+    assert [number(v) for v in (1070.4, 8.417, 0.01234, 9.996, 149_883.4, 0.000123, 0)] == [
+        "1,070", "8.42", "0.0123", "10.0", "149,883", "0.000123", "0"]
+    assert ms(1070.4) == "1.07 s" and ms(8.417) == "8.42 ms" and si(9.39e-5) == "93.9µ"
+
+
+def test_cheapest_line_prices_in_si_not_exponent_form():
+    from accelbench.report.table import cheapest_lines
+
+    rows = [_row(model="m", precision=p, mode="eager", batch_size=8, validity="ok", top1=t, top1_fp32_ref=0.9,
+                 top1_delta_pts=100 * (t - 0.9), accuracy_target_met=t >= 0.891, cost_per_1000_samples_usd=c)
+            for p, t, c in (("fp32", 0.9, 9.39e-4), ("bf16", 0.899, 9.39e-5))]
+    (line,) = cheapest_lines(rows)
+    assert "bf16" in line and "$93.9µ/1k img" in line and "e-0" not in line, line
+
+
+def test_the_oom_boundary_says_when_no_batch_size_ran():
+    from accelbench.report.table import oom_boundary
+
+    rows = [_row(status="oom", batch_size=b, error="out of memory") for b in (64, 128)]
+    assert list(oom_boundary(rows).values()) == [{"largest_ok": None, "smallest_oom": 64}]

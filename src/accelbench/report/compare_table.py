@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.core.compare import METRICS
+from accelbench.report.units import number
 
 _LABELS = {"throughput": "Throughput", "latency_p50": "Latency p50", "latency_p99": "Latency p99",
            "energy_per_sample": "Energy/sample", "cost_per_1000": "$/1k samples"}
@@ -32,9 +33,11 @@ def verdict_text(case, name: str) -> str:
 
 
 def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.4g}"
+    return "-" if v is None else number(v, 4)
+
+
+def _p(v: Any) -> str:
+    return "-" if v is None else ("<0.001" if v < 0.001 else number(v, 2))
 
 
 def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
@@ -52,22 +55,63 @@ def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
         for n in names:
             r = c.metrics[n]
             row += ([_fmt(r.a), _fmt(r.b)] if wide else []) + [ratio_text(r)]
-            row += ([f"{r.p_value:.3g}" if r.p_value is not None else "-"] if wide else []) + [verdict_text(c, n)]
+            row += ([_p(r.p_value)] if wide else []) + [verdict_text(c, n)]
         if wide:
             row += [_fmt(c.normalised[s][k]) for k in ("samples_per_usd", "samples_per_j") for s in ("a", "b")]
         out.append(row)
     return heads, out
 
 
+COMPACT_METRICS = ("throughput", "latency_p50")
+AMBIGUOUS_MARK = "*"
+
+
+def common_model(comparison) -> str | None:
+    """The model every matched case names first (the compact table then leaves it out of the labels), or None."""
+    firsts = {c.label.split(" ", 1)[0] for c in comparison.cases}
+    model = firsts.pop() if len(firsts) == 1 else None
+    return model if model and all(c.label.startswith(model + " ") for c in comparison.cases) else None
+
+
+def compact_rows(comparison) -> tuple[list[str], list[list[str]]]:
+    """``(headers, rows)`` that fit 80 columns: a row per case and metric (throughput, latency p50), the ratio
+    and its interval in columns of their own; an ambiguous verdict is marked :data:`AMBIGUOUS_MARK`."""
+    heads = ["Case", "Windows", "Metric", "B/A", "95% CI", "Verdict"]
+    model = common_model(comparison)
+    out = []
+    for c in comparison.cases:
+        for i, n in enumerate(COMPACT_METRICS):
+            r = c.metrics[n]
+            ratio = "-" if r.ratio is None else f"{r.ratio:.3f}x"
+            ci = f"{r.ci_low:.3f}..{r.ci_high:.3f}" if r.ci_low is not None else "-"
+            verdict = r.verdict + (AMBIGUOUS_MARK if c.ambiguous and r.verdict != "not measured" else "")
+            label = c.label[len(model) + 1:] if model else c.label
+            out.append([label if i == 0 else "", f"{c.windows[0]}/{c.windows[1]}" if i == 0 else "",
+                        _LABELS[n], ratio, ci, verdict])
+    return heads, out
+
+
 def compare_table(comparison, wide: bool = False) -> Table:
-    """The comparison as a rich table: compact (throughput and latency p50) or every metric (``wide``)."""
-    heads, body = rows(comparison, wide)
-    t = Table(box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, padding=(0, 1), show_edge=wide)
+    """The comparison as a rich table: compact (throughput and latency p50, a row each) or every metric
+    (``wide``: a row per case)."""
+    heads, body = rows(comparison, True) if wide else compact_rows(comparison)
+    t = Table(box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, padding=(0, 1) if wide else (0, 0), show_edge=wide)
     for h in heads:
-        t.add_column(h, justify="left" if h in ("Case", "Verdict") else "right", no_wrap=h != "Case")
+        t.add_column(h, justify="left" if h in ("Case", "Verdict", "Metric") else "right", no_wrap=h != "Case",
+                     overflow="fold")
     for row in body:
-        t.add_row(*[Text(v, style=_VERDICT_STYLE.get(v.replace(" (ambiguous)", ""), "")) for v in row])
+        t.add_row(*[Text(v, style=_VERDICT_STYLE.get(v.replace(" (ambiguous)", "").rstrip(AMBIGUOUS_MARK), ""))
+                    for v in row])
     return t
+
+
+def _grouped(pairs: list[tuple[str, str]]) -> list[str]:
+    """``note: text: N cases: a, b`` for a note several cases share; ``note: case: text`` for one."""
+    by_text: dict[str, list[str]] = {}
+    for label, text in pairs:
+        by_text.setdefault(text, []).append(label)
+    return [f"note: {labels[0]}: {text}" if len(labels) == 1 else f"note: {text}: {len(labels)} cases: {', '.join(labels)}"
+            for text, labels in by_text.items()]
 
 
 def notes(comparison) -> list[str]:
@@ -77,14 +121,13 @@ def notes(comparison) -> list[str]:
         out.append(f"only in A ({comparison.a}): {', '.join(comparison.only_a)}")
     if comparison.only_b:
         out.append(f"only in B ({comparison.b}): {', '.join(comparison.only_b)}")
+    pairs = []
     for c in comparison.cases:
         for flag in c.ambiguous:
             out.append(f"ambiguous: {c.label}: {flag}")
-        for n in c.notes:
-            out.append(f"note: {c.label}: {n}")
-        seen = dict.fromkeys(r.note for r in c.metrics.values() if r.note)
-        out += [f"note: {c.label}: {n}" for n in seen]
-    return out
+        pairs += [(c.label, n) for n in c.notes]
+        pairs += [(c.label, n) for n in dict.fromkeys(r.note for r in c.metrics.values() if r.note)]
+    return out + _grouped(pairs)
 
 
 def slower_line(comparison) -> str | None:

@@ -7,19 +7,21 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from accelbench.report.table import _int, is_detail, rate, results_table
+from accelbench.report.units import ms, number, usd
 
-_UNITS = {"SingleStream": "ms p90", "MultiStream": "ms p99", "Server": "QPS", "Offline": "samples/s"}
+_UNITS = {"SingleStream": "p90", "MultiStream": "p99", "Server": "QPS", "Offline": "samples/s"}
 
 
 def figure_text(r: dict[str, Any]) -> str | None:
-    """MLPerf's figure of merit with its unit: ``0.92 ms p90``, ``26,100 QPS``, ``27,300 samples/s``."""
+    """MLPerf's figure of merit with its unit: ``920 µs p90``, ``26,100 QPS``, ``27,300 samples/s`` (a latency
+    figure is stored in ms)."""
     v, sc = r.get("figure_of_merit"), r.get("loadgen_scenario")
     if not isinstance(v, (int, float)) or v != v or sc not in _UNITS:
         return None
-    return f"{v:.3g} {_UNITS[sc]}" if sc in ("SingleStream", "MultiStream") else f"{rate(v)} {_UNITS[sc]}"
+    return f"{ms(v)} {_UNITS[sc]}" if sc in ("SingleStream", "MultiStream") else f"{rate(v)} {_UNITS[sc]}"
 
 
-_MS = lambda v: f"{v:.2f}"  # noqa: E731
+_MS = number
 COMPACT_COLUMNS: list[tuple[str, str, Any]] = [
     ("Model", "model", str),
     ("Scenario", "loadgen_scenario", str),
@@ -29,7 +31,7 @@ COMPACT_COLUMNS: list[tuple[str, str, Any]] = [
     ("Result", "figure_of_merit_text", str),
     ("p99 ms", "latency_p99_ms", _MS),
     ("", "result_validity", str),
-    ("mJ/smp", "energy_per_sample_j", lambda v: f"{1e3 * v:.1f}"),
+    ("mJ/smp", "energy_per_sample_j", lambda v: number(1e3 * v)),
     ("Status", "status", str),
 ]
 COLUMNS: list[tuple[str, str, Any]] = COMPACT_COLUMNS[:6] + [
@@ -47,8 +49,8 @@ COLUMNS: list[tuple[str, str, Any]] = COMPACT_COLUMNS[:6] + [
     ("SUT host share", "sut_host_share", lambda v: f"{100 * v:.1f}%"),
     ("Top-1", "top1", lambda v: f"{100 * v:.2f}%"),
     ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
-    ("J/query", "energy_per_query_j", lambda v: f"{v:.3g}"),
-    ("$/1k samples", "cost_per_1000_samples_usd", lambda v: f"{v:.5f}"),
+    ("J/query", "energy_per_query_j", number),
+    ("$/1k samples", "cost_per_1000_samples_usd", usd),
     ("Validity", "validity", str),
     ("Status", "status", str),
 ]

@@ -5,14 +5,12 @@ from __future__ import annotations
 from rich.table import Table
 
 from accelbench.report.table import _present, results_table
+from accelbench.report.units import number, si
 
 
 def rate(v: float, unit: str) -> str:
-    """``7.9e14, "FLOP/s"`` -> ``790.0 TFLOP/s`` (SI prefix chosen so the number is >= 1)."""
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            return f"{v / scale:,.1f} {prefix}{unit}"
-    return f"{v:.3g} {unit}"
+    """``7.9e14, "FLOP/s"`` -> ``790 TFLOP/s`` (:func:`accelbench.report.units.si`)."""
+    return si(v, unit)
 
 
 def _f(fmt: str):
@@ -25,16 +23,16 @@ PROFILE_COLUMNS = [
     ("BS", "batch_size", str),
     ("Precision", "precision", str),
     ("Mode", "mode", str),
-    ("Step (ms)", "step_time_s", lambda v: f"{v * 1e3:.3f}"),
+    ("Step (ms)", "step_time_s", lambda v: number(v * 1e3, 4)),
     ("Analytic GFLOP", "analytic_flops", lambda v: f"{v / 1e9:,.2f}"),
     ("Min MB", "analytic_min_bytes", lambda v: f"{v / 1e6:,.1f}"),
-    ("Theory (ms)", "theoretical_time_s", lambda v: f"{v * 1e3:.3f}"),
+    ("Theory (ms)", "theoretical_time_s", lambda v: number(v * 1e3, 4)),
     ("Meas/Theory", "measured_vs_theoretical", lambda v: f"{v:.2f}x"),
-    ("Achieved TFLOP/s", "achieved_flops_per_s", lambda v: f"{v / 1e12:.3g}"),
+    ("Achieved TFLOP/s", "achieved_flops_per_s", lambda v: number(v / 1e12)),
     ("ncu GFLOP", "ncu_flops", lambda v: f"{v / 1e9:,.2f}"),
     ("ncu DRAM MB", "ncu_dram_bytes", lambda v: f"{v / 1e6:,.1f}"),
     ("FLOP/B", "ncu_intensity_flop_per_byte", _f(".1f")),
-    ("ncu TFLOP/s", "ncu_achieved_flops_per_s", lambda v: f"{v / 1e12:.3g}"),
+    ("ncu TFLOP/s", "ncu_achieved_flops_per_s", lambda v: number(v / 1e12)),
     ("Bound", "ncu_bound", str),
     ("% roof", "ncu_roof_fraction", lambda v: f"{100 * v:.0f}%"),
     ("GEMM/conv vs analytic", "flops_agreement", lambda v: f"{100 * v:+.2f}%"),
@@ -43,9 +41,25 @@ PROFILE_COLUMNS = [
 ]
 
 
-def profile_table(records: list[dict], title: str = "Profile") -> Table:
-    """One row per profiled case (columns without any value are left out)."""
-    return results_table(records, title=title, columns=PROFILE_COLUMNS)
+# What fits 80 columns: the case, measured and theoretical time, achieved rate, ncu's verdict.
+COMPACT_COLUMNS = [
+    ("Model", "model", str),
+    ("Step", "step", str),
+    ("BS", "batch_size", str),
+    ("Precision", "precision", str),
+    ("Mode", "mode", str),
+    ("ms", "step_time_s", lambda v: number(v * 1e3)),
+    ("Meas/Th", "measured_vs_theoretical", lambda v: f"{v:.2f}x"),
+    ("FLOP/s", "achieved_flops_per_s", lambda v: si(v)),
+    ("Bound", "ncu_bound", str),
+    ("% roof", "ncu_roof_fraction", lambda v: f"{100 * v:.0f}%"),
+    ("Status", "status", str),
+]
+
+
+def profile_table(records: list[dict], title: str = "Profile", compact: bool = False) -> Table:
+    """One row per profiled case (columns without any value are left out); compact fits 80 columns."""
+    return results_table(records, title=title, columns=COMPACT_COLUMNS if compact else PROFILE_COLUMNS, compact=compact)
 
 
 def ceilings_table(c, cached: bool = False) -> Table:
@@ -66,27 +80,31 @@ def ceilings_table(c, cached: bool = False) -> Table:
     return t
 
 
-def family_table(rec: dict) -> Table:
-    """Kernel families of one measured case, with their share of time and bound."""
+FAMILY_COLUMNS = [
+    ("Family", "family", str),
+    ("Kernels", "kernels", lambda v: str(int(v))),
+    ("Time (ms)", "time_s", lambda v: number(v * 1e3, 4)),
+    ("Share", "time_share", lambda v: f"{100 * v:.1f}%"),
+    ("GFLOP", "flops", lambda v: f"{v / 1e9:,.2f}"),
+    ("DRAM MB", "dram_bytes", lambda v: f"{v / 1e6:,.1f}"),
+    ("FLOP/B", "intensity_flop_per_byte", _f(".1f")),
+    ("FLOP/s", "achieved_flops_per_s", lambda v: si(v)),
+    ("B/s", "achieved_bytes_per_s", lambda v: si(v)),
+    ("Bound", "bound", str),
+    ("% roof", "roof_fraction", lambda v: f"{100 * v:.0f}%"),
+]
+COMPACT_FAMILY = ("family", "kernels", "time_s", "time_share", "achieved_flops_per_s", "achieved_bytes_per_s",
+                  "bound", "roof_fraction")
+
+
+def family_table(rec: dict, compact: bool = False) -> Table:
+    """Kernel families of one measured case, with their share of time and bound; compact fits 80 columns."""
     from accelbench.profile.kernels import FAMILIES
 
-    t = Table(title=f"Kernel families: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} "
-                    f"({rec.get('ncu_kernels')} kernels)")
-    heads = ("Family", "Kernels", "Time (ms)", "Share", "GFLOP", "DRAM MB", "FLOP/B", "TFLOP/s", "TB/s", "Bound", "% roof")
-    for h in heads:
-        t.add_column(h, justify="left" if h == "Family" else "right")
-    for fam in FAMILIES:
-        p = f"family_{fam}"
-        if rec.get(f"{p}_kernels") is None:
-            continue
-        g = rec.get
-        t.add_row(fam, str(g(f"{p}_kernels")), f"{g(f'{p}_time_s') * 1e3:.3f}", f"{100 * g(f'{p}_time_share'):.1f}%",
-                  f"{g(f'{p}_flops') / 1e9:,.2f}", f"{g(f'{p}_dram_bytes') / 1e6:,.1f}",
-                  _opt(g(f"{p}_intensity_flop_per_byte"), ".1f"), _opt(g(f"{p}_achieved_flops_per_s"), ".3g", 1e12),
-                  _opt(g(f"{p}_achieved_bytes_per_s"), ".2f", 1e12), str(g(f"{p}_bound") or "-"),
-                  _opt(g(f"{p}_roof_fraction"), ".0%"))
-    return t
-
-
-def _opt(v, fmt: str, scale: float = 1.0) -> str:
-    return format(v / scale, fmt) if _present(v) else "-"
+    keys = [k for _, k, _ in FAMILY_COLUMNS if k != "family"]
+    rows = [{"family": fam, **{k: rec.get(f"family_{fam}_{k}") for k in keys}}
+            for fam in FAMILIES if rec.get(f"family_{fam}_kernels") is not None]
+    cols = [c for c in FAMILY_COLUMNS if not compact or c[1] in COMPACT_FAMILY]
+    title = (f"Kernel families: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} "
+             f"({rec.get('ncu_kernels')} kernels)")
+    return results_table(rows, title=title, columns=cols, compact=compact)

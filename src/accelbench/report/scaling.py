@@ -23,8 +23,9 @@ def _pct(v: float) -> str:
 
 
 def _gbps(v: float) -> str:
-    g = v / 1e9
-    return f"{g:,.1f}" if g >= 10 else f"{g:.3g}"
+    from accelbench.report.units import number
+
+    return number(v / 1e9)
 
 
 SCALE_COLUMNS: list[tuple[str, str, Any]] = [

@@ -17,15 +17,12 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.core.rundata import DETAIL_ROW_TYPES, is_detail  # noqa: F401  (re-exported for the reports)
+from accelbench.report.notes import case_label, case_notes  # noqa: F401  (re-exported for the reports)
+from accelbench.report.units import number, rate, usd  # noqa: F401  (rate re-exported for the reports)
 
 
 def _int(v: Any) -> str:
     return str(int(v))  # stored integers come back as floats from a DataFrame with empty cells
-
-
-def rate(v: float) -> str:
-    """Samples/s for a table: no decimals from 1,000 up (the spread is larger than that)."""
-    return f"{v:,.0f}" if v >= 1000 else f"{v:,.1f}"
 
 
 def interval(lo: float, hi: float) -> str:
@@ -49,8 +46,8 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("NHWC", "channels_last", lambda v: "yes" if v else "no"),
     ("Inference Time (s)", "total_time_s", lambda v: f"{v:.3f}"),
     ("Throughput (img/s)", "throughput_samples_per_s", lambda v: f"{v:,.1f}"),
-    ("Latency p50 (ms)", "latency_p50_ms", lambda v: f"{v:.2f}"),
-    ("Latency p99 (ms)", "latency_p99_ms", lambda v: f"{v:.2f}"),
+    ("Latency p50 (ms)", "latency_p50_ms", number),
+    ("Latency p99 (ms)", "latency_p99_ms", number),
     ("Spread", "latency_spread", lambda v: f"{100 * v:.1f}%"),
     *ci_columns("latency", "Latency"),
     ("GPU Util (%)", "gpu_util_mean_pct", lambda v: f"{v:.0f}"),
@@ -64,8 +61,8 @@ INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("FP8 Linear", ("fp8_linear_layers", "fp8_linear_layers_skipped"), lambda a, b: f"{a:.0f} (+{b:.0f} bf16)"),
     ("FP8 FLOPs", "fp8_flops_share", lambda v: f"{100 * v:.0f}%"),
     ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
-    ("Energy/img (mJ)", "energy_per_sample_j", lambda v: f"{1e3 * v:.2f}"),
-    ("$/1k img", "cost_per_1000_samples_usd", lambda v: f"{v:.5f}"),
+    ("Energy/img (mJ)", "energy_per_sample_j", lambda v: number(1e3 * v)),
+    ("$/1k img", "cost_per_1000_samples_usd", usd),
     ("Validity", "validity", str),
     ("Status", "status", str),
 ]
@@ -77,11 +74,11 @@ COMPACT_INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Precision", "precision", str),
     ("Mode", "mode", str),
     ("img/s", "throughput_samples_per_s", rate),
-    ("p50 ms", "latency_p50_ms", lambda v: f"{v:.2f}"),
-    ("p99 ms", "latency_p99_ms", lambda v: f"{v:.2f}"),
+    ("p50 ms", "latency_p50_ms", number),
+    ("p99 ms", "latency_p99_ms", number),
     ("Top-1", "top1", lambda v: f"{100 * v:.1f}%"),
     ("Δ pts", "top1_delta_pts", lambda v: f"{v:+.2f}"),
-    ("mJ/img", "energy_per_sample_j", lambda v: f"{1e3 * v:.1f}"),
+    ("mJ/img", "energy_per_sample_j", lambda v: number(1e3 * v)),
     ("Status", "status", str),
 ]
 
@@ -109,15 +106,6 @@ def format_cell(fmt, v: Any) -> str:
     if not _present(v):
         return "-"
     return fmt(*v) if isinstance(v, tuple) else fmt(v)
-
-
-def case_label(r: dict) -> str:
-    """``model bs=B precision mode``: names a case in notes and messages."""
-    parts = [str(r.get("model", "?"))]
-    if _present(r.get("batch_size")):
-        parts.append(f"bs={int(r['batch_size'])}")
-    parts += [str(r[k]) for k in ("precision", "mode", "step", "loadgen_scenario") if _present(r.get(k))]
-    return " ".join(parts)
 
 
 def _status_cell(r: dict, compact: bool) -> Text:
@@ -205,25 +193,6 @@ def natural_width(table, console) -> int:
     return Measurement.get(console, console.options.update(width=10_000), table).maximum
 
 
-def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
-    """``(label, text)`` lines under a compact table: why each case failed or was flagged.
-
-    Labels: ``error``, ``oom``, ``unsupported``, ``skipped``, ``flagged``, ``INVALID`` (LoadGen's verdict);
-    texts start with :func:`case_label` so every note names its model and case.
-    """
-    out = []
-    for r in records:
-        status = r.get("status")
-        if status != "ok" and isinstance(r.get("error"), str):
-            out.append((f"{status}:", f"{case_label(r)}: {r['error']}"))
-            continue
-        if status == "ok" and isinstance(r.get("validity_reason"), str):
-            out.append(("flagged:", f"{case_label(r)}: {r['validity_reason']}"))
-        if status == "ok" and r.get("result_validity") == "INVALID":
-            out.append(("INVALID:", f"{case_label(r)}: {r.get('invalid_reasons')}"))
-    return out
-
-
 def runs_table(runs: list[dict]) -> Table:
     import datetime as dt
 
@@ -249,7 +218,7 @@ def cheapest_lines(records: Iterable[dict]) -> list[str]:
         if c["precision"] is None:
             out.append(head + "none measured (simulated and failed cases have no speed)" + missed)
             continue
-        what = (f"${c['value']:.3g}/1k img" if c["by"] == "cost_per_1000_samples_usd"
+        what = (f"{usd(c['value'])}/1k img" if c["by"] == "cost_per_1000_samples_usd"
                 else f"{rate(c['value'])} img/s (no price: by throughput)")
         out.append(head + f"{c['precision']} ({c['mode']}, batch {_int(c['batch_size'])}), {what}, top-1 "
                    f"{100 * c['top1']:.2f} % ({c['top1_delta_pts']:+.2f} pts){missed}")

@@ -7,6 +7,7 @@ from typing import Iterable
 from rich.table import Table
 
 from accelbench.report.table import results_table
+from accelbench.report.units import usd
 
 
 def _f(fmt: str, scale: float = 1.0):
@@ -32,7 +33,7 @@ TELEMETRY_COLUMNS = [
     ("Energy/img (mJ)", "energy_per_sample_j", _f(".2f", 1e3)),
     ("Above idle/img (mJ)", "energy_above_idle_per_sample_j", _f(".2f", 1e3)),
     ("Energy conf.", "energy_confidence", str),
-    ("$/1k img", "cost_per_1000_samples_usd", _f(".5f")),
+    ("$/1k img", "cost_per_1000_samples_usd", usd),
     ("Validity", "validity", str),
     ("Status", "status", str),
 ]
@@ -43,9 +44,9 @@ COST_COLUMNS = [
     ("Time (s)", "total_time_s", _f(".3f")),
     ("Throughput (img/s)", "throughput_samples_per_s", _f(",.1f")),
     ("$/hour", "price_per_hour_usd", _f(".3f")),
-    ("Total Cost ($)", "cost_usd", _f(".6f")),
-    ("$/1,000 images", "cost_per_1000_samples_usd", _f(".5f")),
-    ("Electricity $/1,000", "electricity_cost_per_1000_samples_usd", _f(".6f")),
+    ("Total Cost", "cost_usd", usd),
+    ("$/1,000 images", "cost_per_1000_samples_usd", usd),
+    ("Electricity $/1,000", "electricity_cost_per_1000_samples_usd", usd),
     ("Validity", "validity", str),
     ("Status", "status", str),
 ]

@@ -8,6 +8,7 @@ from typing import Any, Iterable
 from rich.table import Table
 
 from accelbench.report.table import _present, ci_columns, rate, results_table
+from accelbench.report.units import number
 
 
 def _pct(v: float) -> str:
@@ -53,7 +54,7 @@ COMPACT_TRAIN_COLUMNS: list[tuple[str, str, Any]] = [
 
 SUMMARY_COLUMNS: list[tuple[str, str, Any]] = [
     ("Batch Size", "batch_size", str),
-    ("Peak LR", "lr_peak", lambda v: f"{v:.4g}"),
+    ("Peak LR", "lr_peak", lambda v: number(v, 4)),
     ("Epochs", "epochs_done", _int),
     ("Final Top-1", "final_eval_top1", _pct),
     ("Best Top-1", "best_eval_top1", _pct),

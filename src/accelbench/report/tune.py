@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
-from accelbench.report.table import rate
+from accelbench.report.table import rate, results_table
+from accelbench.report.units import ms, number
 
 
 def interval(lo: float, hi: float) -> str:
     return f"{lo:.3f}..{hi:.3f}"
 
 
-def _cell(v: Any, fmt: str = "{:.3g}") -> str:
-    return "-" if v is None else fmt.format(v)
+def _cell(v: Any) -> str:
+    return "-" if v is None else number(v)
 
 
 def mode_label(r: dict[str, Any]) -> str:
@@ -23,20 +22,7 @@ def mode_label(r: dict[str, Any]) -> str:
     from accelbench.studies.tune_search import KERNEL_WORDS
 
     fused = r.get("fused_optimizer")
-    return str(r["mode"]) + ("" if fused is None else " " + KERNEL_WORDS[bool(fused)])
-
-
-def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99") -> Table:
-    """One line per Pareto-optimal trial: configuration, throughput, p50/p99 latency, energy per sample, memory."""
-    t = Table(title=title)
-    for name in ("precision", "mode", "batch", "samples/s", "p50 ms", "p99 ms", "J/sample", "memory MB", "stage"):
-        t.add_column(name, justify="left" if name in ("precision", "mode", "stage") else "right")
-    for r in rows:
-        mem = r.get("peak_mem_bytes") or r.get("process_rss_bytes")
-        t.add_row(str(r["precision"]), mode_label(r), str(int(r["batch_size"])), rate(r["throughput_samples_per_s"]),
-                  _cell(r.get("latency_p50_ms")), _cell(r.get("latency_p99_ms")), _cell(r.get("energy_per_sample_j")),
-                  _cell(mem / 1e6 if mem else None, "{:.0f}"), str(r.get("tune_stage") or ""))
-    return t
+    return str(r["mode"]) + ("" if fused is None or fused != fused else " " + KERNEL_WORDS[bool(fused)])
 
 
 def _p99(r: dict[str, Any]) -> float | None:
@@ -44,17 +30,35 @@ def _p99(r: dict[str, Any]) -> float | None:
     return r.get("latency_p99_ms") if r.get("latency_p99_ms") is not None else r.get("step_time_p99_ms")
 
 
-def trials_table(rows: list[dict[str, Any]]) -> Table:
-    """Every trial in the order it ran: stage, configuration, status, throughput, p99, wall seconds."""
-    t = Table(title="Trials")
-    for name in ("stage", "precision", "mode", "batch", "status", "samples/s", "p99 ms", "wall s"):
-        t.add_column(name)
-    for r in rows:
-        thr = r.get("throughput_samples_per_s")
-        t.add_row(str(r.get("tune_stage")), str(r["precision"]), mode_label(r), str(int(r["batch_size"])),
-                  str(r["status"]), rate(thr) if thr else "-", _cell(_p99(r)),
-                  _cell(r.get("case_wall_s"), "{:.1f}"))
-    return t
+def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as the tables show them: the mode with its optimizer kernels, the p99 of a training step, memory
+    (peak GPU memory, or the process RSS on a CPU)."""
+    return [{**r, "mode": mode_label(r), "latency_p99_ms": _p99(r),
+             "memory_bytes": r.get("peak_mem_bytes") or r.get("process_rss_bytes")} for r in rows]
+
+
+TRIAL_COLUMNS = [("Stage", "tune_stage", str), ("Precision", "precision", str), ("Mode", "mode", str),
+                 ("Batch", "batch_size", lambda v: str(int(v))), ("Status", "status", str),
+                 ("samples/s", "throughput_samples_per_s", rate), ("p50 ms", "latency_p50_ms", _cell),
+                 ("p99 ms", "latency_p99_ms", _cell), ("mJ/sample", "energy_per_sample_j", lambda v: number(1e3 * v)),
+                 ("Wall s", "case_wall_s", lambda v: f"{v:.1f}")]
+FRONT_COLUMNS = [c for c in TRIAL_COLUMNS if c[1] not in ("tune_stage", "status", "case_wall_s")] + [
+    ("MB", "memory_bytes", lambda v: number(v / 1e6)), ("Stage", "tune_stage", str)]
+COMPACT_TRIALS = ("tune_stage", "precision", "mode", "batch_size", "status", "throughput_samples_per_s",
+                  "latency_p99_ms", "case_wall_s")
+
+
+def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99", compact: bool = True):
+    """One line per Pareto-optimal trial: configuration, throughput, p50/p99 latency, energy per sample, memory;
+    compact fits 80 columns."""
+    return results_table(_shown(rows), title=title, columns=FRONT_COLUMNS, compact=compact)
+
+
+def trials_table(rows: list[dict[str, Any]], compact: bool = False):
+    """Every trial in the order it ran: stage, configuration, status, throughput, p99, wall seconds (``compact``:
+    fits 80 columns; else also p50 and energy)."""
+    cols = [c for c in TRIAL_COLUMNS if not compact or c[1] in COMPACT_TRIALS]
+    return results_table(_shown(rows), title="Trials", columns=cols, compact=compact)
 
 
 def summary_lines(out, objective: str) -> list[str]:
@@ -64,12 +68,13 @@ def summary_lines(out, objective: str) -> list[str]:
     if w is None:
         return ["no winner: " + "; ".join(out.notes or ["no trial finished"])]
     lines.append(f"winner ({objective}): {w['precision']} {mode_label(w)} batch {int(w['batch_size'])}: "
-                 f"{rate(w['throughput_samples_per_s'])} samples/s, p50 {w['latency_p50_ms']:.3g} ms, "
-                 f"p99 {w['latency_p99_ms']:.3g} ms over {w['final_windows']} windows")
+                 f"{rate(w['throughput_samples_per_s'])} samples/s, p50 {ms(w['latency_p50_ms'])}, "
+                 f"p99 {ms(w['latency_p99_ms'])} over {w['final_windows']} windows")
     if out.verdict is not None and out.runner_up is not None:
         v, r = out.verdict, out.runner_up
         ci = interval(v.ci_low, v.ci_high) if v.ci_low is not None else "no interval"
-        word = "the top two are within noise" if v.verdict in ("within noise", "too few windows") else v.verdict
+        word = {"within noise": "the top two are within noise",
+                "too few windows": "too few windows to tell the top two apart"}.get(v.verdict, v.verdict)
         lines.append(f"vs runner-up {r['precision']} {mode_label(r)} batch {int(r['batch_size'])}: ratio {v.ratio:.3f} "
                      f"(95% CI {ci}): {word}")
     if out.gain is not None and out.baseline is not None:
@@ -116,13 +121,6 @@ def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path) 
     fig = front_figure(rows, trials)
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
-
-
-TRIAL_COLUMNS = [("Stage", "tune_stage", str), ("Precision", "precision", str), ("Mode", "mode", str),
-                 ("Batch", "batch_size", lambda v: str(int(v))), ("Status", "status", str),
-                 ("samples/s", "throughput_samples_per_s", rate), ("p50 ms", "latency_p50_ms", _cell),
-                 ("p99 ms", "latency_p99_ms", _cell), ("J/sample", "energy_per_sample_j", _cell),
-                 ("Wall s", "case_wall_s", lambda v: f"{v:.1f}")]
 
 
 def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:

@@ -1,0 +1,88 @@
+"""The lines under a results table: why a case failed, and which cases a validity check flagged.
+
+A failed case gets its own line (its error is its own). Flagged cases are grouped: one line per validity
+flag with the count and the cases, each with its own figure (``latency spread (IQR/median) > 5%: 4 cases of
+resnet50: bs=1 fp32 eager 52.2%, ...``), so a contended sweep prints a few lines, not one per case.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
+
+
+def _present(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def case_label(r: dict, model: bool = True) -> str:
+    """``model bs=B precision mode``: names a case in notes and messages (``model=False``: without the model)."""
+    parts = [str(r.get("model", "?"))] if model else []
+    if _present(r.get("batch_size")):
+        parts.append(f"bs={int(r['batch_size'])}")
+    parts += [str(r[k]) for k in ("precision", "mode", "step", "loadgen_scenario") if _present(r.get(k))]
+    return " ".join(parts)
+
+
+def flag_texts() -> dict[str, str]:
+    """What each validity flag of :func:`accelbench.core.validity.assess` means, with its threshold."""
+    from accelbench.core.stats import SPREAD_WARN
+    from accelbench.core.validity import CLOCK_VARIATION_MAX, CPU_OTHER_MAX_PCT, THROTTLE_FRAC_MAX
+
+    return {"latency-spread": f"latency spread (IQR/median) > {100 * SPREAD_WARN:.0f}%",
+            "throttled": f"clocks limited for > {100 * THROTTLE_FRAC_MAX:.0f}% of the window",
+            "clock-variation": f"SM clock varied > {100 * CLOCK_VARIATION_MAX:.0f}% (p95-p5)/median",
+            "other-process": "other compute processes on the GPU",
+            "cpu-contention": f"other processes used > {CPU_OTHER_MAX_PCT:.0f}% of the host's CPU time"}
+
+
+def _flags(r: dict) -> list[tuple[str, str]]:
+    """``(what, figure)`` per flag of a flagged row: the flag's text and the case's own number in its reason
+    (``validity`` and ``validity_reason`` list the flags and their reasons in the same order)."""
+    flags = [f for f in str(r.get("validity") or "").split(",") if f and f != "ok"]
+    reasons = str(r["validity_reason"]).split("; ")
+    if len(flags) != len(reasons):  # a row written otherwise: its reason as it is
+        return [(str(r["validity_reason"]), "")]
+    known = flag_texts()
+    out = []
+    for flag, reason in zip(flags, reasons):
+        found = _NUMBER.search(reason)
+        out.append((known[flag], found.group(0) if found else "") if flag in known else (reason, ""))
+    return out
+
+
+def _grouped(flagged: list[tuple[dict, str, str]]) -> list[tuple[str, str]]:
+    """One ``flagged:`` line per flag: ``what: N cases [of model]: case figure, ...``."""
+    groups: dict[str, list[tuple[dict, str]]] = {}
+    for r, what, figure in flagged:
+        groups.setdefault(what, []).append((r, figure))
+    out = []
+    for what, members in groups.items():
+        models = {str(r.get("model")) for r, _ in members}
+        one = len(models) == 1
+        cases = [" ".join(x for x in (case_label(r, model=not one), figure) if x) for r, figure in members]
+        n = f"{len(members)} case{'s' if len(members) > 1 else ''}" + (f" of {models.pop()}" if one else "")
+        out.append(("flagged:", f"{what}: {n}: {', '.join(cases)}"))
+    return out
+
+
+def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
+    """``(label, text)`` lines under a compact table: why each case failed, and the flagged cases grouped.
+
+    Labels: ``error``, ``oom``, ``unsupported``, ``skipped``, ``INVALID`` (LoadGen's verdict), one line per
+    case starting with :func:`case_label`; then ``flagged``, one line per validity flag naming its cases.
+    """
+    out, flagged = [], []
+    for r in records:
+        status = r.get("status")
+        if status != "ok" and isinstance(r.get("error"), str):
+            out.append((f"{status}:", f"{case_label(r)}: {r['error']}"))
+            continue
+        if status == "ok" and isinstance(r.get("validity_reason"), str):
+            flagged += [(r, what, figure) for what, figure in _flags(r)]
+        if status == "ok" and r.get("result_validity") == "INVALID":
+            out.append(("INVALID:", f"{case_label(r)}: {r.get('invalid_reasons')}"))
+    return out + _grouped(flagged)
