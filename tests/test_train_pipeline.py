@@ -79,7 +79,7 @@ def test_cli_train_sweep_and_json(tmp_path):
     assert doc["results"][0]["model"] == "cifar-resnet20"
     # training rows carry the same derived columns as inference rows, and `results` shows training columns
     assert set(doc["results"][0]["validity"].split(",")) <= {"ok", "latency-spread", "cpu-contention"} and "cost_usd" in doc["results"][0]
-    shown = runner.invoke(app, ["results", "--db", str(db)])
+    shown = runner.invoke(app, ["results", "--db", str(db), "--wide"])
     assert shown.exit_code == 0 and "Step p50 (ms)" in shown.output, shown.output
 
 
@@ -101,7 +101,7 @@ def test_cli_train_epochs_table_and_plot(tmp_path):
     (["train", "--epochs", "1", "-p", "fp16"], "invalid precision 'fp16'"),
     (["train", "--epochs", "1", "-m", "a,b"], "invalid model"),
     (["train", "--device", "cuda:7"], "invalid device"),
-    (["input-pipeline", "--workers", "x"], "invalid batch_sizes"),
+    (["input-pipeline", "--workers", "x"], "invalid workers 'x'"),
 ])
 def test_cli_bad_input_is_one_line(args, msg, tmp_path):
     res = runner.invoke(app, args + ["--db", str(tmp_path / "x.db")])

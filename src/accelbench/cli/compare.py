@@ -33,14 +33,14 @@ def compare(
     ignore: Optional[str] = typer.Option(None, "--ignore", help="Match fields to ignore, e.g. precision,channels_last (compare fp32 with bf16)."),
     fail_on_slower: bool = typer.Option(False, "--fail-on-slower", help="Exit 1 when a matched case is slower beyond the margin (throughput or latency p50)."),
     n_boot: int = typer.Option(2000, "--bootstrap", help="Bootstrap replicates per side and case."),
-    wide: bool = typer.Option(False, "--wide", help="Every metric, the p-values and the per-dollar / per-joule figures."),
-    json_path: Optional[Path] = a.JSON,
+    wide: bool = typer.Option(False, "--wide", help="Every metric, the p-values and the per-dollar / per-joule figures (a pager when wider than the terminal)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", callback=a.json_to_stdout, help="Also write the comparison as JSON: a list with one object per run B (A and B labels, margin, environment differences, cases found on one side only, and per matched case each metric's A and B values, ratio B/A, 95% interval, p-value and verdict); - for stdout."),
 ) -> None:
     """Compare run B (and C, ...) with run A: ratios B/A with 95% confidence intervals, a Mann-Whitney test
     on the windows and a verdict per matched case (faster / slower / within noise / too few windows)."""
     from accelbench import api
     from accelbench.core.compare import MATCH_FIELDS
-    from accelbench.report.compare_table import compare_table, notes, slower_line
+    from accelbench.report.compare_table import AMBIGUOUS_MARK, common_model, compare_table, notes, slower_line
 
     if len(runs) < 2:
         a.fail("compare needs two runs or more: A B [C ...]")
@@ -54,19 +54,24 @@ def compare(
     results = api.compare(store, runs[0], list(runs[1:]), margin=parse_margin(margin), ignore=fields, n_boot=n_boot)
     failed = []
     for c in results:
-        console.print(f"{c.b} (B) vs {c.a} (A): {len(c.cases)} matched cases, margin {100 * c.margin:g}%")
+        model = common_model(c) if not wide else None
+        console.print(f"{c.b} (B) vs {c.a} (A): {len(c.cases)} matched cases" + (f" of {model}" if model else "")
+                      + f", margin {100 * c.margin:g}%")
         if not c.cases:
             err_console.print(styled("warning:", "yellow", " no case matched (see --ignore)"))
         else:
             a.print_table(compare_table(c, wide), wide)
+            if not wide and any(case.ambiguous for case in c.cases):
+                console.print(f"{AMBIGUOUS_MARK} ambiguous: a validity flag fired on either side (the lines below)")
         for line in notes(c):
             console.print(line)
         line = slower_line(c)
         if line:
             failed.append(line)
     if json_path:
-        json_path.write_text(json.dumps([c.to_dict() for c in results], indent=1, default=str))
-        console.print(f"wrote {json_path}")
+        text = json.dumps([c.to_dict() for c in results], indent=1, default=str)
+        a.write_output(json_path, lambda path: path.write_text(text))
+        console.print(f"wrote {'the JSON to stdout' if a.is_stdout(json_path) else json_path}")
     if fail_on_slower and failed:
         err_console.print(styled("slower:", "red", " " + " | ".join(failed)))
         raise typer.Exit(EXIT_CASE_ERRORS)

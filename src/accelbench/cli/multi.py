@@ -88,13 +88,16 @@ def interconnect(
     min_bytes: str = typer.Option("1K", "--min-bytes", help="Smallest message (nccl-tests -b)."),
     max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Largest message (default 1G on GPUs, 4M on CPUs)."),
     factor: int = typer.Option(2, "--factor", help="Size multiplier between steps (nccl-tests -f)."),
-    warmup: int = typer.Option(5, "--warmup"), iters: int = typer.Option(20, "--iters"),
+    warmup: int = typer.Option(5, "--warmup", help="Untimed iterations of each op and size before timing (nccl-tests -w)."),
+    iters: int = typer.Option(20, "--iters", help="Timed iterations of each op and size (nccl-tests -n)."),
     p2p_bytes: str = typer.Option("256M", "--p2p-bytes", help="Buffer copied between each GPU pair (0: skip)."),
     device: Optional[str] = a.DEVICE, nnodes: int = a.NNODES, node_rank: int = a.NODE_RANK,
     rdzv_endpoint: Optional[str] = a.RDZV, timeout_s: float = a.TIMEOUT, idle_s: Optional[float] = a.IDLE,
     db: Path = a.DB, json_path: Optional[Path] = a.JSON,
 ) -> None:
     """Interconnect: collective time, algorithm and bus bandwidth over sizes; GPU pair copies; NVLink/PCIe topology."""
+    if gpus is not None and gpus < 1:
+        a.fail(f"invalid --gpus {gpus}: allowed 1 or more ranks (default: every visible GPU)")
     import torch
 
     from accelbench import api

@@ -8,34 +8,43 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import command, console
+from accelbench.cli.common import command, console, styled
+from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_models, complete_precisions
 
 
 @command()
 def profile(
-    model: str = typer.Option("resnet50", "--model", "-m", help="Model(s), comma-separated, as for `run`."),
-    batch_size: str = typer.Option("32", "--batch-size", "-b", help="Batch size(s), e.g. 32 or 32,256."),
-    precision: Optional[str] = typer.Option(None, "--precision", "-p", help="fp32,tf32,amp-fp16,amp-bf16,fp16,bf16 (default: amp-bf16 on a GPU, fp32 on a CPU)."),
-    mode: str = typer.Option("eager", "--mode", help="eager,compile,cudagraphs,max-autotune"),
-    step: str = typer.Option("inference", "--step", help="inference, train, or both: inference,train"),
+    model: str = typer.Option("resnet50", "--model", "-m", rich_help_panel=WHAT, autocompletion=complete_models,
+                              help="Model(s), comma-separated, as for `run`."),
+    batch_sizes: str = typer.Option("32", "--batch-sizes", "--batch-size", "-b", rich_help_panel=WHAT,
+                                    help="Batch size(s), e.g. 32 or 32,256."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", "--precision", "-p", rich_help_panel=WHAT,
+                                             autocompletion=complete_precisions, help="Precisions, comma-separated: {precisions}."),
+    modes: str = typer.Option("eager", "--modes", "--mode", rich_help_panel=WHAT, autocompletion=complete_backends,
+                              help="Backends (execution modes), comma-separated: {backends}."),
+    step: str = typer.Option("inference", "--step", rich_help_panel=WHAT, help="inference, train, or both: inference,train"),
     channels_last: Optional[bool] = a.CL, data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE,
     device: Optional[str] = a.DEVICE,
-    ncu: str = typer.Option("auto", "--ncu", help="auto (on a GPU when ncu is found), on, off"),
-    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Untimed steps (GPU 5, CPU 1)."),
-    timed_steps: Optional[int] = typer.Option(None, "--timed-steps", help="Timed steps (GPU 20, CPU 3)."),
-    charts: Optional[Path] = typer.Option(None, "--charts", help="Write roofline charts (PNG + SVG) to this folder."),
-    ncu_csv: Optional[Path] = typer.Option(None, "--ncu-csv", help="Keep ncu's raw CSV files in this folder."),
-    remeasure_ceilings: bool = typer.Option(False, "--remeasure-ceilings", help="Measure the machine ceilings again."),
+    ncu: str = typer.Option("auto", "--ncu", rich_help_panel=HOW, help="auto (on a GPU when ncu is found), on, off"),
+    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", rich_help_panel=HOW, help="Untimed steps (GPU 5, CPU 1)."),
+    timed_steps: Optional[int] = typer.Option(None, "--timed-steps", rich_help_panel=HOW, help="Timed steps (GPU 20, CPU 3)."),
+    charts: Optional[Path] = typer.Option(None, "--charts", rich_help_panel=STORE, help="Write roofline charts (PNG + SVG) to this folder."),
+    ncu_csv: Optional[Path] = typer.Option(None, "--ncu-csv", rich_help_panel=STORE, help="Keep ncu's raw CSV files in this folder."),
+    remeasure_ceilings: bool = typer.Option(False, "--remeasure-ceilings", rich_help_panel=HOW, help="Measure the machine ceilings again."),
     telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
     mean: Optional[str] = a.MEAN, std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE,
     crop_pct: Optional[float] = a.CROP_PCT, db: Path = a.DB,
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the run (spec, env, results, kernels) as JSON."),
+    json_path: Optional[Path] = typer.Option(None, "--json", rich_help_panel=STORE, callback=a.json_to_stdout,
+                                             help="Also write the run (spec, env, results, kernels) as JSON; - for stdout."),
+    wide: bool = a.WIDE,
 ) -> None:
     """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
     from accelbench import api
 
-    flags = dict(models=model, batch_sizes=batch_size, precisions=precision, modes=mode, steps=step,
+    if charts is not None and charts.exists() and not charts.is_dir():
+        a.fail(f"--charts {charts} is a file: give a folder for the charts")
+    flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, steps=step,
                  channels_last=channels_last, data=data, image_size=image_size, device=device, ncu=ncu,
                  warmup_steps=warmup_steps, timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
                  ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings,
@@ -46,7 +55,7 @@ def profile(
     store = a.open_store(db, create=True)
     console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {db}")
     out, ceilings, cached = api.profile(spec, store, on_case=_progress)
-    _report(out, ceilings, cached)
+    _report(out, ceilings, cached, wide)
     a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
              statuses=[r["status"] for r in out.records])
 
@@ -56,16 +65,17 @@ def _progress(i: int, n: int, case, rec) -> None:
         console.print(f"[{i + 1}/{n}] {case.model} {case.extras.step} bs={case.batch_size} {case.precision} {case.mode} ...")
 
 
-def _report(out, ceilings, cached: bool) -> None:
+def _report(out, ceilings, cached: bool, wide: bool) -> None:
+    from accelbench.report.notes import case_notes
     from accelbench.report.profile_table import ceilings_table, family_table, profile_table
 
     console.print(ceilings_table(ceilings, cached=cached))
-    console.print(profile_table(out.records))
+    a.print_table(profile_table(out.records, compact=not wide), wide)
     for rec in out.records:
         if rec.get("status") != "ok":
             continue
         if rec.get("ncu_status") == "ok":
-            console.print(family_table(rec))
+            a.print_table(family_table(rec, compact=not wide), wide)
         elif rec.get("ncu_error"):
             console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}")
         if rec.get("analytic_uncounted_ops"):
@@ -78,3 +88,5 @@ def _report(out, ceilings, cached: bool) -> None:
     for rec in out.records:
         if rec.get("status") != "ok" and rec.get("error"):
             console.print(f"{rec['status']}: {rec['model']} {rec['step']}: {rec['error']}")
+    for label, text in case_notes(r for r in out.records if r.get("status") == "ok"):  # flagged, grouped
+        console.print(styled(label, "yellow", " " + text))

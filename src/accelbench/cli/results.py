@@ -11,28 +11,29 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
 
-RUN = typer.Option(None, "--run", help="Run id (default: newest).")
+RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in another store (default: the newest in --db).")
 
 
 @command()
-def results(run_id: Optional[int] = RUN, db: Path = a.DB,
+def results(run_id: Optional[str] = RUN, db: Path = a.DB,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
-            compact: bool = typer.Option(False, "--compact", help="The compact table of run/train (default: every column).")) -> None:
-    """Print stored results."""
+            wide: bool = a.WIDE,
+            compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts).")) -> None:
+    """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision."""
     from accelbench.report import table_for
     from accelbench.report.table import runs_table
 
-    store = a.open_store(db)
     if all_runs:
-        console.print(runs_table(store.runs()))
+        console.print(runs_table(a.open_store(db).runs()))
         return
-    run = a.open_run(store, run_id)
+    store, run = a.run_ref(db, run_id)
+    wide = wide and not compact
     records = store.cases(run["run_id"]).to_dict("records")
     env = run["env"]
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
-    a.print_table(table_for(run["kind"])(records, compact=compact), not compact)
-    if not compact:
+    a.print_table(table_for(run["kind"])(records, compact=not wide), wide)
+    if wide:
         a.print_ci_note(run["kind"], records)
     a.print_cheapest(run["kind"], records)
     if run["kind"] in ("inference", "training"):
@@ -40,8 +41,8 @@ def results(run_id: Optional[int] = RUN, db: Path = a.DB,
 
 
 @command()
-def export(run_id: Optional[int] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
-           output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
+def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
+           output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout)."),
            db: Path = a.DB) -> None:
     """Export one run's results as CSV (one row per case) or JSON (spec, environment, results)."""
     from accelbench import api
@@ -49,13 +50,13 @@ def export(run_id: Optional[int] = RUN, fmt: str = typer.Option("csv", "--format
 
     if fmt not in ("csv", "json"):
         a.fail(f"invalid format {fmt!r}: allowed csv, json")
-    store = a.open_store(db)
-    rid = a.open_run(store, run_id)["run_id"]
+    store, run = a.run_ref(db, run_id)
+    rid = run["run_id"]
     if fmt == "json":
-        api.export_json(store, rid, output or Path("/dev/stdout"))
+        a.write_output(output or Path("-"), lambda path: api.export_json(store, rid, path))
     else:
         text = csv_text(store, rid)
-        (output.write_text(text) if output else sys.stdout.write(text))
+        (output.write_text(text) if output and not a.is_stdout(output) else sys.stdout.write(text))
 
 
 @command("models")
@@ -68,7 +69,7 @@ def models_cmd() -> None:
 
 
 @command()
-def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (default: every stored run)."),
+def cost(run_id: Optional[str] = typer.Option(None, "--run", help="One run: an id in --db, or PATH:ID (default: every run in --db)."),
          price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="Re-price every row at this USD per device-hour."),
          kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
          all_rows: bool = typer.Option(False, "--all", help="Every case, not only the best per (device, model, precision, mode)."),
@@ -79,9 +80,9 @@ def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (defa
 
     if (price_per_hour is not None and price_per_hour < 0) or (kwh_price is not None and kwh_price < 0):
         a.fail("prices must be >= 0")
-    store = a.open_store(db)
+    store, rid = (a.open_store(db), None) if run_id is None else _ref(db, run_id)
     try:
-        rows = cost_comparison(store, run_id, price_per_hour=price_per_hour, kwh_price=kwh_price, best=not all_rows)
+        rows = cost_comparison(store, rid, price_per_hour=price_per_hour, kwh_price=kwh_price, best=not all_rows)
     except KeyError as exc:
         a.fail(str(exc.args[0]))
     if not rows:
@@ -93,13 +94,17 @@ def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (defa
         console.print(f"price: {src}")
 
 
+def _ref(db: Path, ref: str) -> tuple:
+    store, run = a.run_ref(db, ref)
+    return store, run["run_id"]
+
+
 @command()
-def telemetry(run_id: Optional[int] = RUN, db: Path = a.DB) -> None:
+def telemetry(run_id: Optional[str] = RUN, db: Path = a.DB) -> None:
     """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
     from accelbench.report.telemetry import telemetry_table
 
-    store = a.open_store(db)
-    run = a.open_run(store, run_id)
+    store, run = a.run_ref(db, run_id)
     records = store.cases(run["run_id"]).to_dict("records")
     env = run["env"]
     console.print(telemetry_table(records, title=f"Run {run['run_id']} telemetry on {env.get('device_name')}"))

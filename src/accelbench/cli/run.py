@@ -9,6 +9,7 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
+from accelbench.cli.help import HOW, WHAT
 
 
 @command()
@@ -16,8 +17,8 @@ def run(
     model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH, precisions: Optional[str] = a.PREC,
     modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL, images: Optional[int] = a.IMAGES,
     data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
-    include_transfer: Optional[bool] = typer.Option(None, "--include-transfer/--no-include-transfer", help="Time the host-to-device copy too."),
-    calibration_images: Optional[int] = typer.Option(None, "--calibration-images", help="Images that calibrate int8 (default 512), disjoint from the measured ones."),
+    include_transfer: Optional[bool] = typer.Option(None, "--include-transfer/--no-include-transfer", rich_help_panel=HOW, help="Time the host-to-device copy too."),
+    calibration_images: Optional[int] = typer.Option(None, "--calibration-images", rich_help_panel=WHAT, help="Images that calibrate int8 (default 512), disjoint from the measured ones."),
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
     repeats: Optional[int] = a.REPEATS, telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,

@@ -34,9 +34,9 @@ def train(
     data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
     optimizer: Optional[str] = typer.Option(None, "--optimizer", help="sgd (momentum, default) or adamw."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Sweep: the step's lr. --epochs: peak lr at --base-batch-size (scaled linearly)."),
-    momentum: Optional[float] = typer.Option(None, "--momentum"),
+    momentum: Optional[float] = typer.Option(None, "--momentum", help="SGD momentum (default 0.9; AdamW ignores it)."),
     fused_optimizer: Optional[bool] = typer.Option(None, "--fused-optimizer/--no-fused-optimizer", help="Sweep: fused optimizer kernels (default: fused on CUDA where torch has them, foreach on a CPU)."),
-    weight_decay: Optional[float] = typer.Option(None, "--weight-decay"),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Weight decay: L2 penalty with SGD, decoupled with AdamW (default 5e-4)."),
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
     repeats: Optional[int] = a.REPEATS, loader_workers: Optional[int] = typer.Option(None, "--loader-workers", help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
     epochs: Optional[int] = typer.Option(None, "--epochs", help="Train to accuracy for N epochs (convergence run)."),
@@ -133,7 +133,7 @@ def input_pipeline(
     data: str = typer.Option("cifar10-train-5k", "--data", help="cifar10-train-5k, cifar10-test, or an ImageFolder dir/.tar(.gz)."),
     images: Optional[int] = typer.Option(None, "--images", "-n", help="Images to load (default all)."),
     workers: str = typer.Option("0,2,4,8", "--workers", "-w", help="DataLoader worker counts, e.g. 0,2,4,8."),
-    batch_size: int = typer.Option(256, "--batch-size", "-b"),
+    batch_size: int = typer.Option(256, "--batch-size", "-b", help="Images per batch."),
     image_size: Optional[int] = typer.Option(None, "--image-size", help="Resize in the loader (default: as stored)."),
     pin_memory: bool = typer.Option(True, "--pin-memory/--no-pin-memory", help="Pin batches (CUDA machines)."),
     augment: bool = typer.Option(True, "--augment/--no-augment", help="Random crop (padding 4) + flip."),
@@ -143,7 +143,7 @@ def input_pipeline(
                               "default), drop-caches (root: drops the whole page cache, slowing every job on the host), "
                               "auto (deprecated: the same as fadvise)."),
     resident: bool = typer.Option(True, "--resident/--no-resident", help="Also time the device-resident path."),
-    device: str = typer.Option("auto", "--device"), telemetry_period_ms: Optional[float] = a.TELEMETRY,
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N."), telemetry_period_ms: Optional[float] = a.TELEMETRY,
     idle_s: Optional[float] = a.IDLE, skip_bad_images: Optional[bool] = a.SKIP_BAD, db: Path = a.DB,
     json_path: Optional[Path] = a.JSON,
 ) -> None:
@@ -152,7 +152,7 @@ def input_pipeline(
     from accelbench import api
     from accelbench.train.pipeline import DEPRECATED_EVICT
 
-    flags = dict(data=data, images=images, workers=workers, batch_size=batch_size, image_size=image_size,
+    flags = dict(data=data, images=images, workers=_worker_counts(workers), batch_size=batch_size, image_size=image_size,
                  pin_memory=pin_memory, augment=augment, min_batches=min_batches, storage=storage, evict=evict,
                  resident=resident, device=device, telemetry_period_ms=telemetry_period_ms, idle_s=idle_s,
                  skip_bad_images=skip_bad_images)
@@ -162,3 +162,14 @@ def input_pipeline(
         err_console.print(styled("warning:", "yellow", f" --evict {evict} is deprecated: {DEPRECATED_EVICT[evict]}"))
     out = a.run_with_progress(api.input_pipeline, spec, store)
     a.finish_outcome(out, store, json_path=json_path, wide=True)
+
+
+def _worker_counts(text: str) -> tuple:
+    """``-w 0,2,4`` as a tuple of ints; a one-line error naming ``workers`` otherwise."""
+    from accelbench.core.config import parse_list
+    from accelbench.core.errors import ConfigError
+
+    try:
+        return parse_list("batch_sizes", text)  # the integer-list parser; its error would name batch sizes
+    except ConfigError:
+        raise ConfigError("workers", text, "a comma-separated list of integers >= 0, e.g. 0,2,4,8") from None

@@ -101,7 +101,7 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
     if wide:
         a.print_table(rt.trials_table(out.trials), wide=True)
     if out.pareto:
-        a.print_table(rt.front_table(out.pareto), wide=wide)
+        a.print_table(rt.front_table(out.pareto, compact=not wide), wide=wide)
     if out.pruned:
         console.print("pruned (slower at every batch tried): " + ", ".join(out.pruned))
     summary = rt.summary_lines(out, settings.objective)
@@ -114,7 +114,7 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
         console.print("  what got it there: " + line)
     cmd = tune_final.command(spec, out.winner) if out.winner else None
     if cmd:
-        console.print(f"run it: {cmd}")
+        a.print_command("run it: ", cmd)
     if out.winner and out.winner.get("case_id") is not None:  # the HTML report of the run shows the same lines
         lines = [*summary, *out.notes,
                  *("what got it there: " + w for w in why), f"run it: {cmd}"]
@@ -141,13 +141,16 @@ def _write_json(out, store, path: Path, cmd, settings, why: list[str]) -> None:
 
     from accelbench import api
 
-    api.export_json(store, out.run_id, path)
-    doc = json.loads(path.read_text())
-    doc["tune"] = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
-                   "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
-                   "notes": out.notes, "pareto": out.pareto,
-                   "explain": why,
-                   "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
-                   "gain": dataclasses.asdict(out.gain) if out.gain else None}
-    path.write_text(json.dumps(doc, indent=1, default=str))
-    console.print(f"wrote {path}")
+    tune = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
+            "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
+            "notes": out.notes, "pareto": out.pareto, "explain": why,
+            "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
+            "gain": dataclasses.asdict(out.gain) if out.gain else None}
+
+    def write(target: Path) -> None:
+        api.export_json(store, out.run_id, target)
+        doc = json.loads(target.read_text())
+        target.write_text(json.dumps({**doc, "tune": tune}, indent=1, default=str))
+
+    a.write_output(path, write)
+    console.print(f"wrote {'the JSON to stdout' if a.is_stdout(path) else path}")

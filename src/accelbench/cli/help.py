@@ -1,0 +1,167 @@
+"""Help and shell completion of the command line.
+
+- Commands are listed in the order a user meets them (measure, search and scale, read results, utilities),
+  each group a rich help panel; options are grouped in panels too (:data:`WHAT`, :data:`HOW`, ...).
+- Help texts name the registries' values and the scenario's defaults, filled in only when help is shown:
+  ``{precisions}`` and ``{backends}`` in a help text become the registered names, and an option of a spec field
+  whose help states no default gets ``(default: GPU ...; CPU ...)`` from the command's scenario. Nothing is
+  imported for that until then, so ``accelbench --help`` and completion stay fast, and no list can drift.
+- Help text is rich markup for typer's panels; ours is escaped first, so ``accelbench[timm]`` prints as written.
+- Completion of ``--model``, ``--precisions`` and ``--modes`` reads the registries (a comma-separated list
+  completes its last item).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from typer.core import TyperCommand, TyperGroup
+
+WHAT = "What to measure"
+ACCURACY = "Inputs and accuracy"
+HOW = "How to measure"
+COST = "Telemetry and cost"
+STORE = "Where to store"
+DIST = "Distributed (torchrun)"
+
+COMMAND_PANELS: dict[str, tuple[str, ...]] = {
+    "Measure": ("run", "train", "input-pipeline", "profile", "loadgen"),
+    "Search and scale": ("tune", "scale", "interconnect", "concurrent"),
+    "Read results": ("results", "compare", "report", "export", "telemetry", "cost"),
+    "Utilities": ("models",),
+}
+ORDER = [name for names in COMMAND_PANELS.values() for name in names]
+PANEL_OF = {name: panel for panel, names in COMMAND_PANELS.items() for name in names}
+
+# the scenario whose defaults a command's help states (commands not named here state their own)
+SCENARIO_OF = {"run": "inference", "train": "train_step", "loadgen": "loadgen", "profile": "profile",
+               "scale": "inference", "concurrent": "inference", "input-pipeline": "input_pipeline"}
+# option (parameter) name -> spec field, where they differ
+FIELD_OF = {"model": "models", "max_batch": "batch_sizes"}
+
+
+def _escape(text: str | None) -> str | None:
+    """``text`` as rich markup that prints as written, its paragraphs' line breaks joined (rich keeps them)."""
+    import inspect
+    import re
+
+    from rich.markup import escape
+
+    return None if text is None else escape(re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(text)))
+
+
+def _shown(value: Any) -> str:
+    """A default as a user types it: ``(1, 2, 4, ..., 1024)`` -> ``1,2,4,8,...,1024``."""
+    if isinstance(value, (tuple, list)):
+        items = [str(v) for v in value]
+        return ",".join(items[:4] + ["..."] + items[-1:]) if len(items) > 6 else ",".join(items) or "none"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def default_text(scenario: str, field: str) -> str | None:
+    """``(default: GPU a; CPU b)`` (or ``(default: a)`` when they agree) of ``field`` in ``scenario``, or None."""
+    from accelbench import scenarios
+
+    sc = scenarios.get(scenario)
+    gpu, cpu = sc.defaults(True).get(field), sc.defaults(False).get(field)
+    if gpu is None and cpu is None:
+        return None
+    if gpu == cpu:
+        return f"(default: {_shown(gpu)})"
+    return f"(default: GPU {_shown(gpu)}; CPU {_shown(cpu)})"
+
+
+def registry_words() -> dict[str, str]:
+    """The ``{name}`` placeholders of help texts: the registered precisions and backends."""
+    from accelbench import backends, precisions
+
+    return {"{precisions}": ", ".join(precisions.PRECISIONS), "{backends}": ", ".join(backends.BACKENDS)}
+
+
+def _fill(param, scenario: str | None, words: dict[str, str]) -> str:
+    """``param``'s help with the registries' names filled in and, when it states no default (neither in its text
+    nor as typer's ``[default: ...]``), the scenario's."""
+    text = param.help
+    for key, value in words.items():
+        text = text.replace(key, value)
+    stated = "default" in text.lower() or param.default not in (None, False)
+    field = FIELD_OF.get(param.name or "", param.name or "")
+    extra = default_text(scenario, field) if scenario and not stated else None
+    return text + (" " + extra if extra else "")
+
+
+def _prepare_text(command) -> None:
+    """Escape a command's own help once (its docstring is rich markup to typer)."""
+    if not getattr(command, "_help_escaped", False):
+        command._help_escaped = True
+        command.help, command.short_help = _escape(command.help), _escape(command.short_help)
+
+
+def prepare(command) -> None:
+    """Fill in and escape a command's help texts once (placeholders, defaults; markup escaped)."""
+    _prepare_text(command)
+    if getattr(command, "_params_filled", False):
+        return
+    command._params_filled = True
+    words = registry_words()
+    scenario = SCENARIO_OF.get(command.name or "")
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = _escape(_fill(param, scenario, words))
+
+
+class HelpCommand(TyperCommand):
+    """A typer command whose help is completed (:func:`prepare`) when it is shown."""
+
+    def format_help(self, ctx, formatter) -> None:
+        prepare(self)
+        return super().format_help(ctx, formatter)
+
+
+class OrderedGroup(TyperGroup):
+    """The app: commands listed in :data:`ORDER` (typer lists them in registration order)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
+
+    def format_help(self, ctx, formatter) -> None:
+        _prepare_text(self)
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None:
+                _prepare_text(cmd)
+        return super().format_help(ctx, formatter)
+
+
+def complete_list(names: Callable[[], list[str]]) -> Callable[[str], list[str]]:
+    """A completion callback for a comma-separated list: completes its last item from ``names()``."""
+
+    def complete(incomplete: str) -> list[str]:
+        head, comma, last = incomplete.rpartition(",")
+        return [head + comma + n for n in names() if n.startswith(last)]
+
+    return complete
+
+
+def _models() -> list[str]:
+    from accelbench.models import list_models
+
+    return list_models()
+
+
+def _precisions() -> list[str]:
+    from accelbench import precisions
+
+    return list(precisions.PRECISIONS)
+
+
+def _backends() -> list[str]:
+    from accelbench import backends
+
+    return list(backends.BACKENDS)
+
+
+complete_models = complete_list(_models)
+complete_precisions = complete_list(_precisions)
+complete_backends = complete_list(_backends)
