@@ -45,6 +45,8 @@ def test_run_fits_80_columns(two_runs):
     _, _, first, _ = two_runs
     text = _fits(first)
     assert "img/s" in text and "Status" in text
+    words = " ".join(text.split())  # lines broke between words only
+    assert "cifar-resnet20: cheapest precision meeting the target" in words and "fp32 (eager, batch" in words
 
 
 def test_json_dash_writes_the_run_to_stdout_and_the_rest_to_stderr(two_runs):

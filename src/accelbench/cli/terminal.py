@@ -68,8 +68,8 @@ def _is_tty() -> bool:
 
 
 def pager():
-    """rich's pager for a wide table: ``less -SRFX`` (long lines scroll sideways, quits when it fits) unless
-    ``$PAGER`` names another, else the system's (pydoc's)."""
+    """rich's pager for a wide table: ``less -SR`` (long lines scroll sideways, colours kept) unless ``$PAGER``
+    names another, else the system's (pydoc's)."""
     import os
     import shutil
 
@@ -79,7 +79,7 @@ def pager():
         def show(self, content: str) -> None:
             import pydoc
 
-            pydoc.pipepager(content, "less -SRFX")
+            pydoc.pipepager(content, "less -SR")
 
     return Less() if not os.environ.get("PAGER") and shutil.which("less") else SystemPager()
 
