@@ -36,6 +36,8 @@ PANEL_OF = {name: panel for panel, names in COMMAND_PANELS.items() for name in n
 # the scenario whose defaults a command's help states (commands not named here state their own)
 SCENARIO_OF = {"run": "inference", "train": "train_step", "loadgen": "loadgen", "profile": "profile",
                "scale": "inference", "concurrent": "inference", "input-pipeline": "input_pipeline"}
+# how a command's help names the defaults it states (train's are the step sweep's; --epochs has its own)
+DEFAULT_WORDS = {"train": "default of the step sweep"}
 # option (parameter) name -> spec field, where they differ
 FIELD_OF = {"model": "models", "max_batch": "batch_sizes"}
 
@@ -58,7 +60,7 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def default_text(scenario: str, field: str) -> str | None:
+def default_text(scenario: str, field: str, words: str = "default") -> str | None:
     """``(default: GPU a; CPU b)`` (or ``(default: a)`` when they agree) of ``field`` in ``scenario``, or None."""
     from accelbench import scenarios
 
@@ -67,8 +69,8 @@ def default_text(scenario: str, field: str) -> str | None:
     if gpu is None and cpu is None:
         return None
     if gpu == cpu:
-        return f"(default: {_shown(gpu)})"
-    return f"(default: GPU {_shown(gpu)}; CPU {_shown(cpu)})"
+        return f"({words}: {_shown(gpu)})"
+    return f"({words}: GPU {_shown(gpu)}; CPU {_shown(cpu)})"
 
 
 def registry_words() -> dict[str, str]:
@@ -78,7 +80,7 @@ def registry_words() -> dict[str, str]:
     return {"{precisions}": ", ".join(precisions.PRECISIONS), "{backends}": ", ".join(backends.BACKENDS)}
 
 
-def _fill(param, scenario: str | None, words: dict[str, str]) -> str:
+def _fill(param, command: str, words: dict[str, str]) -> str:
     """``param``'s help with the registries' names filled in and, when it states no default (neither in its text
     nor as typer's ``[default: ...]``), the scenario's."""
     text = param.help
@@ -86,7 +88,8 @@ def _fill(param, scenario: str | None, words: dict[str, str]) -> str:
         text = text.replace(key, value)
     stated = "default" in text.lower() or param.default not in (None, False)
     field = FIELD_OF.get(param.name or "", param.name or "")
-    extra = default_text(scenario, field) if scenario and not stated else None
+    scenario = SCENARIO_OF.get(command)
+    extra = default_text(scenario, field, DEFAULT_WORDS.get(command, "default")) if scenario and not stated else None
     return text + (" " + extra if extra else "")
 
 
@@ -104,10 +107,9 @@ def prepare(command) -> None:
         return
     command._params_filled = True
     words = registry_words()
-    scenario = SCENARIO_OF.get(command.name or "")
     for param in command.params:
         if getattr(param, "help", None):
-            param.help = _escape(_fill(param, scenario, words))
+            param.help = _escape(_fill(param, command.name or "", words))
 
 
 class HelpCommand(TyperCommand):

@@ -10,33 +10,34 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console
+from accelbench.cli.help import HOW, STORE, WHAT
 
 
 @command()
 def tune(
     model: Optional[str] = a.MODEL,
-    workload: str = typer.Option("inference", "--workload", help="inference (each trial a run case) or train (each trial accelbench train's training step: samples/s of the step; latency = step time p50)."),
-    objective: str = typer.Option("throughput", "--objective", help="throughput (samples/s), latency (p50 ms), cost (USD per 1,000 samples) or energy (J per sample)."),
-    budget_s: float = typer.Option(600.0, "--budget-s", help="Seconds of trials (compilation included)."),
-    max_latency_p99_ms: Optional[float] = typer.Option(None, "--max-latency-p99-ms", help="Constraint: p99 latency per batch (ms)."),
-    max_memory_bytes: Optional[int] = typer.Option(None, "--max-memory-bytes", help="Constraint: peak GPU memory (bytes; on a CPU the process RSS)."),
-    min_top1_ratio: Optional[float] = typer.Option(None, "--min-top1-ratio", help="Constraint: top-1 / fp32 top-1 (e.g. 0.99), when the model reports accuracy."),
-    batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes", "-b", help="Batch sizes to try (default: bracketing and bisection; latency: 1)."),
-    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", help="Default: CUDA amp-bf16,bf16,fp16,amp-fp16; CPU fp32,bf16."),
-    modes: Optional[str] = typer.Option(None, "--modes", help="Backends (default: CUDA compile,compile-freeze,reduce-overhead-freeze; latency cudagraphs,...; CPU eager,compile)."),
-    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="Largest batch bracketing tries (CUDA 1024, CPU 256)."),
-    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="--workload train: sgd (default) or adamw."),
-    fused_optimizers: Optional[str] = typer.Option(None, "--fused-optimizers", help="--workload train: optimizer kernels to search, on (fused), off (foreach) or default (default: CUDA on,off; CPU default)."),
-    screen_time_s: float = typer.Option(0.3, "--screen-time-s", help="Shortest timed window (s); each halving rung doubles it."),
-    final_rounds: int = typer.Option(2, "--final-rounds", help="Interleaved rounds of the final candidates."),
-    final_repeats: int = typer.Option(3, "--final-repeats", help="Windows per final round (rounds x repeats windows per candidate)."),
+    workload: str = typer.Option("inference", "--workload", rich_help_panel=WHAT, help="inference (each trial a run case) or train (each trial accelbench train's training step: samples/s of the step; latency = step time p50)."),
+    objective: str = typer.Option("throughput", "--objective", rich_help_panel=WHAT, help="throughput (samples/s), latency (p50 ms), cost (USD per 1,000 samples) or energy (J per sample)."),
+    budget_s: float = typer.Option(600.0, "--budget-s", rich_help_panel=WHAT, help="Seconds of trials (compilation included)."),
+    max_latency_p99_ms: Optional[float] = typer.Option(None, "--max-latency-p99-ms", rich_help_panel=WHAT, help="Constraint: p99 latency per batch (ms)."),
+    max_memory_bytes: Optional[int] = typer.Option(None, "--max-memory-bytes", rich_help_panel=WHAT, help="Constraint: peak GPU memory (bytes; on a CPU the process RSS)."),
+    min_top1_ratio: Optional[float] = typer.Option(None, "--min-top1-ratio", rich_help_panel=WHAT, help="Constraint: top-1 / fp32 top-1 (e.g. 0.99), when the model reports accuracy."),
+    batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Batch sizes to try (default: bracketing and bisection; latency: 1)."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", rich_help_panel=WHAT, help="Default: CUDA amp-bf16,bf16,fp16,amp-fp16; CPU fp32,bf16."),
+    modes: Optional[str] = typer.Option(None, "--modes", rich_help_panel=WHAT, help="Backends (default: CUDA compile,compile-freeze,reduce-overhead-freeze; latency cudagraphs,...; CPU eager,compile)."),
+    max_batch: Optional[int] = typer.Option(None, "--max-batch", rich_help_panel=WHAT, help="Largest batch bracketing tries (CUDA 1024, CPU 256)."),
+    optimizer: Optional[str] = typer.Option(None, "--optimizer", rich_help_panel=WHAT, help="--workload train: sgd (default) or adamw."),
+    fused_optimizers: Optional[str] = typer.Option(None, "--fused-optimizers", rich_help_panel=WHAT, help="--workload train: optimizer kernels to search, on (fused), off (foreach) or default (default: CUDA on,off; CPU default)."),
+    screen_time_s: float = typer.Option(0.3, "--screen-time-s", rich_help_panel=HOW, help="Shortest timed window (s); each halving rung doubles it."),
+    final_rounds: int = typer.Option(2, "--final-rounds", rich_help_panel=HOW, help="Interleaved rounds of the final candidates."),
+    final_repeats: int = typer.Option(3, "--final-repeats", rich_help_panel=HOW, help="Windows per final round (rounds x repeats windows per candidate)."),
     channels_last: Optional[bool] = a.CL, cudnn_benchmark: Optional[bool] = a.CUDNN, images: Optional[int] = a.IMAGES,
     data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
     warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B,
     telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
     price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH, seed: Optional[int] = a.SEED,
-    out_toml: Optional[Path] = typer.Option(None, "--out-toml", help="Write the winner as a TOML file for accelbench run -c (train -c with --workload train)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Pareto front (throughput vs p99) as a PNG."),
+    out_toml: Optional[Path] = typer.Option(None, "--out-toml", rich_help_panel=STORE, help="Write the winner as a TOML file for accelbench run -c (train -c with --workload train)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="Write the Pareto front (throughput vs p99) as a PNG."),
     db: Path = a.DB, json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME,
     wide: bool = a.WIDE,
 ) -> None:
