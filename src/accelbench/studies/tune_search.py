@@ -166,6 +166,10 @@ def violation(row: dict[str, Any], settings: TuneSettings, top1_ref: float | Non
     """Why ``row`` is not an acceptable configuration (its status, a broken constraint), or None."""
     if row.get("status") != "ok":
         return f"{row.get('status')}: {row.get('error') or ''}".rstrip(": ")
+    for col, what in (("outputs_finite", "outputs"), ("loss_finite", "loss")):
+        v = row.get(col)
+        if v is not None and v == v and not v:  # NaN: a store read of a row without the column
+            return f"{what} not finite (NaN or inf): broken numerics"
     p99, bound = row.get("latency_p99_ms"), settings.max_latency_p99_ms
     if bound is not None and p99 is not None and p99 > bound:
         return f"latency p99 {p99:.3g} ms > {bound:g} ms"
@@ -173,6 +177,8 @@ def violation(row: dict[str, Any], settings: TuneSettings, top1_ref: float | Non
     if settings.max_memory_bytes is not None and mem is not None and mem > settings.max_memory_bytes:
         return f"memory {int(mem)} bytes > {settings.max_memory_bytes}"
     top1, ratio = row.get("top1"), settings.min_top1_ratio
+    if ratio is not None and top1 is None and top1_ref and isinstance(row.get("accuracy_note"), str):
+        return f"no top-1 to hold to --min-top1-ratio: {row['accuracy_note']}"
     if ratio is not None and top1 is not None and top1_ref:
         if top1 / top1_ref < ratio:
             return f"top-1 {top1:.4f} is {top1 / top1_ref:.3f} of fp32's {top1_ref:.4f} < {ratio:g}"
