@@ -100,6 +100,14 @@ class Scored:
     note: str | None = None
     finite: bool = True
 
+    def columns(self, n_real: int, ev: EvalInputs) -> dict[str, Any]:
+        """A row's accuracy columns: ``top1``, ``top5`` (fractions of the ``n_real`` samples), ``accuracy_samples``,
+        ``outputs_finite``, ``accuracy_note`` (this pass's note, else why ``ev`` has no labels) and ``ev``'s."""
+        h = self.hits
+        return {**ev.columns(), "top1": h[1] / n_real if h else None, "top5": h[5] / n_real if h else None,
+                "accuracy_samples": n_real if h else None, "accuracy_note": self.note or ev.reason,
+                "outputs_finite": self.finite}
+
 
 def output_problem(out, batch: int, n_classes: int | None) -> str | None:
     """Why ``out`` (a model's output for a batch of ``batch`` inputs) cannot be scored as ``(batch, classes)``

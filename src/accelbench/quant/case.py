@@ -84,8 +84,5 @@ def simulated_row(case, spec, module, info, size, data, dev, ev, reason: str):
             scored = accuracy_pass(out, batches, blabels, n_real, feed, ev.n_classes)
     except Exception as exc:  # the speed row is unsupported anyway; say why the accuracy is missing too
         raise Unsupported(f"{reason}; accuracy simulation failed: {one_line(exc)}", rec) from None
-    hits = scored.hits
-    rec.update(top1=hits[1] / n_real if hits else None, top5=hits[5] / n_real if hits else None,
-               accuracy_samples=n_real if hits else None, outputs_finite=scored.finite,
-               accuracy_note=scored.note or ev.reason, **with_reference(cols, hits, n_real))
+    rec.update(**scored.columns(n_real, ev), **with_reference(cols, scored.hits, n_real))
     raise Unsupported(f"{reason} (accuracy simulated with fake quantization; no speed figure)", rec)

@@ -174,9 +174,7 @@ class Inference(Scenario):
             "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
             "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
             "total_time_s": case.images / throughput, **stat_columns(summarize(lat_ms), "latency"),
-            "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
-            "accuracy_samples": n_real if hits else None, **ev.columns(),
-            "accuracy_note": scored.note or ev.reason, "outputs_finite": scored.finite,
+            **scored.columns(n_real, ev),
         }
         if rank.distributed:
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
