@@ -70,7 +70,8 @@ def eval_inputs(info, settings, inputs, size: int, on_host: bool = False) -> Eva
         classes = raw.classes if raw.labels is not None else ()
         idx, reason = target_indices(classes, info.label_space, names, info.name)
     labels = torch.tensor(idx, dtype=torch.int64)[raw.labels] if idx is not None else None
-    return EvalInputs(info, x_all, labels, t, reason, raw, classes_needed(info, names, raw) if idx is not None else None)
+    n_classes = classes_needed(info, names, raw) if idx is not None else None
+    return EvalInputs(info, x_all, labels, t, reason, raw, n_classes)
 
 
 def classes_needed(info, names, raw) -> int | None:
