@@ -1,5 +1,6 @@
 """Model factories of the measurement fault rows (``measure_helpers:<factory>``): outputs that cannot be scored
-(NaN, too few classes, a batch of another size) and a model whose forward gets slow above a batch size."""
+(NaN, too few classes, a batch of another size), a model whose forward gets slow above a batch size, and one that
+stalls now and then."""
 
 import time
 
@@ -49,6 +50,21 @@ class SlowAbove(_Small):
         return super().forward(x)
 
 
+class Jittery(_Small):
+    """Fast, but every tenth forward stalls ``stall_s`` seconds (a host hiccup): a Server's p99 latency misses any
+    bound below the stall while its median forward, the calibration, stays fast."""
+
+    def __init__(self, stall_s: float = 0.02):
+        super().__init__()
+        self.stall_s, self.calls = stall_s, 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls % 10 == 0:
+            time.sleep(self.stall_s)
+        return super().forward(x)
+
+
 def nan_outputs():
     return NanOutputs()
 
@@ -63,3 +79,7 @@ def first_only():
 
 def slow_above_two():
     return SlowAbove()
+
+
+def jittery():
+    return Jittery()

@@ -113,7 +113,8 @@ def format_cell(fmt, v: Any) -> str:
 
 def case_label(r: dict) -> str:
     """``model bs=B precision mode``: names a case in notes and messages."""
-    parts = [str(r.get("model", "?"))]
+    model = r.get("model")
+    parts = [str(model) if _present(model) else str(r.get("case_key") or "?")]  # a case without a model: its key
     if _present(r.get("batch_size")):
         parts.append(f"bs={int(r['batch_size'])}")
     parts += [str(r[k]) for k in ("precision", "mode", "step", "loadgen_scenario") if _present(r.get(k))]
