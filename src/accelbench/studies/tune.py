@@ -140,18 +140,16 @@ class Tuner:
         return need
 
     def affordable(self, cost: float, stage: str) -> bool:
-        """Whether ``cost`` more seconds fit with :meth:`reserve` left for what follows; the first trial of a
-        tune (the budget was checked for it before the run opened: :func:`tune_stages.check_budget`) within the
-        deadline's slack."""
-        spent = self.clock.spent()
+        """Whether ``cost`` more seconds fit with :meth:`reserve` left for what follows; always for the first trial
+        of a tune (the budget was checked for it before the run opened: :func:`tune_stages.check_budget`)."""
         if not self.tried:
-            return spent + cost <= self.settings.budget_s * (1 + tb.DEADLINE_SLACK)
-        return spent + cost + self.reserve(stage) <= self.settings.budget_s
+            return True
+        return self.clock.spent() + cost + self.reserve(stage) <= self.settings.budget_s
 
     def deadline(self, stage: str) -> float:
-        """When a trial starting now must stop (perf_counter seconds): the end of the budget plus its slack; a
-        search trial's also leaves the leader's final trial (with :data:`tune_budget.FINAL_MARGIN`)."""
-        left = self.clock.hard_left()
+        """When a trial starting now must stop (perf_counter seconds): the end of the budget; a search trial's
+        also leaves the leader's final trial (with :data:`tune_budget.FINAL_MARGIN`)."""
+        left = self.clock.left()
         if self.tried and not stage.startswith("final"):
             lead = sum(self.cost(c, b, "final0", self.settings.final_repeats) for c, b in self.leaders()[:1])
             left = min(left, self.clock.left() - lead * tb.FINAL_MARGIN)

@@ -11,11 +11,12 @@ How it is kept:
 
 - a trial starts only when its predicted cost (:meth:`CostModel.predict`) fits with what the later stages need
   at least (``Tuner.reserve``: one final round of the leading candidates, and during the screening the first
-  halving rung); the final rounds are as many as fit (:func:`fit_final`); the first trial of a tune only needs
-  to fit the budget;
-- every trial runs under a deadline (:func:`deadline`), the end of the budget plus :data:`DEADLINE_SLACK`: one
-  that runs past it (a cost nothing measured predicted, a first compile slower than :data:`COMPILE_PRIOR_S`) is
-  stopped and stored ``skipped``; so the tune ends within ``budget * 1.1``, the last part left for the wrap-up.
+  halving rung); the final rounds are as many as fit (:func:`fit_final`); the first trial of a tune runs once
+  the budget was found enough for it before the run opened (``tune_stages.check_budget``);
+- every trial runs under a deadline (:func:`deadline`), the end of the budget (a search trial's leaves the
+  leader's final trial): one that runs past it (a cost nothing measured predicted, a first compile slower than
+  :data:`COMPILE_PRIOR_S`) is stopped and stored ``skipped``, its compile workers stopped too; the rest of the
+  promised +10 % is for stopping it (the guard's cleanup: about 1-3 s on the 2-core CPU) and the wrap-up.
 
 The trials run through :class:`TrialLauncher` (the tune's launcher), which stores the stopped ones.
 
@@ -41,7 +42,6 @@ from typing import Any, Callable, Iterator
 
 from accelbench.launchers.inline import Inline
 
-DEADLINE_SLACK = 0.05  # a trial may run to budget * (1 + slack); the other 5 % of the promised 10 % is the wrap-up
 # A compiling backend's first build before any trial measured one (s): ResNet-50 compiled in 32-53 s cold on an
 # H200 (BENCHMARKS.md section 3; 8-11 s warm), cifar-resnet20 in 20-50 s on the 2-core CPU. The first trial of
 # that backend replaces it; a compile slower than this is stopped by the deadline, not trusted to this guess.
@@ -104,7 +104,7 @@ class TrialLauncher(Inline):
         return self._inputs
 
     def execute(self, sweep, cases: list, state) -> None:
-        from accelbench.core.loop import cleanup, run_case
+        from accelbench.core.loop import run_case
         from accelbench.core.rank import Rank
         from accelbench.launchers.inline import RowSink
 
@@ -115,13 +115,32 @@ class TrialLauncher(Inline):
             try:
                 with deadline(None if self.deadline_at is None else self.deadline_at - start):
                     rec, series = run_case(sweep.scenario, case, sweep.spec, state, rank, sink)
-            except BudgetCut:
-                cleanup(sweep.device)
+            except BudgetCut:  # the loop's guard cleaned the device up on the way out
+                stop_compile_workers()
                 took = time.perf_counter() - start
                 rec, series = sweep.skipped(case, f"{STOPPED} after {took:.1f} s of this trial"), {}
                 rec["case_wall_s"] = took
             rec.update(tune_stage=self.stage, tune_window_s=self.window_s, tune_trial_s=time.perf_counter() - self.t0)
             sweep.finished(case, rec, series)
+
+
+def stop_compile_workers() -> None:
+    """Kill Inductor's compile-worker processes after a trial stopped mid-compile: its compiles would run on,
+    slowing the next trials, and the process's exit waits for them (20 s seen on the 2-core CPU). Inductor starts
+    new workers at its next compile. Its pools are private API: anything unexpected there is left alone."""
+    import sys
+
+    mod = sys.modules.get("torch._inductor.async_compile")
+    if mod is None:
+        return
+    try:
+        for pool in list(getattr(mod, "_pool_set", ())):
+            proc = getattr(pool, "process", None)
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        mod.shutdown_compile_workers()
+    except Exception:  # a torch without these internals: the workers finish on their own
+        pass
 
 
 def stopped(row: dict[str, Any]) -> bool:
@@ -148,10 +167,6 @@ class Clock:
 
     def left(self) -> float:
         return self.budget_s - self.spent()
-
-    def hard_left(self) -> float:
-        """Seconds to the deadline of any trial: the budget plus :data:`DEADLINE_SLACK`."""
-        return self.budget_s * (1 + DEADLINE_SLACK) - self.spent()
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,9 +68,15 @@ def final(t, finalists: list[tuple], base_cfg: tuple) -> None:
     winner is the leader's own search trial."""
     from accelbench.studies.tune_budget import fit_final
 
+    from accelbench.studies.tune_budget import STOPPED
+
     s, out = t.settings, t.out
     if not finalists:
-        out.notes.append("no configuration met the constraints: nothing to recommend")
+        cut = [r for r in out.trials if str(r.get("error") or "").startswith(STOPPED)]
+        out.notes.append(f"no trial finished within the budget ({len(cut)} stopped at it, the longest after "
+                         f"{max(r['case_wall_s'] for r in cut):.0f} s): nothing to recommend; give a larger --budget-s"
+                         if cut and len(cut) == len(out.trials) else
+                         "no configuration met the constraints: nothing to recommend")
         return
     wanted = list(dict.fromkeys([*finalists, (base_cfg, finalists[0][1])]))
     cands, n_rounds = fit_final(wanted, lambda c: t.cost(c[0], c[1], "final0", s.final_repeats), t.clock.left(),
