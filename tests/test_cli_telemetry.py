@@ -27,7 +27,7 @@ def test_cpu_case_has_telemetry_validity_and_cost_columns(store_path):
     assert r["status"] == "ok" and r["telemetry_period_ms"] == 20 and r["telemetry_samples"] >= 1
     assert r["process_cpu_util_pct"] > 0 and r["process_rss_max_bytes"] > 0
     assert r["energy_source"] in ("rapl", "not available") and r["idle_power_source"] == "not available"
-    assert r["validity"] and r["validity_checks"] == "spread,cpu"
+    assert r["validity"] and r["validity_checks"] == "spread,cpu,outputs"
     # $3.6/h = $0.001/s: cost of 16 images = 0.001 * 16 / throughput
     assert r["cost_usd"] == pytest.approx(0.001 * 16 / r["throughput_samples_per_s"])
     assert r["cost_per_1000_samples_usd"] == pytest.approx(1.0 / r["throughput_samples_per_s"])

@@ -134,7 +134,7 @@ def input_pipeline(
     images: Optional[int] = typer.Option(None, "--images", "-n", help="Images to load (default all)."),
     workers: str = typer.Option("0,2,4,8", "--workers", "-w", help="DataLoader worker counts, e.g. 0,2,4,8."),
     batch_size: int = typer.Option(256, "--batch-size", "-b", help="Images per batch."),
-    image_size: Optional[int] = typer.Option(None, "--image-size", help="Resize in the loader (default: as stored)."),
+    image_size: Optional[int] = typer.Option(None, "--image-size", help="Resize in the loader (default: as stored; images of mixed sizes: 224)."),
     pin_memory: bool = typer.Option(True, "--pin-memory/--no-pin-memory", help="Pin batches (CUDA machines)."),
     augment: bool = typer.Option(True, "--augment/--no-augment", help="Random crop (padding 4) + flip."),
     min_batches: int = typer.Option(10, "--min-batches", help="Batches timed per row, after the first."),

@@ -18,7 +18,7 @@ def tune(
     model: Optional[str] = a.MODEL,
     workload: str = typer.Option("inference", "--workload", rich_help_panel=WHAT, help="inference (each trial a run case) or train (each trial accelbench train's training step: samples/s of the step; latency = step time p50)."),
     objective: str = typer.Option("throughput", "--objective", rich_help_panel=WHAT, help="throughput (samples/s), latency (p50 ms), cost (USD per 1,000 samples) or energy (J per sample)."),
-    budget_s: float = typer.Option(600.0, "--budget-s", rich_help_panel=WHAT, help="Seconds of trials (compilation included)."),
+    budget_s: float = typer.Option(600.0, "--budget-s", rich_help_panel=WHAT, help="Wall seconds the tune may take, kept to +10 % (compilation included; README: the budget)."),
     max_latency_p99_ms: Optional[float] = typer.Option(None, "--max-latency-p99-ms", rich_help_panel=WHAT, help="Constraint: p99 latency per batch (ms)."),
     max_memory_bytes: Optional[int] = typer.Option(None, "--max-memory-bytes", rich_help_panel=WHAT, help="Constraint: peak GPU memory (bytes; on a CPU the process RSS)."),
     min_top1_ratio: Optional[float] = typer.Option(None, "--min-top1-ratio", rich_help_panel=WHAT, help="Constraint: top-1 / fp32 top-1 (e.g. 0.99), when the model reports accuracy."),

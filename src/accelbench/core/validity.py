@@ -22,6 +22,11 @@ Each check runs only when its inputs exist (``validity_checks`` lists those that
   thread waits for a core; 10 % is an order above an idle host's background (about 1 % here) and the
   size at which a case that uses every core loses a comparable share of its time. One job sharing the
   2 cores of a small machine shows as 50 % or more.
+- ``non-finite-output``: an inference case's model outputs held NaN or inf (``outputs_finite`` false, from the
+  untimed accuracy pass or first step): the speed is measured, but of broken numerics (an fp16 overflow), and the
+  row has no accuracy (``accuracy_note`` says why).
+- ``non-finite-loss``: a training step's last loss was NaN or inf (``loss_finite`` false): the step diverged (a
+  learning rate far too large, an fp16 overflow without loss scaling), so its time is that of a broken run.
 """
 
 from __future__ import annotations
@@ -33,6 +38,13 @@ from accelbench.core.stats import SPREAD_WARN
 CLOCK_VARIATION_MAX = 0.05
 THROTTLE_FRAC_MAX = 0.01
 CPU_OTHER_MAX_PCT = 10.0
+# (column, check, flag, reason) of the numerics checks: a false column flags the row
+_FINITE = (
+    ("outputs_finite", "outputs", "non-finite-output",
+     lambda r: "model outputs hold NaN or inf: the numerics are broken (no accuracy), the speed is of broken maths"),
+    ("loss_finite", "loss", "non-finite-loss",
+     lambda r: f"training loss is not finite (last loss {r.get('loss_last')}): the step diverged"),
+)
 _THROTTLE_NAMES = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
@@ -56,7 +68,8 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
 
     Args:
         rec: the case's columns (``latency_spread``, ``throttle_*``, ``clocks_event_reasons``,
-            ``sm_clock_variation``, ``other_gpu_processes``, ``telemetry_window_s``, ``cpu_other_util_pct``).
+            ``sm_clock_variation``, ``other_gpu_processes``, ``telemetry_window_s``, ``cpu_other_util_pct``,
+            ``outputs_finite``, ``loss_finite``).
         spread_key: the column holding IQR/median of the timed iterations.
     Returns:
         ``validity`` ("ok" or comma-separated flags), ``validity_reason`` (None when ok) and
@@ -95,5 +108,12 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
         if busy > CPU_OTHER_MAX_PCT:
             flags.append("cpu-contention")
             reasons.append(f"other processes used {busy:.0f}% of the host's CPU time > {CPU_OTHER_MAX_PCT:.0f}%")
+    for key, check, flag, what in _FINITE:
+        v = _num(rec, key)
+        if v is not None:
+            checks.append(check)
+            if not v:
+                flags.append(flag)
+                reasons.append(what(rec))
     return {"validity": ",".join(flags) or "ok", "validity_reason": "; ".join(reasons) or None,
             "validity_checks": ",".join(checks) or "none"}

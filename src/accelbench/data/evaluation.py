@@ -21,6 +21,8 @@ class EvalInputs:
         transform: the :class:`accelbench.data.transforms.EvalTransform` used.
         reason: why there are no labels (one line saying what to pass), or None.
         raw: the :class:`accelbench.data.RawImages` the inputs came from.
+        n_classes: the outputs a model needs for its outputs to be scored against ``labels`` (the label space's
+            classes, the data's folders for ``folder``, the labels file's lines), or None (not known: no labels).
     """
 
     info: Any
@@ -29,6 +31,7 @@ class EvalInputs:
     transform: Any
     reason: str | None
     raw: Any
+    n_classes: int | None = None
 
     def columns(self) -> dict[str, Any]:
         """The row's columns: ``transform``, ``label_space``, ``accuracy_note`` (why there is no accuracy)."""
@@ -67,28 +70,99 @@ def eval_inputs(info, settings, inputs, size: int, on_host: bool = False) -> Eva
         classes = raw.classes if raw.labels is not None else ()
         idx, reason = target_indices(classes, info.label_space, names, info.name)
     labels = torch.tensor(idx, dtype=torch.int64)[raw.labels] if idx is not None else None
-    return EvalInputs(info, x_all, labels, t, reason, raw)
+    n_classes = classes_needed(info, names, raw) if idx is not None else None
+    return EvalInputs(info, x_all, labels, t, reason, raw, n_classes)
 
 
-def accuracy_pass(fwd, batches, blabels, n_real: int, feed) -> dict[int, int] | None:
-    """Run every batch once (untimed; also a warm-up) and count top-1/top-5 hits on the real samples.
+def classes_needed(info, names, raw) -> int | None:
+    """How many outputs a model needs for its outputs to be scored: a labels file's lines, the label space's
+    classes (:data:`accelbench.data.labels.SPACE_CLASSES`; ``folder``: the data's folders), None when unknown."""
+    from accelbench.data.labels import SPACE_CLASSES
 
+    if names is not None:
+        return len(names)
+    n = SPACE_CLASSES.get(info.label_space)
+    return n if n is not None else (len(raw.classes) if info.label_space == "folder" else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """What an accuracy pass found.
+
+    Attributes:
+        hits: ``{1: hits, 5: hits}`` over the real samples; None without labels or with outputs that cannot be
+            scored.
+        note: why the outputs cannot be scored (one line: non-finite values, fewer outputs than the label space,
+            another batch size than the input's, not a ``(batch, classes)`` tensor), or None.
+        finite: every output value was finite (NaN or inf: broken numerics, the row is flagged).
+    """
+
+    hits: dict[int, int] | None = None
+    note: str | None = None
+    finite: bool = True
+
+    def columns(self, n_real: int, ev: EvalInputs) -> dict[str, Any]:
+        """A row's accuracy columns: ``top1``, ``top5`` (fractions of the ``n_real`` samples), ``accuracy_samples``,
+        ``outputs_finite``, ``accuracy_note`` (this pass's note, else why ``ev`` has no labels) and ``ev``'s."""
+        h = self.hits
+        return {**ev.columns(), "top1": h[1] / n_real if h else None, "top5": h[5] / n_real if h else None,
+                "accuracy_samples": n_real if h else None, "accuracy_note": self.note or ev.reason,
+                "outputs_finite": self.finite}
+
+
+def output_problem(out, batch: int, n_classes: int | None) -> str | None:
+    """Why ``out`` (a model's output for a batch of ``batch`` inputs) cannot be scored as ``(batch, classes)``
+    logits against ``n_classes`` classes (None: not checked), or None."""
+    import torch
+
+    if not isinstance(out, torch.Tensor) or out.dim() != 2:
+        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        return f"the model's outputs are {shape}, not (batch, classes) logits"
+    if out.shape[0] != batch:
+        return f"the model returned {out.shape[0]} outputs for a batch of {batch} inputs"
+    if n_classes is not None and out.shape[1] < n_classes:
+        return (f"the model has {out.shape[1]} outputs, fewer than the {n_classes} classes of its labels "
+                "(pass --label-space or --labels matching its outputs)")
+    return None
+
+
+def all_finite(out) -> bool:
+    """Every value of a tensor output is finite (other outputs: True, not checked)."""
+    import torch
+
+    return not isinstance(out, torch.Tensor) or bool(torch.isfinite(out).all())
+
+
+NON_FINITE_NOTE = "the model's outputs hold NaN or inf (broken numerics)"
+
+
+def accuracy_pass(fwd, batches, blabels, n_real: int, feed, n_classes: int | None = None) -> Scored:
+    """Run every batch once (untimed; also a warm-up) and count top-1/top-5 hits on the real samples; outputs
+    that cannot be scored (:func:`output_problem`, non-finite values) give no hits and a note instead.
+
+    Args:
+        n_classes: the outputs the labels need (:attr:`EvalInputs.n_classes`); None: not checked.
     Returns:
-        ``{1: hits, 5: hits}`` over the first ``n_real`` samples, or None without labels.
+        :class:`Scored`: hits over the first ``n_real`` samples (None without labels or with a note).
     """
     from accelbench.core.stats import topk_correct
 
-    totals, seen = {1: 0, 5: 0}, 0
+    labelled = bool(blabels) and blabels[0] is not None
+    totals, seen, note, finite = {1: 0, 5: 0}, 0, None, True
     for xb, yb in zip(batches, blabels):
         out = fwd(feed(xb))
-        if yb is None or seen >= n_real:
+        problem = output_problem(out, int(xb.shape[0]), n_classes if labelled else None)
+        if problem is None and not all_finite(out):
+            problem, finite = NON_FINITE_NOTE, False
+        note = note or problem
+        if note or yb is None or seen >= n_real:
             continue
         take = min(len(yb), n_real - seen)
         hits = topk_correct(out[:take], yb[:take].to(out.device))
         for k in totals:
             totals[k] += hits[k]
         seen += take
-    return totals if blabels and blabels[0] is not None else None
+    return Scored(totals if labelled and note is None else None, note, finite)
 
 
 # The accuracy settings, shared by the commands that read images for a model (run, loadgen, train, profile);

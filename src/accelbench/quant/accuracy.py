@@ -45,7 +45,8 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
     Cheapest: the lowest ``cost_per_1000_samples_usd``, else (no price) the highest ``throughput_samples_per_s``.
     Candidates: ``ok`` rows with a top-1 and a speed figure whose numerics are not simulated (a simulated row has
     no speed; an eager int8 row times reference ops, not int8 kernels); a row's own ``accuracy_target_met`` is
-    used where it has one, else the rule against :func:`fp32_reference`.
+    used where it has one, else the rule against :func:`fp32_reference`. A row whose outputs held NaN or inf
+    (``outputs_finite`` false) is never a candidate nor a reference: its top-1 scores broken numerics.
 
     Returns:
         One dict per model with accuracy: ``model``, ``precision``, ``mode``, ``batch_size``, ``by`` (the column
@@ -56,7 +57,7 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
 
     by_model: dict[str, list[dict]] = {}
     for r in records:
-        if _num(r.get("top1")) is not None and not is_detail(r):
+        if _num(r.get("top1")) is not None and not is_detail(r) and _num(r.get("outputs_finite")) != 0:
             by_model.setdefault(str(r.get("model")), []).append(r)
     out = []
     for model, rows in by_model.items():

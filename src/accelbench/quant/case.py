@@ -35,7 +35,7 @@ def quantized(case, spec, module, info, size, backend, data, dev, transform=None
     ref = None
     if blabels and blabels[0] is not None:
         with precisions.context("fp32", dev):
-            ref = accuracy_pass(module, batches, blabels, n_real, feed)
+            ref = accuracy_pass(module, batches, blabels, n_real, feed).hits
     t0, scheme = time.perf_counter(), precisions.quant_scheme(case.precision)
     gran = precisions.granularity(case.precision)
     calib, desc = [], "none: dynamic quantization computes activation scales per batch"
@@ -81,9 +81,8 @@ def simulated_row(case, spec, module, info, size, data, dev, ev, reason: str):
     try:
         out, cols = quantized(case, spec, module, info, size, None, data, dev, ev.transform, simulate=True)
         with precisions.context(case.precision, dev):
-            hits = accuracy_pass(out, batches, blabels, n_real, feed)
+            scored = accuracy_pass(out, batches, blabels, n_real, feed, ev.n_classes)
     except Exception as exc:  # the speed row is unsupported anyway; say why the accuracy is missing too
         raise Unsupported(f"{reason}; accuracy simulation failed: {one_line(exc)}", rec) from None
-    rec.update(top1=hits[1] / n_real if hits else None, top5=hits[5] / n_real if hits else None,
-               accuracy_samples=n_real if hits else None, **with_reference(cols, hits, n_real))
+    rec.update(**scored.columns(n_real, ev), **with_reference(cols, scored.hits, n_real))
     raise Unsupported(f"{reason} (accuracy simulated with fake quantization; no speed figure)", rec)

@@ -20,7 +20,9 @@ def _present(v: Any) -> bool:
 
 def case_label(r: dict, model: bool = True) -> str:
     """``model bs=B precision mode``: names a case in notes and messages (``model=False``: without the model)."""
-    parts = [str(r.get("model", "?"))] if model else []
+    name = r.get("model")
+    # a case without a model (the input pipeline's loader cases) is named by its key
+    parts = [str(name) if _present(name) else str(r.get("case_key") or "?")] if model else []
     if _present(r.get("batch_size")):
         parts.append(f"bs={int(r['batch_size'])}")
     parts += [str(r[k]) for k in ("precision", "mode", "step", "loadgen_scenario") if _present(r.get(k))]
@@ -36,7 +38,9 @@ def flag_texts() -> dict[str, str]:
             "throttled": f"clocks limited for > {100 * THROTTLE_FRAC_MAX:.0f}% of the window",
             "clock-variation": f"SM clock varied > {100 * CLOCK_VARIATION_MAX:.0f}% (p95-p5)/median",
             "other-process": "other compute processes on the GPU",
-            "cpu-contention": f"other processes used > {CPU_OTHER_MAX_PCT:.0f}% of the host's CPU time"}
+            "cpu-contention": f"other processes used > {CPU_OTHER_MAX_PCT:.0f}% of the host's CPU time",
+            "non-finite-output": "model outputs hold NaN or inf (no accuracy reported)",
+            "non-finite-loss": "training loss is not finite (the step diverged)"}
 
 
 def _flags(r: dict) -> list[tuple[str, str]]:

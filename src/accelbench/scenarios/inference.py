@@ -158,12 +158,13 @@ class Inference(Scenario):
         with precisions.context(case.precision, dev):
             fwd, compile_s = backend.build(module, batches[0].to(dev), dev)
             step = lambda xb: fwd(feed(xb))  # noqa: E731
-            hits, first_s = _untimed_first(fwd, data, dev)
+            scored, first_s = _untimed_first(fwd, data, dev, ev.n_classes)
             batch_s = warm_up(step, batches, spec.warmup_batches, dev) or first_s
             n_steps = int(rank.agree_max(steps_needed(spec.min_timed_batches, spec.min_time_s, batch_s)))
             with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
                 windows, clocks = rank.timed_window(
                     lambda: time_windows(step, batches, n_steps, dev, spec.settings.repeats))
+        hits = scored.hits
         lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         samples = len(lat_ms) * bs
         throughput = samples / wall_s
@@ -173,8 +174,7 @@ class Inference(Scenario):
             "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
             "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
             "total_time_s": case.images / throughput, **stat_columns(summarize(lat_ms), "latency"),
-            "top1": hits[1] / n_real if hits else None, "top5": hits[5] / n_real if hits else None,
-            "accuracy_samples": n_real if hits else None, **ev.columns(),
+            **scored.columns(n_real, ev),
         }
         if rank.distributed:
             rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
@@ -186,13 +186,13 @@ class Inference(Scenario):
         return rec, {"latency_ms": lat_ms, **ci_series, **mon.series()}
 
 
-def _untimed_first(fwd, data, dev) -> tuple[dict[int, int] | None, float]:
-    """The untimed steps between the build and the warm-up: with labels the accuracy pass over every batch
-    (:func:`accelbench.data.evaluation.accuracy_pass`), else the first step alone (lazy initialisation, cuDNN
-    set-up: kept out of the warm-up's time per step, which sizes the timed window).
+def _untimed_first(fwd, data, dev, n_classes: int | None = None):
+    """The untimed steps between the build and the warm-up: with labels the accuracy pass over every batch, else
+    the first step alone (lazy initialisation, cuDNN set-up: kept out of the warm-up's time per step, which sizes
+    the timed window); either checks the outputs (:func:`accelbench.data.evaluation.accuracy_pass`).
 
     Returns:
-        ``(hits or None, seconds per step)``; the time per step stands in when ``warmup_batches`` is 0.
+        ``(Scored, seconds per step)``; the time per step stands in when ``warmup_batches`` is 0.
     """
     import time
 
@@ -200,13 +200,11 @@ def _untimed_first(fwd, data, dev) -> tuple[dict[int, int] | None, float]:
 
     batches, blabels, n_real, feed = data
     t0 = time.perf_counter()
-    if blabels and blabels[0] is not None:
-        hits, n = accuracy_pass(fwd, batches, blabels, n_real, feed), len(batches)
-    else:
-        fwd(feed(batches[0]))
-        hits, n = None, 1
+    labelled = bool(blabels) and blabels[0] is not None
+    n = len(batches) if labelled else 1
+    scored = accuracy_pass(fwd, batches[:n], blabels[:n] if labelled else [None], n_real, feed, n_classes)
     sync(dev)
-    return hits, (time.perf_counter() - t0) / n
+    return scored, (time.perf_counter() - t0) / n
 
 
 def _batches(case, spec, inputs, rank, info, size: int, cl: bool):

@@ -1,7 +1,8 @@
 """The input-pipeline scenario (``accelbench input-pipeline``): the data path alone, without a model.
 
 Cases: one per DataLoader worker count (``source`` ``loader``: decode, resize, crop/flip, collate, pinned
-memory on CUDA machines), the device-resident set (``resident``: crop/flip and normalisation on the device,
+memory on CUDA machines; each image resized on its own, as ``run`` and ``train`` do, to ``--image-size``, or
+when the data's images differ in size to :data:`accelbench.train.pipeline.MIXED_SIZES_SIDE`), the device-resident set (``resident``: crop/flip and normalisation on the device,
 no decode), and the storage read test (``storage|cold``, then ``storage|warm``: the dataset files read with
 their pages evicted, then cached). Compare ``loader_samples_per_s`` with a training step's
 ``throughput_samples_per_s`` (``accelbench train``): a loader slower than the step makes training
@@ -130,11 +131,13 @@ class InputPipeline(Scenario):
             return rec, {"read_mb_per_s": rec.pop("read_mb_per_s_samples")}
         if "encoded" not in cache:
             cache["encoded"] = load_encoded(spec.data, spec.images, skip_bad=spec.skip_bad_images)
-        bs, rec = case.batch_size, {"augment": s.augment}
+            cache["side"] = pipeline.loader_side(cache["encoded"], spec.image_size)
+        (size, transform), bs = cache["side"], case.batch_size
+        rec = {"augment": s.augment, "image_size": size, "transform": transform}
         if case.extras.source == "resident":
-            images = resident_from_encoded(cache["encoded"], spec.image_size, rank.device).images
+            images = resident_from_encoded(cache["encoded"], size, rank.device).images
             return {**rec, **pipeline.resident_throughput(images, bs, s.min_batches, spec.seed)}, {}
-        return {**rec, **pipeline.loader_throughput(cache["encoded"], spec.image_size, bs, case.extras.workers,
+        return {**rec, **pipeline.loader_throughput(cache["encoded"], size, bs, case.extras.workers,
                                                      s.pin_memory, s.augment, s.min_batches, spec.seed)}, {}
 
 

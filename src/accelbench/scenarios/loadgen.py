@@ -27,7 +27,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.data.evaluation import EVAL_HASH_DEFAULTS, check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
-from accelbench.serving.settings import MULTISTREAM_SAMPLES, SCENARIOS, TestPlan
+from accelbench.serving.settings import MULTISTREAM_SAMPLES, SCENARIOS, TestPlan, check_server
 
 GPU_DEFAULTS: dict[str, Any] = {"models": ("resnet50",), "precisions": ("amp-bf16",), "modes": ("eager",),
                                 "batch_sizes": (256,), "images": 1024, "warmup_batches": 5, "min_duration_s": 10.0}
@@ -82,13 +82,12 @@ class LoadgenSettings(Settings):
         check_number("min_duration_s", self.min_duration_s)
         if self.min_query_count is not None:
             check_int("min_query_count", self.min_query_count, 1)
-        if self.server_target_qps is not None:
-            check_number("server_target_qps", self.server_target_qps)
-        check_number("server_latency_ms", self.server_latency_ms)
         check_int("server_search_steps", self.server_search_steps, 1)
         check_int("batch_timeout_us", self.batch_timeout_us, 0)
         check_bool("mlperf_rules", self.mlperf_rules)
         check_bool("accuracy", self.accuracy)
+        check_server(self.server_target_qps, self.server_latency_ms, self.min_duration_s, self.min_query_count,
+                     self.mlperf_rules)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

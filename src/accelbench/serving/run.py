@@ -153,7 +153,12 @@ def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]
     from accelbench.scenarios.loadgen import plan_for
     from accelbench.serving.search import find_peak_qps
 
+    from accelbench.core.errors import Unsupported
+    from accelbench.serving.settings import MAX_DURATION_FACTOR, slowest_server_qps
+
+    s = p.spec.settings
     upper = p.case.batch_size / p.runner.model_s[p.runner.sizes[-1]]
+    floor = 0.0 if s.mlperf_rules else slowest_server_qps(s.min_duration_s, s.min_query_count)
     recs: dict[float, tuple[dict, dict]] = {}
 
     def probe(qps: float):
@@ -165,24 +170,34 @@ def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]
                   "mode": p.case.mode, "batch_size": p.case.batch_size, "status": "ok", "error": None})
         return rec["result_validity"] == "VALID", qps
 
-    found = find_peak_qps(probe, upper, p.spec.settings.server_search_steps)
+    found = find_peak_qps(probe, upper, s.server_search_steps, floor)
+    if not found.probes:
+        raise Unsupported(f"the Server search's first rate, {upper / 2:.3g} queries/s (half the capacity measured "
+                          f"here), is below {floor:.3g} queries/s: its tests would run past {MAX_DURATION_FACTOR:g}x the "
+                          f"{s.min_duration_s:g} s minimum duration; not run", {**p.info, "server_capacity_qps": upper})
     rec, series = recs[found.best_qps if found.best_qps is not None else found.probes[-1][0]]
     rec = {**rec, "server_capacity_qps": upper, "server_search_probes": len(found.probes),
-           "server_lowest_invalid_qps": found.lowest_invalid_qps, "server_peak_qps": found.best_qps}
+           "server_lowest_invalid_qps": found.lowest_invalid_qps, "server_peak_qps": found.best_qps,
+           "server_search_floor_qps": floor if found.floor_reached else None}
     return rec, series
 
 
 def measure_case(case, spec, inputs, rank, sink, folder: Path) -> tuple[dict[str, Any], dict[str, list]]:
     """The case's row and series (see the module docstring of :mod:`accelbench.scenarios.loadgen`)."""
+    from accelbench.core.errors import Unsupported
     from accelbench.scenarios.loadgen import plan_for
     from accelbench.serving import loadgen
     from accelbench.serving.results import accuracy
+    from accelbench.serving.settings import infeasible
 
     p = prepare_case(loadgen(), case, spec, inputs, rank)
     s, runner, sc = spec.settings, p.runner, case.extras.loadgen_scenario
     expected = runner.model_s[runner.sizes[-1]]
     estimates = {"expected_latency_s": expected, "expected_qps": case.batch_size / expected}
     try:
+        why = infeasible(plan_for(case, spec), runner.model_s, case.batch_size)
+        if why:  # before LoadGen starts: an unsupported row with what was measured
+            raise Unsupported(why, p.info)
         if sc == "Server" and s.server_target_qps is None:
             rec, series = server_search(p, folder, sink)
         else:

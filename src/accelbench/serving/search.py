@@ -32,16 +32,20 @@ class Search:
     lowest_invalid_qps: float | None = None
     probes: list[tuple[float, bool]] = field(default_factory=list)
     results: list[Any] = field(default_factory=list)
+    floor_reached: bool = False  # the next probe would have been below ``lowest_qps``: the search stopped there
 
 
-def find_peak_qps(probe: Callable[[float], tuple[bool, Any]], upper_qps: float, steps: int = 6) -> Search:
+def find_peak_qps(probe: Callable[[float], tuple[bool, Any]], upper_qps: float, steps: int = 6,
+                  lowest_qps: float = 0.0) -> Search:
     """Bisect ``(0, upper_qps)`` for the highest target QPS ``probe`` calls VALID: each probe at the
-    midpoint of the current ``[lo, hi]``, ``steps`` times.
+    midpoint of the current ``[lo, hi]``, ``steps`` times, none below ``lowest_qps`` (a test at a lower rate
+    would run past its time bound: :func:`accelbench.serving.settings.slowest_server_qps`; the search stops).
 
     Args:
         probe: runs one Server test at a target QPS; returns ``(valid, result)``.
         upper_qps: the capacity bound (> 0).
         steps: probes to run (>= 1).
+        lowest_qps: the lowest rate worth a probe.
     Raises:
         ValueError: ``upper_qps <= 0`` or ``steps < 1``.
     """
@@ -51,6 +55,9 @@ def find_peak_qps(probe: Callable[[float], tuple[bool, Any]], upper_qps: float, 
     lo, hi = 0.0, upper_qps
     for _ in range(steps):
         qps = (lo + hi) / 2
+        if qps < lowest_qps:
+            out.floor_reached = True
+            break
         valid, result = probe(qps)
         out.probes.append((qps, valid))
         out.results.append(result)

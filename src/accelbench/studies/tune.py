@@ -2,19 +2,25 @@
 kind ``tune`` whose rows are the trials (the search itself: :mod:`accelbench.studies.tune_search`).
 
 Every trial is an inference case (``workload`` ``train``: a ``train_step`` case, the training step of
-``accelbench train``, whose configurations add the optimizer kernels: ``(precision, mode, fused)``) through THE loop (:func:`accelbench.core.loop.run`, ``run_id`` of the tune
-run), stored at once under ``<case key>|trial=<stage>`` with ``tune_stage`` and ``tune_window_s`` columns, so
-``--resume`` replays the stored trials without measuring them again and takes the same decisions (the budget is
-the sum of the trials' ``case_wall_s``, compilation included). The stages:
+``accelbench train``, whose configurations add the optimizer kernels: ``(precision, mode, fused)``) through THE
+loop (:func:`accelbench.core.loop.run`, ``run_id`` of the tune run, :class:`tune_budget.TrialLauncher`), stored
+at once under ``<case key>|trial=<stage>`` with ``tune_stage``, ``tune_window_s`` and ``tune_trial_s`` (the
+trial's whole wall time) columns, so ``--resume`` replays the stored trials without measuring them again.
+The budget is wall time, planned from measured costs (:mod:`accelbench.studies.tune_budget`): a budget too small
+for one trial is refused before the run opens, a trial starts only when its predicted cost fits, and one that
+runs past the budget is stopped. The stages (the space and its order: :mod:`accelbench.studies.tune_space`):
 
 1. ``screen``: short windows. The first configuration brackets the batch size (doubling from
-   :data:`BRACKET_START`, then bisection up to the boundary: :func:`tune_search.next_batch`); every other
-   configuration runs at the best batch found; configurations more than :data:`DOMINANCE_MARGIN` worse at
+   :data:`tune_stages.BRACKET_START`, then bisection up to the boundary: :func:`tune_search.next_batch`); every
+   other configuration runs at the best batch found; configurations more than :data:`DOMINANCE_MARGIN` worse at
    every batch tried are pruned; the survivors bracket on their own from there.
+   A screening trial starts only when it leaves time for the first halving rung of the candidates so far and
+   one final round of the leaders.
 2. ``rung<r>``: successive halving of (configuration, best batch) with windows ``eta**r`` times as long and
-   ``final_repeats`` windows each, until two are left.
+   ``final_repeats`` windows each, until two are left; a rung runs whole (leaving one final round) or not at all.
 3. ``final<i>``: the two finalists and the default configuration (``run``'s default precision and mode at the
-   leader's batch) in interleaved rounds (A B C A B C ...); the winner is the best pooled figure, and
+   leader's batch) in interleaved rounds (A B C A B C ...), as many rounds as fit the budget; the winner is the
+   best pooled figure, and
    :func:`accelbench.core.compare.compare_metric` (two-level bootstrap CI, Mann-Whitney) says whether it beats
    the runner-up beyond noise and what it gained over the default.
 
@@ -25,44 +31,14 @@ measured again compiles from it (:func:`accelbench.core.loop.cleanup` resets Dyn
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from accelbench.launchers.inline import Inline
+from accelbench.studies import tune_budget as tb
 from accelbench.studies import tune_search as ts
-
-SCREEN_SHARE, HALVING_SHARE = 0.55, 0.75  # budget shares the screening and the halving may use
-# Bracketing starts here: a compile per batch size costs tens of seconds on a GPU, and throughput below 32
-# images per batch is never the answer there; a CPU starts at 1.
-BRACKET_START = {True: 32, False: 1}
-DOMINANCE_MARGIN = 0.05  # screening windows are short: prune only what is more than 5 % worse everywhere
-
-
-class TrialLauncher(Inline):
-    """The inline launcher that stores a case under ``<key>|trial=<stage>`` with the tune columns and decodes
-    the images once for every trial."""
-
-    def __init__(self):
-        self.stage, self.window_s, self._inputs = "", 0.0, None
-
-    def key(self, case) -> str:
-        return f"{case.key}|trial={self.stage}"
-
-    def prepare(self, scenario, spec, device, store):
-        if self._inputs is None:
-            self._inputs = scenario.prepare(spec, device, store)
-        return self._inputs
-
-    def execute(self, sweep, cases: list, state) -> None:
-        finished = sweep.finished
-
-        def tagged(case, rec, series=None):
-            if rec is not None:
-                rec.update(tune_stage=self.stage, tune_window_s=self.window_s)
-            finished(case, rec, series)
-
-        sweep.finished = tagged
-        super().execute(sweep, cases, state)
+from accelbench.studies.tune_space import configs, default_config, label
+from accelbench.studies.tune_stages import DOMINANCE_MARGIN
 
 
 @dataclass
@@ -87,18 +63,23 @@ class TuneOutcome:
 
 @dataclass
 class Tuner:
-    """The state of one tune: the base inference spec, its settings, the store and run, the trials."""
+    """The state of one tune: the base inference spec, its settings, the store and run, the trials, the budget's
+    clock and cost model."""
 
     spec: Any
     settings: ts.TuneSettings
     store: Any
-    run_id: int
+    run_id: int | None
     cuda: bool
+    clock: tb.Clock
+    costs: tb.CostModel
+    base: tuple = ()  # the default configuration
     on_trial: Callable | None = None
-    launcher: TrialLauncher = field(default_factory=TrialLauncher)
+    launcher: tb.TrialLauncher = field(default_factory=tb.TrialLauncher)
     out: TuneOutcome | None = None
     done: dict[str, dict] = field(default_factory=dict)
     top1_ref: float | None = None
+    tried: list[tuple] = field(default_factory=list)  # (configuration, batch, row) of every trial
 
     @property
     def scenario(self):
@@ -113,39 +94,98 @@ class Tuner:
         return {r["case_key"]: ts.as_trial(clean(r), self.settings.workload)
                 for r in self.store.cases(self.run_id).to_dict("records")}
 
-    def trial(self, cfg: tuple, batch: int, stage: str, repeats: int = 1, share: float = 1.0):
-        """The row of ``cfg`` (precision, mode[, fused optimizer]) at ``batch`` in ``stage``: stored already, or
-        measured now (None when the budget share is spent)."""
-        from accelbench.core import loop
-
-        scale = self.settings.eta ** int(stage[4:]) if stage.startswith("rung") else 1
-        scale = self.settings.eta ** 3 if stage.startswith("final") else scale
+    def trial_spec(self, cfg: tuple, batch: int, stage: str, repeats: int = 1):
+        """The spec of one trial and its stored key: ``(spec, key)``."""
+        s = self.settings
+        scale = s.eta ** int(stage[4:]) if stage.startswith("rung") else s.eta ** 3 if stage.startswith("final") else 1
         own = {"repeats": repeats, **({"fused_optimizer": cfg[2]} if len(cfg) > 2 else {})}
         spec = self.spec.replace(batch_sizes=(batch,), precisions=(cfg[0],), modes=(cfg[1],), idle_s=0,
-                                 min_time_s=self.settings.screen_time_s * scale,
+                                 min_time_s=s.screen_time_s * scale,
                                  settings=dataclasses.replace(self.spec.settings, **own))
-        case = self.scenario.cases(spec, "x")[0]
-        key = f"{case.key}|trial={stage}"
+        return spec, f"{self.scenario.cases(spec, 'x')[0].key}|trial={stage}"
+
+    def cost(self, cfg: tuple, batch: int, stage: str, repeats: int = 1) -> float:
+        """Predicted seconds of a trial (0 when it is stored already)."""
+        spec, key = self.trial_spec(cfg, batch, stage, repeats)
+        return 0.0 if key in self.done else self.costs.predict(cfg, batch, spec.min_time_s, repeats)
+
+    def best(self) -> dict[tuple, tuple[int, float]]:
+        """``{configuration: (batch, score)}``: each configuration's best acceptable trial so far."""
+        best: dict[tuple, tuple[int, float]] = {}
+        for cfg, batch, row in self.tried:
+            sc = self.score(row)
+            if sc is not None and (cfg not in best or sc > best[cfg][1]):
+                best[cfg] = (batch, sc)
+        return best
+
+    def leaders(self) -> list[tuple]:
+        """The final candidates as the trials stand: the two best (configuration, batch) and the default."""
+        best = self.best()
+        top = [(c, best[c][0]) for c in sorted(best, key=lambda c: best[c][1], reverse=True)[:2]]
+        return list(dict.fromkeys([*top, (self.base, top[0][1])])) if top else []
+
+    def reserve(self, stage: str) -> float:
+        """Seconds the stages after ``stage`` need at least: one final round of the leaders, and during the
+        screening the first halving rung of the configurations not dominated so far (when more than two)."""
+        reps = self.settings.final_repeats
+        need = 0.0 if stage.startswith("final") else sum(self.cost(c, b, "final0", reps) for c, b in self.leaders())
+        if stage in ("screen", "reference"):
+            scores: dict[tuple, dict[int, float | None]] = {}
+            for cfg, batch, row in self.tried:
+                scores.setdefault(cfg, {})[batch] = self.score(row)
+            out = ts.dominated(scores, DOMINANCE_MARGIN)
+            alive = [(c, b) for c, (b, _) in self.best().items() if c not in out]
+            if len(alive) > 2:
+                need += sum(self.cost(c, b, "rung1", reps) for c, b in alive)
+        return need
+
+    def affordable(self, cost: float, stage: str) -> bool:
+        """Whether ``cost`` more seconds fit with :meth:`reserve` left for what follows; always for the first trial
+        of a tune (the budget was checked for it before the run opened: :func:`tune_stages.check_budget`)."""
+        if not self.tried:
+            return True
+        return self.clock.spent() + cost + self.reserve(stage) <= self.settings.budget_s
+
+    def deadline(self, stage: str) -> float:
+        """When a trial starting now must stop (perf_counter seconds): the end of the budget; a search trial's
+        also leaves the leader's final trial (with :data:`tune_budget.FINAL_MARGIN`)."""
+        left = self.clock.left()
+        if self.tried and not stage.startswith("final"):
+            lead = sum(self.cost(c, b, "final0", self.settings.final_repeats) for c, b in self.leaders()[:1])
+            left = min(left, self.clock.left() - lead * tb.FINAL_MARGIN)
+        return time.perf_counter() + left
+
+    def trial(self, cfg: tuple, batch: int, stage: str, repeats: int = 1):
+        """The row of ``cfg`` (precision, mode[, fused optimizer]) at ``batch`` in ``stage``: stored already, or
+        measured now (None when its predicted cost does not fit, :meth:`affordable`, or it was stopped at the
+        budget: :func:`tune_budget.stopped`)."""
+        from accelbench.core import loop
+
+        spec, key = self.trial_spec(cfg, batch, stage, repeats)
         if key not in self.done:
-            if self.out.spent_s >= self.settings.budget_s * share:
+            if not self.affordable(self.costs.predict(cfg, batch, spec.min_time_s, repeats), stage):
                 return None
             self.launcher.stage, self.launcher.window_s = stage, spec.min_time_s
+            self.launcher.deadline_at, self.launcher.t0 = self.deadline(stage), time.perf_counter()
             res = loop.run(self.scenario, spec, self.store, launcher=self.launcher, run_id=self.run_id,
                            finish=False)
             if res.interrupted:
                 raise KeyboardInterrupt
             self.done = self.rows()
             self.out.statuses += [r["status"] for r in res.records]
+            row = self.done.get(key)
         else:
             self.out.skipped_done += 1
-        row = self.done.get(key)
+            row = self.done[key]
+            self.clock.prior_s += tb.trial_seconds(row)  # what it cost when it ran
         if row is None:
             return None
-        self.out.spent_s += row.get("case_wall_s") or 0.0
+        self.costs.observe(cfg, batch, row, tb.trial_seconds(row))
         self.out.trials.append(row)
+        self.tried.append((cfg, batch, row))
         if self.on_trial:
             self.on_trial(row)
-        return row
+        return None if tb.stopped(row) else row
 
     def score(self, row) -> float | None:
         if row is None or ts.violation(row, self.settings, self.top1_ref) is not None:
@@ -158,115 +198,23 @@ def scenario_name(workload: str) -> str:
     return "train_step" if workload == "train" else "inference"
 
 
-def configs(settings: ts.TuneSettings, cuda: bool) -> list[tuple]:
-    """The (precision, mode) pairs searched (``train``: (precision, mode, fused optimizer) triples, default modes
-    limited to the backends that train), the default configuration first when it is in the space."""
-    from accelbench import backends
-
-    precs, modes = ts.default_space(cuda, settings.objective, settings.workload)
-    if settings.workload == "train":
-        modes = tuple(m for m in modes if m in backends.names(trainable=True))
-    precs, modes = settings.precisions or precs, settings.modes or modes
-    out = [(p, m) for p in precs for m in modes]
-    if settings.workload == "train":
-        out = [(p, m, f) for p, m in out for f in settings.fused_optimizers or ts.default_fused(cuda)]
-    base = default_config(cuda, settings.workload)
-    return sorted(out, key=lambda c: c != base)
-
-
-def default_config(cuda: bool, workload: str = "inference") -> tuple:
-    """The default configuration on the device: ``run``'s (amp-bf16 compiled on CUDA, fp32 eager on a CPU);
-    ``train``: the plain training step, amp-bf16 eager with torch's fused optimizer on CUDA (its default there),
-    fp32 eager with the default (``foreach``) optimizer on a CPU."""
-    if workload == "train":
-        return ("amp-bf16", "eager", True) if cuda else ("fp32", "eager", None)
-    return ("amp-bf16", "compile") if cuda else ("fp32", "eager")
-
-
-def label(cfg: tuple) -> str:
-    """``amp-bf16 compile`` (``amp-bf16 compile fused`` / ``... foreach`` with an explicit optimizer kernel)."""
-    kernels = ts.KERNEL_WORDS.get(cfg[2]) if len(cfg) > 2 else None
-    return " ".join([*cfg[:2], *([kernels] if kernels else [])])
-
-
-def bracket(t: Tuner, cfg, tried: dict[int, float | None], start: int, max_batch: int) -> dict[int, float | None]:
-    """Bracket and bisect ``cfg``'s batch size (:func:`tune_search.next_batch`) within the screening share."""
-    while (b := ts.next_batch(tried, start, max_batch)) is not None:
-        row = t.trial(cfg, b, "screen", share=SCREEN_SHARE)
-        if row is None:
-            break
-        tried[b] = t.score(row)
-    return tried
-
-
-def screen(t: Tuner, cfgs: list) -> dict[tuple, dict[int, float | None]]:
-    """Stage 1 (module docstring): ``{configuration: {batch size: score}}`` of the screening trials."""
-    s = t.settings
-    max_batch = s.max_batch or (1024 if t.cuda else 256)
-    fixed = s.batch_sizes or ((1,) if s.objective == "latency" else None)
-    scores: dict[tuple, dict[int, float | None]] = {c: {} for c in cfgs}
-    if fixed:
-        for c in cfgs:
-            for b in fixed:
-                row = t.trial(c, b, "screen", share=SCREEN_SHARE)
-                if row is not None:
-                    scores[c][b] = t.score(row)
-        return scores
-    bracket(t, cfgs[0], scores[cfgs[0]], min(BRACKET_START[t.cuda], max_batch), max_batch)
-    top = ts.best_batch(scores[cfgs[0]]) or 1
-    for c in cfgs[1:]:
-        row = t.trial(c, top, "screen", share=SCREEN_SHARE)
-        if row is not None:
-            scores[c][top] = t.score(row)
-    pruned = ts.dominated(scores, DOMINANCE_MARGIN)
-    t.out.pruned = [label(c) for c in cfgs if c in pruned]
-    for c in cfgs[1:]:
-        if c not in pruned and scores[c]:
-            bracket(t, c, scores[c], top, max_batch)
-    return {c: v for c, v in scores.items() if c not in pruned}
-
-
-def halving(t: Tuner, scores: dict) -> list[tuple]:
-    """Stage 2: (configuration, batch) candidates halved on longer repeated windows until two remain."""
-    cands = [(c, ts.best_batch(v)) for c, v in scores.items() if ts.best_batch(v) is not None]
-    cands = sorted(cands, key=lambda cb: scores[cb[0]][cb[1]], reverse=True)
-    rung = 1
-    while len(cands) > 2:
-        got = {cb: t.score(t.trial(cb[0], cb[1], f"rung{rung}", t.settings.final_repeats, HALVING_SHARE))
-               for cb in cands}
-        if all(v is None for v in got.values()):
-            break  # the budget share is spent: the screening order stands
-        cands, rung = ts.halve(got, t.settings.eta, keep_min=2), rung + 1
-    return cands[:2]
-
-
-def reference_top1(t: Tuner, cfgs: list) -> None:
-    """The fp32 top-1 the ``min_top1_ratio`` constraint divides by: an fp32 trial of the space, or a
-    ``reference`` trial (fp32, eager) when the space has none; a note when the model reports no accuracy."""
-    from accelbench import precisions
-
-    ref = next((c for c in cfgs if precisions.is_reference(c[0])),
-               (next(n for n in precisions.names() if precisions.is_reference(n)), "eager"))
-    row = t.trial(ref, (t.settings.batch_sizes or (8,))[0], "reference", share=float("inf"))
-    t.top1_ref = row.get("top1") if row else None
-    if not t.top1_ref:
-        t.out.notes.append("no fp32 top-1 (random weights or no labels): --min-top1-ratio not applied")
-
-
 def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
              on_trial: Callable | None = None) -> TuneOutcome:
     """Tune ``spec``'s model (an inference spec: data, images, device, timing; a ``train_step`` spec for
-    ``settings.workload`` ``train``, whose optimizer settings every trial keeps) over ``settings``' space.
+    ``settings.workload`` ``train``, whose optimizer settings every trial keeps) over ``settings``' space, within
+    ``settings.budget_s`` seconds of wall time (:mod:`accelbench.studies.tune_budget`: ``spent_s`` at most 10 %
+    over it).
 
     Args:
         resume: continue the newest unfinished ``tune`` run of the same spec and settings: stored trials are
-            read back, not measured again.
+            read back, not measured again (their cost counts as it was measured).
         on_trial: called with each trial row (stored or read back).
     Returns:
         :class:`TuneOutcome` (``interrupted`` after Ctrl-C/SIGTERM: the trials so far are stored).
     Raises:
-        ConfigError: an unknown precision or mode, or more than one model. UnknownModelError / DataError: before
-        the run is opened. RunBusyError: ``resume`` found the run leased by another live process.
+        ConfigError: an unknown precision or mode, more than one model, or a budget too small for one trial here
+        (the message gives the minimum). UnknownModelError / DataError: before the run is opened. RunBusyError:
+        ``resume`` found the run leased by another live process.
     """
     from accelbench import backends, precisions, scenarios
     from accelbench.core import env as envmod
@@ -274,33 +222,43 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     from accelbench.core.config import check_choices
     from accelbench.core.errors import ConfigError
     from accelbench.studies.tune_final import final, front
+    from accelbench.studies.tune_stages import check_budget, halving, probe, reference_top1, screen
 
+    clock = tb.Clock(settings.budget_s)
     if len(spec.models) != 1:
         raise ConfigError("model", ",".join(spec.models), "one model per tune")
     name = scenario_name(settings.workload)
     if spec.scenario != name:
         raise ConfigError("scenario", spec.scenario, f"{name} for workload {settings.workload}")
     device = envmod.resolve_device(spec.device)
-    cuda = device.type == "cuda"
+    cuda, train = device.type == "cuda", settings.workload == "train"
     cfgs = configs(settings, cuda)
-    train = settings.workload == "train"
     check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
     check_choices("mode", tuple(c[1] for c in cfgs), backends.names(trainable=train))
     scenarios.get(name).check(spec)
+    t = Tuner(spec=spec, settings=settings, store=store, run_id=None, cuda=cuda, clock=clock, on_trial=on_trial,
+              costs=tb.CostModel(warmup=spec.warmup_batches, min_steps=spec.min_timed_batches, images=spec.images,
+                                 whole_passes=train), base=default_config(cuda, settings.workload))
+    state = t.launcher.prepare(t.scenario, spec, device, store)  # the images, decoded once for every trial
+    t.costs.probe = probe(spec, device, train, state)
+    check_budget(t, cfgs)
     spec_hash = spec.spec_hash(tune=settings.to_dict())
-    run_id = loop.reopen(store, "tune", spec_hash) if resume else None
-    if run_id is None:
-        run_id = loop.open_run(store, "tune", {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
-                               envmod.collect(device))
-    t = Tuner(spec=spec, settings=settings, store=store, run_id=run_id, cuda=cuda, on_trial=on_trial)
-    t.out, t.done = TuneOutcome(run_id=run_id), t.rows()
+    t.run_id = loop.reopen(store, "tune", spec_hash) if resume else None
+    if t.run_id is None:
+        t.run_id = loop.open_run(store, "tune", {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
+                                 envmod.collect(device))
+    t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()
     try:
-        if settings.min_top1_ratio is not None:
-            reference_top1(t, cfgs)
-        finalists = halving(t, screen(t, cfgs))
-        final(t, finalists, default_config(cuda, settings.workload))
+        with loop.setup_frozen():  # once for every trial, not a full collection in each
+            if settings.min_top1_ratio is not None:
+                reference_top1(t, cfgs)
+            final(t, halving(t, screen(t, cfgs)), t.base)
     except KeyboardInterrupt:
         t.out.interrupted = True
-    store.finish_run(run_id, "interrupted" if t.out.interrupted else "complete")
+    store.finish_run(t.run_id, "interrupted" if t.out.interrupted else "complete")
     t.out.pareto = front(t.out.trials, t)
+    untried = [label(c) for c in cfgs if c not in {cfg for cfg, _, _ in t.tried}]
+    if untried and not t.out.interrupted:
+        t.out.notes.append("not tried within the budget: " + ", ".join(untried))
+    t.out.spent_s = clock.spent()
     return t.out

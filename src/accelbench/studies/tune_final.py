@@ -15,8 +15,9 @@ from accelbench.studies import tune_search as ts
 
 def pooled(store, rows: list[dict[str, Any]]):
     """One :class:`accelbench.core.rundata.Measured` from the rows of one candidate's rounds: every window of
-    every round (each window's latencies cut to the shortest window's count: the bootstrap stacks them), the
-    pooled throughput and latency figures, and the mean energy and cost per sample."""
+    every round (each window's latencies cut to the shortest window's count, then thinned to
+    :data:`VERDICT_LATENCIES`: the bootstrap stacks them), the pooled throughput and latency figures (of every
+    latency), and the mean energy and cost per sample."""
     from accelbench.core.ci import Windows
     from accelbench.core.rundata import Measured, windows_of
 
@@ -25,14 +26,27 @@ def pooled(store, rows: list[dict[str, Any]]):
         return None
     n = min(len(x) for w in wins for x in w.latency_ms)
     win = Windows(wall_s=np.concatenate([w.wall_s for w in wins]), samples=np.concatenate([w.samples for w in wins]),
-                  latency_ms=tuple(x[:n] for w in wins for x in w.latency_ms))
-    lat = np.concatenate(win.latency_ms)
+                  latency_ms=tuple(_thinned(x[:n]) for w in wins for x in w.latency_ms))
+    lat = np.concatenate([x for w in wins for x in w.latency_ms])
     rec = {**rows[-1], "throughput_samples_per_s": win.throughput(), "latency_p50_ms": float(np.median(lat)),
            "latency_p99_ms": float(np.quantile(lat, 0.99)), "final_windows": win.n, "final_rounds": len(rows)}
     for col in ("energy_per_sample_j", "cost_per_1000_samples_usd"):
         vals = [r[col] for r in rows if r.get(col) is not None]
         rec[col] = float(np.mean(vals)) if vals else None
     return Measured(record=rec, windows=win)
+
+
+# Latencies per window the verdicts' bootstrap resamples: its time grows with windows x latencies x replicates
+# (2,000), about 0.1 us a cell here, and a GPU window at batch 1 holds thousands of steps; evenly spaced steps keep
+# the window's course. The pooled figures use every latency.
+VERDICT_LATENCIES = 256
+
+
+def _thinned(x):
+    """At most :data:`VERDICT_LATENCIES` evenly spaced entries of ``x``."""
+    if len(x) <= VERDICT_LATENCIES:
+        return x
+    return np.asarray(x)[np.linspace(0, len(x) - 1, VERDICT_LATENCIES).round().astype(int)]
 
 
 def verdict_of(a, b, objective: str, seed: int = 0):
@@ -47,27 +61,43 @@ def verdict_of(a, b, objective: str, seed: int = 0):
     return cmp.compare_metric(a, b, metric, reps_a, reps_b)
 
 
-def final(t, finalists: list[tuple], base_cfg: tuple[str, str]) -> None:
-    """Stage 3 of :mod:`accelbench.studies.tune`: fills ``t.out`` (winner, runner-up, baseline, verdicts).
-    The first round always runs (a tune ends with a measured winner); later rounds only within the budget."""
+def final(t, finalists: list[tuple], base_cfg: tuple) -> None:
+    """Stage 3 of :mod:`accelbench.studies.tune`: fills ``t.out`` (winner, runner-up, baseline, verdicts). As many
+    rounds of as many candidates as the budget left fits (:func:`accelbench.studies.tune_budget.fit_final`:
+    without the default configuration, then without the runner-up, before none); with no final round at all, the
+    winner is the leader's own search trial."""
+    from accelbench.studies.tune_budget import fit_final
+
+    from accelbench.studies.tune_budget import STOPPED
+
     s, out = t.settings, t.out
     if not finalists:
-        out.notes.append("no configuration met the constraints: nothing to recommend")
+        cut = [r for r in out.trials if str(r.get("error") or "").startswith(STOPPED)]
+        out.notes.append(f"no trial finished within the budget ({len(cut)} stopped at it, the longest after "
+                         f"{max(r['case_wall_s'] for r in cut):.0f} s): nothing to recommend; give a larger --budget-s"
+                         if cut and len(cut) == len(out.trials) else
+                         "no configuration met the constraints: nothing to recommend")
         return
-    cands = list(dict.fromkeys([*finalists, (base_cfg, finalists[0][1])]))
+    wanted = list(dict.fromkeys([*finalists, (base_cfg, finalists[0][1])]))
+    cands, n_rounds = fit_final(wanted, lambda c: t.cost(c[0], c[1], "final0", s.final_repeats), t.clock.left(),
+                                s.final_rounds)
+    if not cands:
+        out.notes.append("the budget left no time for a final round: the winner's figures are from its search trial")
+        return _search_winner(t, finalists[0])
     rows: dict[tuple, list] = {c: [] for c in cands}
-    for i in range(s.final_rounds):
+    for i in range(n_rounds):
         for c in cands:
-            row = t.trial(c[0], c[1], f"final{i}", s.final_repeats, share=float("inf") if i == 0 else 1.0)
+            row = t.trial(c[0], c[1], f"final{i}", s.final_repeats)
             if row is not None and row.get("status") == "ok":
                 rows[c].append(row)
-    if any(len(v) < s.final_rounds for v in rows.values()):
-        out.notes.append("the budget ran out during the final rounds: fewer windows, wider intervals")
+    if len(cands) < len(wanted) or any(len(v) < s.final_rounds for v in rows.values()):
+        out.notes.append(f"the budget allowed {n_rounds} of {s.final_rounds} final round(s) of {len(cands)} of "
+                         f"{len(wanted)} candidate(s): fewer windows, wider intervals")
     measured = {c: m for c, v in rows.items() if v and (m := pooled(t.store, v)) is not None}
     ok = {c: m for c, m in measured.items() if t.score(m.record) is not None and c in finalists}
     if not ok:
-        out.notes.append("no finalist met the constraints in the final rounds")
-        return
+        out.notes.append("no finalist measured in the final rounds: the winner's figures are from its search trial")
+        return _search_winner(t, finalists[0])
     ranked = sorted(ok, key=lambda c: t.score(ok[c].record), reverse=True)
     win = ok[ranked[0]]
     out.winner = win.record
@@ -78,6 +108,14 @@ def final(t, finalists: list[tuple], base_cfg: tuple[str, str]) -> None:
     if base is not None:
         out.baseline = base.record
         out.gain = verdict_of(base, win, s.objective, seed=2) if base is not win else None
+
+
+def _search_winner(t, leader: tuple) -> None:
+    """The winner when no final round fits: the leader's best search trial (the longest windows it had)."""
+    rows = [r for cfg, b, r in t.tried if (cfg, b) == leader and t.score(r) is not None]
+    m = pooled(t.store, rows[-1:]) if rows else None
+    if m is not None:
+        t.out.winner = m.record
 
 
 def front(trials: list[dict[str, Any]], t) -> list[dict[str, Any]]:

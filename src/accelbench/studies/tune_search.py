@@ -49,7 +49,8 @@ class TuneSettings:
             warm-up and timing), > 0.
         max_latency_p99_ms, max_memory_bytes, min_top1_ratio: constraints (None: none). Memory is the CUDA
             peak (``peak_mem_bytes``), on a CPU the process RSS; top-1 is against the fp32 top-1 of the model.
-        precisions, modes: the space (None: the device's defaults, :func:`default_space`).
+        precisions, modes: the space (None: the device's defaults,
+            :func:`accelbench.studies.tune_space.default_space`).
         batch_sizes: batch sizes to try (None: bracketing and bisection; ``latency``: batch 1).
         max_batch: the largest batch bracketing tries (None: 1024 on CUDA, 256 on a CPU).
         eta: successive halving's factor (keep 1/eta per rung), >= 2.
@@ -59,7 +60,7 @@ class TuneSettings:
         workload: ``inference`` (each trial an inference case) or ``train`` (a training step, ``accelbench
             train``'s ``train_step`` case: objective ``latency`` is the step time p50, no ``min_top1_ratio``).
         fused_optimizers: ``train``: the optimizer kernels searched (True fused, False ``foreach``, None the
-            device's default; None: :func:`default_fused`).
+            device's default; None: :func:`accelbench.studies.tune_space.default_fused`).
     """
 
     objective: str = "throughput"
@@ -115,36 +116,12 @@ class TuneSettings:
         return out
 
 
-def default_fused(cuda: bool) -> tuple[bool | None, ...]:
-    """The optimizer kernels a ``train`` tune searches: fused and ``foreach`` on CUDA (fused kernels exist there
-    for SGD and AdamW, torch >= 2.4); on a CPU the default only (None: ``foreach``)."""
-    return (True, False) if cuda else (None,)
-
-
 def as_trial(row: dict[str, Any], workload: str) -> dict[str, Any]:
     """``row`` as the search reads it: a training step's step-time columns also as ``latency_*``
     (:data:`STEP_TIME_ALIASES`)."""
     if workload != "train":
         return row
     return {**row, **{k: row.get(v) for k, v in STEP_TIME_ALIASES.items()}}
-
-
-def default_space(cuda: bool, objective: str, workload: str = "inference") -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(precisions, modes)`` searched by default. CUDA: autocast and pure bf16/fp16 weights x compile (the
-    default ``run`` mode), compile with Inductor freezing, and CUDA graphs (``reduce-overhead`` with freezing;
-    for latency also the eager capture, ``cudagraphs``). CPU: fp32 and bf16, eager and compile.
-    ``train``: CUDA amp-bf16, amp-fp16, bf16 x eager, compile, reduce-overhead (CUDA graphs of the compiled
-    forward and backward), cudagraphs and compile-cudagraphs (the whole step with the fused optimizer in one CUDA
-    graph, eager or compiled module; the caller keeps the trainable backends only); CPU as inference."""
-    if workload == "train" and cuda:
-        return ("amp-bf16", "amp-fp16", "bf16"), ("eager", "compile", "reduce-overhead", "cudagraphs",
-                                                  "compile-cudagraphs")
-    if not cuda:
-        return ("fp32", "bf16"), ("eager", "compile")
-    modes = ("compile", "compile-freeze", "reduce-overhead-freeze")
-    if objective == "latency":
-        modes = ("cudagraphs", "reduce-overhead-freeze", "compile-freeze")
-    return ("amp-bf16", "bf16", "fp16", "amp-fp16"), modes
 
 
 def score(row: dict[str, Any], objective: str) -> float | None:
@@ -166,6 +143,10 @@ def violation(row: dict[str, Any], settings: TuneSettings, top1_ref: float | Non
     """Why ``row`` is not an acceptable configuration (its status, a broken constraint), or None."""
     if row.get("status") != "ok":
         return f"{row.get('status')}: {row.get('error') or ''}".rstrip(": ")
+    for col, what in (("outputs_finite", "outputs"), ("loss_finite", "loss")):
+        v = row.get(col)
+        if v is not None and v == v and not v:  # NaN: a store read of a row without the column
+            return f"{what} not finite (NaN or inf): broken numerics"
     p99, bound = row.get("latency_p99_ms"), settings.max_latency_p99_ms
     if bound is not None and p99 is not None and p99 > bound:
         return f"latency p99 {p99:.3g} ms > {bound:g} ms"
@@ -173,6 +154,8 @@ def violation(row: dict[str, Any], settings: TuneSettings, top1_ref: float | Non
     if settings.max_memory_bytes is not None and mem is not None and mem > settings.max_memory_bytes:
         return f"memory {int(mem)} bytes > {settings.max_memory_bytes}"
     top1, ratio = row.get("top1"), settings.min_top1_ratio
+    if ratio is not None and top1 is None and top1_ref and isinstance(row.get("accuracy_note"), str):
+        return f"no top-1 to hold to --min-top1-ratio: {row['accuracy_note']}"
     if ratio is not None and top1 is not None and top1_ref:
         if top1 / top1_ref < ratio:
             return f"top-1 {top1:.4f} is {top1 / top1_ref:.3f} of fp32's {top1_ref:.4f} < {ratio:g}"

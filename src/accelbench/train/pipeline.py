@@ -44,6 +44,28 @@ def evict_method(name: str) -> str:
         raise ValueError(f"unknown eviction method {name!r}: use {', '.join(EVICT_METHODS)}") from None
 
 
+# The side images of different sizes are resized to when no --image-size is given: the input side of
+# torchvision's and timm's ImageNet models (what `run` and `train` would resize the same photos to for resnet50).
+MIXED_SIZES_SIDE = 224
+
+
+def loader_side(enc: Encoded, image_size: int | None) -> tuple[int | None, str]:
+    """The side the loader resizes every image to, and the row's ``transform``: ``image_size`` when given; else
+    None (as stored) when every image has the same size, else :data:`MIXED_SIZES_SIDE` (a batch stacks images
+    of one size). Reads the images' headers only."""
+    import io
+
+    from PIL import Image
+
+    if image_size is not None:
+        return image_size, f"resize to {image_size}x{image_size}"
+    sizes = {Image.open(io.BytesIO(b)).size for b in enc.blobs}
+    if len(sizes) <= 1:
+        return None, "as stored"
+    return MIXED_SIZES_SIDE, (f"resize to {MIXED_SIZES_SIDE}x{MIXED_SIZES_SIDE} ({len(sizes)} image sizes in the "
+                              "data; --image-size sets it)")
+
+
 def loader_throughput(enc: Encoded, image_size: int | None, batch_size: int, workers: int, pin: bool,
                       augment: bool = True, min_batches: int = 10, seed: int = 0, pad: int = 4) -> dict:
     """Steady-state batches/s of a DataLoader over ``enc``.
