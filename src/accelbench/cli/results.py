@@ -47,15 +47,19 @@ def export(run_id: Optional[int] = RUN, fmt: str = typer.Option("csv", "--format
     from accelbench import api
     from accelbench.store.export import csv_text
 
+    from accelbench.core.outputs import check_writable, write_text
+
     if fmt not in ("csv", "json"):
         a.fail(f"invalid format {fmt!r}: allowed csv, json")
+    if output is not None:
+        check_writable(output)
     store = a.open_store(db)
     rid = a.open_run(store, run_id)["run_id"]
     if fmt == "json":
         api.export_json(store, rid, output or Path("/dev/stdout"))
     else:
         text = csv_text(store, rid)
-        (output.write_text(text) if output else sys.stdout.write(text))
+        (write_text(output, text) if output else sys.stdout.write(text))
 
 
 @command("models")
@@ -77,8 +81,11 @@ def cost(run_id: Optional[int] = typer.Option(None, "--run", help="One run (defa
     from accelbench.cost.compare import cost_comparison
     from accelbench.report.telemetry import cost_table
 
-    if (price_per_hour is not None and price_per_hour < 0) or (kwh_price is not None and kwh_price < 0):
-        a.fail("prices must be >= 0")
+    from accelbench.core.config import check_number
+
+    for name, price in (("price_per_hour", price_per_hour), ("kwh_price", kwh_price)):
+        if price is not None:  # a finite number >= 0: nan and inf are refused
+            check_number(name, price, allowed="a number >= 0 (USD)")
     store = a.open_store(db)
     try:
         rows = cost_comparison(store, run_id, price_per_hour=price_per_hour, kwh_price=kwh_price, best=not all_rows)
