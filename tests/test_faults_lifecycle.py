@@ -349,3 +349,23 @@ def test_a_file_size_limit_never_leaves_a_truncated_export(tmp_path: Path) -> No
     assert p.returncode == 1 and len(lines) == 1 and f"cannot write {out}: File too large" in lines[0], p.stderr
     assert out.read_text() == "the previous export\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.db", "runs.csv"]  # no temporary file left
+
+
+def test_an_eof_error_is_never_reported_as_ctrl_c(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Item 11's root: click turns an EOFError escaping a command into Abort, as it does Ctrl-C; main() tells them
+    apart, so an unexpected EOFError is an internal error (exit 1), never "interrupted" (exit 130)."""
+    from accelbench.cli import main
+    from accelbench.store import Store
+
+    db = tmp_path / "e.db"
+    Store(db).close()
+
+    def runs(self):
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    monkeypatch.setattr(Store, "runs", runs)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["results", "--runs", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "internal error: EOFError: Compressed file ended" in err, err
+    assert "interrupted" not in err
