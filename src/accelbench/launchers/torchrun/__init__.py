@@ -130,6 +130,8 @@ class Torchrun:
             res = launch(job, self.opts, self.visible, self.prefix, self.echo, stop=self.stop,
                          on_result=lambda doc: self._store(sweep, todo, doc, seen))
             self.launches += 1
+            if res.ok and self.opts.nnodes > 1:  # global rank 0 may sit on another node: its store has the rows
+                return
             left = [c for c in todo if c.key not in seen]
             failed = next((c for c in left if c.key == res.current), left[0] if left else None)
             if failed is None:  # every case finished (the job may have failed while shutting down)
