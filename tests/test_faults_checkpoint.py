@@ -136,11 +136,11 @@ FAULTS = [
 
 # The one line of each resume row, in parts that must appear in this order ({newest}, {previous}: checkpoint paths).
 LINES = {
-    "crafted-checkpoint-refused": ("error: checkpoint {newest} refused (not a tensors-only file: Unsupported global",
+    "crafted-checkpoint-refused": ("warning: checkpoint {newest} refused (not a tensors-only file: Unsupported global",
                                    "; resuming bs=32 from {previous} (epoch 1)"),
-    "truncated-checkpoint": ("error: checkpoint {newest} unreadable (truncated or corrupt: ",
+    "truncated-checkpoint": ("warning: checkpoint {newest} unreadable (truncated or corrupt: ",
                              "; resuming bs=32 from {previous} (epoch 1)"),
-    "no-good-checkpoint-left": ("error: checkpoint {newest} unreadable (truncated or corrupt: ",
+    "no-good-checkpoint-left": ("warning: checkpoint {newest} unreadable (truncated or corrupt: ",
                                 "; checkpoint {previous} refused (not a tensors-only file: ",
                                 "; no good checkpoint left: bs=32 restarts from epoch 0"),
 }

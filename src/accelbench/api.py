@@ -67,6 +67,25 @@ def launcher(gpus: int | None = None, opts=None):
     return Torchrun(dataclasses.replace(opts, gpus=gpus) if gpus is not None else opts)
 
 
+def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
+    """Everything that can refuse ``spec`` before anything is created (:func:`accelbench.core.loop.check`): the
+    device, the models (resolved, not built), the data (readable), the scenario on this launch, and each of
+    ``outputs`` (files to write after the run: :func:`accelbench.core.outputs.check_writable`). A command calls it
+    before it creates its store and prints its header.
+
+    Raises:
+        ConfigError, UnknownModelError, MissingDependencyError, DataError, OutputError: one line each.
+    """
+    from accelbench import scenarios
+    from accelbench.core import loop
+    from accelbench.core.outputs import check_writable
+
+    loop.check(scenarios.get(spec.scenario), spec, launcher(gpus, opts))
+    for path in outputs:
+        if path is not None:
+            check_writable(path)
+
+
 def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = False,
           on_case: Callable | None = None, on_row: Callable | None = None) -> Outcome:
     """Run ``spec``'s scenario over its cases and store every row (the loop; see the module docstring).
@@ -214,13 +233,17 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
         The report document (:func:`accelbench.report.document.build`).
     Raises:
         AccelbenchError: a run that does not exist (one line). MissingDependencyError: jinja2 or matplotlib missing.
+        OutputError: an output that cannot be written (checked first: exit 2; a write that fails: exit 1).
     """
-    from pathlib import Path
-
+    from accelbench.core.outputs import check_writable, write_text
     from accelbench.core.rundata import open_ref
     from accelbench.report import document
 
+    for path in (html, markdown):  # before minutes of charts
+        if path:
+            check_writable(path)
     runs = [open_ref(store, ref) for ref in run_ids] if run_ids else None
+    store = store if store is not None else runs[0][0]  # every run named by PATH:ID
     comparisons = []
     if compare is not None:
         comparisons = globals()["compare"](store, compare[0], [compare[1]], margin=margin)
@@ -229,14 +252,18 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
         comparisons = [c for c in found if c.cases]
     doc = document.build(store, None, comparisons, runs=runs)
     if html:
-        Path(html).write_text(document.render_html(doc), encoding="utf-8")
+        write_text(html, document.render_html(doc))
     if markdown:
-        Path(markdown).write_text(document.render_markdown(doc), encoding="utf-8")
+        write_text(markdown, document.render_markdown(doc))
     return doc
 
 
 def export_json(store, run_id: int, path) -> None:
-    """Write a run (spec, environment, results, and its scenario's extension data) as JSON."""
+    """Write a run (spec, environment, results, and its scenario's extension data) as JSON, atomically.
+
+    Raises:
+        OutputError: the file cannot be written (the run stays in the store).
+    """
     from accelbench import scenarios
     from accelbench.store.export import write_json
 

@@ -55,37 +55,56 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app and exit with the contract's code (:mod:`accelbench.core.errors`).
 
     Every error that escapes a command is one line on stderr: an input error (:class:`AccelbenchError`) or a
-    usage error (click's: unknown flag, bad value) exits 2; Ctrl-C before any case ran exits 130; an
-    unexpected exception (a bug) exits 1, and ``ACCELBENCH_TRACEBACK=1`` shows its traceback.
+    usage error (click's: unknown flag, bad value) exits 2 (an error that says otherwise: its ``exit_code``);
+    Ctrl-C before any case ran exits 130; an unexpected exception (a bug) exits 1, and ``ACCELBENCH_TRACEBACK=1``
+    shows its traceback. A store the command created and left empty (it was refused) is deleted.
     """
-    import os
+    from accelbench.core import quiet
+    from accelbench.store import discard_created
 
-    aborts, usage_errors = _click_exceptions()
     # `timeout`, `kill` and a batch scheduler's time limit send SIGTERM: stop as Ctrl-C does (finished cases
     # are stored already; the run is marked interrupted and `--resume` continues it)
     signal.signal(signal.SIGTERM, raise_interrupt)
+    quiet.install(lambda text: err_console.print(styled("note:", "yellow", " " + text)))
+    try:
+        code = _run(argv)
+    finally:
+        discard_created()
+    sys.exit(code)
+
+
+def _run(argv: Optional[list[str]]) -> int:
+    """The app's exit code, every escaping error printed as one line (see :func:`main`)."""
+    aborts, usage_errors = _click_exceptions()
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="accelbench")
-        code = rv if isinstance(rv, int) else 0
+        return rv if isinstance(rv, int) else 0
     except AccelbenchError as exc:
         err_console.print(styled("error:", "red", " " + " ".join(str(exc).split())))
-        code = EXIT_USAGE
-    except aborts:
+        return exc.exit_code
+    except aborts as exc:
+        if isinstance(exc.__cause__, EOFError):  # click turns an EOFError into Abort, as it does Ctrl-C
+            return _internal(exc.__cause__)
         err_console.print("interrupted: nothing was stored")
-        code = EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     except usage_errors as exc:
         where = getattr(getattr(exc, "ctx", None), "command_path", "accelbench")
         err_console.print(styled("error:", "red", f" {' '.join(exc.format_message().split())} (see {where} --help)"))
-        code = EXIT_USAGE
+        return EXIT_USAGE
     except Exception as exc:
-        if os.environ.get("ACCELBENCH_TRACEBACK"):
-            raise
-        from accelbench.core.errors import one_line
+        return _internal(exc)
 
-        err_console.print(styled("internal error:", "red", f" {one_line(exc)} (a bug: please report it; "
-                                 "ACCELBENCH_TRACEBACK=1 shows the traceback)"))
-        code = 1
-    sys.exit(code)
+
+def _internal(exc: BaseException) -> int:
+    import os
+
+    if os.environ.get("ACCELBENCH_TRACEBACK"):
+        raise exc
+    from accelbench.core.errors import one_line
+
+    err_console.print(styled("internal error:", "red", f" {one_line(exc)} (a bug: please report it; "
+                             "ACCELBENCH_TRACEBACK=1 shows the traceback)"))
+    return 1
 
 
 if __name__ == "__main__":

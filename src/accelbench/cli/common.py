@@ -9,6 +9,7 @@ interrupted (resumable).
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -21,7 +22,7 @@ from accelbench.cli.terminal import (console, err_console, is_stdout, json_to_st
                                      print_table, styled, write_output)
 from accelbench.cli.outcome import (print_cheapest, print_ci_note, print_notes, print_outcome,  # noqa: F401
                                     run_with_progress)
-from accelbench.core.errors import AccelbenchError, exit_code
+from accelbench.core.errors import EXIT_CASE_ERRORS, AccelbenchError, OutputError, exit_code
 
 app = typer.Typer(cls=OrderedGroup, add_completion=True, no_args_is_help=False, rich_markup_mode="rich",
                   pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
@@ -29,9 +30,10 @@ app = typer.Typer(cls=OrderedGroup, add_completion=True, no_args_is_help=False, 
 
 
 def command(name: str | None = None):
-    """``@app.command`` whose input errors (:class:`AccelbenchError`) end as one line and exit 2, also when the
-    app is called directly (a test's CliRunner, a notebook) rather than through :func:`accelbench.cli.main`;
-    listed in its help panel (:data:`accelbench.cli.help.COMMAND_PANELS`), its help completed when shown."""
+    """``@app.command`` whose input errors end as one line and exit 2 (or the error's ``exit_code``), and whose Ctrl-C
+    before a run exists says nothing was stored (exit 130), also when called directly (a test's CliRunner, a
+    notebook) rather than through :func:`accelbench.cli.main`; listed in its help panel
+    (:data:`accelbench.cli.help.COMMAND_PANELS`), its help completed when shown."""
     import functools
 
     def deco(fn):
@@ -40,7 +42,10 @@ def command(name: str | None = None):
             try:
                 return fn(*args, **kwargs)
             except AccelbenchError as exc:
-                fail(str(exc))
+                fail(str(exc), exc.exit_code)
+            except KeyboardInterrupt:  # a sweep turns Ctrl-C into an interrupted run: this came before one
+                err_console.print("interrupted: nothing was stored")
+                raise typer.Exit(130) from None
             finally:
                 console.stderr = False  # `--json -` sent this command's text to stderr
 
@@ -148,15 +153,22 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def open_store(db: Path, create: bool = False):
-    """The results store at ``db``; without ``create``, a one-line error (exit 2) when there is none."""
+    """The results store at ``db``; without ``create``, a one-line error (exit 2) when there is none. A store
+    this command creates and leaves empty is deleted again at its end (:func:`accelbench.cli.main`)."""
     from accelbench.store import Store
 
     if not create and not db.exists():
         fail(f"no results store at {db}")
-    try:
-        return Store(db)
-    except AccelbenchError as exc:
-        fail(str(exc))
+    return Store(db)  # a StoreError is one line through command()
+
+
+def before_run(spec, opts, db: Path, outputs=()) -> tuple[str, Any]:
+    """``(where the cases run, the store)`` for a measuring command, before it prints its header: what can refuse
+    it (device, models, data, output files: :func:`accelbench.api.check`) is checked before the store exists."""
+    from accelbench import api
+    place = where(spec, opts)
+    api.check(spec, opts=opts, outputs=outputs)
+    return place, open_store(db, create=True)
 
 
 def open_run(store, run_id: Optional[int]) -> dict:
@@ -186,34 +198,45 @@ def run_ref(db: Path, ref: Optional[str]) -> tuple[Any, dict]:
 
 def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional[Path] = None,
            statuses: Optional[list] = None) -> None:
-    """End a command that ran cases: failures counted, JSON written, the next commands named, exit code.
+    """End a command that ran cases: failures counted, JSON written (one line when it cannot be: exit 1, the run
+    stays stored), the next commands named; raises typer.Exit with :func:`accelbench.core.errors.exit_code`'s code.
 
     Args:
         statuses: the statuses of the rows this command stored (default: every row of the run).
-    Raises:
-        typer.Exit: always, with the code of :func:`accelbench.core.errors.exit_code`.
     """
     from accelbench import api
 
-    if statuses is None:
-        statuses = list(store.cases(run_id).get("status", []))
-    failed = sum(s == "error" for s in statuses)
+    statuses = list(store.cases(run_id).get("status", [])) if statuses is None else statuses
+    failed, code = sum(s == "error" for s in statuses), exit_code(statuses, interrupted)
     if failed:
         err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "
                                  "are above); every result is stored"))
-    if json_path:
-        write_output(json_path, lambda path: api.export_json(store, run_id, path))
-        console.print(f"wrote {'the JSON to stdout' if is_stdout(json_path) else json_path}")
-    db = "" if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".") else f" --db {store.path}"
+    try:
+        if json_path:
+            write_output(json_path, lambda path: api.export_json(store, run_id, path))
+            console.print(f"wrote {'the JSON to stdout' if is_stdout(json_path) else json_path}")
+    except OutputError as exc:  # the results are in the store: `accelbench export` writes them again
+        err_console.print(styled("error:", "red", f" {exc} (run {run_id} is stored in {store.path})"))
+        code = code or EXIT_CASE_ERRORS
     if interrupted:
         err_console.print(f"interrupted: {len(statuses)} finished cases stored in run {run_id}; rerun with --resume")
+    db = "" if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".") else f" --db {store.path}"
     console.print(f"run {run_id} stored in {store.path}. Next: accelbench results --run {run_id}{db} --wide (every column) | "
                   f"accelbench export --run {run_id}{db} --format csv")
-    raise typer.Exit(exit_code(statuses, interrupted))
+    raise typer.Exit(code)
 
 
 def finish_outcome(out, store, *, json_path: Optional[Path] = None, wide: bool = False) -> None:
-    """Print a sweep's outcome and end the command (:func:`print_outcome`, :func:`finish`)."""
-    print_outcome(store, out.run_id, wide=wide, resumed=out.skipped_done, notes=out.notes)
-    finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
+    """Print a sweep's outcome and end the command; a ``--resume`` that found the run complete says so, exit 0."""
+    if out.already_complete:
+        console.print(f"nothing to resume: run {out.run_id} in {store.path} is complete with these settings ("
+                      f"{out.skipped_done} cases): accelbench results --run {out.run_id} --db {store.path} shows it")
+        raise typer.Exit(0)
+    if out.resume_new:
+        console.print(f"--resume: no earlier run of these settings in {store.path}: ran them as new run {out.run_id}")
+    if out.stop_reason:  # the store takes no writes and may take no reads: no table, no JSON
+        err_console.print(styled("error:", "red", f" the sweep stopped: {out.stop_reason}"))
+    else:
+        print_outcome(store, out.run_id, wide=wide, resumed=out.skipped_done, notes=out.notes)
+    finish(store, out.run_id, interrupted=out.interrupted, json_path=None if out.stop_reason else json_path,
            statuses=[r["status"] for r in out.records])

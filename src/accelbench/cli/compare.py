@@ -40,6 +40,7 @@ def compare(
     on the windows and a verdict per matched case (faster / slower / within noise / too few windows)."""
     from accelbench import api
     from accelbench.core.compare import MATCH_FIELDS
+    from accelbench.core.outputs import check_writable, write_text
     from accelbench.report.compare_table import AMBIGUOUS_MARK, common_model, compare_table, notes, slower_line
 
     if len(runs) < 2:
@@ -50,6 +51,8 @@ def compare(
         a.fail(f"invalid --ignore {','.join(bad)!r}: allowed {', '.join(MATCH_FIELDS)}")
     if n_boot < 100:
         a.fail(f"invalid --bootstrap {n_boot}: allowed 100 or more")
+    if json_path is not None:
+        check_writable(json_path)
     store = a.open_store(db) if any(":" not in r for r in runs) else None
     results = api.compare(store, runs[0], list(runs[1:]), margin=parse_margin(margin), ignore=fields, n_boot=n_boot)
     failed = []
@@ -70,7 +73,7 @@ def compare(
             failed.append(line)
     if json_path:
         text = json.dumps([c.to_dict() for c in results], indent=1, default=str)
-        a.write_output(json_path, lambda path: path.write_text(text))
+        a.write_output(json_path, lambda path: write_text(path, text))
         console.print(f"wrote {'the JSON to stdout' if a.is_stdout(json_path) else json_path}")
     if fail_on_slower and failed:
         err_console.print(styled("slower:", "red", " " + " | ".join(failed)))
@@ -95,7 +98,8 @@ def report(
         a.fail("give --html FILE and/or --markdown FILE")
     if compare_runs and len(compare_runs) != 2:
         a.fail("--compare takes two runs: --compare A --compare B")
-    store = a.open_store(db)
+    refs = [*(run_ids or []), *(compare_runs or [])]  # runs named by PATH:ID only need no --db store
+    store = a.open_store(db) if not run_ids or any(":" not in r for r in refs) else None
     t0 = time.perf_counter()
     doc = api.report(store, run_ids or None, html=html, markdown=markdown,
                      compare=tuple(compare_runs) if compare_runs else None, margin=parse_margin(margin))

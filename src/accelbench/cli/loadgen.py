@@ -48,8 +48,7 @@ def loadgen(
              "accuracy": accuracy, "log_dir": str(log_dir) if log_dir else None,
              **a.eval_flags(label_space, labels, mean, std, resize, crop_pct)}
     spec = api.spec("loadgen", *a.layers(config, "loadgen", flags))
-    where = a.where(spec, None)
-    store = a.open_store(db, create=True)
+    where, store = a.before_run(spec, None, db, outputs=[json_path])
     rules = "MLPerf rules" if spec.settings.mlperf_rules else f"min {spec.settings.min_duration_s:g} s per test"
     console.print(f"accelbench loadgen: {', '.join(spec.models)} on {where}, {', '.join(spec.settings.scenarios)} "
                   f"({rules}), db {db}")

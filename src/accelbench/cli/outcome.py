@@ -40,7 +40,7 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     run = store.run(run_id)
     records = store.cases(run_id).to_dict("records")
     for note in notes:
-        err_console.print(styled("error:", "red", " " + note))
+        err_console.print(styled("warning:", "yellow", " " + note))
     if not records:
         console.print("no cases ran")
         return

@@ -51,8 +51,7 @@ def profile(
                  telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour,
                  kwh_price=kwh_price, mean=mean, std=std, resize=resize, crop_pct=crop_pct)
     spec = api.spec("profile", flags)
-    where = a.where(spec, None)
-    store = a.open_store(db, create=True)
+    where, store = a.before_run(spec, None, db, outputs=[json_path])
     console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {db}")
     out, ceilings, cached = api.profile(spec, store, on_case=_progress)
     _report(out, ceilings, cached, wide)

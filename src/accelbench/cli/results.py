@@ -48,15 +48,19 @@ def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format
     from accelbench import api
     from accelbench.store.export import csv_text
 
+    from accelbench.core.outputs import check_writable, write_text
+
     if fmt not in ("csv", "json"):
         a.fail(f"invalid format {fmt!r}: allowed csv, json")
+    if output is not None and not a.is_stdout(output):
+        check_writable(output)
     store, run = a.run_ref(db, run_id)
     rid = run["run_id"]
     if fmt == "json":
         a.write_output(output or Path("-"), lambda path: api.export_json(store, rid, path))
     else:
         text = csv_text(store, rid)
-        (output.write_text(text) if output and not a.is_stdout(output) else sys.stdout.write(text))
+        (write_text(output, text) if output and not a.is_stdout(output) else sys.stdout.write(text))
 
 
 @command("models")
@@ -78,8 +82,11 @@ def cost(run_id: Optional[str] = typer.Option(None, "--run", help="One run: an i
     from accelbench.cost.compare import cost_comparison
     from accelbench.report.telemetry import cost_table
 
-    if (price_per_hour is not None and price_per_hour < 0) or (kwh_price is not None and kwh_price < 0):
-        a.fail("prices must be >= 0")
+    from accelbench.core.config import check_number
+
+    for name, price in (("price_per_hour", price_per_hour), ("kwh_price", kwh_price)):
+        if price is not None:  # a finite number >= 0: nan and inf are refused
+            check_number(name, price, allowed="a number >= 0 (USD)")
     store, rid = (a.open_store(db), None) if run_id is None else _ref(db, run_id)
     try:
         rows = cost_comparison(store, rid, price_per_hour=price_per_hour, kwh_price=kwh_price, best=not all_rows)

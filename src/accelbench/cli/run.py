@@ -41,8 +41,7 @@ def run(
     spec = api.spec("inference", *a.layers(config, "sweep", flags))
     opts = a.launch_options(gpus, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                             global_batch=global_batch, timeout_s=timeout_s, device=spec.device)
-    where = a.where(spec, opts)
-    store = a.open_store(db, create=True)
+    where, store = a.before_run(spec, opts, db, outputs=[json_path])
     console.print(f"accelbench run: {', '.join(spec.models)} on {where} ({spec.data}, {spec.images} images/pass), db {db}")
     out = a.run_with_progress(api.run, spec, store, opts=opts, resume=resume)
     if out is None:  # a rank other than 0 of a job the user launched: rank 0 reports

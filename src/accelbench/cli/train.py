@@ -86,8 +86,7 @@ def train(
     if opts is not None and any(layer.get("loader_workers") is not None for layer in layers):
         fail("--loader-workers does not apply with --gpus")
     spec = api.spec("converge" if converge else "train_step", *layers)
-    where = a.where(spec, opts)
-    store = a.open_store(db, create=True)
+    where, store = a.before_run(spec, opts, db, outputs=[json_path, plot])
     if converge:
         return _converge(spec, store, json_path, resume, plot, wide)
     console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {where} ({spec.data}), db {db}")
@@ -157,7 +156,7 @@ def input_pipeline(
                  resident=resident, device=device, telemetry_period_ms=telemetry_period_ms, idle_s=idle_s,
                  skip_bad_images=skip_bad_images)
     spec = api.spec("input_pipeline", flags)
-    store = a.open_store(db, create=True)
+    _, store = a.before_run(spec, None, db, outputs=[json_path])
     if evict in DEPRECATED_EVICT:
         err_console.print(styled("warning:", "yellow", f" --evict {evict} is deprecated: {DEPRECATED_EVICT[evict]}"))
     out = a.run_with_progress(api.input_pipeline, spec, store)

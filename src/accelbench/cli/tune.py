@@ -61,8 +61,7 @@ def tune(
                               price_per_hour, kwh_price, None, seed), "cudnn_benchmark": cudnn_benchmark,
              **({"optimizer": optimizer} if train else {})}
     spec = api.spec("train_step" if train else "inference", *a.layers(config, "train" if train else "sweep", flags))
-    where = a.where(spec, None)
-    store = a.open_store(db, create=True)
+    where, store = a.before_run(spec, None, db, outputs=[json_path, out_toml, plot])
     console.print(f"accelbench tune: {', '.join(spec.models)} ({workload}) on {where}, objective {objective}, "
                   f"budget {budget_s:g} s, db {db}")
     out = api.tune(spec, store, settings, resume=resume, on_trial=_progress)

@@ -11,9 +11,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from accelbench.core.errors import ConfigError
+from accelbench.core.errors import ConfigError, SettingsNote
 
 LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str}
+# The largest integer the store holds (SQLite INTEGER: 8 bytes, signed); a count beyond it cannot be a row.
+INT_MAX = 2**63 - 1
 
 
 def is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
@@ -21,9 +23,9 @@ def is_number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and low <= v <= high
 
 
-def is_int(v: Any, low: int = -(2**63)) -> bool:
-    """``v`` is an int (not a bool) >= ``low``."""
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+def is_int(v: Any, low: int = -(2**63), high: int = INT_MAX) -> bool:
+    """``v`` is an int (not a bool) in ``[low, high]`` (by default what a SQLite INTEGER holds)."""
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
 
 
 def check_choices(name: str, values: tuple, allowed: tuple[str, ...]) -> None:
@@ -35,9 +37,9 @@ def check_choices(name: str, values: tuple, allowed: tuple[str, ...]) -> None:
             raise ConfigError(name, v, ", ".join(allowed))
 
 
-def check_int(name: str, v: Any, low: int) -> None:
-    if not is_int(v, low):
-        raise ConfigError(name, v, f"an integer >= {low}")
+def check_int(name: str, v: Any, low: int, high: int = INT_MAX) -> None:
+    if not is_int(v, low, high):
+        raise ConfigError(name, v, f"an integer >= {low}" + ("" if high == INT_MAX else f" and <= {high}"))
 
 
 def check_number(name: str, v: Any, low: float = 0.0, allowed: str | None = None) -> None:
@@ -106,6 +108,24 @@ def parse_list(name: str, value: Any) -> tuple:
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(name, value, "a comma-separated list of integers") from None
     return tuple(out)
+
+
+def unique(name: str, values: tuple) -> tuple:
+    """``values`` without repeats, in their order; a repeat is a :class:`SettingsNote` warning (one line).
+
+    A repeated entry (``-b 2,2``) names the same case twice, and a run holds one row per case: measured once,
+    it loses nothing a second measurement would add (``--repeats`` adds windows)."""
+    import warnings
+
+    try:
+        kept = tuple(dict.fromkeys(values))
+    except TypeError:  # an entry that is no name nor number (a table): validation names it
+        return values
+    if len(kept) < len(values):
+        twice = [str(v) for v in kept if values.count(v) > 1]
+        what = {"batch_sizes": "batch size", "models": "model", "precisions": "precision", "modes": "mode"}.get(name, name)
+        warnings.warn(SettingsNote(f"{what} {', '.join(twice)} given more than once: each runs once"), stacklevel=2)
+    return kept
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:

@@ -10,26 +10,75 @@ Exit codes (the same for every command, with or without ``--gpus``; README "Exit
 | 130 | interrupted (Ctrl-C, SIGTERM): finished cases are stored and ``--resume`` continues the run |
 """
 
+import re
+
 EXIT_OK = 0
 EXIT_CASE_ERRORS = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+# ``allowed`` text that is a plain list of names ("fp32, tf32, bf16"): its names are the choices a typo is
+# matched against
+_NAME_LIST = re.compile(r"[\w.:<>+-]+(, [\w.:<>+-]+)+")
+
 
 class AccelbenchError(Exception):
-    """Base class: the message is one line a user can act on (the CLI prints it and exits 2)."""
+    """Base class: the message is one line a user can act on (the CLI prints it and exits ``exit_code``).
+
+    Attributes:
+        exit_code: the command's exit code when this error ends it (2: found before anything ran).
+    """
+
+    exit_code = EXIT_USAGE
+
+
+def did_you_mean(value: object, choices) -> str:
+    """`` (did you mean 'x'?)`` for the choices closest to a mistyped ``value`` (case-insensitive similarity of
+    :class:`difflib.SequenceMatcher`, at least 0.6 and within 0.05 of the closest; up to three), or ``""``."""
+    import difflib
+
+    if not isinstance(value, str) or not value:
+        return ""
+    scored = sorted(((difflib.SequenceMatcher(None, value.lower(), str(c).lower()).ratio(), str(c))
+                     for c in dict.fromkeys(choices) if str(c) != value), key=lambda t: -t[0])
+    close = [c for r, c in scored if r >= max(0.6, scored[0][0] - 0.05)][:3] if scored else []
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class ConfigError(AccelbenchError, ValueError):
-    """A spec field has an invalid value. The message names the field and the allowed values."""
+    """A spec field has an invalid value. The message names the field, the closest allowed names to a typo
+    (``choices``, else the names of an ``allowed`` that lists names) and the allowed values."""
 
-    def __init__(self, field: str, value: object, allowed: str):
+    def __init__(self, field: str, value: object, allowed: str, choices=None):
         self.field, self.value, self.allowed = field, value, allowed
-        super().__init__(f"invalid {field} {value!r}: allowed {allowed}")
+        if choices is None and _NAME_LIST.fullmatch(allowed or ""):
+            choices = allowed.split(", ")
+        super().__init__(f"invalid {field} {value!r}: allowed {allowed}{did_you_mean(value, choices or ())}")
 
 
 class UnknownModelError(AccelbenchError, ValueError):
     """The model name is not registered, not a timm model, and not an importable factory."""
+
+
+class ModelFactoryError(UnknownModelError):
+    """A user's model factory (``pkg.mod:fn``) ended accelbench's way of running it: it called ``sys.exit`` (an
+    ``argparse`` parser that rejected the arguments does), or returned something that is not a model."""
+
+
+class OutputError(AccelbenchError):
+    """An output file (``--json``, ``export -o``, ``report --html``) cannot be written. Found before anything
+    ran: exit 2; a write that fails afterwards (a full disk) is exit 1, the results staying in the store."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class StopSweep(AccelbenchError):
+    """The sweep cannot go on: the results store cannot be written (locked by another process for longer than
+    accelbench waits, a full disk). The loop ends the run as interrupted (exit 130, ``--resume`` continues it)."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class DataError(AccelbenchError, ValueError):
@@ -41,6 +90,11 @@ class MissingDependencyError(AccelbenchError, ImportError):
 
     def __init__(self, package: str, extra: str):
         super().__init__(f"{package} is not installed: pip install 'accelbench[{extra}]'")
+
+
+class SettingsNote(UserWarning):
+    """A warning about the settings that changes nothing the user asked for (a batch size given twice runs
+    once); the CLI prints it as one ``note:`` line, a library caller sees a :class:`UserWarning`."""
 
 
 class Unsupported(Exception):

@@ -1,9 +1,10 @@
 """THE sweep loop: every scenario, in one process or under torchrun, runs through :func:`run`.
 
-``run`` plans the cases, checks models and data before anything is created, resumes the newest unfinished
-run of the same scenario and spec (taking its lease), measures idle power and looks up the price once,
-opens the run, and hands the cases still to do to a launcher. The launcher measures them and reports
-each finished case to the :class:`Sweep`, which
+``run`` plans the cases and checks models and data before anything is created (:func:`check`, which a command
+also calls before it creates its store), resumes the newest unfinished run of the same scenario and spec
+(taking its lease) or, when a complete one exists and nothing is unfinished, measures nothing and says so,
+measures idle power and looks up the price once, opens the run, and hands the cases still to do to a
+launcher. The launcher measures them and reports each finished case to the :class:`Sweep`, which
 
 - stores a ``skipped`` row for a case whose configuration already ran out of memory at a smaller batch
   size (the OOM boundary is recorded, not run into again),
@@ -12,22 +13,21 @@ each finished case to the :class:`Sweep`, which
 - stores each row at once (an interrupted sweep loses nothing finished),
 - reports progress.
 
-Ctrl-C or SIGTERM (raised as KeyboardInterrupt by the CLI) marks the run ``interrupted``; ``--resume``
-continues it. A failure inside a case never escapes: :func:`guarded` turns it into an ``oom`` or ``error``
-row with a one-line reason, and the device is cleaned up before the next case.
+Ctrl-C or SIGTERM (raised as KeyboardInterrupt by the CLI), or a store that cannot be written any more
+(:class:`accelbench.core.errors.StopSweep`: locked by another process past the wait, a full disk), marks the
+run ``interrupted``; ``--resume`` continues it. Whatever else ends a sweep early (a bug) marks it interrupted
+too before it propagates: a run is never left ``running``. A failure inside a case never escapes:
+:func:`accelbench.core.guard.guarded` turns it into an ``oom`` or ``error`` row with a one-line reason.
 """
 
 from __future__ import annotations
 
-import gc
-import sys
-import time
-from contextlib import contextmanager
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from accelbench.core.env import sync_if_context
-from accelbench.core.errors import ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Unsupported, is_oom, one_line
+from accelbench.core.errors import OK, OOM, SKIPPED, SettingsNote, StopSweep
+from accelbench.core.guard import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
 
 
 @dataclass
@@ -35,12 +35,15 @@ class Outcome:
     """What a sweep returns.
 
     Attributes:
-        run_id: the run the rows went to.
+        run_id: the run the rows went to (with ``already_complete``: the complete run found).
         records: every case row stored by this call (not the detail rows: epochs, ranks).
-        interrupted: Ctrl-C or SIGTERM stopped it (finished cases are stored).
+        interrupted: Ctrl-C, SIGTERM or a store that cannot be written stopped it (finished cases are stored).
         skipped_done: cases already stored by an earlier call (``resume``).
-        notes: one-line messages for the user (a checkpoint refused on resume, ...).
+        notes: one-line warnings for the user (a checkpoint refused on resume, ...).
         resumed: per batch size of a case continued mid-way (a convergence run), the epochs it had done.
+        already_complete: ``resume`` found no unfinished run but a complete one of the same settings: nothing ran.
+        resume_new: ``resume`` found no run of the same settings at all: a new run was started.
+        stop_reason: why the sweep stopped before its end other than Ctrl-C/SIGTERM (one line), or None.
     """
 
     run_id: int
@@ -49,68 +52,9 @@ class Outcome:
     skipped_done: int = 0
     notes: list[str] = field(default_factory=list)
     resumed: dict[int, int] = field(default_factory=dict)
-
-
-def cleanup(device) -> None:
-    """Free what a finished or failed case left: Python garbage, the CUDA cache, compiled graphs."""
-    import torch
-
-    gc.collect()
-    if "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
-        try:
-            torch._dynamo.reset()
-        except Exception:  # a reset that fails leaves nothing worse than before
-            pass
-    if sync_if_context(device):  # the torchrun parent holds no CUDA context and must not create one
-        torch.cuda.empty_cache()
-
-
-@contextmanager
-def setup_frozen():
-    """Keep what is alive before the first case (imported modules, the decoded images, the store) out of the full
-    collection :func:`cleanup` runs after every case: ``gc.freeze()`` (Python docs, "gc.freeze"), undone at the
-    end. Each collection then walks only what the cases made (with torch imported, ~0.17 s less per case on a
-    2-core CPU); what it frees is the same, but for reference cycles among the frozen objects themselves, which
-    wait for the end of the sweep. Nested (a study's sweeps): the outermost freezes."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
-def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], device) -> tuple[dict, dict]:
-    """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
-
-    Every failure becomes data: ``status`` ``oom`` (an allocation failure, also wrapped) or ``error`` with a
-    one-line reason (``unsupported`` with its columns for :class:`accelbench.core.errors.Unsupported`); the
-    device is cleaned up either way so later cases are not poisoned. Only
-    KeyboardInterrupt propagates. Adds ``case_wall_s``.
-
-    Returns:
-        ``(record, raw_series)``.
-    """
-    t0 = time.perf_counter()
-    try:
-        measured, series = measure()
-        rec.update(measured or {}, status=OK, error=None)
-    except KeyboardInterrupt:
-        raise
-    except Unsupported as exc:  # found unable to run once built; what it measured anyway stays in the row
-        rec.update(exc.columns, status=UNSUPPORTED, error=exc.reason)
-        series = {}
-    except Exception as exc:  # every failure is data: a row with a one-line reason
-        rec.update(status=OOM if is_oom(exc) else ERROR, error=one_line(exc))
-        series = {}
-        del exc
-    finally:
-        cleanup(device)
-    rec["case_wall_s"] = time.perf_counter() - t0
-    return rec, series
+    already_complete: bool = False
+    resume_new: bool = False
+    stop_reason: str | None = None
 
 
 @dataclass
@@ -192,36 +136,6 @@ class Sweep:
             self.on_case(self._index, self.total, case, rec if rec is not None else {"status": OK})
 
 
-def run_case(scenario, case, spec, state, rank, sink) -> tuple[dict, dict]:
-    """One case in this process: an ``unsupported`` row, or the scenario's measurement guarded.
-
-    Never raises except KeyboardInterrupt.
-    """
-    rec = scenario.base_record(case, rank.device)
-    reason = scenario.unsupported_reason(case, rank.device)
-    if reason:
-        return {**rec, "status": UNSUPPORTED, "error": reason}, {}
-    with cudnn_benchmark(getattr(spec, "cudnn_benchmark", None)) as on:
-        rec["cudnn_benchmark"] = on
-        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device)
-
-
-@contextmanager
-def cudnn_benchmark(value: bool | None):
-    """``torch.backends.cudnn.benchmark`` set to ``value`` for a case (None: left as it is), restored after;
-    yields the value in force (cuDNN times its convolution algorithms per shape and keeps the fastest:
-    PyTorch docs, "torch.backends.cudnn.benchmark")."""
-    import torch
-
-    before = torch.backends.cudnn.benchmark
-    if value is not None:
-        torch.backends.cudnn.benchmark = value
-    try:
-        yield bool(torch.backends.cudnn.benchmark)
-    finally:
-        torch.backends.cudnn.benchmark = before
-
-
 def reopen(store, kind: str, spec_hash: str) -> int | None:
     """The newest unfinished run of ``kind`` and ``spec_hash``, its lease taken (``--resume``), or None.
 
@@ -240,6 +154,32 @@ def open_run(store, kind: str, doc: dict, spec_hash: str, env: dict) -> int:
     return store.begin_run(kind, doc, spec_hash, env)
 
 
+def check(scenario, spec, launcher=None) -> tuple[Any, list]:
+    """Everything that can refuse a sweep, checked before anything exists (no store file, no run row): the device,
+    the scenario on this launcher, the cases (a case named twice is kept once, with a :class:`SettingsNote`),
+    the models (resolved, not built) and the data (listed, a few images decoded).
+
+    Returns:
+        ``(device, cases)``.
+    Raises:
+        ConfigError: the device is not available, or the scenario cannot run on this launcher.
+        UnknownModelError / MissingDependencyError / DataError: a model that resolves to nothing, a missing extra,
+        data that cannot be read.
+    """
+    from accelbench.launchers import INLINE
+
+    launcher = launcher or INLINE
+    device = launcher.device(spec)
+    launcher.kind(scenario)
+    cases: dict[str, Any] = {}
+    for case in scenario.cases(spec, launcher.case_device(device)):
+        if launcher.key(case) in cases:
+            warnings.warn(SettingsNote(f"case {case.key} is named twice: it runs once"), stacklevel=2)
+        cases.setdefault(launcher.key(case), case)
+    scenario.check(spec)
+    return device, list(cases.values())
+
+
 def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: Callable | None = None,
         on_row: Callable | None = None, run_id: int | None = None, finish: bool = True) -> Outcome:
     """Run every case of ``spec`` not yet stored, storing each as it finishes (see the module docstring).
@@ -250,47 +190,84 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
         store: an open :class:`accelbench.store.Store`.
         launcher: where the cases run: :data:`accelbench.launchers.INLINE` (default, this process) or a
             :class:`accelbench.launchers.torchrun.Torchrun` launcher.
-        resume: continue the newest unfinished run of the same scenario, spec and launch.
+        resume: continue the newest unfinished run of the same scenario, spec and launch; with none, report the
+            newest complete one (``already_complete``, nothing measured), else start a new run (``resume_new``).
         on_case: progress callback ``(index, total, case, record_or_None)``, before (None) and after each case.
         on_row: called with each detail row (an epoch of a convergence run) once it is stored.
         run_id: add the cases to this open run (a study composing several launches) instead.
         finish: mark the run complete at the end (a study finishes its run itself).
     Returns:
-        :class:`Outcome`; ``interrupted`` after Ctrl-C/SIGTERM (finished cases are stored).
+        :class:`Outcome`; ``interrupted`` after Ctrl-C/SIGTERM or a store that stopped taking rows (finished
+        cases are stored).
     Raises:
-        ConfigError: the device is not available. UnknownModelError / DataError: a model name that resolves to
-        nothing or data that cannot be read (both found before the run is opened). RunBusyError: ``resume``
-        found the run leased by another live process.
+        As :func:`check` (before the run is opened). RunBusyError: ``resume`` found the run leased by another
+        live process.
     """
-    from accelbench.core import env as envmod
-    from accelbench.core.derived import sweep_context
     from accelbench.launchers import INLINE
 
     launcher = launcher or INLINE
-    device = launcher.device(spec)
-    cases = scenario.cases(spec, launcher.case_device(device))
-    scenario.check(spec)
-    state = launcher.prepare(scenario, spec, device, store)
+    device, cases = check(scenario, spec, launcher)
     kind, spec_hash = launcher.kind(scenario), spec.spec_hash(**launcher.identity())
+    if run_id is None and resume and store.resumable_run(kind, spec_hash) is None:
+        done = store.complete_run(kind, spec_hash)
+        if done is not None:
+            return Outcome(run_id=done, already_complete=True, skipped_done=len(cases))
+    state = launcher.prepare(scenario, spec, device, store)
     reopened = run_id is not None
     if run_id is None and resume:
         run_id = reopen(store, kind, spec_hash)
         reopened = run_id is not None
+    out = Outcome(run_id=run_id, resume_new=resume and not reopened)  # run_id: None until the run is opened
+    try:
+        env, ctx = _context(spec, launcher, device)
+        if out.run_id is None:
+            out.run_id = open_run(store, kind, {**spec.to_dict(), **launcher.doc(scenario)}, spec_hash,
+                                  {**env, **ctx.idle})
+        done = store.done_keys(out.run_id)
+        todo = [c for c in cases if launcher.key(c) not in done]
+        out.skipped_done = len(cases) - len(todo)
+        sweep = Sweep(scenario=scenario, spec=spec, store=store, run_id=out.run_id, device=device, ctx=ctx, out=out,
+                      on_case=on_case, on_row=on_row, total=len(todo), resumed=reopened, key=launcher.key)
+        _execute(launcher, sweep, todo, state)
+    except BaseException:  # a bug, or Ctrl-C before the cases began: never leave the run `running`
+        if out.run_id is not None:
+            _end(store, out.run_id, "interrupted", wait_s=0.0)
+        raise
+    if finish or out.interrupted:
+        _end(store, out.run_id, "interrupted" if out.interrupted else "complete", out,
+             wait_s=0.0 if out.stop_reason else None)
+    return out
+
+
+def _context(spec, launcher, device) -> tuple[dict, Any]:
+    """``(environment, sweep context)``: provenance, idle power (``spec.idle_s`` of it) and the price, once."""
+    from accelbench.core import env as envmod
+    from accelbench.core.derived import sweep_context
+
     env = {**envmod.collect(launcher.env_device(device)), **launcher.env()}
-    ctx = sweep_context(launcher.devices(device), env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour,
-                        kwh_price=spec.kwh_price, telemetry_period_ms=spec.telemetry_period_ms)
-    if run_id is None:
-        run_id = open_run(store, kind, {**spec.to_dict(), **launcher.doc(scenario)}, spec_hash, {**env, **ctx.idle})
-    done = store.done_keys(run_id)
-    todo = [c for c in cases if launcher.key(c) not in done]
-    out = Outcome(run_id=run_id, skipped_done=len(cases) - len(todo))
-    sweep = Sweep(scenario=scenario, spec=spec, store=store, run_id=run_id, device=device, ctx=ctx, out=out,
-                  on_case=on_case, on_row=on_row, total=len(todo), resumed=reopened, key=launcher.key)
+    return env, sweep_context(launcher.devices(device), env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour,
+                              kwh_price=spec.kwh_price, telemetry_period_ms=spec.telemetry_period_ms)
+
+
+def _execute(launcher, sweep: Sweep, todo: list, state) -> None:
+    """The launcher runs the cases; Ctrl-C/SIGTERM and StopSweep end the sweep as an interruption."""
     try:
         with setup_frozen():
             launcher.execute(sweep, todo, state)
     except KeyboardInterrupt:
-        out.interrupted = True
-    if finish or out.interrupted:
-        store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
-    return out
+        sweep.out.interrupted = True
+    except StopSweep as exc:  # the store stopped taking rows: what is stored stays, --resume continues
+        sweep.out.interrupted, sweep.out.stop_reason = True, str(exc)
+
+
+def _end(store, run_id: int, status: str, out: Outcome | None = None, wait_s: float | None = None) -> None:
+    """Mark the run ``status``; a store that cannot be written (the reason the sweep stopped) leaves a note
+    instead: the run stays ``running`` under a lease nobody renews, which ``--resume`` takes over."""
+    from accelbench.core.errors import AccelbenchError
+
+    try:
+        store.finish_run(run_id, status, wait_s=wait_s)
+    except AccelbenchError as exc:
+        if out is None:
+            return
+        out.notes.append(f"run {run_id} could not be marked {status} ({exc}); --resume still continues it")

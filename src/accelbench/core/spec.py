@@ -20,13 +20,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from accelbench.core.config import LIST_FIELDS, check_bool, check_int, check_number, check_types, is_int, is_number, parse_list
+from accelbench.core.config import (LIST_FIELDS, check_bool, check_int, check_number, check_types, is_int, is_number,
+                                   parse_list, unique)
 from accelbench.core.errors import ConfigError
 
 CHANNELS_LAST = ("auto", "on", "off")
 # Shared fields added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
 SHARED_HASH_DEFAULTS: dict[str, Any] = {"cudnn_benchmark": None}
 DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+# Upper bounds of the counts and sizes (larger ones overflow torch's 32-bit indexing or memory long before)
+COUNT_MAX, SIDE_MAX = 2**31 - 1, 65536
 ALIASES = {"model": "models", "precision": "precisions", "mode": "modes", "batch_size": "batch_sizes"}
 
 
@@ -145,8 +148,9 @@ def validate(spec: Spec) -> None:
     """
     if not isinstance(spec.models, tuple) or any(not isinstance(m, str) or not m for m in spec.models):
         raise ConfigError("model", spec.models, "model names")
-    if not isinstance(spec.batch_sizes, tuple) or any(not is_int(b, 1) for b in spec.batch_sizes):
-        raise ConfigError("batch_sizes", spec.batch_sizes, "positive integers, e.g. 1,8,32")
+    for b in spec.batch_sizes if isinstance(spec.batch_sizes, tuple) else [spec.batch_sizes]:
+        if not is_int(b, 1, COUNT_MAX):
+            raise ConfigError("batch_sizes", b, f"positive integers up to {COUNT_MAX}, e.g. 1,8,32")
     for name in ("precisions", "modes"):
         v = getattr(spec, name)
         if not isinstance(v, tuple) or any(not isinstance(x, str) for x in v):
@@ -154,15 +158,15 @@ def validate(spec: Spec) -> None:
     if not isinstance(spec.channels_last, str) or spec.channels_last not in CHANNELS_LAST:
         raise ConfigError("channels_last", spec.channels_last, ", ".join(CHANNELS_LAST))
     if spec.images is not None:
-        check_int("images", spec.images, 1)
+        check_int("images", spec.images, 1, COUNT_MAX)
     if spec.image_size is not None:
-        check_int("image_size", spec.image_size, 8)
+        check_int("image_size", spec.image_size, 8, SIDE_MAX)
     if not isinstance(spec.device, str) or not DEVICE_RE.match(spec.device):
         raise ConfigError("device", spec.device, "auto, cpu, cuda, cuda:N")
     if not isinstance(spec.data, str) or not spec.data:
         raise ConfigError("data", spec.data, "cifar10-test, synthetic, or a path")
     for name in ("warmup_batches", "min_timed_batches"):
-        check_int(name, getattr(spec, name), 0)
+        check_int(name, getattr(spec, name), 0, COUNT_MAX)
     check_number("min_time_s", spec.min_time_s)
     check_bool("skip_bad_images", spec.skip_bad_images)
     if spec.cudnn_benchmark is not None:
@@ -205,10 +209,13 @@ def merge(scenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str,
             if value is None:
                 continue
             if key not in known:
-                raise ConfigError("config key", key, ", ".join(sorted(known)))
+                raise ConfigError("config key", key, ", ".join(sorted(known)), choices=sorted(known | set(aliases)))
             merged[key] = parse_list(key, value) if key in LIST_FIELDS else value
     if isinstance(merged.get("channels_last"), bool):
         merged["channels_last"] = "on" if merged["channels_last"] else "off"
+    for key in LIST_FIELDS:
+        if isinstance(merged.get(key), tuple):
+            merged[key] = unique(key, merged[key])
     return merged
 
 

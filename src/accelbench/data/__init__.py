@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import io
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,11 @@ BUNDLED = {
     "cifar10-test": ASSETS / "cifar10" / "test.tar.gz",
     "cifar10-train-5k": ASSETS / "cifar10" / "train-5k.tar.gz",
 }
-_IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+# What Pillow decodes (an animated GIF or a multi-page TIFF: its first frame)
+_IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".gif", ".tif", ".tiff")
+# How a damaged archive fails while it is read: tarfile's own errors, a gzip stream cut short (EOFError,
+# zlib.error), the file system's
+_ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,18 +189,36 @@ def _list_archive_cached(path_str: str, mtime_ns: int, size: int) -> tuple[tuple
     try:
         with tarfile.open(path) as tar:
             names = sorted(m.name for m in tar.getmembers() if m.isfile())
-    except (tarfile.TarError, OSError) as exc:
-        raise DataError(f"cannot read archive {path}: {exc}") from None
+    except _ARCHIVE_ERRORS as exc:
+        raise DataError(_archive_error(path, exc)) from None
     return tuple((Path(n).parent.name, n) for n in names if Path(n).suffix.lower() in _IMAGE_EXT)
 
 
+def _archive_error(path: Path, exc: BaseException) -> str:
+    why = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, EOFError):
+        why = f"it ends too early (truncated or still being copied: {why})"
+    return f"cannot read archive {path}: {why}"
+
+
 def _read_archive(path: Path, members: list[str]) -> list[bytes]:
+    """The bytes of ``members`` of a .tar / .tar.gz, in that order.
+
+    Raises:
+        DataError: the archive cannot be read to the end (truncated, corrupt), or a member is missing.
+    """
     wanted = set(members)
     found: dict[str, bytes] = {}
-    with tarfile.open(path) as tar:
-        for m in tar:
-            if m.name in wanted:
-                found[m.name] = tar.extractfile(m).read()
+    try:
+        with tarfile.open(path) as tar:
+            for m in tar:
+                if m.name in wanted:
+                    found[m.name] = tar.extractfile(m).read()
+    except _ARCHIVE_ERRORS as exc:
+        raise DataError(_archive_error(path, exc)) from None
+    missing = [m for m in members if m not in found]
+    if missing:
+        raise DataError(f"cannot read archive {path}: {missing[0]} is missing (the archive changed while it was read)")
     return [found[m] for m in members]
 
 

@@ -7,21 +7,26 @@ Names resolve in this order:
 4. a torchvision classification model name (``resnet50``, ``vit_b_16``, ...), with its ImageNet
    weights when they are already in the torch hub cache, else random weights.
 
-A user factory's module may declare, as attributes (all optional): ``label_space`` (``imagenet-1k``,
-``cifar10`` or ``folder``: which class each output is), ``input_mean`` / ``input_std`` (3 floats on the 0..1
-pixel scale, default ImageNet's), ``default_image_size`` (pixels, default 224), ``crop_pct`` (input side /
-shorter side before the center crop; default none: no crop) and ``interpolation`` (``bilinear``, ``bicubic``).
-The flags ``--label-space``, ``--mean``, ``--std``, ``--resize``, ``--crop-pct`` override them for any model.
+A user factory (``package.module:factory``) is code: naming one imports that module (the current directory
+first on ``sys.path``, as ``python -m`` has it) and calls the factory with no arguments, as a Python import
+would. The returned module, or else the factory's module, may declare as attributes (all optional):
+``label_space`` (``imagenet-1k``, ``cifar10`` or ``folder``: which class each output is), ``input_mean`` /
+``input_std`` (3 floats on the 0..1 pixel scale, default ImageNet's), ``default_image_size`` (pixels, default
+224), ``crop_pct`` (input side / shorter side before the center crop; default none: no crop) and
+``interpolation`` (``bilinear``, ``bicubic``). The flags ``--label-space``, ``--mean``, ``--std``, ``--resize``,
+``--crop-pct`` override them for any model.
+
+A factory runs with ``sys.argv`` holding its module's name only (accelbench's own flags are not its arguments),
+and its ``sys.exit`` (an ``argparse`` parser's refusal) is a :class:`ModelFactoryError`, never accelbench's exit.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from accelbench.core.errors import MissingDependencyError, UnknownModelError
+from accelbench.core.errors import MissingDependencyError, UnknownModelError, did_you_mean
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -214,28 +219,21 @@ def _timm_model(name: str, timm_name: str) -> LoadedModel:
 
 
 def _user_factory(name: str) -> Callable:
-    mod_name, _, attr = name.partition(":")
-    try:
-        factory = getattr(importlib.import_module(mod_name), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise UnknownModelError(f"cannot import model factory {name!r}: {exc}") from None
-    if not callable(factory):
-        raise UnknownModelError(f"model factory {name!r} is a {type(factory).__name__}, not a callable")
-    return factory
+    from accelbench.models.user import factory
+
+    return factory(name)
 
 
 def _user_model(name: str) -> LoadedModel:
-    module = _user_factory(name)()
-    import torch
+    from accelbench.models.user import build
 
-    if not isinstance(module, torch.nn.Module):
-        raise UnknownModelError(f"model factory {name!r} returned {type(module).__name__}, not nn.Module")
-    size = int(getattr(module, "default_image_size", 224))
+    module, declared = build(name, ("label_space", "default_image_size", "input_mean", "input_std", "crop_pct",
+                                    "interpolation"))
     info = ModelInfo(
         name=name, source="user", pretrained=False, weights="as built by the factory",
-        label_space=getattr(module, "label_space", None), image_size=size,
-        mean=tuple(getattr(module, "input_mean", IMAGENET_MEAN)), std=tuple(getattr(module, "input_std", IMAGENET_STD)),
-        crop_pct=getattr(module, "crop_pct", None), interpolation=getattr(module, "interpolation", "bilinear"),
+        label_space=declared.get("label_space"), image_size=int(declared.get("default_image_size", 224)),
+        mean=tuple(declared.get("input_mean", IMAGENET_MEAN)), std=tuple(declared.get("input_std", IMAGENET_STD)),
+        crop_pct=declared.get("crop_pct"), interpolation=declared.get("interpolation", "bilinear"),
     )
     return LoadedModel(module, info)
 
@@ -243,10 +241,12 @@ def _user_model(name: str) -> LoadedModel:
 def _torchvision_name(name: str) -> None:
     import torchvision
 
-    if name not in torchvision.models.list_models(module=torchvision.models):
+    known = torchvision.models.list_models(module=torchvision.models)
+    if name not in known:
         raise UnknownModelError(
-            f"unknown model {name!r}: use a torchvision classification model (e.g. resnet50; accelbench models "
-            f"lists them), {', '.join(sorted(MODELS))}, timm:<name>, or package.module:factory"
+            f"unknown model {name!r}{did_you_mean(name, [*MODELS, *known])}: use a torchvision classification model "
+            f"(e.g. resnet50; accelbench models lists them), {', '.join(sorted(MODELS))}, timm:<name>, or "
+            "package.module:factory"
         )
 
 

@@ -36,10 +36,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from accelbench.store.lease import HEARTBEAT_S, STALE_S, Lease
-from accelbench.store.schema import SCHEMA_VERSION, RunBusyError, Schema, StoreError, _cell, _sql_type
+from accelbench.store.schema import (SCHEMA_VERSION, RunBusyError, Schema, StoreError, StoreWriteError, _cell, _sql_type,
+                                     discard_created)
 from accelbench.store.tables import Tables
 
-__all__ = ["Store", "StoreError", "RunBusyError", "SCHEMA_VERSION", "HEARTBEAT_S", "STALE_S"]
+__all__ = ["Store", "StoreError", "StoreWriteError", "RunBusyError", "SCHEMA_VERSION", "HEARTBEAT_S", "STALE_S",
+           "discard_created"]
 
 
 class Store(Schema, Lease, Tables):
@@ -54,6 +56,7 @@ class Store(Schema, Lease, Tables):
 
     def __init__(self, path: str | Path = "accelbench.db"):
         self.path = str(path)
+        self._note_created()
         self.token = uuid.uuid4().hex
         self._leased: set[int] = set()
         self._beat: threading.Thread | None = None
@@ -105,14 +108,20 @@ class Store(Schema, Lease, Tables):
         self._hold(run_id)
         return run_id
 
-    def finish_run(self, run_id: int, status: str) -> None:
-        """Set the run's final status and give back its lease."""
+    def finish_run(self, run_id: int, status: str, wait_s: float | None = None) -> None:
+        """Set the run's final status and give back its lease.
+
+        Args:
+            wait_s: how long to wait for a store another process holds locked (default :func:`lock_wait_s`).
+        Raises:
+            StoreWriteError: the store cannot be written.
+        """
         def update() -> None:
             with self.conn:
                 self.conn.execute("UPDATE runs SET status=?, finished_at=?, lease_pid=NULL, lease_host=NULL, "
                                   "lease_token=NULL, lease_heartbeat=NULL WHERE run_id=?", (status, time.time(), run_id))
 
-        self._write(update)
+        self._write(update, wait_s=wait_s)
         self._leased.discard(run_id)
         if not self._leased:
             self._stop_heartbeat()
@@ -122,6 +131,14 @@ class Store(Schema, Lease, Tables):
         row = self.conn.execute(
             "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status!='complete' "
             "ORDER BY run_id DESC LIMIT 1",
+            (kind, spec_hash),
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def complete_run(self, kind: str, spec_hash: str) -> int | None:
+        """The newest complete run of this kind and spec (what ``--resume`` reports when nothing is left), or None."""
+        row = self.conn.execute(
+            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status='complete' ORDER BY run_id DESC LIMIT 1",
             (kind, spec_hash),
         ).fetchone()
         return int(row[0]) if row else None
@@ -137,16 +154,21 @@ class Store(Schema, Lease, Tables):
         if row is None:
             raise KeyError(f"no run {run_id}" if run_id is not None else "the store has no runs")
         out = dict(row)
+        out["status"] = self.shown_status(row)
         out["spec"] = json.loads(out.pop("spec_json"))
         out["env"] = json.loads(out.pop("env_json"))
         return out
 
     def runs(self) -> list[dict[str, Any]]:
+        """Every run: ``run_id``, ``created_at``, ``kind``, ``status`` (a ``running`` run whose process is gone
+        reads ``interrupted (stale)``), ``cases`` (rows stored)."""
         rows = self.conn.execute(
-            "SELECT r.run_id, r.created_at, r.kind, r.status, "
-            "(SELECT COUNT(*) FROM cases c WHERE c.run_id=r.run_id) AS cases FROM runs r ORDER BY r.run_id"
+            "SELECT r.run_id, r.created_at, r.kind, r.status, r.lease_host, r.lease_pid, r.lease_token, "
+            "r.lease_heartbeat, (SELECT COUNT(*) FROM cases c WHERE c.run_id=r.run_id) AS cases FROM runs r "
+            "ORDER BY r.run_id"
         ).fetchall()
-        return [dict(r) for r in rows]
+        keep = ("run_id", "created_at", "kind", "status", "cases")
+        return [{**{k: r[k] for k in keep}, "status": self.shown_status(r)} for r in rows]
 
     # cases ----------------------------------------------------------------------------------------
     def _columns(self, table: str) -> set[str]:

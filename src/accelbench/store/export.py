@@ -28,8 +28,14 @@ def run_document(store, run_id: int, extra: Callable | None = None) -> dict:
 
 
 def write_json(path: str | Path, store, run_id: int, extra: Callable | None = None) -> None:
-    """Write :func:`run_document` to ``path``."""
-    Path(path).write_text(json.dumps(run_document(store, run_id, extra), indent=1, default=str))
+    """Write :func:`run_document` to ``path``, atomically (:func:`accelbench.core.outputs.write_text`).
+
+    Raises:
+        OutputError: the file cannot be written (exit 1: the run stays in the store).
+    """
+    from accelbench.core.outputs import write_text
+
+    write_text(path, json.dumps(run_document(store, run_id, extra), indent=1, default=str))
 
 
 def csv_text(store, run_id: int) -> str:

@@ -18,6 +18,7 @@ from accelbench.store.schema import RunBusyError
 
 HEARTBEAT_S = 10.0
 STALE_S = 60.0  # six missed heartbeats: the process is gone or hung
+STALE_STATUS = "interrupted (stale)"  # how a run reads whose status says running but whose process is gone
 
 
 def _pid_alive(pid: int) -> bool:
@@ -67,15 +68,28 @@ class Lease:
 
     def _busy_reason(self, run_id: int, row) -> str | None:
         host, pid, token, beat = row["lease_host"], row["lease_pid"], row["lease_token"], row["lease_heartbeat"]
-        if pid is None or token == self.token:
-            return None
+        if token == self.token or not self._alive(row):
+            return None  # ours, or stale: the holder stopped heart-beating or its process is gone
         age = time.time() - (beat or 0.0)
-        if age > STALE_S:
-            return None  # stale: the holder stopped heart-beating
-        if host == socket.gethostname() and not _pid_alive(int(pid)):
-            return None  # its process is gone
         return (f"run {run_id} is being run by pid {pid} on {host} (heartbeat {age:.0f} s ago): wait for it, or "
                 f"stop it and resume again (a lease is taken over after {STALE_S:.0f} s without a heartbeat)")
+
+    def _alive(self, row) -> bool:
+        """The lease of a run row (``lease_*`` columns) is held by a live process: this one, or one whose
+        heartbeat is recent and, on this host, whose pid lives."""
+        host, pid, token, beat = row["lease_host"], row["lease_pid"], row["lease_token"], row["lease_heartbeat"]
+        if pid is None:
+            return False
+        if token == self.token:
+            return True
+        if time.time() - (beat or 0.0) > STALE_S:
+            return False
+        return host != socket.gethostname() or _pid_alive(int(pid))
+
+    def shown_status(self, row) -> str:
+        """A run row's status as a reader should see it: :data:`STALE_STATUS` for a ``running`` run nobody runs
+        (its process was killed, or lost power: ``--resume`` continues it), else the stored status."""
+        return STALE_STATUS if row["status"] == "running" and not self._alive(row) else row["status"]
 
     def lease(self, run_id: int) -> dict[str, Any]:
         """The run's lease: ``host``, ``pid``, ``heartbeat`` (epoch s), all None when nobody holds it."""

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
 import sqlite3
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from accelbench.core.errors import AccelbenchError
+from accelbench.core.errors import EXIT_USAGE, AccelbenchError, StopSweep
 
 SCHEMA_VERSION = 2
 
@@ -60,6 +65,33 @@ class RunBusyError(AccelbenchError):
     """Another live process holds the run's lease (it is running the run now)."""
 
 
+class StoreWriteError(StoreError, StopSweep):
+    """A write the store refused: locked by another process for longer than :func:`lock_wait_s`, a full disk,
+    a read-only file. Before a run exists it is one line and exit 2; during a sweep the loop ends the run as
+    interrupted (exit 130, ``--resume`` continues it: :class:`accelbench.core.errors.StopSweep`)."""
+
+    exit_code = EXIT_USAGE
+
+
+LOCK_WAIT_ENV = "ACCELBENCH_STORE_LOCK_WAIT_S"
+LOCK_WAIT_S = 300.0  # how long a write waits for another process's write transaction to end
+LOCK_SLICE_MS = 1000  # SQLite's busy timeout of one write attempt; between attempts accelbench backs off
+
+
+def lock_wait_s() -> float:
+    """Seconds a write retries while another process holds the store locked: ``$ACCELBENCH_STORE_LOCK_WAIT_S``
+    (a number >= 0), else :data:`LOCK_WAIT_S`."""
+    try:
+        value = float(os.environ.get(LOCK_WAIT_ENV, LOCK_WAIT_S))
+    except ValueError:
+        return LOCK_WAIT_S
+    return value if math.isfinite(value) and value >= 0 else LOCK_WAIT_S
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 def _sql_type(value: Any) -> str:
     # A column first seen as None gets no declared type (no affinity), so a later float or int is
     # stored as a number, not coerced to text.
@@ -84,11 +116,42 @@ def _reason(exc: sqlite3.Error) -> str:
 
 
 
+_CREATED: list[str] = []  # the store files this process created
+
+
+def discard_created() -> list[str]:
+    """Delete the store files this process created that hold nothing (a refused command's): returns their paths.
+    ``accelbench.cli.main`` calls it as a command ends, so a refused command leaves no file behind."""
+    gone = [path for path in dict.fromkeys(_CREATED) if _discard_if_empty(path)]
+    _CREATED.clear()
+    return gone
+
+
+def _discard_if_empty(path: str) -> bool:
+    """Delete the store at ``path`` (and its journal) when no table but ``meta`` holds a row."""
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "meta" not in tables or any(conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()
+                                           for t in tables - {"meta", "sqlite_sequence"}):
+                return False
+    except sqlite3.Error:
+        return False
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+    return True
+
+
 class Schema:
     """Opening a store file and keeping its schema current (a mixin of :class:`accelbench.store.Store`)."""
 
     path: str
     conn: sqlite3.Connection
+
+    def _note_created(self) -> None:
+        if self.path != ":memory:" and not Path(self.path).exists():
+            _CREATED.append(self.path)
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
@@ -113,6 +176,8 @@ class Schema:
         why = _reason(exc)
         if "not a database" in why or "malformed" in why:
             return f"{self.path} is not an accelbench database ({why})"
+        if "full" in why:
+            return f"cannot write the results store {self.path}: its disk is full ({why})"
         if "readonly" in why or "read-only" in why or "unable to open" in why or "disk I/O" in why:
             return f"cannot write the results store {self.path} ({why}): choose a writable --db"
         return f"results store {self.path}: {why}"
@@ -155,12 +220,40 @@ class Schema:
             "UPDATE cases SET case_key = case_key || '|dup=' || case_id WHERE case_id NOT IN "
             "(SELECT MIN(case_id) FROM cases GROUP BY run_id, case_key)")
 
-    def _write(self, fn, *args):
-        """Run a write; a database that cannot be written is a one-line StoreError."""
+    def _write(self, fn, *args, wait_s: float | None = None):
+        """Run a write; while another process holds the store locked, retry with backoff for ``wait_s``
+        (default :func:`lock_wait_s`), saying once on stderr that it waits.
+
+        Raises:
+            StoreError: the write breaks a constraint (a second row of a case).
+            StoreWriteError: the store stayed locked, is full, or cannot be written.
+        """
+        wait = lock_wait_s() if wait_s is None else wait_s
+        start, delay = time.monotonic(), 0.05
+        while True:
+            try:
+                return self._attempt(fn, *args)
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"results store {self.path}: {_reason(exc)}") from None
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc):
+                    raise StoreWriteError(self._describe(exc)) from None
+            waited = time.monotonic() - start
+            if waited >= wait:
+                raise StoreWriteError(f"the results store {self.path} stayed locked by another process for "
+                                      f"{waited:.0f} s ({LOCK_WAIT_ENV} sets how long to wait)") from None
+            if delay == 0.05:
+                print(f"waiting: the results store {self.path} is locked by another process; retrying for up to "
+                      f"{wait:.0f} s", file=sys.stderr, flush=True)
+            time.sleep(min(delay, max(0.0, wait - waited)))
+            delay = min(2 * delay, 5.0)
+
+    def _attempt(self, fn, *args):
+        """``fn(*args)`` with SQLite's busy timeout cut to one slice (reads keep the connection's 30 s)."""
+        if self.path == ":memory:":
+            return fn(*args)
+        self.conn.execute(f"PRAGMA busy_timeout = {LOCK_SLICE_MS}")
         try:
             return fn(*args)
-        except sqlite3.IntegrityError as exc:
-            raise StoreError(f"results store {self.path}: {_reason(exc)}") from None
-        except sqlite3.OperationalError as exc:
-            raise StoreError(self._describe(exc)) from None
-
+        finally:
+            self.conn.execute("PRAGMA busy_timeout = 30000")

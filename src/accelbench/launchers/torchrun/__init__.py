@@ -130,12 +130,13 @@ class Torchrun:
             res = launch(job, self.opts, self.visible, self.prefix, self.echo, stop=self.stop,
                          on_result=lambda doc: self._store(sweep, todo, doc, seen))
             self.launches += 1
-            if res.ok:
+            if res.ok and self.opts.nnodes > 1:  # global rank 0 may sit on another node: its store has the rows
                 return
             left = [c for c in todo if c.key not in seen]
             failed = next((c for c in left if c.key == res.current), left[0] if left else None)
-            if failed is None:  # every case finished and the job failed while shutting down
+            if failed is None:  # every case finished (the job may have failed while shutting down)
                 return
+            # a case without its result, also when every rank exited 0 (model code that exits): its row says why
             status, reason = failure(res)
             sweep.finished(failed, {**self._row(sweep, failed), "status": status, "error": reason})
             todo = self._runnable(sweep, [c for c in left if c is not failed])

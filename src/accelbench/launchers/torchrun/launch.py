@@ -242,7 +242,8 @@ def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, pref
         on_result: called with each finished case's result document (``result-<N>.json``), in case order, as
             it appears (so a case is stored when it finishes, not when the job ends).
     Raises:
-        KeyboardInterrupt: Ctrl-C, SIGTERM (main thread) or ``stop``; every rank is stopped first.
+        KeyboardInterrupt: Ctrl-C, SIGTERM (main thread) or ``stop``; every rank is stopped first (as for anything
+        ``on_result`` raises).
     """
     run = Torchrun(job, opts, visible_devices, prefix, echo)
     seen: set[str] = set()
@@ -266,6 +267,10 @@ def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, pref
             run.kill()
         deliver()  # a case that finished just before the stop is kept
         raise
+    except BaseException:  # a result that cannot be stored (StopSweep: the store is locked or full), a bug
+        with shielded():
+            run.kill()  # never leave ranks running behind
+        raise
     return res
 
 
@@ -278,4 +283,6 @@ def failure(res: LaunchResult) -> tuple[str, str]:
         first = res.errors[0]
         return ("oom" if first["oom"] else "error"), f"rank {first['rank']} failed: {first['error']}"
     last = next((line for line in reversed(res.tail) if line.strip()), "")
+    if res.returncode == 0:
+        return "error", f"ranks exited (code 0) before the case finished, without a report: {last.strip()[:200]}"
     return "error", f"ranks exited with code {res.returncode} without a report: {last.strip()[:200]}"

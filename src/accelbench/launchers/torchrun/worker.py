@@ -39,7 +39,7 @@ class RankSink:
 
 def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
     """This rank's result of one case: ``{"record", "series", "rows"}`` (raises what the measurement raises)."""
-    from accelbench.core.loop import cleanup
+    from accelbench.core.guard import cleanup
 
     if ctx.info.local_rank == 0:
         note_progress(ctx.workdir, "start", case.key)
@@ -51,6 +51,10 @@ def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
     except Exception as exc:
         note_error(ctx.workdir, ctx.rank, case.key, one_line(exc), is_oom(exc))
         raise
+    except SystemExit as exc:  # the model's code exited: this case's error, never a rank that "succeeded"
+        why = f"SystemExit: the model's code called sys.exit({exc.code!r})"
+        note_error(ctx.workdir, ctx.rank, case.key, why, False)
+        raise RuntimeError(why) from None
     finally:
         cleanup(ctx.device)
 
@@ -94,6 +98,9 @@ def run_job(job: Job, info: RankInfo) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of one rank. Raises on failure (non-zero exit, torchrun stops the others)."""
+    from accelbench.core import quiet
+
+    quiet.install(lambda text: print(f"note: {text}", file=sys.stderr))  # the same filtered noise as the launcher
     argv = sys.argv[1:] if argv is None else argv
     job = Job.load(argv[0])
     info = rank_info() or RankInfo(rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0,

@@ -1,0 +1,61 @@
+"""``--resume`` is idempotent (issue 21, item 2): with nothing unfinished and a complete run of the same settings,
+it says which run is complete (id, store) and exits 0 having measured nothing, in one process and under
+``--gpus``; with no run of these settings at all it starts one and says so; an interrupted run still continues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fault_harness import cases, run_accelbench, runs
+
+TINY = ["--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu", "--idle-s", "0",
+        "--min-timed-batches", "1"]
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+def _resume_twice(tmp_path: Path, extra: list[str]) -> None:
+    db = tmp_path / "r.db"
+    first = run_accelbench(["run", *TINY, *extra, "--db", str(db), "--resume"], ONE_THREAD)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert f"--resume: no earlier run of these settings in {db}: ran them as new run 1" in first.stdout, first.stdout
+    before = [r["case_id"] for r in cases(db)]
+    assert before and runs(db) == [(1, runs(db)[0][1], "complete")]
+
+    again = run_accelbench(["run", *TINY, *extra, "--db", str(db), "--resume"], ONE_THREAD)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"nothing to resume: run 1 in {db} is complete with these settings" in again.stdout, again.stdout
+    assert "Traceback" not in again.stderr and not again.stderr.strip(), again.stderr
+    assert [r["case_id"] for r in cases(db)] == before  # nothing measured, nothing added
+    assert [r[0] for r in runs(db)] == [1]
+
+
+def test_resume_of_a_complete_run_measures_nothing(tmp_path: Path) -> None:
+    _resume_twice(tmp_path, [])
+
+
+def test_resume_of_a_complete_run_measures_nothing_under_gpus(tmp_path: Path) -> None:
+    """The same under ``--gpus 2`` (two CPU processes through torchrun): no torchrun is started the second time."""
+    _resume_twice(tmp_path, ["--gpus", "2"])
+
+
+def test_other_settings_are_a_new_run_not_the_complete_one(tmp_path: Path) -> None:
+    """A complete run of other settings is not "already complete": --resume of new settings starts run 2."""
+    db = tmp_path / "o.db"
+    assert run_accelbench(["run", *TINY, "--db", str(db)], ONE_THREAD).returncode == 0
+    p = run_accelbench(["run", *TINY, "--batch-sizes", "1", "--db", str(db), "--resume"], ONE_THREAD)
+    assert p.returncode == 0 and "ran them as new run 2" in p.stdout, p.stdout + p.stderr
+    assert [(r[0], r[2]) for r in runs(db)] == [(1, "complete"), (2, "complete")]
+
+
+def test_an_interrupted_run_is_still_continued(tmp_path: Path) -> None:
+    """An interrupted run (here: marked so, as Ctrl-C leaves it) is continued, not reported complete."""
+    import sqlite3
+
+    db = tmp_path / "i.db"
+    assert run_accelbench(["run", *TINY, "--batch-sizes", "1,2", "--db", str(db)], ONE_THREAD).returncode == 0
+    with sqlite3.connect(db) as con:  # as a sweep stopped after its first case leaves it
+        con.execute("DELETE FROM cases WHERE case_key LIKE '%bs=2|%'")
+        con.execute("UPDATE runs SET status='interrupted'")
+    p = run_accelbench(["run", *TINY, "--batch-sizes", "1,2", "--db", str(db), "--resume"], ONE_THREAD)
+    assert p.returncode == 0 and "resumed run 1: 1 cases were already done" in p.stdout, p.stdout + p.stderr
+    assert runs(db) == [(1, "inference", "complete")] and len(cases(db)) == 2
