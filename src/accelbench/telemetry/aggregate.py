@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable, Sequence
 
-from accelbench.core.stats import percentile
+import numpy as np
+
 from accelbench.telemetry import energy as en
 from accelbench.telemetry.sources.gpm import GPM_METRICS
 
@@ -73,7 +74,8 @@ def clock_variation(samples: Sequence[dict]) -> float | None:
     if len(clocks) < 2:
         return None
     med = statistics.median(clocks)
-    return (percentile(clocks, 95) - percentile(clocks, 5)) / med if med > 0 else None
+    p5, p95 = np.percentile(clocks, [5, 95])
+    return float(p95 - p5) / med if med > 0 else None
 
 
 def _throttle(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any]:
