@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from accelbench.core import requirements
 from accelbench.core.env import sync_if_context
 from accelbench.core.errors import ERROR, OK, OOM, SKIPPED, UNSUPPORTED, Unsupported, is_oom, one_line
 
@@ -268,6 +269,7 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
 
     launcher = launcher or INLINE
     device = launcher.device(spec)
+    requirements.check(scenario, spec, device)  # the install (torch pair, extras): one line, exit 2, before anything
     cases = scenario.cases(spec, launcher.case_device(device))
     scenario.check(spec)
     state = launcher.prepare(scenario, spec, device, store)
