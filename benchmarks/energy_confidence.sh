@@ -3,11 +3,12 @@
 # sweep stays <= 10 minutes. Run on a GPU machine from the repository root (accelbench importable):
 #   OUT=/some/dir bash benchmarks/energy_confidence.sh
 # Prints the share of ok-confidence energy rows, the methods that gave them, the sweep time, and a verdict line;
-# exits 1 when either target is missed. Results in $OUT: x.db (the store), run.log.
+# exits 1 when either target is missed. Results in $OUT: x.db (the store), run.log. TIMEOUT_S=N stops the sweep
+# after N s (SIGTERM: the finished cases stay stored and are counted).
 set -uo pipefail
 OUT=${OUT:-./energy-out}; mkdir -p "$OUT"; DB=$OUT/x.db; rm -f "$DB"
 t0=$(date +%s)
-python3 -m accelbench run --db "$DB" > "$OUT/run.log" 2>&1; rc=$?
+timeout "${TIMEOUT_S:-0}" python3 -m accelbench run --db "$DB" > "$OUT/run.log" 2>&1; rc=$?
 t1=$(date +%s)
 tail -3 "$OUT/run.log"
 python3 - "$DB" $((t1 - t0)) "$rc" <<'PY'
