@@ -156,3 +156,23 @@ def test_the_watch_brackets_every_step_of_a_clocked_counter():
 def test_a_counter_that_cannot_be_read_stops_the_watch():
     watch = CounterWatch(lambda: None).start()
     assert watch.stop() == [] and step_counters([], key="none") == {}
+
+
+def test_the_sampler_gives_each_source_the_measured_block():
+    from accelbench.telemetry.sampler import Sampler
+    from accelbench.telemetry.sources import Source
+
+    class Edges(Source):
+        name, sampled = "edges", False
+
+        def begin(self):
+            return {"t": time.perf_counter()}
+
+        def end(self):
+            return {"t": time.perf_counter()}
+
+    with Sampler([Edges()], 0.02) as s:
+        inside = time.perf_counter()
+    c = s.counters["edges"]
+    start, stop = c["end"]["body_t"]
+    assert c["begin"]["t"] <= start <= inside <= stop <= c["end"]["t"]  # the with-body, within the sampler's edges
