@@ -130,7 +130,7 @@ def _missing(package: str, exc: Exception, why: str | None = None) -> str:
     if isinstance(exc, ImportError):
         state = "is not installed" if have is None else f"{have} is installed but does not import"
     else:
-        state = f"{have} does not work ({one_line(exc)})"
+        state = f"{have + ' ' if have else ''}does not work ({one_line(exc)})"
     return f"{package} {state}: {f'{why} needs it: ' if why else ''}{install_command(package, PACKAGES[package][1])}"
 
 
