@@ -5,7 +5,12 @@ is still running when the signal arrives" is a fact rather than a race against t
 The model is ``signal_helpers:gated_net`` (``tests/`` is on the subprocesses' ``PYTHONPATH``). With
 ``ACCELBENCH_TEST_GATE=<file>`` set, a forward pass whose batch is at least ``ACCELBENCH_TEST_GATE_BATCH`` and
 whose process's ``WORLD_SIZE`` is at least ``ACCELBENCH_TEST_GATE_WORLD`` touches ``<file>.waiting`` and waits
-while ``<file>`` exists (:class:`Gate` opens it).
+while ``<file>`` exists (:class:`Gate` opens it), at most ``DEADLINE_S``.
+
+A test sends its signal and then opens the gate (:meth:`Gate.signal`): the signal is delivered before the gate
+opens, so the held case cannot finish first; and a pass that cannot take the signal where it waits (LoadGen
+calls the model from its own thread while the main thread is inside LoadGen), or that reaches the gate after its
+process dealt with the signal (another rank), goes on instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -68,6 +73,16 @@ class Gate:
     def env(self) -> dict[str, str]:
         return {GATE: str(self.path), GATE_BATCH: str(self.batch), GATE_WORLD: str(self.world)}
 
+    def signal(self, send: Callable[[], object]) -> None:
+        """``send()`` the signal, then open the gate (module docstring)."""
+        try:
+            send()
+        finally:
+            self.open()
+
+    def close(self) -> None:
+        self.path.touch()
+
     def reached(self) -> bool:
         """A forward pass is waiting at the gate (since the last :meth:`rearm`)."""
         return Path(f"{self.path}.waiting").exists()
@@ -94,7 +109,8 @@ class GatedNet(nn.Module):
         if (gate and x.shape[0] >= int(os.environ.get(GATE_BATCH, "0"))
                 and int(os.environ.get("WORLD_SIZE", "1")) >= int(os.environ.get(GATE_WORLD, "0"))):
             Path(f"{gate}.waiting").touch()
-            while os.path.exists(gate):  # the model's own wait: the test opens the gate once it has signalled
+            t0 = time.monotonic()
+            while os.path.exists(gate) and time.monotonic() - t0 < DEADLINE_S:  # the test opens it once it signalled
                 time.sleep(0.02)
         return self.fc(self.conv(x).mean((2, 3)))
 

@@ -74,7 +74,7 @@ def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
            "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="batch 1 stored, batch 2 at the gate")
-    proc.send_signal(signal.SIGTERM)
+    gate.signal(lambda: proc.send_signal(signal.SIGTERM))
     _, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err)
     with sqlite3.connect(db) as con:

@@ -228,7 +228,7 @@ def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
     proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="the first case stored, the next at the gate")
-    proc.send_signal(signal.SIGTERM)
+    gate.signal(lambda: proc.send_signal(signal.SIGTERM))
     _, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130 and "rerun with --resume" in err, err
     assert stored_rows(db) == 1
@@ -248,6 +248,7 @@ def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
     db = tmp_path / "two.db"
     gate = Gate(tmp_path, batch=2)
     args = _interrupted_run(db, "1,2,3,4,5,6", gate)
+    gate.close()
     gate.rearm()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200", **gate.env(),
            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}

@@ -165,20 +165,21 @@ def test_ctrl_c_then_resume_continues_the_same_run(tmp_path: Path) -> None:
     """SIGINT to the process group mid-run: exit 130, one line, ranks stopped, finished case kept, run interrupted.
     ``--resume`` then runs only the missing case in the same run, while a second ``--resume`` finds it leased.
 
-    The batch-4 case waits at the gate, so the signal always finds it running (the batch-2 row stored, the
-    ranks waiting), and the resumed run holds its lease until the test opens the gate."""
+    The batch-4 case waits at the gate, so the signal always finds it running (the batch-2 row stored, a rank
+    waiting), and the resumed run holds its lease until the test opens the gate."""
     db = tmp_path / "r.db"
     gate = Gate(tmp_path, batch=4)
     args = ["run", "--gpus", "2", *GATED, "--batch-sizes", "2,4", "--db", str(db)]
     first = _start(args, gate.env())
     wait_for(lambda: _aggregates(db) and gate.reached(), first, label="batch 2 stored, batch 4 at the gate")
     children = _descendants(first)
-    os.killpg(first.pid, signal.SIGINT)
+    gate.signal(lambda: os.killpg(first.pid, signal.SIGINT))
     _stopped_cleanly(first, children)
     assert runs(db) == [(1, "inference-dp", "interrupted")]
     (done,) = _aggregates(db)
     assert done["batch_size"] == 2 and done["status"] == "ok"
 
+    gate.close()
     gate.rearm()
     resumed = _start([*args, "--resume"], gate.env())
     wait_for(lambda: _lease_pid(db) == resumed.pid and gate.reached(), resumed, label="the resumed run at the gate")
@@ -206,7 +207,7 @@ def test_scale_sigterm_then_resume_continues_at_the_missing_count(tmp_path: Path
     first = _start(args, gate.env())
     wait_for(lambda: _aggregates(db) and gate.reached(), first, label="1 process stored, 2 at the gate")
     children = _descendants(first)
-    first.send_signal(signal.SIGTERM)
+    gate.signal(lambda: first.send_signal(signal.SIGTERM))
     _stopped_cleanly(first, children)
     assert runs(db) == [(1, "scale", "interrupted")]
     (one,) = _aggregates(db)
@@ -228,8 +229,11 @@ def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:
     p = _start(["run", "--gpus", "2", *GATED, "--batch-sizes", "2", "--db", str(db)], gate.env())
     wait_for(lambda: len(_workers(p)) == 2 and gate.reached(), p, label="both ranks at the gate")
     children = _descendants(p)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.communicate()
-    left = _gone(children, 60)
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        left = _gone(children, 60)  # the gate stays closed: only the tether can stop them
+    finally:
+        gate.open()
     _kill_left(left)
     assert not left, "ranks or torchrun still running after accelbench was killed"
