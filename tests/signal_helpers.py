@@ -16,6 +16,7 @@ process dealt with the signal (another rank), goes on instead of waiting for eve
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import time
@@ -46,6 +47,13 @@ def wait_for(what: Callable[[], object], proc: subprocess.Popen | None = None, t
             raise AssertionError(f"exited {proc.returncode} before {label}\n{(out or '')[-3000:]}\n{(err or '')[-3000:]}")
         time.sleep(0.1)
     raise AssertionError(f"{label} not reached in {timeout:.0f} s")
+
+
+def takes_ctrl_c() -> None:
+    """``preexec_fn`` of a child a test sends SIGINT: Ctrl-C's default action, as in a terminal. A test runner started
+    in the background (``cmd &`` in a script) has SIGINT ignored, its children inherit that, and Python then
+    installs no KeyboardInterrupt handler: the child would never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stored_rows(db: Path) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fault_harness import TESTS, Fault, cases, check, no_run, run_accelbench, runs
-from signal_helpers import DEADLINE_S, Gate, stored_rows, wait_for
+from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +82,7 @@ def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, "COLUMNS": "200", **ONE_THREAD,
            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "accelbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
+                            text=True, env=env, start_new_session=True, preexec_fn=takes_ctrl_c)
 
 
 def _aggregates(db: Path) -> list[dict]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fault_harness import TESTS, cases, run_accelbench, runs
-from signal_helpers import DEADLINE_S, Gate, stored_rows, wait_for
+from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
 
 pytest.importorskip("mlperf_loadgen")
 
@@ -161,7 +161,7 @@ def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: 
     env = {**__import__("os").environ, "PYTHONPATH": f"{TESTS}:{__import__('os').environ.get('PYTHONPATH', '')}",
            "OMP_NUM_THREADS": "1", **gate.env()}
     proc = subprocess.Popen([sys.executable, "-m", "accelbench", *lg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=takes_ctrl_c)
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="SingleStream stored, MultiStream at the gate")
     gate.signal(lambda: proc.send_signal(signal.SIGINT))  # MultiStream then ends its test; the Ctrl-C stops the rest
     out, err = proc.communicate(timeout=DEADLINE_S)
