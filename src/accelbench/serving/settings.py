@@ -143,9 +143,9 @@ def infeasible(plan: TestPlan, forward_s: dict[int, float], max_batch: int) -> s
                     "meets it; not run")
         capacity = max_batch / last
         if plan.server_qps and plan.server_qps > MAX_OVER_CAPACITY * capacity:
-            return (f"Server target {plan.server_qps:g} queries/s is over {MAX_OVER_CAPACITY:g}x the capacity "
+            return (f"Server target {plan.server_qps:,.0f} queries/s is over {MAX_OVER_CAPACITY:g}x the capacity "
                     f"measured here ({capacity:,.0f} queries/s at batch {max_batch}): it cannot be VALID, and LoadGen "
-                    f"would pre-generate {plan.server_qps * plan.min_duration_s:.3g} queries; not run")
+                    f"would pre-generate {plan.server_qps * plan.min_duration_s:,.0f} queries; not run")
     if plan.mlperf_rules or plan.scenario not in ("SingleStream", "MultiStream"):
         return None
     n = plan.min_query_count or MIN_QUERIES[plan.scenario]
