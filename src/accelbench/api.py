@@ -10,7 +10,7 @@
     out = api.run(spec, Store("a.db"), gpus=2)         # accelbench run --gpus 2
     df = Store("a.db").cases(out.run_id)              # pandas DataFrame
 
-Every sweep goes through :func:`accelbench.core.loop.run` (one loop: resume, OOM boundary, failure rows,
+Every sweep goes through :func:`accelbench.sweep.loop.run` (one loop: resume, OOM boundary, failure rows,
 interrupts, derived columns, the lease), in this process or under torchrun.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelbench.core.loop import Outcome
+from accelbench.sweep.loop import Outcome
 
 
 def cuda_available() -> bool:
@@ -68,7 +68,7 @@ def launcher(gpus: int | None = None, opts=None):
 
 
 def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
-    """Everything that can refuse ``spec`` before anything is created (:func:`accelbench.core.loop.check`): the
+    """Everything that can refuse ``spec`` before anything is created (:func:`accelbench.sweep.loop.check`): the
     device, the models (resolved, not built), the data (readable), the scenario on this launch, and each of
     ``outputs`` (files to write after the run: :func:`accelbench.core.outputs.check_writable`). A command calls it
     before it creates its store and prints its header.
@@ -77,7 +77,7 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
         ConfigError, UnknownModelError, MissingDependencyError, DataError, OutputError: one line each.
     """
     from accelbench import scenarios
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.core.outputs import check_writable
 
     loop.check(scenarios.get(spec.scenario), spec, launcher(gpus, opts))
@@ -98,10 +98,10 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         resume: continue the newest unfinished run of the same spec and launch.
         on_case: progress ``(index, total, case, record_or_None)``; on_row: each detail row (an epoch) stored.
     Returns:
-        :class:`accelbench.core.loop.Outcome` (None on a rank other than 0 of a user's job).
+        :class:`accelbench.sweep.loop.Outcome` (None on a rank other than 0 of a user's job).
     """
     from accelbench import scenarios
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.launchers.torchrun.ranks import rank_info
 
     scenario = scenarios.get(spec.scenario)
@@ -132,7 +132,7 @@ def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
     """
     from accelbench import scenarios
     from accelbench.core.env import resolve_device
-    from accelbench.scenarios.profile import get_ceilings
+    from accelbench.scenarios.profile.scenario import get_ceilings
 
     device = resolve_device(spec.device)
     scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements

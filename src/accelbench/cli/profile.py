@@ -84,7 +84,7 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
         elif rec.get("ncu_error"):
             console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}")
         if rec.get("analytic_uncounted_ops"):
-            from accelbench.profile.analytic import AnalyticCounts
+            from accelbench.core.analytic import AnalyticCounts
 
             text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
             console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")

@@ -129,7 +129,7 @@ def model_chart(rec: dict, ceilings, stem) -> list[Path]:
 
 def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
     """Kernel families as points sized by their share of step time, each kernel as a faint dot."""
-    from accelbench.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import FAMILIES
 
     pts, notes = [], []
     for fam in FAMILIES:

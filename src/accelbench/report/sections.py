@@ -118,7 +118,7 @@ def convergence_blocks(records: list[dict]) -> list[dict]:
 
 def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
     """Profile: the per-case table and the model roofline against the device's cached ceilings."""
-    from accelbench.profile import storage
+    from accelbench.scenarios.profile import storage
     from accelbench.report.profile_table import PROFILE_COLUMNS
     from accelbench.report.roofline import figure, summary_points
 

@@ -12,12 +12,12 @@
 
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
 (one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the loop
-(:mod:`accelbench.core.loop`) does the rest.
+(:mod:`accelbench.sweep.loop`) does the rest.
 """
 
 from accelbench.scenarios.base import SCENARIOS, Scenario, by_kind, get, register
-from accelbench.scenarios import (  # noqa: E402,F401  (each registers itself: one line per scenario)
-    inference, train_step, converge, profile, input_pipeline, interconnect, loadgen,
+from accelbench.scenarios import (  # noqa: E402,F401  (each registers its scenarios: one line per scenario)
+    inference, interconnect, loadgen, profile, train,
 )
 
 __all__ = ["SCENARIOS", "Scenario", "by_kind", "get", "register"]

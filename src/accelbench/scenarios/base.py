@@ -21,7 +21,7 @@ class Scenario:
         settings_type / extras_type: its :class:`Settings` and per-case :class:`Extras` dataclasses.
         aliases: extra spellings of fields in TOML and flags.
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
-        derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
+        derived_keys: keyword arguments of :func:`accelbench.sweep.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
         quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
             run silently in fp32).

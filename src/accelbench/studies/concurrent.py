@@ -41,7 +41,7 @@ SCHEDULES = ("concurrent", "sequential")
 
 def _run_job(job: ConcurrentJob, k: int, schedule: str, gpus: int, visible: str | None, tmp: str,
              opts, echo: bool, stop: threading.Event | None = None) -> dict[str, Any]:
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.launchers.torchrun import Torchrun
     from accelbench.store import Store
 
@@ -72,7 +72,7 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
         RunBusyError: ``resume`` found the run being run by another live process.
     """
     from accelbench.core import env as envmod
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.core.spec import digest
     from accelbench.launchers.torchrun import Torchrun, device_kind
     from accelbench.launchers.torchrun.launch import sigterm_as_interrupt

@@ -46,7 +46,7 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
             leased by another live process.
     """
     from accelbench.core import env as envmod
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.launchers.torchrun import Torchrun
 
     counts = sorted(set(counts))

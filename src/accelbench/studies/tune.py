@@ -3,7 +3,7 @@ kind ``tune`` whose rows are the trials (the search itself: :mod:`accelbench.stu
 
 Every trial is an inference case (``workload`` ``train``: a ``train_step`` case, the training step of
 ``accelbench train``, whose configurations add the optimizer kernels: ``(precision, mode, fused)``) through THE
-loop (:func:`accelbench.core.loop.run`, ``run_id`` of the tune run, :class:`tune_budget.TrialLauncher`), stored
+loop (:func:`accelbench.sweep.loop.run`, ``run_id`` of the tune run, :class:`tune_budget.TrialLauncher`), stored
 at once under ``<case key>|trial=<stage>`` with ``tune_stage``, ``tune_window_s`` and ``tune_trial_s`` (the
 trial's whole wall time) columns, so ``--resume`` replays the stored trials without measuring them again.
 The budget is wall time, planned from measured costs (:mod:`accelbench.studies.tune_budget`): a budget too small
@@ -25,7 +25,7 @@ runs past the budget is stopped. The stages (the space and its order: :mod:`acce
    the runner-up beyond noise and what it gained over the default.
 
 The Inductor compile cache on disk (FX graph and autotuning caches) is kept across trials: a configuration
-measured again compiles from it (:func:`accelbench.core.loop.cleanup` resets Dynamo only).
+measured again compiles from it (:func:`accelbench.sweep.loop.cleanup` resets Dynamo only).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class Tuner:
         """The row of ``cfg`` (precision, mode[, fused optimizer]) at ``batch`` in ``stage``: stored already, or
         measured now (None when its predicted cost does not fit, :meth:`affordable`, or it was stopped at the
         budget: :func:`tune_budget.stopped`)."""
-        from accelbench.core import loop
+        from accelbench.sweep import loop
 
         spec, key = self.trial_spec(cfg, batch, stage, repeats)
         if key not in self.done:
@@ -218,7 +218,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     """
     from accelbench import backends, precisions, scenarios
     from accelbench.core import env as envmod
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.core.config import check_choices
     from accelbench.core.errors import ConfigError
     from accelbench.studies.tune_final import final, front

@@ -104,7 +104,7 @@ class TrialLauncher(Inline):
         return self._inputs
 
     def execute(self, sweep, cases: list, state) -> None:
-        from accelbench.core.loop import run_case
+        from accelbench.sweep.loop import run_case
         from accelbench.core.rank import Rank
         from accelbench.launchers.inline import RowSink
 

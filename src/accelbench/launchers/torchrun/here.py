@@ -1,5 +1,5 @@
 """A run launched by the user's own torchrun or ``srun`` (``accelbench run`` sees the rank variables): this
-process is one rank. Rank 0 runs the loop (:func:`accelbench.core.loop.run`) and stores every row; it
+process is one rank. Rank 0 runs the loop (:func:`accelbench.sweep.loop.run`) and stores every row; it
 tells the other ranks which cases to run (``broadcast_object_list``), and every rank then runs the same
 cases through the same code as a job accelbench launched itself (:func:`worker.run_cases`).
 
@@ -49,10 +49,10 @@ def options_for(info: RankInfo, opts: DistOptions | None) -> DistOptions:
 
 def run_here(scenario, spec, db: str | None, info: RankInfo, opts: DistOptions | None = None, on_case=None):
     """Run ``spec`` as one rank of a job someone else launched; rank 0 stores. Returns rank 0's
-    :class:`accelbench.core.loop.Outcome` (None on the other ranks)."""
+    :class:`accelbench.sweep.loop.Outcome` (None on the other ranks)."""
     import torch.distributed as dist
 
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.core.spec import case_from_dict
     from accelbench.launchers.torchrun.context import init
     from accelbench.launchers.torchrun.worker import run_cases

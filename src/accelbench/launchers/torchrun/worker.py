@@ -39,7 +39,7 @@ class RankSink:
 
 def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
     """This rank's result of one case: ``{"record", "series", "rows"}`` (raises what the measurement raises)."""
-    from accelbench.core.guard import cleanup
+    from accelbench.launchers.case import cleanup
 
     if ctx.info.local_rank == 0:
         note_progress(ctx.workdir, "start", case.key)

@@ -2,7 +2,7 @@
 
 Command (see :func:`command`): ``ncu --nvtx --nvtx-include accelbench_step/ --clock-control none
 --metrics <METRICS> --csv --page raw --print-units base --print-kernel-base demangled --log-file F
-python -m accelbench.profile.target <json>``: only the kernels of the one step inside the target's
+python -m accelbench.scenarios.profile.target <json>``: only the kernels of the one step inside the target's
 NVTX range are profiled, at the GPU's own clocks.
 
 FLOPs from the counters (Nsight Compute "Kernel Profiling Guide", roofline sections
@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 from accelbench.core.errors import AccelbenchError
-from accelbench.profile.kernels import KernelMetrics, classify
+from accelbench.scenarios.profile.kernels import KernelMetrics, classify
 
 TIME = "gpu__time_duration.sum"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
@@ -137,7 +137,7 @@ def command(ncu: str, metrics: tuple[str, ...], log_file: str, target_json: str,
     return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", "--clock-control", "none",
             "--metrics", ",".join(metrics), "--csv", "--page", "raw", "--print-units", "base",
             "--print-kernel-base", "demangled", "--log-file", log_file,
-            sys.executable, "-m", "accelbench.profile.target", target_json]
+            sys.executable, "-m", "accelbench.scenarios.profile.target", target_json]
 
 
 def diagnose(output: str, returncode: int) -> str | None:
@@ -165,7 +165,7 @@ def run(spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = 
     Raises:
         NcuError: ncu missing, no counter permission, the step failed, no kernels, or a timeout.
     """
-    from accelbench.profile.target import NVTX_RANGE, payload
+    from accelbench.scenarios.profile.target import NVTX_RANGE, payload
 
     ncu = ncu or find_ncu()
     metrics = metric_list(available_metrics(ncu))

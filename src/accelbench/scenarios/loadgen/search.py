@@ -39,7 +39,7 @@ def find_peak_qps(probe: Callable[[float], tuple[bool, Any]], upper_qps: float, 
                   lowest_qps: float = 0.0) -> Search:
     """Bisect ``(0, upper_qps)`` for the highest target QPS ``probe`` calls VALID: each probe at the
     midpoint of the current ``[lo, hi]``, ``steps`` times, none below ``lowest_qps`` (a test at a lower rate
-    would run past its time bound: :func:`accelbench.serving.settings.slowest_server_qps`; the search stops).
+    would run past its time bound: :func:`accelbench.scenarios.loadgen.settings.slowest_server_qps`; the search stops).
 
     Args:
         probe: runs one Server test at a target QPS; returns ``(valid, result)``.

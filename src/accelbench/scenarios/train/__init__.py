@@ -14,3 +14,5 @@ Modules:
     pipeline: input-pipeline throughput (DataLoader workers, pinned memory) and storage reads.
     input_bench: the ``accelbench input-pipeline`` run (loader rows, resident row, storage rows).
 """
+
+from accelbench.scenarios.train import converge, input_pipeline, train_step  # noqa: E402,F401  (register the training scenarios)

@@ -3,8 +3,8 @@
 A checkpoint holds everything a resumed run needs to continue to the same state: model, optimizer
 and GradScaler state (``TrainStep.state_dict``), the number of finished epochs, the per-epoch
 records so far, and the torch CPU/CUDA RNG states. The learning rate is a pure function of the step
-(:mod:`accelbench.train.schedule`) and the data order and augmentation are functions of
-``(seed, epoch)`` (:mod:`accelbench.train.augment`), so neither needs saved state.
+(:mod:`accelbench.scenarios.train.schedule`) and the data order and augmentation are functions of
+``(seed, epoch)`` (:mod:`accelbench.scenarios.train.augment`), so neither needs saved state.
 
 Safety: only tensors and plain data are written (the history is converted to Python int, float, str,
 bool, None, lists and dicts by :func:`plain`), and files are read with ``torch.load(weights_only=True)``,

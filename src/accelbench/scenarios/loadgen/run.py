@@ -1,6 +1,6 @@
 """One loadgen case, end to end: build, calibrate, run LoadGen's test(s) under telemetry, read the logs.
 
-Called by :meth:`accelbench.scenarios.loadgen.Loadgen.measure` (module docstring there).
+Called by :meth:`accelbench.scenarios.loadgen.scenario.Loadgen.measure` (module docstring there).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     from accelbench import backends, precisions
     from accelbench.data.evaluation import eval_inputs
     from accelbench.models import create_model
-    from accelbench.serving.sut import Runner, SampleLibrary, batch_sizes_built
+    from accelbench.scenarios.loadgen.sut import Runner, SampleLibrary, batch_sizes_built
 
     dev = rank.device
     torch.manual_seed(spec.seed)
@@ -109,9 +109,9 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
     Raises:
         whatever the model raised inside the SUT (an OOM becomes the case's ``oom`` row).
     """
-    from accelbench.serving.results import read_detail, result_columns
-    from accelbench.serving.settings import build_settings, log_settings
-    from accelbench.serving.sut import SUT
+    from accelbench.scenarios.loadgen.results import read_detail, result_columns
+    from accelbench.scenarios.loadgen.settings import build_settings, log_settings
+    from accelbench.scenarios.loadgen.sut import SUT
     from accelbench.telemetry import monitor
 
     lg, s = p.lg, p.spec.settings
@@ -150,11 +150,11 @@ def with_telemetry(cols: dict[str, Any], mon, device) -> dict[str, Any]:
 def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]:
     """The highest VALID Server QPS; each probe stored as a detail row. Returns the reported test's
     ``(record, series)``: the best VALID probe (or, when none was VALID, the last one)."""
-    from accelbench.scenarios.loadgen import plan_for
-    from accelbench.serving.search import find_peak_qps
+    from accelbench.scenarios.loadgen.scenario import plan_for
+    from accelbench.scenarios.loadgen.search import find_peak_qps
 
     from accelbench.core.errors import Unsupported
-    from accelbench.serving.settings import MAX_DURATION_FACTOR, slowest_server_qps
+    from accelbench.scenarios.loadgen.settings import MAX_DURATION_FACTOR, slowest_server_qps
 
     s = p.spec.settings
     upper = p.case.batch_size / p.runner.model_s[p.runner.sizes[-1]]
@@ -183,12 +183,12 @@ def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]
 
 
 def measure_case(case, spec, inputs, rank, sink, folder: Path) -> tuple[dict[str, Any], dict[str, list]]:
-    """The case's row and series (see the module docstring of :mod:`accelbench.scenarios.loadgen`)."""
+    """The case's row and series (see the module docstring of :mod:`accelbench.scenarios.loadgen.scenario`)."""
     from accelbench.core.errors import Unsupported
-    from accelbench.scenarios.loadgen import plan_for
-    from accelbench.serving import loadgen
-    from accelbench.serving.results import accuracy
-    from accelbench.serving.settings import infeasible
+    from accelbench.scenarios.loadgen.scenario import plan_for
+    from accelbench.scenarios.loadgen import loadgen
+    from accelbench.scenarios.loadgen.results import accuracy
+    from accelbench.scenarios.loadgen.settings import infeasible
 
     p = prepare_case(loadgen(), case, spec, inputs, rank)
     s, runner, sc = spec.settings, p.runner, case.extras.loadgen_scenario

@@ -21,8 +21,8 @@ import statistics
 import time
 from pathlib import Path
 
-from accelbench.train.augment import epoch_plan, scaled_pad
-from accelbench.train.datasets import DecodeDataset, Encoded, make_loader
+from accelbench.scenarios.train.augment import epoch_plan, scaled_pad
+from accelbench.scenarios.train.datasets import DecodeDataset, Encoded, make_loader
 
 # Ways to make a read cold, by every accepted spelling -> the method recorded as ``cold_method``.
 EVICT_METHODS = {"fadvise": "fadvise", "drop-caches": "drop_caches", "drop_caches": "drop_caches",
@@ -105,7 +105,7 @@ def resident_throughput(images, batch_size: int, min_batches: int = 10, seed: in
     """Crop/flip + normalisation throughput of a device-resident uint8 set ``(N, 3, S, S)``."""
     import torch
 
-    from accelbench.train.datasets import Resident, normalize
+    from accelbench.scenarios.train.datasets import Resident, normalize
 
     n = images.shape[0]
     res = Resident(images, torch.zeros(n, dtype=torch.int64, device=images.device))

@@ -1,7 +1,7 @@
 """The training-step scenario (``accelbench train``): step throughput, one process or DDP.
 
 Per case: a model with random weights, the images resized and normalised on the device (each rank keeps
-every ``world``-th one under torchrun), cut into batches, and :func:`accelbench.train.step.build_step`'s
+every ``world``-th one under torchrun), cut into batches, and :func:`accelbench.scenarios.train.step.build_step`'s
 step: forward, cross-entropy, backward and the optimizer step in the precision (autocast, GradScaler for
 amp-fp16, weights cast for bf16), compiled by the backend when it is ``compile``; under torchrun the
 module is wrapped in ``DistributedDataParallel`` (gradients all-reduced by DDP's bucketed hooks,
@@ -22,7 +22,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
 from accelbench.core.config import check_int, check_number
 from accelbench.scenarios.base import Scenario, register
-from accelbench.train.step import SWEEP_OPTIMIZER
+from accelbench.scenarios.train.step import SWEEP_OPTIMIZER
 
 GPU_DEFAULTS: dict[str, Any] = {
     "models": ("resnet50",), "batch_sizes": (64, 128, 256, 512), "precisions": ("fp32", "tf32", "amp-bf16"),
@@ -64,7 +64,7 @@ class TrainSettings(Windowed):
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
-        from accelbench.train.step import OPTIMIZERS
+        from accelbench.scenarios.train.step import OPTIMIZERS
 
         Windowed.__post_init__(self)
         check_eval_settings(self)
@@ -174,8 +174,8 @@ def _build(case, spec, inputs, rank):
     from accelbench.data.batches import make_batches
     from accelbench.data.evaluation import mapped_labels
     from accelbench.models import create_model
-    from accelbench.train.datasets import num_outputs
-    from accelbench.train.step import StepConfig, build_step
+    from accelbench.scenarios.train.datasets import num_outputs
+    from accelbench.scenarios.train.step import StepConfig, build_step
 
     dev, st = rank.device, spec.settings
     loaded = create_model(case.model, pretrained=False)
@@ -207,8 +207,8 @@ def loader_check(spec, case, size: int, step_rate: float, cache: dict) -> dict[s
     workers = spec.settings.loader_workers
     if workers is None or spec.data == "synthetic":
         return {}
-    from accelbench.train.datasets import load_encoded
-    from accelbench.train.pipeline import loader_throughput
+    from accelbench.scenarios.train.datasets import load_encoded
+    from accelbench.scenarios.train.pipeline import loader_throughput
 
     key = (size, case.batch_size)
     if key not in cache:

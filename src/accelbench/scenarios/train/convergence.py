@@ -1,5 +1,5 @@
 """Training from scratch to accuracy: the mechanics of the ``converge`` scenario
-(:mod:`accelbench.scenarios.converge`), one model per batch size.
+(:mod:`accelbench.scenarios.train.converge`), one model per batch size.
 
 Per batch size: random weights (seed ``spec.seed``), the classifier sized to the data's classes, SGD
 (or AdamW) with the peak learning rate scaled linearly with the batch size, a warm-up + cosine (or
@@ -10,10 +10,10 @@ the epoch's row is stored (workload ``convergence``, ``row_type`` ``epoch``). Af
 the first evaluation at or above the target, evaluation time included; ``time_to_target_train_s``
 leaves evaluation out). A failure (OOM, divergence, any error) is a summary row with its status and
 the next batch size runs. A resumed run continues each batch size from its newest good checkpoint
-(:mod:`accelbench.train.checkpoint`: read without running code; a bad one never ends the run).
+(:mod:`accelbench.scenarios.train.checkpoint`: read without running code; a bad one never ends the run).
 
 ``spec`` below is the converge scenario's :class:`accelbench.core.spec.Spec`: one model, one precision and
-one mode; the training settings are ``spec.settings`` (:class:`accelbench.scenarios.converge.ConvergeSettings`).
+one mode; the training settings are ``spec.settings`` (:class:`accelbench.scenarios.train.converge.ConvergeSettings`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core.errors import OK
-from accelbench.train import checkpoint as ckpt
-from accelbench.train.augment import epoch_plan, scaled_pad
+from accelbench.scenarios.train import checkpoint as ckpt
+from accelbench.scenarios.train.augment import epoch_plan, scaled_pad
 
 INPUT_BOUND_WAIT_FRACTION = 0.10  # epochs whose host waited on the loader longer than this are input-bound
 
@@ -67,8 +67,8 @@ def prepare_data(spec, device, image_size: int) -> ConvergeData:
         DataError: unreadable data, or evaluation classes that differ from the training classes.
     """
     from accelbench.data import load_images
-    from accelbench.train.datasets import load_encoded, resident_from_encoded
-    from accelbench.train.evaluate import resident_images
+    from accelbench.scenarios.train.datasets import load_encoded, resident_from_encoded
+    from accelbench.scenarios.train.evaluate import resident_images
 
     s = spec.settings
     enc = load_encoded(spec.data, spec.images, skip_bad=spec.skip_bad_images)
@@ -87,7 +87,7 @@ def _batches(spec, data: ConvergeData, plan, bs: int, device):
     if data.resident is not None:
         yield from data.resident.batches(plan, bs)
         return
-    from accelbench.train.datasets import DecodeDataset, make_loader
+    from accelbench.scenarios.train.datasets import DecodeDataset, make_loader
 
     pin = device.type == "cuda"
     for xb, yb in make_loader(DecodeDataset(data.encoded, data.image_size, plan), plan.order, bs,
@@ -99,8 +99,8 @@ def _train_epoch(step, spec, data: ConvergeData, bs: int, epoch: int, mean, std,
     """One pass over the training set. Returns the epoch's training metrics and per-step times (ms)."""
     import torch
 
-    from accelbench.train.datasets import normalize
-    from accelbench.train.schedule import lr_at
+    from accelbench.scenarios.train.datasets import normalize
+    from accelbench.scenarios.train.schedule import lr_at
 
     s = spec.settings
     n = len(data.encoded.blobs)
@@ -151,8 +151,8 @@ def _build_step(spec, bs: int, n_classes: int, device):
 
     from accelbench import precisions
     from accelbench.models import create_model
-    from accelbench.train.datasets import set_num_classes
-    from accelbench.train.step import StepConfig, build_step
+    from accelbench.scenarios.train.datasets import set_num_classes
+    from accelbench.scenarios.train.step import StepConfig, build_step
 
     s = spec.settings
     torch.manual_seed(spec.seed)
@@ -222,7 +222,7 @@ def _run_epoch(step, info, spec, data, bs, epoch: int, history: list[dict], devi
     import torch
 
     from accelbench.telemetry import monitor
-    from accelbench.train.evaluate import evaluate
+    from accelbench.scenarios.train.evaluate import evaluate
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelbench.core.errors import DataError
-from accelbench.train.augment import EpochPlan, crop_flip
+from accelbench.scenarios.train.augment import EpochPlan, crop_flip
 
 
 @dataclass(frozen=True, slots=True)

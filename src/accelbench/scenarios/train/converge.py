@@ -4,7 +4,7 @@ One case per batch size (the comparison is one run); each trains a fresh model w
 scaled linearly, stores one row per epoch as it ends (loss, accuracy on the evaluation set, wall and
 device time, data wait, telemetry, energy, cost) and a summary row with the time to accuracy
 (DAWNBench's metric, Coleman et al. 2017). The mechanics, checkpoints and resume are
-:mod:`accelbench.train.converge`.
+:mod:`accelbench.scenarios.train.convergence`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class ConvergeSettings(Settings):
     checkpoint_dir: str | None = None
 
     def __post_init__(self) -> None:
-        from accelbench.train.step import OPTIMIZERS
+        from accelbench.scenarios.train.step import OPTIMIZERS
 
         for name, allowed in (("schedule", SCHEDULES), ("placement", PLACEMENTS), ("optimizer", OPTIMIZERS)):
             if getattr(self, name) not in allowed:
@@ -147,7 +147,7 @@ class Converge(Scenario):
 
     def prepare(self, spec, device, store) -> _State:
         from accelbench.models import create_model
-        from accelbench.train.converge import determinism, prepare_data
+        from accelbench.scenarios.train.convergence import determinism, prepare_data
 
         size = spec.image_size or create_model(spec.models[0], pretrained=False).info.image_size
         folder = Path(spec.settings.checkpoint_dir) if spec.settings.checkpoint_dir else default_checkpoint_dir(store.path)
@@ -157,7 +157,7 @@ class Converge(Scenario):
         return {**super().base_record(case, device), "row_type": "summary"}
 
     def measure(self, case, spec, state: _State, rank, sink):
-        from accelbench.train.converge import base_fields, train_batch_size
+        from accelbench.scenarios.train.convergence import base_fields, train_batch_size
 
         fields = train_batch_size(spec, case.batch_size, state.data, rank.device, state.det, sink, state.folder)
         return {**base_fields(spec, case.batch_size, state.det), **fields}, {}

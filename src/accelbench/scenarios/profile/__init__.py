@@ -14,3 +14,5 @@
 The ``accelbench profile`` scenario itself is :mod:`accelbench.scenarios.profile`. Charts live in
 :mod:`accelbench.report.roofline` (the only place matplotlib is imported).
 """
+
+from accelbench.scenarios.profile import scenario  # noqa: E402,F401  (registers the profile scenario)

@@ -4,10 +4,10 @@ Offline scenarios, driven by LoadGen in this process, with telemetry, energy and
 Per case (model x precision x mode x LoadGen scenario x batch size; SingleStream runs batch 1, MultiStream
 its 8 samples a query, Offline and Server each ``--max-batch``):
 1. the model in its precision and backend, built for the batch sizes the SUT will run
-   (:func:`accelbench.serving.sut.batch_sizes_built`), and the forward timed alone at each size;
+   (:func:`accelbench.scenarios.loadgen.sut.batch_sizes_built`), and the forward timed alone at each size;
 2. the real images pre-processed and resident on the device (the QSL);
 3. one LoadGen test in PerformanceOnly mode under the telemetry monitor; for Server without a target QPS,
-   a bisection for the highest VALID QPS (:mod:`accelbench.serving.search`), each probe a detail row;
+   a bisection for the highest VALID QPS (:mod:`accelbench.scenarios.loadgen.search`), each probe a detail row;
 4. with ``--accuracy``, an AccuracyOnly test: top-1/top-5 from LoadGen's accuracy log;
 5. LoadGen's summary and detail logs kept beside the store (``loadgen_log_dir`` on the row).
 
@@ -27,7 +27,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.data.evaluation import EVAL_HASH_DEFAULTS, check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
-from accelbench.serving.settings import MULTISTREAM_SAMPLES, SCENARIOS, TestPlan, check_server
+from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, SCENARIOS, TestPlan, check_server
 
 GPU_DEFAULTS: dict[str, Any] = {"models": ("resnet50",), "precisions": ("amp-bf16",), "modes": ("eager",),
                                 "batch_sizes": (256,), "images": 1024, "warmup_batches": 5, "min_duration_s": 10.0}
@@ -41,7 +41,7 @@ class LoadgenSettings(Settings):
     """Attributes:
         scenarios: LoadGen scenarios, a subset of SingleStream, MultiStream, Server, Offline.
         min_duration_s, min_query_count: each test's minimums (MLPerf's own under ``mlperf_rules``; no
-            ``min_query_count`` takes the scenario's, :data:`accelbench.serving.settings.MIN_QUERIES`).
+            ``min_query_count`` takes the scenario's, :data:`accelbench.scenarios.loadgen.settings.MIN_QUERIES`).
         server_target_qps: Server's arrival rate (queries/s); None searches for the highest VALID one.
         server_latency_ms: Server's p99 latency bound (MLPerf ResNet-50: 15 ms).
         server_search_steps: probes of the Server search.
@@ -122,7 +122,7 @@ class Loadgen(Scenario):
         return normalize_eval(merged)
 
     def check(self, spec) -> None:
-        from accelbench.serving import loadgen
+        from accelbench.scenarios.loadgen import loadgen
 
         loadgen()  # a missing extra is one line before anything runs
         super().check(spec)
@@ -145,7 +145,7 @@ class Loadgen(Scenario):
         return inputs, Path(root)
 
     def measure(self, case, spec, state, rank, sink):
-        from accelbench.serving.run import measure_case
+        from accelbench.scenarios.loadgen.run import measure_case
 
         inputs, root = state
         folder = root / f"run{sink.run_id}" / re.sub(r"[^A-Za-z0-9._-]+", "_", case.key)

@@ -7,7 +7,7 @@ counter, and the stored record holds the analytic counts and the ordered FLOPs o
 
 from __future__ import annotations
 
-from accelbench.profile import ncu, results, storage
+from accelbench.scenarios.profile import ncu, results, storage
 
 
 def reprocess(store, case_id: int, csv_text: str, ceilings, flop_calls=None) -> dict:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from accelbench.profile.roofline import arithmetic_intensity, ratio
+from accelbench.core.roofline import arithmetic_intensity, ratio
 
 FAMILIES = ("gemm_conv", "normalization", "reduction_pooling", "copy_transpose", "elementwise", "other")
 
@@ -75,7 +75,7 @@ class KernelMetrics(_Counts):
         time_s: ``gpu__time_duration.sum``.
         dram_read_bytes / dram_write_bytes: ``dram__bytes_read.sum`` / ``dram__bytes_write.sum``.
         flops_fp32 / flops_fp16 / flops_fp64: SASS (CUDA-core) FLOPs, add + mul + 2 x fma (see
-            :mod:`accelbench.profile.ncu` for the half-precision weighting).
+            :mod:`accelbench.scenarios.profile.ncu` for the half-precision weighting).
         flops_tensor: tensor-core operations (``sm__ops_path_tensor_src_*``, 2 per multiply-add).
         tensor_ops_by_source: tensor operations per source type (``bf16``, ``fp16``, ``tf32``, ...).
     """

@@ -8,7 +8,7 @@ launcher. The launcher measures them and reports each finished case to the :clas
 
 - stores a ``skipped`` row for a case whose configuration already ran out of memory at a smaller batch
   size (the OOM boundary is recorded, not run into again),
-- adds the derived columns (energy per sample and above idle, validity, cost: :mod:`accelbench.core.derived`)
+- adds the derived columns (energy per sample and above idle, validity, cost: :mod:`accelbench.sweep.derived`)
   to every stored row, so every scenario's rows carry them,
 - stores each row at once (an interrupted sweep loses nothing finished),
 - reports progress.
@@ -17,7 +17,7 @@ Ctrl-C or SIGTERM (raised as KeyboardInterrupt by the CLI), or a store that cann
 (:class:`accelbench.core.errors.StopSweep`: locked by another process past the wait, a full disk), marks the
 run ``interrupted``; ``--resume`` continues it. Whatever else ends a sweep early (a bug) marks it interrupted
 too before it propagates: a run is never left ``running``. A failure inside a case never escapes:
-:func:`accelbench.core.guard.guarded` turns it into an ``oom`` or ``error`` row with a one-line reason.
+:func:`accelbench.launchers.case.guarded` turns it into an ``oom`` or ``error`` row with a one-line reason.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from accelbench.core import requirements
+from accelbench.sweep import requirements
 from accelbench.core.errors import OK, OOM, SKIPPED, SettingsNote, StopSweep
-from accelbench.core.guard import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
+from accelbench.launchers.case import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Sweep:
 
     Attributes:
         scenario, spec, store, run_id, device: what runs, where the rows go.
-        ctx: :class:`accelbench.core.derived.SweepContext` (idle power, price).
+        ctx: :class:`accelbench.sweep.derived.SweepContext` (idle power, price).
         out: the :class:`Outcome` being filled.
         on_case: progress callback ``(index, total, case, record_or_None)``.
         on_row: called with each detail row a case stores as it goes (an epoch), after it is stored.
@@ -106,12 +106,12 @@ class Sweep:
         """Store one row (a case's, or a detail row: an epoch, a rank) with the derived columns.
 
         Args:
-            derived: keyword arguments of :func:`accelbench.core.derived.derived_columns` for this row (None:
+            derived: keyword arguments of :func:`accelbench.sweep.derived.derived_columns` for this row (None:
                 the scenario's ``derived_keys``; False: only the device and idle-power columns).
         Returns:
             The row's ``case_id``.
         """
-        from accelbench.core.derived import derived_columns
+        from accelbench.sweep.derived import derived_columns
 
         if derived is False:
             rec.update(device_name=self.ctx.device_name, **self.ctx.idle)
@@ -244,7 +244,7 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
 def _context(spec, launcher, device) -> tuple[dict, Any]:
     """``(environment, sweep context)``: provenance, idle power (``spec.idle_s`` of it) and the price, once."""
     from accelbench.core import env as envmod
-    from accelbench.core.derived import sweep_context
+    from accelbench.sweep.derived import sweep_context
 
     env = {**envmod.collect(launcher.env_device(device)), **launcher.env()}
     return env, sweep_context(launcher.devices(device), env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour,

@@ -2,7 +2,7 @@
 
 Cases: one per DataLoader worker count (``source`` ``loader``: decode, resize, crop/flip, collate, pinned
 memory on CUDA machines; each image resized on its own, as ``run`` and ``train`` do, to ``--image-size``, or
-when the data's images differ in size to :data:`accelbench.train.pipeline.MIXED_SIZES_SIDE`), the device-resident set (``resident``: crop/flip and normalisation on the device,
+when the data's images differ in size to :data:`accelbench.scenarios.train.pipeline.MIXED_SIZES_SIDE`), the device-resident set (``resident``: crop/flip and normalisation on the device,
 no decode), and the storage read test (``storage|cold``, then ``storage|warm``: the dataset files read with
 their pages evicted, then cached). Compare ``loader_samples_per_s`` with a training step's
 ``throughput_samples_per_s`` (``accelbench train``): a loader slower than the step makes training
@@ -31,7 +31,7 @@ class PipelineSettings(Settings):
         min_batches: batches timed after the first, per row.
         storage: run the cold/warm read test; evict: how reads are made cold, ``fadvise`` (the files read) or
             ``drop_caches`` (the host's whole page cache; ``drop-caches`` too); ``auto``, deprecated, means
-            ``fadvise`` (:data:`accelbench.train.pipeline.EVICT_METHODS`).
+            ``fadvise`` (:data:`accelbench.scenarios.train.pipeline.EVICT_METHODS`).
         resident: also measure the device-resident path.
     """
 
@@ -44,7 +44,7 @@ class PipelineSettings(Settings):
     resident: bool = True
 
     def __post_init__(self) -> None:
-        from accelbench.train.pipeline import EVICT_METHODS
+        from accelbench.scenarios.train.pipeline import EVICT_METHODS
 
         if not isinstance(self.workers, tuple) or not self.workers or any(
                 isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in self.workers):
@@ -120,8 +120,8 @@ class InputPipeline(Scenario):
         return None
 
     def measure(self, case, spec, cache, rank, sink):
-        from accelbench.train import pipeline
-        from accelbench.train.datasets import load_encoded, resident_from_encoded
+        from accelbench.scenarios.train import pipeline
+        from accelbench.scenarios.train.datasets import load_encoded, resident_from_encoded
 
         s = spec.settings
         if case.extras.source == "storage":

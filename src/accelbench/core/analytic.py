@@ -151,7 +151,7 @@ def count_flops(fn) -> tuple[float, dict[str, float], dict[str, int], tuple[tupl
 
 
 def count(work, step: str) -> AnalyticCounts:
-    """Analytic counts for a built workload (:class:`accelbench.profile.step.Workload`).
+    """Analytic counts for a built workload (:class:`accelbench.scenarios.profile.step.Workload`).
 
     The eager module is run: once forward-only, and for a training step once more as a whole step.
     """

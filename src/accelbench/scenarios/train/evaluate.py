@@ -31,7 +31,7 @@ def evaluate(module, images, labels, *, mean, std, precision: str, channels_last
 
     from accelbench import precisions
     from accelbench.core.stats import topk_correct
-    from accelbench.train.datasets import normalize
+    from accelbench.scenarios.train.datasets import normalize
 
     dev = images.device
     dtype = precisions.input_dtype(precision)

@@ -1,4 +1,4 @@
-"""The process Nsight Compute profiles: ``python -m accelbench.profile.target '<json>'``.
+"""The process Nsight Compute profiles: ``python -m accelbench.scenarios.profile.target '<json>'``.
 
 The JSON argument holds ``spec`` (the profile :class:`~accelbench.core.spec.Spec` as a dict), ``case`` (its
 :class:`~accelbench.core.spec.Case` as a dict, the step in its extras) and ``warmup``. The target builds the same workload as ``accelbench profile``, runs
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from accelbench.core.errors import one_line
-    from accelbench.profile import step as stepmod
+    from accelbench.scenarios.profile import step as stepmod
 
     argv = sys.argv[1:] if argv is None else argv
     try:

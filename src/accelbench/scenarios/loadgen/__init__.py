@@ -1,5 +1,5 @@
 """MLPerf Inference's LoadGen driven in-process (``accelbench loadgen``): the machinery of the ``loadgen``
-scenario (:mod:`accelbench.scenarios.loadgen`).
+scenario (:mod:`accelbench.scenarios.loadgen.scenario`).
 
 - :mod:`.sut`: the query sample library (real images, pre-processed and resident on the device, as the
   MLPerf reference harness keeps its performance samples) and the one system under test of every
@@ -32,3 +32,4 @@ def loadgen():
         raise MissingDependencyError("mlcommons-loadgen", "loadgen") from None
     return mlperf_loadgen
 
+from accelbench.scenarios.loadgen import scenario  # noqa: E402,F401  (registers the loadgen scenario)

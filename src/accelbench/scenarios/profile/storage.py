@@ -6,15 +6,15 @@ Tables (created on first use):
     profile_kernels(case_id, idx, name, family, time_s, dram_read_bytes, dram_write_bytes, flops_fp32,
         flops_fp16, flops_fp64, flops_tensor, tensor_source, intensity_flop_per_byte, achieved_flops_per_s,
         achieved_bytes_per_s, ceiling_name, bound, layer, analytic_flops): one row per profiled kernel (see
-        :func:`accelbench.profile.results.kernel_row`), linked to the profile case in ``cases``.
+        :func:`accelbench.scenarios.profile.results.kernel_row`), linked to the profile case in ``cases``.
 """
 
 from __future__ import annotations
 
 import json
 
-from accelbench.profile.ceilings import Ceilings
-from accelbench.profile.kernels import KernelMetrics
+from accelbench.scenarios.profile.ceilings import Ceilings
+from accelbench.scenarios.profile.kernels import KernelMetrics
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS ceilings (
@@ -66,7 +66,7 @@ def save_ceilings(store, ceilings: Ceilings, env: dict | None = None) -> int:
 
 
 def save_kernels(store, case_id: int, rows: list[dict]) -> None:
-    """Store the per-kernel rows (:func:`accelbench.profile.results.kernel_row`) of one profiled case."""
+    """Store the per-kernel rows (:func:`accelbench.scenarios.profile.results.kernel_row`) of one profiled case."""
     _ensure(store)
     store.insert_rows("profile_kernels", [{"case_id": case_id, **r} for r in rows])
 

@@ -1,11 +1,11 @@
 """The profile scenario (``accelbench profile``): the roofline of one inference or training step.
 
-Per case (a sweep case plus a step kind, :mod:`accelbench.profile.step`):
+Per case (a sweep case plus a step kind, :mod:`accelbench.scenarios.profile.step`):
 1. build the step; count FLOPs, parameters and minimum bytes analytically (any device);
 2. time ``timed_steps`` steps after ``warmup_steps`` (CUDA events / perf_counter), with telemetry;
-3. on a GPU, profile one step with Nsight Compute in a child process (:mod:`accelbench.profile.ncu`);
+3. on a GPU, profile one step with Nsight Compute in a child process (:mod:`accelbench.scenarios.profile.ncu`);
 4. store the record and its kernels (extension table ``profile_kernels``), draw charts.
-Machine ceilings are measured once per device and cached in the store (:mod:`accelbench.profile.storage`).
+Machine ceilings are measured once per device and cached in the store (:mod:`accelbench.scenarios.profile.storage`).
 A failure in a later stage keeps what the earlier ones produced: an ncu error sets ``ncu_status`` and
 ``ncu_error`` but the analytic and timed numbers stay; a build or timing failure is the case's status.
 """
@@ -79,7 +79,7 @@ def get_ceilings(store, device, remeasure: bool = False):
     import torch
 
     from accelbench.core.env import cpu_model
-    from accelbench.profile import ceilings as ceil, storage
+    from accelbench.scenarios.profile import ceilings as ceil, storage
 
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
     cached = None if remeasure else storage.cached_ceilings(store, name)
@@ -139,8 +139,9 @@ class Profile(Scenario):
     def measure(self, case, spec, ceilings, rank, sink):
         from accelbench.core.errors import one_line
         from accelbench.core.timing import time_passes, warm_up
-        from accelbench.profile import analytic, results
-        from accelbench.profile import step as stepmod
+        from accelbench.core import analytic
+        from accelbench.scenarios.profile import results
+        from accelbench.scenarios.profile import step as stepmod
         from accelbench.telemetry import monitor
 
         dev, st = rank.device, spec.settings
@@ -175,7 +176,7 @@ class Profile(Scenario):
 
     def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=()):
         """``(fields, kernel rows)``; an NcuError becomes ``ncu_status``/``ncu_error``."""
-        from accelbench.profile import ncu, results
+        from accelbench.scenarios.profile import ncu, results
 
         mode = spec.settings.ncu
         if mode == "off" or (device.type != "cuda" and mode == "auto"):
@@ -197,12 +198,12 @@ class Profile(Scenario):
         return fields, [results.kernel_row(k, ceilings, layers.get(k.index)) for k in prof.kernels]
 
     def after_store(self, store, case_id: int, rec: dict[str, Any], extra: dict[str, Any]) -> None:
-        from accelbench.profile import storage
+        from accelbench.scenarios.profile import storage
 
         storage.save_kernels(store, case_id, extra.get("_kernels") or [])
 
     def export_extra(self, store, run_id: int, doc: dict) -> None:
-        from accelbench.profile import storage
+        from accelbench.scenarios.profile import storage
 
         storage.export_extra(store, run_id, doc)
 

@@ -10,9 +10,9 @@ Which ceiling bounds what:
 
 from __future__ import annotations
 
-from accelbench.profile import roofline as rl
-from accelbench.profile.ceilings import Ceilings
-from accelbench.profile.kernels import FAMILIES, KernelMetrics, Totals, by_family, total
+from accelbench.core import roofline as rl
+from accelbench.scenarios.profile.ceilings import Ceilings
+from accelbench.scenarios.profile.kernels import FAMILIES, KernelMetrics, Totals, by_family, total
 
 TENSOR_CEILING = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp8": "fp8", "int8": "int8"}
 
@@ -23,7 +23,7 @@ def step_ceiling(ceilings: Ceilings, precision: str) -> tuple[str, float]:
     Raises:
         ValueError: neither that ceiling nor fp32 was measured.
     """
-    from accelbench.profile.ceilings import PRECISION_CEILING
+    from accelbench.scenarios.profile.ceilings import PRECISION_CEILING
 
     name = PRECISION_CEILING.get(precision, precision)
     for cand in (name, "fp32"):
