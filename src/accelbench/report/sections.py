@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 from accelbench.report import charts
-from accelbench.report.table import _present, case_notes, cell_value, format_cell, is_detail, oom_boundary
+from accelbench.report.blocks import charts_block, table_block
+from accelbench.report.table import case_notes, is_detail, oom_boundary
 
 PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver_version"), ("CUDA", "cuda"),
               ("cuDNN", "cudnn"), ("torch", "torch"), ("torchvision", "torchvision"), ("Python", "python"),
@@ -21,21 +22,6 @@ PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver
               ("CPU count", "cpu_count"), ("Host", "host"), ("OS", "os"), ("Power limit (W)", "power_limit_w"),
               ("SM clock max (MHz)", "sm_clock_max_mhz"), ("Memory clock max (MHz)", "mem_clock_max_mhz"),
               ("Idle power (W)", "idle_power_w"))
-
-
-def table_block(records: list[dict], columns, title: str | None = None, notes: list[str] = ()) -> dict | None:
-    """A table of ``records`` in ``columns`` (``(header, key, formatter)``, as the terminal tables); columns
-    without a value in any row are left out. None when there is no row."""
-    if not records:
-        return None
-    cols = [c for c in columns if c[1] == "status" or any(_present(cell_value(r, c[1])) for r in records)]
-    rows = [[format_cell(fmt, cell_value(r, key)) for _, key, fmt in cols] for r in records]
-    return {"type": "table", "title": title, "headers": [c[0] for c in cols], "rows": rows, "notes": list(notes)}
-
-
-def charts_block(items: list[dict]) -> dict | None:
-    """Charts shown side by side (None without any)."""
-    return {"type": "charts", "title": "Charts", "items": items} if items else None
 
 
 def provenance(run: dict) -> list[tuple[str, str]]:

@@ -128,7 +128,7 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     trials (the run's constraints) with the tune's winner, verdict, gain and command lines (column
     ``tune_summary``, written by ``accelbench tune``), and its chart."""
     from accelbench.report import charts
-    from accelbench.report.sections import charts_block, table_block
+    from accelbench.report.blocks import charts_block, table_block
     from accelbench.studies import tune_search as ts
 
     doc = (run.get("spec") or {}).get("tune") or {}

@@ -12,24 +12,7 @@ scenario (:mod:`accelbench.scenarios.loadgen.scenario`).
   VALID/INVALID and why), and its accuracy log into top-1/top-5.
 - :mod:`.search`: the highest Server QPS that is VALID, by bisection.
 
-LoadGen is the ``mlcommons-loadgen`` package (``pip install 'accelbench[loadgen]'``), imported only here.
+LoadGen is the ``mlcommons-loadgen`` package (``pip install 'accelbench[loadgen]'``), imported only in :mod:`.lib`.
 """
 
-from __future__ import annotations
-
-
-def loadgen():
-    """The ``mlperf_loadgen`` module.
-
-    Raises:
-        MissingDependencyError: ``mlcommons-loadgen`` is not installed (names the ``loadgen`` extra).
-    """
-    try:
-        import mlperf_loadgen
-    except ImportError:
-        from accelbench.core.errors import MissingDependencyError
-
-        raise MissingDependencyError("mlcommons-loadgen", "loadgen") from None
-    return mlperf_loadgen
-
-from accelbench.scenarios.loadgen import scenario  # noqa: E402,F401  (registers the loadgen scenario)
+from accelbench.scenarios.loadgen import scenario  # noqa: F401  (registers the loadgen scenario)

@@ -150,7 +150,7 @@ def with_telemetry(cols: dict[str, Any], mon, device) -> dict[str, Any]:
 def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]:
     """The highest VALID Server QPS; each probe stored as a detail row. Returns the reported test's
     ``(record, series)``: the best VALID probe (or, when none was VALID, the last one)."""
-    from accelbench.scenarios.loadgen.scenario import plan_for
+    from accelbench.scenarios.loadgen.settings import plan_for
     from accelbench.scenarios.loadgen.search import find_peak_qps
 
     from accelbench.core.errors import Unsupported
@@ -185,8 +185,8 @@ def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]
 def measure_case(case, spec, inputs, rank, sink, folder: Path) -> tuple[dict[str, Any], dict[str, list]]:
     """The case's row and series (see the module docstring of :mod:`accelbench.scenarios.loadgen.scenario`)."""
     from accelbench.core.errors import Unsupported
-    from accelbench.scenarios.loadgen.scenario import plan_for
-    from accelbench.scenarios.loadgen import loadgen
+    from accelbench.scenarios.loadgen.settings import plan_for
+    from accelbench.scenarios.loadgen.lib import loadgen
     from accelbench.scenarios.loadgen.results import accuracy
     from accelbench.scenarios.loadgen.settings import infeasible
 

@@ -122,7 +122,7 @@ class Loadgen(Scenario):
         return normalize_eval(merged)
 
     def check(self, spec) -> None:
-        from accelbench.scenarios.loadgen import loadgen
+        from accelbench.scenarios.loadgen.lib import loadgen
 
         loadgen()  # a missing extra is one line before anything runs
         super().check(spec)
@@ -150,15 +150,6 @@ class Loadgen(Scenario):
         inputs, root = state
         folder = root / f"run{sink.run_id}" / re.sub(r"[^A-Za-z0-9._-]+", "_", case.key)
         return measure_case(case, spec, inputs, rank, sink, folder)
-
-
-def plan_for(case, spec, **changes: Any) -> TestPlan:
-    """The LoadGen test of ``case`` (a :class:`TestPlan`; ``changes`` override its fields)."""
-    s = spec.settings
-    doc = dict(scenario=case.extras.loadgen_scenario, min_duration_s=s.min_duration_s,
-               min_query_count=s.min_query_count, mlperf_rules=s.mlperf_rules, model=case.model,
-               server_qps=s.server_target_qps, server_latency_ms=s.server_latency_ms)
-    return TestPlan(**{**doc, **changes})
 
 
 register(Loadgen())

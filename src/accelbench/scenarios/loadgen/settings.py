@@ -72,6 +72,15 @@ class TestPlan:
     expected_qps: float | None = None
 
 
+def plan_for(case, spec, **changes: Any) -> TestPlan:
+    """The LoadGen test of ``case`` (a :class:`TestPlan`; ``changes`` override its fields)."""
+    s = spec.settings
+    doc = dict(scenario=case.extras.loadgen_scenario, min_duration_s=s.min_duration_s,
+               min_query_count=s.min_query_count, mlperf_rules=s.mlperf_rules, model=case.model,
+               server_qps=s.server_target_qps, server_latency_ms=s.server_latency_ms)
+    return TestPlan(**{**doc, **changes})
+
+
 def build_settings(lg, plan: TestPlan) -> Any:
     """LoadGen's ``TestSettings`` for ``plan``.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import functools
 import glob
+import json
 import os
 import re
 import shutil
@@ -56,6 +57,12 @@ _PREFIX = {"p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G":
 # Long and short unit names as ncu prints them (``nsecond`` with --print-units base in some versions,
 # ``ns`` in 2025.3; ``byte``, ``Kbyte``; ``inst``); the prefix letter scales the base unit.
 _BASE_UNITS = ("second", "byte", "inst", "cycle", "warp", "thread", "sector", "request", "s", "B")
+NVTX_RANGE = "accelbench_step"  # the range ncu limits the profile to (the target pushes it around one step)
+
+
+def payload(spec, case, warmup: int) -> str:
+    """The JSON argument for one profiled step."""
+    return json.dumps({"spec": spec.to_dict(), "case": case.to_dict(), "warmup": warmup}, default=str)
 
 
 class NcuError(AccelbenchError):
@@ -165,8 +172,6 @@ def run(spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = 
     Raises:
         NcuError: ncu missing, no counter permission, the step failed, no kernels, or a timeout.
     """
-    from accelbench.scenarios.profile.target import NVTX_RANGE, payload
-
     ncu = ncu or find_ncu()
     metrics = metric_list(available_metrics(ncu))
     with tempfile.TemporaryDirectory(prefix="accelbench-ncu-") as tmp:

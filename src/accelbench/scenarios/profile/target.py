@@ -1,6 +1,6 @@
 """The process Nsight Compute profiles: ``python -m accelbench.scenarios.profile.target '<json>'``.
 
-The JSON argument holds ``spec`` (the profile :class:`~accelbench.core.spec.Spec` as a dict), ``case`` (its
+The JSON argument (:func:`accelbench.scenarios.profile.ncu.payload`) holds ``spec`` (the profile :class:`~accelbench.core.spec.Spec` as a dict), ``case`` (its
 :class:`~accelbench.core.spec.Case` as a dict, the step in its extras) and ``warmup``. The target builds the same workload as ``accelbench profile``, runs
 ``warmup`` untimed steps, then exactly one step inside the NVTX push/pop range ``NVTX_RANGE``, which
 ``ncu --nvtx --nvtx-include accelbench_step/`` limits the profile to. Errors end the process with
@@ -12,20 +12,15 @@ from __future__ import annotations
 import json
 import sys
 
-NVTX_RANGE = "accelbench_step"
-
-
-def payload(spec, case, warmup: int) -> str:
-    """The JSON argument for one profiled step."""
-    return json.dumps({"spec": spec.to_dict(), "case": case.to_dict(), "warmup": warmup}, default=str)
+from accelbench.scenarios.profile.ncu import NVTX_RANGE
 
 
 def _load(text: str):
-    from accelbench import scenarios
     from accelbench.core.spec import case_from_dict, spec_from_dict
+    from accelbench.scenarios.profile.scenario import Profile
 
     doc = json.loads(text)
-    scenario = scenarios.get("profile")
+    scenario = Profile()
     return spec_from_dict(scenario, doc["spec"]), case_from_dict(scenario, doc["case"]), int(doc.get("warmup", 2))
 
 
