@@ -21,7 +21,7 @@ import torch
 import torchvision
 
 from accelbench import api, precisions, scenarios
-from accelbench.core.env import resolve_device
+from accelbench.core.device import resolve_device
 from accelbench.sweep.loop import run_case
 from accelbench.core.rank import Rank
 from accelbench.core.spec import Case

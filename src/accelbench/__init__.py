@@ -9,7 +9,7 @@ record -> derived columns (:mod:`~accelbench.sweep.derived`) -> store (:mod:`~ac
 matplotlib) are imported lazily by the modules that need them.
 """
 
-__version__ = "0.2.0"
+from accelbench.core.version import __version__
 
 __all__ = ["__version__", "api", "Store"]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from accelbench.core.errors import OK
 from accelbench.sweep.loop import Outcome
 
 
@@ -107,7 +108,7 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
     scenario = scenarios.get(spec.scenario)
     info = rank_info()
     if info is not None and scenario.dist_kind:
-        from accelbench.launchers.torchrun.here import run_here
+        from accelbench.sweep.here import run_here
 
         return run_here(scenario, spec, store.path, info, opts, on_case=on_case)
     return loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
@@ -131,13 +132,35 @@ def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
     The device's ceilings are measured (or found in the store) before the cases run.
     """
     from accelbench import scenarios
-    from accelbench.core.env import resolve_device
+    from accelbench.core.device import resolve_device
     from accelbench.scenarios.profile.scenario import get_ceilings
 
     device = resolve_device(spec.device)
     scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements
     ceilings, cached = get_ceilings(store, device, spec.settings.remeasure_ceilings)
+    if spec.settings.chart_dir:
+        kw["on_case"] = _charting(store, ceilings, spec.settings.chart_dir, kw.get("on_case"))
     return sweep(spec, store, **kw), ceilings, cached
+
+
+def _charting(store, ceilings, folder: str, on_case):
+    """``on_case`` that first draws the roofline charts of each finished ``ok`` profile case into ``folder`` and
+    puts their paths (or ``chart_error``) on its stored row and its record."""
+    from pathlib import Path
+
+    from accelbench.report.roofline import case_charts
+    from accelbench.scenarios.profile.scenario import slug
+    from accelbench.scenarios.profile.storage import kernel_rows
+
+    def finished(i: int, n: int, case, rec) -> None:
+        if rec is not None and rec.get("status") == OK and rec.get("case_id") is not None:
+            cols = case_charts(rec, kernel_rows(store, rec["case_id"]), ceilings, Path(folder) / slug(case))
+            store.update_case(rec["case_id"], cols)
+            rec.update(cols)
+        if on_case:
+            on_case(i, n, case, rec)
+
+    return finished
 
 
 def input_pipeline(spec, store, **kw) -> Outcome:
@@ -210,7 +233,7 @@ def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...]
         AccelbenchError: a run or store that does not exist (one line).
     """
     from accelbench.core import compare as cmp
-    from accelbench.core.rundata import load_ref
+    from accelbench.store.refs import load_ref
 
     base = load_ref(store, a)
     kw = {"margin": cmp.MARGIN if margin is None else margin, "ignore": tuple(ignore),
@@ -236,7 +259,7 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
         OutputError: an output that cannot be written (checked first: exit 2; a write that fails: exit 1).
     """
     from accelbench.core.outputs import check_writable, write_text
-    from accelbench.core.rundata import open_ref
+    from accelbench.store.refs import open_ref
     from accelbench.report import document
 
     for path in (html, markdown):  # before minutes of charts

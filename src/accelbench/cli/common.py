@@ -133,7 +133,7 @@ def launch_options(gpus: Optional[int], *, nnodes: int = 1, node_rank: int = 0, 
 
 def where(spec, opts) -> str:
     """Where the cases will run, checked now (a missing device is one line before anything is printed)."""
-    from accelbench.core.env import resolve_device
+    from accelbench.core.device import resolve_device
 
     return f"{opts.world_size} ranks" if opts else str(resolve_device(spec.device))
 
@@ -181,9 +181,10 @@ def open_run(store, run_id: Optional[int]) -> dict:
 
 def run_ref(db: Path, ref: Optional[str]) -> tuple[Any, dict]:
     """``(store, run)`` a ``--run`` names: an id in ``db`` (None: the newest run), or ``PATH:ID`` (a run in
-    another store), parsed as ``compare`` and ``report`` parse it (:func:`accelbench.core.rundata.open_ref`);
+    another store), parsed as ``compare`` and ``report`` parse it (:func:`accelbench.store.refs.open_ref`);
     a one-line error (exit 2) when the store or the run does not exist."""
-    from accelbench.core.rundata import open_ref, parse_ref
+    from accelbench.core.rundata import parse_ref
+    from accelbench.store.refs import open_ref
 
     if ref is None:
         store = open_store(db)

@@ -110,39 +110,3 @@ def parse_ref(ref: str) -> tuple[str | None, int]:
     if not m:
         raise ValueError(f"invalid run {ref!r}: give a run id (12) or a store and a run id (other.db:12)")
     return m.group("path"), int(m.group("run"))
-
-
-def open_ref(store, ref: str | int):
-    """``(store, run_id, label)`` of a run reference: a run id in ``store``, or ``PATH:ID`` (a run in another store).
-
-    Raises:
-        AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
-    """
-    from accelbench.core.errors import AccelbenchError
-    from pathlib import Path
-
-    try:
-        path, run_id = parse_ref(str(ref))
-    except ValueError as exc:
-        raise AccelbenchError(str(exc)) from None
-    if path is not None:
-        from accelbench.store import Store
-
-        if not Path(path).is_file():
-            raise AccelbenchError(f"no results store at {path} (in {ref!r})")
-        store = Store(path)
-    try:
-        store.run(run_id)
-    except KeyError:
-        raise AccelbenchError(f"no run {run_id} in {path or store.path}") from None
-    return store, run_id, f"{path}:{run_id}" if path else f"run {run_id}"
-
-
-def load_ref(store, ref: str | int) -> RunData:
-    """The run a ``compare`` argument names (:func:`open_ref`), loaded.
-
-    Raises:
-        AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
-    """
-    store, run_id, label = open_ref(store, ref)
-    return load_run(store, run_id, label=label)

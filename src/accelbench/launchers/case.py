@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable
 
-from accelbench.core.env import sync_if_context
+from accelbench.core.device import sync_if_context
 from accelbench.core.errors import ERROR, OK, OOM, UNSUPPORTED, StopSweep, Unsupported, is_oom, one_line
 
 

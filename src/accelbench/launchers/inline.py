@@ -44,7 +44,7 @@ class Inline:
     distributed = False
 
     def device(self, spec):
-        from accelbench.core.env import resolve_device
+        from accelbench.core.device import resolve_device
 
         return resolve_device(spec.device)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from accelbench.report.plots import pyplot
 
@@ -150,6 +151,21 @@ def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
     if zero:
         notes.append(f"{zero} kernels moved no DRAM bytes (unbounded intensity): drawn at the right edge")
     return draw(ceilings, pts, _case_title(rec, "Kernel roofline"), stem, background=bg, notes=notes)
+
+
+def case_charts(rec: dict, rows: list[dict], ceilings, stem) -> dict[str, Any]:
+    """``{"charts": [paths]}`` of the model- and kernel-level charts of one profiled case (its row and its kernel
+    rows), or ``{"charts": [], "chart_error": why}`` (a missing matplotlib included): a chart is a by-product,
+    never the case's failure."""
+    from accelbench.core.errors import one_line
+
+    try:
+        paths = model_chart(rec, ceilings, f"{stem}-model")
+        if rows:
+            paths += kernel_chart(rec, rows, ceilings, f"{stem}-kernels")
+    except Exception as exc:  # never lose the case over a chart
+        return {"charts": [], "chart_error": one_line(exc)}
+    return {"charts": [str(p) for p in paths]}
 
 
 def summary_chart(records: list[dict], ceilings, stem, title: str = "Model roofline") -> list[Path]:

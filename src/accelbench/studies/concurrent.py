@@ -71,7 +71,7 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
         UnknownModelError / DataError: a model or data source that cannot be used (before any run exists).
         RunBusyError: ``resume`` found the run being run by another live process.
     """
-    from accelbench.core import env as envmod
+    from accelbench.sweep import provenance
     from accelbench.sweep import loop
     from accelbench.core.spec import digest
     from accelbench.launchers.torchrun import Torchrun, device_kind
@@ -90,7 +90,7 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
         launcher = Torchrun(dataclasses.replace(opts, gpus=total))
         device = launcher.device(jobs[0].spec)
         run_id = loop.open_run(store, "concurrent", {**doc, **launcher.doc(jobs[0].scenario)}, spec_hash,
-                               {**envmod.collect(device), **launcher.env()})
+                               {**provenance.collect(device), **launcher.env()})
     tmp, out = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id)
     summary = _stored_summaries(store, run_id)
     out.skipped_done = len(summary)

@@ -45,7 +45,7 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
         UnknownModelError / DataError: found before the run is opened. RunBusyError: ``resume`` found the run
             leased by another live process.
     """
-    from accelbench.core import env as envmod
+    from accelbench.sweep import provenance
     from accelbench.sweep import loop
     from accelbench.launchers.torchrun import Torchrun
 
@@ -60,7 +60,7 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
     run_id = loop.reopen(store, "scale", spec_hash) if resume else None
     if run_id is None:
         doc = {**spec.to_dict(), **top.doc(scenario), "gpus": counts}
-        run_id = loop.open_run(store, "scale", doc, spec_hash, {**envmod.collect(device), **top.env()})
+        run_id = loop.open_run(store, "scale", doc, spec_hash, {**provenance.collect(device), **top.env()})
     out, before = StudyOutcome(run_id=run_id), store.done_keys(run_id)
     try:
         for n in counts:

@@ -217,8 +217,8 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
         ``resume`` found the run leased by another live process.
     """
     from accelbench import backends, precisions, scenarios
-    from accelbench.core import env as envmod
-    from accelbench.sweep import loop
+    from accelbench.core.device import resolve_device
+    from accelbench.sweep import loop, provenance
     from accelbench.core.config import check_choices
     from accelbench.core.errors import ConfigError
     from accelbench.studies.tune_final import final, front
@@ -230,7 +230,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     name = scenario_name(settings.workload)
     if spec.scenario != name:
         raise ConfigError("scenario", spec.scenario, f"{name} for workload {settings.workload}")
-    device = envmod.resolve_device(spec.device)
+    device = resolve_device(spec.device)
     cuda, train = device.type == "cuda", settings.workload == "train"
     cfgs = configs(settings, cuda)
     check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
@@ -246,7 +246,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     t.run_id = loop.reopen(store, "tune", spec_hash) if resume else None
     if t.run_id is None:
         t.run_id = loop.open_run(store, "tune", {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
-                                 envmod.collect(device))
+                                 provenance.collect(device))
     t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()
     try:
         with loop.setup_frozen():  # once for every trial, not a full collection in each

@@ -42,12 +42,12 @@ def sweep_context(device, env: dict[str, Any], *, idle_s: float = 3.0, price_per
 
     Args:
         device: ``torch.device`` or a list of them (the devices every case uses).
-        env: provenance of :func:`accelbench.core.env.collect` (GPU name, memory, CPU count).
+        env: provenance of :func:`accelbench.sweep.provenance.collect` (GPU name, memory, CPU count).
         idle_s: idle measurement length (s); 0 skips it.
         price_per_hour: USD per device-hour override (``--price-per-hour``).
         kwh_price: USD per kWh for the electricity cost (``--kwh-price``).
     """
-    from accelbench.core.env import sync_if_context
+    from accelbench.core.device import sync_if_context
     from accelbench.telemetry import measure_idle
 
     devs = list(device) if isinstance(device, (list, tuple)) else [device]

@@ -243,10 +243,10 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
 
 def _context(spec, launcher, device) -> tuple[dict, Any]:
     """``(environment, sweep context)``: provenance, idle power (``spec.idle_s`` of it) and the price, once."""
-    from accelbench.core import env as envmod
+    from accelbench.sweep import provenance
     from accelbench.sweep.derived import sweep_context
 
-    env = {**envmod.collect(launcher.env_device(device)), **launcher.env()}
+    env = {**provenance.collect(launcher.env_device(device)), **launcher.env()}
     return env, sweep_context(launcher.devices(device), env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour,
                               kwh_price=spec.kwh_price, telemetry_period_ms=spec.telemetry_period_ms)
 

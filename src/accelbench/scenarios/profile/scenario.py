@@ -4,7 +4,8 @@ Per case (a sweep case plus a step kind, :mod:`accelbench.scenarios.profile.step
 1. build the step; count FLOPs, parameters and minimum bytes analytically (any device);
 2. time ``timed_steps`` steps after ``warmup_steps`` (CUDA events / perf_counter), with telemetry;
 3. on a GPU, profile one step with Nsight Compute in a child process (:mod:`accelbench.scenarios.profile.ncu`);
-4. store the record and its kernels (extension table ``profile_kernels``), draw charts.
+4. store the record and its kernels (extension table ``profile_kernels``); :func:`accelbench.api.profile` then
+   draws its charts (``chart_dir``) from the stored row.
 Machine ceilings are measured once per device and cached in the store (:mod:`accelbench.scenarios.profile.storage`).
 A failure in a later stage keeps what the earlier ones produced: an ncu error sets ``ncu_status`` and
 ``ncu_error`` but the analytic and timed numbers stay; a build or timing failure is the case's status.
@@ -78,7 +79,7 @@ def get_ceilings(store, device, remeasure: bool = False):
     """``(ceilings, from_cache)``: the device's cached ceilings, measured and stored when missing."""
     import torch
 
-    from accelbench.core.env import cpu_model
+    from accelbench.core.device import cpu_model
     from accelbench.scenarios.profile import ceilings as ceil, storage
 
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
@@ -169,9 +170,7 @@ class Profile(Scenario):
             fields, kernels = self._ncu(case, spec, dev, ceilings, rec.get("analytic_flops"), counts.flop_calls)
         except Exception as exc:  # the analytic and timed results stay; the reason is on the row
             fields, kernels = {"ncu_status": "error", "ncu_error": one_line(exc)}, []
-        rec.update(fields, _kernels=kernels)
-        if st.chart_dir:
-            rec.update(_charts({**self.base_record(case, dev), **rec}, kernels, ceilings, Path(st.chart_dir) / slug(case)))
+        rec.update(fields, _kernels=kernels)  # the charts (``chart_dir``) are drawn from the stored row: api.profile
         return rec, {"step_time_ms": times_ms, **mon.series()}
 
     def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=()):
@@ -206,22 +205,6 @@ class Profile(Scenario):
         from accelbench.scenarios.profile import storage
 
         storage.export_extra(store, run_id, doc)
-
-
-def _charts(rec: dict, rows: list[dict], ceilings, stem: Path) -> dict[str, Any]:
-    """``{"charts": [paths]}`` of the model- and kernel-level charts of one case (its full record), or
-    ``{"chart_error": why}`` (a missing matplotlib included)."""
-    from accelbench.core.errors import one_line
-
-    try:
-        from accelbench.report import roofline as chart
-
-        paths = chart.model_chart(rec, ceilings, f"{stem}-model")
-        if rows:
-            paths += chart.kernel_chart(rec, rows, ceilings, f"{stem}-kernels")
-    except Exception as exc:  # a chart is a by-product (or matplotlib is missing): never lose the case over it
-        return {"charts": [], "chart_error": one_line(exc)}
-    return {"charts": [str(p) for p in paths]}
 
 
 register(Profile())
