@@ -1,9 +1,10 @@
 """The device a run uses: a device name resolved and checked, queued work waited for without creating a CUDA
-context, the CPU's model name."""
+context, cuDNN's autotuning set for a case, the CPU's model name."""
 
 from __future__ import annotations
 
 import platform
+from contextlib import contextmanager
 from pathlib import Path
 
 from accelbench.core.errors import ConfigError
@@ -67,3 +68,19 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+@contextmanager
+def cudnn_benchmark(value: bool | None):
+    """``torch.backends.cudnn.benchmark`` set to ``value`` for a case (None: left as it is), restored after;
+    yields the value in force (cuDNN times its convolution algorithms per shape and keeps the fastest:
+    PyTorch docs, "torch.backends.cudnn.benchmark")."""
+    import torch
+
+    before = torch.backends.cudnn.benchmark
+    if value is not None:
+        torch.backends.cudnn.benchmark = value
+    try:
+        yield bool(torch.backends.cudnn.benchmark)
+    finally:
+        torch.backends.cudnn.benchmark = before

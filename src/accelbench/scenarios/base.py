@@ -26,6 +26,8 @@ class Scenario:
         quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
             run silently in fp32).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
+        cudnn_benchmark_default: cuDNN autotuning for its cases when the spec leaves ``cudnn_benchmark`` unset (None:
+            torch's own, off); a scenario that must decide otherwise overrides :meth:`cudnn_benchmark`.
         gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
     """
 
@@ -43,6 +45,7 @@ class Scenario:
     quantizes = False
     rank_rows = True
     uses_models = True
+    cudnn_benchmark_default: bool | None = None
     gpu_defaults: dict[str, Any] = {}
     cpu_defaults: dict[str, Any] = {}
 
@@ -103,6 +106,12 @@ class Scenario:
                 or backends.get(case.mode).unsupported_reason(device, self.training))
 
     # running ---------------------------------------------------------------------------------------
+    def cudnn_benchmark(self, case, spec) -> bool | None:
+        """``torch.backends.cudnn.benchmark`` for ``case`` (None: left as torch has it, off): the spec's
+        ``cudnn_benchmark`` when set, else :attr:`cudnn_benchmark_default`. The case runner
+        (:func:`accelbench.launchers.case.run_case`) sets it around the measurement and stores the value in force."""
+        return spec.cudnn_benchmark if spec.cudnn_benchmark is not None else self.cudnn_benchmark_default
+
     def prepare(self, spec, device, store) -> Any:
         """Per-sweep state handed to every case (default: the images, decoded once, here and now)."""
         from accelbench.data.batches import Inputs

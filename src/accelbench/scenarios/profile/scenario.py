@@ -137,6 +137,12 @@ class Profile(Scenario):
     def oom_group(self, case) -> tuple:
         return (case.model, case.precision, case.mode, case.channels_last, case.extras.step)
 
+    def cudnn_benchmark(self, case, spec) -> bool | None:
+        """A training step runs as ``accelbench train`` runs it: cuDNN autotuning on unless the spec says otherwise."""
+        if case.extras.step == "train" and spec.cudnn_benchmark is None:
+            return True
+        return super().cudnn_benchmark(case, spec)
+
     def measure(self, case, spec, ceilings, rank, sink):
         from accelbench.core.errors import one_line
         from accelbench.core.timing import time_passes, warm_up

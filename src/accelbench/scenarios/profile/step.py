@@ -122,7 +122,6 @@ def _train(case, module, x, y, device, cl: bool):
 
     from accelbench.scenarios.train.step import SWEEP_OPTIMIZER, StepConfig, build_step
 
-    torch.backends.cudnn.benchmark = True  # as accelbench train runs its step
     cfg = StepConfig(precision=case.precision, mode=case.mode, channels_last=cl, **SWEEP_OPTIMIZER)
     step = build_step(module, cfg, device)
     # FlopCounterMode counts eager ops: a compiled step is counted through an eager step on the same module

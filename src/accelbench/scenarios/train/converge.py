@@ -132,6 +132,14 @@ class Converge(Scenario):
         super().validate(spec)
         check_choices("precision", spec.precisions, precisions.names(trainable=True))
         check_choices("mode", spec.modes, backends.names(trainable=True))
+        if spec.settings.deterministic and spec.cudnn_benchmark:
+            raise ConfigError("cudnn_benchmark", True, "off with deterministic training (autotuning picks algorithms "
+                              "by timing them)")
+
+    def cudnn_benchmark(self, case, spec) -> bool:
+        """Autotuned convolutions, training's usual setting, unless the spec turns them off or training is
+        deterministic."""
+        return not spec.settings.deterministic and spec.cudnn_benchmark is not False
 
     def cases(self, spec, device: str) -> list[Case]:
         return [Case(scenario=self.name, model=spec.models[0], batch_size=bs, precision=spec.precisions[0],
@@ -159,8 +167,9 @@ class Converge(Scenario):
     def measure(self, case, spec, state: _State, rank, sink):
         from accelbench.scenarios.train.convergence import base_fields, train_batch_size
 
-        fields = train_batch_size(spec, case.batch_size, state.data, rank.device, state.det, sink, state.folder)
-        return {**base_fields(spec, case.batch_size, state.det), **fields}, {}
+        det = {**state.det, "cudnn_benchmark": self.cudnn_benchmark(case, spec)}  # what the case runner set
+        fields = train_batch_size(spec, case.batch_size, state.data, rank.device, det, sink, state.folder)
+        return {**base_fields(spec, case.batch_size, det), **fields}, {}
 
     def oom_group(self, case) -> None:
         return None  # each batch size is its own training run: a larger one may still fit after a smaller OOMs

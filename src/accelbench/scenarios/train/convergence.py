@@ -295,13 +295,12 @@ def summary_fields(history: list[dict], settings) -> dict[str, Any]:
 
 
 def determinism(settings, seed: int) -> dict[str, Any]:
-    """Set cuDNN's determinism (benchmark mode off when deterministic); returns the columns recording it."""
+    """Set cuDNN's determinism; returns the columns recording it (cuDNN's autotuning, off when deterministic, is the
+    case runner's: :meth:`accelbench.scenarios.train.converge.Converge.cudnn_benchmark`)."""
     import torch
 
     torch.backends.cudnn.deterministic = settings.deterministic
-    torch.backends.cudnn.benchmark = not settings.deterministic
-    return {"cudnn_deterministic": torch.backends.cudnn.deterministic, "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            "seed": seed}
+    return {"cudnn_deterministic": torch.backends.cudnn.deterministic, "seed": seed}
 
 
 def default_checkpoint_dir(db_path: str | Path) -> Path:

@@ -101,6 +101,7 @@ def labels_for(raw, n_out: int | None, n: int, seed: int):
 class TrainStep(Scenario):
     name, kind, dist_kind = "train_step", "training", "train-ddp"
     workload, dist_workload = "training", "train-ddp"
+    cudnn_benchmark_default = True  # training's usual setting: autotuned convolutions (absorbed by warm-up)
     settings_type, extras_type = TrainSettings, TrainExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
     training = True
@@ -131,7 +132,6 @@ class TrainStep(Scenario):
         inputs, loader_cache = state
         dev, st = rank.device, spec.settings
         torch.manual_seed(spec.seed)
-        torch.backends.cudnn.benchmark = True  # training's usual setting: autotuned convolutions (absorbed by warm-up)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         step, pairs, rec = _build(case, spec, inputs, rank)
@@ -192,7 +192,7 @@ def _build(case, spec, inputs, rank):
     cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=st.optimizer, lr=st.lr,
                      momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl,
                      fused=st.fused_optimizer)
-    rec = {"weights": "random", "image_size": size, "cudnn_benchmark": True, "channels_last": cl,
+    rec = {"weights": "random", "image_size": size, "channels_last": cl,
            "data_description": raw.description, "num_classes": n_out, "rank_batch_size": bs, "rank_images": images,
            "label_space": info.label_space, "labels_mapped": mapped is not None,
            "fused_optimizer": st.fused_optimizer}
