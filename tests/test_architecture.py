@@ -189,6 +189,29 @@ def test_one_autocast_call_site_and_no_precision_names_compared():
     assert not found, found
 
 
+def test_statuses_and_run_kinds_are_named_once():
+    """Case and run statuses are written in ``core/errors.py``, run kinds and workloads in ``core/kinds.py``; nobody
+    compares or stores them as literals. One place sets cuDNN's autotuning (the case runner's, core/device.py)."""
+    from accelbench.core import kinds
+
+    names = sorted({v for k, v in vars(kinds).items() if k.isupper() and isinstance(v, str)}, key=len, reverse=True)
+    status = re.compile(r"""(\bstatus\b\W{0,3}\s*(==|!=)\s*|"status":\s*|\bstatus=)["'](ok|oom|error|unsupported|skipped|"""
+                        r"""running|complete|interrupted)["']""")
+    kind = re.compile(r"""\b(kind|workload)\b\W{0,3}\s*(==|!=|in|not in)\s*\(?["'](%s)["']""" % "|".join(map(re.escape, names)))
+    declared = re.compile(r"""^\s*(kind|workload|dist_kind|dist_workload)\s*=\s*["'](%s)["']""" % "|".join(map(re.escape, names)))
+    found = [f"{p.relative_to(SRC)}:{i}: {line.strip()}" for p in SRC.rglob("*.py")
+             if p.relative_to(SRC).as_posix() not in ("core/errors.py", "core/kinds.py")
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if status.search(line) or kind.search(line) or declared.search(line)]
+    assert not found, "\n".join(found)
+    from accelbench.scenarios import SCENARIOS
+
+    declared_kinds = {k for sc in SCENARIOS.values() for k in (sc.kind, sc.dist_kind, sc.workload, sc.dist_workload) if k}
+    assert len(SCENARIOS) >= 7 and declared_kinds <= set(names), declared_kinds - set(names)
+    setters = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if re.search(r"cudnn\.benchmark\s*=[^=]", p.read_text())]
+    assert setters == ["core/device.py"]
+
+
 def test_only_the_store_touches_its_connection():
     found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "store" not in p.relative_to(SRC).parts[:1]
              for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\.conn\b", line)]

@@ -22,7 +22,7 @@ from accelbench.cli.terminal import (console, err_console, is_stdout, json_to_st
                                      print_table, styled, write_output)
 from accelbench.cli.outcome import (print_cheapest, print_ci_note, print_notes, print_outcome,  # noqa: F401
                                     run_with_progress)
-from accelbench.core.errors import EXIT_CASE_ERRORS, AccelbenchError, OutputError, exit_code
+from accelbench.core.errors import ERROR, EXIT_CASE_ERRORS, AccelbenchError, OutputError, exit_code
 
 app = typer.Typer(cls=OrderedGroup, add_completion=True, no_args_is_help=False, rich_markup_mode="rich",
                   pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
@@ -208,7 +208,7 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     from accelbench import api
 
     statuses = list(store.cases(run_id).get("status", [])) if statuses is None else statuses
-    failed, code = sum(s == "error" for s in statuses), exit_code(statuses, interrupted)
+    failed, code = sum(s == ERROR for s in statuses), exit_code(statuses, interrupted)
     if failed:
         err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "
                                  "are above); every result is stored"))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.ci import Windows
+from accelbench.core.errors import OK
 
 LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms"}
 DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
@@ -82,7 +83,7 @@ def windows_of(store, rec: dict[str, Any]) -> Windows | None:
 def measured(rec: dict[str, Any]) -> bool:
     """A row ``compare`` can use: ``ok``, with a throughput, not a detail row (a rank of a multi-GPU case, an
     epoch, a Server search probe)."""
-    return rec.get("status") == "ok" and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
+    return rec.get("status") == OK and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
 
 
 def load_run(store, run_id: int, label: str | None = None) -> RunData:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.core.errors import OK
 from accelbench.report.plots import pyplot
 
 _COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd", "int8": "#8c564b"}
@@ -177,7 +178,7 @@ def summary_points(records: list[dict]) -> list[Point]:
     """The points of :func:`summary_chart`: one per ``ok`` case, measured (ncu) where available, else analytic."""
     pts = []
     for i, r in enumerate(records):
-        if r.get("status") != "ok":
+        if r.get("status") != OK:
             continue
         ncu = r.get("ncu_status") == "ok"
         x = r.get("ncu_intensity_flop_per_byte") if ncu else r.get("analytic_intensity_flop_per_byte")

@@ -12,6 +12,8 @@ import datetime as dt
 import json
 from typing import Any
 
+from accelbench.core import kinds
+from accelbench.core.errors import OK
 from accelbench.report import charts
 from accelbench.report.blocks import charts_block, table_block
 from accelbench.report.table import case_notes, is_detail, oom_boundary
@@ -32,7 +34,7 @@ def provenance(run: dict) -> list[tuple[str, str]]:
 
 
 def _ci_lines(kind: str, records: list[dict]) -> list[str]:
-    if kind not in ("inference", "training"):
+    if kind not in kinds.SWEEP_KINDS:
         return []
     if not any((r.get("windows") or 0) >= 2 for r in records):
         return ["95% confidence intervals: needs --repeats >= 2 (one timed window per case)."]
@@ -56,12 +58,12 @@ def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
     from accelbench.report.telemetry import TELEMETRY_COLUMNS, _display
     from accelbench.report.train import TRAIN_COLUMNS
 
-    train = kind == "training"
+    train = kind == kinds.TRAINING
     lat = "step_time" if train else "latency"
     rows = [r for r in records if r.get("aggregate") != 0]
     blocks = [table_block(rows, TRAIN_COLUMNS if train else INFERENCE_COLUMNS, "Results",
                           _ci_lines(kind, rows)),
-              table_block([_display(r) for r in rows if r.get("status") == "ok"],
+              table_block([_display(r) for r in rows if r.get("status") == OK],
                           [c for c in TELEMETRY_COLUMNS if c[1] not in ("validity", "status")],
                           "Utilisation, power, energy and cost")]
     specs = [("throughput_samples_per_s", "samples/s", "Throughput", 1.0,
@@ -126,13 +128,13 @@ def multi_blocks(kind: str, records: list[dict]) -> list[dict]:
     from accelbench.report.train import PIPELINE_COLUMNS
 
     aggs = [r for r in records if r.get("aggregate") == 1]
-    if kind == "interconnect":
-        blocks = [table_block([r for r in records if r.get("workload") == "collective"], scaling.COLLECTIVE_COLUMNS,
+    if kind == kinds.INTERCONNECT:
+        blocks = [table_block([r for r in records if r.get("workload") == kinds.COLLECTIVE], scaling.COLLECTIVE_COLUMNS,
                               "Collectives"),
-                  table_block([r for r in records if r.get("workload") == "p2p"], _P2P_COLUMNS, "GPU pair copies")]
-    elif kind == "concurrent":
+                  table_block([r for r in records if r.get("workload") == kinds.P2P], _P2P_COLUMNS, "GPU pair copies")]
+    elif kind == kinds.CONCURRENT:
         blocks = [table_block(aggs, scaling.CONCURRENT_COLUMNS, "Concurrent and sequential jobs")]
-    elif kind == "input-pipeline":
+    elif kind == kinds.INPUT_PIPELINE:
         blocks = [table_block(records, PIPELINE_COLUMNS, "Input pipeline")]
     else:
         blocks = [table_block(aggs, scaling.SCALE_COLUMNS, "Scaling (aggregate rows)")]
@@ -168,15 +170,15 @@ def run_section(store, run_id: int) -> dict[str, Any]:
     run = store.run(run_id)
     records = [clean(r) for r in store.cases(run_id).to_dict("records")]
     kind = run["kind"]
-    if kind in ("inference", "training"):
+    if kind in kinds.SWEEP_KINDS:
         blocks = sweep_blocks(kind, records)
-    elif kind == "convergence":
+    elif kind == kinds.CONVERGENCE:
         blocks = convergence_blocks(records)
-    elif kind == "profile":
+    elif kind == kinds.PROFILE:
         blocks = profile_blocks(store, run, records)
-    elif kind == "loadgen":
+    elif kind == kinds.LOADGEN:
         blocks = loadgen_blocks(records)
-    elif kind == "tune":
+    elif kind == kinds.TUNE:
         from accelbench.report.tune import tune_blocks
 
         blocks = tune_blocks(run, records)

@@ -26,6 +26,7 @@ class Scenario:
         quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
             run silently in fp32).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
+        requires: pip distributions every run of it needs -> why (the install check before a run names it).
         cudnn_benchmark_default: cuDNN autotuning for its cases when the spec leaves ``cudnn_benchmark`` unset (None:
             torch's own, off); a scenario that must decide otherwise overrides :meth:`cudnn_benchmark`.
         gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
@@ -45,6 +46,7 @@ class Scenario:
     quantizes = False
     rank_rows = True
     uses_models = True
+    requires: dict[str, str] = {}
     cudnn_benchmark_default: bool | None = None
     gpu_defaults: dict[str, Any] = {}
     cpu_defaults: dict[str, Any] = {}

@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from accelbench.core import kinds
+from accelbench.core.errors import COMPLETE, INTERRUPTED
 from accelbench.studies import tune_budget as tb
 from accelbench.studies import tune_search as ts
 from accelbench.studies.tune_space import configs, default_config, label
@@ -245,7 +247,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     spec_hash = spec.spec_hash(tune=settings.to_dict())
     t.run_id = loop.reopen(store, "tune", spec_hash) if resume else None
     if t.run_id is None:
-        t.run_id = loop.open_run(store, "tune", {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
+        t.run_id = loop.open_run(store, kinds.TUNE, {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
                                  provenance.collect(device))
     t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()
     try:
@@ -255,7 +257,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
             final(t, halving(t, screen(t, cfgs)), t.base)
     except KeyboardInterrupt:
         t.out.interrupted = True
-    store.finish_run(t.run_id, "interrupted" if t.out.interrupted else "complete")
+    store.finish_run(t.run_id, INTERRUPTED if t.out.interrupted else COMPLETE)
     t.out.pareto = front(t.out.trials, t)
     untried = [label(c) for c in cfgs if c not in {cfg for cfg, _, _ in t.tried}]
     if untried and not t.out.interrupted:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core import validity
+from accelbench.core.errors import OK
 from accelbench.cost import cost_columns
 from accelbench.cost.prices import PriceQuote, quote
 from accelbench.telemetry.energy import per_sample_columns
@@ -78,7 +79,7 @@ def derived_columns(rec: dict[str, Any], ctx: SweepContext, *, samples_key: str 
         New columns; for a case that did not run (status other than ``ok``) only the device and idle ones.
     """
     out: dict[str, Any] = {"device_name": ctx.device_name, **ctx.idle}
-    if rec.get("status") != "ok":
+    if rec.get("status") != OK:
         return out
     out.update(per_sample_columns(rec.get("energy_j"), rec.get(samples_key), window_s=rec.get("energy_window_s"),
                                   idle_power_w=ctx.idle.get("idle_power_w")))

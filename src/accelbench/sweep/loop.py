@@ -26,9 +26,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from accelbench.sweep import requirements
-from accelbench.core.errors import OK, OOM, SKIPPED, SettingsNote, StopSweep
+from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, OOM, SKIPPED, SettingsNote, StopSweep
 from accelbench.launchers.case import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
+from accelbench.sweep import requirements
 
 
 @dataclass
@@ -233,10 +233,10 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
         _execute(launcher, sweep, todo, state)
     except BaseException:  # a bug, or Ctrl-C before the cases began: never leave the run `running`
         if out.run_id is not None:
-            _end(store, out.run_id, "interrupted", wait_s=0.0)
+            _end(store, out.run_id, INTERRUPTED, wait_s=0.0)
         raise
     if finish or out.interrupted:
-        _end(store, out.run_id, "interrupted" if out.interrupted else "complete", out,
+        _end(store, out.run_id, INTERRUPTED if out.interrupted else COMPLETE, out,
              wait_s=0.0 if out.stop_reason else None)
     return out
 

@@ -108,8 +108,7 @@ def needs(scenario, spec, device) -> list[Need]:
     from accelbench import backends, precisions
 
     out = [Need(package="timm", why=m) for m in spec.models if m.startswith("timm:")][:1]
-    if spec.scenario == "loadgen":
-        out.append(Need(package="mlcommons-loadgen", why="accelbench loadgen"))
+    out += [Need(package=package, why=why) for package, why in scenario.requires.items()]
     modes = [backends.get(m) for m in spec.modes or ()]
     for backend in modes:
         out += [Need(package=p, why=f"--modes {backend.name}") for p in backend.requires]

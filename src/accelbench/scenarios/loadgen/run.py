@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.core import kinds
+from accelbench.core.errors import OK
 from accelbench.core.signals import handlers
 
 
@@ -165,9 +167,9 @@ def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]
         cols, mon = run_test(p, plan_for(p.case, p.spec, server_qps=qps), folder / f"qps-{qps:.1f}")
         rec = with_telemetry(cols, mon, p.rank.device)
         recs[qps] = (rec, mon.series())
-        sink.add({**p.info, **rec, "case_key": f"{p.case.key}|qps={qps:.6g}", "workload": "loadgen-probe",
+        sink.add({**p.info, **rec, "case_key": f"{p.case.key}|qps={qps:.6g}", "workload": kinds.LOADGEN_PROBE,
                   "row_type": "server-probe", "model": p.case.model, "precision": p.case.precision,
-                  "mode": p.case.mode, "batch_size": p.case.batch_size, "status": "ok", "error": None})
+                  "mode": p.case.mode, "batch_size": p.case.batch_size, "status": OK, "error": None})
         return rec["result_validity"] == "VALID", qps
 
     found = find_peak_qps(probe, upper, s.server_search_steps, floor)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
@@ -106,7 +107,8 @@ def scenario_names(value) -> tuple[str, ...]:
 
 
 class Loadgen(Scenario):
-    name = kind = workload = "loadgen"
+    name, kind, workload = "loadgen", kinds.LOADGEN, kinds.LOADGEN
+    requires = {"mlcommons-loadgen": "accelbench loadgen"}
     settings_type, extras_type = LoadgenSettings, LoadgenExtras
     aliases = {"max_batch": "batch_sizes", "loadgen_scenarios": "scenarios"}
     rejects = ("min_timed_batches", "min_time_s")

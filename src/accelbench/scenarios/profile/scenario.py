@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from accelbench.core import kinds
+from accelbench.core.config import check_bool, check_choices, check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings
-from accelbench.core.config import check_bool, check_choices, check_int, check_number
 from accelbench.scenarios.base import Scenario, register
 
 NCU_MODES = ("auto", "on", "off")
@@ -98,7 +99,7 @@ def slug(case) -> str:
 
 
 class Profile(Scenario):
-    name, kind, workload = "profile", "profile", "profile"
+    name, kind, workload = "profile", kinds.PROFILE, kinds.PROFILE
     settings_type, extras_type = ProfileSettings, ProfileExtras
     aliases = {"step": "steps", "batch_size": "batch_sizes"}
     cpu_defaults = {"models": ("resnet50",), "batch_sizes": (32,), "precisions": ("fp32",), "modes": ("eager",),

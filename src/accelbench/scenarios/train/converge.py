@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.core import kinds
+from accelbench.core.config import check_bool, check_int, check_number, is_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Settings
-from accelbench.core.config import check_bool, check_int, check_number, is_number
 from accelbench.scenarios.base import Scenario, register
 
 SCHEDULES = ("cosine", "step")
@@ -101,7 +102,7 @@ class _State:
 
 
 class Converge(Scenario):
-    name, kind, workload = "converge", "convergence", "convergence"
+    name, kind, workload = "converge", kinds.CONVERGENCE, kinds.CONVERGENCE
     settings_type = ConvergeSettings
     training = True
     aliases = {"lr": "base_lr", "train_images": "images"}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.core import kinds
 from accelbench.core.errors import OK
 from accelbench.scenarios.train import checkpoint as ckpt
 from accelbench.scenarios.train.augment import epoch_plan, scaled_pad
@@ -167,7 +168,7 @@ def _build_step(spec, bs: int, n_classes: int, device):
 def base_fields(spec, bs: int, det: dict) -> dict[str, Any]:
     """Columns every row of a batch size carries (the case's and its epochs')."""
     s = spec.settings
-    return {"workload": "convergence", "model": spec.models[0], "batch_size": bs, "lr_peak": lr_for(s, bs),
+    return {"workload": kinds.CONVERGENCE, "model": spec.models[0], "batch_size": bs, "lr_peak": lr_for(s, bs),
             "precision": spec.precisions[0], "mode": spec.modes[0], "optimizer": s.optimizer, "schedule": s.schedule,
             "placement": s.placement, "workers": s.workers if s.placement == "loader" else None,
             "data": spec.data, "eval_data": s.eval_data, "epochs": s.epochs, **det}

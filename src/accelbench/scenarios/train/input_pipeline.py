@@ -17,9 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.core import kinds
+from accelbench.core.config import check_bool, check_int
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
-from accelbench.core.config import check_bool, check_int
 from accelbench.scenarios.base import Scenario, register
 
 
@@ -65,7 +66,7 @@ class PipelineExtras(Extras):
 
 
 class InputPipeline(Scenario):
-    name, kind, workload = "input_pipeline", "input-pipeline", "input-pipeline"
+    name, kind, workload = "input_pipeline", kinds.INPUT_PIPELINE, kinds.INPUT_PIPELINE
     settings_type, extras_type = PipelineSettings, PipelineExtras
     uses_models = False
     aliases = {"batch_size": "batch_sizes"}

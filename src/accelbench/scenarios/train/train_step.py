@@ -18,9 +18,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from accelbench.core import kinds
+from accelbench.core.config import check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
-from accelbench.core.config import check_int, check_number
 from accelbench.scenarios.base import Scenario, register
 from accelbench.scenarios.train.step import SWEEP_OPTIMIZER
 
@@ -99,8 +100,8 @@ def labels_for(raw, n_out: int | None, n: int, seed: int):
 
 
 class TrainStep(Scenario):
-    name, kind, dist_kind = "train_step", "training", "train-ddp"
-    workload, dist_workload = "training", "train-ddp"
+    name, kind, dist_kind = "train_step", kinds.TRAINING, kinds.TRAIN_DDP
+    workload, dist_workload = kinds.TRAINING, kinds.TRAIN_DDP
     cudnn_benchmark_default = True  # training's usual setting: autotuned convolutions (absorbed by warm-up)
     settings_type, extras_type = TrainSettings, TrainExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
