@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from accelbench.core.errors import ConfigError
-from accelbench.serving import settings as st
-from accelbench.serving.search import find_peak_qps
+from accelbench.scenarios.loadgen import settings as st
+from accelbench.scenarios.loadgen.search import find_peak_qps
 from fault_harness import Fault, cases, check, no_run
 
 LOADGEN = ["loadgen", "--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64", "--idle-s", "0",
