@@ -1,8 +1,9 @@
 """The rules that keep the architecture ("One core, three axes": docs/architecture.md) from eroding.
 
-Read from the source, no imports run: no import cycles; one ``torch.autocast`` call site; no precision name
-compared as a string outside the precision table; nobody but the store touches its connection; the
-package root holds only the entry points and the axes; small modules and functions.
+Read from the source (only the backend registry is imported, for its names): no import cycles; one ``torch.autocast``
+call site; no precision name compared as a string outside the precision table, no backend name outside the
+backends; nobody but the store touches its connection; the package root holds only the entry points and the axes;
+small modules and functions.
 """
 
 from __future__ import annotations
@@ -75,6 +76,22 @@ def test_one_autocast_call_site_and_no_precision_names_compared():
     assert [p.relative_to(SRC).as_posix() for p in autocast] == ["precisions.py"]
     compare = re.compile(r"""(precision\w*\s*(==|!=)\s*["'])|(["'](fp32|fp16|bf16|tf32|amp-fp16|amp-bf16)["']\s*(==|!=|in\b))""")
     found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if p.name != "precisions.py"
+             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    assert not found, found
+
+
+def test_no_backend_names_compared_outside_the_backends():
+    """What differs between backends is an attribute of theirs (``compiles``, ``workloads``, ``graph_capture``, ...),
+    so a new backend needs no edit elsewhere."""
+    import sys
+
+    sys.path.insert(0, str(SRC.parent))
+    from accelbench import backends
+
+    names = "|".join(re.escape(n) for n in sorted(backends.names(), key=len, reverse=True))
+    assert names
+    compare = re.compile(rf"""((==|!=)\s*["']({names})["'])|(["']({names})["']\s*(==|!=|in\b))""")
+    found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "backends" not in p.relative_to(SRC).parts[:1]
              for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
     assert not found, found
 

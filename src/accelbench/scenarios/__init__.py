@@ -12,12 +12,16 @@
 
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
 (one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the loop
-(:mod:`accelbench.core.loop`) does the rest.
+(:mod:`accelbench.core.loop`) does the rest. A scenario of another distribution registers through the entry point
+group ``accelbench.scenarios`` (:mod:`accelbench.core.plugins`); ``api.run(api.spec(name, ...))`` runs it.
 """
 
-from accelbench.scenarios.base import SCENARIOS, Scenario, by_kind, get, register
+from accelbench.scenarios.base import SCENARIOS, Scenario, adopt, by_kind, get, register
 from accelbench.scenarios import (  # noqa: E402,F401  (each registers itself: one line per scenario)
     inference, train_step, converge, profile, input_pipeline, interconnect, loadgen,
 )
+from accelbench.core import plugins as _plugins  # noqa: E402
+
+_plugins.load("accelbench.scenarios", adopt)  # scenarios of installed distributions (accelbench.core.plugins)
 
 __all__ = ["SCENARIOS", "Scenario", "by_kind", "get", "register"]

@@ -23,6 +23,8 @@ class Scenario:
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
         derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
+        backend_workload: the workload its cases ask of a backend (:attr:`accelbench.backends.Backend.workloads`):
+            ``train`` for a training scenario, else ``inference``; a later scenario names its own.
         quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
             run silently in fp32).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
@@ -45,6 +47,10 @@ class Scenario:
     uses_models = True
     gpu_defaults: dict[str, Any] = {}
     cpu_defaults: dict[str, Any] = {}
+
+    @property
+    def backend_workload(self) -> str:
+        return "train" if self.training else "inference"
 
     # planning --------------------------------------------------------------------------------------
     def defaults(self, cuda: bool) -> dict[str, Any]:
@@ -100,7 +106,7 @@ class Scenario:
 
         return (quant_reason(self, case.precision, self.training)
                 or precisions.unsupported_reason(case.precision, device, self.training)
-                or backends.get(case.mode).unsupported_reason(device, self.training))
+                or backends.get(case.mode).unsupported_reason(device, self.backend_workload))
 
     # running ---------------------------------------------------------------------------------------
     def prepare(self, spec, device, store) -> Any:
@@ -153,9 +159,23 @@ SCENARIOS: dict[str, Scenario] = {}
 
 
 def register(scenario: Scenario) -> Scenario:
-    """Add ``scenario`` to :data:`SCENARIOS` under its name."""
+    """Add ``scenario`` to :data:`SCENARIOS` under its name.
+
+    Raises:
+        ValueError: another scenario has that name.
+    """
+    if SCENARIOS.get(scenario.name, scenario) is not scenario:
+        raise ValueError(f"scenario {scenario.name} is registered already")
     SCENARIOS[scenario.name] = scenario
     return scenario
+
+
+def adopt(name: str, obj) -> None:
+    """Register what an ``accelbench.scenarios`` entry point names: a :class:`Scenario` subclass or instance."""
+    scenario = obj() if isinstance(obj, type) and issubclass(obj, Scenario) else obj
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"{obj!r} is not an accelbench.scenarios.Scenario")
+    register(scenario)
 
 
 def get(name: str) -> Scenario:

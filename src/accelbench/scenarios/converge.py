@@ -131,7 +131,7 @@ class Converge(Scenario):
 
         super().validate(spec)
         check_choices("precision", spec.precisions, precisions.names(trainable=True))
-        check_choices("mode", spec.modes, backends.names(trainable=True))
+        check_choices("mode", spec.modes, backends.names(self.backend_workload))
 
     def cases(self, spec, device: str) -> list[Case]:
         return [Case(scenario=self.name, model=spec.models[0], batch_size=bs, precision=spec.precisions[0],
