@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from accelbench.core.config import pick
+from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 
 
@@ -110,10 +110,7 @@ def register(precision: Precision) -> Precision:
     Raises:
         ValueError: another precision has that name.
     """
-    if PRECISIONS.get(precision.name, precision) is not precision:
-        raise ValueError(f"precision {precision.name} is registered already")
-    PRECISIONS[precision.name] = precision
-    return precision
+    return put(PRECISIONS, precision.name, precision, "precision")
 
 
 for _p in (
@@ -273,17 +270,11 @@ def channels_last_for(setting: str, name: str, module, device) -> bool:
     return device.type == "cuda" and get(name).reduced and _uses_conv(module)
 
 
-def _adopt(name: str, obj) -> None:
-    if not isinstance(obj, Precision):
-        raise TypeError(f"{obj!r} is not an accelbench.precisions.Precision")
-    register(obj)
-
-
 def _load_plugins() -> None:
     """Precisions of installed distributions (entry point group ``accelbench.precisions``), once."""
     from accelbench.core import plugins
 
-    plugins.load("accelbench.precisions", _adopt)
+    plugins.load("accelbench.precisions", lambda name, obj: register(plugins.instance(obj, Precision)))
 
 
 _load_plugins()

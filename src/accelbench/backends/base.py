@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from accelbench.core.config import pick
+from accelbench.core.config import pick, put
 
 
 INFERENCE, TRAIN = "inference", "train"  # the workloads of today's scenarios (issue 23 adds "generate")
@@ -158,10 +158,7 @@ def register(backend: Backend) -> Backend:
     Raises:
         ValueError: another backend has that name (a plugin never replaces a backend silently).
     """
-    if BACKENDS.get(backend.name, backend) is not backend:
-        raise ValueError(f"backend {backend.name} is registered already")
-    BACKENDS[backend.name] = backend
-    return backend
+    return put(BACKENDS, backend.name, backend, "backend")
 
 
 def get(name: str) -> Backend:
@@ -193,7 +190,6 @@ def reference() -> str:
 
 def adopt(name: str, obj) -> None:
     """Register what an ``accelbench.backends`` entry point names: a :class:`Backend` subclass or instance."""
-    backend = obj() if isinstance(obj, type) and issubclass(obj, Backend) else obj
-    if not isinstance(backend, Backend):
-        raise TypeError(f"{obj!r} is not an accelbench.backends.Backend")
-    register(backend)
+    from accelbench.core.plugins import instance
+
+    register(instance(obj, Backend))

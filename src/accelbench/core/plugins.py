@@ -50,6 +50,18 @@ def _warn(what: str, exc: BaseException) -> None:
     warnings.warn(PluginWarning(f"{what} not loaded: {one_line(exc)}"), stacklevel=3)
 
 
+def instance(obj, cls: type):
+    """``obj`` as an instance of ``cls`` (an entry point may name the class or an instance).
+
+    Raises:
+        TypeError: it is neither.
+    """
+    made = obj() if isinstance(obj, type) and issubclass(obj, cls) else obj
+    if not isinstance(made, cls):
+        raise TypeError(f"{obj!r} is not a {cls.__module__}.{cls.__qualname__}")
+    return made
+
+
 def load(group: str, adopt: Callable[[str, object], None]) -> list[str]:
     """Load the entry points of ``group`` (one of :data:`GROUPS`) once; ``adopt(name, obj)`` registers an object
     an entry point names (a module registered itself when imported).

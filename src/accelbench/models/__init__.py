@@ -28,6 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from accelbench.core.config import put
 from accelbench.core.errors import MissingDependencyError, UnknownModelError, did_you_mean
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -81,10 +82,7 @@ def register(name: str) -> Callable:
     """
 
     def deco(fn: Callable[[bool], LoadedModel]) -> Callable[[bool], LoadedModel]:
-        if MODELS.get(name, fn) is not fn:
-            raise ValueError(f"model {name} is registered already")
-        MODELS[name] = fn
-        return fn
+        return put(MODELS, name, fn, "model")
 
     return deco
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from accelbench.core.config import pick
+from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings, grid
 
@@ -164,18 +164,14 @@ def register(scenario: Scenario) -> Scenario:
     Raises:
         ValueError: another scenario has that name.
     """
-    if SCENARIOS.get(scenario.name, scenario) is not scenario:
-        raise ValueError(f"scenario {scenario.name} is registered already")
-    SCENARIOS[scenario.name] = scenario
-    return scenario
+    return put(SCENARIOS, scenario.name, scenario, "scenario")
 
 
 def adopt(name: str, obj) -> None:
     """Register what an ``accelbench.scenarios`` entry point names: a :class:`Scenario` subclass or instance."""
-    scenario = obj() if isinstance(obj, type) and issubclass(obj, Scenario) else obj
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"{obj!r} is not an accelbench.scenarios.Scenario")
-    register(scenario)
+    from accelbench.core.plugins import instance
+
+    register(instance(obj, Scenario))
 
 
 def get(name: str) -> Scenario:
