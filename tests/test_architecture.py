@@ -3,7 +3,7 @@
 Read from the source, no imports run: no import cycles, every import read (module level and inside functions,
 ``import x``, ``from x import y``, relative ones, ``importlib.import_module("...")``); the layers, each importing
 only from its own layer or below; one ``torch.autocast`` call site; no precision name compared as a string
-outside the precision table; nobody but the store touches its connection; the package root holds only the entry
+outside the precision table, no backend name outside the backends; nobody but the store touches its connection; the package root holds only the entry
 points and the axes; small modules and functions.
 """
 
@@ -210,6 +210,22 @@ def test_statuses_and_run_kinds_are_named_once():
     assert len(SCENARIOS) >= 7 and declared_kinds <= set(names), declared_kinds - set(names)
     setters = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if re.search(r"cudnn\.benchmark\s*=[^=]", p.read_text())]
     assert setters == ["core/device.py"]
+
+
+def test_no_backend_names_compared_outside_the_backends():
+    """What differs between backends is an attribute of theirs (``compiles``, ``workloads``, ``graph_capture``, ...),
+    so a new backend needs no edit elsewhere."""
+    import sys
+
+    sys.path.insert(0, str(SRC.parent))
+    from accelbench import backends
+
+    names = "|".join(re.escape(n) for n in sorted(backends.names(), key=len, reverse=True))
+    assert names
+    compare = re.compile(rf"""((==|!=)\s*["']({names})["'])|(["']({names})["']\s*(==|!=|in\b))""")
+    found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "backends" not in p.relative_to(SRC).parts[:1]
+             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    assert not found, found
 
 
 def test_only_the_store_touches_its_connection():

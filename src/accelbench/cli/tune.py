@@ -10,7 +10,7 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console
-from accelbench.cli.help import HOW, STORE, WHAT
+from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_precisions
 
 
 @command()
@@ -23,8 +23,8 @@ def tune(
     max_memory_bytes: Optional[int] = typer.Option(None, "--max-memory-bytes", rich_help_panel=WHAT, help="Constraint: peak GPU memory (bytes; on a CPU the process RSS)."),
     min_top1_ratio: Optional[float] = typer.Option(None, "--min-top1-ratio", rich_help_panel=WHAT, help="Constraint: top-1 / fp32 top-1 (e.g. 0.99), when the model reports accuracy."),
     batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Batch sizes to try (default: bracketing and bisection; latency: 1)."),
-    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", rich_help_panel=WHAT, help="Default: CUDA amp-bf16,bf16,fp16,amp-fp16; CPU fp32,bf16."),
-    modes: Optional[str] = typer.Option(None, "--modes", rich_help_panel=WHAT, help="Backends (default: CUDA compile,compile-freeze,reduce-overhead-freeze; latency cudagraphs,...; CPU eager,compile)."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", rich_help_panel=WHAT, autocompletion=complete_precisions, help="Precisions, comma-separated: {precisions}. Default: {tune_precisions}."),
+    modes: Optional[str] = typer.Option(None, "--modes", rich_help_panel=WHAT, autocompletion=complete_backends, help="Backends, comma-separated: {backends}. Default: {tune_modes}."),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", rich_help_panel=WHAT, help="Largest batch bracketing tries (CUDA 1024, CPU 256)."),
     optimizer: Optional[str] = typer.Option(None, "--optimizer", rich_help_panel=WHAT, help="--workload train: sgd (default) or adamw."),
     fused_optimizers: Optional[str] = typer.Option(None, "--fused-optimizers", rich_help_panel=WHAT, help="--workload train: optimizer kernels to search, on (fused), off (foreach) or default (default: CUDA on,off; CPU default)."),

@@ -236,7 +236,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     cuda, train = device.type == "cuda", settings.workload == "train"
     cfgs = configs(settings, cuda)
     check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
-    check_choices("mode", tuple(c[1] for c in cfgs), backends.names(trainable=train))
+    check_choices("mode", tuple(c[1] for c in cfgs), backends.names(settings.workload))
     scenarios.get(name).check(spec)
     t = Tuner(spec=spec, settings=settings, store=store, run_id=None, cuda=cuda, clock=clock, on_trial=on_trial,
               costs=tb.CostModel(warmup=spec.warmup_batches, min_steps=spec.min_timed_batches, images=spec.images,

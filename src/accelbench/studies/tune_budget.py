@@ -50,7 +50,6 @@ COMPILE_PRIOR_S = 30.0
 # A search trial stops early enough to leave the leader's final trial this much more than its prediction: a
 # trial stopped by its deadline still spends a cleanup and a stored row, and predictions err both ways.
 FINAL_MARGIN = 1.25
-UNCOMPILED_MODES = ("eager",)  # backends that build nothing: their first trial costs what eager costs
 # A training step's time over the forward the probe times: forward + backward (about twice the forward's FLOPs,
 # Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1) + the optimizer step.
 TRAIN_STEP_FACTOR = 3.0
@@ -225,7 +224,9 @@ class CostModel:
         if same_mode:
             return max(same_mode)
         base = max(self.fixed.values(), default=(self.probe.setup_s + LOOP_OVERHEAD_S) if self.probe else 0.0)
-        return base + (0.0 if cfg[1] in UNCOMPILED_MODES else COMPILE_PRIOR_S)
+        from accelbench import backends
+
+        return base + (COMPILE_PRIOR_S if backends.get(cfg[1]).compiles else 0.0)  # a backend that builds nothing: 0
 
     def predict(self, cfg: tuple, batch: int, window_s: float, repeats: int, labelled: bool = True) -> float:
         """Seconds a trial of ``cfg`` at ``batch`` with ``repeats`` windows of ``window_s`` will take.
