@@ -206,7 +206,7 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     """
     from accelbench import api
 
-    statuses = list(store.cases(run_id).get("status", [])) if statuses is None else statuses
+    statuses = [r["status"] for r in store.records(run_id)] if statuses is None else statuses
     failed, code = sum(s == "error" for s in statuses), exit_code(statuses, interrupted)
     if failed:
         err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "
