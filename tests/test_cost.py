@@ -66,7 +66,7 @@ def test_best_rows_one_per_device_precision_mode():
         {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 300.0, "batch_size": 8},
         {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "oom", "throughput_samples_per_s": None, "batch_size": 64},
         {"device_name": "B", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 200.0, "batch_size": 8},
-        {"device_name": "A", "model": "m", "precision": "amp-bf16", "mode": "eager", "status": "ok", "throughput_samples_per_s": float("nan"), "batch_size": 8},
+        {"device_name": "A", "model": "m", "precision": "amp-bf16", "mode": "eager", "status": "ok", "throughput_samples_per_s": None, "batch_size": 8},
     ]
     best = best_rows(rows)
     assert [(r["device_name"], r["batch_size"]) for r in best] == [("A", 8), ("B", 8)]

@@ -4,6 +4,7 @@ Each launch costs ~20-30 s on a 2-core machine (torch imports in the agent and e
 tests cover several behaviours per launch.
 """
 
+import json
 import math
 import os
 import socket
@@ -137,6 +138,30 @@ def test_interconnect_collectives_on_gloo(tmp_path):
         assert 0 < r["time_min_rank_s"] <= r["time_s"]
     assert not [r for r in got if r["workload"] == "p2p"]  # no GPUs, no pair copies
     assert Store(tmp_path / "i.db").run(run_id)["kind"] == "interconnect"
+
+
+def test_run_gpus2_aggregate_row_keeps_every_column_by_its_rule(tmp_path):
+    """Issue 22: the aggregate row was copied from a whitelist, so `run --gpus 2 --modes compile-freeze` stored
+    compile_mode=None, freezing=None and no energy_source; now every column of the rank rows reaches it by its
+    declared rule (per-rank ones excepted), and the exported rows validate against `accelbench schema`."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from accelbench.core import columns
+
+    db, js = tmp_path / "g.db", tmp_path / "g.json"
+    cli("run", "--gpus", "2", "--model", "cifar-resnet20", "-b", "4", "-n", "8", "--modes", "compile-freeze",
+        "--db", str(db), "--json", str(js), *FAST)
+    got = Store(db).records()
+    (agg,) = [r for r in got if r.get("aggregate")]
+    ranks = [r for r in got if r.get("aggregate") is False]
+    assert len(ranks) == 2 and agg["status"] == "ok"
+    assert (agg["compile_mode"], agg["freezing"], agg["mode"]) == ("default", True, "compile-freeze")
+    assert agg["energy_source"] == ranks[0]["energy_source"] is not None
+    carried = {k for r in ranks for k, v in r.items() if v is not None and columns.rule(k) != "rank"}
+    assert carried and not carried - set(agg), sorted(carried - set(agg))
+    check_aggregate(agg, ranks)
+    validator = jsonschema.Draft202012Validator(columns.json_schema())
+    rows = json.loads(js.read_text())["results"]
+    assert len(rows) == 3 and not [e.message for r in rows for e in validator.iter_errors(r)]
 
 
 @pytest.mark.slow

@@ -18,8 +18,8 @@ import torch
 from accelbench import backends, precisions
 from accelbench.backends.base import Backend, register
 from accelbench.core.errors import ConfigError
-from accelbench.profile import results
-from accelbench.profile.ceilings import MATMUL_PRECISIONS, Ceilings
+from accelbench.scenarios.profile import results
+from accelbench.scenarios.profile.ceilings import MATMUL_PRECISIONS, Ceilings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 CPU = torch.device("cpu")
@@ -106,7 +106,7 @@ def test_what_compiles_is_an_attribute_not_a_name(toys):
     """A backend that compiles nothing, under any name: no compile_s on its training step, no compile in tune's cost
     model (both were decided by ``mode == "eager"``)."""
     from accelbench.studies import tune_budget as tb
-    from accelbench.train.step import StepConfig, build_step
+    from accelbench.scenarios.train.step import StepConfig, build_step
 
     step = build_step(torch.nn.Linear(4, 3), StepConfig(mode="toy-plain"), CPU)
     step(torch.randn(2, 4), torch.tensor([0, 2]))

@@ -38,7 +38,7 @@ from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 
 
-# The roofline ceilings: dense matmul throughput measured per kind (:mod:`accelbench.profile.ceilings` measures each).
+# The roofline ceilings: dense matmul throughput measured per kind (:mod:`accelbench.scenarios.profile.ceilings` measures each).
 # Every precision names the one that bounds it (the tensor-core path of a reduced precision).
 ROOFS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 

@@ -10,7 +10,6 @@ interrupted (resumable).
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,7 +33,6 @@ def command(name: str | None = None):
     before a run exists says nothing was stored (exit 130), also when called directly (a test's CliRunner, a
     notebook) rather than through :func:`accelbench.cli.main`; listed in its help panel
     (:data:`accelbench.cli.help.COMMAND_PANELS`), its help completed when shown."""
-    import functools
 
     def deco(fn):
         @functools.wraps(fn)
@@ -207,7 +205,7 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     """
     from accelbench import api
 
-    statuses = list(store.cases(run_id).get("status", [])) if statuses is None else statuses
+    statuses = [r["status"] for r in store.records(run_id)] if statuses is None else statuses
     failed, code = sum(s == ERROR for s in statuses), exit_code(statuses, interrupted)
     if failed:
         err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "

@@ -37,12 +37,12 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
     if workload == "train" and ok:
         console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
                       "all-reduce against the same step under no_sync()")
-    if ok and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
+    if ok and not any(r.get("scaling_efficiency") is not None for r in rows):
         console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")
     for r in rows:
         for label, text in case_notes([r]):
             style = "yellow" if label in ("unsupported:", "skipped:", "flagged:") else "red"
-            where = f" on {int(r['world_size'])} ranks" if r.get("world_size") == r.get("world_size") else ""
+            where = f" on {int(r['world_size'])} ranks" if r.get("world_size") is not None else ""
             (err_console if label == "error:" else console).print(styled(label, style, f" {text}{where}"))
 
 
@@ -118,7 +118,7 @@ def interconnect(
                             device=device)
     store = a.open_store(db, create=True)
     out = api.interconnect(spec, store, opts)
-    rows = store.cases(out.run_id).to_dict("records")
+    rows = store.records(out.run_id)
     console.print(f"Run {out.run_id}: collectives over {opts.world_size} ranks")
     console.print(collective_table(rows))
     table = p2p_table(rows)
@@ -160,12 +160,12 @@ def concurrent(
     for name in ("concurrent", "sequential"):
         if name in summary:
             r, work = summary[name], summary[name].get("work_time_s")
-            console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work == work and work else ""))
+            console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work else ""))
     if "comparison" in summary:
         c, over = summary["comparison"], summary["concurrent"].get("overlap_fraction")
-        work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") == c.get("work_speedup") else ""
+        work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") is not None else ""
         console.print(f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
-                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over == over and over is not None else ""))
+                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over is not None else ""))
     if out.skipped_done:
         console.print(f"resumed run {out.run_id}: {out.skipped_done} phases were already done")
     a.finish(store, out.run_id, interrupted=out.interrupted, statuses=out.statuses)

@@ -1,4 +1,5 @@
-"""Commands that read the store: ``results``, ``export``, ``telemetry``, ``cost``; and ``models``."""
+"""Commands that read the store: ``results``, ``export``, ``telemetry``, ``cost``; ``schema`` (of an exported row);
+and ``models``."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def results(run_id: Optional[str] = RUN, db: Path = a.DB,
         return
     store, run = a.run_ref(db, run_id)
     wide = wide and not compact
-    records = store.cases(run["run_id"]).to_dict("records")
+    records = store.records(run["run_id"])
     env = run["env"]
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
@@ -62,6 +63,18 @@ def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format
     else:
         text = csv_text(store, rid)
         (write_text(output, text) if output and not a.is_stdout(output) else sys.stdout.write(text))
+
+
+@command()
+def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout).")) -> None:
+    """Print the JSON Schema (draft 2020-12) of an exported result row: every column, its type, label and rule."""
+    from accelbench.core.columns import schema_text
+    from accelbench.core.outputs import check_writable, write_text
+
+    if output is not None and not a.is_stdout(output):
+        write_text(check_writable(output), schema_text())
+    else:
+        sys.stdout.write(schema_text())
 
 
 @command("models")
@@ -113,7 +126,7 @@ def telemetry(run_id: Optional[str] = RUN, db: Path = a.DB) -> None:
     from accelbench.report.telemetry import telemetry_table
 
     store, run = a.run_ref(db, run_id)
-    records = store.cases(run["run_id"]).to_dict("records")
+    records = store.records(run["run_id"])
     env = run["env"]
     console.print(telemetry_table(records, title=f"Run {run['run_id']} telemetry on {env.get('device_name')}"))
     a.print_notes(records, env)

@@ -93,8 +93,8 @@ def train(
     out = a.run_with_progress(api.train, spec, store, opts=opts, resume=resume)
     if out is None:
         raise typer.Exit(0)
-    for r in store.cases(out.run_id).to_dict("records"):
-        if r.get("input_bound") == 1:
+    for r in store.records(out.run_id):
+        if r.get("input_bound"):
             from accelbench.report.table import case_label
 
             console.print(styled("input-bound:", "yellow", f" {case_label(r)}: the loader delivers "
@@ -115,7 +115,7 @@ def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Option
                       f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" (input-bound)" if r["input_bound"] else ""))
 
     out = api.train(spec, store, resume=resume, on_row=on_row)
-    records = store.cases(out.run_id).to_dict("records")
+    records = store.records(out.run_id)
     for bs, e in out.resumed.items():
         console.print(f"bs={bs}: resumed after epoch {e} from its checkpoint")
     console.print(epoch_table(records, title=f"Run {out.run_id}: test top-1 per epoch ({s.eval_data})"))

@@ -91,10 +91,7 @@ class Tuner:
         return scenarios.get(scenario_name(self.settings.workload))
 
     def rows(self) -> dict[str, dict]:
-        from accelbench.core.rundata import clean
-
-        return {r["case_key"]: ts.as_trial(clean(r), self.settings.workload)
-                for r in self.store.cases(self.run_id).to_dict("records")}
+        return {r["case_key"]: ts.as_trial(r, self.settings.workload) for r in self.store.records(self.run_id)}
 
     def trial_spec(self, cfg: tuple, batch: int, stage: str, repeats: int = 1):
         """The spec of one trial and its stored key: ``(spec, key)``."""

@@ -198,8 +198,8 @@ class CostModel:
 
     def observe(self, cfg: tuple, batch: int, row: dict[str, Any], trial_s: float) -> None:
         """Learn from one finished trial of ``cfg`` at ``batch`` that took ``trial_s`` seconds in all."""
-        timed = _num(row.get("timed_wall_s"))
-        n = _num(row.get("batches_timed")) or _num(row.get("steps_timed"))
+        timed = row.get("timed_wall_s")
+        n = row.get("batches_timed") or row.get("steps_timed")
         step = timed / n if timed and n else None
         warm = self.warmup * step if step else 0.0
         self.fixed[cfg] = max(0.0, trial_s - (timed or 0.0) - warm)
@@ -253,10 +253,6 @@ def _scaled(known: dict[int, float], batch: int) -> float:
         b = max(below)
         return known[b] * batch / b
     return known[min(known)]
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
 def fit_final(cands: list, cost: Callable[[Any], float], left_s: float, rounds: int) -> tuple[list, int]:
