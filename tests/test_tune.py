@@ -150,6 +150,26 @@ def test_a_real_tune_brackets_to_the_cpu_oom_boundary(tmp_path):
     assert not rows["freezing"].any()
 
 
+def test_a_tune_made_through_the_api_has_its_winner_in_the_html_report(tmp_path):
+    """A notebook's tune (no CLI) stores its summary: the report's "Winner" block holds the winner, what got it
+    there and the command, as ``accelbench tune`` prints them (issue 22, item 6)."""
+    import html
+
+    from accelbench import api
+
+    out, store = _tune(tmp_path, precisions=("fp32",), batch_sizes=(1, 2), final_rounds=1)
+    assert out.winner is not None and out.command.startswith("accelbench run ")
+    assert out.summary[0].startswith("winner (throughput): fp32 eager batch ")
+    assert out.report_lines == [*out.summary, *out.notes, *("what got it there: " + w for w in out.explain),
+                                f"run it: {out.command}"]
+    page = tmp_path / "r.html"
+    doc = api.report(store, [out.run_id], html=page)
+    blocks = [b for s in doc["sections"] for b in s["blocks"] if b and b.get("title") == "Winner"]
+    assert len(blocks) == 1 and blocks[0]["lines"] == out.report_lines
+    text = html.unescape(page.read_text())
+    assert out.summary[0] in text and f"run it: {out.command}" in text
+
+
 def test_constraints_are_respected(tmp_path):
     out, _ = _tune(tmp_path, precisions=("fp32",), batch_sizes=(2,), max_memory_bytes=1)
     assert out.winner is None and out.pareto == []

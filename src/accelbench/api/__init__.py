@@ -8,17 +8,22 @@
     spec = api.spec("inference", {"model": "resnet50", "batch_sizes": "1,64"})
     out = api.run(spec, Store("a.db"))                 # accelbench run
     out = api.run(spec, Store("a.db"), gpus=2)         # accelbench run --gpus 2
-    df = Store("a.db").cases(out.run_id)              # pandas DataFrame
+    df = out.to_dataframe()                           # pandas DataFrame, one row per case
 
 Every sweep goes through :func:`accelbench.core.loop.run` (one loop: resume, OOM boundary, failure rows,
-interrupts, derived columns, the lease), in this process or under torchrun.
+interrupts, derived columns, the lease), in this process or under torchrun. Every command returns a typed, frozen
+result (:mod:`accelbench.api.results`): the run id, the store, how it ended, the rows, ``to_dataframe()``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelbench.core.loop import Outcome
+from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
+
+__all__ = ["Result", "RunResult", "ProfileResult", "StudyResult", "TuneResult", "spec", "launcher", "check", "sweep",
+           "run", "train", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
+           "compare", "report", "export_json", "cuda_available"]
 
 
 def cuda_available() -> bool:
@@ -36,16 +41,36 @@ def spec(scenario: str, *layers: dict[str, Any], cuda: bool | None = None):
             ``loadgen``.
         cuda: GPU defaults (default: the spec's ``device``, else whether a GPU is visible).
     Raises:
-        ConfigError: an unknown scenario or field, or an invalid value.
+        ConfigError: an unknown scenario or field, or an invalid value; a field given by one of the scenario's own
+            aliases (loadgen's ``max_batch`` for ``batch_sizes``) is named as it was given.
     """
     from accelbench import scenarios
+    from accelbench.core.errors import ConfigError
     from accelbench.core.spec import build_spec
 
     if cuda is None:
         device = next((lay.get("device") for lay in reversed(layers) if isinstance(lay, dict) and lay.get("device")),
                       "auto")
         cuda = device != "cpu" and cuda_available()
-    return build_spec(scenarios.get(scenario), *layers, cuda=cuda)
+    sc = scenarios.get(scenario)
+    try:
+        return build_spec(sc, *layers, cuda=cuda)
+    except ConfigError as exc:
+        given = _given_name(sc, layers, exc.field)
+        if given == exc.field:
+            raise
+        raise ConfigError(given, exc.value, exc.allowed) from None
+
+
+def _given_name(scenario, layers: tuple, field: str) -> str:
+    """How the last layer that set ``field`` spelled it: one of ``scenario``'s own aliases of it, or ``field``."""
+    own = {k for k, v in getattr(scenario, "aliases", {}).items() if v == field}
+    for layer in reversed(layers):
+        for key, value in (layer.items() if isinstance(layer, dict) else ()):
+            name = key.replace("-", "_") if isinstance(key, str) else key
+            if value is not None and name in own | {field}:
+                return name
+    return field
 
 
 def launcher(gpus: int | None = None, opts=None):
@@ -87,7 +112,7 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
 
 
 def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = False,
-          on_case: Callable | None = None, on_row: Callable | None = None) -> Outcome:
+          on_case: Callable | None = None, on_row: Callable | None = None) -> RunResult | None:
     """Run ``spec``'s scenario over its cases and store every row (the loop; see the module docstring).
 
     Under a user's torchrun or srun (rank variables set), this process runs as one rank and rank 0 stores.
@@ -98,7 +123,7 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         resume: continue the newest unfinished run of the same spec and launch.
         on_case: progress ``(index, total, case, record_or_None)``; on_row: each detail row (an epoch) stored.
     Returns:
-        :class:`accelbench.core.loop.Outcome` (None on a rank other than 0 of a user's job).
+        :class:`accelbench.api.results.RunResult` (None on a rank other than 0 of a user's job).
     """
     from accelbench import scenarios
     from accelbench.core import loop
@@ -109,27 +134,32 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
     if info is not None and scenario.dist_kind:
         from accelbench.launchers.torchrun.here import run_here
 
-        return run_here(scenario, spec, store.path, info, opts, on_case=on_case)
-    return loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
-                    on_row=on_row)
+        return RunResult.of(run_here(scenario, spec, store.path, info, opts, on_case=on_case), store)
+    return RunResult.of(loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
+                                 on_row=on_row), store)
 
 
-def run(spec, store, **kw) -> Outcome:
+def run(spec, store, **kw) -> RunResult:
     """``accelbench run``: the inference sweep (``spec.scenario == "inference"``); keywords as :func:`sweep`."""
     return sweep(spec, store, **kw)
 
 
-def train(spec, store, **kw) -> Outcome:
+def train(spec, store, **kw) -> RunResult:
     """``accelbench train``: training-step throughput (``train_step``) or, for a ``converge`` spec, training to
     accuracy (epoch rows as they end: ``on_row``); keywords as :func:`sweep`."""
     return sweep(spec, store, **kw)
 
 
-def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
-    """``accelbench profile``: returns ``(outcome, ceilings, ceilings_were_cached)``.
+def profile(spec, store, **kw) -> ProfileResult:
+    """``accelbench profile``: the sweep's result with the device's ceilings, measured (or found in the store)
+    before the cases run; keywords as :func:`sweep`.
 
-    The device's ceilings are measured (or found in the store) before the cases run.
+    Returns:
+        :class:`accelbench.api.results.ProfileResult` (it unpacks as ``(result, ceilings, ceilings_were_cached)``,
+        as earlier releases returned).
     """
+    import dataclasses
+
     from accelbench import scenarios
     from accelbench.core.env import resolve_device
     from accelbench.scenarios.profile import get_ceilings
@@ -137,37 +167,41 @@ def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
     device = resolve_device(spec.device)
     scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements
     ceilings, cached = get_ceilings(store, device, spec.settings.remeasure_ceilings)
-    return sweep(spec, store, **kw), ceilings, cached
+    out = sweep(spec, store, **kw)
+    if out is None:  # a rank other than 0 of a user's job
+        return None
+    fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+    return ProfileResult(**fields, ceilings=ceilings, ceilings_cached=cached)
 
 
-def input_pipeline(spec, store, **kw) -> Outcome:
+def input_pipeline(spec, store, **kw) -> RunResult:
     """``accelbench input-pipeline``: loader, resident and storage rates (``input_pipeline`` spec)."""
     return sweep(spec, store, **kw)
 
 
-def loadgen(spec, store, **kw) -> Outcome:
+def loadgen(spec, store, **kw) -> RunResult:
     """``accelbench loadgen``: MLPerf's SingleStream, MultiStream, Server and Offline through LoadGen
     (``loadgen`` spec); keywords as :func:`sweep`. Needs ``pip install 'accelbench[loadgen]'``."""
     return sweep(spec, store, **kw)
 
 
-def interconnect(spec, store, opts) -> Outcome:
+def interconnect(spec, store, opts) -> RunResult:
     """``accelbench interconnect``: collectives and GPU pair copies on ``opts.gpus`` ranks."""
     return sweep(spec, store, opts=opts)
 
 
-def scale(spec, store, counts: list[int], opts=None, *, resume: bool = False, on_case=None):
+def scale(spec, store, counts: list[int], opts=None, *, resume: bool = False, on_case=None) -> StudyResult:
     """``accelbench scale``: ``spec`` on each process count; see :func:`accelbench.studies.scale.run_scale`."""
     from accelbench import scenarios
     from accelbench.launchers.torchrun.job import DistOptions
     from accelbench.studies.scale import run_scale
 
-    return run_scale(scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts, resume=resume,
-                     on_case=on_case)
+    return StudyResult.of(run_scale(scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts,
+                                    resume=resume, on_case=on_case), store)
 
 
 def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_gpus: int | None = None,
-               resume: bool = False):
+               resume: bool = False) -> StudyResult:
     """``accelbench concurrent``: the specs as jobs at once on disjoint GPU sets, then one after another;
     see :func:`accelbench.studies.concurrent.run_concurrent`."""
     from accelbench import scenarios
@@ -175,10 +209,10 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
     from accelbench.studies.concurrent import ConcurrentJob, run_concurrent
 
     jobs = [ConcurrentJob(scenario=scenarios.get(s.scenario), spec=s, gpus=gpus_per_job) for s in specs]
-    return run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume)
+    return StudyResult.of(run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume), store)
 
 
-def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None):
+def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None) -> TuneResult:
     """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec;
     a ``train_step`` spec with ``settings.workload="train"``: the training step, fused vs foreach optimizer
     kernels too) for ``settings.objective`` within ``settings.budget_s``; see
@@ -188,11 +222,16 @@ def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | No
         settings: :class:`accelbench.studies.tune_search.TuneSettings` (workload, objective, constraints, space,
             budget).
     Returns:
-        :class:`accelbench.studies.tune.TuneOutcome` (the winner, its verdicts, the Pareto front, every trial).
+        :class:`accelbench.api.results.TuneResult` (the winner, its verdicts, the Pareto front, every trial, and the
+        lines ``accelbench tune`` prints). The winner's row stores those lines (``tune_summary``): the run's HTML
+        report shows them.
     """
     from accelbench.studies.tune import run_tune
 
-    return run_tune(spec, settings, store, resume=resume, on_trial=on_trial)
+    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial), spec, settings, store)
+    if out.winner is not None and out.winner.get("case_id") is not None:
+        store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(out.report_lines)})
+    return out
 
 
 def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...] = (), n_boot: int | None = None):
@@ -258,9 +297,11 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
     return doc
 
 
-def export_json(store, run_id: int, path) -> None:
+def export_json(store, run_id: int, path, sections: dict[str, Any] | None = None) -> None:
     """Write a run (spec, environment, results, and its scenario's extension data) as JSON, atomically.
 
+    Args:
+        sections: further top-level sections (a tune's ``{"tune": TuneResult.json_section()}``).
     Raises:
         OutputError: the file cannot be written (the run stays in the store).
     """
@@ -268,4 +309,10 @@ def export_json(store, run_id: int, path) -> None:
     from accelbench.store.export import write_json
 
     scenario = scenarios.by_kind(store.run(run_id)["kind"])
-    write_json(path, store, run_id, scenario.export_extra if scenario else None)
+
+    def extra(st, rid, doc: dict) -> None:
+        if scenario is not None:
+            scenario.export_extra(st, rid, doc)
+        doc.update(sections or {})
+
+    write_json(path, store, run_id, extra)
