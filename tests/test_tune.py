@@ -11,9 +11,9 @@ import pytest
 
 from accelbench.core.errors import ConfigError
 from accelbench.studies import tune_search as ts
+from conftest import flags, tiny_case
 
-TINY = {"device": "cpu", "images": 8, "idle_s": 0, "telemetry_period_ms": 0, "min_timed_batches": 1,
-        "warmup_batches": 0}
+TINY = tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0, warmup_batches=0)
 
 
 def _walk(fails_above: int, score=lambda b: float(b), start: int = 1, max_batch: int = 256) -> dict:
@@ -217,8 +217,7 @@ def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
     from accelbench.store import Store
 
     db, toml, png, js = (str(tmp_path / n) for n in ("t.db", "best.toml", "front.png", "t.json"))
-    tiny = ["--device", "cpu", "--images", "8", "--idle-s", "0", "--telemetry-period-ms", "0",
-            "--min-timed-batches", "1", "--db", db]
+    tiny = [*flags(tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0)), "--db", db]
     res = CliRunner().invoke(app, ["tune", "-m", "cifar-resnet20", "-p", "fp32,bf16", "--modes", "eager", "-b", "2",
                                    "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
                                    "--out-toml", toml, "--plot", png, "--json", js, *tiny])
@@ -290,8 +289,7 @@ def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
     from accelbench.store import Store
 
     db, toml = str(tmp_path / "t.db"), tmp_path / "best.toml"
-    tiny = ["--device", "cpu", "--images", "4", "--idle-s", "0", "--telemetry-period-ms", "0",
-            "--min-timed-batches", "1", "--warmup-batches", "0", "--db", db]
+    tiny = [*flags(tiny_case(model=None, batch_sizes=None, telemetry_period_ms=0, warmup_batches=0)), "--db", db]
     res = CliRunner().invoke(app, ["tune", "--workload", "train", "-m", "cifar-resnet20", "-p", "fp32", "--modes",
                                    "eager", "-b", "2", "--optimizer", "adamw", "--fused-optimizers", "on",
                                    "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
