@@ -65,7 +65,7 @@ ROWS = [
 def test_a_missing_extra_is_one_line_and_exit_2_before_anything_runs(tmp_path: Path, blocked, extra, parts):
     p = check(Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True, env=_blocking(tmp_path, blocked)),
               tmp_path)
-    assert all(part in p.stderr for part in parts), p.stderr
+    assert parts and all(part in p.stderr for part in parts), p.stderr
 
 
 def test_profile_charts_without_matplotlib_is_refused_before_anything_runs(tmp_path: Path):

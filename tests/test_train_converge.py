@@ -57,6 +57,7 @@ def test_training_loss_falls_and_resume_reaches_the_same_state(tmp_path):
     assert [r["epoch"] for r in resumed.epochs] == [2]
     assert resumed.epochs[0]["train_loss"] == e2["train_loss"] and resumed.epochs[0]["eval_top1"] == e2["eval_top1"]
     a, b = _final_state(s, full.run_id), _final_state(s2, resumed.run_id)
+    assert a["step"]["model"] and a["step"]["model"].keys() == b["step"]["model"].keys()
     for k, v in a["step"]["model"].items():
         assert torch.equal(v, b["step"]["model"][k]), k
     rows = Store(db).cases(resumed.run_id)
