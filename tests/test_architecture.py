@@ -235,7 +235,8 @@ def test_only_the_store_touches_its_connection():
 
 
 def test_the_package_root_holds_the_entry_points_and_the_axes():
-    assert sorted(p.name for p in SRC.glob("*.py")) == ["__init__.py", "__main__.py", "api.py", "precisions.py"]
+    assert sorted(p.name for p in SRC.glob("*.py")) == ["__init__.py", "__main__.py", "precisions.py"]
+    assert (SRC / "api" / "__init__.py").exists()  # the entry point: the functions, and their typed results
     for axis in ("backends", "scenarios", "launchers"):
         assert (SRC / axis / "__init__.py").exists()
 

@@ -43,9 +43,10 @@ def test_nvml_names_match_the_right_entry(name, mem_gib, key):
 
 
 def test_price_file_has_every_required_device_with_source_and_date():
-    keys = {e.key for e in load_prices()}
+    prices = load_prices()
+    keys = {e.key for e in prices}
     assert {"h100", "h200", "a100-40gb", "a100-80gb", "l4", "t4", "v100", "p100", "cpu-c6i"} <= keys
-    for e in load_prices():
+    for e in prices:
         assert e.usd_per_hour > 0 and e.source and e.date[:2] == "20" and e.instance
     assert entry("h200").estimate is True and PRICES_FILE.name == "prices.toml"
 

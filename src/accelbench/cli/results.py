@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
+from accelbench.cli.options import DB, WIDE
 from accelbench.cli.common import command, console
 from accelbench.core import kinds
 
@@ -17,9 +18,9 @@ RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in 
 
 
 @command()
-def results(run_id: Optional[str] = RUN, db: Path = a.DB,
+def results(run_id: Optional[str] = RUN, db: Path = DB,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
-            wide: bool = a.WIDE,
+            wide: bool = WIDE,
             compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts).")) -> None:
     """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision."""
     from accelbench.report import table_for
@@ -45,7 +46,7 @@ def results(run_id: Optional[str] = RUN, db: Path = a.DB,
 @command()
 def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
            output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout)."),
-           db: Path = a.DB) -> None:
+           db: Path = DB) -> None:
     """Export one run's results as CSV (one row per case) or JSON (spec, environment, results)."""
     from accelbench import api
     from accelbench.store.export import csv_text
@@ -91,7 +92,7 @@ def cost(run_id: Optional[str] = typer.Option(None, "--run", help="One run: an i
          price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="Re-price every row at this USD per device-hour."),
          kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
          all_rows: bool = typer.Option(False, "--all", help="Every case, not only the best per (device, model, precision, mode)."),
-         db: Path = a.DB) -> None:
+         db: Path = DB) -> None:
     """Cost comparison across stored runs: time, throughput, $/hour, total cost, $/1,000 images."""
     from accelbench.cost.compare import cost_comparison
     from accelbench.report.telemetry import cost_table
@@ -121,7 +122,7 @@ def _ref(db: Path, ref: str) -> tuple:
 
 
 @command()
-def telemetry(run_id: Optional[str] = RUN, db: Path = a.DB) -> None:
+def telemetry(run_id: Optional[str] = RUN, db: Path = DB) -> None:
     """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
     from accelbench.report.telemetry import telemetry_table
 

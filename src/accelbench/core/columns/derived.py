@@ -1,4 +1,4 @@
-"""Columns derived from a measured row (``accelbench.core.derived``): energy per sample and above idle, the
+"""Columns derived from a measured row (``accelbench.sweep.derived``): energy per sample and above idle, the
 validity flags, the cost. An aggregate row derives its own from its combined columns (so rank rows carry none:
 the rule is per-rank)."""
 
