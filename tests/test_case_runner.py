@@ -16,10 +16,15 @@ from accelbench.launchers.case import run_case
 from accelbench.launchers.torchrun.ranks import RankInfo
 from accelbench.launchers.torchrun.worker import RankSink, measure_case
 from accelbench.store import Store
-from test_distributed import FAST, cli
+from conftest import run_cli
+from test_distributed import FAST
 
 TINY = {"models": "helpers:tiny_conv_net", "batch_sizes": "4", "device": "cpu", "data": "synthetic", "images": 8,
         "min_timed_batches": 2, "warmup_batches": 1, "idle_s": 0}
+
+
+def cli(*args: str):
+    return run_cli(*args, check=True)
 
 
 class OneRank(Rank):
