@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from accelbench.store import Store
+from conftest import run_cli
 
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"
@@ -133,9 +134,8 @@ def test_a_broken_plugin_is_one_warning_line_naming_it(tmp_path):
     (info / "entry_points.txt").write_text("[accelbench.backends]\nbroken = no_such_module:Thing\n\n"
                                            "[accelbench.precisions]\nfp-bad = bad_precision:FP_BAD\n")
     (site / "bad_precision.py").write_text("from accelbench.precisions import Precision\nFP_BAD = Precision('fp-bad')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(SRC)]), "COLUMNS": "1000"}
-    p = subprocess.run([sys.executable, "-m", "accelbench", "run", "--help"], capture_output=True, text=True,
-                       env=env, timeout=300)
+    p = run_cli("run", "--help", env={"PYTHONPATH": os.pathsep.join([str(site), str(SRC)]), "COLUMNS": "1000"},
+                timeout=300)
     assert p.returncode == 0 and "eager" in p.stdout, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("warning: plugin ") for line in lines), p.stderr

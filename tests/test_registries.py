@@ -143,13 +143,12 @@ def test_help_completion_and_tune_offer_a_backend_for_its_workloads(toys):
 
 
 def test_shell_completion_of_modes_follows_the_command_workload():
-    import subprocess
-    import sys
+
+    from conftest import run_cli
 
     def complete(words: str) -> list[str]:
-        env = {**os.environ, "_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": words,
-               "COMP_CWORD": str(len(words.split()) - 1)}
-        p = subprocess.run([sys.executable, "-m", "accelbench"], capture_output=True, text=True, env=env, timeout=120)
+        p = run_cli(env={"_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": words,
+                         "COMP_CWORD": str(len(words.split()) - 1)}, timeout=120)
         assert p.returncode == 0, p.stderr
         return p.stdout.split()
 

@@ -89,7 +89,9 @@ def test_a_store_written_before_the_column_table_shows_and_exports_valid_rows(tm
     db = tmp_path / "b.db"
     shutil.copy(BEFORE_COLUMNS, db)
     runner, validator = CliRunner(), jsonschema.Draft202012Validator(json_schema())
-    for run in Store(db).runs():
+    runs = Store(db).runs()
+    assert len(runs) >= 3
+    for run in runs:
         rid = str(run["run_id"])
         for wide in ([], ["--wide"]):
             res = runner.invoke(app, ["results", "--run", rid, "--db", str(db), *wide])
