@@ -1,0 +1,1 @@
+"""The generate scenario: prefill and decode of decoder-only language models (issue 23)."""
