@@ -125,6 +125,12 @@ def train(spec, store, **kw) -> Outcome:
     return sweep(spec, store, **kw)
 
 
+def generate(spec, store, **kw) -> Outcome:
+    """``accelbench generate``: language-model prefill and decode (``spec.scenario == "generate"``); keywords as
+    :func:`sweep`."""
+    return sweep(spec, store, **kw)
+
+
 def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
     """``accelbench profile``: returns ``(outcome, ceilings, ceilings_were_cached)``.
 

@@ -12,6 +12,8 @@
 | int8-dynamic | int8 weights, activations quantized per batch at run time (Linear layers) | int8 | no | int8 | same sources |
 | fp8 | Linear layers: float8 e4m3 weights (per output row) and activations (per row, scaled per batch); the rest bf16 | ``torch._scaled_mm`` (CUDA, compute capability >= 8.9) through torchao | no | fp8 | torchao ``Float8DynamicActivationFloat8WeightConfig`` docs; OCP 8-bit floating point spec (E4M3 max 448) |
 | fp8-tensor | as fp8, one scale per tensor (weights and activations) | same | no | fp8 | same |
+| int8-weight-only | a language model's linear weights int8 (one scale a row), activations bf16 (generate only) | ``aten._weight_int8pack_mm`` | no | bf16 | gpt-fast ``WeightOnlyInt8Linear`` |
+| fp8-weight-only | the same with float8 e4m3 weights | dequantize + bf16 matmul; one token a row compiled: a fused reduction | no | bf16 | OCP 8-bit floating point spec |
 
 Where a reduced precision has no kernel path on the device (int8 on a CUDA GPU; fp8 below compute capability
 8.9, on a CPU, or on a model whose compute is convolutions), :func:`simulated_reason` says why, and the inference
@@ -50,6 +52,9 @@ class Precision:
         quant: ``static`` or ``dynamic`` post-training int8 quantization, or None (a float precision).
         needs_cpu: it runs on CPUs only (no kernel path on CUDA GPUs).
         granularity: fp8 scaling: ``row`` (one scale per row of each matrix) or ``tensor``; None otherwise.
+        weight_only: ``int8`` or ``fp8``: a language model's linear weights quantized, one scale a row, the
+            activations in ``cast_dtype`` (:mod:`accelbench.quant.weight_only`); the generate scenario only.
+        workloads: the workloads that take it (``inference``, ``train``, ``generate``).
     """
 
     name: str
@@ -64,6 +69,8 @@ class Precision:
     quant: str | None = None
     needs_cpu: bool = False
     granularity: str | None = None
+    weight_only: str | None = None
+    workloads: tuple[str, ...] = ("inference", "train")
 
     @property
     def reduced(self) -> bool:
@@ -78,18 +85,22 @@ class Precision:
 PRECISIONS: dict[str, Precision] = {
     p.name: p
     for p in (
-        Precision("fp32"),
+        Precision("fp32", workloads=("inference", "train", "generate")),
         Precision("tf32", tf32=True, needs_cuda=True, min_capability=(8, 0), ceiling="tf32"),
         Precision("amp-fp16", autocast_dtype="float16", grad_scaler=True, ceiling="fp16"),
         Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16"),
-        Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16"),
-        Precision("bf16", cast_dtype="bfloat16", ceiling="bf16"),
+        Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16", workloads=("inference", "train", "generate")),
+        Precision("bf16", cast_dtype="bfloat16", ceiling="bf16", workloads=("inference", "train", "generate")),
         Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True),
         Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True),
         Precision("fp8", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8", quant="float8",
                   granularity="row"),
         Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
                   quant="float8", granularity="tensor"),
+        Precision("int8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="int8",
+                  workloads=("generate",)),
+        Precision("fp8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="fp8",
+                  workloads=("generate",)),
     )
 }
 
@@ -141,9 +152,10 @@ def simulated_reason(name: str, device) -> str | None:
     return unsupported_reason(name, device)
 
 
-def names(trainable: bool = False) -> tuple[str, ...]:
-    """Every precision name (only those a training step can use, with ``trainable``)."""
-    return tuple(n for n, p in PRECISIONS.items() if p.trainable or not trainable)
+def names(trainable: bool = False, workload: str = "inference") -> tuple[str, ...]:
+    """The precision names of ``workload`` (only those a training step can use, with ``trainable``)."""
+    wl = "train" if trainable else workload
+    return tuple(n for n, p in PRECISIONS.items() if wl in p.workloads and (p.trainable or not trainable))
 
 
 def unsupported_reason(name: str, device, training: bool = False) -> str | None:

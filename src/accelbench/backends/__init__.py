@@ -15,6 +15,6 @@ else asks the registry: the names a spec accepts, what can train, what needs a G
 """
 
 from accelbench.backends.base import BACKENDS, Backend, get, names, register
-from accelbench.backends import eager, compile, cudagraphs, onnxruntime  # noqa: E402,F401  (each registers itself: one line each)
+from accelbench.backends import eager, compile, cudagraphs, onnxruntime, generation  # noqa: E402,F401  (each registers itself: one line each)
 
 __all__ = ["BACKENDS", "Backend", "get", "names", "register"]

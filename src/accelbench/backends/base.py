@@ -15,6 +15,8 @@ class Backend:
 
     Attributes:
         name: the mode name users give.
+        workloads: the workloads it serves (``inference``, ``train``; generation backends ``generate``).
+        compiles: it compiles (``torch.compile``); fused: it fuses a language model's projections.
         trainable: a training step can run through it (:meth:`wrap_training`).
         needs_cuda: it runs on CUDA GPUs only.
         static_shapes: what it builds runs one input shape (a graph, a shape-specialised compile): a server
@@ -24,6 +26,9 @@ class Backend:
     """
 
     name: str = ""
+    workloads: tuple[str, ...] = ("inference", "train")
+    compiles: bool = False
+    fused: bool = False
     trainable: bool = False
     needs_cuda: bool = False
     static_shapes: bool = False
@@ -133,6 +138,7 @@ def get(name: str) -> Backend:
     return pick(BACKENDS, name, "mode")
 
 
-def names(trainable: bool = False) -> tuple[str, ...]:
-    """Every backend name (only those that can run a training step, with ``trainable``)."""
-    return tuple(n for n, b in BACKENDS.items() if b.trainable or not trainable)
+def names(trainable: bool = False, workload: str = "inference") -> tuple[str, ...]:
+    """The backend names of ``workload`` (only those that can run a training step, with ``trainable``)."""
+    wl = "train" if trainable else workload
+    return tuple(n for n, b in BACKENDS.items() if wl in b.workloads and (b.trainable or not trainable))

@@ -9,6 +9,7 @@
 | ``input_pipeline`` | input-pipeline | DataLoader / device-resident input rates, storage reads |
 | ``interconnect`` | - / interconnect | collectives and GPU pair copies over the ranks |
 | ``loadgen`` | loadgen / - | MLPerf's SingleStream, MultiStream, Server and Offline through LoadGen |
+| ``generate`` | generate / - | language-model prefill and decode: TTFT, TPOT, tokens/s, KV cache, MBU/MFU |
 
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
 (one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the loop
@@ -17,7 +18,7 @@ A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :clas
 
 from accelbench.scenarios.base import SCENARIOS, Scenario, by_kind, get, register
 from accelbench.scenarios import (  # noqa: E402,F401  (each registers itself: one line per scenario)
-    inference, train_step, converge, profile, input_pipeline, interconnect, loadgen,
+    inference, train_step, converge, profile, input_pipeline, interconnect, loadgen, generate,
 )
 
 __all__ = ["SCENARIOS", "Scenario", "by_kind", "get", "register"]

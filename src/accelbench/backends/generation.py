@@ -1,0 +1,38 @@
+"""Generation backends (the ``generate`` scenario's ``--modes``): which loop runs a prefill and the decode steps.
+
+| name | loop | what | source |
+| --- | --- | --- | --- |
+| hf-generate | ``model.generate`` | what users get: Hugging Face's default (dynamic) KV cache, greedy | transformers docs, "Generation" |
+| static | static-cache loop | a pre-allocated ``StaticCache``, the prefill and one eager decode step a token | transformers docs, "KV cache strategies" |
+| static-compile | static-cache loop | the decode step ``torch.compile``-d; on CUDA ``mode="reduce-overhead"``: one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
+| static-compile-fused | static-cache loop | the same with q/k/v and gate/up fused into one matmul each (Llama-like models) | gpt-fast ``wqkv``/``w1w3``; vLLM's merged projections |
+
+The loops themselves are accelbench's (:mod:`accelbench.scenarios.generate.decode`): timing, warm-up and
+synchronisation are the same for every backend.
+"""
+
+from __future__ import annotations
+
+from accelbench.backends.base import Backend, register
+
+
+class Generation(Backend):
+    """A generation backend: ``loop`` (``generate`` or ``static``), ``compiles`` the decode step, ``fused``
+    projections. Serves the ``generate`` workload only."""
+
+    workloads = ("generate",)
+    loop = "static"
+    fused = False
+
+    def __init__(self, name: str, loop: str, compiles: bool = False, fused: bool = False):
+        self.name, self.loop, self.compiles, self.fused = name, loop, compiles, fused
+
+    def options(self) -> dict:
+        return {"compile_mode": ("reduce-overhead on CUDA, default on CPU" if self.compiles else None),
+                "freezing": False, "fused_projections": self.fused}
+
+
+for backend in (Generation("hf-generate", "generate"), Generation("static", "static"),
+                Generation("static-compile", "static", compiles=True),
+                Generation("static-compile-fused", "static", compiles=True, fused=True)):
+    register(backend)
