@@ -43,6 +43,12 @@ def test_p99_interval_needs_368_samples():
     assert ci.quantile_ci(list(range(1000, 0, -1)), 0.99) == (983.0, 997.0)  # values 1..1000, unsorted
 
 
+def test_quantile_interval_is_scipys_quantile_test():
+    x = np.exp(np.arange(0, 1.01, 0.01))  # scipy.stats.quantile_test's documented example
+    assert ci.quantile_ci(x, 0.75, 0.9) == pytest.approx((1.9542373206359396, 2.293318740264183))
+    assert ci.quantile_ci([], 0.5) is None and ci.quantile_ci([1.0, 2.0], 0.5) is None
+
+
 def test_window_bootstrap_two_windows_enumerated():
     # Two windows of 100 samples in 1 s and 3 s: resamples {1,1} (p 1/4) -> 100/s, {1,3} (1/2) -> 50/s, {3,3} (1/4) ->
     # 33.3/s; the 2.5 % and 97.5 % quantiles of the replicates are the two extremes.
@@ -53,13 +59,44 @@ def test_window_bootstrap_two_windows_enumerated():
     assert out["latency_p50"] == pytest.approx((1.5, 3.5))  # medians of {1,2,1,2}, {1,2,3,4}, {3,4,3,4}
 
 
-def test_window_bootstrap_fixed_seed():
-    w = ci.Windows(wall_s=np.array([1.0, 1.1, 0.9, 1.2, 1.0]), samples=np.full(5, 100.0),
-                   latency_ms=tuple(np.array([10.0, 11, 12, 13]) + i for i in range(5)))
-    out = ci.window_bootstrap(w, seed=0)
-    assert out["throughput"] == pytest.approx((500 / 5.6, 500 / 4.8))
-    assert out["latency_p50"] == (12.0, 15.0)
+def _windows(rng, w: int, k: int = 8) -> ci.Windows:
+    """``w`` simulated windows of 100 samples: wall times gamma-distributed with mean 1 s (skewed, as a
+    contended host makes them), latencies normal around 10 ms."""
+    return ci.Windows(wall_s=rng.gamma(16, 1 / 16, w), samples=np.full(w, 100.0),
+                      latency_ms=tuple(rng.normal(10, 1, k) for _ in range(w)))
+
+
+def test_window_bootstrap_interval_contains_the_estimate_and_narrows_with_more_windows():
+    rng = np.random.default_rng(8)
+    mean_width = []
+    for w in (4, 16, 64):
+        widths = []
+        for _ in range(20):
+            win = _windows(rng, w)
+            out = ci.window_bootstrap(win, n_boot=1000)
+            lo, hi = out["throughput"]
+            assert lo <= win.throughput() <= hi and lo < hi
+            assert min(win.window_throughputs()) <= lo and hi <= max(win.window_throughputs())
+            lo50, hi50 = out["latency_p50"]
+            assert lo50 <= np.median(np.concatenate(win.latency_ms)) <= hi50
+            widths.append(hi - lo)
+        mean_width.append(np.mean(widths))
+    assert mean_width[0] > mean_width[1] > 1.5 * mean_width[2]  # about 1/sqrt(windows): 2x per 4x
     assert ci.window_bootstrap(ci.Windows.split([1.0], [100], [1.0, 2.0])) is None
+    const = ci.Windows.split([2.0, 2.0, 2.0], [50, 50, 50], [4.0] * 30)  # every replicate equal: the point
+    assert ci.window_bootstrap(const) == {"throughput": (25.0, 25.0), "latency_p50": (4.0, 4.0)}
+
+
+def test_window_bootstrap_covers_the_true_throughput_about_95_percent_of_the_time():
+    # 100 samples per window over walls of mean 1 s: the true throughput is 100 samples/s. Nominal 95 %; any
+    # bootstrap undercovers by a few points at 10 windows (E&T ch. 14), but not by much.
+    rng = np.random.default_rng(11)
+    sims = 300
+    covered = 0
+    for i in range(sims):
+        lo, hi = ci.window_bootstrap(_windows(rng, 10, k=4), n_boot=1000, seed=i)["throughput"]
+        covered += lo <= 100.0 <= hi
+    assert 0.85 <= covered / sims <= 0.99
 
 
 def test_hierarchical_replicates():
@@ -71,7 +108,17 @@ def test_hierarchical_replicates():
     r = ci.hierarchical_replicates(w, seed=0)
     assert ci.percentile_interval(r["latency_p50"]) == (12.0, 15.0)
     lo, hi = ci.percentile_interval(r["throughput"])
-    assert lo == pytest.approx(87.96537938503266) and hi == pytest.approx(105.38792233169312)
+    # contains the estimate, and lies inside the slowest and fastest conceivable resamples: every window the
+    # one whose wall time, scaled by its fastest (slowest) possible batch mean over its measured mean, is least
+    # (greatest)
+    means = np.array([x.mean() for x in w.latency_ms])
+    fastest = w.wall_s * np.array([x.min() for x in w.latency_ms]) / means
+    slowest = w.wall_s * np.array([x.max() for x in w.latency_ms]) / means
+    assert lo < w.throughput() < hi and 100 / slowest.max() <= lo and hi <= 100 / fastest.min()
+    assert ci.hierarchical_replicates(w, seed=0)["throughput"].tolist() == r["throughput"].tolist()  # seeded
+    wide = ci.Windows(wall_s=w.wall_s, samples=w.samples, latency_ms=tuple(3 * x - 20 for x in w.latency_ms))
+    lo3, hi3 = ci.percentile_interval(ci.hierarchical_replicates(wide, seed=0)["latency_p50"])
+    assert (lo3, hi3) == pytest.approx((3 * 12.0 - 20, 3 * 15.0 - 20))  # the median moves with the latencies
     one = ci.Windows.split([1.0], [40], [1.0, 1.0, 3.0, 3.0])  # one window: only batches vary
     r1 = ci.hierarchical_replicates(one, n_boot=500)
     assert set(np.unique(r1["latency_p50"])) <= {1.0, 2.0, 3.0} and r1["throughput"].max() <= 40 / 0.5

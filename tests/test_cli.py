@@ -58,30 +58,25 @@ def test_config_file_with_an_unknown_model_is_refused_before_the_run(tmp_path):
 
 
 def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
-    # `timeout`, `kill` and batch schedulers send SIGTERM: finished cases stay, the run is marked interrupted
+    # `timeout`, `kill` and batch schedulers send SIGTERM: finished cases stay, the run is marked interrupted. The
+    # batch-2 case waits at the gate (signal_helpers) until the signal has arrived: exactly one case is finished.
     import signal
     import sqlite3
-    import time
+
+    from signal_helpers import DEADLINE_S, Gate, stored_rows, wait_for
 
     db = tmp_path / "t.db"
-    cmd = [sys.executable, "-m", "accelbench", "run", "--model", "cifar-resnet20", "--batch-sizes", "1,2,4,8,16,32",
-           "--images", "32", "--device", "cpu", "--min-time-s", "1", "--db", str(db)]
-    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-
-    def stored() -> int:
-        try:
-            with sqlite3.connect(db) as con:
-                return con.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
-        except sqlite3.OperationalError:  # no file or table yet
-            return 0
-
-    deadline = time.time() + 240
-    while proc.poll() is None and time.time() < deadline and not stored():
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    gate = Gate(tmp_path, batch=2)
+    cmd = [sys.executable, "-m", "accelbench", "run", "--model", "signal_helpers:gated_net", "--batch-sizes",
+           "1,2,4,8,16,32", "--images", "32", "--device", "cpu", "--min-time-s", "1", "--db", str(db)]
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **gate.env(),
+           "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="batch 1 stored, batch 2 at the gate")
+    gate.signal(lambda: proc.send_signal(signal.SIGTERM))
+    _, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err)
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
-        assert 1 <= con.execute("SELECT COUNT(*) FROM cases").fetchone()[0] < 6
+        assert con.execute("SELECT batch_size FROM cases").fetchall() == [(1,)]

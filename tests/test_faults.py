@@ -212,44 +212,55 @@ def test_cpu_contention_is_flagged(tmp_path: Path) -> None:
         in p.stdout, p.stdout
 
 
-def _interrupted_run(db: Path, batch_sizes: str) -> list[str]:
-    """Start a sweep, SIGTERM it once its first case is stored; returns the sweep's arguments."""
+def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
+    """Start a sweep of ``signal_helpers:gated_net``, SIGTERM it once its first case is stored and the next one
+    waits at ``gate`` (so exactly one case is finished); returns the sweep's arguments."""
     import signal
     import subprocess
     import sys
 
-    args = ["run", *[a.format(db=db) for a in TINY], "--batch-sizes", batch_sizes, "--min-time-s", "1"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    from fault_harness import TESTS
+    from signal_helpers import DEADLINE_S, stored_rows, wait_for
+
+    args = ["run", *[a.format(db=db) for a in TINY], "--model", "signal_helpers:gated_net", "--batch-sizes",
+            batch_sizes, "--min-time-s", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **gate.env(),
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    while proc.poll() is None and time.time() < deadline and not (db.exists() and _count(db)):
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="the first case stored, the next at the gate")
+    gate.signal(lambda: proc.send_signal(signal.SIGTERM))
+    _, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130 and "rerun with --resume" in err, err
+    assert stored_rows(db) == 1
     return args
 
 
-def _count(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as con:
-            return con.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
-    """Item 5: the first --resume takes the run's lease; the second gets one line and exit 2; one row per case."""
+    """Item 5: the first --resume takes the run's lease; the second gets one line and exit 2; one row per case.
+    The winner waits at the gate (signal_helpers) until the loser has answered, so the loser always meets a
+    live lease, however the two processes are scheduled."""
     import subprocess
     import sys
 
+    from fault_harness import TESTS
+    from signal_helpers import DEADLINE_S, Gate, wait_for
+
     db = tmp_path / "two.db"
-    args = _interrupted_run(db, "1,2,3,4,5,6")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    gate = Gate(tmp_path, batch=2)
+    args = _interrupted_run(db, "1,2,3,4,5,6", gate)
+    gate.close()
+    gate.rearm()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200", **gate.env(),
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([sys.executable, "-m", "accelbench", *args, "--resume"], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=600) for p in procs]
+    try:
+        wait_for(lambda: all(p.poll() is not None for p in procs) or (gate.reached() and any(
+            p.poll() is not None for p in procs)), label="one resume at the gate, the other ended")
+    finally:
+        gate.open()
+    outs = [p.communicate(timeout=DEADLINE_S) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], [(p.returncode, o[1]) for p, o in zip(procs, outs)]
     loser = next(o for p, o in zip(procs, outs) if p.returncode == 2)

@@ -2,7 +2,8 @@
 
 Table rows (``fault_harness.Fault``) for faults found before anything runs and for a rank that crashes;
 real-process tests for signals: SIGINT to the process group (a terminal's Ctrl-C), SIGTERM to accelbench,
-SIGKILL of its process group, then ``--resume`` (the same run, only the missing cases, one lease).
+SIGKILL of its process group, then ``--resume`` (the same run, only the missing cases, one lease). They wait for
+states, never for a time (``signal_helpers``).
 Each launch is real torchrun + gloo on CPU processes (~10-20 s on a 2-core machine).
 """
 
@@ -12,19 +13,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from fault_harness import TESTS, Fault, cases, check, no_run, run_accelbench, runs
+from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
 
 pytestmark = pytest.mark.slow
 
 CASE = ["--device", "cpu", "--model", "cifar-resnet20", "--images", "8", "--min-timed-batches", "1"]
 TINY = [*CASE, "--batch-sizes", "2,4", "--db", "{db}"]
-# Each timed window lasts 2 s, so a signal sent when a case's row appears finds the next case running.
-WINDOW = ["--min-time-s", "2"]
 INTERRUPTED = "interrupted: 1 finished cases stored in run 1; rerun with --resume"
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
@@ -73,33 +72,23 @@ def test_fault(fault: Fault, tmp_path: Path) -> None:
 
 
 # real processes and signals ------------------------------------------------------------------------------------
-def _start(args: list[str]) -> subprocess.Popen:
+# Each test waits for states (a stored row, a rank waiting at the gate of signal_helpers, the lease), never for a
+# fixed time: the gated case cannot finish before the signal, however slow the machine.
+GATED = ["--device", "cpu", "--model", "signal_helpers:gated_net", "--images", "8", "--min-timed-batches", "1"]
+
+
+def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
     """accelbench in a session of its own, so that a signal to its process group is a terminal's Ctrl-C."""
     env = {**os.environ, "COLUMNS": "200", **ONE_THREAD,
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "accelbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
-
-
-def _wait(what, proc: subprocess.Popen, timeout: float = 300):
-    """Poll ``what()`` until it is truthy; fails when ``proc`` ends first."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        got = what()
-        if got:
-            return got
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(f"exited {proc.returncode} first\n{out[-3000:]}\n{err[-3000:]}")
-        time.sleep(0.1)
-    raise AssertionError("timed out")
+                            text=True, env=env, start_new_session=True, preexec_fn=takes_ctrl_c)
 
 
 def _aggregates(db: Path) -> list[dict]:
-    try:
-        return [r for r in cases(db) if r.get("aggregate") == 1]
-    except Exception:  # no store or no cases table yet
+    if not stored_rows(db):
         return []
+    return [r for r in cases(db) if r.get("aggregate") == 1]
 
 
 def _values(row: dict) -> dict:
@@ -110,6 +99,8 @@ def _values(row: dict) -> dict:
 def _lease_pid(db: Path, run_id: int = 1):
     import sqlite3
 
+    if not db.exists():
+        return None
     try:
         with sqlite3.connect(db) as con:
             row = con.execute("SELECT lease_pid FROM runs WHERE run_id=?", (run_id,)).fetchone()
@@ -147,36 +138,56 @@ def _gone(procs: list, timeout: float) -> list:
     return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+def _kill_left(procs: list) -> None:
+    """Clean up after a failed assertion: end what is still running of ``procs`` (these tests' own children)."""
+    import psutil
+
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
 def _stopped_cleanly(proc: subprocess.Popen, children: list) -> tuple[str, str]:
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130, f"exit {proc.returncode}\n{out}\n{err}"
     for word in ("Traceback", "SignalException"):
         assert word not in out + err, out + err
     assert INTERRUPTED in err.splitlines(), err
-    assert not _gone(children, 5), "ranks or torchrun still running"
+    left = _gone(children, 60)  # they stop on the signal: the gated case never ends by itself
+    _kill_left(left)
+    assert not left, "ranks or torchrun still running"
     return out, err
 
 
 def test_ctrl_c_then_resume_continues_the_same_run(tmp_path: Path) -> None:
     """SIGINT to the process group mid-run: exit 130, one line, ranks stopped, finished case kept, run interrupted.
-    ``--resume`` then runs only the missing case in the same run, while a second ``--resume`` finds it leased."""
+    ``--resume`` then runs only the missing case in the same run, while a second ``--resume`` finds it leased.
+
+    The batch-4 case waits at the gate, so the signal always finds it running (the batch-2 row stored, a rank
+    waiting), and the resumed run holds its lease until the test opens the gate."""
     db = tmp_path / "r.db"
-    args = ["run", "--gpus", "2", *[a.format(db=db) for a in TINY], *WINDOW]
-    first = _start(args)
-    _wait(lambda: _aggregates(db), first)
+    gate = Gate(tmp_path, batch=4)
+    args = ["run", "--gpus", "2", *GATED, "--batch-sizes", "2,4", "--db", str(db)]
+    first = _start(args, gate.env())
+    wait_for(lambda: _aggregates(db) and gate.reached(), first, label="batch 2 stored, batch 4 at the gate")
     children = _descendants(first)
-    os.killpg(first.pid, signal.SIGINT)
+    gate.signal(lambda: os.killpg(first.pid, signal.SIGINT))
     _stopped_cleanly(first, children)
     assert runs(db) == [(1, "inference-dp", "interrupted")]
     (done,) = _aggregates(db)
     assert done["batch_size"] == 2 and done["status"] == "ok"
 
-    resumed = _start([*args, "--resume"])
-    _wait(lambda: _lease_pid(db) == resumed.pid, resumed)
+    gate.close()
+    gate.rearm()
+    resumed = _start([*args, "--resume"], gate.env())
+    wait_for(lambda: _lease_pid(db) == resumed.pid and gate.reached(), resumed, label="the resumed run at the gate")
     busy = run_accelbench([*args, "--resume"], ONE_THREAD)
     assert busy.returncode == 2, busy.stdout + busy.stderr
     assert busy.stderr.splitlines() == [busy.stderr.strip()] and f"run 1 is being run by pid {resumed.pid}" in busy.stderr
-    out, err = resumed.communicate(timeout=300)
+    gate.open()
+    out, err = resumed.communicate(timeout=DEADLINE_S)
     assert resumed.returncode == 0, out + err
     assert "resumed run 1: 1 cases were already done" in out
     assert runs(db) == [(1, "inference-dp", "complete")]
@@ -188,19 +199,21 @@ def test_ctrl_c_then_resume_continues_the_same_run(tmp_path: Path) -> None:
 
 def test_scale_sigterm_then_resume_continues_at_the_missing_count(tmp_path: Path) -> None:
     """SIGTERM to accelbench alone (``kill``, a batch scheduler) during a scaling study; ``scale --resume`` runs
-    the 2-process case only and measures its speed-up against the 1-process row of the same run."""
+    the 2-process case only and measures its speed-up against the 1-process row of the same run. The 2-process
+    launch waits at the gate until the signal has arrived."""
     db = tmp_path / "s.db"
-    args = ["scale", "--gpus", "1,2", *CASE, "--batch-sizes", "2", "--db", str(db), *WINDOW]
-    first = _start(args)
-    _wait(lambda: _aggregates(db), first)
+    gate = Gate(tmp_path, world=2)
+    args = ["scale", "--gpus", "1,2", *GATED, "--batch-sizes", "2", "--db", str(db)]
+    first = _start(args, gate.env())
+    wait_for(lambda: _aggregates(db) and gate.reached(), first, label="1 process stored, 2 at the gate")
     children = _descendants(first)
-    first.send_signal(signal.SIGTERM)
+    gate.signal(lambda: first.send_signal(signal.SIGTERM))
     _stopped_cleanly(first, children)
     assert runs(db) == [(1, "scale", "interrupted")]
     (one,) = _aggregates(db)
     assert one["world_size"] == 1
 
-    p = run_accelbench([*args, "--resume"], ONE_THREAD)
+    p = run_accelbench([*args, "--resume"], ONE_THREAD)  # no gate: runs through
     assert p.returncode == 0, p.stdout + p.stderr
     assert runs(db) == [(1, "scale", "complete")]
     by = {r["world_size"]: r for r in _aggregates(db)}
@@ -210,11 +223,17 @@ def test_scale_sigterm_then_resume_continues_at_the_missing_count(tmp_path: Path
 
 def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:
     """``kill -9`` of accelbench's process group: no handler runs, yet torchrun (in its own session) and the ranks
-    stop within seconds (the tether's parent-death signal), long before the 20 s case would end by itself."""
+    stop (the tether's parent-death signal), although their case, held at the gate, would never end by itself."""
     db = tmp_path / "k.db"
-    p = _start(["run", "--gpus", "2", *CASE, "--batch-sizes", "2", "--db", str(db), "--min-time-s", "20"])
-    _wait(lambda: len(_workers(p)) == 2, p)
+    gate = Gate(tmp_path)
+    p = _start(["run", "--gpus", "2", *GATED, "--batch-sizes", "2", "--db", str(db)], gate.env())
+    wait_for(lambda: len(_workers(p)) == 2 and gate.reached(), p, label="both ranks at the gate")
     children = _descendants(p)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.communicate()
-    assert not _gone(children, 8), "ranks or torchrun still running after accelbench was killed"
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        left = _gone(children, 60)  # the gate stays closed: only the tether can stop them
+    finally:
+        gate.open()
+    _kill_left(left)
+    assert not left, "ranks or torchrun still running after accelbench was killed"

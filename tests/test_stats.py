@@ -3,17 +3,19 @@ import math
 import pytest
 import torch
 
-from accelbench.core.stats import percentile, stat_columns, summarize, topk_correct
+import numpy as np
+
+from accelbench.core.stats import stat_columns, summarize, topk_correct
 
 
-def test_percentile_matches_numpy_linear():
+def test_percentiles_are_numpy_linear():
     xs = [10.0, 1.0, 4.0, 7.0]  # sorted 1 4 7 10
-    assert percentile(xs, 0) == 1.0 and percentile(xs, 100) == 10.0
-    assert percentile(xs, 50) == 5.5
-    assert percentile(xs, 25) == pytest.approx(3.25)
-    assert percentile(xs, 99) == pytest.approx(9.91)
+    st = summarize(xs)
+    assert st.latency_p50_ms == 5.5 and st.latency_iqr_ms == pytest.approx(7.75 - 3.25)
+    assert st.latency_p90_ms == pytest.approx(9.1) and st.latency_p99_ms == pytest.approx(9.91)
+    assert st.latency_p99_ms == pytest.approx(np.percentile(xs, 99)) and type(st.latency_p99_ms) is float
     with pytest.raises(ValueError):
-        percentile([], 50)
+        summarize([])
 
 
 def test_summarize_exact():

@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 
 from accelbench.store import Store
 from accelbench.train import checkpoint as ckpt
+from signal_helpers import wait_for
 from specs import run_convergence
 from specs import build_converge_spec
 
@@ -91,12 +91,9 @@ def test_killed_cli_run_resumes_from_its_checkpoint(tmp_path):
            "--eval-images", "100", "--placement", "resident", "--db", str(tmp_path / "k.db")]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ck_dir = tmp_path / "k-checkpoints"
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(ck_dir.glob("*.pt")):
-        time.sleep(0.2)
+    wait_for(lambda: any(ck_dir.glob("*.pt")), proc, label="the first checkpoint")  # a state, not a time
     proc.send_signal(signal.SIGKILL)  # a hard kill: no handler runs
     proc.wait()
-    assert any(ck_dir.glob("*.pt"))
     out = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "resumed after epoch" in out.stdout

@@ -23,6 +23,8 @@ class Backend:
             that batches requests of any count builds it per batch size (:meth:`build_sizes`) and pads.
         step_graph: a training step through it is captured whole (forward, loss, backward, GradScaler and
             optimizer step) into one CUDA graph and replayed (:class:`accelbench.train.step.TrainStep`).
+        requires: pip packages it imports (checked before a run: :mod:`accelbench.core.requirements`).
+        torch_quantizer: it quantizes through :meth:`quantize`'s default (PT2E int8, torchao fp8).
     """
 
     name: str = ""
@@ -33,6 +35,8 @@ class Backend:
     needs_cuda: bool = False
     static_shapes: bool = False
     step_graph: bool = False
+    requires: tuple[str, ...] = ()
+    torch_quantizer: bool = True
 
     def unsupported_reason(self, device, training: bool = False) -> str | None:
         """Why this backend cannot run on ``device`` (a torch.device), or None."""

@@ -77,6 +77,8 @@ class _Reader:
 
 class OnnxRuntime(Backend):
     name = "onnxruntime"
+    requires = ("onnxruntime", "onnx")
+    torch_quantizer = False
     quant_kernels = "int8: onnxruntime QDQ (MLAS/oneDNN int8 kernels on the CPU)"
 
     def unsupported_reason(self, device, training: bool = False) -> str | None:

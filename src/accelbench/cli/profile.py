@@ -55,8 +55,14 @@ def profile(
     console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {db}")
     out, ceilings, cached = api.profile(spec, store, on_case=_progress)
     _report(out, ceilings, cached, wide)
-    a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
-             statuses=[r["status"] for r in out.records])
+    chart_errors = [f"{r['model']} {r['step']}: {r['chart_error']}" for r in out.records if r.get("chart_error")]
+    for text in chart_errors:  # the rows are stored and measured; only the charts failed: exit 1
+        a.err_console.print(a.styled("error:", "red", f" charts not written for {text}"))
+    try:
+        a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
+                 statuses=[r["status"] for r in out.records])
+    except typer.Exit as done:
+        raise typer.Exit(done.exit_code or int(bool(chart_errors))) from None
 
 
 def _progress(i: int, n: int, case, rec) -> None:

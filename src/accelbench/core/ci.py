@@ -1,19 +1,21 @@
-"""Confidence intervals over repeated timed windows (numpy; pure, tested with exact numbers).
+"""Confidence intervals over repeated timed windows (numpy and scipy; pure, tested with exact numbers).
 
 Per-batch samples inside one timed window are autocorrelated (clocks, caches, the allocator and the host
 drift together), so the *window* is the statistical unit: ``--repeats N`` times N windows per case.
 
-- :func:`window_bootstrap`: the percentile bootstrap over windows (Efron & Tibshirani 1993, *An
-  Introduction to the Bootstrap*, ch. 13.3: resample the N windows with replacement, recompute the
-  statistic, take the 2.5 % and 97.5 % quantiles of the replicates). Each window is resampled whole, so the
-  dependence inside it is kept (the cluster bootstrap: Davison & Hinkley 1997, *Bootstrap Methods and their
-  Application*, s. 3.8). With few windows the percentile interval is too narrow (E&T s. 13.3); it needs
-  N >= 2 and reads best from N >= 5.
-- :func:`quantile_ci`: the distribution-free interval of a quantile from two order statistics (Le Boudec
-  2010, *Performance Evaluation of Computer and Communication Systems*, s. 2.2.1, Theorem 2.1:
-  P(X_(j) <= q_p <= X_(k)) = B(k-1; n, p) - B(j-1; n, p), B the binomial CDF), with equal tails of at
-  most alpha/2 each. Used for p99 over every timed batch: it assumes independent batches, which the windows
-  do not guarantee, so it is the narrower of the two kinds.
+- :func:`window_bootstrap`: the BCa bootstrap over windows (``scipy.stats.bootstrap(method="BCa")``;
+  Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, ch. 14.3: resample the N windows with
+  replacement, recompute the statistic, and read the replicates' quantiles shifted for their bias and
+  skew, the acceleration from the jackknife). Each window is resampled whole, so the dependence inside it
+  is kept (the cluster bootstrap: Davison & Hinkley 1997, *Bootstrap Methods and their Application*,
+  s. 3.8). The plain percentile interval is too narrow with few windows (E&T s. 13.3); BCa corrects it to
+  second order. It needs N >= 2 and reads best from N >= 5.
+- :func:`quantile_ci`: the distribution-free interval of a quantile from two order statistics
+  (``scipy.stats.quantile_test(...).confidence_interval``; Le Boudec 2010, *Performance Evaluation of
+  Computer and Communication Systems*, s. 2.2.1, Theorem 2.1: P(X_(j) <= q_p <= X_(k)) = B(k-1; n, p) -
+  B(j-1; n, p), B the binomial CDF), with equal tails of at most alpha/2 each. Used for p99 over every
+  timed batch: it assumes independent batches, which the windows do not guarantee, so it is the narrower
+  of the two kinds.
 - :func:`hierarchical_replicates`: the two-level bootstrap (windows, then batches within each chosen
   window; Davison & Hinkley s. 3.8 "strategy 1"; Saravanan et al. 2020, "Application of the hierarchical
   bootstrap to multi-level data in neuroscience", NBDT 3) behind ``accelbench compare``.
@@ -22,6 +24,7 @@ drift together), so the *window* is the statistical unit: ``--repeats N`` times 
 from __future__ import annotations
 
 from dataclasses import dataclass
+import warnings
 from math import comb
 from typing import Sequence
 
@@ -87,7 +90,7 @@ def _pct(reps: np.ndarray, level: float) -> tuple[float, float]:
 
 def window_bootstrap(win: Windows, *, n_boot: int = N_BOOT, level: float = LEVEL,
                      seed: int = SEED) -> dict[str, tuple[float, float]] | None:
-    """Percentile-bootstrap intervals over whole windows (module docstring: Efron & Tibshirani ch. 13.3).
+    """BCa bootstrap intervals over whole windows (``scipy.stats.bootstrap``, ``method="BCa"``; module docstring).
 
     Statistics, recomputed on each resample of the windows: throughput = sum(samples) / sum(wall_s)
     (samples/s) and the median of the pooled batch latencies (ms).
@@ -97,24 +100,41 @@ def window_bootstrap(win: Windows, *, n_boot: int = N_BOOT, level: float = LEVEL
     """
     if win.n < 2:
         return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, win.n, size=(n_boot, win.n))
-    thr = win.samples[idx].sum(axis=1) / win.wall_s[idx].sum(axis=1)
     lat = np.stack(win.latency_ms)  # (W, K)
-    med = np.empty(n_boot)
-    step = max(1, _CHUNK_CELLS // lat.size)
-    for s in range(0, n_boot, step):
-        chunk = lat[idx[s:s + step]].reshape(len(idx[s:s + step]), -1)
-        med[s:s + step] = np.median(chunk, axis=1)
-    return {"throughput": _pct(thr, level), "latency_p50": _pct(med, level)}
+
+    def throughput(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        return win.samples[idx].sum(axis=-1) / win.wall_s[idx].sum(axis=-1)
+
+    def median(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(lat[idx].reshape(*idx.shape[:-1], -1), axis=-1)
+
+    batch = max(1, _CHUNK_CELLS // lat.size)
+    return {name: _bca(stat, win.n, n_boot=n_boot, level=level, seed=seed, batch=batch)
+            for name, stat in (("throughput", throughput), ("latency_p50", median))}
+
+
+def _bca(statistic, n: int, *, n_boot: int, level: float, seed: int, batch: int) -> tuple[float, float]:
+    """The BCa interval of ``statistic`` over resamples of the indices ``0..n-1`` (scipy resamples the
+    indices, so a statistic of whole windows keeps each window's batches together)."""
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", DegenerateDataWarning)  # a 0/0 acceleration: handled below
+        res = bootstrap((np.arange(n),), statistic, n_resamples=n_boot, batch=batch, vectorized=True,
+                        confidence_level=level, method="BCa", rng=seed)
+    lo, hi = res.confidence_interval
+    if np.isnan(lo) or np.isnan(hi):  # every replicate equal (BCa's acceleration is 0/0): the point itself
+        return _pct(res.bootstrap_distribution, level)
+    return float(lo), float(hi)
 
 
 def quantile_ci_indices(n: int, p: float, level: float = LEVEL) -> tuple[int, int, float] | None:
-    """The order statistics (1-based ``j <= k``) of an equal-tailed distribution-free interval of the
-    ``p`` quantile from ``n`` samples, and its exact coverage (Le Boudec Theorem 2.1).
+    """The order statistics (1-based ``j <= k``) of :func:`quantile_ci` for ``n`` samples, and the
+    interval's exact coverage B(k-1; n, p) - B(j-1; n, p) (Le Boudec Theorem 2.1).
 
     ``j`` is the largest index with B(j-1; n, p) <= alpha/2 and ``k`` the smallest with
-    B(k-1; n, p) >= 1 - alpha/2, so each tail holds at most alpha/2.
+    B(k-1; n, p) >= 1 - alpha/2, so each tail holds at most alpha/2 (found as the interval of the values
+    1..n).
 
     Returns:
         ``(j, k, coverage)``, or None when ``n`` is too small (no such j >= 1 or k <= n: e.g. a 95 % interval
@@ -122,14 +142,11 @@ def quantile_ci_indices(n: int, p: float, level: float = LEVEL) -> tuple[int, in
     """
     from scipy.stats import binom
 
-    a = (1 - level) / 2
-    cdf = binom.cdf(np.arange(n + 1), n, p)  # cdf[i] = B(i; n, p)
-    js = [j for j in range(1, n + 1) if cdf[j - 1] <= a + 1e-12]
-    ks = [k for k in range(1, n + 1) if cdf[k - 1] >= 1 - a - 1e-12]
-    if not js or not ks:
+    found = quantile_ci(np.arange(1, n + 1), p, level)
+    if found is None:
         return None
-    j, k = max(js), min(ks)
-    return j, k, float(cdf[k - 1] - cdf[j - 1])
+    j, k = int(found[0]), int(found[1])
+    return j, k, float(binom.cdf(k - 1, n, p) - binom.cdf(j - 1, n, p))
 
 
 def min_samples_for_quantile_ci(p: float, level: float = LEVEL) -> int:
@@ -143,13 +160,17 @@ def min_samples_for_quantile_ci(p: float, level: float = LEVEL) -> int:
 
 
 def quantile_ci(values: Sequence[float], p: float, level: float = LEVEL) -> tuple[float, float] | None:
-    """The distribution-free interval ``(X_(j), X_(k))`` of the ``p`` quantile of ``values``, or None when
-    there are too few values (:func:`quantile_ci_indices`)."""
-    found = quantile_ci_indices(len(values), p, level)
-    if found is None:
+    """The distribution-free interval ``(X_(j), X_(k))`` of the ``p`` quantile of ``values``
+    (``scipy.stats.quantile_test(...).confidence_interval``, two-sided; module docstring), or None when
+    there are too few values for either bound (:func:`min_samples_for_quantile_ci`)."""
+    from scipy.stats import quantile_test
+
+    if len(values) == 0:
         return None
-    xs = np.sort(np.asarray(values, dtype=float))
-    return float(xs[found[0] - 1]), float(xs[found[1] - 1])
+    low, high = quantile_test(np.asarray(values, dtype=float), p=p).confidence_interval(level)
+    if np.isnan(low) or np.isnan(high):
+        return None
+    return float(low), float(high)
 
 
 def min_attainable_p(n_a: int, n_b: int) -> float:

@@ -85,11 +85,22 @@ class DataError(AccelbenchError, ValueError):
     """The data source cannot be read (missing path, no images, bad archive, an image that does not decode)."""
 
 
-class MissingDependencyError(AccelbenchError, ImportError):
-    """An optional dependency is missing; the message names the extra to install."""
+def install_command(package: str, extra: str | None = None) -> str:
+    """The command that installs ``package``: its accelbench extra, or the package itself (a base requirement)."""
+    return f"pip install 'accelbench[{extra}]'" if extra else f"pip install {package}"
 
-    def __init__(self, package: str, extra: str):
-        super().__init__(f"{package} is not installed: pip install 'accelbench[{extra}]'")
+
+class MissingDependencyError(AccelbenchError, ImportError):
+    """A dependency is missing; the message names the extra to install (None: the package itself, part of the
+    base install)."""
+
+    def __init__(self, package: str, extra: str | None = None):
+        super().__init__(f"{package} is not installed: {install_command(package, extra)}")
+
+
+class InstallError(AccelbenchError):
+    """The installed packages cannot run what was asked (a missing extra, a torch/torchvision pair that does not
+    match), found before anything ran; the message names the versions and the install command."""
 
 
 class SettingsNote(UserWarning):

@@ -26,6 +26,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from accelbench.core import requirements
 from accelbench.core.errors import OK, OOM, SKIPPED, SettingsNote, StopSweep
 from accelbench.core.guard import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
 
@@ -170,6 +171,7 @@ def check(scenario, spec, launcher=None) -> tuple[Any, list]:
 
     launcher = launcher or INLINE
     device = launcher.device(spec)
+    requirements.check(scenario, spec, device)  # the install (torch pair, extras): one line, exit 2, before anything
     launcher.kind(scenario)
     cases: dict[str, Any] = {}
     for case in scenario.cases(spec, launcher.case_device(device)):

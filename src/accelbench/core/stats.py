@@ -1,7 +1,7 @@
-"""Latency statistics (pure Python, exact and testable).
+"""Latency statistics (pure, exact and testable).
 
-Percentiles use linear interpolation between closest ranks (NumPy's default ``linear`` method,
-Hyndman & Fan 1996 definition 7). Spread is IQR / median, the robust relative spread that
+Percentiles are ``numpy.percentile``'s default ``linear`` method (linear interpolation between closest
+ranks, Hyndman & Fan 1996 definition 7). Spread is IQR / median, the robust relative spread that
 ``torch.utils.benchmark.Measurement`` warns on.
 """
 
@@ -11,23 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 SPREAD_WARN = 0.05  # IQR/median above this gets a warning (the brief's 5 %)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation (NumPy ``linear``).
-
-    Raises:
-        ValueError: empty input or q outside 0..100.
-    """
-    if not values:
-        raise ValueError("percentile of an empty sequence")
-    if not 0 <= q <= 100:
-        raise ValueError(f"q must be in 0..100, got {q}")
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+_QUANTILES = (25, 50, 75, 90, 99)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,18 +37,25 @@ class LatencyStats:
 
 
 def summarize(latencies_ms: Sequence[float]) -> LatencyStats:
-    """Summarise per-batch latencies (ms). Raises ValueError on an empty sequence."""
-    p25, p50, p75 = (percentile(latencies_ms, q) for q in (25, 50, 75))
+    """Summarise per-batch latencies (ms); percentiles by ``numpy.percentile`` (``linear``).
+
+    Raises:
+        ValueError: an empty sequence.
+    """
+    if not len(latencies_ms):
+        raise ValueError("no latencies to summarise")
+    xs = np.asarray(latencies_ms, dtype=float)
+    p25, p50, p75, p90, p99 = (float(v) for v in np.percentile(xs, _QUANTILES))
     iqr = p75 - p25
     spread = iqr / p50 if p50 > 0 else math.inf
     return LatencyStats(
-        n=len(latencies_ms),
-        latency_mean_ms=sum(latencies_ms) / len(latencies_ms),
-        latency_min_ms=min(latencies_ms),
+        n=len(xs),
+        latency_mean_ms=float(xs.mean()),
+        latency_min_ms=float(xs.min()),
         latency_p50_ms=p50,
-        latency_p90_ms=percentile(latencies_ms, 90),
-        latency_p99_ms=percentile(latencies_ms, 99),
-        latency_max_ms=max(latencies_ms),
+        latency_p90_ms=p90,
+        latency_p99_ms=p99,
+        latency_max_ms=float(xs.max()),
         latency_iqr_ms=iqr,
         spread=spread,
         noisy=spread > SPREAD_WARN,

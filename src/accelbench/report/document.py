@@ -63,14 +63,14 @@ def render_html(doc: dict[str, Any]) -> str:
     """The document as one HTML page (template ``templates/report.html.j2``, autoescape on).
 
     Raises:
-        MissingDependencyError: jinja2 is not installed (``pip install 'accelbench[report]'``).
+        MissingDependencyError: jinja2 is not installed (``pip install jinja2``).
     """
     from accelbench.core.errors import MissingDependencyError
 
     try:
         import jinja2
     except ImportError:
-        raise MissingDependencyError("jinja2", "report") from None
+        raise MissingDependencyError("jinja2") from None
     env = jinja2.Environment(loader=jinja2.PackageLoader("accelbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["verdict_class"] = _verdict_class

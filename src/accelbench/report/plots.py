@@ -1,4 +1,4 @@
-"""matplotlib, imported only here and only when a chart is drawn (the ``plot`` extra)."""
+"""matplotlib, imported only here and only when a chart is drawn (part of the base install)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ def pyplot():
     """``matplotlib.pyplot`` on the non-interactive Agg backend (charts are files, never windows).
 
     Raises:
-        MissingDependencyError: matplotlib is not installed (``pip install 'accelbench[plot]'``).
+        MissingDependencyError: matplotlib is not installed (``pip install matplotlib``).
     """
     from accelbench.core.errors import MissingDependencyError
 
@@ -17,5 +17,5 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise MissingDependencyError("matplotlib", "plot") from None
+        raise MissingDependencyError("matplotlib") from None
     return plt

@@ -105,7 +105,7 @@ def plot_scaling(rows: list[dict], path: str) -> None:
     """Throughput against process count, one line per case, with the ideal linear line; saved to ``path``.
 
     Raises:
-        MissingDependencyError: matplotlib is not installed (extra ``plot``).
+        MissingDependencyError: matplotlib is not installed.
     """
     from accelbench.report.plots import pyplot
 

@@ -138,7 +138,7 @@ def plot_convergence(records: Iterable[dict], path: str | Path, title: str | Non
     """PNG with top-1 vs epoch and top-1 vs elapsed wall time, one line per batch size.
 
     Raises:
-        MissingDependencyError: matplotlib is not installed (extra ``plot``).
+        MissingDependencyError: matplotlib is not installed.
     """
     from accelbench.report.plots import pyplot
 

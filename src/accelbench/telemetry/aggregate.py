@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable, Sequence
 
-from accelbench.core.stats import percentile
+import numpy as np
+
 from accelbench.telemetry import energy as en
 from accelbench.telemetry.sources.gpm import GPM_METRICS
 
@@ -73,7 +74,8 @@ def clock_variation(samples: Sequence[dict]) -> float | None:
     if len(clocks) < 2:
         return None
     med = statistics.median(clocks)
-    return (percentile(clocks, 95) - percentile(clocks, 5)) / med if med > 0 else None
+    p5, p95 = np.percentile(clocks, [5, 95])
+    return float(p95 - p5) / med if med > 0 else None
 
 
 def _throttle(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any]:
@@ -104,21 +106,41 @@ def _processes(begin: dict, end: dict, own_pid: int | None) -> dict[str, Any]:
     return {"gpu_processes": len(pids), "other_gpu_processes": others}
 
 
+def _steps(end: dict) -> dict[str, float] | None:
+    """The ``counter-steps`` energy (:func:`accelbench.telemetry.energy.tick_energy`) of the measured block: the
+    counter's steps (``end["energy_ticks"]``) inside the block the monitor wrapped (``end["body_t"]``), with the
+    best-known update interval (``end["energy_update"]``)."""
+    body, ticks = end.get("body_t"), end.get("energy_ticks")
+    if not body or not ticks:
+        return None
+    start, stop = body
+    return en.tick_energy([(lo - start, hi - start, v) for lo, hi, v in ticks], stop - start, end.get("energy_update"))
+
+
 def _energy(samples: Sequence[dict], begin: dict, end: dict, window_s: float | None) -> dict[str, Any]:
     t = [s["t_s"] for s in samples]
     e_j = en.counter_energy_j(begin.get("energy_mj"), end.get("energy_mj"))
     if e_j is not None:
         win = end["t"] - begin["t"] if end.get("t") is not None and begin.get("t") is not None else window_s
-        frac, conf = en.confidence(win, en.counter_update_s(t, [s.get("energy_mj") for s in samples]))
-        return {"energy_j": e_j, "energy_source": "nvml-counter", "energy_window_s": win,
-                "energy_uncertainty_pct": 100 * frac if frac is not None else None, "energy_confidence": conf}
+        steps = _steps(end)
+        update = steps["update_s"] if steps else en.counter_update_s(t, [s.get("energy_mj") for s in samples])
+        frac, conf = en.confidence(win, update)
+        if steps is not None and (frac is None or steps["uncertainty"] < frac):
+            rel = steps["uncertainty"]
+            return {"energy_j": steps["energy_j"], "energy_source": "nvml-counter", "energy_method": "counter-steps",
+                    "energy_window_s": end["body_t"][1] - end["body_t"][0], "energy_uncertainty_pct": 100 * rel,
+                    "energy_confidence": "low" if rel > en.UNCERTAINTY_MAX else "ok",
+                    "energy_counter_update_s": update}
+        return {"energy_j": e_j, "energy_source": "nvml-counter", "energy_method": "counter-difference",
+                "energy_window_s": win, "energy_uncertainty_pct": 100 * frac if frac is not None else None,
+                "energy_confidence": conf, "energy_counter_update_s": update}
     e_j = en.integrate_power_j(t, [s.get("power_w") for s in samples])
     if e_j is not None:
         n = len(_vals(samples, "power_w"))
         conf = "ok" if n >= en.MIN_INTEGRATION_SAMPLES else "low"
-        return {"energy_j": e_j, "energy_source": "power-integration", "energy_window_s": t[-1] - t[0],
-                "energy_uncertainty_pct": None, "energy_confidence": conf}
-    return {"energy_j": None, "energy_source": "not available", "energy_window_s": None,
+        return {"energy_j": e_j, "energy_source": "power-integration", "energy_method": "power-integration",
+                "energy_window_s": t[-1] - t[0], "energy_uncertainty_pct": None, "energy_confidence": conf}
+    return {"energy_j": None, "energy_source": "not available", "energy_method": None, "energy_window_s": None,
             "energy_uncertainty_pct": None, "energy_confidence": None}
 
 

@@ -7,7 +7,8 @@ window-edge counters) is never ``read``.
 The thread samples every source at t = 0, then every ``period_s`` (drift-free: the next tick is
 scheduled from the start time, not from the end of the previous read), and a last sample is taken at
 exit so the series covers the whole window. ``period_s = 0`` turns the thread off: only the counters
-at the window edges are read.
+at the window edges are read. Each source's end counters also get ``body_t``: the ``time.perf_counter``
+moments the measured block began and ended (the ``with`` body, without the sampler's own start and stop).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
+        self._body_start = 0.0
 
     def _sample_all(self) -> None:
         t = time.perf_counter() - self._t0
@@ -69,13 +71,15 @@ class Sampler:
         if self.period_s > 0:
             self._thread = threading.Thread(target=self._loop, name="accelbench-telemetry", daemon=True)
             self._thread.start()
+        self._body_start = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
+        body_end = time.perf_counter()
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._sample_all()
         self.window_s = time.perf_counter() - self._t0
         for s in self.sources:
-            self.counters[s.name]["end"] = s.end()
+            self.counters[s.name]["end"] = {**s.end(), "body_t": (self._body_start, body_end)}

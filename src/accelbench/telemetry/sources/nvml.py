@@ -20,6 +20,7 @@ from typing import Any
 from accelbench.telemetry.aggregate import combine, counter_rate, gpu_record
 from accelbench.telemetry.sources import Source, Unavailable, columns
 from accelbench.telemetry.sources.gpm import GPM_METRICS, GPM_PCIE, Gpm
+from accelbench.telemetry.ticks import CounterWatch, step_counters
 
 _INIT = False
 # The columns of a case on CUDA devices none of which NVML answers for.
@@ -139,11 +140,12 @@ class NvmlSource(Source):
     combine = staticmethod(combine)
 
     def __init__(self, torch_index: int, period_s: float = 0.1, name: str = "gpu0", prefix: str = "nvml_"):
-        self.name, self.period_s, self.prefix = name, period_s, prefix
+        self.name, self.period_s, self.prefix, self.key = name, period_s, prefix, ("nvml", torch_index)
         self.nv = _nvml()
         self.h = handle_for(torch_index) if self.nv is not None else None
         self.available = self.h is not None
         self.gpm, self.gpm_status, self._prev_pcie = None, "not available: NVML missing", None
+        self._watch: CounterWatch | None = None
         if self.available:
             self._probe()
 
@@ -279,12 +281,16 @@ class NvmlSource(Source):
         if self.gpm is not None:
             _safe(self.gpm.begin)
         self._prev_pcie = None
-        return self.counters()
+        out = self.counters()
+        if self.energy_counter and self.period_s > 0:  # the counter's steps (period 0: edges only, no thread)
+            self._watch = CounterWatch(lambda: _safe(self.nv.nvmlDeviceGetTotalEnergyConsumption, self.h)).start()
+        return out
 
     def end(self) -> dict[str, Any]:
+        ticks, self._watch = (self._watch.stop() if self._watch is not None else []), None
         out = self.counters()
         out["gpm_window"] = _safe(self.gpm.window, default={}) if self.gpm is not None else {}
-        return out
+        return {**out, **step_counters(ticks, self.key)}
 
     def info(self) -> dict[str, Any]:
         """What this GPU offers: power/PCIe sources, energy counter, GPM status, our PID."""
@@ -298,6 +304,9 @@ class NvmlSource(Source):
         return columns(samples, self.prefix)
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         if self.gpm is not None:
             self.gpm.close()
             self.gpm = None

@@ -1,0 +1,149 @@
+"""Install problems are caught before anything runs (``accelbench.core.requirements``): one line, exit 2, naming
+the versions and the install command; ``accelbench doctor`` shows the same; ``profile --charts`` reports a chart
+failure on stderr and exits 1; the extras in ``pyproject.toml`` agree with the check.
+
+Missing packages are simulated in a real ``python -m accelbench`` process: a ``sitecustomize`` puts a None entry
+into ``sys.modules`` for each blocked name (what ``import`` meets for an absent package: ModuleNotFoundError),
+and a torchvision whose C++ library is left out (a copy of the package of links, without its ``.so`` files)
+stands for a torchvision built for another torch.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from fault_harness import TESTS, Fault, cases, check, no_run, run_accelbench, runs
+
+ROOT = TESTS.parent
+TINY = ["--model", "helpers:tiny_conv_net", "--batch-sizes", "2", "--images", "4", "--device", "cpu", "--idle-s", "0",
+        "--min-timed-batches", "1", "--db", "{db}"]
+PROFILE = ["--model", "helpers:tiny_conv_net", "--device", "cpu", "--idle-s", "0", "--db", "{db}"]
+SITE = "import os, sys\nfor name in os.environ.get('BLOCK_IMPORTS', '').split(','):\n    if name:\n" \
+       "        sys.modules[name] = None\n"
+
+
+def _blocking(tmp: Path, names: str) -> dict:
+    """The environment of a process in which the packages ``names`` (comma-separated) do not import."""
+    (tmp / "site").mkdir(exist_ok=True)
+    (tmp / "site" / "sitecustomize.py").write_text(SITE)
+    return {"BLOCK_IMPORTS": names, "PYTHONPATH": os.pathsep.join([str(tmp / "site"), str(TESTS),
+                                                                   os.environ.get("PYTHONPATH", "")])}
+
+
+def _torchvision_without_ops(tmp: Path) -> dict:
+    """The environment of a process whose torchvision has no C++ operators for this torch."""
+    import torchvision
+
+    real = Path(torchvision.__file__).parent
+    fake = tmp / "tv" / "torchvision"
+    fake.mkdir(parents=True)
+    for entry in real.iterdir():
+        if entry.suffix != ".so" and entry.name != "__pycache__":
+            (fake / entry.name).symlink_to(entry)
+    return {"PYTHONPATH": os.pathsep.join([str(tmp / "tv"), str(TESTS), os.environ.get("PYTHONPATH", "")])}
+
+
+QUANT, TIMM = "pip install 'accelbench[quant]'", "pip install 'accelbench[timm]'"
+ROWS = [
+    # (id, blocked imports, extra args, the one line holds all of these)
+    ("int8-without-torchao", "torchao", ["-p", "int8"], ["error: torchao ", "int8 needs it", QUANT]),
+    ("onnxruntime-mode-without-onnxruntime", "onnxruntime", ["--modes", "onnxruntime"],
+     ["error: onnxruntime ", "--modes onnxruntime needs it", QUANT]),
+    ("timm-model-without-timm", "timm", ["--model", "timm:resnet18"], ["error: timm ", "timm:resnet18 needs it", TIMM]),
+]
+
+
+@pytest.mark.parametrize("blocked, extra, parts", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_a_missing_extra_is_one_line_and_exit_2_before_anything_runs(tmp_path: Path, blocked, extra, parts):
+    p = check(Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True, env=_blocking(tmp_path, blocked)),
+              tmp_path)
+    assert all(part in p.stderr for part in parts), p.stderr
+
+
+def test_profile_charts_without_matplotlib_is_refused_before_anything_runs(tmp_path: Path):
+    args = ["profile", *PROFILE, "--charts", "{tmp}/charts"]
+    check(Fault("x", args, 2, "error: matplotlib ", no_run, one_line=True, env=_blocking(tmp_path, "matplotlib")),
+          tmp_path)
+    assert not (tmp_path / "charts").exists()
+
+
+def test_a_torchvision_built_for_another_torch_is_one_line_naming_both_versions(tmp_path: Path):
+    import torch
+    import torchvision
+
+    p = check(Fault("x", ["run", *TINY], 2, "does not work with torch", no_run, one_line=True,
+                    env=_torchvision_without_ops(tmp_path)), tmp_path)
+    assert f"torchvision {torchvision.__version__.split('+')[0]}" in p.stderr and f"torch {torch.__version__}" in p.stderr
+    assert "pip install --force-reinstall torch torchvision --index-url https://download.pytorch.org/whl/" in p.stderr
+
+
+def test_doctor_reports_the_install(tmp_path: Path):
+    ok = run_accelbench(["doctor"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    for package in ("torch", "torchvision", "matplotlib", "timm", "mlcommons-loadgen", "torchao", "onnxruntime"):
+        assert any(line.split()[:1] == [package] for line in ok.stdout.splitlines()), ok.stdout
+    assert "C++ operators loaded (torchvision::nms)" in ok.stdout and "ready: accelbench run" in ok.stdout
+    broken = run_accelbench(["doctor"], _torchvision_without_ops(tmp_path))
+    assert broken.returncode == 2 and "does not work with torch" in broken.stderr, broken.stdout + broken.stderr
+    optional = run_accelbench(["doctor"], _blocking(tmp_path, "timm"))
+    assert optional.returncode == 0 and "optional: timm " in optional.stdout and TIMM in optional.stdout
+
+
+def test_profile_chart_failure_is_reported_on_stderr_and_exits_1(tmp_path: Path):
+    # matplotlib imports (the check passes) but its pyplot does not: drawing fails after the case was measured
+    args = ["profile", *PROFILE, "--charts", "{tmp}/charts"]
+    p = check(Fault("x", args, 1, "error: charts not written for helpers:tiny_conv_net inference",
+                    env=_blocking(tmp_path, "matplotlib.pyplot")), tmp_path)
+    assert "matplotlib" in p.stderr
+    rows = cases(tmp_path / "faults.db")
+    assert rows and all(r["status"] == "ok" for r in rows)  # the measurement is kept
+    assert runs(tmp_path / "faults.db") == [(1, "profile", "complete")]
+
+
+# the check's plan of a spec, without processes ---------------------------------------------------------------------
+def _needs(scenario: str, device: str = "cpu", **fields) -> list[tuple[str, str]]:
+    import torch
+
+    from accelbench import api, scenarios
+    from accelbench.core.requirements import needs
+
+    spec = api.spec(scenario, {"device": device, **fields})
+    return [(n.package, n.why) for n in needs(scenarios.get(scenario), spec, torch.device(device))]
+
+
+def test_what_each_spec_needs():
+    assert _needs("inference", models="resnet18") == []
+    assert _needs("inference", models="timm:resnet18,timm:vit_tiny_patch16_224") == [("timm", "timm:resnet18")]
+    assert _needs("inference", models="resnet18", precisions="int8") == [("torchao", "int8")]
+    # int8 through onnxruntime is onnxruntime's own quantizer: no PT2E
+    assert _needs("inference", models="resnet18", precisions="int8", modes="onnxruntime") == [
+        ("onnxruntime", "--modes onnxruntime"), ("onnx", "--modes onnxruntime")]
+    assert _needs("inference", models="resnet18", precisions="fp8") == []  # simulated on a CPU: no torchao
+    assert _needs("train_step", models="resnet18", precisions="int8") == []  # an unsupported row, no quantizing
+    assert _needs("loadgen", models="resnet18") == [("mlcommons-loadgen", "accelbench loadgen")]
+    assert _needs("profile", models="resnet18", chart_dir="charts") == [("matplotlib", "--charts")]
+
+
+def test_the_extras_in_pyproject_agree_with_the_check():
+    from accelbench.core.requirements import PACKAGES
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = {d.split(">")[0].split(";")[0].strip() for d in meta["dependencies"]}
+    extras = meta["optional-dependencies"]
+    for package, (_, extra) in PACKAGES.items():
+        if extra is None:
+            assert package in base, package
+        else:
+            assert any(d.startswith(package + ">=") for d in extras[extra]), (package, extra)
+    assert {"matplotlib", "pillow", "jinja2", "scipy"} <= base
+    assert extras["test"][0] == "accelbench[all]" and extras["all"] == ["accelbench[timm,loadgen,quant]"]
+    assert set(extras["report"]) >= {"matplotlib>=3.7"} and extras["plot"] == ["matplotlib>=3.7"]  # old commands work
+    assert meta["license"] == "MIT" and meta["license-files"] == ["LICENSE"] and (ROOT / "LICENSE").is_file()
