@@ -115,3 +115,24 @@ def test_perplexity_equals_a_hand_computation():
     assert got.perplexity == pytest.approx(math.exp(nll / count), rel=1e-6)
     with pytest.raises(ValueError):
         windows(11, 1)
+
+
+def test_cheapest_precision_within_one_percent_of_the_reference_perplexity():
+    from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
+
+    rows = [
+        {"model": "m", "precision": "bf16", "mode": "static", "batch_size": 1, "status": "ok", "perplexity": 10.0,
+         "cost_per_1000_samples_usd": 0.010},
+        {"model": "m", "precision": "int8-weight-only", "mode": "static", "batch_size": 1, "status": "ok",
+         "perplexity": 10.09, "cost_per_1000_samples_usd": 0.007},
+        {"model": "m", "precision": "fp8-weight-only", "mode": "static", "batch_size": 1, "status": "ok",
+         "perplexity": 10.2, "cost_per_1000_samples_usd": 0.006},  # cheaper, but 2 % worse: misses
+        {"model": "m", "precision": "bf16", "mode": "static", "batch_size": 2, "status": "error", "perplexity": None},
+    ]
+    got = cheapest_meeting_perplexity(rows)
+    assert len(got) == 1
+    best = got[0]
+    assert (best["reference"], best["reference_perplexity"]) == ("bf16", 10.0)
+    assert best["precision"] == "int8-weight-only" and best["missed"] == ["fp8-weight-only"]
+    assert "int8-weight-only" in quality_line(best) and "above it: fp8-weight-only" in quality_line(best)
+    assert cheapest_meeting_perplexity([{"model": "x", "precision": "bf16", "status": "ok"}]) == []

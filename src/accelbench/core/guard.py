@@ -18,12 +18,13 @@ from accelbench.core.env import sync_if_context
 from accelbench.core.errors import ERROR, OK, OOM, UNSUPPORTED, StopSweep, Unsupported, is_oom, one_line
 
 
-def cleanup(device) -> None:
-    """Free what a finished or failed case left: Python garbage, the CUDA cache, compiled graphs."""
+def cleanup(device, reset_compiled: bool = True) -> None:
+    """Free what a finished or failed case left: Python garbage, the CUDA cache, compiled graphs (unless
+    ``reset_compiled`` is False: a scenario that keeps one compiled model across cases resets it itself)."""
     import torch
 
     gc.collect()
-    if "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
+    if reset_compiled and "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
         try:
             torch._dynamo.reset()
         except Exception:  # a reset that fails leaves nothing worse than before
@@ -50,7 +51,8 @@ def setup_frozen():
         gc.unfreeze()
 
 
-def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], device) -> tuple[dict, dict]:
+def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], device,
+            reset_compiled: bool = True) -> tuple[dict, dict]:
     """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
 
     Every failure becomes data: ``status`` ``oom`` (an allocation failure, also wrapped) or ``error`` with a
@@ -76,7 +78,7 @@ def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], devic
         series = {}
         del exc
     finally:
-        cleanup(device)
+        cleanup(device, reset_compiled)
     rec["case_wall_s"] = time.perf_counter() - t0
     return rec, series
 
@@ -92,7 +94,8 @@ def run_case(scenario, case, spec, state, rank, sink) -> tuple[dict, dict]:
         return {**rec, "status": UNSUPPORTED, "error": reason}, {}
     with cudnn_benchmark(getattr(spec, "cudnn_benchmark", None)) as on:
         rec["cudnn_benchmark"] = on
-        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device)
+        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device,
+                       reset_compiled=not getattr(scenario, "keeps_compiled", False))
 
 
 @contextmanager

@@ -18,6 +18,7 @@ in each entry's ``source``), so their shapes, parameter counts and KV-cache size
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,19 @@ def _context_len(config) -> int:
     return int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 0) or 0)
 
 
+@contextmanager
+def _no_progress_bar(transformers):
+    """``from_pretrained`` without its per-file progress bar (a run prints one progress bar: accelbench's)."""
+    logging = transformers.utils.logging
+    was = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            logging.enable_progress_bar()
+
+
 def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
     """Build or load the language model ``name`` on ``device`` in ``dtype`` (a torch dtype), in eval mode.
 
@@ -200,8 +214,9 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
         info = LMInfo(name=name, source="architecture", pretrained=False, weights="random",
                       context_len=_context_len(config), vocab_size=config.vocab_size)
         return LoadedLM(model.eval(), None, info)
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype, use_safetensors=True,
-                                                              trust_remote_code=False).to(device).eval()
+    with _no_progress_bar(transformers):
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype, use_safetensors=True,
+                                                                  trust_remote_code=False).to(device).eval()
     tokenizer = None
     if any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)

@@ -8,6 +8,7 @@ from typing import Any, Callable
 def table_for(kind: str) -> Callable[..., Any]:
     """The table function of a run kind: ``fn(records, compact=False)`` -> a rich renderable."""
     from accelbench.report import scaling, table, train
+    from accelbench.report.generate import generate_table
     from accelbench.report.loadgen import loadgen_table
     from accelbench.report.profile_table import profile_table
     from accelbench.report.tune import trials_table as tune_trials
@@ -27,6 +28,7 @@ def table_for(kind: str) -> Callable[..., Any]:
         "interconnect": lambda records, compact=False: scaling.collective_table(records),
         "concurrent": lambda records, compact=False: scaling.concurrent_table(records),
         "loadgen": loadgen_table,
+        "generate": generate_table,
         "tune": lambda records, compact=False: tune_trials(records),
     }
     return by_kind.get(kind, table.results_table)

@@ -89,6 +89,7 @@ class Generate(Scenario):
     derived_keys = {"samples_key": "output_tokens_timed", "work_seconds_key": "timed_wall_s",
                     "work_samples_key": "output_tokens_timed", "spread_key": "tpot_spread"}
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
+    keeps_compiled = True  # the cases of one model reuse its compiled decode step (SweepState)
 
     def validate(self, spec) -> None:
         from accelbench import backends, precisions
@@ -136,10 +137,12 @@ class Generate(Scenario):
                 or backends.get(case.mode).unsupported_reason(device))
 
     def prepare(self, spec, device, store):
-        """The device's ceilings (measured once and cached in the store: :mod:`accelbench.profile.ceilings`)."""
+        """Per-sweep state: the device's ceilings (measured once and cached in the store:
+        :mod:`accelbench.profile.ceilings`) and the perplexities measured so far."""
+        from accelbench.scenarios.generate.model import SweepState
         from accelbench.scenarios.profile import get_ceilings
 
-        return get_ceilings(store, device)[0] if store is not None else None
+        return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None)
 
     def base_record(self, case, device) -> dict[str, Any]:
         rec = super().base_record(case, device)

@@ -8,7 +8,8 @@ Two loops (the generation backends, :mod:`accelbench.backends.generation`, pick 
 - :class:`StaticLoop`: a pre-allocated ``StaticCache`` (``transformers``), the prefill in one forward pass
   (``logits_to_keep=1``: the LM head on the last prompt token only), then a decode step a token: the model on one
   token a sequence and the greedy argmax. With ``compile_mode`` the decode step is ``torch.compile``-d
-  (``fullgraph``); ``reduce-overhead`` captures it in a CUDA graph replayed every step (gpt-fast's recipe:
+  (``fullgraph``), once a model: every case of the model reuses it (:func:`decode_step`); ``reduce-overhead``
+  captures it in a CUDA graph replayed every step (gpt-fast's recipe:
   ``torch.compiler.cudagraph_mark_step_begin()`` before each call, the output cloned before the next replay
   overwrites it).
 
@@ -86,31 +87,41 @@ class HFGenerate:
         return _generation(marks, t0, out[:, prompts.shape[1]:])
 
 
+def decode_step(model, cache, tokens, cache_position):
+    """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``,
+    and the greedy next tokens ``(batch, 1)``. The model and cache are arguments, so one compiled step serves
+    every case of a model: Dynamo specialises on the first shapes and recompiles once with dynamic batch and
+    cache lengths when they change; a CUDA graph is recorded per shape."""
+    logits = model(tokens, cache_position=cache_position, position_ids=cache_position[None], past_key_values=cache,
+                   use_cache=True).logits
+    return logits[:, -1].argmax(-1, keepdim=True)
+
+
+def compiled_step(compile_mode: str | None):
+    """:func:`decode_step`, ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or as it is for None."""
+    import torch
+
+    return torch.compile(decode_step, mode=compile_mode, fullgraph=True) if compile_mode else decode_step
+
+
 class StaticLoop:
     """The static-cache prefill and decode loop (see the module docstring).
 
     Args:
         model: a ``transformers`` causal LM on ``device``, in eval mode.
         batch_size, prompt_len, new_tokens: the generation's shape (the cache holds ``prompt_len + new_tokens``).
-        compile_mode: None (eager), or a ``torch.compile`` mode for the decode step (``reduce-overhead``: CUDA graphs).
+        step: the decode step (:func:`compiled_step`); graphs: it replays CUDA graphs (``reduce-overhead``).
     """
 
-    def __init__(self, model, batch_size: int, prompt_len: int, new_tokens: int, device,
-                 compile_mode: str | None = None):
+    def __init__(self, model, batch_size: int, prompt_len: int, new_tokens: int, device, step=decode_step,
+                 graphs: bool = False):
         import torch
         from transformers import StaticCache
 
         self.model, self.prompt_len, self.new_tokens, self.device = model, prompt_len, new_tokens, device
         self.cache = StaticCache(config=model.config, max_cache_len=prompt_len + new_tokens)
         self.positions = torch.arange(prompt_len + new_tokens, device=device)
-        self.graphs = compile_mode == "reduce-overhead"
-        self.step = (torch.compile(self._decode, mode=compile_mode, fullgraph=True) if compile_mode
-                     else self._decode)
-
-    def _decode(self, tokens, cache_position):
-        logits = self.model(tokens, cache_position=cache_position, position_ids=cache_position[None],
-                            past_key_values=self.cache, use_cache=True).logits
-        return logits[:, -1].argmax(-1, keepdim=True)
+        self.step, self.graphs = step, graphs
 
     def __call__(self, prompts) -> Generation:
         import torch
@@ -132,7 +143,7 @@ class StaticLoop:
             for i in range(self.new_tokens - 1):
                 if self.graphs:
                     torch.compiler.cudagraph_mark_step_begin()
-                token = self.step(token, self.positions[p + i:p + i + 1])
+                token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1])
                 if self.graphs:
                     token = token.clone()  # the next replay overwrites the graph's output
                 marks.mark()

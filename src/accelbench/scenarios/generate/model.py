@@ -8,9 +8,46 @@ every prompt plus its new tokens fits the model's context, read from the archite
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.errors import ConfigError, Unsupported
+
+
+@dataclass
+class Built:
+    """A model built for one (model, precision, backend) with its columns and its decode step (compiled once)."""
+
+    key: tuple
+    loaded: Any
+    columns: dict
+    step: Any
+    graphs: bool
+
+
+@dataclass
+class SweepState:
+    """What the cases of one sweep share: the device's ceilings; each model's perplexity by precision and fused
+    projections (a model-numerics figure: the same for every batch size, prompt and backend loop); and the model
+    the cases run now, with its compiled decode step: the cases of one (model, precision, backend) reuse them, so a
+    sweep over batch sizes and prompt lengths builds once and compiles about twice (the first shapes, then dynamic
+    ones), where a case per compile would spend most of a GPU sweep compiling."""
+
+    ceilings: Any = None
+    perplexities: dict = field(default_factory=dict)
+    built: Built | None = None
+
+    def release(self) -> None:
+        """Drop the model in hand and its compiled step (and every compiled graph of the process)."""
+        import gc
+
+        if self.built is None:
+            return
+        self.built = None
+        gc.collect()
+        import torch
+
+        torch._dynamo.reset()
 
 
 def check_model_name(name: str) -> tuple[int | None, bool | None]:
@@ -113,21 +150,38 @@ def prompts_for(case, loaded, seed: int, device):
     return random_prompts(case.batch_size, ex.prompt_len, loaded.info.vocab_size, seed, device)
 
 
-def runner(case, loaded, device):
+def built_for(case, spec, device, state: SweepState) -> Built:
+    """The case's model and decode step: the one in hand when the case shares its (model, precision, backend,
+    seed), else a new build (the previous one released first: one model on the device at a time)."""
+    from accelbench import backends
+    from accelbench.scenarios.generate.decode import compiled_step
+
+    key = (case.model, case.precision, case.mode, spec.seed)
+    if state.built is not None and state.built.key == key:
+        return state.built
+    state.release()
+    loaded, cols = build(case, spec, device)
+    compiles = backends.get(case.mode).compiles
+    mode = ("reduce-overhead" if device.type == "cuda" else "default") if compiles else None
+    state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode), graphs=mode == "reduce-overhead")
+    return state.built
+
+
+def runner(case, built: Built, device):
     """The backend's loop for this case (:mod:`accelbench.scenarios.generate.decode`)."""
     from accelbench import backends
     from accelbench.scenarios.generate.decode import HFGenerate, StaticLoop
 
-    backend = backends.get(case.mode)
     ex = case.extras
-    if backend.loop == "generate":
-        return HFGenerate(loaded.module, ex.new_tokens, device)
-    mode = ("reduce-overhead" if device.type == "cuda" else "default") if backend.compiles else None
-    return StaticLoop(loaded.module, case.batch_size, ex.prompt_len, ex.new_tokens, device, compile_mode=mode)
+    if backends.get(case.mode).loop == "generate":
+        return HFGenerate(built.loaded.module, ex.new_tokens, device)
+    return StaticLoop(built.loaded.module, case.batch_size, ex.prompt_len, ex.new_tokens, device, step=built.step,
+                      graphs=built.graphs)
 
 
-def quality(loaded, case, spec, device) -> dict[str, Any]:
-    """Perplexity of the case's model on the held-out text, or why there is none."""
+def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
+    """Perplexity of the case's model on the held-out text (once per model, precision and fused projections:
+    ``cache``), or why there is none."""
     if not loaded.info.pretrained:
         return {"quality_note": "random weights: no quality reported (perplexity of random weights means nothing)"}
     if loaded.tokenizer is None:
@@ -139,14 +193,19 @@ def quality(loaded, case, spec, device) -> dict[str, Any]:
     from accelbench.data.text import held_out_text
     from accelbench.scenarios.generate.perplexity import perplexity
 
-    ids = torch.tensor(loaded.tokenizer(held_out_text())["input_ids"], dtype=torch.long)
-    window = min(spec.settings.perplexity_window, loaded.info.context_len or spec.settings.perplexity_window)
-    p = perplexity(loaded.module, ids, window=window, batch_size=8, device=device)
-    return {"perplexity": p.perplexity, "perplexity_tokens": p.tokens, "perplexity_window": p.window,
-            "perplexity_text": "tinyshakespeare held-out 10 %"}
+    from accelbench import backends
+
+    key = (case.model, case.precision, backends.get(case.mode).fused, spec.settings.perplexity_window)
+    if key not in cache:
+        ids = torch.tensor(loaded.tokenizer(held_out_text())["input_ids"], dtype=torch.long)
+        window = min(spec.settings.perplexity_window, loaded.info.context_len or spec.settings.perplexity_window)
+        p = perplexity(loaded.module, ids, window=window, batch_size=8, device=device)
+        cache[key] = {"perplexity": p.perplexity, "perplexity_tokens": p.tokens, "perplexity_window": p.window,
+                      "perplexity_text": "tinyshakespeare held-out 10 %"}
+    return cache[key]
 
 
-def measure_case(case, spec, ceilings, rank) -> tuple[dict, dict]:
+def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     """Measure one generation case (see :mod:`accelbench.scenarios.generate`): ``(record, series)``."""
     import torch
 
@@ -159,16 +218,22 @@ def measure_case(case, spec, ceilings, rank) -> tuple[dict, dict]:
     dev, ex = rank.device, case.extras
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    loaded, cols = build(case, spec, dev)
+    built = built_for(case, spec, dev, state)
+    loaded, cols = built.loaded, built.columns
     check_fits(case.model, loaded.info.context_len, ex.prompt_len, ex.new_tokens)
     shape = shape_of(loaded.module, _dtype(case.precision))
     prompts = prompts_for(case, loaded, spec.seed, dev)
-    run = runner(case, loaded, dev)
+    run = runner(case, built, dev)
     warmup = 2 if backends.get(case.mode).compiles else 1  # compile, then a CUDA graph's recording
-    with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
-        gens, first_s = timed_generations(run, prompts, spec.settings.repeats, warmup, dev)
+    try:
+        with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
+            gens, first_s = timed_generations(run, prompts, spec.settings.repeats, warmup, dev)
+    except BaseException:  # an OOM or a failed capture: the next case builds afresh, never on a half-captured step
+        del run
+        state.release()
+        raise
     rec, series = generation_columns(gens, shape, batch_size=case.batch_size, prompt_len=ex.prompt_len,
-                                     new_tokens=ex.new_tokens, ceilings=_ceilings(ceilings, case.precision))
+                                     new_tokens=ex.new_tokens, ceilings=_ceilings(state.ceilings, case.precision))
     rec.update(cols, weights=loaded.info.weights, pretrained=loaded.info.pretrained, prompt_len=ex.prompt_len,
                new_tokens=ex.new_tokens, prompt_source=ex.prompt_source, vocab_size=loaded.info.vocab_size,
                context_len=loaded.info.context_len, params=sum(p.numel() for p in loaded.module.parameters()),
@@ -178,7 +243,7 @@ def measure_case(case, spec, ceilings, rank) -> tuple[dict, dict]:
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
         rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)
     add_telemetry(rec, mon, dev)
-    rec.update(quality(loaded, case, spec, dev))
+    rec.update(quality(loaded, case, spec, dev, state.perplexities))
     return rec, {**series, **mon.series()}
 
 
