@@ -2,7 +2,7 @@
 
     python benchmarks/profile_summary.py DB CSV_DIR [CSV_DIR...] --out benchmarks/results
 
-Re-derives every ncu case from its raw CSV with the current code (accelbench.profile.reprocess), then
+Re-derives every ncu case from its raw CSV with the current code (accelbench.scenarios.profile.reprocess), then
 writes profile-h200-cases.csv (one row per case), profile-h200-families.csv, profile-h200-kernels.csv,
 profile-h200.json (env, ceilings, cases) and the charts (profile-charts/). Prints the markdown tables
 used in BENCHMARKS-profile.md.
@@ -36,7 +36,7 @@ def _meta_calls(r: dict):
     import torch
 
     from accelbench.models import create_model
-    from accelbench.profile.analytic import count_flops
+    from accelbench.core.analytic import count_flops
 
     m = create_model(r["model"], pretrained=False).module.to("meta").eval()
     x = torch.empty(r["batch_size"], 3, r["image_size"], r["image_size"], device="meta")
@@ -45,8 +45,8 @@ def _meta_calls(r: dict):
 
 
 def main() -> None:
-    from accelbench.profile import storage
-    from accelbench.profile.reprocess import reprocess
+    from accelbench.scenarios.profile import storage
+    from accelbench.scenarios.profile.reprocess import reprocess
     from accelbench.report import roofline as chart
     from accelbench.store import Store
 
@@ -91,7 +91,7 @@ def main() -> None:
 def _write(out: Path, recs: list[dict], kernels: list[dict], ceil, runs) -> None:
     import pandas as pd
 
-    from accelbench.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import FAMILIES
 
     pd.DataFrame([{k: r.get(k) for k in CASE_FIELDS} for r in recs]).to_csv(out / "profile-h200-cases.csv", index=False)
     fam_rows = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from accelbench.report.train import epoch_markdown, plot_convergence
 from accelbench.store import Store
-from accelbench.train.converge import time_to_target
+from accelbench.scenarios.train.convergence import time_to_target
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -1,8 +1,10 @@
 """The rules that keep the architecture ("One core, three axes": docs/architecture.md) from eroding.
 
-Read from the source, no imports run: no import cycles; one ``torch.autocast`` call site; no precision name
-compared as a string outside the precision table; nobody but the store touches its connection; the
-package root holds only the entry points and the axes; small modules and functions.
+Read from the source, no imports run: no import cycles, every import read (module level and inside functions,
+``import x``, ``from x import y``, relative ones, ``importlib.import_module("...")``); the layers, each importing
+only from its own layer or below; one ``torch.autocast`` call site; no precision name compared as a string
+outside the precision table; nobody but the store touches its connection; the package root holds only the entry
+points and the axes; small modules and functions.
 """
 
 from __future__ import annotations
@@ -15,59 +17,167 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "accelbench"
 MODULE_MAX_LINES = 330  # "modules under ~300 lines"
 FUNCTION_MAX_LINES = 55  # "functions under ~50": body lines, the signature and docstring left out
 
+# Bottom to top; a module imports from its own layer or below (docs/architecture.md, "The layers"). A top-level
+# package or module of accelbench that is in no layer fails the test: a new one is placed here on purpose.
+LAYERS = (
+    ("ground floor", {"core"}),
+    ("axes", {"precisions", "models", "data", "telemetry", "cost", "store", "quant", "backends"}),
+    ("scenarios", {"scenarios"}),
+    ("launchers", {"launchers"}),
+    ("sweep", {"sweep"}),
+    ("studies and reports", {"studies", "report"}),
+    ("entry points", {"api", "cli", "__main__"}),
+)
 
-def _modules() -> dict[str, Path]:
+
+def modules(src: Path = SRC) -> dict[str, Path]:
+    """Every module of the package at ``src`` by dotted name (a package by its ``__init__``)."""
     out = {}
-    for p in SRC.rglob("*.py"):
-        parts = p.relative_to(SRC.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[name] = p
+    for p in src.rglob("*.py"):
+        parts = p.relative_to(src.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
     return out
 
 
-def _module_level_imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
-    """accelbench modules imported when ``name`` is imported (statements at module level, not in functions)."""
-    tree = ast.parse(path.read_text())
+def _targets(node: ast.AST, package: str, known: dict[str, Path]) -> list[str]:
+    """The dotted names an import statement (or ``importlib.import_module("literal")``) loads.
+
+    ``from pkg import x`` loads the module ``pkg.x`` when there is one, else ``pkg`` (a name defined there).
+    """
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:  # relative: from the importing module's package, one level up per extra dot
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(parts + ([base] if base else []))
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+    if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return [node.args[0].value]
+    return []
+
+
+def imports_of(path: Path, name: str, known: dict[str, Path]) -> dict[str, int]:
+    """The modules of ``known`` that ``name`` (its file ``path``) imports anywhere in its code -> first line.
+
+    Python runs a package's ``__init__`` before any module inside it: that implicit step is not an edge (else
+    every package whose ``__init__`` imports its modules to fill a registry would be a cycle); importing the
+    package by name, or a name its ``__init__`` defines, is.
+    """
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
-        out |= {t for t in targets if t in modules and t != name}
+    out: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        for target in _targets(node, package, known):
+            while target and target not in known:  # ``import a.b.c`` where a.b.c is not a module
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.setdefault(target, node.lineno)
     return out
+
+
+def import_graph(src: Path = SRC) -> dict[str, dict[str, int]]:
+    """``module -> {imported module: line}`` over every import of the package at ``src``."""
+    known = modules(src)
+    return {name: imports_of(path, name, known) for name, path in known.items()}
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """One loop ``[a, b, ..., a]`` through each strongly connected set of modules (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = set(stack[stack.index(v):])
+            del stack[stack.index(v):]
+            if len(members) > 1 or v in graph[v]:
+                found.append(_loop(graph, members))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return sorted(found)
+
+
+def _loop(graph: dict[str, dict[str, int]], members: set[str]) -> list[str]:
+    """A shortest loop from the first member back to itself, inside ``members`` (breadth first)."""
+    start = min(members)
+    paths = {start: [start]}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(graph[v]):
+            if w == start:
+                return paths[v] + [start]
+            if w in members and w not in paths:
+                paths[w] = paths[v] + [w]
+                todo.append(w)
+    return [start, start]
+
+
+def _layer(name: str) -> int:
+    top = name.split(".")[1]
+    return next(i for i, (_, tops) in enumerate(LAYERS) if top in tops)
 
 
 def test_no_import_cycles():
-    modules = _modules()
-    graph = {n: _module_level_imports(p, n, modules) for n, p in modules.items()}
-    # a package's __init__ importing its own submodules (registration) is how a registry fills; what must not
-    # happen is a submodule importing its package back, or any longer loop
-    for n, deps in graph.items():
-        graph[n] = {d for d in deps if not (d.startswith(n + ".") and modules[n].name == "__init__.py")}
-    seen, stack, cycles = set(), [], []
+    graph = import_graph()
+    assert sum(len(d) for d in graph.values()) > 500  # every import read, function-level ones included
+    found = cycles(graph)
+    assert not found, "\n".join(" -> ".join(c) for c in found)
 
-    def visit(n: str) -> None:
-        if n in stack:
-            cycles.append(stack[stack.index(n):] + [n])
-            return
-        if n in seen:
-            return
-        seen.add(n)
-        stack.append(n)
-        for d in sorted(graph[n]):
-            visit(d)
-        stack.pop()
 
-    for n in sorted(graph):
-        visit(n)
-    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+def test_the_cycle_check_reads_every_kind_of_import(tmp_path):
+    """A cycle through a function-level relative import, and one through ``from pkg import module``, are found;
+    a registry (the package's ``__init__`` imports its modules, which take what they share from ``base``) is none."""
+    pkg = tmp_path / "fake"
+    (pkg / "reg").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "a.py": "def f():\n    from .b import g\n    return g\n",
+        "b.py": "import fake.c\ndef g():\n    pass\n",
+        "c.py": "from fake import a\n",
+        "reg/__init__.py": "from fake.reg.base import REGISTRY\nfrom fake.reg import one, two  # noqa: E402\n",
+        "reg/base.py": "REGISTRY = {}\n",
+        "reg/one.py": "from fake.reg.base import REGISTRY\nREGISTRY['one'] = 1\n",
+        "reg/two.py": "from .base import REGISTRY\nREGISTRY['two'] = 2\n",
+    }
+    for rel, text in files.items():
+        (pkg / rel).write_text(text)
+    graph = import_graph(pkg)
+    assert graph["fake.a"] == {"fake.b": 2} and graph["fake.c"] == {"fake.a": 1}
+    assert cycles(graph) == [["fake.a", "fake.b", "fake.c", "fake.a"]]
+    (pkg / "reg" / "two.py").write_text("from fake.reg import REGISTRY\nREGISTRY['two'] = 2\n")  # the __init__ back
+    assert cycles(import_graph(pkg))[1] == ["fake.reg", "fake.reg.two", "fake.reg"]
+
+
+def test_each_layer_imports_only_its_own_layer_or_below():
+    graph = import_graph()
+    tops = {n.split(".")[1] for n in graph if n != "accelbench"}
+    placed = set().union(*(t for _, t in LAYERS))
+    assert tops <= placed, f"place these in LAYERS: {sorted(tops - placed)}"
+    upward = [f"{n} -> {d} (line {line})" for n, deps in graph.items() if n != "accelbench"
+              for d, line in deps.items() if d != "accelbench" and _layer(d) > _layer(n)]
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_nothing_imports_the_package_root():
+    """``accelbench/__init__`` is what a notebook user imports (its lazy ``api`` and ``Store``): a module inside that
+    imported it would close a loop through the entry points; the version lives on the ground floor."""
+    graph = import_graph()
+    assert [n for n, deps in graph.items() if "accelbench" in deps] == []
+    assert set(graph["accelbench"]) <= {"accelbench.api", "accelbench.store", "accelbench.core.version"}
 
 
 def test_one_autocast_call_site_and_no_precision_names_compared():
@@ -77,6 +187,29 @@ def test_one_autocast_call_site_and_no_precision_names_compared():
     found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if p.name != "precisions.py"
              for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
     assert not found, found
+
+
+def test_statuses_and_run_kinds_are_named_once():
+    """Case and run statuses are written in ``core/errors.py``, run kinds and workloads in ``core/kinds.py``; nobody
+    compares or stores them as literals. One place sets cuDNN's autotuning (the case runner's, core/device.py)."""
+    from accelbench.core import kinds
+
+    names = sorted({v for k, v in vars(kinds).items() if k.isupper() and isinstance(v, str)}, key=len, reverse=True)
+    status = re.compile(r"""(\bstatus\b\W{0,3}\s*(==|!=)\s*|"status":\s*|\bstatus=)["'](ok|oom|error|unsupported|skipped|"""
+                        r"""running|complete|interrupted)["']""")
+    kind = re.compile(r"""\b(kind|workload)\b\W{0,3}\s*(==|!=|in|not in)\s*\(?["'](%s)["']""" % "|".join(map(re.escape, names)))
+    declared = re.compile(r"""^\s*(kind|workload|dist_kind|dist_workload)\s*=\s*["'](%s)["']""" % "|".join(map(re.escape, names)))
+    found = [f"{p.relative_to(SRC)}:{i}: {line.strip()}" for p in SRC.rglob("*.py")
+             if p.relative_to(SRC).as_posix() not in ("core/errors.py", "core/kinds.py")
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if status.search(line) or kind.search(line) or declared.search(line)]
+    assert not found, "\n".join(found)
+    from accelbench.scenarios import SCENARIOS
+
+    declared_kinds = {k for sc in SCENARIOS.values() for k in (sc.kind, sc.dist_kind, sc.workload, sc.dist_workload) if k}
+    assert len(SCENARIOS) >= 7 and declared_kinds <= set(names), declared_kinds - set(names)
+    setters = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if re.search(r"cudnn\.benchmark\s*=[^=]", p.read_text())]
+    assert setters == ["core/device.py"]
 
 
 def test_only_the_store_touches_its_connection():

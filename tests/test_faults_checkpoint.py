@@ -16,8 +16,8 @@ import torch
 
 from fault_harness import Fault, cases, check, no_run, runs
 from accelbench.store import Store
-from accelbench.train import checkpoint as ckpt
-from accelbench.scenarios.converge import default_checkpoint_dir
+from accelbench.scenarios.train import checkpoint as ckpt
+from accelbench.scenarios.train.converge import default_checkpoint_dir
 from specs import run_convergence
 from specs import build_converge_spec
 
@@ -176,7 +176,7 @@ def test_the_crafted_file_runs_code_when_loaded_unsafely_and_not_here(tmp_path: 
 
 def _tiny_step(optimizer: str):
     from helpers import TinyConvNet
-    from accelbench.train.step import StepConfig, build_step
+    from accelbench.scenarios.train.step import StepConfig, build_step
 
     torch.manual_seed(0)
     return build_step(TinyConvNet(), StepConfig(precision="fp32", mode="eager", optimizer=optimizer, lr=0.1),
@@ -242,7 +242,7 @@ def test_a_checkpoint_of_another_spec_or_epoch_is_not_used(tmp_path: Path) -> No
 
 def test_input_pipeline_default_never_opens_drop_caches(monkeypatch, tmp_path: Path) -> None:
     """The default eviction touches only the files read: /proc/sys/vm/drop_caches is never opened, nothing synced."""
-    from accelbench.train import pipeline
+    from accelbench.scenarios.train import pipeline
 
     opened, synced = [], []
     real_open = open

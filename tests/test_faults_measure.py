@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from accelbench.core.errors import ConfigError
-from accelbench.serving import settings as st
-from accelbench.serving.search import find_peak_qps
+from accelbench.scenarios.loadgen import settings as st
+from accelbench.scenarios.loadgen.search import find_peak_qps
 from fault_harness import Fault, cases, check, no_run
 
 LOADGEN = ["loadgen", "--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64", "--idle-s", "0",
@@ -112,7 +112,7 @@ FAULTS = [
     Fault("loadgen-server-latency-zero", [*LOADGEN, "--server-latency-ms", "0"], 2,
           "invalid server_latency_ms 0.0: allowed a finite number of milliseconds > 0", store=no_run, one_line=True),
     Fault("loadgen-server-qps-far-above-capacity", [*LOADGEN, "--server-target-qps", "1e12"], 0,
-          store=_not_run("over 4x the capacity measured here"), stdout="LoadGen would pre-generate 1e+12 queries"),
+          store=_not_run("over 4x the capacity measured here"), stdout="LoadGen would pre-generate 1,000,000,000,000 queries"),
     Fault("loadgen-server-latency-below-one-query", [*LOADGEN, "--server-latency-ms", "0.0001"], 0,
           store=_not_run("below the least a query takes here"), stdout="no arrival rate meets it; not run"),
     Fault("input-pipeline-photos-of-different-sizes", ["input-pipeline", "--data", "{tmp}/photos", "--device", "cpu",

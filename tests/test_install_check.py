@@ -1,4 +1,4 @@
-"""Install problems are caught before anything runs (``accelbench.core.requirements``): one line, exit 2, naming
+"""Install problems are caught before anything runs (``accelbench.sweep.requirements``): one line, exit 2, naming
 the versions and the install command; ``accelbench doctor`` shows the same; ``profile --charts`` reports a chart
 failure on stderr and exits 1; the extras in ``pyproject.toml`` agree with the check.
 
@@ -113,7 +113,7 @@ def _needs(scenario: str, device: str = "cpu", **fields) -> list[tuple[str, str]
     import torch
 
     from accelbench import api, scenarios
-    from accelbench.core.requirements import needs
+    from accelbench.sweep.requirements import needs
 
     spec = api.spec(scenario, {"device": device, **fields})
     return [(n.package, n.why) for n in needs(scenarios.get(scenario), spec, torch.device(device))]
@@ -133,7 +133,7 @@ def test_what_each_spec_needs():
 
 
 def test_the_extras_in_pyproject_agree_with_the_check():
-    from accelbench.core.requirements import PACKAGES
+    from accelbench.sweep.requirements import PACKAGES
 
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     base = {d.split(">")[0].split(";")[0].strip() for d in meta["dependencies"]}

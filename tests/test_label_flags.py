@@ -44,7 +44,7 @@ def test_train_takes_label_space_labels_mean_std(monkeypatch, tmp_path):
 
 
 def test_profile_takes_mean_std_resize_and_records_the_transform(monkeypatch, tmp_path):
-    from accelbench.profile import step
+    from accelbench.scenarios.profile import step
 
     spec = _captured(monkeypatch, "profile", ["profile", "-m", "cifar-resnet20", "--mean", "0.5,0.5,0.5", "--std",
                                               "0.5,0.5,0.5", "--resize", "40", "-b", "2"], tmp_path)

@@ -28,7 +28,7 @@ TINY = ["--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64",
 
 # --- pure ---------------------------------------------------------------------------------------------
 def test_detail_logs_read_back_into_columns():
-    from accelbench.serving.results import read_detail, result_columns
+    from accelbench.scenarios.loadgen.results import read_detail, result_columns
 
     ms = result_columns(read_detail(DATA / "multistream-valid-detail.txt"), wall_s=2.0)
     assert ms["result_validity"] == "VALID" and ms["invalid_reasons"] is None
@@ -49,7 +49,7 @@ def test_detail_logs_read_back_into_columns():
 
 
 def test_the_server_search_bisects_to_the_boundary():
-    from accelbench.serving.search import find_peak_qps
+    from accelbench.scenarios.loadgen.search import find_peak_qps
 
     boundary = 700.0  # VALID at or below
     found = find_peak_qps(lambda q: (q <= boundary, q), upper_qps=1000.0, steps=6)
@@ -66,8 +66,8 @@ def test_the_server_search_bisects_to_the_boundary():
 def test_settings_short_tests_and_mlperf_rules():
     import mlperf_loadgen as lg
 
-    from accelbench.serving.settings import TestPlan, build_settings
-    from accelbench.serving.sut import batch_sizes_built
+    from accelbench.scenarios.loadgen.settings import TestPlan, build_settings
+    from accelbench.scenarios.loadgen.sut import batch_sizes_built
 
     ms = build_settings(lg, TestPlan(scenario="MultiStream", min_duration_s=2.0, expected_latency_s=0.004))
     # 2x margins: LoadGen pre-generates min_duration / expected latency queries (Offline: expected QPS x min_duration

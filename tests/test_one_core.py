@@ -61,8 +61,8 @@ def test_convergence_and_profile_rows_carry_derived_columns(tmp_path):
 
 
 def test_the_profiled_training_step_is_the_one_train_times():
-    from accelbench.profile.step import build
-    from accelbench.train.step import SWEEP_OPTIMIZER, TrainStep
+    from accelbench.scenarios.profile.step import build
+    from accelbench.scenarios.train.step import SWEEP_OPTIMIZER, TrainStep
 
     spec = api.spec("profile", {"model": "helpers:tiny_conv_net", "batch_size": 2, "device": "cpu", "steps": "train",
                                 "data": "synthetic"}, cuda=False)

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from accelbench.profile import analytic
-from accelbench.profile.step import build
+from accelbench.core import analytic
+from accelbench.scenarios.profile.step import build
 from specs import build_profile_spec, expand
 
 

@@ -3,8 +3,8 @@
 import gzip
 from pathlib import Path
 
-from accelbench.profile import ncu, results
-from accelbench.profile.ceilings import Ceilings
+from accelbench.scenarios.profile import ncu, results
+from accelbench.scenarios.profile.ceilings import Ceilings
 from accelbench.report import roofline as chart
 
 DATA = Path(__file__).parent / "data" / "ncu"

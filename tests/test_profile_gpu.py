@@ -11,7 +11,7 @@ from test_cli import cli
 def test_ceilings_ordered_and_below_datasheet():
     import torch
 
-    from accelbench.profile.ceilings import measure
+    from accelbench.scenarios.profile.ceilings import measure
 
     c = measure(torch.device("cuda"), matmul_n=4096, copy_bytes=512 << 20)
     f = c.matmul_flops_per_s
@@ -30,8 +30,8 @@ def test_ceilings_ordered_and_below_datasheet():
 def test_analytic_counts_do_not_depend_on_device():
     import torch
 
-    from accelbench.profile import analytic
-    from accelbench.profile.step import build
+    from accelbench.core import analytic
+    from accelbench.scenarios.profile.step import build
     from specs import build_profile_spec, expand
 
     out = []

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.profile import ncu, results
-from accelbench.profile.ceilings import Ceilings
-from accelbench.profile.kernels import FAMILIES, KernelMetrics, by_family, classify, total
+from accelbench.scenarios.profile import ncu, results
+from accelbench.scenarios.profile.ceilings import Ceilings
+from accelbench.scenarios.profile.kernels import FAMILIES, KernelMetrics, by_family, classify, total
 
 DATA = Path(__file__).parent / "data" / "ncu"
 BF16 = "cifar-resnet20-inference-amp-bf16-bs8-eager"
@@ -123,7 +123,7 @@ def test_command_limits_to_one_nvtx_range_at_native_clocks():
     cmd = ncu.command("ncu", ncu.metric_list(None), "/tmp/x.csv", "{}", "accelbench_step")
     s = " ".join(cmd)
     assert "--nvtx --nvtx-include accelbench_step/" in s and "--clock-control none" in s
-    assert "--csv --page raw" in s and "-m accelbench.profile.target {}" in s
+    assert "--csv --page raw" in s and "-m accelbench.scenarios.profile.target {}" in s
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert metrics[:3] == [ncu.TIME, ncu.DRAM_READ, ncu.DRAM_WRITE] and len(metrics) == len(set(metrics))
 
@@ -189,7 +189,7 @@ def _r50_calls():
     import torch
     import torchvision
 
-    from accelbench.profile.analytic import count_flops
+    from accelbench.core.analytic import count_flops
 
     m = torchvision.models.resnet50().to("meta").eval()
     x = torch.empty(32, 3, 224, 224, device="meta")

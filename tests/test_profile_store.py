@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.profile import storage
-from accelbench.profile.ceilings import Ceilings, datasheet
-from accelbench.profile.reprocess import reprocess
+from accelbench.scenarios.profile import storage
+from accelbench.scenarios.profile.ceilings import Ceilings, datasheet
+from accelbench.scenarios.profile.reprocess import reprocess
 from accelbench.store import Store
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -50,7 +50,7 @@ def test_reprocess_a_stored_case_from_its_csv(db):
     import torch
 
     from accelbench.models import create_model
-    from accelbench.profile.analytic import count_flops
+    from accelbench.core.analytic import count_flops
 
     m = create_model("cifar-resnet20", pretrained=False).module.to("meta").eval()
     x = torch.empty(8, 3, 32, 32, device="meta")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from accelbench.profile import roofline as rl
+from accelbench.core import roofline as rl
 
 
 def test_ridge_point_and_attainable():

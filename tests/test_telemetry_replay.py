@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.core.derived import SweepContext, derived_columns
+from accelbench.sweep.derived import SweepContext, derived_columns
 from accelbench.store import Store
 from accelbench.telemetry import _columns
 from accelbench.telemetry.aggregate import SIGNALS, combine, gpu_record

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from accelbench.store import Store
-from accelbench.train import checkpoint as ckpt
+from accelbench.scenarios.train import checkpoint as ckpt
 from signal_helpers import wait_for
 from specs import run_convergence
 from specs import build_converge_spec

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from accelbench.cli import app
 from accelbench.core.errors import DataError
 from accelbench.store import Store
-from accelbench.train import pipeline
-from accelbench.train.datasets import DecodeDataset, load_encoded
+from accelbench.scenarios.train import pipeline
+from accelbench.scenarios.train.datasets import DecodeDataset, load_encoded
 from accelbench import api
 
 runner = CliRunner()

@@ -8,9 +8,9 @@ import torch.nn.functional as F
 
 from accelbench.core.errors import ConfigError
 from accelbench.report.train import epoch_markdown
-from accelbench.train.augment import crop_flip, epoch_plan, scaled_pad
-from accelbench.train.converge import lr_for, time_to_target
-from accelbench.train.schedule import lr_at
+from accelbench.scenarios.train.augment import crop_flip, epoch_plan, scaled_pad
+from accelbench.scenarios.train.convergence import lr_for, time_to_target
+from accelbench.scenarios.train.schedule import lr_at
 from specs import build_converge_spec, build_train_spec, expand
 
 

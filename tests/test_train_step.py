@@ -9,9 +9,9 @@ import torch
 from accelbench.models import create_model
 from accelbench.report.table import oom_boundary
 from accelbench.store import Store
-from accelbench.train.datasets import num_outputs, set_num_classes
+from accelbench.scenarios.train.datasets import num_outputs, set_num_classes
 from specs import build_train_spec
-from accelbench.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
+from accelbench.scenarios.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
 from accelbench.api import train as run_train_sweep
 
 from helpers import stop_after  # tests/helpers.py
@@ -95,7 +95,7 @@ def _overflow_then_train(opt, model, scaler, steps=3):
 
 
 def test_fused_sgd_with_zero_momentum_survives_a_skipped_first_step():
-    from accelbench.train.step import zero_momentum_buffers
+    from accelbench.scenarios.train.step import zero_momentum_buffers
 
     def run(**impl):
         torch.manual_seed(0)

@@ -4,12 +4,12 @@ The library API mirrors the CLI (:mod:`accelbench.api`: one function per command
 the folders: spec -> cases (:mod:`~accelbench.core.spec`) -> launcher (:mod:`~accelbench.launchers`) ->
 scenario (:mod:`~accelbench.scenarios`) measuring a model prepared by a backend (:mod:`~accelbench.backends`)
 in a precision (:mod:`~accelbench.precisions`), watched by telemetry (:mod:`~accelbench.telemetry`) ->
-record -> derived columns (:mod:`~accelbench.core.derived`) -> store (:mod:`~accelbench.store`) -> report
+record -> derived columns (:mod:`~accelbench.sweep.derived`) -> store (:mod:`~accelbench.store`) -> report
 (:mod:`~accelbench.report`); ``docs/architecture.md`` maps it. Heavy dependencies (torch, pynvml,
 matplotlib) are imported lazily by the modules that need them.
 """
 
-__version__ = "0.2.0"
+from accelbench.core.version import __version__
 
 __all__ = ["__version__", "api", "Store"]
 

@@ -10,7 +10,7 @@
     out = api.run(spec, Store("a.db"), gpus=2)         # accelbench run --gpus 2
     df = Store("a.db").cases(out.run_id)              # pandas DataFrame
 
-Every sweep goes through :func:`accelbench.core.loop.run` (one loop: resume, OOM boundary, failure rows,
+Every sweep goes through :func:`accelbench.sweep.loop.run` (one loop: resume, OOM boundary, failure rows,
 interrupts, derived columns, the lease), in this process or under torchrun.
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelbench.core.loop import Outcome
+from accelbench.core.errors import OK
+from accelbench.sweep.loop import Outcome
 
 
 def cuda_available() -> bool:
@@ -68,7 +69,7 @@ def launcher(gpus: int | None = None, opts=None):
 
 
 def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
-    """Everything that can refuse ``spec`` before anything is created (:func:`accelbench.core.loop.check`): the
+    """Everything that can refuse ``spec`` before anything is created (:func:`accelbench.sweep.loop.check`): the
     device, the models (resolved, not built), the data (readable), the scenario on this launch, and each of
     ``outputs`` (files to write after the run: :func:`accelbench.core.outputs.check_writable`). A command calls it
     before it creates its store and prints its header.
@@ -77,7 +78,7 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
         ConfigError, UnknownModelError, MissingDependencyError, DataError, OutputError: one line each.
     """
     from accelbench import scenarios
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.core.outputs import check_writable
 
     loop.check(scenarios.get(spec.scenario), spec, launcher(gpus, opts))
@@ -98,16 +99,16 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         resume: continue the newest unfinished run of the same spec and launch.
         on_case: progress ``(index, total, case, record_or_None)``; on_row: each detail row (an epoch) stored.
     Returns:
-        :class:`accelbench.core.loop.Outcome` (None on a rank other than 0 of a user's job).
+        :class:`accelbench.sweep.loop.Outcome` (None on a rank other than 0 of a user's job).
     """
     from accelbench import scenarios
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.launchers.torchrun.ranks import rank_info
 
     scenario = scenarios.get(spec.scenario)
     info = rank_info()
     if info is not None and scenario.dist_kind:
-        from accelbench.launchers.torchrun.here import run_here
+        from accelbench.sweep.here import run_here
 
         return run_here(scenario, spec, store.path, info, opts, on_case=on_case)
     return loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
@@ -137,13 +138,35 @@ def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
     The device's ceilings are measured (or found in the store) before the cases run.
     """
     from accelbench import scenarios
-    from accelbench.core.env import resolve_device
-    from accelbench.scenarios.profile import get_ceilings
+    from accelbench.core.device import resolve_device
+    from accelbench.scenarios.profile.scenario import get_ceilings
 
     device = resolve_device(spec.device)
     scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements
     ceilings, cached = get_ceilings(store, device, spec.settings.remeasure_ceilings)
+    if spec.settings.chart_dir:
+        kw["on_case"] = _charting(store, ceilings, spec.settings.chart_dir, kw.get("on_case"))
     return sweep(spec, store, **kw), ceilings, cached
+
+
+def _charting(store, ceilings, folder: str, on_case):
+    """``on_case`` that first draws the roofline charts of each finished ``ok`` profile case into ``folder`` and
+    puts their paths (or ``chart_error``) on its stored row and its record."""
+    from pathlib import Path
+
+    from accelbench.report.roofline import case_charts
+    from accelbench.scenarios.profile.scenario import slug
+    from accelbench.scenarios.profile.storage import kernel_rows
+
+    def finished(i: int, n: int, case, rec) -> None:
+        if rec is not None and rec.get("status") == OK and rec.get("case_id") is not None:
+            cols = case_charts(rec, kernel_rows(store, rec["case_id"]), ceilings, Path(folder) / slug(case))
+            store.update_case(rec["case_id"], cols)
+            rec.update(cols)
+        if on_case:
+            on_case(i, n, case, rec)
+
+    return finished
 
 
 def input_pipeline(spec, store, **kw) -> Outcome:
@@ -216,7 +239,7 @@ def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...]
         AccelbenchError: a run or store that does not exist (one line).
     """
     from accelbench.core import compare as cmp
-    from accelbench.core.rundata import load_ref
+    from accelbench.store.refs import load_ref
 
     base = load_ref(store, a)
     kw = {"margin": cmp.MARGIN if margin is None else margin, "ignore": tuple(ignore),
@@ -242,7 +265,7 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
         OutputError: an output that cannot be written (checked first: exit 2; a write that fails: exit 1).
     """
     from accelbench.core.outputs import check_writable, write_text
-    from accelbench.core.rundata import open_ref
+    from accelbench.store.refs import open_ref
     from accelbench.report import document
 
     for path in (html, markdown):  # before minutes of charts

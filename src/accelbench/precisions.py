@@ -48,7 +48,7 @@ class Precision:
         trainable: a training step can run in it.
         needs_cuda: it exists only on CUDA GPUs (TF32).
         min_capability: the CUDA compute capability it needs, or None.
-        ceiling: the roofline ceiling that bounds it (a name of ``accelbench.profile.ceilings.MATMUL_PRECISIONS``).
+        ceiling: the roofline ceiling that bounds it (a name of ``accelbench.scenarios.profile.ceilings.MATMUL_PRECISIONS``).
         quant: ``static`` or ``dynamic`` post-training int8 quantization, or None (a float precision).
         needs_cpu: it runs on CPUs only (no kernel path on CUDA GPUs).
         granularity: fp8 scaling: ``row`` (one scale per row of each matrix) or ``tensor``; None otherwise.

@@ -22,8 +22,8 @@ class Backend:
         static_shapes: what it builds runs one input shape (a graph, a shape-specialised compile): a server
             that batches requests of any count builds it per batch size (:meth:`build_sizes`) and pads.
         step_graph: a training step through it is captured whole (forward, loss, backward, GradScaler and
-            optimizer step) into one CUDA graph and replayed (:class:`accelbench.train.step.TrainStep`).
-        requires: pip packages it imports (checked before a run: :mod:`accelbench.core.requirements`).
+            optimizer step) into one CUDA graph and replayed (:class:`accelbench.scenarios.train.step.TrainStep`).
+        requires: pip packages it imports (checked before a run: :mod:`accelbench.sweep.requirements`).
         torch_quantizer: it quantizes through :meth:`quantize`'s default (PT2E int8, torchao fp8).
     """
 

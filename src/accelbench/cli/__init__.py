@@ -22,7 +22,7 @@ __all__ = ["app", "main"]
 
 def _version(value: bool) -> None:
     if value:
-        from accelbench import __version__
+        from accelbench.core.version import __version__
 
         console.print(f"accelbench {__version__}")
         raise typer.Exit(0)

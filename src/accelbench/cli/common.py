@@ -22,7 +22,7 @@ from accelbench.cli.terminal import (console, err_console, is_stdout, json_to_st
                                      print_table, styled, write_output)
 from accelbench.cli.outcome import (print_cheapest, print_ci_note, print_notes, print_outcome,  # noqa: F401
                                     run_with_progress)
-from accelbench.core.errors import EXIT_CASE_ERRORS, AccelbenchError, OutputError, exit_code
+from accelbench.core.errors import ERROR, EXIT_CASE_ERRORS, AccelbenchError, OutputError, exit_code
 
 app = typer.Typer(cls=OrderedGroup, add_completion=True, no_args_is_help=False, rich_markup_mode="rich",
                   pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
@@ -133,7 +133,7 @@ def launch_options(gpus: Optional[int], *, nnodes: int = 1, node_rank: int = 0, 
 
 def where(spec, opts) -> str:
     """Where the cases will run, checked now (a missing device is one line before anything is printed)."""
-    from accelbench.core.env import resolve_device
+    from accelbench.core.device import resolve_device
 
     return f"{opts.world_size} ranks" if opts else str(resolve_device(spec.device))
 
@@ -181,9 +181,10 @@ def open_run(store, run_id: Optional[int]) -> dict:
 
 def run_ref(db: Path, ref: Optional[str]) -> tuple[Any, dict]:
     """``(store, run)`` a ``--run`` names: an id in ``db`` (None: the newest run), or ``PATH:ID`` (a run in
-    another store), parsed as ``compare`` and ``report`` parse it (:func:`accelbench.core.rundata.open_ref`);
+    another store), parsed as ``compare`` and ``report`` parse it (:func:`accelbench.store.refs.open_ref`);
     a one-line error (exit 2) when the store or the run does not exist."""
-    from accelbench.core.rundata import open_ref, parse_ref
+    from accelbench.core.rundata import parse_ref
+    from accelbench.store.refs import open_ref
 
     if ref is None:
         store = open_store(db)
@@ -207,7 +208,7 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     from accelbench import api
 
     statuses = list(store.cases(run_id).get("status", [])) if statuses is None else statuses
-    failed, code = sum(s == "error" for s in statuses), exit_code(statuses, interrupted)
+    failed, code = sum(s == ERROR for s in statuses), exit_code(statuses, interrupted)
     if failed:
         err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "
                                  "are above); every result is stored"))

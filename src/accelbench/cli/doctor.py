@@ -12,7 +12,7 @@ def doctor() -> None:
     """Check the install: torch and torchvision work together; which extras are installed (exit 2: broken)."""
     from rich.table import Table
 
-    from accelbench.core.requirements import report
+    from accelbench.sweep.requirements import report
 
     rows = report()
     table = Table("package", "version", "status", "", box=None)

@@ -10,7 +10,8 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, styled
-from accelbench.core.errors import ConfigError
+from accelbench.core import kinds
+from accelbench.core.errors import OK, ConfigError
 
 WORKLOAD = typer.Option("inference", "--workload", "-w", help="inference (data parallel) or train (DDP steps).")
 SCENARIO_OF = {"inference": "inference", "train": "train_step"}
@@ -32,7 +33,7 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
         return
     console.print(title)
     console.print(scale_table(rows))
-    ok = [r for r in rows if r.get("status") == "ok"]
+    ok = [r for r in rows if r.get("status") == OK]
     if workload == "train" and ok:
         console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
                       "all-reduce against the same step under no_sync()")
@@ -124,7 +125,7 @@ def interconnect(
     if table is not None:
         console.print(table)
     for r in rows:
-        if r.get("status") != "ok":
+        if r.get("status") != OK:
             err_console.print(styled(f"{r.get('status')}:", "red", f" {r.get('error')}"))
     a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
              statuses=[r["status"] for r in out.records])
@@ -155,7 +156,7 @@ def concurrent(
     out = api.concurrent(specs, gpus_per_job, store, opts, sequential_gpus=sequential_gpus, resume=resume)
     console.print(f"Run {out.run_id}: {len(specs)} jobs, concurrent vs sequential")
     console.print(concurrent_table(out.rows))
-    summary = {r["schedule"]: r for r in out.rows if r.get("workload") == "concurrent-summary"}
+    summary = {r["schedule"]: r for r in out.rows if r.get("workload") == kinds.CONCURRENT_SUMMARY}
     for name in ("concurrent", "sequential"):
         if name in summary:
             r, work = summary[name], summary[name].get("work_time_s")

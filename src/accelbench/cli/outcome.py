@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from accelbench.cli.terminal import console, err_console, print_table, styled
+from accelbench.core import kinds
 
 
 def progress_bar():
@@ -74,13 +75,13 @@ def print_cheapest(kind: str, records: list[dict]) -> None:
     """Under an inference table: per model, the cheapest precision that meets the accuracy target."""
     from accelbench.report.table import cheapest_lines, is_detail
 
-    for line in cheapest_lines(r for r in records if not is_detail(r)) if kind.startswith("inference") else ():
+    for line in cheapest_lines(r for r in records if not is_detail(r)) if kind in (kinds.INFERENCE, kinds.INFERENCE_DP) else ():
         console.print(Text(line))
 
 
 def print_ci_note(kind: str, records: list[dict]) -> None:
     """Under a wide inference or training table without intervals: how to get them."""
-    if kind in ("inference", "training") and not any((r.get("windows") or 0) >= 2 for r in records):
+    if kind in kinds.SWEEP_KINDS and not any((r.get("windows") or 0) >= 2 for r in records):
         console.print("95% confidence intervals: needs --repeats >= 2 (one timed window per case)")
 
 

@@ -10,6 +10,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, styled
 from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_models, complete_precisions
+from accelbench.core.errors import OK
 
 
 @command()
@@ -77,21 +78,21 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
     console.print(ceilings_table(ceilings, cached=cached))
     a.print_table(profile_table(out.records, compact=not wide), wide)
     for rec in out.records:
-        if rec.get("status") != "ok":
+        if rec.get("status") != OK:
             continue
         if rec.get("ncu_status") == "ok":
             a.print_table(family_table(rec, compact=not wide), wide)
         elif rec.get("ncu_error"):
             console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}")
         if rec.get("analytic_uncounted_ops"):
-            from accelbench.profile.analytic import AnalyticCounts
+            from accelbench.core.analytic import AnalyticCounts
 
             text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
             console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
         for p in rec.get("charts") or []:
             console.print(f"chart: {p}")
     for rec in out.records:
-        if rec.get("status") != "ok" and rec.get("error"):
+        if rec.get("status") != OK and rec.get("error"):
             console.print(f"{rec['status']}: {rec['model']} {rec['step']}: {rec['error']}")
-    for label, text in case_notes(r for r in out.records if r.get("status") == "ok"):  # flagged, grouped
+    for label, text in case_notes(r for r in out.records if r.get("status") == OK):  # flagged, grouped
         console.print(styled(label, "yellow", " " + text))

@@ -10,6 +10,7 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
+from accelbench.core import kinds
 
 RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in another store (default: the newest in --db).")
 
@@ -36,7 +37,7 @@ def results(run_id: Optional[str] = RUN, db: Path = a.DB,
     if wide:
         a.print_ci_note(run["kind"], records)
     a.print_cheapest(run["kind"], records)
-    if run["kind"] in ("inference", "training"):
+    if run["kind"] in kinds.SWEEP_KINDS:
         a.print_notes(records, env)
 
 

@@ -149,7 +149,7 @@ def input_pipeline(
     """Input pipeline alone: DataLoader images/s (decode + augment + collate) per worker count, the
     device-resident path, and storage read MB/s cold vs warm."""
     from accelbench import api
-    from accelbench.train.pipeline import DEPRECATED_EVICT
+    from accelbench.scenarios.train.pipeline import DEPRECATED_EVICT
 
     flags = dict(data=data, images=images, workers=_worker_counts(workers), batch_size=batch_size, image_size=image_size,
                  pin_memory=pin_memory, augment=augment, min_batches=min_batches, storage=storage, evict=evict,

@@ -27,7 +27,9 @@ import numpy as np
 
 from accelbench.core.ci import (LEVEL, N_BOOT, SEED, hierarchical_replicates, mann_whitney_p, min_attainable_p,
                                 percentile_interval)
+from accelbench.core import kinds
 from accelbench.core.rundata import Measured, latency_prefix
+from accelbench.core.validity import VALID
 
 MARGIN = 0.02
 ALPHA = 1 - LEVEL
@@ -114,7 +116,7 @@ def case_label(key: tuple) -> str:
     if d.get("batch_size") is not None:
         parts.append(f"bs={d['batch_size']}")
     parts += [str(d[f]) for f in ("precision", "mode") if d.get(f) is not None]
-    if d.get("workload") not in (None, "inference"):
+    if d.get("workload") not in (None, kinds.INFERENCE):
         parts.append(str(d["workload"]))
     if d.get("channels_last"):
         parts.append("NHWC")
@@ -199,7 +201,7 @@ def env_diff(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[tuple[str, An
 
 def _flags(rec: dict[str, Any], side: str) -> list[str]:
     v = rec.get("validity")
-    return [f"{side}: {rec.get('validity_reason') or v}"] if isinstance(v, str) and v != "ok" else []
+    return [f"{side}: {rec.get('validity_reason') or v}"] if isinstance(v, str) and v != VALID else []
 
 
 def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN, alpha: float = ALPHA,

@@ -126,12 +126,16 @@ def exit_code(statuses, interrupted: bool = False) -> int:
     """
     if interrupted:
         return EXIT_INTERRUPTED
-    return EXIT_CASE_ERRORS if any(s == "error" for s in statuses) else EXIT_OK
+    return EXIT_CASE_ERRORS if any(s == ERROR for s in statuses) else EXIT_OK
 
 
 # Case statuses: ``ok`` measured; ``oom`` out of memory; ``error`` any other failure; ``unsupported`` cannot
 # run on this device; ``skipped`` not run (a smaller batch size of the same configuration ran out of memory).
 OK, OOM, ERROR, UNSUPPORTED, SKIPPED = "ok", "oom", "error", "unsupported", "skipped"
+
+# Run statuses (``runs.status``): ``running`` (its writer holds the lease), ``complete``, ``interrupted`` (Ctrl-C,
+# SIGTERM, or a store that stopped taking rows; ``--resume`` continues it).
+RUNNING, COMPLETE, INTERRUPTED = "running", "complete", "interrupted"
 
 # How an allocation failure reads when it is not torch.OutOfMemoryError: the CPU allocator's RuntimeError
 # (c10/core/impl/alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes"),

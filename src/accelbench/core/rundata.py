@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.ci import Windows
+from accelbench.core.errors import OK
 
 LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms"}
 DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
@@ -82,7 +83,7 @@ def windows_of(store, rec: dict[str, Any]) -> Windows | None:
 def measured(rec: dict[str, Any]) -> bool:
     """A row ``compare`` can use: ``ok``, with a throughput, not a detail row (a rank of a multi-GPU case, an
     epoch, a Server search probe)."""
-    return rec.get("status") == "ok" and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
+    return rec.get("status") == OK and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
 
 
 def load_run(store, run_id: int, label: str | None = None) -> RunData:
@@ -110,39 +111,3 @@ def parse_ref(ref: str) -> tuple[str | None, int]:
     if not m:
         raise ValueError(f"invalid run {ref!r}: give a run id (12) or a store and a run id (other.db:12)")
     return m.group("path"), int(m.group("run"))
-
-
-def open_ref(store, ref: str | int):
-    """``(store, run_id, label)`` of a run reference: a run id in ``store``, or ``PATH:ID`` (a run in another store).
-
-    Raises:
-        AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
-    """
-    from accelbench.core.errors import AccelbenchError
-    from pathlib import Path
-
-    try:
-        path, run_id = parse_ref(str(ref))
-    except ValueError as exc:
-        raise AccelbenchError(str(exc)) from None
-    if path is not None:
-        from accelbench.store import Store
-
-        if not Path(path).is_file():
-            raise AccelbenchError(f"no results store at {path} (in {ref!r})")
-        store = Store(path)
-    try:
-        store.run(run_id)
-    except KeyError:
-        raise AccelbenchError(f"no run {run_id} in {path or store.path}") from None
-    return store, run_id, f"{path}:{run_id}" if path else f"run {run_id}"
-
-
-def load_ref(store, ref: str | int) -> RunData:
-    """The run a ``compare`` argument names (:func:`open_ref`), loaded.
-
-    Raises:
-        AccelbenchError: a malformed reference, a store that does not exist, or no such run (one line).
-    """
-    store, run_id, label = open_ref(store, ref)
-    return load_run(store, run_id, label=label)

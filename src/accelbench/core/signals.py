@@ -1,7 +1,7 @@
 """Signal handling shared by the commands and launchers.
 
 Ctrl-C and SIGTERM stop a run the same way: as a KeyboardInterrupt, which the one loop turns into an
-``interrupted`` run that ``--resume`` continues (:mod:`accelbench.core.loop`). Blocks that must not be cut
+``interrupted`` run that ``--resume`` continues (:mod:`accelbench.sweep.loop`). Blocks that must not be cut
 short, or that must not be interrupted at all (a LoadGen test), swap the handlers for their duration.
 
 Python runs signal handlers in the main thread only and lets only that thread set them

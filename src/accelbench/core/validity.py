@@ -35,6 +35,7 @@ from typing import Any
 
 from accelbench.core.stats import SPREAD_WARN
 
+VALID = "ok"  # the validity of a row no check flagged
 CLOCK_VARIATION_MAX = 0.05
 THROTTLE_FRAC_MAX = 0.01
 CPU_OTHER_MAX_PCT = 10.0
@@ -115,5 +116,5 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
             if not v:
                 flags.append(flag)
                 reasons.append(what(rec))
-    return {"validity": ",".join(flags) or "ok", "validity_reason": "; ".join(reasons) or None,
+    return {"validity": ",".join(flags) or VALID, "validity_reason": "; ".join(reasons) or None,
             "validity_checks": ",".join(checks) or "none"}

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from accelbench.core.errors import OK
+
 J_PER_KWH = 3.6e6
 
 
@@ -54,7 +56,7 @@ def best_rows(records: Iterable[dict], key=("device_name", "model", "precision",
     (ties: the lower cost per 1,000 samples, then the earlier case). Order: first appearance of each key."""
     best: dict[tuple, dict] = {}
     for r in records:
-        if r.get("status") != "ok" or _num(r.get("throughput_samples_per_s")) is None:
+        if r.get("status") != OK or _num(r.get("throughput_samples_per_s")) is None:
             continue
         k = tuple(r.get(f) for f in key)
         cur = best.get(k)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.core.errors import OK
 from accelbench.cost import best_rows, recost
 from accelbench.cost.prices import quote
 
@@ -39,4 +40,4 @@ def cost_comparison(store, run_id: int | None = None, *, price_per_hour: float |
                 r = recost(r, usd_per_hour=q.usd_per_hour if q else None, price_source=q.source if q else None,
                            usd_per_kwh=kwh_price if kwh_price is not None else r.get("kwh_price_usd"))
             rows.append(r)
-    return best_rows(rows) if best else [r for r in rows if r.get("status") == "ok"]
+    return best_rows(rows) if best else [r for r in rows if r.get("status") == OK]

@@ -1,4 +1,4 @@
-"""The inline launcher: every case in this process, one after another, through :func:`accelbench.core.guard.run_case`."""
+"""The inline launcher: every case in this process, one after another, through :func:`accelbench.launchers.case.run_case`."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class Inline:
     distributed = False
 
     def device(self, spec):
-        from accelbench.core.env import resolve_device
+        from accelbench.core.device import resolve_device
 
         return resolve_device(spec.device)
 
@@ -80,7 +80,7 @@ class Inline:
         return case.key
 
     def execute(self, sweep, cases: list, state) -> None:
-        from accelbench.core.guard import run_case
+        from accelbench.launchers.case import run_case
         from accelbench.core.rank import Rank
 
         rank, sink = Rank(sweep.device), RowSink(sweep)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from accelbench.core.errors import OK
+
 # MLPerf Inference's closed-division accuracy target for image classification (ResNet-50): at least 99 % of
 # the FP32 reference top-1 (MLPerf Inference rules, "Benchmarks" table; Reddi et al. 2020, table I).
 TARGET_RATIO = 0.99
@@ -69,7 +71,7 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
             own = r.get("accuracy_target_met")
             return _true(own) if _num(own) is not None else _num(r["top1"]) >= ratio * ref
 
-        timed = [r for r in rows if r.get("status") == "ok" and not _true(r.get("simulated"))
+        timed = [r for r in rows if r.get("status") == OK and not _true(r.get("simulated"))
                  and _num(r.get("throughput_samples_per_s")) is not None]
         good = [r for r in timed if met(r)]
         costed = [r for r in good if _num(r.get("cost_per_1000_samples_usd")) is not None]

@@ -60,7 +60,7 @@ def total_flops(module, example) -> float | None:
     where the counter fails: the denominator of ``fp8_flops_share``."""
     import torch
 
-    from accelbench.profile.analytic import count_flops
+    from accelbench.core.analytic import count_flops
 
     try:
         # with autograd on: nn.MultiheadAttention's inference fast path is an op the counter does not know

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from accelbench.core import kinds
+
 
 def table_for(kind: str) -> Callable[..., Any]:
     """The table function of a run kind: ``fn(records, compact=False)`` -> a rich renderable."""
@@ -17,18 +19,18 @@ def table_for(kind: str) -> Callable[..., Any]:
         return lambda records, compact=False: fn([r for r in records if r.get("aggregate") == 1])
 
     by_kind = {
-        "inference": table.results_table,
-        "training": train.sweep_table,
-        "convergence": lambda records, compact=False: train.summary_table(records),
-        "input-pipeline": lambda records, compact=False: train.pipeline_table(records),
-        "profile": lambda records, compact=False: profile_table(records),
-        "inference-dp": aggregates(scaling.scale_table),
-        "train-ddp": aggregates(scaling.scale_table),
-        "scale": aggregates(scaling.scale_table),
-        "interconnect": lambda records, compact=False: scaling.collective_table(records),
-        "concurrent": lambda records, compact=False: scaling.concurrent_table(records),
-        "loadgen": loadgen_table,
-        "generate": generate_table,
-        "tune": lambda records, compact=False: tune_trials(records),
+        kinds.INFERENCE: table.results_table,
+        kinds.TRAINING: train.sweep_table,
+        kinds.CONVERGENCE: lambda records, compact=False: train.summary_table(records),
+        kinds.INPUT_PIPELINE: lambda records, compact=False: train.pipeline_table(records),
+        kinds.PROFILE: lambda records, compact=False: profile_table(records),
+        kinds.INFERENCE_DP: aggregates(scaling.scale_table),
+        kinds.TRAIN_DDP: aggregates(scaling.scale_table),
+        kinds.SCALE: aggregates(scaling.scale_table),
+        kinds.INTERCONNECT: lambda records, compact=False: scaling.collective_table(records),
+        kinds.CONCURRENT: lambda records, compact=False: scaling.concurrent_table(records),
+        kinds.LOADGEN: loadgen_table,
+        kinds.GENERATE: generate_table,
+        kinds.TUNE: lambda records, compact=False: tune_trials(records),
     }
     return by_kind.get(kind, table.results_table)

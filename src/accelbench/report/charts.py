@@ -8,6 +8,7 @@ import io
 import re
 from typing import Any
 
+from accelbench.core.errors import OK
 from accelbench.report.plots import pyplot
 
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -42,7 +43,7 @@ def series_by(records: list[dict], group: tuple[str, ...]) -> dict[str, list[dic
     group sorted by batch size."""
     out: dict[str, list[dict]] = {}
     for r in records:
-        if r.get("status") == "ok" and _num(r.get("batch_size")) is not None:
+        if r.get("status") == OK and _num(r.get("batch_size")) is not None:
             out.setdefault(" ".join(str(r.get(g)) for g in group if r.get(g) is not None), []).append(r)
     return {k: sorted(v, key=lambda r: r["batch_size"]) for k, v in out.items()}
 

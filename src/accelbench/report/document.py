@@ -33,12 +33,12 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
           runs: list[tuple[Any, int, str]] | None = None) -> dict[str, Any]:
     """The report document: a section per run (all runs of the store when neither ``run_ids`` nor ``runs`` is
     given, in id order) and one per comparison. ``runs``: ``(store, run_id, label)`` triples, for runs of several
-    stores (:func:`accelbench.core.rundata.open_ref`).
+    stores (:func:`accelbench.store.refs.open_ref`).
 
     Raises:
         KeyError: a run that does not exist.
     """
-    import accelbench
+    from accelbench.core.version import __version__
 
     if runs is None:
         ids = run_ids if run_ids else [r["run_id"] for r in store.runs()]
@@ -47,7 +47,7 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
     sections += [comparison_section(c) for c in comparisons or []]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"
-    return {"title": "accelbench report: " + ", ".join(label for _, _, label in runs), "version": accelbench.__version__,
+    return {"title": "accelbench report: " + ", ".join(label for _, _, label in runs), "version": __version__,
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "store": store.path,
             "sections": sections}
 

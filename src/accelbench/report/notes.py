@@ -11,6 +11,9 @@ import math
 import re
 from typing import Any, Iterable
 
+from accelbench.core.errors import OK
+from accelbench.core.validity import VALID
+
 _NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
 
 
@@ -46,7 +49,7 @@ def flag_texts() -> dict[str, str]:
 def _flags(r: dict) -> list[tuple[str, str]]:
     """``(what, figure)`` per flag of a flagged row: the flag's text and the case's own number in its reason
     (``validity`` and ``validity_reason`` list the flags and their reasons in the same order)."""
-    flags = [f for f in str(r.get("validity") or "").split(",") if f and f != "ok"]
+    flags = [f for f in str(r.get("validity") or "").split(",") if f and f != VALID]
     reasons = str(r["validity_reason"]).split("; ")
     if len(flags) != len(reasons):  # a row written otherwise: its reason as it is
         return [(str(r["validity_reason"]), "")]
@@ -82,11 +85,11 @@ def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
     out, flagged = [], []
     for r in records:
         status = r.get("status")
-        if status != "ok" and isinstance(r.get("error"), str):
+        if status != OK and isinstance(r.get("error"), str):
             out.append((f"{status}:", f"{case_label(r)}: {r['error']}"))
             continue
-        if status == "ok" and isinstance(r.get("validity_reason"), str):
+        if status == OK and isinstance(r.get("validity_reason"), str):
             flagged += [(r, what, figure) for what, figure in _flags(r)]
-        if status == "ok" and r.get("result_validity") == "INVALID":
+        if status == OK and r.get("result_validity") == "INVALID":
             out.append(("INVALID:", f"{case_label(r)}: {r.get('invalid_reasons')}"))
     return out + _grouped(flagged)

@@ -99,7 +99,7 @@ COMPACT_FAMILY = ("family", "kernels", "time_s", "time_share", "achieved_flops_p
 
 def family_table(rec: dict, compact: bool = False) -> Table:
     """Kernel families of one measured case, with their share of time and bound; compact fits 80 columns."""
-    from accelbench.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import FAMILIES
 
     keys = [k for _, k, _ in FAMILY_COLUMNS if k != "family"]
     rows = [{"family": fam, **{k: rec.get(f"family_{fam}_{k}") for k in keys}}

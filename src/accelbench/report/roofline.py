@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from accelbench.core.errors import OK
 from accelbench.report.plots import pyplot
 
 _COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd", "int8": "#8c564b"}
@@ -129,7 +131,7 @@ def model_chart(rec: dict, ceilings, stem) -> list[Path]:
 
 def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
     """Kernel families as points sized by their share of step time, each kernel as a faint dot."""
-    from accelbench.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import FAMILIES
 
     pts, notes = [], []
     for fam in FAMILIES:
@@ -152,6 +154,21 @@ def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
     return draw(ceilings, pts, _case_title(rec, "Kernel roofline"), stem, background=bg, notes=notes)
 
 
+def case_charts(rec: dict, rows: list[dict], ceilings, stem) -> dict[str, Any]:
+    """``{"charts": [paths]}`` of the model- and kernel-level charts of one profiled case (its row and its kernel
+    rows), or ``{"charts": [], "chart_error": why}`` (a missing matplotlib included): a chart is a by-product,
+    never the case's failure."""
+    from accelbench.core.errors import one_line
+
+    try:
+        paths = model_chart(rec, ceilings, f"{stem}-model")
+        if rows:
+            paths += kernel_chart(rec, rows, ceilings, f"{stem}-kernels")
+    except Exception as exc:  # never lose the case over a chart
+        return {"charts": [], "chart_error": one_line(exc)}
+    return {"charts": [str(p) for p in paths]}
+
+
 def summary_chart(records: list[dict], ceilings, stem, title: str = "Model roofline") -> list[Path]:
     """One point per profiled case: measured (ncu) where available, else analytic."""
     return draw(ceilings, summary_points(records), title, stem)
@@ -161,7 +178,7 @@ def summary_points(records: list[dict]) -> list[Point]:
     """The points of :func:`summary_chart`: one per ``ok`` case, measured (ncu) where available, else analytic."""
     pts = []
     for i, r in enumerate(records):
-        if r.get("status") != "ok":
+        if r.get("status") != OK:
             continue
         ncu = r.get("ncu_status") == "ok"
         x = r.get("ncu_intensity_flop_per_byte") if ncu else r.get("analytic_intensity_flop_per_byte")

@@ -6,6 +6,8 @@ from typing import Any, Iterable
 
 from rich.table import Table
 
+from accelbench.core import kinds
+from accelbench.core.errors import OK
 from accelbench.report.table import results_table
 
 
@@ -74,12 +76,12 @@ def scale_table(rows: Iterable[dict], title: str | None = None) -> Table:
 
 
 def collective_table(rows: Iterable[dict], title: str | None = None) -> Table:
-    return results_table([r for r in rows if r.get("workload") == "collective"], title=title, columns=COLLECTIVE_COLUMNS)
+    return results_table([r for r in rows if r.get("workload") == kinds.COLLECTIVE], title=title, columns=COLLECTIVE_COLUMNS)
 
 
 def p2p_table(rows: Iterable[dict], title: str = "GPU pair copy bandwidth, GB/s (link)") -> Table | None:
     """Source GPU per row, destination per column: ``bandwidth (link)``; None without pair rows."""
-    pairs = {(int(r["src_device"]), int(r["dst_device"])): r for r in rows if r.get("workload") == "p2p"}
+    pairs = {(int(r["src_device"]), int(r["dst_device"])): r for r in rows if r.get("workload") == kinds.P2P}
     if not pairs:
         return None
     n = 1 + max(max(k) for k in pairs)
@@ -113,7 +115,7 @@ def plot_scaling(rows: list[dict], path: str) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     groups: dict[str, list[dict]] = {}
     for r in rows:
-        if r.get("status") == "ok":
+        if r.get("status") == OK:
             groups.setdefault(f"{r['workload']} {r['model']} bs={int(r['batch_size'])} {r['precision']}", []).append(r)
     for label, rs in groups.items():
         rs = sorted(rs, key=lambda r: r["world_size"])

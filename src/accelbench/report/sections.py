@@ -12,8 +12,11 @@ import datetime as dt
 import json
 from typing import Any
 
+from accelbench.core import kinds
+from accelbench.core.errors import OK
 from accelbench.report import charts
-from accelbench.report.table import _present, case_notes, cell_value, format_cell, is_detail, oom_boundary
+from accelbench.report.blocks import charts_block, table_block
+from accelbench.report.table import case_notes, is_detail, oom_boundary
 
 PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver_version"), ("CUDA", "cuda"),
               ("cuDNN", "cudnn"), ("torch", "torch"), ("torchvision", "torchvision"), ("Python", "python"),
@@ -21,21 +24,6 @@ PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver
               ("CPU count", "cpu_count"), ("Host", "host"), ("OS", "os"), ("Power limit (W)", "power_limit_w"),
               ("SM clock max (MHz)", "sm_clock_max_mhz"), ("Memory clock max (MHz)", "mem_clock_max_mhz"),
               ("Idle power (W)", "idle_power_w"))
-
-
-def table_block(records: list[dict], columns, title: str | None = None, notes: list[str] = ()) -> dict | None:
-    """A table of ``records`` in ``columns`` (``(header, key, formatter)``, as the terminal tables); columns
-    without a value in any row are left out. None when there is no row."""
-    if not records:
-        return None
-    cols = [c for c in columns if c[1] == "status" or any(_present(cell_value(r, c[1])) for r in records)]
-    rows = [[format_cell(fmt, cell_value(r, key)) for _, key, fmt in cols] for r in records]
-    return {"type": "table", "title": title, "headers": [c[0] for c in cols], "rows": rows, "notes": list(notes)}
-
-
-def charts_block(items: list[dict]) -> dict | None:
-    """Charts shown side by side (None without any)."""
-    return {"type": "charts", "title": "Charts", "items": items} if items else None
 
 
 def provenance(run: dict) -> list[tuple[str, str]]:
@@ -46,7 +34,7 @@ def provenance(run: dict) -> list[tuple[str, str]]:
 
 
 def _ci_lines(kind: str, records: list[dict]) -> list[str]:
-    if kind not in ("inference", "training"):
+    if kind not in kinds.SWEEP_KINDS:
         return []
     if not any((r.get("windows") or 0) >= 2 for r in records):
         return ["95% confidence intervals: needs --repeats >= 2 (one timed window per case)."]
@@ -70,12 +58,12 @@ def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
     from accelbench.report.telemetry import TELEMETRY_COLUMNS, _display
     from accelbench.report.train import TRAIN_COLUMNS
 
-    train = kind == "training"
+    train = kind == kinds.TRAINING
     lat = "step_time" if train else "latency"
     rows = [r for r in records if r.get("aggregate") != 0]
     blocks = [table_block(rows, TRAIN_COLUMNS if train else INFERENCE_COLUMNS, "Results",
                           _ci_lines(kind, rows)),
-              table_block([_display(r) for r in rows if r.get("status") == "ok"],
+              table_block([_display(r) for r in rows if r.get("status") == OK],
                           [c for c in TELEMETRY_COLUMNS if c[1] not in ("validity", "status")],
                           "Utilisation, power, energy and cost")]
     specs = [("throughput_samples_per_s", "samples/s", "Throughput", 1.0,
@@ -118,7 +106,7 @@ def convergence_blocks(records: list[dict]) -> list[dict]:
 
 def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
     """Profile: the per-case table and the model roofline against the device's cached ceilings."""
-    from accelbench.profile import storage
+    from accelbench.scenarios.profile import storage
     from accelbench.report.profile_table import PROFILE_COLUMNS
     from accelbench.report.roofline import figure, summary_points
 
@@ -140,13 +128,13 @@ def multi_blocks(kind: str, records: list[dict]) -> list[dict]:
     from accelbench.report.train import PIPELINE_COLUMNS
 
     aggs = [r for r in records if r.get("aggregate") == 1]
-    if kind == "interconnect":
-        blocks = [table_block([r for r in records if r.get("workload") == "collective"], scaling.COLLECTIVE_COLUMNS,
+    if kind == kinds.INTERCONNECT:
+        blocks = [table_block([r for r in records if r.get("workload") == kinds.COLLECTIVE], scaling.COLLECTIVE_COLUMNS,
                               "Collectives"),
-                  table_block([r for r in records if r.get("workload") == "p2p"], _P2P_COLUMNS, "GPU pair copies")]
-    elif kind == "concurrent":
+                  table_block([r for r in records if r.get("workload") == kinds.P2P], _P2P_COLUMNS, "GPU pair copies")]
+    elif kind == kinds.CONCURRENT:
         blocks = [table_block(aggs, scaling.CONCURRENT_COLUMNS, "Concurrent and sequential jobs")]
-    elif kind == "input-pipeline":
+    elif kind == kinds.INPUT_PIPELINE:
         blocks = [table_block(records, PIPELINE_COLUMNS, "Input pipeline")]
     else:
         blocks = [table_block(aggs, scaling.SCALE_COLUMNS, "Scaling (aggregate rows)")]
@@ -182,15 +170,15 @@ def run_section(store, run_id: int) -> dict[str, Any]:
     run = store.run(run_id)
     records = [clean(r) for r in store.cases(run_id).to_dict("records")]
     kind = run["kind"]
-    if kind in ("inference", "training"):
+    if kind in kinds.SWEEP_KINDS:
         blocks = sweep_blocks(kind, records)
-    elif kind == "convergence":
+    elif kind == kinds.CONVERGENCE:
         blocks = convergence_blocks(records)
-    elif kind == "profile":
+    elif kind == kinds.PROFILE:
         blocks = profile_blocks(store, run, records)
-    elif kind == "loadgen":
+    elif kind == kinds.LOADGEN:
         blocks = loadgen_blocks(records)
-    elif kind == "tune":
+    elif kind == kinds.TUNE:
         from accelbench.report.tune import tune_blocks
 
         blocks = tune_blocks(run, records)

@@ -16,7 +16,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from accelbench.core.errors import ERROR, OK, OOM, SKIPPED, UNSUPPORTED
 from accelbench.core.rundata import DETAIL_ROW_TYPES, is_detail  # noqa: F401  (re-exported for the reports)
+from accelbench.core.validity import VALID
 from accelbench.report.notes import case_label, case_notes  # noqa: F401  (re-exported for the reports)
 from accelbench.report.units import number, rate, usd  # noqa: F401  (rate re-exported for the reports)
 
@@ -82,7 +84,7 @@ COMPACT_INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
     ("Status", "status", str),
 ]
 
-_STATUS_STYLE = {"ok": "green", "oom": "red", "error": "red", "unsupported": "yellow", "skipped": "dim"}
+_STATUS_STYLE = {OK: "green", OOM: "red", ERROR: "red", UNSUPPORTED: "yellow", SKIPPED: "dim"}
 _TEXT_KEYS = ("model", "precision", "mode", "status", "validity", "source", "step", "schedule", "op", "link",
               "loadgen_scenario", "result_validity", "figure_of_merit_text")
 
@@ -111,11 +113,11 @@ def format_cell(fmt, v: Any) -> str:
 def _status_cell(r: dict, compact: bool) -> Text:
     v = r.get("status")
     text = str(v)
-    if v == "ok" and compact and isinstance(r.get("validity"), str) and r["validity"] != "ok":
+    if v == OK and compact and isinstance(r.get("validity"), str) and r["validity"] != VALID:
         text = "ok, flagged"
-    elif v == "unsupported" and compact and r.get("simulated") and r.get("simulated") == r.get("simulated"):
+    elif v == UNSUPPORTED and compact and r.get("simulated") and r.get("simulated") == r.get("simulated"):
         text = "simulated"  # unsupported for speed; its accuracy was measured in simulation (not NaN)
-    elif v != "ok" and not compact and r.get("error"):
+    elif v != OK and not compact and r.get("error"):
         text += f": {r['error']}"
     style = "yellow" if text == "ok, flagged" else _STATUS_STYLE.get(v, "")
     return Text(text, style=style)
@@ -160,7 +162,7 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
             v = cell_value(r, key)
             if key == "status":
                 cells.append(_status_cell(r, compact))
-            elif key == "validity" and _present(v) and v != "ok":
+            elif key == "validity" and _present(v) and v != VALID:
                 cells.append(Text(str(v), style="yellow"))
             else:
                 cells.append(Text(format_cell(fmt, v)))
@@ -178,9 +180,9 @@ def oom_boundary(records: list[dict]) -> dict[tuple, dict[str, int | None]]:
         bs = r.get("batch_size")
         if not _present(bs):
             continue
-        if r["status"] == "ok" and (g["largest_ok"] is None or bs > g["largest_ok"]):
+        if r["status"] == OK and (g["largest_ok"] is None or bs > g["largest_ok"]):
             g["largest_ok"] = int(bs)
-        if r["status"] == "oom" and (g["smallest_oom"] is None or bs < g["smallest_oom"]):
+        if r["status"] == OOM and (g["smallest_oom"] is None or bs < g["smallest_oom"]):
             g["smallest_oom"] = int(bs)
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.core.errors import OK
 from accelbench.report.table import rate, results_table
 from accelbench.report.units import ms, number
 
@@ -98,7 +99,7 @@ def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ok = [r for r in trials if r.get("status") == "ok" and r.get("latency_p99_ms") is not None]
+    ok = [r for r in trials if r.get("status") == OK and r.get("latency_p99_ms") is not None]
     ax.scatter([r["latency_p99_ms"] for r in ok], [r["throughput_samples_per_s"] for r in ok], c="0.75", s=14,
                label="trials")
     xs = [r["latency_p99_ms"] for r in rows]
@@ -128,7 +129,7 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     trials (the run's constraints) with the tune's winner, verdict, gain and command lines (column
     ``tune_summary``, written by ``accelbench tune``), and its chart."""
     from accelbench.report import charts
-    from accelbench.report.sections import charts_block, table_block
+    from accelbench.report.blocks import charts_block, table_block
     from accelbench.studies import tune_search as ts
 
     doc = (run.get("spec") or {}).get("tune") or {}

@@ -1,4 +1,5 @@
-"""Scenarios: what is measured. One file each plus one line in :data:`SCENARIOS` (``docs/extending.md``).
+"""Scenarios: what is measured. One module each (a package for a large one: ``profile/``, ``loadgen/``, ``train/``)
+plus one import line here (``docs/extending.md``).
 
 | scenario | run kind (one process / torchrun) | what a case measures |
 | --- | --- | --- |
@@ -12,13 +13,14 @@
 | ``generate`` | generate / - | language-model prefill and decode: TTFT, TPOT, tokens/s, KV cache, MBU/MFU |
 
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
-(one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the loop
-(:mod:`accelbench.core.loop`) does the rest.
+(one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the case runner
+(:func:`accelbench.launchers.case.run_case`) guards it and records the settings it ran under, and the loop
+(:mod:`accelbench.sweep.loop`) does the rest.
 """
 
 from accelbench.scenarios.base import SCENARIOS, Scenario, by_kind, get, register
-from accelbench.scenarios import (  # noqa: E402,F401  (each registers itself: one line per scenario)
-    inference, train_step, converge, profile, input_pipeline, interconnect, loadgen, generate,
+from accelbench.scenarios import (  # noqa: F401  (each registers its scenarios: one line per module)
+    generate, inference, interconnect, loadgen, profile, train,
 )
 
 __all__ = ["SCENARIOS", "Scenario", "by_kind", "get", "register"]

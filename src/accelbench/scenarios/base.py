@@ -21,11 +21,14 @@ class Scenario:
         settings_type / extras_type: its :class:`Settings` and per-case :class:`Extras` dataclasses.
         aliases: extra spellings of fields in TOML and flags.
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
-        derived_keys: keyword arguments of :func:`accelbench.core.derived.derived_columns` for its rows.
+        derived_keys: keyword arguments of :func:`accelbench.sweep.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
         quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
             run silently in fp32).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
+        requires: pip distributions every run of it needs -> why (the install check before a run names it).
+        cudnn_benchmark_default: cuDNN autotuning for its cases when the spec leaves ``cudnn_benchmark`` unset (None:
+            torch's own, off); a scenario that must decide otherwise overrides :meth:`cudnn_benchmark`.
         gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
     """
 
@@ -43,6 +46,8 @@ class Scenario:
     quantizes = False
     rank_rows = True
     uses_models = True
+    requires: dict[str, str] = {}
+    cudnn_benchmark_default: bool | None = None
     gpu_defaults: dict[str, Any] = {}
     cpu_defaults: dict[str, Any] = {}
 
@@ -103,6 +108,12 @@ class Scenario:
                 or backends.get(case.mode).unsupported_reason(device, self.training))
 
     # running ---------------------------------------------------------------------------------------
+    def cudnn_benchmark(self, case, spec) -> bool | None:
+        """``torch.backends.cudnn.benchmark`` for ``case`` (None: left as torch has it, off): the spec's
+        ``cudnn_benchmark`` when set, else :attr:`cudnn_benchmark_default`. The case runner
+        (:func:`accelbench.launchers.case.run_case`) sets it around the measurement and stores the value in force."""
+        return spec.cudnn_benchmark if spec.cudnn_benchmark is not None else self.cudnn_benchmark_default
+
     def prepare(self, spec, device, store) -> Any:
         """Per-sweep state handed to every case (default: the images, decoded once, here and now)."""
         from accelbench.data.batches import Inputs

@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from accelbench.core.spec import Extras, Windowed
+from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int
+from accelbench.core.spec import Extras, Windowed
 from accelbench.data.evaluation import accuracy_pass
 from accelbench.scenarios.base import Scenario, register
 
@@ -77,8 +78,8 @@ class InferenceExtras(Extras):
 
 
 class Inference(Scenario):
-    name, kind, dist_kind = "inference", "inference", "inference-dp"
-    workload, dist_workload = "inference", "inference-dp"
+    name, kind, dist_kind = "inference", kinds.INFERENCE, kinds.INFERENCE_DP
+    workload, dist_workload = kinds.INFERENCE, kinds.INFERENCE_DP
     quantizes = True
     settings_type, extras_type = InferenceSettings, InferenceExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS

@@ -22,10 +22,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from accelbench.core.errors import ConfigError
+from accelbench.core import kinds
+from accelbench.core.config import check_int
+from accelbench.core.errors import OK, ConfigError
 from accelbench.core.parallel import bandwidths
 from accelbench.core.spec import Case, Extras, Settings
-from accelbench.core.config import check_int
 from accelbench.scenarios.base import Scenario, register
 
 OPS = ("all_reduce", "all_gather", "broadcast")
@@ -128,7 +129,7 @@ def collective_row(name: str, size: int, counted: int, times: list[float], ctx,
     """One stored row: the slowest rank's time, algorithm and bus bandwidth (bytes/s)."""
     t = max(times)
     algbw, busbw = bandwidths(name, counted, t, ctx.world)
-    return {"case_key": f"{name}|{size}|n={ctx.world}", "workload": "collective", "status": "ok", "error": None,
+    return {"case_key": f"{name}|{size}|n={ctx.world}", "workload": kinds.COLLECTIVE, "status": OK, "error": None,
             "op": name, "size_bytes": counted, "requested_bytes": size, "dtype": "float32",
             "world_size": ctx.world, "nnodes": ctx.opts.nnodes, "backend": ctx.backend,
             "time_s": t, "time_min_rank_s": min(times), "algbw_bytes_per_s": algbw,
@@ -150,7 +151,7 @@ def p2p_rows(p2p_bytes: int, iters: int = 10) -> list[dict[str, Any]]:
         for j in range(n):
             if i != j:
                 bw = copy_bandwidth(i, j, p2p_bytes, iters)
-                rows.append({"case_key": f"p2p|{i}->{j}", "workload": "p2p", "status": "ok", "error": None,
+                rows.append({"case_key": f"p2p|{i}->{j}", "workload": kinds.P2P, "status": OK, "error": None,
                              "src_device": i, "dst_device": j, "size_bytes": p2p_bytes, "iters": iters,
                              "bandwidth_bytes_per_s": bw, "peer_access": torch.cuda.can_device_access_peer(i, j),
                              **links.get((i, j), {})})
@@ -210,8 +211,8 @@ class InterconnectExtras(Extras):
 
 
 class Interconnect(Scenario):
-    name, kind, dist_kind = "interconnect", None, "interconnect"
-    workload = dist_workload = "interconnect"
+    name, kind, dist_kind = "interconnect", None, kinds.INTERCONNECT
+    workload = dist_workload = kinds.INTERCONNECT
     settings_type, extras_type = InterconnectSettings, InterconnectExtras
     uses_models, rank_rows = False, False
     cpu_defaults = gpu_defaults = {"models": (), "batch_sizes": ()}

@@ -35,6 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
+from accelbench.core.errors import COMPLETE, RUNNING
 from accelbench.store.lease import HEARTBEAT_S, STALE_S, Lease
 from accelbench.store.schema import (SCHEMA_VERSION, RunBusyError, Schema, StoreError, StoreWriteError, _cell, _sql_type,
                                      discard_created)
@@ -99,7 +100,7 @@ class Store(Schema, Lease, Tables):
                 cur = self.conn.execute(
                     "INSERT INTO runs (created_at, kind, status, spec_hash, spec_json, env_json, lease_host, lease_pid, "
                     "lease_token, lease_heartbeat) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (time.time(), kind, "running", spec_hash, json.dumps(spec, default=str), json.dumps(env, default=str),
+                    (time.time(), kind, RUNNING, spec_hash, json.dumps(spec, default=str), json.dumps(env, default=str),
                      socket.gethostname(), os.getpid(), self.token, time.time()),
                 )
             return int(cur.lastrowid)
@@ -129,17 +130,17 @@ class Store(Schema, Lease, Tables):
     def resumable_run(self, kind: str, spec_hash: str) -> int | None:
         """The newest run of this kind and spec that did not complete, or None."""
         row = self.conn.execute(
-            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status!='complete' "
+            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status!=? "
             "ORDER BY run_id DESC LIMIT 1",
-            (kind, spec_hash),
+            (kind, spec_hash, COMPLETE),
         ).fetchone()
         return int(row[0]) if row else None
 
     def complete_run(self, kind: str, spec_hash: str) -> int | None:
         """The newest complete run of this kind and spec (what ``--resume`` reports when nothing is left), or None."""
         row = self.conn.execute(
-            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status='complete' ORDER BY run_id DESC LIMIT 1",
-            (kind, spec_hash),
+            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status=? ORDER BY run_id DESC LIMIT 1",
+            (kind, spec_hash, COMPLETE),
         ).fetchone()
         return int(row[0]) if row else None
 

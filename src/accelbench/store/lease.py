@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from accelbench.core.errors import RUNNING
 from accelbench.store.schema import RunBusyError
 
 HEARTBEAT_S = 10.0
@@ -55,9 +56,9 @@ class Lease:
                 busy = self._busy_reason(run_id, row)
                 if busy:
                     raise RunBusyError(busy)
-                self.conn.execute("UPDATE runs SET status='running', finished_at=NULL, lease_host=?, lease_pid=?, "
+                self.conn.execute("UPDATE runs SET status=?, finished_at=NULL, lease_host=?, lease_pid=?, "
                                   "lease_token=?, lease_heartbeat=? WHERE run_id=?",
-                                  (socket.gethostname(), os.getpid(), self.token, time.time(), run_id))
+                                  (RUNNING, socket.gethostname(), os.getpid(), self.token, time.time(), run_id))
             except BaseException:
                 self.conn.rollback()
                 raise
@@ -89,7 +90,7 @@ class Lease:
     def shown_status(self, row) -> str:
         """A run row's status as a reader should see it: :data:`STALE_STATUS` for a ``running`` run nobody runs
         (its process was killed, or lost power: ``--resume`` continues it), else the stored status."""
-        return STALE_STATUS if row["status"] == "running" and not self._alive(row) else row["status"]
+        return STALE_STATUS if row["status"] == RUNNING and not self._alive(row) else row["status"]
 
     def lease(self, run_id: int) -> dict[str, Any]:
         """The run's lease: ``host``, ``pid``, ``heartbeat`` (epoch s), all None when nobody holds it."""

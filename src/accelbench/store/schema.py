@@ -16,7 +16,7 @@ from accelbench.core.errors import EXIT_USAGE, AccelbenchError, StopSweep
 
 SCHEMA_VERSION = 2
 
-# Tables an accelbench store may hold (the profile's are created by accelbench.profile.storage).
+# Tables an accelbench store may hold (the profile's are created by accelbench.scenarios.profile.storage).
 OWN_TABLES = {"meta", "runs", "cases", "samples", "sqlite_sequence", "ceilings", "profile_kernels"}
 
 _DDL = """

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from accelbench.core.errors import ConfigError
+from accelbench.core import kinds
+from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, ConfigError
 from accelbench.core.parallel import overlap_fraction
 from accelbench.studies.scale import StudyOutcome
 
@@ -41,7 +42,7 @@ SCHEDULES = ("concurrent", "sequential")
 
 def _run_job(job: ConcurrentJob, k: int, schedule: str, gpus: int, visible: str | None, tmp: str,
              opts, echo: bool, stop: threading.Event | None = None) -> dict[str, Any]:
-    from accelbench.core import loop
+    from accelbench.sweep import loop
     from accelbench.launchers.torchrun import Torchrun
     from accelbench.store import Store
 
@@ -71,8 +72,8 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
         UnknownModelError / DataError: a model or data source that cannot be used (before any run exists).
         RunBusyError: ``resume`` found the run being run by another live process.
     """
-    from accelbench.core import env as envmod
-    from accelbench.core import loop
+    from accelbench.sweep import provenance
+    from accelbench.sweep import loop
     from accelbench.core.spec import digest
     from accelbench.launchers.torchrun import Torchrun, device_kind
     from accelbench.launchers.torchrun.launch import sigterm_as_interrupt
@@ -89,8 +90,8 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
     if run_id is None:
         launcher = Torchrun(dataclasses.replace(opts, gpus=total))
         device = launcher.device(jobs[0].spec)
-        run_id = loop.open_run(store, "concurrent", {**doc, **launcher.doc(jobs[0].scenario)}, spec_hash,
-                               {**envmod.collect(device), **launcher.env()})
+        run_id = loop.open_run(store, kinds.CONCURRENT, {**doc, **launcher.doc(jobs[0].scenario)}, spec_hash,
+                               {**provenance.collect(device), **launcher.env()})
     tmp, out = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id)
     summary = _stored_summaries(store, run_id)
     out.skipped_done = len(summary)
@@ -107,14 +108,14 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
             out.interrupted = True
     if len(summary) == 2 and "summary|comparison" not in store.done_keys(run_id):
         store.add_case(run_id, comparison_row(summary["concurrent"], summary["sequential"]))
-    store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
+    store.finish_run(run_id, INTERRUPTED if out.interrupted else COMPLETE)
     out.rows = store.cases(run_id).to_dict("records")
     return out
 
 
 def _stored_summaries(store, run_id: int) -> dict[str, dict[str, Any]]:
     """The summary rows of the phases a resumed run finished, by schedule (empty values dropped)."""
-    rows = store.cases(run_id, workload="concurrent-summary").to_dict("records")
+    rows = store.cases(run_id, workload=kinds.CONCURRENT_SUMMARY).to_dict("records")
     return {r["schedule"]: {k: v for k, v in r.items() if v == v and v is not None}
             for r in rows if r.get("schedule") in SCHEDULES}
 
@@ -172,7 +173,7 @@ def _at_once(jobs: list[ConcurrentJob], cuda: bool, tmp: str, opts, echo: bool, 
 
 def comparison_row(conc: dict[str, Any], seq: dict[str, Any]) -> dict[str, Any]:
     """Sequential over concurrent: wall makespan ratio and work-time ratio (> 1: running at once wins)."""
-    row = {"case_key": "summary|comparison", "workload": "concurrent-summary", "status": "ok", "error": None,
+    row = {"case_key": "summary|comparison", "workload": kinds.CONCURRENT_SUMMARY, "status": OK, "error": None,
            "schedule": "comparison", "jobs": conc["jobs"], "makespan_speedup": seq["makespan_s"] / conc["makespan_s"]}
     if conc.get("work_time_s") and seq.get("work_time_s"):
         row["work_speedup"] = seq["work_time_s"] / conc["work_time_s"]
@@ -199,7 +200,7 @@ def merge(src_db: str, src_run: int, store, run_id: int, **extra) -> list[dict[s
 
 def job_work_s(rows: list[dict[str, Any]]) -> float | None:
     """Seconds one job needs for its images at its measured throughput, summed over its cases."""
-    ok = [r for r in rows if r.get("status") == "ok" and r.get("throughput_samples_per_s")]
+    ok = [r for r in rows if r.get("status") == OK and r.get("throughput_samples_per_s")]
     if not ok or len(ok) < len(rows):
         return None
     return sum(r["images"] / r["throughput_samples_per_s"] for r in ok)
@@ -209,7 +210,7 @@ def summary_row(schedule: str, jobs: list[ConcurrentJob], per_job: dict[int, lis
     """One row per schedule: wall makespan, the work-based time, and (concurrent) the window overlap."""
     rows = {k: per_job.get(k, []) for k in range(len(jobs))}
     work = [job_work_s(r) for r in rows.values()]
-    row: dict[str, Any] = {"case_key": f"summary|{schedule}", "workload": "concurrent-summary", "status": "ok",
+    row: dict[str, Any] = {"case_key": f"summary|{schedule}", "workload": kinds.CONCURRENT_SUMMARY, "status": OK,
                            "error": None, "schedule": schedule, "jobs": len(jobs), "makespan_s": wall_s,
                            "job_models": ",".join(",".join(j.spec.models) for j in jobs),
                            "job_workloads": ",".join(j.scenario.dist_kind for j in jobs)}

@@ -8,7 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.core.errors import ConfigError
+from accelbench.core import kinds
+from accelbench.core.errors import COMPLETE, INTERRUPTED, ConfigError
 
 
 @dataclass
@@ -45,8 +46,8 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
         UnknownModelError / DataError: found before the run is opened. RunBusyError: ``resume`` found the run
             leased by another live process.
     """
-    from accelbench.core import env as envmod
-    from accelbench.core import loop
+    from accelbench.sweep import provenance
+    from accelbench.sweep import loop
     from accelbench.launchers.torchrun import Torchrun
 
     counts = sorted(set(counts))
@@ -60,7 +61,7 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
     run_id = loop.reopen(store, "scale", spec_hash) if resume else None
     if run_id is None:
         doc = {**spec.to_dict(), **top.doc(scenario), "gpus": counts}
-        run_id = loop.open_run(store, "scale", doc, spec_hash, {**envmod.collect(device), **top.env()})
+        run_id = loop.open_run(store, kinds.SCALE, doc, spec_hash, {**provenance.collect(device), **top.env()})
     out, before = StudyOutcome(run_id=run_id), store.done_keys(run_id)
     try:
         for n in counts:
@@ -71,7 +72,7 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
                 raise KeyboardInterrupt
     except KeyboardInterrupt:  # a signal between two process counts lands here
         out.interrupted = True
-    store.finish_run(run_id, "interrupted" if out.interrupted else "complete")
+    store.finish_run(run_id, INTERRUPTED if out.interrupted else COMPLETE)
     out.rows = aggregate_rows(store, run_id)
     out.statuses = [r["status"] for r in out.rows if r["case_key"] not in before]
     return out

@@ -3,7 +3,7 @@ kind ``tune`` whose rows are the trials (the search itself: :mod:`accelbench.stu
 
 Every trial is an inference case (``workload`` ``train``: a ``train_step`` case, the training step of
 ``accelbench train``, whose configurations add the optimizer kernels: ``(precision, mode, fused)``) through THE
-loop (:func:`accelbench.core.loop.run`, ``run_id`` of the tune run, :class:`tune_budget.TrialLauncher`), stored
+loop (:func:`accelbench.sweep.loop.run`, ``run_id`` of the tune run, :class:`tune_budget.TrialLauncher`), stored
 at once under ``<case key>|trial=<stage>`` with ``tune_stage``, ``tune_window_s`` and ``tune_trial_s`` (the
 trial's whole wall time) columns, so ``--resume`` replays the stored trials without measuring them again.
 The budget is wall time, planned from measured costs (:mod:`accelbench.studies.tune_budget`): a budget too small
@@ -25,7 +25,7 @@ runs past the budget is stopped. The stages (the space and its order: :mod:`acce
    the runner-up beyond noise and what it gained over the default.
 
 The Inductor compile cache on disk (FX graph and autotuning caches) is kept across trials: a configuration
-measured again compiles from it (:func:`accelbench.core.loop.cleanup` resets Dynamo only).
+measured again compiles from it (:func:`accelbench.sweep.loop.cleanup` resets Dynamo only).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from accelbench.core import kinds
+from accelbench.core.errors import COMPLETE, INTERRUPTED
 from accelbench.studies import tune_budget as tb
 from accelbench.studies import tune_search as ts
 from accelbench.studies.tune_space import configs, default_config, label
@@ -159,7 +161,7 @@ class Tuner:
         """The row of ``cfg`` (precision, mode[, fused optimizer]) at ``batch`` in ``stage``: stored already, or
         measured now (None when its predicted cost does not fit, :meth:`affordable`, or it was stopped at the
         budget: :func:`tune_budget.stopped`)."""
-        from accelbench.core import loop
+        from accelbench.sweep import loop
 
         spec, key = self.trial_spec(cfg, batch, stage, repeats)
         if key not in self.done:
@@ -217,8 +219,8 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
         ``resume`` found the run leased by another live process.
     """
     from accelbench import backends, precisions, scenarios
-    from accelbench.core import env as envmod
-    from accelbench.core import loop
+    from accelbench.core.device import resolve_device
+    from accelbench.sweep import loop, provenance
     from accelbench.core.config import check_choices
     from accelbench.core.errors import ConfigError
     from accelbench.studies.tune_final import final, front
@@ -230,7 +232,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     name = scenario_name(settings.workload)
     if spec.scenario != name:
         raise ConfigError("scenario", spec.scenario, f"{name} for workload {settings.workload}")
-    device = envmod.resolve_device(spec.device)
+    device = resolve_device(spec.device)
     cuda, train = device.type == "cuda", settings.workload == "train"
     cfgs = configs(settings, cuda)
     check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
@@ -245,8 +247,8 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     spec_hash = spec.spec_hash(tune=settings.to_dict())
     t.run_id = loop.reopen(store, "tune", spec_hash) if resume else None
     if t.run_id is None:
-        t.run_id = loop.open_run(store, "tune", {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
-                                 envmod.collect(device))
+        t.run_id = loop.open_run(store, kinds.TUNE, {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
+                                 provenance.collect(device))
     t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()
     try:
         with loop.setup_frozen():  # once for every trial, not a full collection in each
@@ -255,7 +257,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
             final(t, halving(t, screen(t, cfgs)), t.base)
     except KeyboardInterrupt:
         t.out.interrupted = True
-    store.finish_run(t.run_id, "interrupted" if t.out.interrupted else "complete")
+    store.finish_run(t.run_id, INTERRUPTED if t.out.interrupted else COMPLETE)
     t.out.pareto = front(t.out.trials, t)
     untried = [label(c) for c in cfgs if c not in {cfg for cfg, _, _ in t.tried}]
     if untried and not t.out.interrupted:

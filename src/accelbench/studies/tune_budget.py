@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from accelbench.core.errors import SKIPPED
 from accelbench.launchers.inline import Inline
 
 # A compiling backend's first build before any trial measured one (s): ResNet-50 compiled in 32-53 s cold on an
@@ -104,7 +105,7 @@ class TrialLauncher(Inline):
         return self._inputs
 
     def execute(self, sweep, cases: list, state) -> None:
-        from accelbench.core.loop import run_case
+        from accelbench.sweep.loop import run_case
         from accelbench.core.rank import Rank
         from accelbench.launchers.inline import RowSink
 
@@ -145,7 +146,7 @@ def stop_compile_workers() -> None:
 
 def stopped(row: dict[str, Any]) -> bool:
     """The trial was stopped at the budget (stored ``skipped``): not measured, so neither slower nor faster."""
-    return row.get("status") == "skipped" and str(row.get("error") or "").startswith(STOPPED)
+    return row.get("status") == SKIPPED and str(row.get("error") or "").startswith(STOPPED)
 
 
 def trial_seconds(row: dict[str, Any]) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.core.errors import OK
 from accelbench.studies import tune_search as ts
 
 
@@ -88,7 +89,7 @@ def final(t, finalists: list[tuple], base_cfg: tuple) -> None:
     for i in range(n_rounds):
         for c in cands:
             row = t.trial(c[0], c[1], f"final{i}", s.final_repeats)
-            if row is not None and row.get("status") == "ok":
+            if row is not None and row.get("status") == OK:
                 rows[c].append(row)
     if len(cands) < len(wanted) or any(len(v) < s.final_rounds for v in rows.values()):
         out.notes.append(f"the budget allowed {n_rounds} of {s.final_rounds} final round(s) of {len(cands)} of "

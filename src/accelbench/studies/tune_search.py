@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core.config import check_int, check_number, is_number
-from accelbench.core.errors import ConfigError
+from accelbench.core.errors import OK, ConfigError
 
 # objective -> (row column, higher is better); cost and energy fall back to throughput when not measured
 OBJECTIVES: dict[str, tuple[str, bool]] = {
@@ -128,7 +128,7 @@ def score(row: dict[str, Any], objective: str) -> float | None:
     """The row's figure for ``objective``, signed so that higher is better; None for a row that did not measure.
     Cost and energy fall back to throughput when the row has no such column (no price, no energy counter:
     with one price, cost per sample is price / throughput)."""
-    if row.get("status") != "ok" or not row.get("throughput_samples_per_s"):
+    if row.get("status") != OK or not row.get("throughput_samples_per_s"):
         return None
     column, higher = OBJECTIVES[objective]
     v = row.get(column)
@@ -141,7 +141,7 @@ def score(row: dict[str, Any], objective: str) -> float | None:
 
 def violation(row: dict[str, Any], settings: TuneSettings, top1_ref: float | None = None) -> str | None:
     """Why ``row`` is not an acceptable configuration (its status, a broken constraint), or None."""
-    if row.get("status") != "ok":
+    if row.get("status") != OK:
         return f"{row.get('status')}: {row.get('error') or ''}".rstrip(": ")
     for col, what in (("outputs_finite", "outputs"), ("loss_finite", "loss")):
         v = row.get(col)

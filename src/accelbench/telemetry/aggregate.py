@@ -172,10 +172,10 @@ def gpu_record(samples: Sequence[dict], begin: dict, end: dict, info: dict,
     gpm = end.get("gpm_window") or {}
     for name in GPM_METRICS:
         rec[name] = gpm.get(name)
-    status = info.get("gpm_status") or "not available"
-    if status == "ok" and all(rec[n] is None for n in GPM_METRICS):
-        status = "not available: no GPM values for this window"
-    rec["gpm_status"] = status
+    gpm_status = info.get("gpm_status") or "not available"
+    if gpm_status == "ok" and all(rec[n] is None for n in GPM_METRICS):
+        gpm_status = "not available: no GPM values for this window"
+    rec["gpm_status"] = gpm_status
     rec.update(_energy(samples, begin, end, window_s))
     rec.update(_processes(begin, end, info.get("own_pid")))
     return rec

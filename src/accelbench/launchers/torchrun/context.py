@@ -162,6 +162,6 @@ def device_name(device) -> str:
         import torch
 
         return torch.cuda.get_device_name(device)
-    from accelbench.core.env import cpu_model
+    from accelbench.core.device import cpu_model
 
     return cpu_model()

@@ -1,5 +1,5 @@
 """A run launched by the user's own torchrun or ``srun`` (``accelbench run`` sees the rank variables): this
-process is one rank. Rank 0 runs the loop (:func:`accelbench.core.loop.run`) and stores every row; it
+process is one rank. Rank 0 runs the loop (:func:`accelbench.sweep.loop.run`) and stores every row; it
 tells the other ranks which cases to run (``broadcast_object_list``), and every rank then runs the same
 cases through the same code as a job accelbench launched itself (:func:`worker.run_cases`).
 
@@ -45,28 +45,3 @@ def options_for(info: RankInfo, opts: DistOptions | None) -> DistOptions:
     base = dataclasses.asdict(opts) if opts else {}
     return DistOptions(**{**base, "gpus": info.local_world_size, "nnodes": nnodes, "node_rank": info.node_rank,
                           "rdzv_endpoint": base.get("rdzv_endpoint") or ("env" if nnodes > 1 else None)})
-
-
-def run_here(scenario, spec, db: str | None, info: RankInfo, opts: DistOptions | None = None, on_case=None):
-    """Run ``spec`` as one rank of a job someone else launched; rank 0 stores. Returns rank 0's
-    :class:`accelbench.core.loop.Outcome` (None on the other ranks)."""
-    import torch.distributed as dist
-
-    from accelbench.core import loop
-    from accelbench.core.spec import case_from_dict
-    from accelbench.launchers.torchrun.context import init
-    from accelbench.launchers.torchrun.worker import run_cases
-    from accelbench.store import Store
-
-    opts = options_for(info, opts)
-    ctx = init(info, opts)
-    try:
-        if ctx.rank == 0:
-            with Store(db or ":memory:") as store:
-                return loop.run(scenario, spec, store, launcher=Here(ctx, opts), on_case=on_case)
-        box = [None]
-        dist.broadcast_object_list(box, src=0)
-        run_cases(ctx, scenario, spec, [case_from_dict(scenario, c) for c in box[0]], None)
-        return None
-    finally:
-        dist.destroy_process_group()

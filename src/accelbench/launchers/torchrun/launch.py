@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from accelbench.core.errors import ERROR, OOM
 from accelbench.core.signals import handlers, raise_interrupt
 from accelbench.launchers.torchrun.job import DistOptions, Job, read_errors, read_progress, read_results
 from accelbench.launchers.torchrun.ranks import child_env
@@ -278,11 +279,11 @@ def failure(res: LaunchResult) -> tuple[str, str]:
     """``(status, one-line reason)`` for a failed launch: ``oom`` or ``error``; names the failing rank."""
     if res.timed_out:
         what = f"case {res.current!r}" if res.current else "startup (imports, rendezvous)"
-        return "error", f"timeout: {what} ran past {res.timeout_s:g} s; all ranks were stopped"
+        return ERROR, f"timeout: {what} ran past {res.timeout_s:g} s; all ranks were stopped"
     if res.errors:
         first = res.errors[0]
-        return ("oom" if first["oom"] else "error"), f"rank {first['rank']} failed: {first['error']}"
+        return (OOM if first["oom"] else ERROR), f"rank {first['rank']} failed: {first['error']}"
     last = next((line for line in reversed(res.tail) if line.strip()), "")
     if res.returncode == 0:
-        return "error", f"ranks exited (code 0) before the case finished, without a report: {last.strip()[:200]}"
-    return "error", f"ranks exited with code {res.returncode} without a report: {last.strip()[:200]}"
+        return ERROR, f"ranks exited (code 0) before the case finished, without a report: {last.strip()[:200]}"
+    return ERROR, f"ranks exited with code {res.returncode} without a report: {last.strip()[:200]}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
+from accelbench.core.errors import OK
 from accelbench.core.parallel import combine_telemetry, comm_exposed_share, common_window, scaling, straggler
 
 # Case-level fields copied from rank 0's row into the aggregate row.
@@ -75,7 +76,7 @@ def aggregate(records: Sequence[dict], telemetry_keys: Sequence[str] = (),
         barrier_window_s=barrier_window_s, throughput_samples_per_s=total,
         throughput_per_gpu_samples_per_s=total / len(recs), straggler_rank=recs[slow]["rank"],
         straggler_gap_share=gap, rank_window_max_s=max(windows), rank_window_min_s=min(windows),
-        status="ok", error=None,
+        status=OK, error=None,
     )
     if any(r.get("compile_s") is not None for r in recs):
         out["compile_s"] = max(r["compile_s"] or 0.0 for r in recs)
@@ -116,7 +117,7 @@ def with_scaling(agg: dict[str, Any], baseline: dict[str, Any] | None) -> dict[s
 
     The baseline's ``throughput_samples_per_s``, ``world_size`` and ``case_id`` are recorded with it.
     """
-    if not baseline or not baseline.get("throughput_samples_per_s") or agg.get("status") != "ok":
+    if not baseline or not baseline.get("throughput_samples_per_s") or agg.get("status") != OK:
         return {**agg, "speedup": None, "scaling_efficiency": None}
     s = scaling(agg["throughput_samples_per_s"], agg["world_size"],
                 baseline["throughput_samples_per_s"], int(baseline["world_size"]))
@@ -145,7 +146,7 @@ def find_baseline(store, run_id: int | None, workload: str, key: str, device_nam
     study), else the newest 1-process row of the same case on the same device model in any run.
     """
     pattern = key.replace("%", r"\%").replace("_", r"\_") + "|gpus=%|all"
-    rows = [r for r in store.find_cases(key_like=pattern, workload=workload, status="ok")
+    rows = [r for r in store.find_cases(key_like=pattern, workload=workload, status=OK)
             if device_name is None or r.get("device_name") == device_name]
     same_run = [r for r in rows if r["run_id"] == run_id]
     if same_run:

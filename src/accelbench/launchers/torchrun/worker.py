@@ -1,8 +1,9 @@
 """What every rank runs: ``python -m accelbench.launchers.torchrun.worker JOB.json`` (started by torchrun).
 
-Per case: local rank 0 notes the start; every rank runs the scenario's ``measure`` on its share (the same
-code as one process: :class:`accelbench.core.rank.Rank`); a rank whose case raises writes its one-line
-reason to the job's work directory and re-raises (torchrun then stops the others); every rank's record
+Per case: local rank 0 notes the start; every rank runs the case as one process does
+(:func:`accelbench.launchers.case.run_case`: the same row, settings, cleanup and statuses; the scenario's
+``measure`` on the rank's share); a rank whose case fails writes its one-line reason to the job's work
+directory and re-raises (torchrun then stops the others); every rank's record
 and raw series go to global rank 0 by ``gather_object``, and rank 0 hands them on (:func:`run_cases`'s
 ``on_result``: a ``result-<N>.json`` file the launcher stores, or the loop itself under a user's torchrun).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from accelbench.core.errors import is_oom, one_line
+from accelbench.core.errors import OOM, one_line
 from accelbench.launchers.torchrun.job import Job, note_error, note_progress, write_result
 from accelbench.launchers.torchrun.ranks import RankInfo, rank_info
 
@@ -38,25 +39,16 @@ class RankSink:
 
 
 def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
-    """This rank's result of one case: ``{"record", "series", "rows"}`` (raises what the measurement raises)."""
-    from accelbench.core.guard import cleanup
+    """This rank's result of one case: ``{"record", "series", "rows"}``, run as in one process
+    (:func:`accelbench.launchers.case.run_case`). A failure is noted for the launcher (the rank, the one-line
+    reason, whether it ran out of memory), then raised: torchrun stops the other ranks."""
+    from accelbench.launchers.case import run_case
 
     if ctx.info.local_rank == 0:
         note_progress(ctx.workdir, "start", case.key)
-    try:
-        measured, series = scenario.measure(case, spec, state, ctx, sink)
-        rec = {**scenario.base_record(case, ctx.device), **measured, "status": "ok", "error": None,
-               "workload": scenario.dist_workload or scenario.workload}
-        return {"record": rec, "series": series, "rows": sink.take()}
-    except Exception as exc:
-        note_error(ctx.workdir, ctx.rank, case.key, one_line(exc), is_oom(exc))
-        raise
-    except SystemExit as exc:  # the model's code exited: this case's error, never a rank that "succeeded"
-        why = f"SystemExit: the model's code called sys.exit({exc.code!r})"
-        note_error(ctx.workdir, ctx.rank, case.key, why, False)
-        raise RuntimeError(why) from None
-    finally:
-        cleanup(ctx.device)
+    rec, series = run_case(scenario, case, spec, state, ctx, sink, failed=lambda row: note_error(
+        ctx.workdir, ctx.rank, case.key, row["error"], row["status"] == OOM))
+    return {"record": rec, "series": series, "rows": sink.take()}
 
 
 def run_cases(ctx, scenario, spec, cases: list, on_result: Callable[[int, Any, list], None] | None) -> None:

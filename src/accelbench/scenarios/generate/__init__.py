@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
@@ -80,7 +81,7 @@ class GenerateExtras(Extras):
 
 
 class Generate(Scenario):
-    name = kind = workload = "generate"
+    name = kind = workload = kinds.GENERATE
     settings_type, extras_type = GenerateSettings, GenerateExtras
     rejects = ("channels_last", "images", "data", "image_size", "skip_bad_images", "warmup_batches",
                "min_timed_batches", "min_time_s", "cudnn_benchmark")
@@ -140,7 +141,7 @@ class Generate(Scenario):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:
         :mod:`accelbench.profile.ceilings`) and the perplexities measured so far."""
         from accelbench.scenarios.generate.model import SweepState
-        from accelbench.scenarios.profile import get_ceilings
+        from accelbench.scenarios.profile.scenario import get_ceilings
 
         return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None)
 

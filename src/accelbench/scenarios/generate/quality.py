@@ -8,6 +8,8 @@ MLPerf Inference's Llama 2 70B target is 99 % of the FP32 reference on its accur
 
 from __future__ import annotations
 
+from accelbench.core.errors import OK
+
 TARGET_RATIO = 1.01
 REFERENCE_ORDER = ("fp32", "bf16", "fp16")  # the reference: the first of these measured
 
@@ -30,7 +32,7 @@ def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[di
     """
     by_model: dict[str, list[dict]] = {}
     for r in records:
-        if _num(r.get("perplexity")) is not None and r.get("status") == "ok":
+        if _num(r.get("perplexity")) is not None and r.get("status") == OK:
             by_model.setdefault(str(r.get("model")), []).append(r)
     out = []
     for model, rows in by_model.items():

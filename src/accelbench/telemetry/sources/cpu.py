@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from accelbench.telemetry.sources import Source
+from accelbench.telemetry.sources.base import Source
 from accelbench.telemetry.sources.rapl import rapl_record
 
 

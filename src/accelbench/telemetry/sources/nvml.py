@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from accelbench.telemetry.aggregate import combine, counter_rate, gpu_record
-from accelbench.telemetry.sources import Source, Unavailable, columns
+from accelbench.telemetry.sources.base import Source, Unavailable, columns
 from accelbench.telemetry.sources.gpm import GPM_METRICS, GPM_PCIE, Gpm
 from accelbench.telemetry.ticks import CounterWatch, step_counters
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from accelbench.telemetry.sources import Source
+from accelbench.telemetry.sources.base import Source
 
 POWERCAP = Path("/sys/class/powercap")
 

@@ -1,0 +1,217 @@
+"""The profile scenario (``accelbench profile``): the roofline of one inference or training step.
+
+Per case (a sweep case plus a step kind, :mod:`accelbench.scenarios.profile.step`):
+1. build the step; count FLOPs, parameters and minimum bytes analytically (any device);
+2. time ``timed_steps`` steps after ``warmup_steps`` (CUDA events / perf_counter), with telemetry;
+3. on a GPU, profile one step with Nsight Compute in a child process (:mod:`accelbench.scenarios.profile.ncu`);
+4. store the record and its kernels (extension table ``profile_kernels``); :func:`accelbench.api.profile` then
+   draws its charts (``chart_dir``) from the stored row.
+Machine ceilings are measured once per device and cached in the store (:mod:`accelbench.scenarios.profile.storage`).
+A failure in a later stage keeps what the earlier ones produced: an ncu error sets ``ncu_status`` and
+``ncu_error`` but the analytic and timed numbers stay; a build or timing failure is the case's status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from accelbench.core import kinds
+from accelbench.core.config import check_bool, check_choices, check_int, check_number
+from accelbench.core.errors import ConfigError
+from accelbench.core.spec import Extras, Settings
+from accelbench.scenarios.base import Scenario, register
+
+NCU_MODES = ("auto", "on", "off")
+STEPS = ("inference", "train")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProfileSettings(Settings):
+    """Attributes:
+        steps: ``inference``, ``train`` or both.
+        ncu: ``auto`` (on a GPU when ncu is found), ``on`` (a missing ncu is reported as an error), ``off``.
+        warmup_steps / timed_steps: default 5 + 20 on a GPU, 1 + 3 on a CPU.
+        chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
+        ncu_timeout_s: seconds one ncu run may take.
+        remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
+        mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
+    """
+
+    volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
+    hash_defaults: ClassVar[dict[str, Any]] = {"mean": None, "std": None, "resize": None, "crop_pct": None}
+    steps: tuple[str, ...] = ("inference",)
+    ncu: str = "auto"
+    warmup_steps: int | None = None
+    timed_steps: int | None = None
+    chart_dir: str | None = None
+    ncu_csv_dir: str | None = None
+    ncu_timeout_s: float = 1800.0
+    remeasure_ceilings: bool = False
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: int | None = None
+    crop_pct: float | None = None
+
+    def __post_init__(self) -> None:
+        from accelbench.data.evaluation import check_eval_settings
+
+        check_eval_settings(self)
+        check_choices("step", self.steps, STEPS)
+        if self.ncu not in NCU_MODES:
+            raise ConfigError("ncu", self.ncu, ", ".join(NCU_MODES))
+        for name in ("warmup_steps", "timed_steps"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), 0)
+        check_number("ncu_timeout_s", self.ncu_timeout_s)
+        check_bool("remeasure_ceilings", self.remeasure_ceilings)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProfileExtras(Extras):
+    step: str = "inference"
+
+    def key_suffix(self) -> str:
+        return f"|step={self.step}"
+
+
+def get_ceilings(store, device, remeasure: bool = False):
+    """``(ceilings, from_cache)``: the device's cached ceilings, measured and stored when missing."""
+    import torch
+
+    from accelbench.core.device import cpu_model
+    from accelbench.scenarios.profile import ceilings as ceil, storage
+
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
+    cached = None if remeasure else storage.cached_ceilings(store, name)
+    if cached is not None:
+        return cached, True
+    c = ceil.measure(device)
+    storage.save_ceilings(store, c)
+    return c, False
+
+
+def slug(case) -> str:
+    """A file-name stem for a case's charts and CSV."""
+    return (f"{case.model}-{case.extras.step}-{case.precision}-bs{case.batch_size}-{case.mode}"
+            .replace(":", "_").replace("/", "_"))
+
+
+class Profile(Scenario):
+    name, kind, workload = "profile", kinds.PROFILE, kinds.PROFILE
+    settings_type, extras_type = ProfileSettings, ProfileExtras
+    aliases = {"step": "steps", "batch_size": "batch_sizes"}
+    cpu_defaults = {"models": ("resnet50",), "batch_sizes": (32,), "precisions": ("fp32",), "modes": ("eager",),
+                    "warmup_batches": 0, "data": "cifar10-test"}
+    gpu_defaults = {**cpu_defaults, "precisions": ("amp-bf16",)}
+    # cost and energy per sample over the timed steps
+    derived_keys = {"samples_key": "samples_timed", "work_seconds_key": "timed_wall_s",
+                    "work_samples_key": "samples_timed", "spread_key": "step_time_spread"}
+
+    def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(merged.get("steps"), str):
+            merged["steps"] = tuple(s.strip() for s in merged["steps"].split(",") if s.strip())
+        merged.setdefault("images", max(merged.get("batch_sizes") or (1,)))  # one batch of real images
+        from accelbench.data.evaluation import normalize_eval
+
+        return normalize_eval(merged)
+
+    def cases(self, spec, device: str) -> list:
+        from accelbench.core.spec import grid
+
+        return [c for step in spec.settings.steps for c in grid(spec, device, ProfileExtras(step=step))]
+
+    def unsupported_reason(self, case, device) -> str | None:
+        from accelbench import backends, precisions
+        from accelbench.scenarios.base import quant_reason
+
+        train = case.extras.step == "train"
+        return (quant_reason(self, case.precision, train)
+                or precisions.unsupported_reason(case.precision, device, training=train)
+                or backends.get(case.mode).unsupported_reason(device, training=train))
+
+    def prepare(self, spec, device, store) -> Any:
+        ceilings, _ = get_ceilings(store, device, spec.settings.remeasure_ceilings)
+        return ceilings
+
+    def oom_group(self, case) -> tuple:
+        return (case.model, case.precision, case.mode, case.channels_last, case.extras.step)
+
+    def cudnn_benchmark(self, case, spec) -> bool | None:
+        """A training step runs as ``accelbench train`` runs it: cuDNN autotuning on unless the spec says otherwise."""
+        if case.extras.step == "train" and spec.cudnn_benchmark is None:
+            return True
+        return super().cudnn_benchmark(case, spec)
+
+    def measure(self, case, spec, ceilings, rank, sink):
+        from accelbench.core.errors import one_line
+        from accelbench.core.timing import time_passes, warm_up
+        from accelbench.core import analytic
+        from accelbench.scenarios.profile import results
+        from accelbench.scenarios.profile import step as stepmod
+        from accelbench.telemetry import monitor
+
+        dev, st = rank.device, spec.settings
+        cuda = dev.type == "cuda"
+        work = stepmod.build(case, spec, dev)
+        counts = analytic.count(work, case.extras.step)
+        warm = st.warmup_steps if st.warmup_steps is not None else (5 if cuda else 1)
+        iters = max(st.timed_steps if st.timed_steps is not None else (20 if cuda else 3), 1)
+        step = lambda _: work.run()  # noqa: E731
+        warm_up(step, [None], warm, dev)
+        with monitor(dev, spec.telemetry_period_ms / 1000) as mon:
+            times_ms, wall_s = time_passes(step, [None], iters, dev)
+        rec = {"image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,
+               "transform": work.transform,
+               "compile_s": work.compile_s, "analytic_flop_calls": [list(c) for c in counts.flop_calls],
+               "samples_timed": len(times_ms) * case.batch_size, "timed_wall_s": wall_s}
+        rec.update(results.analytic_fields(counts, ceilings, case.precision, times_ms, case.batch_size))
+        rec.update(mon.record())
+        if cuda:
+            import torch
+
+            rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
+        work = step = None  # free the model and its activations before ncu's own process runs the step
+        try:
+            fields, kernels = self._ncu(case, spec, dev, ceilings, rec.get("analytic_flops"), counts.flop_calls)
+        except Exception as exc:  # the analytic and timed results stay; the reason is on the row
+            fields, kernels = {"ncu_status": "error", "ncu_error": one_line(exc)}, []
+        rec.update(fields, _kernels=kernels)  # the charts (``chart_dir``) are drawn from the stored row: api.profile
+        return rec, {"step_time_ms": times_ms, **mon.series()}
+
+    def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=()):
+        """``(fields, kernel rows)``; an NcuError becomes ``ncu_status``/``ncu_error``."""
+        from accelbench.scenarios.profile import ncu, results
+
+        mode = spec.settings.ncu
+        if mode == "off" or (device.type != "cuda" and mode == "auto"):
+            return {"ncu_status": "skipped", "ncu_error": "turned off" if mode == "off" else "ncu profiles CUDA GPUs only"}, []
+        if device.type != "cuda":
+            return {"ncu_status": "error", "ncu_error": "ncu needs a CUDA device"}, []
+        keep = str(Path(spec.settings.ncu_csv_dir) / (slug(case) + ".csv")) if spec.settings.ncu_csv_dir else None
+        try:
+            prof = ncu.run(spec, case, timeout_s=spec.settings.ncu_timeout_s, keep_csv=keep)
+        except ncu.NcuError as exc:
+            status = "unavailable" if "not found" in str(exc) and mode == "auto" else "error"
+            return {"ncu_status": status, "ncu_error": str(exc)}, []
+        fields = {"ncu_status": "ok", "ncu_error": None, "ncu_wall_s": prof.wall_s,
+                  "ncu_missing_metrics": list(prof.missing) or None, "ncu_metrics": list(prof.metrics)}
+        fields.update(results.ncu_fields(prof.kernels, ceilings, case.precision, analytic_flops))
+        paired = results.pair_layers(prof.kernels, flop_calls)
+        fields.update(results.layer_fields(paired))
+        layers = results.kernel_layers(paired)
+        return fields, [results.kernel_row(k, ceilings, layers.get(k.index)) for k in prof.kernels]
+
+    def after_store(self, store, case_id: int, rec: dict[str, Any], extra: dict[str, Any]) -> None:
+        from accelbench.scenarios.profile import storage
+
+        storage.save_kernels(store, case_id, extra.get("_kernels") or [])
+
+    def export_extra(self, store, run_id: int, doc: dict) -> None:
+        from accelbench.scenarios.profile import storage
+
+        storage.export_extra(store, run_id, doc)
+
+
+register(Profile())

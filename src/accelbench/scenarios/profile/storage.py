@@ -1,0 +1,105 @@
+"""Profile tables in the accelbench SQLite store (beside ``runs``/``cases``/``samples``).
+
+Tables (created on first use):
+    ceilings(ceiling_id, device_name, measured_at, ceilings_json, env_json): one row per measurement;
+        the newest row of a device is its cached ceilings.
+    profile_kernels(case_id, idx, name, family, time_s, dram_read_bytes, dram_write_bytes, flops_fp32,
+        flops_fp16, flops_fp64, flops_tensor, tensor_source, intensity_flop_per_byte, achieved_flops_per_s,
+        achieved_bytes_per_s, ceiling_name, bound, layer, analytic_flops): one row per profiled kernel (see
+        :func:`accelbench.scenarios.profile.results.kernel_row`), linked to the profile case in ``cases``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from accelbench.scenarios.profile.ceilings import Ceilings
+from accelbench.scenarios.profile.kernels import KernelMetrics
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS ceilings (
+    ceiling_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    device_name TEXT NOT NULL,
+    measured_at REAL NOT NULL,
+    ceilings_json TEXT NOT NULL,
+    env_json TEXT
+);
+CREATE INDEX IF NOT EXISTS ceilings_device ON ceilings(device_name, measured_at);
+CREATE TABLE IF NOT EXISTS profile_kernels (
+    case_id INTEGER NOT NULL REFERENCES cases(case_id),
+    idx INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    family TEXT NOT NULL,
+    time_s REAL, dram_read_bytes REAL, dram_write_bytes REAL,
+    flops_fp32 REAL, flops_fp16 REAL, flops_fp64 REAL, flops_tensor REAL,
+    tensor_source TEXT, intensity_flop_per_byte REAL, achieved_flops_per_s REAL, achieved_bytes_per_s REAL,
+    ceiling_name TEXT, bound TEXT, layer INTEGER, analytic_flops REAL
+);
+CREATE INDEX IF NOT EXISTS profile_kernels_case ON profile_kernels(case_id);
+"""
+
+
+_KERNEL_COLUMNS = {
+    "tensor_source": "TEXT", "intensity_flop_per_byte": "REAL", "achieved_flops_per_s": "REAL",
+    "achieved_bytes_per_s": "REAL", "ceiling_name": "TEXT", "bound": "TEXT", "layer": "INTEGER", "analytic_flops": "REAL",
+}
+
+
+def _ensure(store) -> None:
+    """Create the tables; add columns that a store written by an older accelbench lacks."""
+    store.ensure_table(_DDL, "profile_kernels", _KERNEL_COLUMNS)
+
+
+def cached_ceilings(store, device_name: str) -> Ceilings | None:
+    """The newest stored ceilings of ``device_name``, or None."""
+    _ensure(store)
+    rows = store.rows("ceilings", {"device_name": device_name}, order_by="measured_at DESC, ceiling_id DESC", limit=1)
+    return Ceilings.from_dict(json.loads(rows[0]["ceilings_json"])) if rows else None
+
+
+def save_ceilings(store, ceilings: Ceilings, env: dict | None = None) -> int:
+    """Store a measurement; returns its ``ceiling_id``."""
+    _ensure(store)
+    return int(store.insert_rows("ceilings", [{
+        "device_name": ceilings.device_name, "measured_at": ceilings.measured_at,
+        "ceilings_json": json.dumps(ceilings.to_dict()), "env_json": json.dumps(env or {}, default=str)}]))
+
+
+def save_kernels(store, case_id: int, rows: list[dict]) -> None:
+    """Store the per-kernel rows (:func:`accelbench.scenarios.profile.results.kernel_row`) of one profiled case."""
+    _ensure(store)
+    store.insert_rows("profile_kernels", [{"case_id": case_id, **r} for r in rows])
+
+
+def replace_kernels(store, case_id: int, rows: list[dict]) -> None:
+    """Delete the case's kernel rows and store ``rows`` instead (after re-parsing a CSV)."""
+    _ensure(store)
+    store.delete_rows("profile_kernels", {"case_id": case_id})
+    save_kernels(store, case_id, rows)
+
+
+def kernel_rows(store, case_id: int) -> list[dict]:
+    """The stored kernel rows of ``case_id`` as dicts, in launch order."""
+    _ensure(store)
+    return store.rows("profile_kernels", {"case_id": case_id}, order_by="idx")
+
+
+def load_kernels(store, case_id: int) -> list[KernelMetrics]:
+    """The kernels stored for ``case_id``, in launch order (``tensor_ops_by_source`` keeps the main source only)."""
+    return [
+        KernelMetrics(index=r["idx"], name=r["name"], family=r["family"], time_s=r["time_s"],
+                      dram_read_bytes=r["dram_read_bytes"], dram_write_bytes=r["dram_write_bytes"],
+                      flops_fp32=r["flops_fp32"], flops_fp16=r["flops_fp16"], flops_fp64=r["flops_fp64"],
+                      flops_tensor=r["flops_tensor"],
+                      tensor_ops_by_source={r["tensor_source"]: r["flops_tensor"]} if r["tensor_source"] else {})
+        for r in kernel_rows(store, case_id)
+    ]
+
+
+def export_extra(store, run_id: int, doc: dict) -> None:
+    """Add the kernels of each case (``results[i]["kernels"]``) and the device's ceilings to a run document."""
+    for rec in doc["results"]:
+        rec["kernels"] = kernel_rows(store, rec["case_id"])
+    name = doc["env"].get("device_name")
+    ceil = cached_ceilings(store, name) if name else None
+    doc["ceilings"] = ceil.to_dict() if ceil else None

@@ -1,0 +1,18 @@
+"""The training scenarios: step throughput (``train_step``), training to accuracy (``converge``) and the input
+pipeline alone (``input_pipeline``), with the machinery they share.
+
+| module | what |
+| --- | --- |
+| :mod:`.train_step` | the ``train_step`` scenario: training-step throughput, model x batch size x precision x mode |
+| :mod:`.converge` / :mod:`.convergence` | the ``converge`` scenario / training from scratch with per-epoch evaluation, checkpoints and resume |
+| :mod:`.input_pipeline` | the ``input_pipeline`` scenario: loader rows, the resident row, storage rows |
+| :mod:`.step` | the training step (forward + loss + backward + optimizer step) for one module, precision, optimizer, memory format and execution mode; also under DDP, and the step ``accelbench profile`` profiles |
+| :mod:`.schedule` | learning-rate schedules (linear warm-up + cosine, or step decay) |
+| :mod:`.augment` | deterministic per-epoch augmentation plans (random crop with padding + flip) |
+| :mod:`.datasets` | the decoding Dataset for a DataLoader, and the GPU-resident dataset |
+| :mod:`.evaluate` | top-1/top-5 and loss on a device-resident evaluation set |
+| :mod:`.checkpoint` | atomic per-epoch checkpoints (model, optimizer, scaler, RNG, history) |
+| :mod:`.pipeline` | input-pipeline throughput (DataLoader workers, pinned memory) and storage reads |
+"""
+
+from accelbench.scenarios.train import converge, input_pipeline, train_step  # noqa: F401  (register the training scenarios)
