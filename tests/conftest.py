@@ -1,10 +1,66 @@
+"""The suite's shared pieces: THE tiny CPU case (:data:`TINY_CASE`, :func:`tiny_case`; :data:`TINY` as flags), THE helper
+that runs the command line (:func:`run_cli`), markers that skip without a GPU, and fixtures.
+
+Test modules import the constants and helpers (``from conftest import TINY, run_cli``): the tests folder is on
+``sys.path`` (below), so ``helpers:<factory>`` models import in this process and in the CLI's subprocesses.
+"""
+
+from __future__ import annotations
+
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/helpers.py as an importable factory module
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))  # tests/helpers.py as an importable factory module
+
+# THE tiny CPU case: cifar-resnet20 (bundled weights, bundled real images) at batch 2 on 4 images, on the CPU,
+# without the idle-power wait, one timed step: a few seconds end to end. Tests change a field with tiny_case(...).
+TINY_CASE: dict[str, Any] = {"model": "cifar-resnet20", "batch_sizes": "2", "images": 4, "device": "cpu", "idle_s": 0,
+                             "min_timed_batches": 1}
+
+
+def tiny_case(**fields: Any) -> dict[str, Any]:
+    """:data:`TINY_CASE` with ``fields`` changed (a field set to None is left out): spec fields for ``api.spec``."""
+    return {k: v for k, v in {**TINY_CASE, **fields}.items() if v is not None}
+
+
+def flags(fields: dict[str, Any]) -> list[str]:
+    """Spec fields as the command line spells them: ``{"batch_sizes": "2", "channels_last": False}`` ->
+    ``["--batch-sizes", "2", "--no-channels-last"]``."""
+    out: list[str] = []
+    for key, value in fields.items():
+        flag = "--" + key.replace("_", "-")
+        out += [flag if value else flag.replace("--", "--no-", 1)] if isinstance(value, bool) else [flag, str(value)]
+    return out
+
+
+TINY = flags(TINY_CASE)  # the tiny case's flags: accelbench run *TINY --db ...
+
+
+def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of an ``accelbench`` subprocess: this accelbench and the tests' factory modules importable,
+    a wide terminal (no wrapped lines); ``env`` on top."""
+    import accelbench
+
+    src = Path(accelbench.__file__).resolve().parents[1]
+    path = os.pathsep.join([str(src), str(TESTS), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "COLUMNS": "200", "PYTHONPATH": path, **(env or {})}
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None, check: bool = False, timeout: float = 600,
+            **popen: Any) -> subprocess.CompletedProcess:
+    """``python -m accelbench *args`` to its end, as a user runs it (:func:`cli_env`); with ``check``, an exit code
+    other than 0 fails the test with the output. ``popen``: more of ``subprocess.run``'s keywords (``preexec_fn``)."""
+    p = subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=cli_env(env),
+                       cwd=cwd, timeout=timeout, **popen)
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
 
 
 def pytest_collection_modifyitems(config, items):

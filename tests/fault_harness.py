@@ -7,13 +7,13 @@ test's folder), ``{tmp}`` (the folder). ``setup(tmp)`` prepares files (and may r
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from conftest import run_cli
 
 TESTS = Path(__file__).resolve().parent
 
@@ -45,21 +45,13 @@ class Fault:
     stdout: str | None = None
 
 
-def run_accelbench(args: list[str], env: dict | None = None, timeout: float = 600, cwd=None):
-    """``python -m accelbench *args`` with the tests' factory module importable and a wide terminal."""
-    full_env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-                **(env or {})}
-    return subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=cwd)
-
-
 def check(fault: Fault, tmp: Path) -> subprocess.CompletedProcess:
     """Run one fault row and assert its exit code, its one line, no traceback, and the store check."""
     keys = {"db": str(tmp / "faults.db"), "tmp": str(tmp)}
     if fault.setup is not None:
         keys.update(fault.setup(tmp) or {})
     args = [a.format(**keys) for a in fault.args]
-    p = run_accelbench(args, fault.env)
+    p = run_cli(*args, env=fault.env)
     out = p.stdout + p.stderr
     assert "Traceback" not in out, out
     assert p.returncode == fault.code, f"exit {p.returncode}, expected {fault.code}\n{p.stdout}\n{p.stderr}"

@@ -4,7 +4,6 @@ stalls now and then."""
 
 import time
 
-import torch
 from torch import nn
 
 

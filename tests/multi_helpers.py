@@ -3,7 +3,6 @@
 import os
 import time
 
-import torch
 from torch import nn
 
 

@@ -13,10 +13,10 @@ from accelbench.core.validity import assess
 from accelbench.data.evaluation import accuracy_pass
 from accelbench.quant.accuracy import cheapest_meeting_target
 from accelbench.studies import tune_search as ts
+from conftest import flags, tiny_case
 from fault_harness import Fault, cases, check
 
-TINY = ["--batch-sizes", "2", "--images", "8", "--device", "cpu", "--idle-s", "0", "--min-timed-batches", "1",
-        "--db", "{db}"]
+TINY = [*flags(tiny_case(model=None, images=8)), "--db", "{db}"]
 
 
 def _pass(out_fn, n_classes=10, labels=True):

@@ -3,7 +3,7 @@
 Read from the source, no imports run: no import cycles, every import read (module level and inside functions,
 ``import x``, ``from x import y``, relative ones, ``importlib.import_module("...")``); the layers, each importing
 only from its own layer or below; one ``torch.autocast`` call site; no precision name compared as a string
-outside the precision table; nobody but the store touches its connection; the package root holds only the entry
+outside the precision table, no backend name outside the backends; nobody but the store touches its connection; the package root holds only the entry
 points and the axes; small modules and functions.
 """
 
@@ -28,6 +28,11 @@ LAYERS = (
     ("studies and reports", {"studies", "report"}),
     ("entry points", {"api", "cli", "__main__"}),
 )
+
+# Old import paths a user may rely on (the README of 0.2 names them), kept as modules that only re-export their new
+# home: outside the layers, and nothing inside accelbench imports them.
+SHIMS = {"accelbench.core.derived": "accelbench.sweep.derived", "accelbench.train": None,
+         "accelbench.train.step": "accelbench.scenarios.train.step"}
 
 
 def modules(src: Path = SRC) -> dict[str, Path]:
@@ -163,13 +168,29 @@ def test_the_cycle_check_reads_every_kind_of_import(tmp_path):
 
 
 def test_each_layer_imports_only_its_own_layer_or_below():
-    graph = import_graph()
+    graph = {n: deps for n, deps in import_graph().items() if n not in SHIMS}
     tops = {n.split(".")[1] for n in graph if n != "accelbench"}
     placed = set().union(*(t for _, t in LAYERS))
     assert tops <= placed, f"place these in LAYERS: {sorted(tops - placed)}"
     upward = [f"{n} -> {d} (line {line})" for n, deps in graph.items() if n != "accelbench"
               for d, line in deps.items() if d != "accelbench" and _layer(d) > _layer(n)]
+    assert not [f"{n} -> {d}" for n, deps in graph.items() for d in deps if d in SHIMS]
     assert not upward, "\n".join(sorted(upward))
+
+
+def test_the_old_documented_paths_only_re_export_their_new_home():
+    import importlib
+
+    graph = import_graph()
+    for old, new in SHIMS.items():
+        tree = ast.parse(modules()[old].read_text())
+        body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        assert all(isinstance(n, (ast.ImportFrom, ast.Assign)) for n in body), old  # imports and __all__ only
+        assert set(graph[old]) == ({new} if new else set()), old
+    assert importlib.import_module("accelbench.core.derived").derived_columns is \
+        importlib.import_module("accelbench.sweep.derived").derived_columns
+    assert importlib.import_module("accelbench.train.step").build_step is \
+        importlib.import_module("accelbench.scenarios.train.step").build_step
 
 
 def test_nothing_imports_the_package_root():
@@ -212,6 +233,22 @@ def test_statuses_and_run_kinds_are_named_once():
     assert setters == ["core/device.py"]
 
 
+def test_no_backend_names_compared_outside_the_backends():
+    """What differs between backends is an attribute of theirs (``compiles``, ``workloads``, ``graph_capture``, ...),
+    so a new backend needs no edit elsewhere."""
+    import sys
+
+    sys.path.insert(0, str(SRC.parent))
+    from accelbench import backends
+
+    names = "|".join(re.escape(n) for n in sorted(backends.names(), key=len, reverse=True))
+    assert names
+    compare = re.compile(rf"""((==|!=)\s*["']({names})["'])|(["']({names})["']\s*(==|!=|in\b))""")
+    found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "backends" not in p.relative_to(SRC).parts[:1]
+             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    assert not found, found
+
+
 def test_only_the_store_touches_its_connection():
     found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "store" not in p.relative_to(SRC).parts[:1]
              for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\.conn\b", line)]
@@ -219,7 +256,8 @@ def test_only_the_store_touches_its_connection():
 
 
 def test_the_package_root_holds_the_entry_points_and_the_axes():
-    assert sorted(p.name for p in SRC.glob("*.py")) == ["__init__.py", "__main__.py", "api.py", "precisions.py"]
+    assert sorted(p.name for p in SRC.glob("*.py")) == ["__init__.py", "__main__.py", "precisions.py"]
+    assert (SRC / "api" / "__init__.py").exists()  # the entry point: the functions, and their typed results
     for axis in ("backends", "scenarios", "launchers"):
         assert (SRC / axis / "__init__.py").exists()
 

@@ -1,23 +1,16 @@
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-
-def cli(*args, cwd=None, check=True):
-    env = {**os.environ, "COLUMNS": "200"}
-    p = subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
+from conftest import cli_env, run_cli
 
 
 def test_run_end_to_end_on_real_images(tmp_path):
     db, js = tmp_path / "r.db", tmp_path / "r.json"
-    p = cli("run", "--model", "cifar-resnet20", "--batch-sizes", "1,16", "--images", "64", "--device", "cpu",
-            "--db", str(db), "--json", str(js), "--min-timed-batches", "4")
+    p = run_cli("run", "--model", "cifar-resnet20", "--batch-sizes", "1,16", "--images", "64", "--device", "cpu",
+                "--db", str(db), "--json", str(js), "--min-timed-batches", "4", check=True)
     assert "img/s" in p.stdout and "cifar10-test: 64 of 10000 real images" in p.stdout
     doc = json.loads(js.read_text())
     assert doc["env"]["torch"] and doc["env"]["cpu_model"] and "git_commit" in doc["env"]
@@ -27,13 +20,13 @@ def test_run_end_to_end_on_real_images(tmp_path):
                     "throughput_samples_per_s", "latency_p50_ms", "latency_p99_ms", "top1", "top5"):
             assert key in r, key
         assert r["status"] == "ok" and r["device"] == "cpu" and r["images"] == 64 and 0.6 < r["top1"] <= 1
-    res = cli("results", "--db", str(db))
+    res = run_cli("results", "--db", str(db), check=True)
     assert "cifar10-test" not in res.stderr and "ok" in res.stdout
-    csv = cli("export", "--db", str(db), "--run", str(doc["run_id"]), "--format", "csv").stdout
+    csv = run_cli("export", "--db", str(db), "--run", str(doc["run_id"]), "--format", "csv", check=True).stdout
     header = csv.splitlines()[0].split(",")
     assert "latency_p99_ms" in header and len(csv.strip().splitlines()) == 3
     out = tmp_path / "e.json"
-    cli("export", "--db", str(db), "--format", "json", "--output", str(out))
+    run_cli("export", "--db", str(db), "--format", "json", "--output", str(out), check=True)
     assert json.loads(out.read_text())["run_id"] == doc["run_id"]
 
 
@@ -44,7 +37,7 @@ def test_run_end_to_end_on_real_images(tmp_path):
     (["export", "--format", "xml"], "invalid format 'xml'"),
 ])
 def test_bad_input_one_line_error(tmp_path, args, needle):
-    p = cli(*args, "--db", str(tmp_path / "x.db"), check=False) if args[0] == "run" else cli(*args, check=False)
+    p = run_cli(*args, "--db", str(tmp_path / "x.db")) if args[0] == "run" else run_cli(*args)
     assert p.returncode == 2
     lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
     assert len(lines) == 1 and needle in lines[0], p.stderr
@@ -53,7 +46,7 @@ def test_bad_input_one_line_error(tmp_path, args, needle):
 def test_config_file_with_an_unknown_model_is_refused_before_the_run(tmp_path):
     cfg = tmp_path / "s.toml"
     cfg.write_text('model = "nosuchnet"\nbatch_sizes = [2]\nimages = 4\ndevice = "cpu"\n')
-    p = cli("run", "--config", str(cfg), "--db", str(tmp_path / "c.db"), check=False)
+    p = run_cli("run", "--config", str(cfg), "--db", str(tmp_path / "c.db"))
     assert p.returncode == 2 and "error: unknown model 'nosuchnet'" in p.stderr, p.stderr
 
 
@@ -69,10 +62,8 @@ def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
     gate = Gate(tmp_path, batch=2)
     cmd = [sys.executable, "-m", "accelbench", "run", "--model", "signal_helpers:gated_net", "--batch-sizes",
            "1,2,4,8,16,32", "--images", "32", "--device", "cpu", "--min-time-s", "1", "--db", str(db)]
-    tests = os.path.dirname(os.path.abspath(__file__))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **gate.env(),
-           "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=cli_env({"OMP_NUM_THREADS": "1", **gate.env()}), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="batch 1 stored, batch 2 at the gate")
     gate.signal(lambda: proc.send_signal(signal.SIGTERM))
     _, err = proc.communicate(timeout=DEADLINE_S)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-from fault_harness import run_accelbench
+from conftest import flags, run_cli, tiny_case
 
-TINY = ["--device", "cpu", "--idle-s", "0", "--min-timed-batches", "1", "--images", "4"]
-RUN = ["run", "--model", "cifar-resnet20", "--batch-sizes", "1,2", *TINY]
+TINY = flags(tiny_case(model=None, batch_sizes=None))
+RUN = ["run", *flags(tiny_case(batch_sizes="1,2"))]
 NARROW = {"COLUMNS": "80", "OMP_NUM_THREADS": "1"}
 EXPONENT = re.compile(r"\b\d+(?:\.\d+)?e[+-]\d+\b")
 
@@ -36,8 +35,8 @@ def two_runs(tmp_path_factory):
     """A store with two tiny inference runs: run 1 printed at 80 columns, run 2 with ``--json -``."""
     tmp = tmp_path_factory.mktemp("narrow")
     db = tmp / "n.db"
-    first = run_accelbench([*RUN, "--db", str(db)], NARROW, cwd=tmp)
-    second = run_accelbench([*RUN, "--db", str(db), "--json", "-"], NARROW, cwd=tmp)
+    first = run_cli(*RUN, "--db", str(db), env=NARROW, cwd=tmp)
+    second = run_cli(*RUN, "--db", str(db), "--json", "-", env=NARROW, cwd=tmp)
     return tmp, db, first, second
 
 
@@ -60,44 +59,44 @@ def test_json_dash_writes_the_run_to_stdout_and_the_rest_to_stderr(two_runs):
 
 def test_results_fits_80_columns_by_default_and_wide_has_every_column(two_runs):
     _, db, _, _ = two_runs
-    text = _fits(run_accelbench(["results", "--run", "1", "--db", str(db)], NARROW))
+    text = _fits(run_cli("results", "--run", "1", "--db", str(db), env=NARROW))
     assert "img/s" in text and "Inference Time (s)" not in text
-    wide = run_accelbench(["results", "--run", "1", "--db", str(db), "--wide"], NARROW)
+    wide = run_cli("results", "--run", "1", "--db", str(db), "--wide", env=NARROW)
     assert wide.returncode == 0 and "Inference Time (s)" in wide.stdout  # piped: no pager, the natural width
-    old = run_accelbench(["results", "--run", "1", "--db", str(db), "--compact"], NARROW)  # old scripts still work
-    assert old.returncode == 0 and old.stdout == run_accelbench(["results", "--run", "1", "--db", str(db)], NARROW).stdout
+    old = run_cli("results", "--run", "1", "--db", str(db), "--compact", env=NARROW)  # old scripts still work
+    assert old.returncode == 0 and old.stdout == run_cli("results", "--run", "1", "--db", str(db), env=NARROW).stdout
 
 
 def test_compare_fits_80_columns_and_its_json_goes_to_stdout(two_runs):
     tmp, db, _, _ = two_runs
-    text = _fits(run_accelbench(["compare", "1", "2", "--db", str(db)], NARROW))
+    text = _fits(run_cli("compare", "1", "2", "--db", str(db), env=NARROW))
     assert "Throughput" in text and "Latency p50" in text and "B/A" in text
-    p = run_accelbench(["compare", "1", "2", "--db", str(db), "--json", "-"], NARROW, cwd=tmp)
+    p = run_cli("compare", "1", "2", "--db", str(db), "--json", "-", env=NARROW, cwd=tmp)
     doc = json.loads(p.stdout)
     assert doc[0]["a"] == "run 1" and len(doc[0]["cases"]) == 2 and not (tmp / "-").exists()
 
 
 def test_tune_fits_80_columns(tmp_path):
-    p = run_accelbench(["tune", "-m", "cifar-resnet20", "-p", "fp32", "--modes", "eager", "-b", "2",
-                        "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0", *TINY,
-                        "--telemetry-period-ms", "0", "--db", str(tmp_path / "t.db")], NARROW)
+    p = run_cli("tune", "-m", "cifar-resnet20", "-p", "fp32", "--modes", "eager", "-b", "2",
+                "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0", *TINY,
+                "--telemetry-period-ms", "0", "--db", str(tmp_path / "t.db"), env=NARROW)
     text = _fits(p)
     assert "winner (throughput)" in text and "run it: accelbench run" in text
     assert " \\\n    --" in text  # the command is continued for the shell, not cut mid-word
 
 
 def test_profile_fits_80_columns(tmp_path):
-    p = run_accelbench(["profile", "-m", "cifar-resnet20", "-b", "2", "--device", "cpu", "--idle-s", "0",
-                        "--telemetry-period-ms", "0", "--warmup-steps", "0", "--timed-steps", "1",
-                        "--db", str(tmp_path / "p.db")], NARROW)
+    p = run_cli("profile", "-m", "cifar-resnet20", "-b", "2", "--device", "cpu", "--idle-s", "0",
+                "--telemetry-period-ms", "0", "--warmup-steps", "0", "--timed-steps", "1",
+                "--db", str(tmp_path / "p.db"), env=NARROW)
     text = _fits(p)
     assert "Ceilings of" in text and "Meas/Th" in text
 
 
 def test_loadgen_fits_80_columns(tmp_path):
     pytest.importorskip("mlperf_loadgen")
-    p = run_accelbench(["loadgen", "--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64",
-                        "--idle-s", "0", "--min-duration-s", "1", "--max-batch", "16", "--scenarios",
-                        "SingleStream,Offline", "--db", str(tmp_path / "l.db")], NARROW)
+    p = run_cli("loadgen", "--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64",
+                "--idle-s", "0", "--min-duration-s", "1", "--max-batch", "16", "--scenarios",
+                "SingleStream,Offline", "--db", str(tmp_path / "l.db"), env=NARROW)
     text = _fits(p)
     assert "SingleStream" in text and "samples/s" in text and " p90" in text

@@ -3,20 +3,19 @@ from the registries, commands in a logical order, completion from the registries
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from fault_harness import run_accelbench
+from conftest import run_cli
 
 COMMANDS = ["run", "train", "input-pipeline", "profile", "loadgen", "tune", "scale", "interconnect", "concurrent",
             "results", "compare", "report", "export", "telemetry", "cost", "models"]
 
 
 def _help(*args: str) -> str:
-    p = run_accelbench([*args, "-h"], {"COLUMNS": "1000"})  # no help text wraps
+    p = run_cli(*args, "-h", env={"COLUMNS": "1000"})  # no help text wraps
     assert p.returncode == 0, p.stderr
     assert "Usage:" in p.stdout
     return " ".join(p.stdout.split())
@@ -74,9 +73,8 @@ def test_completion_reads_the_registries():
 
     assert complete_precisions("fp32,amp-") == ["fp32,amp-fp16", "fp32,amp-bf16"]
     assert complete_backends("compile-c") == ["compile-cudagraphs"]
-    env = {**os.environ, "_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": "accelbench run -p fp32,bf",
-           "COMP_CWORD": "3"}
-    p = subprocess.run([sys.executable, "-m", "accelbench"], capture_output=True, text=True, env=env, timeout=120)
+    p = run_cli(env={"_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": "accelbench run -p fp32,bf",
+                     "COMP_CWORD": "3"}, timeout=120)
     assert p.returncode == 0 and p.stdout.split() == ["fp32,bf16"], p.stdout + p.stderr
 
 

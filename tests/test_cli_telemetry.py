@@ -1,7 +1,8 @@
 """Telemetry, validity and cost columns of real CPU sweeps; the `cost` and `telemetry` commands."""
 
 import pytest
-from test_cli import cli
+
+from conftest import run_cli, tiny_case
 
 from accelbench.cost.compare import cost_comparison
 from accelbench.cost.prices import load_prices
@@ -9,8 +10,7 @@ from accelbench.api import run as run_sweep
 from specs import build_spec
 from accelbench.store import Store
 
-FAST = {"model": "cifar-resnet20", "batch_sizes": "8", "images": 16, "device": "cpu", "warmup_batches": 1,
-        "min_timed_batches": 3, "min_time_s": 0.0, "idle_s": 0}
+FAST = tiny_case(batch_sizes="8", images=16, warmup_batches=1, min_timed_batches=3, min_time_s=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +54,12 @@ def test_cost_comparison_best_rows_and_reprice(store_path):
 
 def test_cost_and_telemetry_commands(store_path):
     db, over, _ = store_path
-    p = cli("cost", "--db", str(db))
+    p = run_cli("cost", "--db", str(db), check=True)
     assert "Cost comparison (all runs; best throughput" in p.stdout and "cifar-resnet20 bs=8 bf16 eager" in p.stdout
     assert "$/1,000 images" in p.stdout and "vCPU x AWS c6i" in p.stdout
-    one = cli("cost", "--db", str(db), "--run", str(over.run_id))
+    one = run_cli("cost", "--db", str(db), "--run", str(over.run_id), check=True)
     assert f"Cost comparison (run {over.run_id};" in one.stdout and "price: --price-per-hour / config" in one.stdout
-    t = cli("telemetry", "--db", str(db))
+    t = run_cli("telemetry", "--db", str(db), check=True)
     assert "CPU proc (%)" in t.stdout and "telemetry" in t.stdout
 
 
@@ -69,6 +69,6 @@ def test_cost_and_telemetry_commands(store_path):
 ])
 def test_bad_input_one_line_error(store_path, tmp_path, args, needle):
     db = tmp_path / "x.db" if args[0] == "run" else store_path[0]
-    p = cli(*args, "--db", str(db), check=False)
+    p = run_cli(*args, "--db", str(db))
     lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], p.stderr

@@ -10,7 +10,7 @@ from accelbench.core import compare as cmp
 from accelbench.core.rundata import load_run, parse_ref
 from accelbench.core.stats import summarize
 from accelbench.store import Store
-from test_cli import cli
+from conftest import run_cli
 
 THR, LAT, P50, E = (cmp.METRICS[i] for i in (0, 1, 1, 3))
 
@@ -119,17 +119,19 @@ def test_cli_fail_on_slower_exit_codes(tmp_path):
     s = Store(db)
     a, slow, fast = add_run(s), add_run(s, speed=0.8), add_run(s, speed=1.25)
     add_run(Store(other), speed=0.8)
-    p = cli("compare", str(a), str(slow), "--db", str(db), "--fail-on-slower", check=False)
+    p = run_cli("compare", str(a), str(slow), "--db", str(db), "--fail-on-slower")
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("slower: run 2 is slower than run 1 beyond the 2% margin")
     assert "slower" in p.stdout and "0.800x" in p.stdout
-    p = cli("compare", str(a), str(fast), "--db", str(db), "--fail-on-slower", "--json", str(tmp_path / "c.json"))
+    p = run_cli("compare", str(a), str(fast), "--db", str(db), "--fail-on-slower", "--json", str(tmp_path / "c.json"),
+                check=True)
     assert "faster" in p.stdout
     doc = json.loads((tmp_path / "c.json").read_text())
     assert doc[0]["cases"][0]["metrics"]["throughput"]["verdict"] == "faster"
-    p = cli("compare", f"{db}:{a}", f"{other}:1", "--fail-on-slower", check=False)  # runs in two stores
+    p = run_cli("compare", f"{db}:{a}", f"{other}:1", "--fail-on-slower")  # runs in two stores
     assert p.returncode == 1 and f"{other}:1 is slower than {db}:{a}" in p.stderr
-    assert cli("compare", str(a), str(slow), "--db", str(db), "--margin", "30%", "--fail-on-slower").returncode == 0
+    assert run_cli("compare", str(a), str(slow), "--db", str(db), "--margin", "30%", "--fail-on-slower",
+                   check=True).returncode == 0
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -142,7 +144,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, needle):
     db = tmp_path / "s.db"
     s = Store(db)
     add_run(s), add_run(s)
-    p = cli("compare", *args, "--db", str(db), check=False, cwd=tmp_path)
+    p = run_cli("compare", *args, "--db", str(db), cwd=tmp_path)
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith(needle), p.stderr
 
@@ -159,7 +161,7 @@ def test_two_real_cpu_runs_with_five_windows(tmp_path, one_thread):
     assert rec["windows"] == 5 and rec["window_batches"] == 3 and rec["pass_batches"] == 2 and rec["samples_timed"] == 60
     assert rec["throughput_ci95_low_samples_per_s"] <= rec["throughput_samples_per_s"] <= rec["throughput_ci95_high_samples_per_s"]
     assert len(Store(db).series(rec["case_id"], "window_wall_s")) == 5
-    p = cli("compare", str(runs[0]), str(runs[1]), "--db", str(db), "--json", str(tmp_path / "c.json"))
+    p = run_cli("compare", str(runs[0]), str(runs[1]), "--db", str(db), "--json", str(tmp_path / "c.json"), check=True)
     thr = json.loads((tmp_path / "c.json").read_text())[0]["cases"][0]["metrics"]["throughput"]
     assert thr["verdict"] in ("within noise", "faster", "slower") and thr["p_value"] is not None
     assert thr["ci_low"] <= thr["ratio"] <= thr["ci_high"] and p.returncode == 0

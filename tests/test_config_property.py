@@ -58,7 +58,9 @@ def _matches(value, hint) -> bool:
 def _assert_valid(spec) -> None:
     for obj in (spec, spec.settings):
         hints = typing.get_type_hints(type(obj))
-        for f in dataclasses.fields(obj):
+        fields = dataclasses.fields(obj)
+        assert fields, type(obj)
+        for f in fields:
             if f.name != "settings":
                 assert _matches(getattr(obj, f.name), hints[f.name]), (f.name, getattr(obj, f.name))
 

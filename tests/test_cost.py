@@ -43,9 +43,10 @@ def test_nvml_names_match_the_right_entry(name, mem_gib, key):
 
 
 def test_price_file_has_every_required_device_with_source_and_date():
-    keys = {e.key for e in load_prices()}
+    prices = load_prices()
+    keys = {e.key for e in prices}
     assert {"h100", "h200", "a100-40gb", "a100-80gb", "l4", "t4", "v100", "p100", "cpu-c6i"} <= keys
-    for e in load_prices():
+    for e in prices:
         assert e.usd_per_hour > 0 and e.source and e.date[:2] == "20" and e.instance
     assert entry("h200").estimate is True and PRICES_FILE.name == "prices.toml"
 
@@ -66,7 +67,7 @@ def test_best_rows_one_per_device_precision_mode():
         {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 300.0, "batch_size": 8},
         {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "oom", "throughput_samples_per_s": None, "batch_size": 64},
         {"device_name": "B", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 200.0, "batch_size": 8},
-        {"device_name": "A", "model": "m", "precision": "amp-bf16", "mode": "eager", "status": "ok", "throughput_samples_per_s": float("nan"), "batch_size": 8},
+        {"device_name": "A", "model": "m", "precision": "amp-bf16", "mode": "eager", "status": "ok", "throughput_samples_per_s": None, "batch_size": 8},
     ]
     best = best_rows(rows)
     assert [(r["device_name"], r["batch_size"]) for r in best] == [("A", 8), ("B", 8)]

@@ -4,33 +4,22 @@ Each launch costs ~20-30 s on a 2-core machine (torch imports in the agent and e
 tests cover several behaviours per launch.
 """
 
+import json
 import math
 import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-import accelbench
 from accelbench.store import Store
+from conftest import cli_env, run_cli
 
-TESTS = Path(__file__).resolve().parent
-SRC = Path(accelbench.__file__).resolve().parents[1]
 FAST = ["--device", "cpu", "--data", "synthetic", "--min-timed-batches", "3", "--warmup-batches", "1"]
 
 
-def env():
-    path = os.pathsep.join([str(SRC), str(TESTS), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "200"}
-
-
-def cli(*args, check=True, timeout=600):
-    p = subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=env(), timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-    return p
+env = cli_env  # the environment of an accelbench subprocess (Popen, torchrun)
 
 
 def rows(db, run_id=None):
@@ -58,8 +47,9 @@ def check_aggregate(agg, ranks):
 def test_scale_train_ddp_1_and_2_processes_with_a_crashed_rank(tmp_path):
     """One scaling study: DDP on 1 and 2 gloo processes; the second model raises on rank 1 (only exists at 2)."""
     db, png = tmp_path / "s.db", tmp_path / "s.png"
-    p = cli("scale", "--gpus", "1,2", "--workload", "train", "--model", "cifar-resnet20,multi_helpers:crash_on_rank1",
-            "-b", "8", "-n", "32", "--db", str(db), "--plot", str(png), *FAST, check=False)
+    p = run_cli("scale", "--gpus", "1,2", "--workload", "train", "--model",
+                "cifar-resnet20,multi_helpers:crash_on_rank1",
+                "-b", "8", "-n", "32", "--db", str(db), "--plot", str(png), *FAST)
     assert p.returncode == 1, p.stdout + p.stderr  # the crashed case is an error row: exit 1 (errors.py)
     assert "1 of 4 cases ended in error" in p.stderr and "Traceback" not in p.stdout + p.stderr
     assert "Efficiency" in p.stdout and png.stat().st_size > 0
@@ -139,11 +129,35 @@ def test_interconnect_collectives_on_gloo(tmp_path):
     assert Store(tmp_path / "i.db").run(run_id)["kind"] == "interconnect"
 
 
+def test_run_gpus2_aggregate_row_keeps_every_column_by_its_rule(tmp_path):
+    """Issue 22: the aggregate row was copied from a whitelist, so `run --gpus 2 --modes compile-freeze` stored
+    compile_mode=None, freezing=None and no energy_source; now every column of the rank rows reaches it by its
+    declared rule (per-rank ones excepted), and the exported rows validate against `accelbench schema`."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from accelbench.core import columns
+
+    db, js = tmp_path / "g.db", tmp_path / "g.json"
+    run_cli("run", "--gpus", "2", "--model", "cifar-resnet20", "-b", "4", "-n", "8", "--modes", "compile-freeze",
+            "--db", str(db), "--json", str(js), *FAST, check=True)
+    got = Store(db).records()
+    (agg,) = [r for r in got if r.get("aggregate")]
+    ranks = [r for r in got if r.get("aggregate") is False]
+    assert len(ranks) == 2 and agg["status"] == "ok"
+    assert (agg["compile_mode"], agg["freezing"], agg["mode"]) == ("default", True, "compile-freeze")
+    assert agg["energy_source"] == ranks[0]["energy_source"] is not None
+    carried = {k for r in ranks for k, v in r.items() if v is not None and columns.rule(k) != "rank"}
+    assert carried and not carried - set(agg), sorted(carried - set(agg))
+    check_aggregate(agg, ranks)
+    validator = jsonschema.Draft202012Validator(columns.json_schema())
+    rows = json.loads(js.read_text())["results"]
+    assert len(rows) == 3 and not [e.message for r in rows for e in validator.iter_errors(r)]
+
+
 @pytest.mark.slow
 def test_run_gpus2_crash_then_next_case_runs(tmp_path):
     db = tmp_path / "r.db"
-    p = cli("run", "--gpus", "2", "--model", "multi_helpers:crash_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
-            "--db", str(db), *FAST, check=False)
+    p = run_cli("run", "--gpus", "2", "--model", "multi_helpers:crash_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
+                "--db", str(db), *FAST)
     assert p.returncode == 1, p.stdout + p.stderr  # one case ended in error: exit 1 (errors.py)
     by = {r["model"]: r for r in rows(db) if r["aggregate"] == 1}
     assert by["multi_helpers:crash_on_rank1"]["error"] == "rank 1 failed: RuntimeError: injected failure on this rank"
@@ -156,8 +170,8 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
 
     db = tmp_path / "h.db"
     before = {p.pid for p in psutil.process_iter()}
-    p = cli("run", "--gpus", "2", "--model", "multi_helpers:hang_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
-            "--timeout-s", "30", "--db", str(db), *FAST, check=False)
+    p = run_cli("run", "--gpus", "2", "--model", "multi_helpers:hang_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
+                "--timeout-s", "30", "--db", str(db), *FAST)
     assert p.returncode == 1, p.stdout + p.stderr  # the timed-out case is an error row: exit 1 (errors.py)
     assert "Traceback" not in p.stdout + p.stderr and "SignalException" not in p.stdout + p.stderr
     by = {r["model"]: r for r in rows(db) if r["aggregate"] == 1}
@@ -173,8 +187,9 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
 @pytest.mark.slow
 def test_concurrent_jobs_vs_sequential(tmp_path):
     db = tmp_path / "c.db"
-    p = cli("concurrent", "--models", "multi_helpers:tiny,cifar-resnet20", "-b", "4", "-n", "8", "--min-time-s", "1",
-            "--db", str(db), *FAST)
+    p = run_cli("concurrent", "--models", "multi_helpers:tiny,cifar-resnet20", "-b", "4", "-n", "8", "--min-time-s",
+                "1",
+                "--db", str(db), *FAST, check=True)
     assert "concurrent vs sequential" in p.stdout
     got = rows(db)
     aggs = [r for r in got if r.get("aggregate") == 1]
@@ -206,8 +221,9 @@ def test_launched_by_users_torchrun_runs_as_ranks(tmp_path):
 @pytest.mark.slow
 def test_train_cli_gpus2_runs_the_training_step_under_ddp(tmp_path):
     db = tmp_path / "t.db"
-    cli("train", "--gpus", "2", "--model", "cifar-resnet20", "-b", "8", "-n", "32", "-p", "fp32,fp16", "--lr", "0.05",
-        "--modes", "eager", "--db", str(db), *FAST)
+    run_cli("train", "--gpus", "2", "--model", "cifar-resnet20", "-b", "8", "-n", "32", "-p", "fp32,fp16", "--lr",
+            "0.05",
+            "--modes", "eager", "--db", str(db), *FAST, check=True)
     by = {r["precision"]: r for r in rows(db) if r["aggregate"] == 1}
     assert by["fp16"]["status"] == "unsupported" and "not a training precision" in by["fp16"]["error"]
     ok = by["fp32"]

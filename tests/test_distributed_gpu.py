@@ -4,15 +4,16 @@ import pytest
 
 from accelbench.store import Store
 
-from test_distributed import check_aggregate, cli, env, rows  # noqa: F401  (same helpers as the CPU tests)
+from conftest import cli_env as env, run_cli
+from test_distributed import check_aggregate, rows  # noqa: F401  (same helpers as the CPU tests)
 
 pytestmark = pytest.mark.multigpu
 
 
 def test_nccl_ddp_on_2_gpus_with_per_rank_telemetry(tmp_path):
     db = tmp_path / "g.db"
-    cli("scale", "--gpus", "2", "--workload", "train", "--model", "cifar-resnet20", "-b", "128", "-n", "1024",
-        "-p", "amp-bf16", "--modes", "eager", "--min-time-s", "0.5", "--db", str(db))
+    run_cli("scale", "--gpus", "2", "--workload", "train", "--model", "cifar-resnet20", "-b", "128", "-n", "1024",
+            "-p", "amp-bf16", "--modes", "eager", "--min-time-s", "0.5", "--db", str(db), check=True)
     got = rows(db)
     aggs = {r["world_size"]: r for r in got if r["aggregate"] == 1}
     assert aggs[2]["status"] == "ok" and aggs[2]["comm_exposed_share"] is not None

@@ -44,12 +44,13 @@ def test_window_straggler_comm_overlap():
     assert maths.overlap_fraction([(0.0, 1.0), (2.0, 3.0)]) == 0.0
 
 
-def test_combine_telemetry_sums_energy_maxes_memory_means_the_rest():
+def test_combined_telemetry_sums_energy_maxes_memory_means_the_rest():
+    from accelbench.core.columns import combine
+
     recs = [{"energy_j": 10.0, "power_mean_w": 300.0, "device_mem_used_bytes": 5, "gpu_util_mean_pct": 90.0},
             {"energy_j": 12.0, "power_mean_w": 200.0, "device_mem_used_bytes": 7, "gpu_util_mean_pct": 80.0}]
-    keys = ["energy_j", "power_mean_w", "device_mem_used_bytes", "gpu_util_mean_pct", "absent_pct"]
-    assert maths.combine_telemetry(recs, keys) == {"energy_j": 22.0, "power_mean_w": 500.0,
-                                                   "device_mem_used_bytes": 7, "gpu_util_mean_pct": 85.0}
+    assert combine(recs) == {"energy_j": 22.0, "power_mean_w": 500.0, "device_mem_used_bytes": 7,
+                             "gpu_util_mean_pct": 85.0}
 
 
 def _rank(rank, start, end, samples, host="h", **kw):
@@ -62,7 +63,7 @@ def test_aggregate_row_uses_the_common_window_not_a_sum_of_rates():
                   step_time_mean_ms=20.0, step_time_nosync_mean_ms=15.0, gpu_util_mean_pct=50.0),
             _rank(0, 100.0, 102.0, 64, top1_correct=5, top5_correct=8, accuracy_samples=8,
                   step_time_mean_ms=20.0, step_time_nosync_mean_ms=17.0, gpu_util_mean_pct=70.0)]
-    agg = results.aggregate(recs, ["gpu_util_mean_pct"], barrier_window_s=4.2)
+    agg = results.aggregate(recs, barrier_window_s=4.2)
     assert agg["window_s"] == 4.0  # 104.0 - 100.0 (same host: the epoch clocks agree)
     assert agg["throughput_samples_per_s"] == 32.0  # 128 samples / 4 s; the per-rank rates would sum to 50.3
     assert agg["throughput_per_gpu_samples_per_s"] == 16.0

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+import conftest
+from conftest import cli_env, run_cli
 from fault_harness import Fault, cases, check, no_run, runs, statuses
 
-TINY = ["--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu", "--idle-s", "0",
-        "--min-timed-batches", "1", "--db", "{db}"]
+TINY = [*conftest.TINY, "--db", "{db}"]
 
 
 def _text_file(tmp: Path) -> dict:
@@ -194,13 +195,11 @@ def test_cpu_contention_is_flagged(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from fault_harness import run_accelbench
-
     db = tmp_path / "busy.db"
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
         time.sleep(0.5)
-        p = run_accelbench(["run", *[a.format(db=db) for a in TINY], "--min-time-s", "1"], {"OMP_NUM_THREADS": "1"})
+        p = run_cli("run", *[a.format(db=db) for a in TINY], "--min-time-s", "1", env={"OMP_NUM_THREADS": "1"})
     finally:
         for s in spin:
             s.kill()
@@ -219,13 +218,11 @@ def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
     import subprocess
     import sys
 
-    from fault_harness import TESTS
     from signal_helpers import DEADLINE_S, stored_rows, wait_for
 
     args = ["run", *[a.format(db=db) for a in TINY], "--model", "signal_helpers:gated_net", "--batch-sizes",
             batch_sizes, "--min-time-s", "1"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **gate.env(),
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = cli_env({"OMP_NUM_THREADS": "1", **gate.env()})
     proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="the first case stored, the next at the gate")
@@ -243,7 +240,6 @@ def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from fault_harness import TESTS
     from signal_helpers import DEADLINE_S, Gate, wait_for
 
     db = tmp_path / "two.db"
@@ -251,8 +247,7 @@ def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
     args = _interrupted_run(db, "1,2,3,4,5,6", gate)
     gate.close()
     gate.rearm()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200", **gate.env(),
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = cli_env({"OMP_NUM_THREADS": "1", **gate.env()})
     procs = [subprocess.Popen([sys.executable, "-m", "accelbench", *args, "--resume"], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     try:

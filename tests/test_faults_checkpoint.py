@@ -208,10 +208,12 @@ def test_a_real_checkpoint_round_trips_through_the_safe_loader(optimizer: str, t
     assert [type(v) for v in state["history"][0].values()] == [int, str, float, int, float, bool, list, type(None)]
     fresh = _tiny_step(optimizer)
     ckpt.restore(state, fresh, path)
-    for k, v in step.state_dict()["model"].items():
+    saved = step.state_dict()["model"]
+    assert saved and saved.keys() == fresh.state_dict()["model"].keys()
+    for k, v in saved.items():
         assert torch.equal(v, fresh.state_dict()["model"][k]), k
     saved_opt, loaded_opt = step.optimizer.state_dict()["state"], fresh.optimizer.state_dict()["state"]
-    assert saved_opt.keys() == loaded_opt.keys() and all(
+    assert saved_opt and saved_opt.keys() == loaded_opt.keys() and all(
         torch.equal(saved_opt[i][k], loaded_opt[i][k]) for i in saved_opt for k in saved_opt[i])
     with zipfile.ZipFile(path) as z:
         data = z.read(next(n for n in z.namelist() if n.endswith("data.pkl")))

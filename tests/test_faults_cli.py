@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+import conftest
 from fault_harness import Fault, check, no_run, statuses
 
-TINY = ["--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu", "--idle-s", "0",
-        "--min-timed-batches", "1", "--db", "{db}"]
+TINY = [*conftest.TINY, "--db", "{db}"]
 
 
 def _a_file(tmp: Path) -> dict:

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from fault_harness import TESTS, Fault, cases, check, no_run, run_accelbench, runs
+from conftest import cli_env, flags, run_cli, tiny_case
+from fault_harness import Fault, cases, check, no_run, runs
 from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
 
 pytestmark = pytest.mark.slow
 
-CASE = ["--device", "cpu", "--model", "cifar-resnet20", "--images", "8", "--min-timed-batches", "1"]
+CASE = flags(tiny_case(batch_sizes=None, images=8, idle_s=None))
 TINY = [*CASE, "--batch-sizes", "2,4", "--db", "{db}"]
 INTERRUPTED = "interrupted: 1 finished cases stored in run 1; rerun with --resume"
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
@@ -79,10 +80,9 @@ GATED = ["--device", "cpu", "--model", "signal_helpers:gated_net", "--images", "
 
 def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
     """accelbench in a session of its own, so that a signal to its process group is a terminal's Ctrl-C."""
-    env = {**os.environ, "COLUMNS": "200", **ONE_THREAD,
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "accelbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True, preexec_fn=takes_ctrl_c)
+                            text=True, env=cli_env({**ONE_THREAD, **(env or {})}), start_new_session=True,
+                                preexec_fn=takes_ctrl_c)
 
 
 def _aggregates(db: Path) -> list[dict]:
@@ -183,7 +183,7 @@ def test_ctrl_c_then_resume_continues_the_same_run(tmp_path: Path) -> None:
     gate.rearm()
     resumed = _start([*args, "--resume"], gate.env())
     wait_for(lambda: _lease_pid(db) == resumed.pid and gate.reached(), resumed, label="the resumed run at the gate")
-    busy = run_accelbench([*args, "--resume"], ONE_THREAD)
+    busy = run_cli(*args, "--resume", env=ONE_THREAD)
     assert busy.returncode == 2, busy.stdout + busy.stderr
     assert busy.stderr.splitlines() == [busy.stderr.strip()] and f"run 1 is being run by pid {resumed.pid}" in busy.stderr
     gate.open()
@@ -213,7 +213,7 @@ def test_scale_sigterm_then_resume_continues_at_the_missing_count(tmp_path: Path
     (one,) = _aggregates(db)
     assert one["world_size"] == 1
 
-    p = run_accelbench([*args, "--resume"], ONE_THREAD)  # no gate: runs through
+    p = run_cli(*args, "--resume", env=ONE_THREAD)  # no gate: runs through
     assert p.returncode == 0, p.stdout + p.stderr
     assert runs(db) == [(1, "scale", "complete")]
     by = {r["world_size"]: r for r in _aggregates(db)}

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+import conftest
+from conftest import run_cli
 from fault_harness import Fault, cases, check, runs, statuses
 
-TINY = ["--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu", "--idle-s", "0",
-        "--min-timed-batches", "1", "--db", "{db}"]
+TINY = [*conftest.TINY, "--db", "{db}"]
 BUNDLED = Path(__file__).resolve().parents[1] / "src/accelbench/assets/cifar10/test.tar.gz"
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
@@ -191,13 +192,12 @@ def test_fault(fault: Fault, tmp_path: Path) -> None:
 
 def test_a_refused_command_keeps_an_existing_store(tmp_path: Path) -> None:
     """Only a store the refused command created is removed: an existing (even empty) store stays."""
-    from fault_harness import run_accelbench
 
     from accelbench.store import Store
 
     db = tmp_path / "kept.db"
     Store(db).close()
-    p = run_accelbench(["run", *[a.format(db=db) for a in TINY], "--model", "nosuchmodel"])
+    p = run_cli("run", *[a.format(db=db) for a in TINY], "--model", "nosuchmodel")
     assert p.returncode == 2 and db.exists(), p.stderr
 
 
@@ -226,14 +226,13 @@ def test_only_created_stores_that_hold_nothing_are_discarded(tmp_path: Path) -> 
 def test_a_factory_module_failing_at_import_is_one_line(body: str, why: str, tmp_path: Path) -> None:
     """Item 13: whatever a factory's module raises at import (not only ImportError) is "cannot import model
     factory", exit 2, one line, no store (was "internal error ... a bug", exit 1, or accelbench's exit)."""
-    from fault_harness import run_accelbench
 
     (tmp_path / "usermod.py").write_text(body)
     db = tmp_path / "u.db"
     args = ["run", *[a.format(db=db) for a in TINY], "--model", "usermod:make"]
     if "argparse" in body:  # accelbench's own flags would reach it without the isolation
         args = ["run", "--model", "usermod:make", "--device", "cpu", "--db", str(db)]
-    p = run_accelbench(args, cwd=tmp_path)
+    p = run_cli(*args, cwd=tmp_path)
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     if "argparse" in body:  # it parses an empty command line: it imports, and `make` is missing
         assert p.returncode == 2 and "has no attribute 'make'" in p.stderr, p.stderr
@@ -266,11 +265,10 @@ def test_a_factory_in_the_current_folder_imports_with_the_script_too(tmp_path: P
 def test_gpus_2_factory_exit_is_an_error_row(tmp_path: Path) -> None:
     """Item 13 under ``--gpus 2`` (two CPU processes): a factory's sys.exit is the case's error row, exit 1
     (was "no cases ran", run complete, exit 0)."""
-    from fault_harness import run_accelbench
 
     db = tmp_path / "g.db"
-    p = run_accelbench(["run", *[a.format(db=db) for a in TINY], "--model", "lifecycle_factories:exits", "--gpus", "2"],
-                       ONE_THREAD)
+    p = run_cli("run", *[a.format(db=db) for a in TINY], "--model", "lifecycle_factories:exits", "--gpus", "2",
+               env=ONE_THREAD)
     assert p.returncode == 1, p.stdout + p.stderr
     rows = [r for r in cases(db) if r.get("aggregate") == 1]
     assert [r["status"] for r in rows] == ["error"] and "sys.exit(0)" in rows[0]["error"], rows
@@ -279,7 +277,6 @@ def test_gpus_2_factory_exit_is_an_error_row(tmp_path: Path) -> None:
 
 def test_a_stale_running_run_reads_interrupted(tmp_path: Path) -> None:
     """Item 20: a run whose process died while it ran shows ``interrupted (stale)``, not ``running`` forever."""
-    from fault_harness import run_accelbench
 
     from accelbench.store import Store
 
@@ -288,7 +285,7 @@ def test_a_stale_running_run_reads_interrupted(tmp_path: Path) -> None:
         rid = st.begin_run("inference", {}, "h", {})
     with sqlite3.connect(db) as con:  # its process is gone (a pid that cannot exist) and its heartbeat old
         con.execute("UPDATE runs SET status='running', lease_pid=?, lease_token='gone', lease_heartbeat=0", (2**22 + 7,))
-    p = run_accelbench(["results", "--runs", "--db", str(db)])
+    p = run_cli("results", "--runs", "--db", str(db))
     assert p.returncode == 0 and "interrupted (stale)" in p.stdout, p.stdout
     assert Store(db).run(rid)["status"] == "interrupted (stale)"
 
@@ -326,8 +323,6 @@ def test_a_file_size_limit_never_leaves_a_truncated_export(tmp_path: Path) -> No
     """Item 15: under a file-size limit (``ulimit -f``) ``export -o`` fails in one line (exit 1) and the file it
     would have replaced is left as it was (written to a temporary file and renamed, never in place)."""
     import resource
-    import subprocess
-    import sys
 
     from accelbench.store import Store
 
@@ -342,9 +337,7 @@ def test_a_file_size_limit_never_leaves_a_truncated_export(tmp_path: Path) -> No
     def limit() -> None:  # the CSV (> 10 kB) cannot be written under 4 kB
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
-    env = {**os.environ, "COLUMNS": "200"}
-    p = subprocess.run([sys.executable, "-m", "accelbench", "export", "-o", str(out), "--db", str(db)], env=env,
-                       capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    p = run_cli("export", "-o", str(out), "--db", str(db), timeout=300, preexec_fn=limit)
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     assert p.returncode == 1 and len(lines) == 1 and f"cannot write {out}: File too large" in lines[0], p.stderr
     assert out.read_text() == "the previous export\n"

@@ -42,7 +42,7 @@ def test_a_plan_the_model_cannot_meet_is_not_run():
     tight = st.infeasible(st.TestPlan(scenario="Server", server_latency_ms=0.5), forward_s, 16)
     assert "latency bound 0.5 ms is below the least a query takes here (1 ms" in tight
     fast = st.infeasible(st.TestPlan(scenario="Server", server_qps=1e12, min_duration_s=2.0), forward_s, 16)
-    assert "over 4x the capacity measured here (1,600 queries/s at batch 16)" in fast and "2e+12 queries" in fast
+    assert "over 4x the capacity measured here (1,600 queries/s at batch 16)" in fast and "2,000,000,000,000 queries" in fast
     assert st.infeasible(st.TestPlan(scenario="Server", server_qps=6000.0), forward_s, 16) is None  # under 4x
     # MultiStream: 662 queries of 8 samples at 0.1 s = 66 s, over 4 x 2 s
     slow = st.infeasible(st.TestPlan(scenario="MultiStream", min_duration_s=2.0), {8: 0.1}, 8)

@@ -49,7 +49,7 @@ def test_every_backend_and_precision_runs(tmp_path):
     db = tmp_path / "g.db"
     p = subprocess.run([sys.executable, "-m", "accelbench", "generate", "-m", "hf:tiny-shakespeare", "-b", "1,4",
                         "--prompt-lens", "64", "--new-tokens", "16", "-p", "bf16,int8-weight-only,fp8-weight-only",
-                        "--modes", "hf-generate,static,static-compile,static-compile-fused", "--repeats", "2",
+                        "--modes", "hf-generate,static-cache,static-compile,static-compile-fused", "--repeats", "2",
                         "--idle-s", "0", "--db", str(db)], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     rows = sqlite3.connect(db).execute("select status, mbu, tpot_p50_ms, perplexity, precision from cases").fetchall()

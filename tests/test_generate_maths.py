@@ -121,13 +121,13 @@ def test_cheapest_precision_within_one_percent_of_the_reference_perplexity():
     from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
 
     rows = [
-        {"model": "m", "precision": "bf16", "mode": "static", "batch_size": 1, "status": "ok", "perplexity": 10.0,
+        {"model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 1, "status": "ok", "perplexity": 10.0,
          "cost_per_1000_samples_usd": 0.010},
-        {"model": "m", "precision": "int8-weight-only", "mode": "static", "batch_size": 1, "status": "ok",
+        {"model": "m", "precision": "int8-weight-only", "mode": "static-cache", "batch_size": 1, "status": "ok",
          "perplexity": 10.09, "cost_per_1000_samples_usd": 0.007},
-        {"model": "m", "precision": "fp8-weight-only", "mode": "static", "batch_size": 1, "status": "ok",
+        {"model": "m", "precision": "fp8-weight-only", "mode": "static-cache", "batch_size": 1, "status": "ok",
          "perplexity": 10.2, "cost_per_1000_samples_usd": 0.006},  # cheaper, but 2 % worse: misses
-        {"model": "m", "precision": "bf16", "mode": "static", "batch_size": 2, "status": "error", "perplexity": None},
+        {"model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 2, "status": "error", "perplexity": None},
     ]
     got = cheapest_meeting_perplexity(rows)
     assert len(got) == 1

@@ -20,11 +20,11 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-from fault_harness import TESTS, Fault, cases, check, no_run, run_accelbench, runs
+from conftest import flags, run_cli, tiny_case
+from fault_harness import TESTS, Fault, cases, check, no_run, runs
 
 ROOT = TESTS.parent
-TINY = ["--model", "helpers:tiny_conv_net", "--batch-sizes", "2", "--images", "4", "--device", "cpu", "--idle-s", "0",
-        "--min-timed-batches", "1", "--db", "{db}"]
+TINY = [*flags(tiny_case(model="helpers:tiny_conv_net")), "--db", "{db}"]
 PROFILE = ["--model", "helpers:tiny_conv_net", "--device", "cpu", "--idle-s", "0", "--db", "{db}"]
 SITE = "import os, sys\nfor name in os.environ.get('BLOCK_IMPORTS', '').split(','):\n    if name:\n" \
        "        sys.modules[name] = None\n"
@@ -65,7 +65,7 @@ ROWS = [
 def test_a_missing_extra_is_one_line_and_exit_2_before_anything_runs(tmp_path: Path, blocked, extra, parts):
     p = check(Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True, env=_blocking(tmp_path, blocked)),
               tmp_path)
-    assert all(part in p.stderr for part in parts), p.stderr
+    assert parts and all(part in p.stderr for part in parts), p.stderr
 
 
 def test_profile_charts_without_matplotlib_is_refused_before_anything_runs(tmp_path: Path):
@@ -86,14 +86,14 @@ def test_a_torchvision_built_for_another_torch_is_one_line_naming_both_versions(
 
 
 def test_doctor_reports_the_install(tmp_path: Path):
-    ok = run_accelbench(["doctor"])
+    ok = run_cli("doctor")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     for package in ("torch", "torchvision", "matplotlib", "timm", "mlcommons-loadgen", "torchao", "onnxruntime"):
         assert any(line.split()[:1] == [package] for line in ok.stdout.splitlines()), ok.stdout
     assert "C++ operators loaded (torchvision::nms)" in ok.stdout and "ready: accelbench run" in ok.stdout
-    broken = run_accelbench(["doctor"], _torchvision_without_ops(tmp_path))
+    broken = run_cli("doctor", env=_torchvision_without_ops(tmp_path))
     assert broken.returncode == 2 and "does not work with torch" in broken.stderr, broken.stdout + broken.stderr
-    optional = run_accelbench(["doctor"], _blocking(tmp_path, "timm"))
+    optional = run_cli("doctor", env=_blocking(tmp_path, "timm"))
     assert optional.returncode == 0 and "optional: timm " in optional.stdout and TIMM in optional.stdout
 
 

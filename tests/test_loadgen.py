@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from fault_harness import TESTS, cases, run_accelbench, runs
+from conftest import cli_env, flags, run_cli, tiny_case
+from fault_harness import cases, runs
 from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
 
 pytest.importorskip("mlperf_loadgen")
 
 DATA = Path(__file__).with_name("data") / "loadgen"
-TINY = ["--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64", "--idle-s", "0",
-        "--min-duration-s", "1", "--max-batch", "16"]
+# the tiny case as a loadgen: 64 samples, 1 s tests, batches up to 16 (no timed-step count: LoadGen sets the tests)
+TINY = flags(tiny_case(model="helpers:tiny_conv_net", batch_sizes=None, images=64, min_timed_batches=None,
+                       min_duration_s=1, max_batch=16))
 
 
 # --- pure ---------------------------------------------------------------------------------------------
@@ -85,7 +87,7 @@ def test_settings_short_tests_and_mlperf_rules():
 
 # --- end to end ---------------------------------------------------------------------------------------
 def _loadgen(db: Path, *args: str) -> subprocess.CompletedProcess:
-    p = run_accelbench(["loadgen", *TINY, "--db", str(db), *args], {"OMP_NUM_THREADS": "1"})
+    p = run_cli("loadgen", *TINY, "--db", str(db), *args, env={"OMP_NUM_THREADS": "1"})
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     return p
 
@@ -126,7 +128,7 @@ def test_a_missed_latency_bound_is_invalid_with_the_reason_and_the_search_stores
     assert probes[-1]["server_target_qps"] < probes[0]["server_target_qps"]
     # the report: the case's row, every probe, LoadGen's reason; `compare` reads the case, not its probes
     md = tmp_path / "lg.md"
-    r = run_accelbench(["report", "--db", str(db), "--markdown", str(md)])
+    r = run_cli("report", "--db", str(db), "--markdown", str(md))
     assert r.returncode == 0, r.stdout + r.stderr
     text = md.read_text()
     assert "MLPerf LoadGen scenarios" in text and "Server search: every probe" in text
@@ -139,12 +141,12 @@ def test_a_missed_latency_bound_is_invalid_with_the_reason_and_the_search_stores
 
 def test_accuracy_mode_agrees_with_run(tmp_path: Path):
     db = tmp_path / "lg.db"
-    p = run_accelbench(["loadgen", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
-                        "--min-duration-s", "0.5", "--scenarios", "Offline", "--max-batch", "32", "--accuracy",
-                        "--db", str(db)], {"OMP_NUM_THREADS": "1"})
+    p = run_cli("loadgen", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
+                "--min-duration-s", "0.5", "--scenarios", "Offline", "--max-batch", "32", "--accuracy",
+                "--db", str(db), env={"OMP_NUM_THREADS": "1"})
     assert p.returncode == 0, p.stdout + p.stderr
-    r = run_accelbench(["run", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
-                        "--batch-sizes", "32", "--db", str(db)])
+    r = run_cli("run", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
+                "--batch-sizes", "32", "--db", str(db))
     assert r.returncode == 0, r.stdout + r.stderr
     lg_row, run_row = cases(db, 1)[0], cases(db, 2)[0]
     assert lg_row["accuracy_samples"] == run_row["accuracy_samples"] == 64
@@ -160,17 +162,15 @@ def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: 
     gate = Gate(tmp_path, batch=2)
     lg = ["loadgen", "--model", "signal_helpers:gated_net", *TINY[2:], "--scenarios", "SingleStream,MultiStream",
           "--min-duration-s", "2", "--db", str(db)]
-    env = {**__import__("os").environ, "PYTHONPATH": f"{TESTS}:{__import__('os').environ.get('PYTHONPATH', '')}",
-           "OMP_NUM_THREADS": "1", **gate.env()}
     proc = subprocess.Popen([sys.executable, "-m", "accelbench", *lg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, preexec_fn=takes_ctrl_c)
+                            text=True, env=cli_env({"OMP_NUM_THREADS": "1", **gate.env()}), preexec_fn=takes_ctrl_c)
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="SingleStream stored, MultiStream at the gate")
     gate.signal(lambda: proc.send_signal(signal.SIGINT))  # MultiStream then ends its test; the Ctrl-C stops the rest
     out, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in out + err and "rerun with --resume" in err
     assert runs(db) == [(1, "loadgen", "interrupted")] and [r["loadgen_scenario"] for r in cases(db)] == ["SingleStream"]
-    p = run_accelbench([*lg, "--resume"], {"OMP_NUM_THREADS": "1"})
+    p = run_cli(*lg, "--resume", env={"OMP_NUM_THREADS": "1"})
     assert p.returncode == 0, p.stdout + p.stderr
     assert runs(db) == [(1, "loadgen", "complete")]
     assert [r["loadgen_scenario"] for r in cases(db)] == ["SingleStream", "MultiStream"]
@@ -178,8 +178,8 @@ def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: 
 
 def test_a_missing_loadgen_is_one_line_naming_the_extra(tmp_path: Path):
     (tmp_path / "mlperf_loadgen.py").write_text("raise ImportError('not installed here')\n")
-    p = run_accelbench(["loadgen", *TINY, "--db", str(tmp_path / "lg.db")],
-                       {"PYTHONPATH": f"{tmp_path}:{TESTS}:{__import__('os').environ.get('PYTHONPATH', '')}"})
+    path = cli_env()["PYTHONPATH"]
+    p = run_cli("loadgen", *TINY, "--db", str(tmp_path / "lg.db"), env={"PYTHONPATH": f"{tmp_path}:{path}"})
     (line,) = p.stderr.strip().splitlines()
     assert p.returncode == 2 and line.startswith("error: mlcommons-loadgen "), p.stdout + p.stderr
     assert line.endswith("accelbench loadgen needs it: pip install 'accelbench[loadgen]'"), line

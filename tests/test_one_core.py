@@ -10,7 +10,8 @@ import torch
 
 from accelbench import api
 from accelbench.store import Store
-from test_distributed import FAST, cli, rows
+from conftest import run_cli
+from test_distributed import FAST, rows
 
 DERIVED = ("device_name", "validity", "validity_checks", "price_per_hour_usd", "price_source", "cost_usd",
            "cost_per_1000_samples_usd")
@@ -19,8 +20,9 @@ DERIVED = ("device_name", "validity", "validity_checks", "price_per_hour_usd", "
 @pytest.mark.slow
 def test_gpus_rows_carry_derived_columns_and_the_flags_apply(tmp_path):
     db = tmp_path / "d.db"
-    cli("run", "--gpus", "2", "--global-batch", "--model", "cifar-resnet20", "-b", "8", "-n", "16", "--db", str(db),
-        "--price-per-hour", "3.0", "--kwh-price", "0.25", "--idle-s", "0.2", "--telemetry-period-ms", "50", *FAST)
+    run_cli("run", "--gpus", "2", "--global-batch", "--model", "cifar-resnet20", "-b", "8", "-n", "16", "--db", str(db),
+            "--price-per-hour", "3.0", "--kwh-price", "0.25", "--idle-s", "0.2", "--telemetry-period-ms", "50", *FAST,
+                check=True)
     all_rows = rows(db)
     (agg,) = [r for r in all_rows if r["aggregate"] == 1]
     ranks = [r for r in all_rows if r["aggregate"] == 0]

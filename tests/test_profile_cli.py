@@ -2,23 +2,17 @@
 
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 
-import test_cli
-
-TESTS = Path(__file__).parent
-
-
-def cli(*args, check=True):
-    return test_cli.cli(*args, cwd=TESTS, check=check)  # cwd: helpers.py importable as a model factory
+from conftest import run_cli
 
 
 def test_profile_cpu_end_to_end(tmp_path):
     db, js, charts = tmp_path / "p.db", tmp_path / "p.json", tmp_path / "charts"
-    p = cli("profile", "--model", "helpers:tiny_conv_net", "--batch-size", "4", "--step", "inference,train",
-            "--device", "cpu", "--timed-steps", "3", "--db", str(db), "--json", str(js), "--charts", str(charts))
+    p = run_cli("profile", "--model", "helpers:tiny_conv_net", "--batch-size", "4", "--step", "inference,train",
+                "--device", "cpu", "--timed-steps", "3", "--db", str(db), "--json", str(js), "--charts", str(charts),
+                    check=True)
     assert "Ceilings of" in p.stdout and "measured now" in p.stdout
     assert "ncu skipped: ncu profiles CUDA GPUs only" in p.stdout
     assert "ops FlopCounterMode does not count: aten.relu x1" in p.stdout
@@ -41,7 +35,8 @@ def test_profile_cpu_end_to_end(tmp_path):
         f"tiny_conv_net-{s}-fp32-bs4-eager-model.{e}".replace("tiny", "helpers_tiny") for s in ("inference", "train")
         for e in ("png", "svg"))
     # a second profile reuses the cached ceilings of this device
-    p2 = cli("profile", "--model", "helpers:tiny_conv_net", "--batch-size", "2", "--device", "cpu", "--db", str(db))
+    p2 = run_cli("profile", "--model", "helpers:tiny_conv_net", "--batch-size", "2", "--device", "cpu", "--db",
+                 str(db), check=True)
     assert "(cached)" in p2.stdout
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM ceilings").fetchone()[0] == 1
@@ -55,15 +50,16 @@ def test_profile_cpu_end_to_end(tmp_path):
     (["--device", "cuda:7"], "invalid device"),
 ])
 def test_profile_bad_input_one_line(tmp_path, args, needle):
-    p = cli("profile", "--model", "helpers:tiny_conv_net", *args, "--db", str(tmp_path / "x.db"), check=False)
+    p = run_cli("profile", "--model", "helpers:tiny_conv_net", *args, "--db", str(tmp_path / "x.db"))
     lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], p.stderr
 
 
 def test_profile_failed_case_is_a_row_and_ncu_on_cpu_is_reported(tmp_path):
     js = tmp_path / "p.json"
-    p = cli("profile", "--model", "helpers:broken_model,helpers:tiny_conv_net", "--batch-size", "2", "--device", "cpu",
-            "--ncu", "on", "--timed-steps", "1", "--db", str(tmp_path / "p.db"), "--json", str(js), check=False)
+    p = run_cli("profile", "--model", "helpers:broken_model,helpers:tiny_conv_net", "--batch-size", "2", "--device",
+                "cpu",
+                "--ncu", "on", "--timed-steps", "1", "--db", str(tmp_path / "p.db"), "--json", str(js))
     assert p.returncode == 1 and "1 of 2 cases ended in error" in p.stderr, p.stderr  # the exit-code contract
     broken, tiny = json.loads(js.read_text())["results"]
     assert broken["status"] == "error" and "shape mismatch in layer 3" in broken["error"]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from test_cli import cli
+from conftest import run_cli
 
 
 @pytest.mark.gpu
@@ -47,8 +47,10 @@ def test_analytic_counts_do_not_depend_on_device():
 @pytest.mark.ncu
 def test_profile_with_ncu_end_to_end(tmp_path):
     js = tmp_path / "p.json"
-    cli("profile", "--model", "cifar-resnet20", "--batch-size", "8", "--precision", "amp-bf16", "--step", "inference",
-        "--ncu", "on", "--db", str(tmp_path / "p.db"), "--json", str(js), "--charts", str(tmp_path / "c"))
+    run_cli("profile", "--model", "cifar-resnet20", "--batch-size", "8", "--precision", "amp-bf16", "--step",
+            "inference",
+            "--ncu", "on", "--db", str(tmp_path / "p.db"), "--json", str(js), "--charts", str(tmp_path / "c"),
+                check=True)
     rec = json.loads(js.read_text())["results"][0]
     assert rec["status"] == "ok" and rec["ncu_status"] == "ok", rec.get("ncu_error")
     kernels = rec["kernels"]

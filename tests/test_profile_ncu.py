@@ -156,8 +156,8 @@ def test_every_real_kernel_gets_a_family_and_shares_add_up():
         assert sum(f.time_share for f in fams) == pytest.approx(1.0)
         assert sum(f.flops for f in fams) == pytest.approx(total(kernels).flops)
         assert sum(f.kernels for f in fams) == len(kernels)
-        tensor = [k for k in kernels if k.flops_tensor > 0]
-        assert all(k.family == "gemm_conv" for k in tensor)  # tensor-core work only in GEMM/conv kernels
+        # tensor-core work only in GEMM/conv kernels (a capture may have none)
+        assert all(k.family == "gemm_conv" for k in kernels if k.flops_tensor > 0)
 
 
 def test_ncu_fields_exact_against_ceilings():

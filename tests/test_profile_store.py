@@ -32,7 +32,9 @@ def test_datasheet_lookup():
     assert datasheet("NVIDIA H200")["dram_bytes_per_s"] == 4.8e12
     assert datasheet("NVIDIA H100 80GB HBM3")["flops_per_s"]["bf16"] == 989.5e12
     assert datasheet("Intel(R) Xeon(R) Processor") is None
-    for entry in json.loads(Path(storage.__file__).with_name("datasheets.json").read_text())["devices"].values():
+    devices = json.loads(Path(storage.__file__).with_name("datasheets.json").read_text())["devices"]
+    assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= set(devices), sorted(devices)  # looked up above
+    for entry in devices.values():
         assert entry["source"] and entry["dram_bytes_per_s"] > 0 and entry["flops_per_s"]["fp32"] > 0
 
 

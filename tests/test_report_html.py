@@ -10,7 +10,7 @@ import pytest
 
 from accelbench import api
 from accelbench.store import Store
-from test_cli import cli
+from conftest import run_cli
 
 TINY = {"device": "cpu", "idle_s": 0, "telemetry_period_ms": 0}
 EVIL = "<script>alert(1)</script>"
@@ -49,7 +49,7 @@ def store_path(tmp_path_factory):
 def report_files(store_path):
     html, md = store_path.parent / "report.html", store_path.parent / "report.md"
     t0 = time.perf_counter()
-    p = cli("report", "--db", str(store_path), "--html", str(html), "--markdown", str(md))
+    p = run_cli("report", "--db", str(store_path), "--html", str(html), "--markdown", str(md), check=True)
     return html, md, time.perf_counter() - t0, p
 
 
@@ -68,7 +68,7 @@ def test_report_holds_every_kind_and_the_comparison(report_files):
 
 def test_two_runs_are_compared_in_the_report(store_path, tmp_path):
     out = tmp_path / "two.html"
-    cli("report", "--db", str(store_path), "--run", "1", "--run", "2", "--html", str(out))
+    run_cli("report", "--db", str(store_path), "--run", "1", "--run", "2", "--html", str(out), check=True)
     text = out.read_text()
     assert "Comparison: run 2 (B) against run 1 (A)" in text
     assert re.search(r"within noise|faster|slower", text) and "B/A (95% CI)" in text
@@ -79,11 +79,11 @@ def test_runs_of_two_stores_in_one_report(store_path, tmp_path):
     other = tmp_path / "other.db"
     shutil.copy(store_path, other)
     out = tmp_path / "both.html"
-    cli("report", "--db", str(store_path), "--run", "1", "--run", f"{other}:2", "--html", str(out))
+    run_cli("report", "--db", str(store_path), "--run", "1", "--run", f"{other}:2", "--html", str(out), check=True)
     text = out.read_text()
     assert f"accelbench report: run 1, {other}:2" in text and "Run 1: inference" in text
     assert "Run 2: inference" in text and f"Comparison: {other}:2 (B) against run 1 (A)" in text
-    p = cli("report", "--db", str(store_path), "--run", f"{tmp_path}/missing.db:1", "--html", str(out), check=False)
+    p = run_cli("report", "--db", str(store_path), "--run", f"{tmp_path}/missing.db:1", "--html", str(out))
     assert p.returncode == 2 and "no results store at" in p.stderr
 
 
@@ -96,10 +96,10 @@ def test_user_strings_are_escaped(report_files):
 
 
 def test_bad_report_input_is_one_line(store_path, tmp_path):
-    p = cli("report", "--db", str(store_path), "--run", "99", "--html", str(tmp_path / "x.html"), check=False)
+    p = run_cli("report", "--db", str(store_path), "--run", "99", "--html", str(tmp_path / "x.html"))
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 2 and len(lines) == 1 and "no run 99" in lines[0]
-    p = cli("report", "--db", str(store_path), check=False)
+    p = run_cli("report", "--db", str(store_path))
     assert p.returncode == 2 and "give --html FILE and/or --markdown FILE" in p.stderr
 
 

@@ -27,7 +27,7 @@ def test_worst_case_inference_and_training_rows_fit_80_columns():
             _row(status="error", error="RuntimeError: [enforce fail at alloc_cpu.cpp:127] " + "y" * 200)]
     for table in (results_table(rows, compact=True), sweep_table(rows, compact=True)):
         lines = _render(table)
-        assert all(len(line) <= 80 for line in lines), "\n".join(lines)
+        assert lines and all(len(line) <= 80 for line in lines), "\n".join(lines)
         text = "\n".join(lines)
         assert "…" not in text and "149,883" in text and "mobilenet_v3_large" in text.replace("\n", "")
 

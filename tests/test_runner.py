@@ -45,6 +45,7 @@ def test_every_precision_eager_on_cpu_or_unsupported(db):
 def test_compile_modes_on_cpu(db):
     s = spec(model="cifar-resnet20", batch_sizes="2", precisions="fp32", modes="compile,max-autotune", images=4)
     out = run_sweep(s, Store(db))
+    assert sorted(r["mode"] for r in out.records) == ["compile", "max-autotune"]
     for r in out.records:
         assert r["status"] == "ok", r.get("error")
         assert r["compile_s"] > 0 and r["throughput_samples_per_s"] > 0 and r["top1"] is not None

@@ -3,14 +3,16 @@ CPU, tests/data/store-before-renovation.db) opens, lists, shows, exports and tak
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+from csv import reader as csv_rows
 from pathlib import Path
 
 import pytest
 
 from accelbench.store import Store
-from fault_harness import run_accelbench
+from conftest import run_cli
 
 OLD = Path(__file__).with_name("data") / "store-before-renovation.db"
 KINDS = ["inference", "training", "convergence", "profile", "input-pipeline", "inference-dp"]
@@ -28,23 +30,78 @@ def test_every_old_run_opens_shows_and_exports(old, tmp_path):
     assert [r["kind"] for r in st.runs()] == KINDS
     for run in st.runs():
         rid = str(run["run_id"])
-        p = run_accelbench(["results", "--run", rid, "--db", str(old)])
+        p = run_cli("results", "--run", rid, "--db", str(old))
         assert p.returncode == 0 and f"run {rid} ({run['kind']}, complete)" in p.stdout, p.stderr
         out = tmp_path / f"{rid}.json"
-        assert run_accelbench(["export", "--run", rid, "--format", "json", "--output", str(out), "--db", str(old)]).returncode == 0
+        assert run_cli("export", "--run", rid, "--format", "json", "--output", str(out), "--db",
+                       str(old)).returncode == 0
         doc = json.loads(out.read_text())
         assert doc["kind"] == run["kind"] and len(doc["results"]) == run["cases"]
-        csv = run_accelbench(["export", "--run", rid, "--format", "csv", "--db", str(old)]).stdout
+        csv = run_cli("export", "--run", rid, "--format", "csv", "--db", str(old)).stdout
         assert len(csv.strip().splitlines()) == run["cases"] + 1
     profile = json.loads((tmp_path / "4.json").read_text())
     assert profile["ceilings"]["device_name"] and "kernels" in profile["results"][0]
 
 
 def test_an_old_store_takes_new_runs_and_its_cost_comparison_spans_both(old):
-    p = run_accelbench(["run", "--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu",
-                        "--idle-s", "0", "--db", str(old)])
+    p = run_cli("run", "--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu",
+                "--idle-s", "0", "--db", str(old))
     assert p.returncode == 0, p.stderr
     st = Store(old)
     assert [r["kind"] for r in st.runs()] == KINDS + ["inference"]
-    c = run_accelbench(["cost", "--db", str(old), "--all"])
+    c = run_cli("cost", "--db", str(old), "--all")
     assert c.returncode == 0 and c.stdout.count("cifar-resnet20") >= 3, c.stdout
+
+
+# A store written just before issue 22 (commit 34fe6e4, tests/data/make-store-before-columns.sh): one run of each
+# kind, read now through the column table.
+BEFORE_COLUMNS = Path(__file__).with_name("data") / "store-before-columns.db"
+KINDS_22 = ["inference", "training", "convergence", "profile", "loadgen", "input-pipeline", "interconnect", "tune",
+            "inference-dp"]
+
+
+def test_a_store_written_before_the_column_table_reads_typed_with_every_column_declared(tmp_path):
+    from accelbench.core import columns
+
+    db = tmp_path / "b.db"
+    shutil.copy(BEFORE_COLUMNS, db)
+    st = Store(db)
+    assert [r["kind"] for r in st.runs()] == KINDS_22
+    rows = st.records()
+    assert len(rows) == sum(r["cases"] for r in st.runs()) > 30
+    undeclared = sorted({k for r in rows for k in r if columns.get(k) is None})
+    assert not undeclared, undeclared
+    for r in rows:
+        for k, v in r.items():
+            c = columns.get(k)
+            if v is not None and c.type == "int":
+                assert type(v) is int, (k, v)
+            assert not (isinstance(v, float) and v != v), k
+
+
+def test_a_store_written_before_the_column_table_shows_and_exports_valid_rows(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from typer.testing import CliRunner
+
+    from accelbench.cli import app
+    from accelbench.core.columns import json_schema
+
+    db = tmp_path / "b.db"
+    shutil.copy(BEFORE_COLUMNS, db)
+    runner, validator = CliRunner(), jsonschema.Draft202012Validator(json_schema())
+    for run in Store(db).runs():
+        rid = str(run["run_id"])
+        for wide in ([], ["--wide"]):
+            res = runner.invoke(app, ["results", "--run", rid, "--db", str(db), *wide])
+            assert res.exit_code == 0 and f"run {rid} ({run['kind']}, complete)" in res.output, res.output
+        out = tmp_path / f"{rid}.json"
+        assert runner.invoke(app, ["export", "--run", rid, "--format", "json", "-o", str(out), "--db", str(db)]).exit_code == 0
+        results = json.loads(out.read_text())["results"]
+        assert len(results) == run["cases"]
+        errors = [f"{e.path}: {e.message}" for r in results for e in validator.iter_errors(r)]
+        assert not errors, errors[:5]
+        csv = runner.invoke(app, ["export", "--run", rid, "--format", "csv", "--db", str(db)])
+        assert csv.exit_code == 0 and len(list(csv_rows(io.StringIO(csv.output)))) == run["cases"] + 1
+    html = tmp_path / "r.html"
+    assert runner.invoke(app, ["report", "--db", str(db), "--html", str(html)]).exit_code == 0
+    assert html.stat().st_size > 10_000 and "Run 9: inference-dp" in html.read_text()

@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from fault_harness import TESTS, cases, runs
+from conftest import cli_env, flags, tiny_case
+from fault_harness import cases, runs
 
-ARGS = ["run", "--model", "cifar-resnet20", "--batch-sizes", "1,2,3,4,5,6", "--images", "6", "--device", "cpu",
-        "--idle-s", "0", "--min-timed-batches", "1"]
+ARGS = ["run", *flags(tiny_case(batch_sizes="1,2,3,4,5,6", images=6))]
 LOCKER = """
 import sqlite3, sys
 con = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -29,8 +29,7 @@ con.execute("COMMIT")
 
 
 def _sweep(db: Path, wait_s: str, extra: list[str] = ()) -> subprocess.Popen:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200", "ACCELBENCH_STORE_LOCK_WAIT_S": wait_s,
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = cli_env({"OMP_NUM_THREADS": "1", "ACCELBENCH_STORE_LOCK_WAIT_S": wait_s})
     return subprocess.Popen([sys.executable, "-m", "accelbench", *ARGS, "--db", str(db), *extra], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -116,7 +115,7 @@ def test_a_full_disk_mid_sweep_is_an_interruption_with_the_rows_kept(tmp_path: P
         "main()\n")
     db = tmp_path / "full.db"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
-    p = subprocess.run([sys.executable, str(script), *ARGS[:4], "1,2,3", *ARGS[5:], "--db", str(db)], env=env,
+    p = subprocess.run([sys.executable, str(script), "run", *flags(tiny_case(batch_sizes="1,2,3", images=6)), "--db", str(db)], env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 130, p.stdout + p.stderr
     assert "its disk is full" in p.stderr and "rerun with --resume" in p.stderr, p.stderr

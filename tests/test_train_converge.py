@@ -1,15 +1,14 @@
 """Real training runs on the CPU: loss falls, checkpoints resume to the same state, failures are rows."""
 
-import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from accelbench.store import Store
+from conftest import cli_env, run_cli
 from accelbench.scenarios.train import checkpoint as ckpt
 from signal_helpers import wait_for
 from specs import run_convergence
@@ -58,6 +57,7 @@ def test_training_loss_falls_and_resume_reaches_the_same_state(tmp_path):
     assert [r["epoch"] for r in resumed.epochs] == [2]
     assert resumed.epochs[0]["train_loss"] == e2["train_loss"] and resumed.epochs[0]["eval_top1"] == e2["eval_top1"]
     a, b = _final_state(s, full.run_id), _final_state(s2, resumed.run_id)
+    assert a["step"]["model"] and a["step"]["model"].keys() == b["step"]["model"].keys()
     for k, v in a["step"]["model"].items():
         assert torch.equal(v, b["step"]["model"][k]), k
     rows = Store(db).cases(resumed.run_id)
@@ -86,15 +86,15 @@ def test_batch_size_failure_is_a_row_and_the_next_one_runs(tmp_path):
 
 @pytest.mark.slow
 def test_killed_cli_run_resumes_from_its_checkpoint(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
-    cmd = [sys.executable, "-m", "accelbench", "train", "--device", "cpu", "--epochs", "3", "-b", "32", "-n", "256",
-           "--eval-images", "100", "--placement", "resident", "--db", str(tmp_path / "k.db")]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["train", "--device", "cpu", "--epochs", "3", "-b", "32", "-n", "256", "--eval-images", "100", "--placement",
+            "resident", "--db", str(tmp_path / "k.db")]
+    proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=cli_env({"OMP_NUM_THREADS": "1"}),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ck_dir = tmp_path / "k-checkpoints"
     wait_for(lambda: any(ck_dir.glob("*.pt")), proc, label="the first checkpoint")  # a state, not a time
     proc.send_signal(signal.SIGKILL)  # a hard kill: no handler runs
     proc.wait()
-    out = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
+    out = run_cli(*args, "--resume", env={"OMP_NUM_THREADS": "1"}, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "resumed after epoch" in out.stdout
     rows = Store(tmp_path / "k.db").cases()

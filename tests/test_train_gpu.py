@@ -33,7 +33,9 @@ def test_every_training_precision_on_gpu(db):
 def test_compiled_step_on_gpu(db):
     s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-bf16,amp-fp16",
                           "modes": "compile"}, cuda=True)
-    for r in run_train_sweep(s, Store(db)).records:
+    rows = run_train_sweep(s, Store(db)).records
+    assert sorted(r["precision"] for r in rows) == ["amp-bf16", "amp-fp16"]
+    for r in rows:
         assert r["status"] == "ok", r.get("error")
         assert r["compile_s"] > 0 and r["compile_s"] == r["first_step_s"]
         assert r["loss_finite"], (r["precision"], r["loss_first"], r["loss_last"])
@@ -52,7 +54,7 @@ def test_amp_fp16_fused_sgd_survives_a_skipped_first_step():
     scale = step.scaler.get_scale()
     step(x * float("inf"), y)
     assert step.scaler.get_scale() == scale / 2
-    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    assert before and all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
     losses = [step(x, y)[0].item() for _ in range(3)]
     assert all(map(math.isfinite, losses)) and losses[-1] < losses[0], losses
 
@@ -81,6 +83,7 @@ def test_gpu_resident_and_loader_training(tmp_path):
     # same plan, same decoder, deterministic cuDNN: both paths see identical batches and train identically
     # (that the loss falls is asserted on the CPU, test_train_converge.py, and by the GPU convergence benchmark:
     # 2 epochs of 8 steps inside the learning-rate warm-up need not lower it)
+    assert len(res.epochs) == len(ld.epochs) == 2
     for a, b in zip(res.epochs, ld.epochs):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
 
@@ -127,7 +130,7 @@ def test_whole_step_cuda_graph_keeps_the_grad_scaler_inside():
     scale = step.scaler.get_scale()
     step(x * float("inf"), y)  # a replay whose gradients overflow
     assert step.scaler.get_scale() == scale / 2
-    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    assert before and all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
     assert math.isfinite(step(x, y)[0].item())
 
 
@@ -135,6 +138,8 @@ def test_whole_step_cuda_graph_keeps_the_grad_scaler_inside():
 def test_whole_step_graph_modes_in_the_sweep(db):
     s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-fp16,amp-bf16",
                           "modes": "cudagraphs,compile-cudagraphs"}, cuda=True)
-    for r in run_train_sweep(s, Store(db)).records:
+    rows = run_train_sweep(s, Store(db)).records
+    assert len(rows) == 4  # 2 precisions x 2 modes
+    for r in rows:
         assert r["status"] == "ok", (r["mode"], r["precision"], r.get("error"))
         assert r["compile_s"] > r["first_step_s"] and r["loss_finite"], r

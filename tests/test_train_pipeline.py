@@ -56,7 +56,7 @@ def test_input_pipeline_run_is_stored(db):
     rid, recs = out.run_id, out.records
     by = {r["case_key"]: r for r in recs}
     assert set(by) == {"loader|workers=0", "resident", "storage|cold", "storage|warm"}
-    assert all(r["status"] == "ok" for r in recs)
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
     assert by["resident"]["loader_samples_per_s"] > 0
     st = Store(db)
     assert st.run(rid)["kind"] == "input-pipeline" and len(st.cases(rid)) == 4

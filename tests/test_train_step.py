@@ -61,7 +61,8 @@ def test_state_dict_restores_the_same_trajectory():
     b.load_state_dict(state)
     la, lb = a(x, y)[0], b(x, y)[0]
     assert torch.equal(la, lb)
-    assert all(torch.equal(p, q) for p, q in zip(a.module.parameters(), b.module.parameters()))
+    pairs = list(zip(a.module.parameters(), b.module.parameters()))
+    assert pairs and all(torch.equal(p, q) for p, q in pairs)
 
 
 def test_unsupported_training_configs():
@@ -119,7 +120,7 @@ def test_make_optimizer_zero_momentum_only_for_fused_sgd():
     assert cpu.defaults.get("foreach") and not cpu.state  # torch's own lazy buffers
     gpu = make_optimizer(StepConfig(precision="amp-fp16"), params, torch.device("cuda"))
     if gpu.defaults.get("fused"):
-        assert all(torch.equal(gpu.state[p]["momentum_buffer"], torch.zeros_like(p)) for p in params)
+        assert params and all(torch.equal(gpu.state[p]["momentum_buffer"], torch.zeros_like(p)) for p in params)
 
 
 def test_amp_fp16_skipped_first_step_on_cpu():
@@ -130,7 +131,7 @@ def test_amp_fp16_skipped_first_step_on_cpu():
     scale = step.scaler.get_scale()
     step(x * float("inf"), y)  # non-finite gradients: skipped, scale halved
     assert step.scaler.get_scale() == scale / 2
-    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    assert before and all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
     losses = [step(x, y)[0].item() for _ in range(3)]
     assert all(map(math.isfinite, losses)) and losses[-1] < losses[0]
 
@@ -207,6 +208,6 @@ def test_fused_optimizer_setting_with_a_skipped_first_step(fused):
     x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
     before = [p.detach().clone() for p in step.module.parameters()]
     step(x * float("inf"), y)  # non-finite gradients: the scaler skips the step
-    assert all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
+    assert before and all(torch.equal(p, b) for p, b in zip(step.module.parameters(), before))
     losses = [step(x, y)[0].item() for _ in range(3)]
     assert all(map(math.isfinite, losses)) and losses[-1] < losses[0]

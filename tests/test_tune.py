@@ -11,9 +11,9 @@ import pytest
 
 from accelbench.core.errors import ConfigError
 from accelbench.studies import tune_search as ts
+from conftest import flags, tiny_case
 
-TINY = {"device": "cpu", "images": 8, "idle_s": 0, "telemetry_period_ms": 0, "min_timed_batches": 1,
-        "warmup_batches": 0}
+TINY = tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0, warmup_batches=0)
 
 
 def _walk(fails_above: int, score=lambda b: float(b), start: int = 1, max_batch: int = 256) -> dict:
@@ -150,6 +150,26 @@ def test_a_real_tune_brackets_to_the_cpu_oom_boundary(tmp_path):
     assert not rows["freezing"].any()
 
 
+def test_a_tune_made_through_the_api_has_its_winner_in_the_html_report(tmp_path):
+    """A notebook's tune (no CLI) stores its summary: the report's "Winner" block holds the winner, what got it
+    there and the command, as ``accelbench tune`` prints them (issue 22, item 6)."""
+    import html
+
+    from accelbench import api
+
+    out, store = _tune(tmp_path, precisions=("fp32",), batch_sizes=(1, 2), final_rounds=1)
+    assert out.winner is not None and out.command.startswith("accelbench run ")
+    assert out.summary[0].startswith("winner (throughput): fp32 eager batch ")
+    assert out.report_lines == [*out.summary, *out.notes, *("what got it there: " + w for w in out.explain),
+                                f"run it: {out.command}"]
+    page = tmp_path / "r.html"
+    doc = api.report(store, [out.run_id], html=page)
+    blocks = [b for s in doc["sections"] for b in s["blocks"] if b and b.get("title") == "Winner"]
+    assert len(blocks) == 1 and blocks[0]["lines"] == out.report_lines
+    text = html.unescape(page.read_text())
+    assert out.summary[0] in text and f"run it: {out.command}" in text
+
+
 def test_constraints_are_respected(tmp_path):
     out, _ = _tune(tmp_path, precisions=("fp32",), batch_sizes=(2,), max_memory_bytes=1)
     assert out.winner is None and out.pareto == []
@@ -197,8 +217,7 @@ def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
     from accelbench.store import Store
 
     db, toml, png, js = (str(tmp_path / n) for n in ("t.db", "best.toml", "front.png", "t.json"))
-    tiny = ["--device", "cpu", "--images", "8", "--idle-s", "0", "--telemetry-period-ms", "0",
-            "--min-timed-batches", "1", "--db", db]
+    tiny = [*flags(tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0)), "--db", db]
     res = CliRunner().invoke(app, ["tune", "-m", "cifar-resnet20", "-p", "fp32,bf16", "--modes", "eager", "-b", "2",
                                    "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
                                    "--out-toml", toml, "--plot", png, "--json", js, *tiny])
@@ -270,8 +289,7 @@ def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
     from accelbench.store import Store
 
     db, toml = str(tmp_path / "t.db"), tmp_path / "best.toml"
-    tiny = ["--device", "cpu", "--images", "4", "--idle-s", "0", "--telemetry-period-ms", "0",
-            "--min-timed-batches", "1", "--warmup-batches", "0", "--db", db]
+    tiny = [*flags(tiny_case(model=None, batch_sizes=None, telemetry_period_ms=0, warmup_batches=0)), "--db", db]
     res = CliRunner().invoke(app, ["tune", "--workload", "train", "-m", "cifar-resnet20", "-p", "fp32", "--modes",
                                    "eager", "-b", "2", "--optimizer", "adamw", "--fused-optimizers", "on",
                                    "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",

@@ -13,10 +13,10 @@ import pytest
 from accelbench.core.errors import ConfigError
 from accelbench.studies import tune_budget as tb
 from accelbench.studies import tune_search as ts
+from conftest import tiny_case
 from fault_harness import Fault, check, no_run
 
-TINY = {"device": "cpu", "images": 8, "idle_s": 0, "telemetry_period_ms": 0, "min_timed_batches": 4,
-        "warmup_batches": 1}
+TINY = tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0, min_timed_batches=4, warmup_batches=1)
 
 
 def test_the_cost_model_predicts_from_the_trials_measured():

@@ -15,6 +15,10 @@
 | int8-weight-only | a language model's linear weights int8 (one scale a row), activations bf16 (generate only) | ``aten._weight_int8pack_mm`` | no | bf16 | gpt-fast ``WeightOnlyInt8Linear`` |
 | fp8-weight-only | the same with float8 e4m3 weights | dequantize + bf16 matmul; one token a row compiled: a fused reduction | no | bf16 | OCP 8-bit floating point spec |
 
+(``tests/test_registries.py`` checks this table, and the README's generated one, against :data:`PRECISIONS`.) A
+precision is one :func:`register` call below, or one of an installed distribution (entry point group
+``accelbench.precisions``, :mod:`accelbench.core.plugins`); its ``ceiling`` must name one of :data:`ROOFS`.
+
 Where a reduced precision has no kernel path on the device (int8 on a CUDA GPU; fp8 below compute capability
 8.9, on a CPU, or on a model whose compute is convolutions), :func:`simulated_reason` says why, and the inference
 scenario measures its accuracy in simulation (:mod:`accelbench.quant.simulate`) in an ``unsupported`` row.
@@ -32,7 +36,13 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from accelbench.core.config import pick
+from accelbench.core.config import pick, put
+from accelbench.core.errors import ConfigError
+
+
+# The roofline ceilings: dense matmul throughput measured per kind (:mod:`accelbench.scenarios.profile.ceilings` measures each).
+# Every precision names the one that bounds it (the tensor-core path of a reduced precision).
+ROOFS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +58,16 @@ class Precision:
         trainable: a training step can run in it.
         needs_cuda: it exists only on CUDA GPUs (TF32).
         min_capability: the CUDA compute capability it needs, or None.
-        ceiling: the roofline ceiling that bounds it (a name of ``accelbench.scenarios.profile.ceilings.MATMUL_PRECISIONS``).
+        ceiling: the roofline ceiling that bounds it, one of :data:`ROOFS` (required: a precision without one is a
+            ``ConfigError`` naming it, never a silent fp32 roof).
         quant: ``static`` or ``dynamic`` post-training int8 quantization, or None (a float precision).
         needs_cpu: it runs on CPUs only (no kernel path on CUDA GPUs).
         granularity: fp8 scaling: ``row`` (one scale per row of each matrix) or ``tensor``; None otherwise.
+        about: one line for the tables (README, ``--help``): what it computes in.
+        tune: where ``accelbench tune`` tries it by default: each entry words among the device (``cpu``,
+            ``cuda``), the workload (``inference``, ``train``) and the objective (``latency``; ``throughput`` for
+            throughput, cost and energy), matching a search all its words describe
+            (:func:`accelbench.studies.tune_space.default_space`); empty: only when asked for.
         weight_only: ``int8`` or ``fp8``: a language model's linear weights quantized, one scale a row, the
             activations in ``cast_dtype`` (:mod:`accelbench.quant.weight_only`); the generate scenario only.
         workloads: the workloads that take it (``inference``, ``train``, ``generate``).
@@ -65,12 +81,18 @@ class Precision:
     trainable: bool = True
     needs_cuda: bool = False
     min_capability: tuple[int, int] | None = None
-    ceiling: str = "fp32"
+    ceiling: str | None = None
     quant: str | None = None
     needs_cpu: bool = False
     granularity: str | None = None
     weight_only: str | None = None
     workloads: tuple[str, ...] = ("inference", "train")
+    about: str = ""
+    tune: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.ceiling not in ROOFS:
+            raise ConfigError(f"roofline ceiling of precision {self.name}", self.ceiling, ", ".join(ROOFS))
 
     @property
     def reduced(self) -> bool:
@@ -81,28 +103,49 @@ class Precision:
     def bf16(self) -> bool:
         return "bfloat16" in (self.cast_dtype, self.autocast_dtype)
 
+    def runs_on(self, device_type: str) -> bool:
+        """It has a kernel path on a device of this type (``cpu``, ``cuda``; the compute capability aside)."""
+        return not (self.needs_cuda and device_type != "cuda") and not (self.needs_cpu and device_type != "cpu")
 
-PRECISIONS: dict[str, Precision] = {
-    p.name: p
-    for p in (
-        Precision("fp32", workloads=("inference", "train", "generate")),
-        Precision("tf32", tf32=True, needs_cuda=True, min_capability=(8, 0), ceiling="tf32"),
-        Precision("amp-fp16", autocast_dtype="float16", grad_scaler=True, ceiling="fp16"),
-        Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16"),
-        Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16", workloads=("inference", "train", "generate")),
-        Precision("bf16", cast_dtype="bfloat16", ceiling="bf16", workloads=("inference", "train", "generate")),
-        Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True),
-        Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True),
-        Precision("fp8", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8", quant="float8",
-                  granularity="row"),
-        Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
-                  quant="float8", granularity="tensor"),
-        Precision("int8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="int8",
-                  workloads=("generate",)),
-        Precision("fp8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="fp8",
-                  workloads=("generate",)),
-    )
-}
+
+PRECISIONS: dict[str, Precision] = {}
+
+
+def register(precision: Precision) -> Precision:
+    """Add ``precision`` to :data:`PRECISIONS` under its name.
+
+    Raises:
+        ValueError: another precision has that name.
+    """
+    return put(PRECISIONS, precision.name, precision, "precision")
+
+
+for _p in (
+    Precision("fp32", ceiling="fp32", workloads=("inference", "train", "generate"), about="IEEE float32, TF32 off", tune=("cpu",)),
+    Precision("tf32", tf32=True, needs_cuda=True, min_capability=(8, 0), ceiling="tf32",
+              about="float32 through TF32 tensor cores"),
+    Precision("amp-fp16", autocast_dtype="float16", grad_scaler=True, ceiling="fp16",
+              about="torch.autocast to float16 (training: GradScaler)", tune=("cuda",)),
+    Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16", about="torch.autocast to bfloat16",
+              tune=("cuda",)),
+    Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16", workloads=("inference", "train", "generate"), about="model and inputs cast to float16",
+              tune=("cuda",)),
+    Precision("bf16", cast_dtype="bfloat16", ceiling="bf16", workloads=("inference", "train", "generate"), about="model and inputs cast to bfloat16",
+              tune=("cpu", "cuda")),
+    Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True,
+              about="int8 weights and activations, static (calibrated)"),
+    Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True,
+              about="int8 weights, activations quantized per batch"),
+    Precision("fp8", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8", quant="float8",
+              granularity="row", about="float8 e4m3 Linear layers, per-row scales (torchao)"),
+    Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
+              quant="float8", granularity="tensor", about="float8 e4m3 Linear layers, per-tensor scales (torchao)"),
+    Precision("int8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="int8",
+              workloads=("generate",), about="language model: int8 linear weights (one scale a row), bf16 activations"),
+    Precision("fp8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="fp8",
+              workloads=("generate",), about="language model: float8 e4m3 linear weights (one scale a row), bf16 activations"),
+):
+    register(_p)
 
 
 def get(name: str) -> Precision:
@@ -237,3 +280,13 @@ def channels_last_for(setting: str, name: str, module, device) -> bool:
     if setting != "auto":
         return setting == "on"
     return device.type == "cuda" and get(name).reduced and _uses_conv(module)
+
+
+def _load_plugins() -> None:
+    """Precisions of installed distributions (entry point group ``accelbench.precisions``), once."""
+    from accelbench.core import plugins
+
+    plugins.load("accelbench.precisions", lambda name, obj: register(plugins.instance(obj, Precision)))
+
+
+_load_plugins()

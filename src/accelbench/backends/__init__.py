@@ -4,17 +4,35 @@
 | --- | --- | --- |
 | eager | the module called directly | |
 | compile | ``torch.compile(module, dynamic=False)`` (Inductor, default mode) | torch.compile docs |
-| max-autotune | ``torch.compile(..., mode="max-autotune")``: Triton GEMM/conv autotuning, CUDA graphs | torch.compile docs |
-| compile-freeze, reduce-overhead(-freeze), max-autotune-freeze, max-autotune-no-cudagraphs | the other compile modes, with or without Inductor freezing (``compile.py``) | torch.compile docs |
+| compile-freeze | the same with Inductor freezing (inference only) | torch.compile docs |
+| reduce-overhead | ``mode="reduce-overhead"``: CUDA graph trees of the compiled forward (and backward) | torch.compile docs |
+| reduce-overhead-freeze | the same with Inductor freezing (inference only) | torch.compile docs |
+| max-autotune | ``mode="max-autotune"``: Triton GEMM/conv autotuning, CUDA graphs | torch.compile docs |
+| max-autotune-freeze | the same with Inductor freezing | torch.compile docs |
+| max-autotune-no-cudagraphs | ``mode="max-autotune-no-cudagraphs"`` | torch.compile docs |
+| compile-cudagraphs | the default-mode compiled module captured into one CUDA graph by hand (training: the whole step, compiled forward and backward, fused optimizer) | PyTorch CUDA semantics, "CUDA Graphs" |
+| cudagraphs | the eager module captured once into a ``torch.cuda.CUDAGraph`` and replayed; each batch is copied into the static input buffer inside the timed region, as a server would; training: the whole step in one graph | same |
 | onnxruntime | ``torch.onnx`` export run by an onnxruntime ``InferenceSession`` on the best execution provider (``ort_provider``); int8 through onnxruntime's QDQ quantization | onnxruntime docs |
-| cudagraphs | the eager module captured once into a ``torch.cuda.CUDAGraph`` and replayed; each batch is copied into the static input buffer inside the timed region, as a server would; training: the whole step in one graph | PyTorch CUDA semantics, "CUDA Graphs" |
-| compile-cudagraphs | the default-mode compiled module captured the same way (training: the whole step, compiled forward and backward, fused optimizer) | same |
+| hf-generate | language models (``generate``): Hugging Face ``generate`` with its default dynamic KV cache | transformers docs, "Generation" |
+| static-cache | language models: a pre-allocated ``StaticCache``, the prefill and one eager decode step a token | transformers docs, "KV cache strategies" |
+| static-compile | language models: the decode step ``torch.compile``-d; on CUDA one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
+| static-compile-fused | language models: the same with q/k/v and gate/up fused into one matmul each | gpt-fast ``wqkv``/``w1w3`` |
 
-A backend is one file here plus one line in :data:`BACKENDS` (see ``docs/extending.md``). Everything
-else asks the registry: the names a spec accepts, what can train, what needs a GPU.
+(``tests/test_registries.py`` checks this table, and the README's generated one, against :data:`BACKENDS`.)
+
+A backend is one file here (see ``docs/extending.md``): the built-in files are imported below in the order help
+lists them; any other module of this folder is imported after them (a drop-in file registers itself), then the
+backends of installed distributions (entry point group ``accelbench.backends``, :mod:`accelbench.core.plugins`).
+Everything else asks the registry and the backends' attributes: the names a spec accepts, what can train, what
+needs a GPU, what compiles, what ``tune`` tries.
 """
 
-from accelbench.backends.base import BACKENDS, Backend, get, names, register
-from accelbench.backends import eager, compile, cudagraphs, onnxruntime, generation  # noqa: E402,F401  (each registers itself: one line each)
+from accelbench.backends.base import BACKENDS, Backend, adopt, get, names, reference, register
+from accelbench.backends import eager, compile, cudagraphs, onnxruntime  # noqa: E402,F401  (built-ins, in help's order)
+from accelbench.backends import generation  # noqa: E402,F401  (language models: accelbench generate)
+from accelbench.core import plugins as _plugins  # noqa: E402
 
-__all__ = ["BACKENDS", "Backend", "get", "names", "register"]
+_plugins.import_drop_ins(__name__, __path__)
+_plugins.load("accelbench.backends", adopt)
+
+__all__ = ["BACKENDS", "Backend", "get", "names", "reference", "register"]

@@ -6,45 +6,72 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from accelbench.core.config import pick
+from accelbench.core.config import pick, put
+
+
+INFERENCE, TRAIN = "inference", "train"  # the workloads of today's scenarios (issue 23 adds "generate")
 
 
 class Backend:
     """Base class. Subclasses set ``name`` and override :meth:`_build` (and, if they can train,
-    :meth:`wrap_training`).
+    :meth:`wrap_training`). Everything that differs between backends is an attribute here: nobody compares
+    backend names (``tests/test_architecture.py``).
 
     Attributes:
         name: the mode name users give.
-        workloads: the workloads it serves (``inference``, ``train``; generation backends ``generate``).
-        compiles: it compiles (``torch.compile``); fused: it fuses a language model's projections.
-        trainable: a training step can run through it (:meth:`wrap_training`).
+        about: one line for the tables (README, docs): what it runs and how.
+        workloads: what it serves: ``inference`` (a forward pass), ``train`` (a training step,
+            :meth:`wrap_training`), or a workload of a later scenario; the CLI's help, completion and ``tune`` offer
+            a backend for the workloads it serves, and a case of another workload is an ``unsupported`` row.
+        compiles: it builds something before the first call (compilation, export, tracing, graph capture): its
+            rows carry ``compile_s``, tune's cost model expects a build in its first trial, and the profile counts
+            FLOPs on the plain module. False for a backend that calls the module as it is (eager).
+        fused: it fuses a language model's projections (q/k/v, gate/up) into one matmul each (generation).
         needs_cuda: it runs on CUDA GPUs only.
         static_shapes: what it builds runs one input shape (a graph, a shape-specialised compile): a server
             that batches requests of any count builds it per batch size (:meth:`build_sizes`) and pads.
+        graph_capture: it replays CUDA graphs (on a CUDA device): launches cost nothing, inputs are copied into
+            static buffers.
         step_graph: a training step through it is captured whole (forward, loss, backward, GradScaler and
             optimizer step) into one CUDA graph and replayed (:class:`accelbench.scenarios.train.step.TrainStep`).
         requires: pip packages it imports (checked before a run: :mod:`accelbench.sweep.requirements`).
         torch_quantizer: it quantizes through :meth:`quantize`'s default (PT2E int8, torchao fp8).
+        tune: where ``accelbench tune`` tries it by default: each entry words among the device (``cpu``,
+            ``cuda``), the workload and the objective (``latency``; ``throughput`` for throughput, cost and energy),
+            matching a search all its words describe (:func:`accelbench.studies.tune_space.default_space`);
+            None (the default): every search it can run in; ``()``: only when asked for.
     """
 
     name: str = ""
-    workloads: tuple[str, ...] = ("inference", "train")
-    compiles: bool = False
+    about: str = ""
+    workloads: tuple[str, ...] = (INFERENCE,)
+    compiles: bool = True
     fused: bool = False
-    trainable: bool = False
     needs_cuda: bool = False
     static_shapes: bool = False
+    graph_capture: bool = False
     step_graph: bool = False
     requires: tuple[str, ...] = ()
     torch_quantizer: bool = True
+    tune: tuple[str, ...] | None = None
 
-    def unsupported_reason(self, device, training: bool = False) -> str | None:
-        """Why this backend cannot run on ``device`` (a torch.device), or None."""
-        if training and not self.trainable:
-            return f"{self.name} is not a training mode (use one of {', '.join(names(trainable=True))})"
+    @property
+    def trainable(self) -> bool:
+        """A training step can run through it (it serves the ``train`` workload)."""
+        return TRAIN in self.workloads
+
+    def unsupported_reason(self, device, workload: str = INFERENCE) -> str | None:
+        """Why this backend cannot run a ``workload`` case on ``device`` (a torch.device), or None."""
+        if workload not in self.workloads:
+            what = "is not a training mode" if workload == TRAIN else f"does not run {workload} cases"
+            return f"{self.name} {what} (it serves {', '.join(self.workloads)}; use one of {', '.join(names(workload))})"
         if self.needs_cuda and device.type != "cuda":
             return f"{self.name} needs a CUDA GPU"
         return None
+
+    def runs_on(self, device_type: str) -> bool:
+        """It can run on a device of this type (``cpu``, ``cuda``)."""
+        return device_type == "cuda" or not self.needs_cuda
 
     def build(self, module, example, device) -> tuple[Callable, float | None]:
         """Wrap ``module`` and run it once on ``example`` (a batch on ``device``), inside the precision's
@@ -128,9 +155,12 @@ BACKENDS: dict[str, Backend] = {}
 
 
 def register(backend: Backend) -> Backend:
-    """Add ``backend`` to :data:`BACKENDS` under its name."""
-    BACKENDS[backend.name] = backend
-    return backend
+    """Add ``backend`` to :data:`BACKENDS` under its name.
+
+    Raises:
+        ValueError: another backend has that name (a plugin never replaces a backend silently).
+    """
+    return put(BACKENDS, backend.name, backend, "backend")
 
 
 def get(name: str) -> Backend:
@@ -142,7 +172,26 @@ def get(name: str) -> Backend:
     return pick(BACKENDS, name, "mode")
 
 
-def names(trainable: bool = False, workload: str = "inference") -> tuple[str, ...]:
-    """The backend names of ``workload`` (only those that can run a training step, with ``trainable``)."""
-    wl = "train" if trainable else workload
-    return tuple(n for n, b in BACKENDS.items() if wl in b.workloads and (b.trainable or not trainable))
+def names(workload: str | None = None) -> tuple[str, ...]:
+    """Every backend name (only those serving ``workload``, when given: ``train``, ``inference``)."""
+    return tuple(n for n, b in BACKENDS.items() if workload is None or workload in b.workloads)
+
+
+def reference() -> str:
+    """The backend that calls the module as it is (compiles nothing, trains): FLOPs are counted through it and it is
+    the accuracy reference's backend (``eager``).
+
+    Raises:
+        LookupError: no such backend is registered.
+    """
+    for n, b in BACKENDS.items():
+        if not b.compiles and b.trainable:
+            return n
+    raise LookupError("no backend calls the module as it is")
+
+
+def adopt(name: str, obj) -> None:
+    """Register what an ``accelbench.backends`` entry point names: a :class:`Backend` subclass or instance."""
+    from accelbench.core.plugins import instance
+
+    register(instance(obj, Backend))

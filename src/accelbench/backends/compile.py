@@ -26,18 +26,25 @@ from __future__ import annotations
 
 import time
 
-from accelbench.backends.base import Backend, register
+from accelbench.backends.base import INFERENCE, TRAIN, Backend, register
+
+# Inductor's modes that replay CUDA graphs on a CUDA device (torch.compile docs); only reduce-overhead needs one
+GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 class Compile(Backend):
     """``torch.compile(module, mode=compile_mode, dynamic=False)``."""
 
-    trainable = True
     static_shapes = True
 
-    def __init__(self, name: str, compile_mode: str | None, trainable: bool = True, freezing: bool = False):
-        self.name, self.compile_mode, self.trainable, self.freezing = name, compile_mode, trainable, freezing
-        self.needs_cuda = compile_mode in ("reduce-overhead",)  # CUDA graphs; max-autotune also runs on CPU
+    def __init__(self, name: str, compile_mode: str | None, *, trainable: bool = True, freezing: bool = False,
+                 about: str = "", tune: tuple[str, ...] = ()):
+        self.name, self.compile_mode, self.freezing, self.tune = name, compile_mode, freezing, tune
+        self.workloads = (INFERENCE, TRAIN) if trainable else (INFERENCE,)
+        self.graph_capture = compile_mode in GRAPH_MODES
+        self.needs_cuda = compile_mode == "reduce-overhead"  # CUDA graphs; max-autotune also runs on CPU
+        mode = f'mode="{compile_mode}"' if compile_mode else "default mode"
+        self.about = about or f"torch.compile, {mode}" + (", Inductor freezing" if freezing else "")
 
     quant_kernels = "int8: Inductor with freezing (oneDNN int8 kernels, packed weights)"
 
@@ -93,8 +100,10 @@ class CompileCudaGraphs(Compile):
     step_graph = True
 
     def __init__(self):
-        super().__init__("compile-cudagraphs", None)
-        self.needs_cuda = True  # compile_mode "default" in the row; the mode name says the graph
+        super().__init__("compile-cudagraphs", None, tune=("cuda train",),
+                         about="the default-mode compiled module captured into one CUDA graph by hand (training: the "
+                               "whole step with the fused optimizer)")
+        self.needs_cuda = self.graph_capture = True  # compile_mode "default" in the row; the mode name says the graph
 
     build_sizes = Backend.build_sizes  # one capture per batch size
 
@@ -106,10 +115,12 @@ class CompileCudaGraphs(Compile):
             return capture_forward(fn, example, device)
 
 
-register(Compile("compile", None))
-register(Compile("compile-freeze", None, trainable=False, freezing=True))
-register(Compile("reduce-overhead", "reduce-overhead"))
-register(Compile("reduce-overhead-freeze", "reduce-overhead", trainable=False, freezing=True))
+# tune: the compiled default everywhere; freezing and CUDA graphs for inference on CUDA, reduce-overhead's graphs of
+# forward and backward for training (freezing does not train); max-autotune's minutes of autotuning only when asked
+register(Compile("compile", None, tune=("cpu", "cuda throughput", "cuda train")))
+register(Compile("compile-freeze", None, trainable=False, freezing=True, tune=("cuda inference",)))
+register(Compile("reduce-overhead", "reduce-overhead", tune=("cuda train",)))
+register(Compile("reduce-overhead-freeze", "reduce-overhead", trainable=False, freezing=True, tune=("cuda inference",)))
 # max-autotune trains in principle, but autotuning a backward pass costs many minutes per case: inference only
 register(Compile("max-autotune", "max-autotune", trainable=False))
 register(Compile("max-autotune-freeze", "max-autotune", trainable=False, freezing=True))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable
 
-from accelbench.backends.base import Backend, register
+from accelbench.backends.base import INFERENCE, TRAIN, Backend, register
 
 # Warm-up calls before a capture: cuDNN/cuBLAS handles, lazy module state, cuDNN benchmark's algorithm search and
 # (compiled modules) compilation happen outside the graph (PyTorch CUDA semantics, "CUDA Graphs": "warmup").
@@ -64,10 +64,14 @@ def capture_forward(fn: Callable, example, device) -> Callable:
 
 class CudaGraphs(Backend):
     name = "cudagraphs"
+    about = ("the eager module captured once into a torch.cuda.CUDAGraph and replayed (training: the whole step); "
+             "PyTorch CUDA semantics, \"CUDA Graphs\"")
+    workloads = (INFERENCE, TRAIN)
     needs_cuda = True
     static_shapes = True
-    trainable = True
+    graph_capture = True
     step_graph = True
+    tune = ("cuda latency", "cuda train")
 
     def _build(self, module, example, device):
         return capture_forward(module, example, device)

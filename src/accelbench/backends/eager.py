@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from accelbench.backends.base import Backend, register
+from accelbench.backends.base import INFERENCE, TRAIN, Backend, register
 
 
 class Eager(Backend):
     name = "eager"
-    trainable = True
+    about = "the module called directly"
+    workloads = (INFERENCE, TRAIN)
+    compiles = False
+    tune = ("cpu", "cuda train")
 
     def build(self, module, example, device):
         return module, None

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.backends.base import Backend, register
+from accelbench.backends.base import INFERENCE, Backend, register
 
 OPSET = 17
 PREFERENCE = {"cuda": ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"),
@@ -77,16 +77,19 @@ class _Reader:
 
 class OnnxRuntime(Backend):
     name = "onnxruntime"
+    about = ("torch.onnx export run by an onnxruntime InferenceSession on the best execution provider; int8 through "
+             "onnxruntime's QDQ quantization")
+    tune = ()
     requires = ("onnxruntime", "onnx")
     torch_quantizer = False
     quant_kernels = "int8: onnxruntime QDQ (MLAS/oneDNN int8 kernels on the CPU)"
 
-    def unsupported_reason(self, device, training: bool = False) -> str | None:
+    def unsupported_reason(self, device, workload: str = INFERENCE) -> str | None:
         try:
             import onnxruntime  # noqa: F401
         except ImportError:
             return "onnxruntime is not installed: pip install 'accelbench[quant]'"
-        return Backend.unsupported_reason(self, device, training)
+        return Backend.unsupported_reason(self, device, workload)
 
     def quantize(self, module, scheme, calibration, example, device, granularity=None):
         from onnxruntime import quantization as q

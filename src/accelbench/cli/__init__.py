@@ -65,7 +65,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     # `timeout`, `kill` and a batch scheduler's time limit send SIGTERM: stop as Ctrl-C does (finished cases
     # are stored already; the run is marked interrupted and `--resume` continues it)
     signal.signal(signal.SIGTERM, raise_interrupt)
-    quiet.install(lambda text: err_console.print(styled("note:", "yellow", " " + text)))
+    quiet.install(lambda text: err_console.print(styled("note:", "yellow", " " + text)),
+                  lambda text: err_console.print(styled("warning:", "yellow", " " + text)))
     try:
         code = _run(argv)
     finally:

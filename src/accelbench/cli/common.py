@@ -1,6 +1,6 @@
-"""The Typer app, the options every command shares (defined once), and how every command ends (exit code,
-JSON, next commands). Command modules import this one only (it re-exports the consoles of ``terminal.py`` and the
-outcome printing of ``outcome.py``; help panels and completion are ``help.py``).
+"""The Typer app, the ``command`` decorator, and how every command ends (exit code, JSON, next commands). It
+re-exports the consoles of ``terminal.py`` and the outcome printing of ``outcome.py``; the options the commands share
+are ``options.py`` (groups, one per concern), help panels and completion ``help.py``.
 
 Every command follows one exit-code contract (:mod:`accelbench.core.errors`): 0 every case ran, 1 at least
 one case ended in ``error`` (all results stored), 2 a usage or input error before anything ran, 130
@@ -10,14 +10,13 @@ interrupted (resumable).
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from accelbench.cli.help import (ACCURACY, COST, DIST, HOW, PANEL_OF, STORE, WHAT, HelpCommand, OrderedGroup,
-                                 complete_backends, complete_models, complete_precisions)
+from accelbench.cli.help import PANEL_OF, HelpCommand, OrderedGroup
+from accelbench.cli.options import expand
 from accelbench.cli.terminal import (console, err_console, is_stdout, json_to_stdout, print_command,  # noqa: F401
                                      print_table, styled, write_output)
 from accelbench.cli.outcome import (print_cheapest, print_ci_note, print_notes, print_outcome,  # noqa: F401
@@ -33,10 +32,12 @@ def command(name: str | None = None):
     """``@app.command`` whose input errors end as one line and exit 2 (or the error's ``exit_code``), and whose Ctrl-C
     before a run exists says nothing was stored (exit 130), also when called directly (a test's CliRunner, a
     notebook) rather than through :func:`accelbench.cli.main`; listed in its help panel
-    (:data:`accelbench.cli.help.COMMAND_PANELS`), its help completed when shown."""
-    import functools
+    (:data:`accelbench.cli.help.COMMAND_PANELS`), its help completed when shown; its option groups expanded
+    (:func:`accelbench.cli.options.expand`)."""
 
     def deco(fn):
+        fn = expand(fn)
+
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             try:
@@ -53,82 +54,6 @@ def command(name: str | None = None):
         return app.command(name, cls=HelpCommand, rich_help_panel=PANEL_OF.get(cmd))(wrapped)
 
     return deco
-
-
-# Options shared by the commands (typer reads these objects per command); {precisions} and {backends} are
-# filled in from the registries, and the scenario's defaults appended, when help is shown (cli/help.py). ---
-MODEL = typer.Option(None, "--model", "-m", rich_help_panel=WHAT, autocompletion=complete_models,
-                     help="Model(s), comma-separated: resnet50, cifar-resnet20, timm:<name>, pkg.mod:factory (accelbench models lists them).")
-BATCH = typer.Option(None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Batch sizes, e.g. 1,8,32 (per GPU with --gpus, global with --global-batch).")
-PREC = typer.Option(None, "--precisions", "-p", rich_help_panel=WHAT, autocompletion=complete_precisions,
-                    help="Precisions, comma-separated: {precisions}.")
-MODES = typer.Option(None, "--modes", rich_help_panel=WHAT, autocompletion=complete_backends,
-                     help="Backends (execution modes), comma-separated: {backends}.")
-CUDNN = typer.Option(None, "--cudnn-benchmark/--no-cudnn-benchmark", rich_help_panel=HOW, help="torch.backends.cudnn.benchmark during each case (default: torch's, off); recorded in every row.")
-CL = typer.Option(None, "--channels-last/--no-channels-last", rich_help_panel=WHAT, help="Default: where it helps (convolutions on CUDA below fp32).")
-IMAGES = typer.Option(None, "--images", "-n", rich_help_panel=WHAT, help="Images per pass (split over the ranks with --gpus).")
-DATA = typer.Option(None, "--data", rich_help_panel=ACCURACY, help="cifar10-test, cifar10-train-5k, synthetic, or an ImageFolder dir/.tar/.tar.gz.")
-SIZE = typer.Option(None, "--image-size", rich_help_panel=ACCURACY, help="Input side in pixels (default: the model's).")
-DEVICE = typer.Option(None, "--device", rich_help_panel=WHAT, help="auto, cpu, cuda, cuda:N (default auto: the GPU if there is one).")
-WARM = typer.Option(None, "--warmup-batches", rich_help_panel=HOW, help="Untimed steps before timing.")
-MIN_B = typer.Option(None, "--min-timed-batches", rich_help_panel=HOW, help="Timed steps run until this many steps ...")
-MIN_T = typer.Option(None, "--min-time-s", rich_help_panel=HOW, help="... and this many seconds are reached.")
-REPEATS = typer.Option(None, "--repeats", rich_help_panel=HOW, help="Timed windows per case (default 1); 2 or more give 95% confidence intervals, 5 or more a compare verdict.")
-TELEMETRY = typer.Option(None, "--telemetry-period-ms", rich_help_panel=COST, help="Telemetry sampling period (default 100; 0 = sampler off).")
-IDLE = typer.Option(None, "--idle-s", rich_help_panel=COST, help="Idle-power measurement before the sweep, s (default 3; 0 = skip).")
-PRICE = typer.Option(None, "--price-per-hour", rich_help_panel=COST, help="USD per device-hour (default: the shipped price list).")
-KWH = typer.Option(None, "--kwh-price", rich_help_panel=COST, help="USD per kWh: adds the electricity cost.")
-SKIP_BAD = typer.Option(None, "--skip-bad-images", rich_help_panel=ACCURACY, help="Drop image files that do not decode (counted) instead of stopping.")
-SEED = typer.Option(None, "--seed", rich_help_panel=HOW, help="Seed for weights, synthetic data and labels (default 0).")
-LABEL_SPACE = typer.Option(None, "--label-space", rich_help_panel=ACCURACY, help="Which class each model output is: imagenet-1k, cifar10, folder (sorted folder names); default: the model's.")
-LABELS = typer.Option(None, "--labels", rich_help_panel=ACCURACY, help="Labels file: line k names output k (class name, WordNet ID or folder name).")
-MEAN = typer.Option(None, "--mean", rich_help_panel=ACCURACY, help="Input mean R,G,B on the 0..1 scale, or a preset: imagenet, cifar10, inception (default: the model's).")
-STD = typer.Option(None, "--std", rich_help_panel=ACCURACY, help="Input std R,G,B on the 0..1 scale, or a preset (default: the model's).")
-RESIZE = typer.Option(None, "--resize", rich_help_panel=ACCURACY, help="Shorter side in pixels before the center crop to the input size.")
-CROP_PCT = typer.Option(None, "--crop-pct", rich_help_panel=ACCURACY, help="Input side / resized shorter side (e.g. 0.875: resize 256, crop 224).")
-DB = typer.Option("accelbench.db", "--db", rich_help_panel=STORE, help="SQLite results store.")
-JSON = typer.Option(None, "--json", rich_help_panel=STORE, callback=json_to_stdout,
-                    help="Also write the run (spec, environment, results) as JSON; - for stdout (the rest goes to stderr).")
-CONFIG = typer.Option(None, "--config", "-c", rich_help_panel=WHAT, help="TOML file (top level or a [sweep] table); flags override it.")
-RESUME = typer.Option(False, "--resume", rich_help_panel=STORE, help="Continue the newest unfinished run with the same settings.")
-WIDE = typer.Option(False, "--wide", rich_help_panel=STORE, help="Every column (default: a compact table that fits 80 columns; a pager when wider than the terminal).")
-GPUS = typer.Option(None, "--gpus", rich_help_panel=DIST, help="Data parallel over N GPUs (N CPU processes without GPUs) through torchrun.")
-NNODES = typer.Option(1, "--nnodes", rich_help_panel=DIST, help="With --gpus: nodes (torchrun --nnodes); run the same command on each.")
-NODE_RANK = typer.Option(0, "--node-rank", rich_help_panel=DIST, help="With --gpus: this node's index (torchrun --node-rank).")
-RDZV = typer.Option(None, "--rdzv-endpoint", rich_help_panel=DIST, help="With --gpus: rendezvous host:port (torchrun --rdzv-endpoint).")
-GLOBAL = typer.Option(False, "--global-batch", rich_help_panel=DIST, help="With --gpus: batch sizes are global, split over the ranks (strong scaling).")
-TIMEOUT = typer.Option(900.0, "--timeout-s", rich_help_panel=DIST, help="With --gpus: seconds a case may run before its ranks are stopped.")
-
-
-def shared_flags(model=None, batch_sizes=None, precisions=None, modes=None, channels_last=None, images=None,
-                 data=None, image_size=None, device=None, warmup_batches=None, min_timed_batches=None,
-                 min_time_s=None, telemetry_period_ms=None, idle_s=None, price_per_hour=None, kwh_price=None,
-                 skip_bad_images=None, seed=None) -> dict[str, Any]:
-    """The shared options as spec fields (None: not given)."""
-    return dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, channels_last=channels_last,
-                images=images, data=data, image_size=image_size, device=device, warmup_batches=warmup_batches,
-                min_timed_batches=min_timed_batches, min_time_s=min_time_s, telemetry_period_ms=telemetry_period_ms,
-                idle_s=idle_s, price_per_hour=price_per_hour, kwh_price=kwh_price, skip_bad_images=skip_bad_images,
-                seed=seed)
-
-
-def eval_flags(label_space=None, labels=None, mean=None, std=None, resize=None, crop_pct=None) -> dict[str, Any]:
-    """The accuracy options (label space, labels file, normalisation, evaluation transform) as spec fields."""
-    return dict(label_space=label_space, labels=labels, mean=mean, std=std, resize=resize, crop_pct=crop_pct)
-
-
-def launch_options(gpus: Optional[int], *, nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: Optional[str] = None,
-                   global_batch: bool = False, timeout_s: float = 900.0, device: Optional[str] = None):
-    """The torchrun options of ``--gpus N`` and friends, or None for one process."""
-    from accelbench.launchers.torchrun.job import DistOptions
-
-    if gpus is not None and gpus < 1:
-        fail(f"invalid --gpus {gpus}: allowed 1 or more")
-    if gpus is None and nnodes == 1 and rdzv_endpoint is None and not global_batch:
-        return None
-    dev = "auto" if device in (None, "auto") else ("cpu" if device == "cpu" else "cuda")
-    return DistOptions(gpus=gpus or 1, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                       global_batch=global_batch, timeout_s=timeout_s, device=dev)
 
 
 def where(spec, opts) -> str:
@@ -207,7 +132,7 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     """
     from accelbench import api
 
-    statuses = list(store.cases(run_id).get("status", [])) if statuses is None else statuses
+    statuses = [r["status"] for r in store.records(run_id)] if statuses is None else statuses
     failed, code = sum(s == ERROR for s in statuses), exit_code(statuses, interrupted)
     if failed:
         err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "

@@ -10,6 +10,7 @@ from typing import List, Optional
 import typer
 
 from accelbench.cli import common as a
+from accelbench.cli.options import DB
 from accelbench.cli.common import command, console, err_console, styled
 from accelbench.core.errors import EXIT_CASE_ERRORS
 
@@ -28,7 +29,7 @@ def parse_margin(text: str) -> float:
 @command()
 def compare(
     runs: List[str] = typer.Argument(..., help="Run A, then run B (and more): a run id in --db, or PATH:ID for a run in another store."),
-    db: Path = a.DB,
+    db: Path = DB,
     margin: str = typer.Option("2%", "--margin", help="Equivalence margin: changes smaller than this are 'within noise' (2% or 0.02)."),
     ignore: Optional[str] = typer.Option(None, "--ignore", help="Match fields to ignore, e.g. precision,channels_last (compare fp32 with bf16)."),
     fail_on_slower: bool = typer.Option(False, "--fail-on-slower", help="Exit 1 when a matched case is slower beyond the margin (throughput or latency p50)."),
@@ -83,7 +84,7 @@ def compare(
 @command()
 def report(
     run_ids: Optional[List[str]] = typer.Option(None, "--run", help="A run to include: an id, or PATH:ID for a run in another store (repeat for several; default: every run)."),
-    db: Path = a.DB,
+    db: Path = DB,
     html: Optional[Path] = typer.Option(None, "--html", help="Write one self-contained HTML file (charts inline, works offline)."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables and notes as markdown."),
     compare_runs: Optional[List[str]] = typer.Option(None, "--compare", help="Compare two runs in the report: --compare A --compare B (ids or PATH:ID)."),

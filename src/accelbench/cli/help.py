@@ -3,12 +3,14 @@
 - Commands are listed in the order a user meets them (measure, search and scale, read results, utilities),
   each group a rich help panel; options are grouped in panels too (:data:`WHAT`, :data:`HOW`, ...).
 - Help texts name the registries' values and the scenario's defaults, filled in only when help is shown:
-  ``{precisions}`` and ``{backends}`` in a help text become the registered names, and an option of a spec field
+  ``{precisions}`` and ``{backends}`` in a help text become the registered names (the backends serving the
+  command's workload: :func:`backend_names`), ``{tune_precisions}`` / ``{tune_modes}`` tune's default spaces
+  (:func:`accelbench.studies.tune_space.describe_defaults`), and an option of a spec field
   whose help states no default gets ``(default: GPU ...; CPU ...)`` from the command's scenario. Nothing is
   imported for that until then, so ``accelbench --help`` and completion stay fast, and no list can drift.
 - Help text is rich markup for typer's panels; ours is escaped first, so ``accelbench[timm]`` prints as written.
 - Completion of ``--model``, ``--precisions`` and ``--modes`` reads the registries (a comma-separated list
-  completes its last item).
+  completes its last item; ``--modes`` offers the backends serving the command's workload).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ DIST = "Distributed (torchrun)"
 COMMAND_PANELS: dict[str, tuple[str, ...]] = {
     "Measure": ("run", "train", "generate", "input-pipeline", "profile", "loadgen"),
     "Search and scale": ("tune", "scale", "interconnect", "concurrent"),
-    "Read results": ("results", "compare", "report", "export", "telemetry", "cost"),
+    "Read results": ("results", "compare", "report", "export", "schema", "telemetry", "cost"),
     "Utilities": ("models",),
 }
 ORDER = [name for names in COMMAND_PANELS.values() for name in names]
@@ -40,6 +42,8 @@ SCENARIO_OF = {"run": "inference", "train": "train_step", "loadgen": "loadgen", 
 DEFAULT_WORDS = {"train": "default of the step sweep"}
 # option (parameter) name -> spec field, where they differ
 FIELD_OF = {"model": "models", "max_batch": "batch_sizes"}
+# commands whose backends serve more than their scenario's workload (profile --step, tune --workload)
+WORKLOADS_OF = {"profile": ("inference", "train"), "tune": ("inference", "train")}
 
 
 def _escape(text: str | None) -> str | None:
@@ -73,11 +77,39 @@ def default_text(scenario: str, field: str, words: str = "default") -> str | Non
     return f"({words}: GPU {_shown(gpu)}; CPU {_shown(cpu)})"
 
 
-def registry_words() -> dict[str, str]:
-    """The ``{name}`` placeholders of help texts: the registered precisions and backends."""
-    from accelbench import backends, precisions
+def command_workloads(command: str | None, params: dict | None = None) -> tuple[str, ...] | None:
+    """The workloads a command's cases ask of a backend: its scenario's (``train``: train), profile's steps and
+    tune's workloads (its ``--workload`` when ``params`` holds it); None: every backend (a command we do not know)."""
+    from accelbench import scenarios
 
-    return {"{precisions}": ", ".join(precisions.PRECISIONS), "{backends}": ", ".join(backends.BACKENDS)}
+    if command == "tune" and (params or {}).get("workload"):
+        return (params["workload"],)
+    if command in WORKLOADS_OF:
+        return WORKLOADS_OF[command]
+    return (scenarios.get(SCENARIO_OF[command]).backend_workload,) if command in SCENARIO_OF else None
+
+
+def backend_names(command: str | None = None, params: dict | None = None) -> list[str]:
+    """The backends a command takes (:func:`command_workloads`), in registry order."""
+    from accelbench import backends
+
+    workloads = command_workloads(command, params)
+    return [n for n, b in backends.BACKENDS.items() if workloads is None or set(workloads) & set(b.workloads)]
+
+
+def registry_words(command: str | None = None) -> dict[str, str]:
+    """The ``{name}`` placeholders of help texts: the registered precisions, the backends ``command`` takes and
+    tune's default spaces."""
+    from accelbench import precisions
+
+    workloads = command_workloads(command)
+    taken = [n for n, p in precisions.PRECISIONS.items() if workloads is None or set(workloads) & set(p.workloads)]
+    words = {"{precisions}": ", ".join(taken), "{backends}": ", ".join(backend_names(command))}
+    if command == "tune":
+        from accelbench.studies.tune_space import describe_defaults
+
+        words.update({"{tune_precisions}": describe_defaults("precisions"), "{tune_modes}": describe_defaults("modes")})
+    return words
 
 
 def _fill(param, command: str, words: dict[str, str]) -> str:
@@ -106,7 +138,7 @@ def prepare(command) -> None:
     if getattr(command, "_params_filled", False):
         return
     command._params_filled = True
-    words = registry_words()
+    words = registry_words(command.name)
     for param in command.params:
         if getattr(param, "help", None):
             param.help = _escape(_fill(param, command.name or "", words))
@@ -136,32 +168,34 @@ class OrderedGroup(TyperGroup):
         return super().format_help(ctx, formatter)
 
 
-def complete_list(names: Callable[[], list[str]]) -> Callable[[str], list[str]]:
-    """A completion callback for a comma-separated list: completes its last item from ``names()``."""
+def complete_list(names: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    """A completion callback for a comma-separated list: completes its last item from ``names(ctx)`` (``ctx``:
+    the command's click context, None when called directly)."""
 
-    def complete(incomplete: str) -> list[str]:
+    def complete(incomplete: str, ctx=None) -> list[str]:
         head, comma, last = incomplete.rpartition(",")
-        return [head + comma + n for n in names() if n.startswith(last)]
+        return [head + comma + n for n in names(ctx) if n.startswith(last)]
 
     return complete
 
 
-def _models() -> list[str]:
+def _models(ctx=None) -> list[str]:
     from accelbench.models import list_models
 
     return list_models()
 
 
-def _precisions() -> list[str]:
+def _precisions(ctx=None) -> list[str]:
     from accelbench import precisions
 
     return list(precisions.PRECISIONS)
 
 
-def _backends() -> list[str]:
-    from accelbench import backends
-
-    return list(backends.BACKENDS)
+def _backends(ctx=None) -> list[str]:
+    """The backends the command being completed takes (every backend without a context)."""
+    if ctx is None:
+        return backend_names()
+    return backend_names(ctx.command.name if ctx.command else ctx.info_name, ctx.params)
 
 
 complete_models = complete_list(_models)

@@ -10,6 +10,8 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, styled
+from accelbench.cli.help import DIST, STORE
+from accelbench.cli.options import CONFIG, RESUME, Cost, How, Inputs, Launch, Output, What, int_list
 from accelbench.core import kinds
 from accelbench.core.errors import OK, ConfigError
 
@@ -37,49 +39,42 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
     if workload == "train" and ok:
         console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
                       "all-reduce against the same step under no_sync()")
-    if ok and not any(r.get("scaling_efficiency") == r.get("scaling_efficiency") for r in rows):
+    if ok and not any(r.get("scaling_efficiency") is not None for r in rows):
         console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")
     for r in rows:
         for label, text in case_notes([r]):
             style = "yellow" if label in ("unsupported:", "skipped:", "flagged:") else "red"
-            where = f" on {int(r['world_size'])} ranks" if r.get("world_size") == r.get("world_size") else ""
+            where = f" on {int(r['world_size'])} ranks" if r.get("world_size") is not None else ""
             (err_console if label == "error:" else console).print(styled(label, style, f" {text}{where}"))
 
 
 @command()
 def scale(
-    gpus: str = typer.Option("1,2", "--gpus", help="Process counts, e.g. 1,2,4 (GPUs; CPU processes without GPUs)."),
-    workload: str = WORKLOAD, model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH,
-    precisions: Optional[str] = a.PREC, modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL,
-    images: Optional[int] = a.IMAGES, data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE,
-    device: Optional[str] = a.DEVICE, warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B,
-    min_time_s: Optional[float] = a.MIN_T, telemetry_period_ms: Optional[float] = a.TELEMETRY,
-    idle_s: Optional[float] = a.IDLE, price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
-    global_batch: bool = a.GLOBAL, timeout_s: float = a.TIMEOUT, config: Optional[Path] = a.CONFIG, db: Path = a.DB,
-    json_path: Optional[Path] = a.JSON,
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Save throughput vs GPUs as an image (needs matplotlib)."),
-    resume: bool = a.RESUME,
+    gpus: str = typer.Option("1,2", "--gpus", rich_help_panel=DIST, help="Process counts, e.g. 1,2,4 (GPUs; CPU processes without GPUs)."),
+    workload: str = WORKLOAD, what: What = What.take(), inputs: Inputs = Inputs.take(only=("data", "image_size")),
+    how: How = How.take(only=("warmup_batches", "min_timed_batches", "min_time_s")), cost: Cost = Cost.take(),
+    launch: Launch = Launch.take(only=("global_batch", "timeout_s")), config: Optional[Path] = CONFIG,
+    out: Output = Output.take(only=("db", "json_path")),
+    plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="Save throughput vs GPUs as an image (needs matplotlib)."),
+    resume: bool = RESUME,
 ) -> None:
     """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting."""
     from accelbench import api
-    from accelbench.core.config import parse_list
     from accelbench.report.scaling import plot_scaling
 
-    counts = list(parse_list("batch_sizes", gpus))
-    flags = a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
-                           warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s, price_per_hour,
-                           kwh_price)
+    counts = list(int_list("gpus", gpus, "process counts, e.g. 1,2,4"))
+    flags = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields()}
     spec = api.spec(_scenario(workload), *a.layers(config, "sweep", flags))
-    opts = a.launch_options(1, global_batch=global_batch, timeout_s=timeout_s, device=spec.device)
-    store = a.open_store(db, create=True)
-    out = api.scale(spec, store, counts, opts, resume=resume)
-    _print_sweep(out.rows, f"Run {out.run_id}: scaling study ({workload})", workload)
-    if out.skipped_done:
-        console.print(f"resumed run {out.run_id}: {out.skipped_done} cases were already done")
-    if plot and out.rows:
-        plot_scaling(out.rows, str(plot))
+    opts = launch.options(spec.device, gpus=1)
+    store = a.open_store(out.db, create=True)
+    result = api.scale(spec, store, counts, opts, resume=resume)
+    _print_sweep(result.rows, f"Run {result.run_id}: scaling study ({workload})", workload)
+    if result.skipped_done:
+        console.print(f"resumed run {result.run_id}: {result.skipped_done} cases were already done")
+    if plot and result.rows:
+        plot_scaling(result.rows, str(plot))
         console.print(f"wrote {plot}")
-    a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path, statuses=out.statuses)
+    a.finish(store, result.run_id, interrupted=result.interrupted, json_path=out.json_path, statuses=result.statuses)
 
 
 @command()
@@ -92,9 +87,8 @@ def interconnect(
     warmup: int = typer.Option(5, "--warmup", help="Untimed iterations of each op and size before timing (nccl-tests -w)."),
     iters: int = typer.Option(20, "--iters", help="Timed iterations of each op and size (nccl-tests -n)."),
     p2p_bytes: str = typer.Option("256M", "--p2p-bytes", help="Buffer copied between each GPU pair (0: skip)."),
-    device: Optional[str] = a.DEVICE, nnodes: int = a.NNODES, node_rank: int = a.NODE_RANK,
-    rdzv_endpoint: Optional[str] = a.RDZV, timeout_s: float = a.TIMEOUT, idle_s: Optional[float] = a.IDLE,
-    db: Path = a.DB, json_path: Optional[Path] = a.JSON,
+    what: What = What.take(only=("device",)), launch: Launch = Launch.take(omit=("gpus", "global_batch")),
+    cost: Cost = Cost.take(only=("idle_s",)), out: Output = Output.take(only=("db", "json_path")),
 ) -> None:
     """Interconnect: collective time, algorithm and bus bandwidth over sizes; GPU pair copies; NVLink/PCIe topology."""
     if gpus is not None and gpus < 1:
@@ -105,6 +99,7 @@ def interconnect(
     from accelbench.report.scaling import collective_table, p2p_table
     from accelbench.scenarios.interconnect import parse_bytes, sizes_between
 
+    device = what.device
     cuda = device != "cpu" and torch.cuda.is_available()
     n = gpus or (torch.cuda.device_count() if cuda else 2)
     try:
@@ -113,13 +108,12 @@ def interconnect(
         raise ConfigError("sizes", f"{min_bytes}..{max_bytes}", str(exc)) from None
     spec = api.spec("interconnect", {"ops": tuple(o.strip() for o in ops.split(",") if o.strip()), "sizes": tuple(sizes),
                                      "warmup": warmup, "iters": iters, "p2p_bytes": parse_bytes(p2p_bytes),
-                                     "device": device, "idle_s": idle_s})
-    opts = a.launch_options(n, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, timeout_s=timeout_s,
-                            device=device)
-    store = a.open_store(db, create=True)
-    out = api.interconnect(spec, store, opts)
-    rows = store.cases(out.run_id).to_dict("records")
-    console.print(f"Run {out.run_id}: collectives over {opts.world_size} ranks")
+                                     "device": device, "idle_s": cost.idle_s})
+    opts = launch.options(device, gpus=n)
+    store = a.open_store(out.db, create=True)
+    result = api.interconnect(spec, store, opts)
+    rows = store.records(result.run_id)
+    console.print(f"Run {result.run_id}: collectives over {opts.world_size} ranks")
     console.print(collective_table(rows))
     table = p2p_table(rows)
     if table is not None:
@@ -127,8 +121,7 @@ def interconnect(
     for r in rows:
         if r.get("status") != OK:
             err_console.print(styled(f"{r.get('status')}:", "red", f" {r.get('error')}"))
-    a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
-             statuses=[r["status"] for r in out.records])
+    a.finish(store, result.run_id, interrupted=result.interrupted, json_path=out.json_path, statuses=result.statuses)
 
 
 @command()
@@ -136,36 +129,34 @@ def concurrent(
     models: str = typer.Option(..., "--models", help="One job per model, e.g. resnet50,vit_b_16 (repeat a name for copies)."),
     gpus_per_job: int = typer.Option(1, "--gpus-per-job", help="GPUs (processes) of each job; sets are disjoint."),
     sequential_gpus: Optional[int] = typer.Option(None, "--sequential-gpus", help="GPUs per job when run alone (default: the same)."),
-    workload: str = WORKLOAD, batch_sizes: Optional[str] = a.BATCH, precisions: Optional[str] = a.PREC,
-    modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL, images: Optional[int] = a.IMAGES,
-    data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
-    warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
-    idle_s: Optional[float] = a.IDLE, timeout_s: float = a.TIMEOUT, config: Optional[Path] = a.CONFIG, db: Path = a.DB,
-    resume: bool = a.RESUME,
+    workload: str = WORKLOAD, what: What = What.take(omit=("model",)),
+    inputs: Inputs = Inputs.take(only=("data", "image_size")),
+    how: How = How.take(only=("warmup_batches", "min_timed_batches", "min_time_s")), cost: Cost = Cost.take(only=("idle_s",)),
+    launch: Launch = Launch.take(only=("timeout_s",)), config: Optional[Path] = CONFIG,
+    out: Output = Output.take(only=("db", "resume")),
 ) -> None:
     """Concurrent jobs: K jobs at once on disjoint GPU sets vs one after another (total time compared)."""
     from accelbench import api
     from accelbench.report.scaling import concurrent_table
 
     names = [m.strip() for m in models.split(",") if m.strip()]
-    base = a.shared_flags(None, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
-                          warmup_batches, min_timed_batches, min_time_s, idle_s=idle_s)
+    base = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields()}
     specs = [api.spec(_scenario(workload), *a.layers(config, "sweep", {**base, "models": m})) for m in names]
-    opts = a.launch_options(gpus_per_job, timeout_s=timeout_s, device=specs[0].device if specs else None)
-    store = a.open_store(db, create=True)
-    out = api.concurrent(specs, gpus_per_job, store, opts, sequential_gpus=sequential_gpus, resume=resume)
-    console.print(f"Run {out.run_id}: {len(specs)} jobs, concurrent vs sequential")
-    console.print(concurrent_table(out.rows))
-    summary = {r["schedule"]: r for r in out.rows if r.get("workload") == kinds.CONCURRENT_SUMMARY}
+    opts = launch.options(specs[0].device if specs else None, gpus=gpus_per_job)
+    store = a.open_store(out.db, create=True)
+    result = api.concurrent(specs, gpus_per_job, store, opts, sequential_gpus=sequential_gpus, resume=out.resume)
+    console.print(f"Run {result.run_id}: {len(specs)} jobs, concurrent vs sequential")
+    console.print(concurrent_table(result.rows))
+    summary = {r["schedule"]: r for r in result.rows if r.get("workload") == kinds.CONCURRENT_SUMMARY}
     for name in ("concurrent", "sequential"):
         if name in summary:
             r, work = summary[name], summary[name].get("work_time_s")
-            console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work == work and work else ""))
+            console.print(f"{name}: wall {r['makespan_s']:.1f} s" + (f", work time {work:.2f} s" if work else ""))
     if "comparison" in summary:
         c, over = summary["comparison"], summary["concurrent"].get("overlap_fraction")
-        work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") == c.get("work_speedup") else ""
+        work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") is not None else ""
         console.print(f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
-                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over == over and over is not None else ""))
-    if out.skipped_done:
-        console.print(f"resumed run {out.run_id}: {out.skipped_done} phases were already done")
-    a.finish(store, out.run_id, interrupted=out.interrupted, statuses=out.statuses)
+                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over is not None else ""))
+    if result.skipped_done:
+        console.print(f"resumed run {result.run_id}: {result.skipped_done} phases were already done")
+    a.finish(store, result.run_id, interrupted=result.interrupted, statuses=result.statuses)

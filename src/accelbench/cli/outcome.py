@@ -39,7 +39,7 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     from accelbench.report.table import oom_boundary
 
     run = store.run(run_id)
-    records = store.cases(run_id).to_dict("records")
+    records = store.records(run_id)
     for note in notes:
         err_console.print(styled("warning:", "yellow", " " + note))
     if not records:

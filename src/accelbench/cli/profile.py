@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
+from accelbench.cli.options import Cost, Inputs, Output, What
 from accelbench.cli.common import command, console, styled
 from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_models, complete_precisions
 from accelbench.core.errors import OK
@@ -24,21 +25,18 @@ def profile(
     modes: str = typer.Option("eager", "--modes", "--mode", rich_help_panel=WHAT, autocompletion=complete_backends,
                               help="Backends (execution modes), comma-separated: {backends}."),
     step: str = typer.Option("inference", "--step", rich_help_panel=WHAT, help="inference, train, or both: inference,train"),
-    channels_last: Optional[bool] = a.CL, data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE,
-    device: Optional[str] = a.DEVICE,
+    what: What = What.take(only=("channels_last", "device")),
+    inputs: Inputs = Inputs.take(only=("data", "image_size", "mean", "std", "resize", "crop_pct")),
     ncu: str = typer.Option("auto", "--ncu", rich_help_panel=HOW, help="auto (on a GPU when ncu is found), on, off"),
     warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", rich_help_panel=HOW, help="Untimed steps (GPU 5, CPU 1)."),
     timed_steps: Optional[int] = typer.Option(None, "--timed-steps", rich_help_panel=HOW, help="Timed steps (GPU 20, CPU 3)."),
     charts: Optional[Path] = typer.Option(None, "--charts", rich_help_panel=STORE, help="Write roofline charts (PNG + SVG) to this folder."),
     ncu_csv: Optional[Path] = typer.Option(None, "--ncu-csv", rich_help_panel=STORE, help="Keep ncu's raw CSV files in this folder."),
     remeasure_ceilings: bool = typer.Option(False, "--remeasure-ceilings", rich_help_panel=HOW, help="Measure the machine ceilings again."),
-    telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
-    price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
-    mean: Optional[str] = a.MEAN, std: Optional[str] = a.STD, resize: Optional[int] = a.RESIZE,
-    crop_pct: Optional[float] = a.CROP_PCT, db: Path = a.DB,
-    json_path: Optional[Path] = typer.Option(None, "--json", rich_help_panel=STORE, callback=a.json_to_stdout,
-                                             help="Also write the run (spec, env, results, kernels) as JSON; - for stdout."),
-    wide: bool = a.WIDE,
+    cost: Cost = Cost.take(),
+    out: Output = Output.take(omit=("resume",), json_path=typer.Option(
+        None, "--json", rich_help_panel=STORE, callback=a.json_to_stdout,
+        help="Also write the run (spec, env, results, kernels) as JSON; - for stdout.")),
 ) -> None:
     """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
     from accelbench import api
@@ -46,22 +44,20 @@ def profile(
     if charts is not None and charts.exists() and not charts.is_dir():
         a.fail(f"--charts {charts} is a file: give a folder for the charts")
     flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, steps=step,
-                 channels_last=channels_last, data=data, image_size=image_size, device=device, ncu=ncu,
-                 warmup_steps=warmup_steps, timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
-                 ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings,
-                 telemetry_period_ms=telemetry_period_ms, idle_s=idle_s, price_per_hour=price_per_hour,
-                 kwh_price=kwh_price, mean=mean, std=std, resize=resize, crop_pct=crop_pct)
+                 **what.fields(), **inputs.fields(), **cost.fields(), ncu=ncu, warmup_steps=warmup_steps,
+                 timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
+                 ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings)
     spec = api.spec("profile", flags)
-    where, store = a.before_run(spec, None, db, outputs=[json_path])
-    console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {db}")
-    out, ceilings, cached = api.profile(spec, store, on_case=_progress)
-    _report(out, ceilings, cached, wide)
-    chart_errors = [f"{r['model']} {r['step']}: {r['chart_error']}" for r in out.records if r.get("chart_error")]
+    where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
+    console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {out.db}")
+    result = api.profile(spec, store, on_case=_progress)
+    _report(result, result.ceilings, result.ceilings_cached, out.wide)
+    chart_errors = [f"{r['model']} {r['step']}: {r['chart_error']}" for r in result.records if r.get("chart_error")]
     for text in chart_errors:  # the rows are stored and measured; only the charts failed: exit 1
         a.err_console.print(a.styled("error:", "red", f" charts not written for {text}"))
     try:
-        a.finish(store, out.run_id, interrupted=out.interrupted, json_path=json_path,
-                 statuses=[r["status"] for r in out.records])
+        a.finish(store, result.run_id, interrupted=result.interrupted, json_path=out.json_path,
+                 statuses=result.statuses)
     except typer.Exit as done:
         raise typer.Exit(done.exit_code or int(bool(chart_errors))) from None
 

@@ -1,4 +1,5 @@
-"""Commands that read the store: ``results``, ``export``, ``telemetry``, ``cost``; and ``models``."""
+"""Commands that read the store: ``results``, ``export``, ``telemetry``, ``cost``; ``schema`` (of an exported row);
+and ``models``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
+from accelbench.cli.options import DB, WIDE
 from accelbench.cli.common import command, console
 from accelbench.core import kinds
 
@@ -16,9 +18,9 @@ RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in 
 
 
 @command()
-def results(run_id: Optional[str] = RUN, db: Path = a.DB,
+def results(run_id: Optional[str] = RUN, db: Path = DB,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
-            wide: bool = a.WIDE,
+            wide: bool = WIDE,
             compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts).")) -> None:
     """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision."""
     from accelbench.report import table_for
@@ -29,7 +31,7 @@ def results(run_id: Optional[str] = RUN, db: Path = a.DB,
         return
     store, run = a.run_ref(db, run_id)
     wide = wide and not compact
-    records = store.cases(run["run_id"]).to_dict("records")
+    records = store.records(run["run_id"])
     env = run["env"]
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
@@ -44,7 +46,7 @@ def results(run_id: Optional[str] = RUN, db: Path = a.DB,
 @command()
 def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
            output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout)."),
-           db: Path = a.DB) -> None:
+           db: Path = DB) -> None:
     """Export one run's results as CSV (one row per case) or JSON (spec, environment, results)."""
     from accelbench import api
     from accelbench.store.export import csv_text
@@ -64,6 +66,18 @@ def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format
         (write_text(output, text) if output and not a.is_stdout(output) else sys.stdout.write(text))
 
 
+@command()
+def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout).")) -> None:
+    """Print the JSON Schema (draft 2020-12) of an exported result row: every column, its type, label and rule."""
+    from accelbench.core.columns import schema_text
+    from accelbench.core.outputs import check_writable, write_text
+
+    if output is not None and not a.is_stdout(output):
+        write_text(check_writable(output), schema_text())
+    else:
+        sys.stdout.write(schema_text())
+
+
 @command("models")
 def models_cmd() -> None:
     """List model names accepted by --model."""
@@ -78,7 +92,7 @@ def cost(run_id: Optional[str] = typer.Option(None, "--run", help="One run: an i
          price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="Re-price every row at this USD per device-hour."),
          kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
          all_rows: bool = typer.Option(False, "--all", help="Every case, not only the best per (device, model, precision, mode)."),
-         db: Path = a.DB) -> None:
+         db: Path = DB) -> None:
     """Cost comparison across stored runs: time, throughput, $/hour, total cost, $/1,000 images."""
     from accelbench.cost.compare import cost_comparison
     from accelbench.report.telemetry import cost_table
@@ -108,12 +122,12 @@ def _ref(db: Path, ref: str) -> tuple:
 
 
 @command()
-def telemetry(run_id: Optional[str] = RUN, db: Path = a.DB) -> None:
+def telemetry(run_id: Optional[str] = RUN, db: Path = DB) -> None:
     """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
     from accelbench.report.telemetry import telemetry_table
 
     store, run = a.run_ref(db, run_id)
-    records = store.cases(run["run_id"]).to_dict("records")
+    records = store.records(run["run_id"])
     env = run["env"]
     console.print(telemetry_table(records, title=f"Run {run['run_id']} telemetry on {env.get('device_name')}"))
     a.print_notes(records, env)

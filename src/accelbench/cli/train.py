@@ -10,6 +10,8 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, fail, styled
+from accelbench.cli.help import HOW, STORE, WHAT
+from accelbench.cli.options import Cost, How, Inputs, Launch, Output, What, config_option, int_list
 
 SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers", "repeats", "label_space", "labels",
               "mean", "std", "fused_optimizer")
@@ -26,59 +28,48 @@ def _check_flags(layers: list[dict], converge: bool) -> None:
                 fail(f"{key.replace('_', '-')} applies to {need}")
 
 
+OPTIMIZER, CONVERGE = "Optimizer", "Training to accuracy (--epochs)"
+
+
 @command()
 def train(
-    model: Optional[str] = a.MODEL, batch_sizes: Optional[str] = a.BATCH, precisions: Optional[str] = a.PREC,
-    modes: Optional[str] = a.MODES, channels_last: Optional[bool] = a.CL,
-    images: Optional[int] = typer.Option(None, "--images", "-n", help="Sweep: distinct images cycled. --epochs: training images used (default all)."),
-    data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
-    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="sgd (momentum, default) or adamw."),
-    lr: Optional[float] = typer.Option(None, "--lr", help="Sweep: the step's lr. --epochs: peak lr at --base-batch-size (scaled linearly)."),
-    momentum: Optional[float] = typer.Option(None, "--momentum", help="SGD momentum (default 0.9; AdamW ignores it)."),
-    fused_optimizer: Optional[bool] = typer.Option(None, "--fused-optimizer/--no-fused-optimizer", help="Sweep: fused optimizer kernels (default: fused on CUDA where torch has them, foreach on a CPU)."),
-    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Weight decay: L2 penalty with SGD, decoupled with AdamW (default 5e-4)."),
-    warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B, min_time_s: Optional[float] = a.MIN_T,
-    repeats: Optional[int] = a.REPEATS, loader_workers: Optional[int] = typer.Option(None, "--loader-workers", help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Train to accuracy for N epochs (convergence run)."),
-    eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Evaluation set (default cifar10-test: 10,000 images)."),
-    eval_images: Optional[int] = typer.Option(None, "--eval-images", help="Evaluate on a balanced subset of N images."),
-    target_top1: Optional[float] = typer.Option(None, "--target-top1", help="Target top-1 for time to accuracy: 0.8 or 80."),
-    base_batch_size: Optional[int] = typer.Option(None, "--base-batch-size", help="Batch size --lr refers to (default 128)."),
-    schedule: Optional[str] = typer.Option(None, "--schedule", help="cosine (warm-up + cosine, default) or step (/10 at 50% and 75%)."),
-    warmup_epochs: Optional[float] = typer.Option(None, "--warmup-epochs", help="Linear lr warm-up (default 2)."),
-    placement: Optional[str] = typer.Option(None, "--placement", help="loader (DataLoader decodes PNGs, default) or resident (data on the GPU)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for --placement loader (GPU default 8, CPU 0)."),
-    deterministic: Optional[bool] = typer.Option(None, "--deterministic/--no-deterministic", help="cuDNN deterministic algorithms (default off)."),
-    checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", help="Default: <db>-checkpoints next to --db."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="--epochs: write a PNG of top-1 vs epoch and vs time."),
-    telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
-    price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH,
-    label_space: Optional[str] = a.LABEL_SPACE, labels: Optional[str] = a.LABELS, mean: Optional[str] = a.MEAN,
-    std: Optional[str] = a.STD,
-    cudnn_benchmark: Optional[bool] = a.CUDNN, seed: Optional[int] = a.SEED, skip_bad_images: Optional[bool] = a.SKIP_BAD, wide: bool = a.WIDE, db: Path = a.DB,
-    json_path: Optional[Path] = a.JSON,
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML file (top level or a [train] table); flags override it."),
-    resume: bool = a.RESUME, gpus: Optional[int] = a.GPUS, nnodes: int = a.NNODES, node_rank: int = a.NODE_RANK,
-    rdzv_endpoint: Optional[str] = a.RDZV, global_batch: bool = a.GLOBAL, timeout_s: float = a.TIMEOUT,
+    what: What = What.take(images=typer.Option(None, "--images", "-n", rich_help_panel=WHAT, help="Sweep: distinct images cycled. --epochs: training images used (default all).")),
+    optimizer: Optional[str] = typer.Option(None, "--optimizer", rich_help_panel=OPTIMIZER, help="sgd (momentum, default) or adamw."),
+    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=OPTIMIZER, help="Sweep: the step's lr. --epochs: peak lr at --base-batch-size (scaled linearly)."),
+    momentum: Optional[float] = typer.Option(None, "--momentum", rich_help_panel=OPTIMIZER, help="SGD momentum (default 0.9; AdamW ignores it)."),
+    fused_optimizer: Optional[bool] = typer.Option(None, "--fused-optimizer/--no-fused-optimizer", rich_help_panel=OPTIMIZER, help="Sweep: fused optimizer kernels (default: fused on CUDA where torch has them, foreach on a CPU)."),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", rich_help_panel=OPTIMIZER, help="Weight decay: L2 penalty with SGD, decoupled with AdamW (default 5e-4)."),
+    how: How = How.take(),
+    loader_workers: Optional[int] = typer.Option(None, "--loader-workers", rich_help_panel=HOW, help="Sweep: also time a DataLoader with N workers and flag input-bound cases."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", rich_help_panel=CONVERGE, help="Train to accuracy for N epochs (convergence run)."),
+    eval_data: Optional[str] = typer.Option(None, "--eval-data", rich_help_panel=CONVERGE, help="Evaluation set (default cifar10-test: 10,000 images)."),
+    eval_images: Optional[int] = typer.Option(None, "--eval-images", rich_help_panel=CONVERGE, help="Evaluate on a balanced subset of N images."),
+    target_top1: Optional[float] = typer.Option(None, "--target-top1", rich_help_panel=CONVERGE, help="Target top-1 for time to accuracy: 0.8 or 80."),
+    base_batch_size: Optional[int] = typer.Option(None, "--base-batch-size", rich_help_panel=CONVERGE, help="Batch size --lr refers to (default 128)."),
+    schedule: Optional[str] = typer.Option(None, "--schedule", rich_help_panel=CONVERGE, help="cosine (warm-up + cosine, default) or step (/10 at 50% and 75%)."),
+    warmup_epochs: Optional[float] = typer.Option(None, "--warmup-epochs", rich_help_panel=CONVERGE, help="Linear lr warm-up (default 2)."),
+    placement: Optional[str] = typer.Option(None, "--placement", rich_help_panel=CONVERGE, help="loader (DataLoader decodes PNGs, default) or resident (data on the GPU)."),
+    workers: Optional[int] = typer.Option(None, "--workers", rich_help_panel=CONVERGE, help="DataLoader workers for --placement loader (GPU default 8, CPU 0)."),
+    deterministic: Optional[bool] = typer.Option(None, "--deterministic/--no-deterministic", rich_help_panel=CONVERGE, help="cuDNN deterministic algorithms (default off)."),
+    checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", rich_help_panel=CONVERGE, help="Default: <db>-checkpoints next to --db."),
+    plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="--epochs: write a PNG of top-1 vs epoch and vs time."),
+    inputs: Inputs = Inputs.take(omit=("resize", "crop_pct")), cost: Cost = Cost.take(),
+    config: Optional[Path] = config_option("train"), out: Output = Output.take(), launch: Launch = Launch.take(),
 ) -> None:
     """Training benchmarks: step throughput (model x batch size x precision x mode) or, with --epochs,
     training to accuracy (batch sizes compared, time to target top-1)."""
     from accelbench import api
 
-    flags = {**a.shared_flags(model, batch_sizes, precisions, modes, channels_last, images, data, image_size, device,
-                              warmup_batches, min_timed_batches, min_time_s, telemetry_period_ms, idle_s,
-                              price_per_hour, kwh_price, skip_bad_images, seed),
-             "cudnn_benchmark": cudnn_benchmark, "optimizer": optimizer, "fused_optimizer": fused_optimizer, "lr": lr, "momentum": momentum, "weight_decay": weight_decay,
-             "loader_workers": loader_workers, "repeats": repeats, "epochs": epochs, "eval_data": eval_data, "eval_images": eval_images,
-             "target_top1": target_top1, "base_batch_size": base_batch_size, "schedule": schedule,
-             "warmup_epochs": warmup_epochs, "placement": placement, "workers": workers,
-             "deterministic": deterministic, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None,
-             "label_space": label_space, "labels": labels, "mean": mean, "std": std}
+    flags = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields(),
+             "optimizer": optimizer, "fused_optimizer": fused_optimizer, "lr": lr, "momentum": momentum,
+             "weight_decay": weight_decay, "loader_workers": loader_workers, "epochs": epochs, "eval_data": eval_data,
+             "eval_images": eval_images, "target_top1": target_top1, "base_batch_size": base_batch_size,
+             "schedule": schedule, "warmup_epochs": warmup_epochs, "placement": placement, "workers": workers,
+             "deterministic": deterministic, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None}
     layers = a.layers(config, "train", flags)
     converge = any(layer.get("epochs") is not None for layer in layers)
     _check_flags(layers, converge)
-    opts = a.launch_options(gpus, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                            global_batch=global_batch, timeout_s=timeout_s, device=device)
+    opts = launch.options(what.device)
     if converge and opts is not None:
         fail("--gpus applies to the step-throughput sweep (no --epochs)")
     if not converge and plot:
@@ -86,20 +77,20 @@ def train(
     if opts is not None and any(layer.get("loader_workers") is not None for layer in layers):
         fail("--loader-workers does not apply with --gpus")
     spec = api.spec("converge" if converge else "train_step", *layers)
-    where, store = a.before_run(spec, opts, db, outputs=[json_path, plot])
+    where, store = a.before_run(spec, opts, out.db, outputs=[out.json_path, plot])
     if converge:
-        return _converge(spec, store, json_path, resume, plot, wide)
-    console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {where} ({spec.data}), db {db}")
-    out = a.run_with_progress(api.train, spec, store, opts=opts, resume=resume)
-    if out is None:
+        return _converge(spec, store, out.json_path, out.resume, plot, out.wide)
+    console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {where} ({spec.data}), db {out.db}")
+    result = a.run_with_progress(api.train, spec, store, opts=opts, resume=out.resume)
+    if result is None:
         raise typer.Exit(0)
-    for r in store.cases(out.run_id).to_dict("records"):
-        if r.get("input_bound") == 1:
+    for r in store.records(result.run_id):
+        if r.get("input_bound"):
             from accelbench.report.table import case_label
 
             console.print(styled("input-bound:", "yellow", f" {case_label(r)}: the loader delivers "
                                  f"{r['loader_samples_per_s']:,.0f} img/s, the step takes {r['throughput_samples_per_s']:,.0f} img/s"))
-    a.finish_outcome(out, store, json_path=json_path, wide=wide)
+    a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
 
 
 def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Optional[Path], wide: bool) -> None:
@@ -115,7 +106,7 @@ def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Option
                       f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" (input-bound)" if r["input_bound"] else ""))
 
     out = api.train(spec, store, resume=resume, on_row=on_row)
-    records = store.cases(out.run_id).to_dict("records")
+    records = store.records(out.run_id)
     for bs, e in out.resumed.items():
         console.print(f"bs={bs}: resumed after epoch {e} from its checkpoint")
     console.print(epoch_table(records, title=f"Run {out.run_id}: test top-1 per epoch ({s.eval_data})"))
@@ -142,9 +133,9 @@ def input_pipeline(
                               "default), drop-caches (root: drops the whole page cache, slowing every job on the host), "
                               "auto (deprecated: the same as fadvise)."),
     resident: bool = typer.Option(True, "--resident/--no-resident", help="Also time the device-resident path."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N."), telemetry_period_ms: Optional[float] = a.TELEMETRY,
-    idle_s: Optional[float] = a.IDLE, skip_bad_images: Optional[bool] = a.SKIP_BAD, db: Path = a.DB,
-    json_path: Optional[Path] = a.JSON,
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N."),
+    cost: Cost = Cost.take(only=("telemetry_period_ms", "idle_s")), inputs: Inputs = Inputs.take(only=("skip_bad_images",)),
+    out: Output = Output.take(only=("db", "json_path")),
 ) -> None:
     """Input pipeline alone: DataLoader images/s (decode + augment + collate) per worker count, the
     device-resident path, and storage read MB/s cold vs warm."""
@@ -153,22 +144,15 @@ def input_pipeline(
 
     flags = dict(data=data, images=images, workers=_worker_counts(workers), batch_size=batch_size, image_size=image_size,
                  pin_memory=pin_memory, augment=augment, min_batches=min_batches, storage=storage, evict=evict,
-                 resident=resident, device=device, telemetry_period_ms=telemetry_period_ms, idle_s=idle_s,
-                 skip_bad_images=skip_bad_images)
+                 resident=resident, device=device, **cost.fields(), skip_bad_images=inputs.skip_bad_images)
     spec = api.spec("input_pipeline", flags)
-    _, store = a.before_run(spec, None, db, outputs=[json_path])
+    _, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
     if evict in DEPRECATED_EVICT:
         err_console.print(styled("warning:", "yellow", f" --evict {evict} is deprecated: {DEPRECATED_EVICT[evict]}"))
-    out = a.run_with_progress(api.input_pipeline, spec, store)
-    a.finish_outcome(out, store, json_path=json_path, wide=True)
+    result = a.run_with_progress(api.input_pipeline, spec, store)
+    a.finish_outcome(result, store, json_path=out.json_path, wide=True)
 
 
 def _worker_counts(text: str) -> tuple:
     """``-w 0,2,4`` as a tuple of ints; a one-line error naming ``workers`` otherwise."""
-    from accelbench.core.config import parse_list
-    from accelbench.core.errors import ConfigError
-
-    try:
-        return parse_list("batch_sizes", text)  # the integer-list parser; its error would name batch sizes
-    except ConfigError:
-        raise ConfigError("workers", text, "a comma-separated list of integers >= 0, e.g. 0,2,4,8") from None
+    return int_list("workers", text, "a comma-separated list of integers >= 0, e.g. 0,2,4,8")

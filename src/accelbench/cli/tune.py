@@ -10,12 +10,13 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console
-from accelbench.cli.help import HOW, STORE, WHAT
+from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_precisions
+from accelbench.cli.options import Cost, How, Inputs, Output, What
 
 
 @command()
 def tune(
-    model: Optional[str] = a.MODEL,
+    what: What = What.take(only=("model", "channels_last", "images", "device")),
     workload: str = typer.Option("inference", "--workload", rich_help_panel=WHAT, help="inference (each trial a run case) or train (each trial accelbench train's training step: samples/s of the step; latency = step time p50)."),
     objective: str = typer.Option("throughput", "--objective", rich_help_panel=WHAT, help="throughput (samples/s), latency (p50 ms), cost (USD per 1,000 samples) or energy (J per sample)."),
     budget_s: float = typer.Option(600.0, "--budget-s", rich_help_panel=WHAT, help="Wall seconds the tune may take, kept to +10 % (compilation included; README: the budget)."),
@@ -23,23 +24,20 @@ def tune(
     max_memory_bytes: Optional[int] = typer.Option(None, "--max-memory-bytes", rich_help_panel=WHAT, help="Constraint: peak GPU memory (bytes; on a CPU the process RSS)."),
     min_top1_ratio: Optional[float] = typer.Option(None, "--min-top1-ratio", rich_help_panel=WHAT, help="Constraint: top-1 / fp32 top-1 (e.g. 0.99), when the model reports accuracy."),
     batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Batch sizes to try (default: bracketing and bisection; latency: 1)."),
-    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", rich_help_panel=WHAT, help="Default: CUDA amp-bf16,bf16,fp16,amp-fp16; CPU fp32,bf16."),
-    modes: Optional[str] = typer.Option(None, "--modes", rich_help_panel=WHAT, help="Backends (default: CUDA compile,compile-freeze,reduce-overhead-freeze; latency cudagraphs,...; CPU eager,compile)."),
+    precisions: Optional[str] = typer.Option(None, "--precisions", "-p", rich_help_panel=WHAT, autocompletion=complete_precisions, help="Precisions, comma-separated: {precisions}. Default: {tune_precisions}."),
+    modes: Optional[str] = typer.Option(None, "--modes", rich_help_panel=WHAT, autocompletion=complete_backends, help="Backends, comma-separated: {backends}. Default: {tune_modes}."),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", rich_help_panel=WHAT, help="Largest batch bracketing tries (CUDA 1024, CPU 256)."),
     optimizer: Optional[str] = typer.Option(None, "--optimizer", rich_help_panel=WHAT, help="--workload train: sgd (default) or adamw."),
     fused_optimizers: Optional[str] = typer.Option(None, "--fused-optimizers", rich_help_panel=WHAT, help="--workload train: optimizer kernels to search, on (fused), off (foreach) or default (default: CUDA on,off; CPU default)."),
     screen_time_s: float = typer.Option(0.3, "--screen-time-s", rich_help_panel=HOW, help="Shortest timed window (s); each halving rung doubles it."),
     final_rounds: int = typer.Option(2, "--final-rounds", rich_help_panel=HOW, help="Interleaved rounds of the final candidates."),
     final_repeats: int = typer.Option(3, "--final-repeats", rich_help_panel=HOW, help="Windows per final round (rounds x repeats windows per candidate)."),
-    channels_last: Optional[bool] = a.CL, cudnn_benchmark: Optional[bool] = a.CUDNN, images: Optional[int] = a.IMAGES,
-    data: Optional[str] = a.DATA, image_size: Optional[int] = a.SIZE, device: Optional[str] = a.DEVICE,
-    warmup_batches: Optional[int] = a.WARM, min_timed_batches: Optional[int] = a.MIN_B,
-    telemetry_period_ms: Optional[float] = a.TELEMETRY, idle_s: Optional[float] = a.IDLE,
-    price_per_hour: Optional[float] = a.PRICE, kwh_price: Optional[float] = a.KWH, seed: Optional[int] = a.SEED,
+    inputs: Inputs = Inputs.take(only=("data", "image_size")),
+    how: How = How.take(only=("warmup_batches", "min_timed_batches", "cudnn_benchmark", "seed")), cost: Cost = Cost.take(),
     out_toml: Optional[Path] = typer.Option(None, "--out-toml", rich_help_panel=STORE, help="Write the winner as a TOML file for accelbench run -c (train -c with --workload train)."),
     plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="Write the Pareto front (throughput vs p99) as a PNG."),
-    db: Path = a.DB, json_path: Optional[Path] = a.JSON, config: Optional[Path] = a.CONFIG, resume: bool = a.RESUME,
-    wide: bool = a.WIDE,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", rich_help_panel=WHAT, help="TOML file (top level, or a [sweep] table; [train] with --workload train); flags override it."),
+    out: Output = Output.take(),
 ) -> None:
     """Search precisions x backends x batch sizes for the best configuration within a time budget."""
     from accelbench import api
@@ -56,16 +54,14 @@ def tune(
                             screen_time_s=screen_time_s, final_rounds=final_rounds, final_repeats=final_repeats,
                             workload=workload, fused_optimizers=_kernels(fused_optimizers),
                             **{k: tuple(v) if v else None for k, v in lists.items()})
-    flags = {**a.shared_flags(model, None, None, None, channels_last, images, data, image_size, device,
-                              warmup_batches, min_timed_batches, None, telemetry_period_ms, idle_s,
-                              price_per_hour, kwh_price, None, seed), "cudnn_benchmark": cudnn_benchmark,
+    flags = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields(),
              **({"optimizer": optimizer} if train else {})}
     spec = api.spec("train_step" if train else "inference", *a.layers(config, "train" if train else "sweep", flags))
-    where, store = a.before_run(spec, None, db, outputs=[json_path, out_toml, plot])
+    where, store = a.before_run(spec, None, out.db, outputs=[out.json_path, out_toml, plot])
     console.print(f"accelbench tune: {', '.join(spec.models)} ({workload}) on {where}, objective {objective}, "
-                  f"budget {budget_s:g} s, db {db}")
-    out = api.tune(spec, store, settings, resume=resume, on_trial=_progress)
-    _report(out, spec, settings, store, wide=wide, out_toml=out_toml, plot=plot, json_path=json_path)
+                  f"budget {budget_s:g} s, db {out.db}")
+    result = api.tune(spec, store, settings, resume=out.resume, on_trial=_progress)
+    _report(result, store, wide=out.wide, out_toml=out_toml, plot=plot, json_path=out.json_path)
 
 
 def _kernels(text: Optional[str]):
@@ -92,11 +88,11 @@ def _progress(row: dict) -> None:
                   f"{row['status']} {figure}")
 
 
-def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path) -> None:
-    """Tables, summary, command, TOML, chart and JSON; then the exit code of the contract."""
-    from accelbench.core.errors import exit_code
+def _report(out, store, *, wide: bool, out_toml, plot, json_path) -> None:
+    """Print the result :func:`accelbench.api.tune` made (tables, summary, command), write the outputs asked for
+    (TOML, chart, JSON); then the exit code of the contract."""
+    from accelbench import api
     from accelbench.report import tune as rt
-    from accelbench.studies import tune_final
 
     if wide:
         a.print_table(rt.trials_table(out.trials), wide=True)
@@ -104,53 +100,23 @@ def _report(out, spec, settings, store, *, wide: bool, out_toml, plot, json_path
         a.print_table(rt.front_table(out.pareto, compact=not wide), wide=wide)
     if out.pruned:
         console.print("pruned (slower at every batch tried): " + ", ".join(out.pruned))
-    summary = rt.summary_lines(out, settings.objective)
-    for line in summary + out.notes:
+    for line in [*out.summary, *out.notes]:
         console.print(line)
-    from accelbench.studies.tune_search import explain, explain_axes
-
-    why = explain(out.trials, out.winner, settings.objective, explain_axes(settings.workload)) if out.winner else []
-    for line in why:
+    for line in out.explain:
         console.print("  what got it there: " + line)
-    cmd = tune_final.command(spec, out.winner) if out.winner else None
-    if cmd:
-        a.print_command("run it: ", cmd)
-    if out.winner and out.winner.get("case_id") is not None:  # the HTML report of the run shows the same lines
-        lines = [*summary, *out.notes,
-                 *("what got it there: " + w for w in why), f"run it: {cmd}"]
-        store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(lines)})
+    if out.command:
+        a.print_command("run it: ", out.command)
     if out_toml and out.winner:
-        comment = f"accelbench tune run {out.run_id} ({settings.objective}): " + "\n".join(summary)
-        out_toml.write_text(tune_final.toml_text(spec, out.winner, comment))
+        out_toml.write_text(out.toml_text())
         console.print(f"wrote {out_toml}")
     if plot and out.pareto:
         rt.front_chart(out.pareto, out.trials, plot)
         console.print(f"wrote {plot}")
     if json_path:
-        _write_json(out, store, json_path, cmd, settings, why)
+        a.write_output(json_path, lambda path: api.export_json(store, out.run_id, path, {"tune": out.json_section()}))
+        console.print(f"wrote {'the JSON to stdout' if a.is_stdout(json_path) else json_path}")
     console.print(f"tune run {out.run_id}: {len(out.trials)} trials ({out.skipped_done} read back), "
-                  f"{out.spent_s:.1f} s of the {settings.budget_s:g} s budget, stored in {store.path}")
+                  f"{out.spent_s:.1f} s of the {out.settings.budget_s:g} s budget, stored in {store.path}")
     if out.interrupted:
         err_console.print(f"interrupted: the trials so far are stored in run {out.run_id}; rerun with --resume")
-    raise typer.Exit(exit_code(out.statuses, out.interrupted))
-
-
-def _write_json(out, store, path: Path, cmd, settings, why: list[str]) -> None:
-    import dataclasses
-    import json
-
-    from accelbench import api
-
-    tune = {"settings": settings.to_dict(), "winner": out.winner, "runner_up": out.runner_up,
-            "baseline": out.baseline, "command": cmd, "spent_s": out.spent_s, "pruned": out.pruned,
-            "notes": out.notes, "pareto": out.pareto, "explain": why,
-            "verdict": dataclasses.asdict(out.verdict) if out.verdict else None,
-            "gain": dataclasses.asdict(out.gain) if out.gain else None}
-
-    def write(target: Path) -> None:
-        api.export_json(store, out.run_id, target)
-        doc = json.loads(target.read_text())
-        target.write_text(json.dumps({**doc, "tune": tune}, indent=1, default=str))
-
-    a.write_output(path, write)
-    console.print(f"wrote {'the JSON to stdout' if a.is_stdout(path) else path}")
+    raise typer.Exit(out.exit_code)

@@ -163,6 +163,18 @@ def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
     return raw[name]
 
 
+def put(table: dict, name: str, entry: Any, field: str):
+    """Add ``entry`` to the registry ``table`` under ``name``; returns ``entry``.
+
+    Raises:
+        ValueError: another entry has that name (a plugin never replaces one silently).
+    """
+    if table.get(name, entry) is not entry:
+        raise ValueError(f"{field} {name} is registered already")
+    table[name] = entry
+    return entry
+
+
 def pick(table: dict, name: Any, field: str):
     """``table[name]``, the entry of a registry (precisions, backends, scenarios).
 

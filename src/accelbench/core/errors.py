@@ -108,6 +108,11 @@ class SettingsNote(UserWarning):
     once); the CLI prints it as one ``note:`` line, a library caller sees a :class:`UserWarning`."""
 
 
+class PluginWarning(UserWarning):
+    """A plugin (an entry point, a file dropped into a registry's folder) that could not be loaded: the CLI prints it
+    as one ``warning:`` line naming the plugin and goes on (:mod:`accelbench.core.plugins`)."""
+
+
 class Unsupported(Exception):
     """A case that cannot run here, found once its model was built (a convolutional model in fp8, say): the loop
     stores an ``unsupported`` row with ``reason`` and ``columns`` (what was measured anyway: simulated accuracy)."""

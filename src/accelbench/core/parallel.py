@@ -1,4 +1,5 @@
-"""Pure maths of data-parallel results: aggregate rows, scaling efficiency, bus bandwidth, concurrency.
+"""Pure maths of data-parallel results: scaling efficiency, bus bandwidth, common windows, concurrency (the columns
+of an aggregate row combine by their declared rules: :func:`accelbench.core.columns.combine`).
 
 No torch import; every function is tested with exact numbers.
 
@@ -14,9 +15,8 @@ Definitions:
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -90,30 +90,6 @@ def comm_exposed_share(step_s: float, step_nosync_s: float) -> float:
     ``DistributedDataParallel.no_sync()`` (no all-reduce). Negative values (noise) are kept as measured.
     """
     return (step_s - step_nosync_s) / step_s
-
-
-_SUM_SUFFIXES = ("_j", "_w")  # energy and power of the job: the GPUs add up
-_MAX_SUFFIXES = ("_bytes",)  # memory: the worst rank
-
-
-def combine_telemetry(records: Iterable[dict], keys: Iterable[str]) -> dict[str, float]:
-    """Job-level telemetry from per-rank values: sum for ``*_j``/``*_w``, max for ``*_bytes``, else mean.
-
-    Ranks without a value for a key are ignored; a key no rank has is left out.
-    """
-    rows = list(records)
-    out: dict[str, float] = {}
-    for key in keys:
-        vals = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
-        if not vals:
-            continue
-        if key.endswith(_SUM_SUFFIXES):
-            out[key] = float(sum(vals))
-        elif key.endswith(_MAX_SUFFIXES):
-            out[key] = max(vals)
-        else:
-            out[key] = statistics.fmean(vals)
-    return out
 
 
 def overlap_fraction(intervals: Sequence[tuple[float, float]]) -> float:

@@ -13,7 +13,7 @@ import re
 import warnings
 from typing import Callable
 
-from accelbench.core.errors import SettingsNote
+from accelbench.core.errors import PluginWarning, SettingsNote
 
 # (logger, message pattern): records torch writes through ``logging`` that say nothing about the results
 NOISY_LOGS = (
@@ -41,9 +41,10 @@ class _Drop(logging.Filter):
         return not self.pattern.search(record.getMessage())
 
 
-def install(note: Callable[[str], None]) -> None:
+def install(note: Callable[[str], None], warn: Callable[[str], None] | None = None) -> None:
     """Filter :data:`NOISY_LOGS` and :data:`NOISY_WARNINGS`, and show every :class:`SettingsNote` through
-    ``note(text)`` (the CLI's one ``note:`` line) instead of Python's two-line warning format."""
+    ``note(text)`` (the CLI's one ``note:`` line) and every :class:`PluginWarning` through ``warn(text)`` (one
+    ``warning:`` line) instead of Python's two-line warning format."""
     for name, pattern in NOISY_LOGS:
         logging.getLogger(name).addFilter(_Drop(pattern))
     for message, module in NOISY_WARNINGS:
@@ -53,6 +54,8 @@ def install(note: Callable[[str], None]) -> None:
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, SettingsNote):
             note(str(message))
+        elif warn is not None and issubclass(category, PluginWarning):
+            warn(str(message))
         else:
             shown(message, category, filename, lineno, file, line)
 

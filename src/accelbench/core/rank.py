@@ -84,12 +84,9 @@ class Rank:
 
 
 def add_telemetry(rec: dict[str, Any], mon, device) -> None:
-    """Add the monitor's columns and the memory columns to a case record, and name them in
-    ``_telemetry_keys`` (how a torchrun launcher combines the ranks' telemetry: sums of energy and power,
-    the largest memory, means of the rest; the loop keeps ``_`` keys out of the store)."""
-    tel = {**mon.record(), **memory_fields(device)}
-    rec.update(tel)
-    rec["_telemetry_keys"] = sorted(tel)
+    """Add the monitor's columns and the memory columns to a case record (a torchrun launcher combines the
+    ranks' columns by their declared rules: :func:`accelbench.core.columns.combine`)."""
+    rec.update(mon.record(), **memory_fields(device))
 
 
 def memory_fields(device) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """A stored run as ``accelbench compare`` and ``accelbench report`` read it: its provenance and its measured
 cases, each with the timed windows it stored (:class:`accelbench.core.ci.Windows`).
 
-Only the store's public API is used (``run``, ``cases``, ``series``). A run measured with ``--repeats N``
+Only the store's public API is used (``run``, ``records``, ``series``). A run measured with ``--repeats N``
 (N >= 2) stored per-window series (``window_wall_s``, ``window_samples``) beside every batch latency; a run
 measured with one window (or before ``--repeats`` existed) is read as one window: its ``timed_wall_s``,
 ``samples_timed`` and batch latencies.
@@ -9,7 +9,6 @@ measured with one window (or before ``--repeats`` existed) is read as one window
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,7 @@ def is_detail(r: dict) -> bool:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Measured:
-    """One measured case: its row (NaN cells as None) and its windows (None: no per-batch series stored)."""
+    """One measured case: its typed row (missing values None) and its windows (None: no per-batch series stored)."""
 
     record: dict[str, Any]
     windows: Windows | None
@@ -43,19 +42,6 @@ class RunData:
     run: dict[str, Any]
     label: str
     cases: list[Measured] = field(default_factory=list)
-
-
-def clean(rec: dict[str, Any]) -> dict[str, Any]:
-    """A DataFrame row as plain values: NaN -> None, integral floats of integer columns -> int."""
-    out = {}
-    for k, v in rec.items():
-        if isinstance(v, float) and math.isnan(v):
-            v = None
-        elif isinstance(v, float) and v.is_integer() and k in ("batch_size", "image_size", "world_size", "windows",
-                                                                 "window_batches", "case_id", "run_id", "aggregate"):
-            v = int(v)
-        out[k] = v
-    return out
 
 
 def latency_prefix(rec: dict[str, Any]) -> str:
@@ -93,7 +79,7 @@ def load_run(store, run_id: int, label: str | None = None) -> RunData:
         KeyError: no such run.
     """
     run = store.run(run_id)
-    rows = [clean(r) for r in store.cases(run_id).to_dict("records")]
+    rows = store.records(run_id)
     cases = [Measured(record=r, windows=windows_of(store, r)) for r in rows if measured(r)]
     return RunData(run=run, label=label or f"run {run_id}", cases=cases)
 

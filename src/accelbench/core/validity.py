@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accelbench.core import columns
 from accelbench.core.stats import SPREAD_WARN
 
 VALID = "ok"  # the validity of a row no check flagged
@@ -49,16 +50,16 @@ _FINITE = (
 _THROTTLE_NAMES = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
-def _num(rec: dict, key: str) -> float | None:
-    v = rec.get(key)
-    return None if v is None or v != v else float(v)  # NaN (pandas' missing value) counts as absent
+def _value(rec: dict, key: str) -> Any:
+    """The row's value as its column declares it; a NaN or inf measurement counts as missing (the check skips)."""
+    return columns.typed(key, rec.get(key))
 
 
 def _throttle_frac(rec: dict) -> float | None:
-    window = _num(rec, "telemetry_window_s") or _num(rec, "energy_window_s")
-    fracs = [_num(rec, "throttle_sample_frac")]
+    window = _value(rec, "telemetry_window_s") or _value(rec, "energy_window_s")
+    fracs = [_value(rec, "throttle_sample_frac")]
     for kind in ("power", "thermal"):
-        t = _num(rec, f"throttle_{kind}_s")
+        t = _value(rec, f"throttle_{kind}_s")
         fracs.append(min(t / window, 1.0) if t is not None and window else None)
     fracs = [f for f in fracs if f is not None]
     return max(fracs) if fracs else None
@@ -77,7 +78,7 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
         ``validity_checks`` (the checks that could run, or "none").
     """
     flags, reasons, checks = [], [], []
-    spread = _num(rec, spread_key)
+    spread = _value(rec, spread_key)
     if spread is not None:
         checks.append("spread")
         if spread > SPREAD_WARN:
@@ -87,30 +88,30 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
     if frac is not None:
         checks.append("throttle")
         if frac > THROTTLE_FRAC_MAX:
-            seen = [n for n in str(rec.get("clocks_event_reasons") or "").split(",") if n in _THROTTLE_NAMES]
+            seen = [n for n in str(_value(rec, "clocks_event_reasons") or "").split(",") if n in _THROTTLE_NAMES]
             why = ", ".join(seen) or "power/thermal violation counters"
             flags.append("throttled")
             reasons.append(f"clocks limited ({why}) for {100 * frac:.1f}% of the window > {100 * THROTTLE_FRAC_MAX:.0f}%")
-    var = _num(rec, "sm_clock_variation")
+    var = _value(rec, "sm_clock_variation")
     if var is not None:
         checks.append("clocks")
         if var > CLOCK_VARIATION_MAX:
             flags.append("clock-variation")
             reasons.append(f"SM clock varied {100 * var:.1f}% (p95-p5)/median > {100 * CLOCK_VARIATION_MAX:.0f}%")
-    others = _num(rec, "other_gpu_processes")
+    others = _value(rec, "other_gpu_processes")
     if others is not None:
         checks.append("processes")
         if others > 0:
             flags.append("other-process")
             reasons.append(f"{int(others)} other compute process(es) on the GPU")
-    busy = _num(rec, "cpu_other_util_pct")
+    busy = _value(rec, "cpu_other_util_pct")
     if busy is not None:
         checks.append("cpu")
         if busy > CPU_OTHER_MAX_PCT:
             flags.append("cpu-contention")
             reasons.append(f"other processes used {busy:.0f}% of the host's CPU time > {CPU_OTHER_MAX_PCT:.0f}%")
     for key, check, flag, what in _FINITE:
-        v = _num(rec, key)
+        v = _value(rec, key)
         if v is not None:
             checks.append(check)
             if not v:

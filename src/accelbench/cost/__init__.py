@@ -47,16 +47,12 @@ def cost_columns(*, seconds: float | None, samples: int | None, usd_per_hour: fl
     }
 
 
-def _num(v) -> float | None:
-    return None if v is None or v != v else float(v)  # NaN (pandas' missing) -> None
-
-
 def best_rows(records: Iterable[dict], key=("device_name", "model", "precision", "mode")) -> list[dict]:
     """One row per ``key`` (device, model, precision, mode): the ``ok`` case with the highest throughput
     (ties: the lower cost per 1,000 samples, then the earlier case). Order: first appearance of each key."""
     best: dict[tuple, dict] = {}
     for r in records:
-        if r.get("status") != OK or _num(r.get("throughput_samples_per_s")) is None:
+        if r.get("status") != OK or r.get("throughput_samples_per_s") is None:
             continue
         k = tuple(r.get(f) for f in key)
         cur = best.get(k)
@@ -66,15 +62,15 @@ def best_rows(records: Iterable[dict], key=("device_name", "model", "precision",
 
 
 def _rank(r: dict) -> tuple:
-    c = _num(r.get("cost_per_1000_samples_usd"))
-    return (_num(r["throughput_samples_per_s"]), -c if c is not None else float("-inf"))
+    c = r.get("cost_per_1000_samples_usd")
+    return (r["throughput_samples_per_s"], -c if c is not None else float("-inf"))
 
 
 def recost(record: dict, *, usd_per_hour: float | None, price_source: str | None,
            usd_per_kwh: float | None = None) -> dict[str, Any]:
     """A copy of a stored inference case with its cost columns recomputed for another price."""
     out = dict(record)
-    out.update(cost_columns(seconds=_num(record.get("total_time_s")), samples=record.get("images"),
+    out.update(cost_columns(seconds=record.get("total_time_s"), samples=record.get("images"),
                             usd_per_hour=usd_per_hour, price_source=price_source,
-                            energy_per_sample_j=_num(record.get("energy_per_sample_j")), usd_per_kwh=usd_per_kwh))
+                            energy_per_sample_j=record.get("energy_per_sample_j"), usd_per_kwh=usd_per_kwh))
     return out

@@ -30,12 +30,10 @@ def cost_comparison(store, run_id: int | None = None, *, price_per_hour: float |
     rows: list[dict] = []
     for run in runs:
         env = run["env"]
-        for r in store.cases(run["run_id"], workload=workload).to_dict("records"):
-            r.setdefault("device_name", env.get("gpu_name") or env.get("device_name"))
-            if r.get("device_name") != r.get("device_name"):  # NaN: column exists, value missing
+        for r in store.records(run["run_id"], workload=workload):
+            if r.get("device_name") is None:
                 r["device_name"] = env.get("gpu_name") or env.get("device_name")
-            stored = r.get("price_per_hour_usd")
-            if price_per_hour is not None or kwh_price is not None or stored is None or stored != stored:
+            if price_per_hour is not None or kwh_price is not None or r.get("price_per_hour_usd") is None:
                 q = _price_for(r, env, price_per_hour)
                 r = recost(r, usd_per_hour=q.usd_per_hour if q else None, price_source=q.source if q else None,
                            usd_per_kwh=kwh_price if kwh_price is not None else r.get("kwh_price_usd"))

@@ -1,7 +1,9 @@
 """Model registry: ``create_model(name) -> LoadedModel``.
 
 Names resolve in this order:
-1. the registry ``MODELS`` (``cifar-resnet20``, ``cifar-resnet56``, filled by ``@register``);
+1. the registry ``MODELS`` (``cifar-resnet20``, ``cifar-resnet56``, filled by ``@register``, and the models of
+   installed distributions: entry point group ``accelbench.models``, a factory ``fn(pretrained) -> LoadedModel``
+   under the entry point's name, :mod:`accelbench.core.plugins`);
 2. ``timm:<name>``: a timm model (random weights: no hub access is assumed);
 3. ``package.module:factory``: a user callable returning an ``nn.Module``;
 4. a torchvision classification model name (``resnet50``, ``vit_b_16``, ...), with its ImageNet
@@ -26,6 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from accelbench.core.config import put
 from accelbench.core.errors import MissingDependencyError, UnknownModelError, did_you_mean
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -72,11 +75,14 @@ MODELS: dict[str, Callable[[bool], LoadedModel]] = {}
 
 
 def register(name: str) -> Callable:
-    """Decorator: add ``fn(pretrained: bool) -> LoadedModel`` to ``MODELS`` under ``name``."""
+    """Decorator: add ``fn(pretrained: bool) -> LoadedModel`` to ``MODELS`` under ``name``.
+
+    Raises:
+        ValueError: another model has that name.
+    """
 
     def deco(fn: Callable[[bool], LoadedModel]) -> Callable[[bool], LoadedModel]:
-        MODELS[name] = fn
-        return fn
+        return put(MODELS, name, fn, "model")
 
     return deco
 
@@ -98,6 +104,13 @@ def _cifar(depth: int) -> Callable[[bool], LoadedModel]:
 
 register("cifar-resnet20")(_cifar(20))
 register("cifar-resnet56")(_cifar(56))
+
+
+def _adopt(name: str, obj) -> None:
+    """An ``accelbench.models`` entry point's factory ``fn(pretrained) -> LoadedModel``, under the entry point's name."""
+    if not callable(obj):
+        raise TypeError(f"{obj!r} is not a model factory fn(pretrained) -> LoadedModel")
+    register(name)(obj)
 
 
 def list_models() -> list[str]:
@@ -290,3 +303,14 @@ def with_overrides(info: ModelInfo, label_space: str | None = None, mean=None, s
 
     changes = {k: v for k, v in (("label_space", label_space), ("mean", mean), ("std", std)) if v is not None}
     return dataclasses.replace(info, **changes) if changes else info
+
+
+def _load_plugins() -> None:
+    """Models of installed distributions (entry point group ``accelbench.models``), once: after the registry, so a
+    plugin module may import this one."""
+    from accelbench.core import plugins
+
+    plugins.load("accelbench.models", _adopt)
+
+
+_load_plugins()

@@ -18,26 +18,15 @@ def accuracy_columns(top1: float | None, top1_ref: float | None, ratio: float = 
             "accuracy_target_met": bool(top1 >= ratio * top1_ref)}
 
 
-def _num(v) -> float | None:
-    import math
-
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) else None
-
-
-def _true(v) -> bool:
-    """A stored flag: True/1 (a store read gives NaN for a column a row lacks, and NaN is truthy)."""
-    return _num(v) is not None and bool(v)
-
-
 def fp32_reference(rows: list[dict]) -> float | None:
     """A model's fp32 top-1 among its rows: an fp32 case's top-1 (the one measured on the most images), else the
     reference a quantized case computed (``top1_fp32_ref``)."""
     from accelbench import precisions
 
-    plain = [r for r in rows if _num(r.get("top1")) is not None and precisions.is_reference(str(r.get("precision")))]
+    plain = [r for r in rows if r.get("top1") is not None and precisions.is_reference(str(r.get("precision")))]
     if plain:
-        return _num(max(plain, key=lambda r: _num(r.get("accuracy_samples")) or 0)["top1"])
-    refs = [_num(r.get("top1_fp32_ref")) for r in rows if _num(r.get("top1_fp32_ref")) is not None]
+        return max(plain, key=lambda r: r.get("accuracy_samples") or 0)["top1"]
+    refs = [r["top1_fp32_ref"] for r in rows if r.get("top1_fp32_ref") is not None]
     return refs[0] if refs else None
 
 
@@ -59,7 +48,7 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
 
     by_model: dict[str, list[dict]] = {}
     for r in records:
-        if _num(r.get("top1")) is not None and not is_detail(r) and _num(r.get("outputs_finite")) != 0:
+        if r.get("top1") is not None and not is_detail(r) and r.get("outputs_finite") != 0:
             by_model.setdefault(str(r.get("model")), []).append(r)
     out = []
     for model, rows in by_model.items():
@@ -69,20 +58,19 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
 
         def met(r):
             own = r.get("accuracy_target_met")
-            return _true(own) if _num(own) is not None else _num(r["top1"]) >= ratio * ref
+            return bool(own) if own is not None else r["top1"] >= ratio * ref
 
-        timed = [r for r in rows if r.get("status") == OK and not _true(r.get("simulated"))
-                 and _num(r.get("throughput_samples_per_s")) is not None]
+        timed = [r for r in rows if r.get("status") == OK and not r.get("simulated")
+                 and r.get("throughput_samples_per_s") is not None]
         good = [r for r in timed if met(r)]
-        costed = [r for r in good if _num(r.get("cost_per_1000_samples_usd")) is not None]
+        costed = [r for r in good if r.get("cost_per_1000_samples_usd") is not None]
         key = "cost_per_1000_samples_usd" if costed else "throughput_samples_per_s"
-        best = (min(costed, key=lambda r: _num(r[key])) if costed
-                else max(good, key=lambda r: _num(r[key])) if good else None)
+        best = (min(costed, key=lambda r: r[key]) if costed else max(good, key=lambda r: r[key]) if good else None)
         missed = sorted({str(r.get("precision")) for r in rows if not met(r)})
         row = {"model": model, "precision": None, "mode": None, "batch_size": None, "by": key, "value": None,
                "top1": None, "top1_fp32_ref": ref, "top1_delta_pts": None, "missed": missed}
         if best is not None:
             row.update(precision=best.get("precision"), mode=best.get("mode"), batch_size=best.get("batch_size"),
-                       value=_num(best[key]), top1=_num(best["top1"]), top1_delta_pts=(_num(best["top1"]) - ref) * 100)
+                       value=best[key], top1=best["top1"], top1_delta_pts=(best["top1"] - ref) * 100)
         out.append(row)
     return out

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import re
-from typing import Any
 
 from accelbench.core.errors import OK
 from accelbench.report.plots import pyplot
@@ -34,16 +33,12 @@ def png_base64(fig, dpi: int = 110) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _num(v: Any) -> float | None:
-    return None if v is None or v != v else float(v)
-
-
 def series_by(records: list[dict], group: tuple[str, ...]) -> dict[str, list[dict]]:
     """``ok`` rows with a batch size, grouped by the ``group`` columns (label: their values joined), each
     group sorted by batch size."""
     out: dict[str, list[dict]] = {}
     for r in records:
-        if r.get("status") == OK and _num(r.get("batch_size")) is not None:
+        if r.get("status") == OK and r.get("batch_size") is not None:
             out.setdefault(" ".join(str(r.get(g)) for g in group if r.get(g) is not None), []).append(r)
     return {k: sorted(v, key=lambda r: r["batch_size"]) for k, v in out.items()}
 
@@ -52,18 +47,18 @@ def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, sc
                 ci: tuple[str, str] | None = None, group=("model", "precision", "mode"), logy: bool = False) -> str | None:
     """``column`` (times ``scale``) against batch size, one line per ``group``; the ``ci`` columns (low,
     high) as error bars where stored. Returns inline SVG, or None when no row has the column."""
-    groups = {k: [r for r in rs if _num(r.get(column)) is not None] for k, rs in series_by(records, group).items()}
+    groups = {k: [r for r in rs if r.get(column) is not None] for k, rs in series_by(records, group).items()}
     groups = {k: rs for k, rs in groups.items() if rs}
     if not groups:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for i, (label, rs) in enumerate(groups.items()):
-        xs, ys = [r["batch_size"] for r in rs], [_num(r[column]) * scale for r in rs]
+        xs, ys = [r["batch_size"] for r in rs], [r[column] * scale for r in rs]
         color = _COLORS[i % len(_COLORS)]
         ax.plot(xs, ys, "o-", ms=3.5, lw=1.3, color=color, label=label)
         if ci:
-            bars = [(x, y, _num(r.get(ci[0])), _num(r.get(ci[1]))) for x, y, r in zip(xs, ys, rs)]
+            bars = [(x, y, r.get(ci[0]), r.get(ci[1])) for x, y, r in zip(xs, ys, rs)]
             bars = [(x, y, lo * scale, hi * scale) for x, y, lo, hi in bars if lo is not None and hi is not None]
             if bars:
                 ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[max(b[1] - b[2], 0) for b in bars],
@@ -86,7 +81,7 @@ def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, sc
 
 def epoch_chart(records: list[dict]) -> str | None:
     """Test top-1 against epoch and against wall time, one line per batch size (a convergence run)."""
-    rows = [r for r in records if r.get("row_type") == "epoch" and _num(r.get("eval_top1")) is not None]
+    rows = [r for r in records if r.get("row_type") == "epoch" and r.get("eval_top1") is not None]
     if not rows:
         return None
     plt = pyplot()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from accelbench.report.table import _present, results_table
+from accelbench.report.table import results_table
 from accelbench.report.units import number, si
+from accelbench.report.views import view
 
 
 def rate(v: float, unit: str) -> str:
@@ -17,49 +18,9 @@ def _f(fmt: str):
     return lambda v: format(v, fmt)
 
 
-PROFILE_COLUMNS = [
-    ("Model", "model", str),
-    ("Step", "step", str),
-    ("BS", "batch_size", str),
-    ("Precision", "precision", str),
-    ("Mode", "mode", str),
-    ("Step (ms)", "step_time_s", lambda v: number(v * 1e3, 4)),
-    ("Analytic GFLOP", "analytic_flops", lambda v: f"{v / 1e9:,.2f}"),
-    ("Min MB", "analytic_min_bytes", lambda v: f"{v / 1e6:,.1f}"),
-    ("Theory (ms)", "theoretical_time_s", lambda v: number(v * 1e3, 4)),
-    ("Meas/Theory", "measured_vs_theoretical", lambda v: f"{v:.2f}x"),
-    ("Achieved TFLOP/s", "achieved_flops_per_s", lambda v: number(v / 1e12)),
-    ("ncu GFLOP", "ncu_flops", lambda v: f"{v / 1e9:,.2f}"),
-    ("ncu DRAM MB", "ncu_dram_bytes", lambda v: f"{v / 1e6:,.1f}"),
-    ("FLOP/B", "ncu_intensity_flop_per_byte", _f(".1f")),
-    ("ncu TFLOP/s", "ncu_achieved_flops_per_s", lambda v: number(v / 1e12)),
-    ("Bound", "ncu_bound", str),
-    ("% roof", "ncu_roof_fraction", lambda v: f"{100 * v:.0f}%"),
-    ("GEMM/conv vs analytic", "flops_agreement", lambda v: f"{100 * v:+.2f}%"),
-    ("ncu (s)", "ncu_wall_s", _f(".0f")),
-    ("Status", "status", str),
-]
-
-
-# What fits 80 columns: the case, measured and theoretical time, achieved rate, ncu's verdict.
-COMPACT_COLUMNS = [
-    ("Model", "model", str),
-    ("Step", "step", str),
-    ("BS", "batch_size", str),
-    ("Precision", "precision", str),
-    ("Mode", "mode", str),
-    ("ms", "step_time_s", lambda v: number(v * 1e3)),
-    ("Meas/Th", "measured_vs_theoretical", lambda v: f"{v:.2f}x"),
-    ("FLOP/s", "achieved_flops_per_s", lambda v: si(v)),
-    ("Bound", "ncu_bound", str),
-    ("% roof", "ncu_roof_fraction", lambda v: f"{100 * v:.0f}%"),
-    ("Status", "status", str),
-]
-
-
 def profile_table(records: list[dict], title: str = "Profile", compact: bool = False) -> Table:
     """One row per profiled case (columns without any value are left out); compact fits 80 columns."""
-    return results_table(records, title=title, columns=COMPACT_COLUMNS if compact else PROFILE_COLUMNS, compact=compact)
+    return results_table(records, title=title, columns=view("profile-compact" if compact else "profile"), compact=compact)
 
 
 def ceilings_table(c, cached: bool = False) -> Table:

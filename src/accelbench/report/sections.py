@@ -17,6 +17,7 @@ from accelbench.core.errors import OK
 from accelbench.report import charts
 from accelbench.report.blocks import charts_block, table_block
 from accelbench.report.table import case_notes, is_detail, oom_boundary
+from accelbench.report.views import view
 
 PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver_version"), ("CUDA", "cuda"),
               ("cuDNN", "cudnn"), ("torch", "torch"), ("torchvision", "torchvision"), ("Python", "python"),
@@ -54,17 +55,12 @@ def _flag_lines(records: list[dict]) -> list[str]:
 
 def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
     """Inference or training-step sweep: the wide table, charts against batch size, notes."""
-    from accelbench.report.table import INFERENCE_COLUMNS
-    from accelbench.report.telemetry import TELEMETRY_COLUMNS, _display
-    from accelbench.report.train import TRAIN_COLUMNS
-
     train = kind == kinds.TRAINING
     lat = "step_time" if train else "latency"
     rows = [r for r in records if r.get("aggregate") != 0]
-    blocks = [table_block(rows, TRAIN_COLUMNS if train else INFERENCE_COLUMNS, "Results",
-                          _ci_lines(kind, rows)),
-              table_block([_display(r) for r in rows if r.get("status") == OK],
-                          [c for c in TELEMETRY_COLUMNS if c[1] not in ("validity", "status")],
+    blocks = [table_block(rows, view("training" if train else "inference"), "Results", _ci_lines(kind, rows)),
+              table_block([r for r in rows if r.get("status") == OK],
+                          [c for c in view("telemetry") if c[1] not in ("validity", "status")],
                           "Utilisation, power, energy and cost")]
     specs = [("throughput_samples_per_s", "samples/s", "Throughput", 1.0,
               ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s")),
@@ -91,15 +87,10 @@ def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
 
 def convergence_blocks(records: list[dict]) -> list[dict]:
     """Convergence: the summary per batch size (time to accuracy), accuracy per epoch (table and chart)."""
-    from accelbench.report.train import SUMMARY_COLUMNS
-
     epochs = sorted((r for r in records if r.get("row_type") == "epoch"), key=lambda r: (r["batch_size"], r["epoch"]))
-    cols = [("Batch Size", "batch_size", lambda v: str(int(v))), ("Epoch", "epoch", lambda v: str(int(v))),
-            ("Test Top-1", "eval_top1", lambda v: f"{100 * v:.2f}%"), ("Train Loss", "train_loss", lambda v: f"{v:.3f}"),
-            ("Elapsed (s)", "elapsed_s", lambda v: f"{v:.1f}"), ("Train (img/s)", "samples_per_s", lambda v: f"{v:,.0f}")]
-    blocks = [table_block([r for r in records if r.get("row_type") == "summary"], SUMMARY_COLUMNS,
+    blocks = [table_block([r for r in records if r.get("row_type") == "summary"], view("summary"),
                           "Time to accuracy per batch size"),
-              table_block(epochs, cols, "Accuracy per epoch")]
+              table_block(epochs, view("epoch"), "Accuracy per epoch")]
     chart = charts.epoch_chart(records)
     return blocks + [charts_block([{"title": "Accuracy per epoch", "svg": chart}] if chart else [])]
 
@@ -107,10 +98,9 @@ def convergence_blocks(records: list[dict]) -> list[dict]:
 def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
     """Profile: the per-case table and the model roofline against the device's cached ceilings."""
     from accelbench.scenarios.profile import storage
-    from accelbench.report.profile_table import PROFILE_COLUMNS
     from accelbench.report.roofline import figure, summary_points
 
-    blocks = [table_block(records, PROFILE_COLUMNS, "Profiled steps")]
+    blocks = [table_block(records, view("profile"), "Profiled steps")]
     name = run["env"].get("device_name")
     ceilings = storage.cached_ceilings(store, name) if name else None
     points = summary_points(records)
@@ -124,38 +114,29 @@ def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
 
 def multi_blocks(kind: str, records: list[dict]) -> list[dict]:
     """Multi-GPU runs: scaling (aggregate rows), collectives and GPU pairs, concurrent jobs, input pipeline."""
-    from accelbench.report import scaling
-    from accelbench.report.train import PIPELINE_COLUMNS
-
     aggs = [r for r in records if r.get("aggregate") == 1]
     if kind == kinds.INTERCONNECT:
-        blocks = [table_block([r for r in records if r.get("workload") == kinds.COLLECTIVE], scaling.COLLECTIVE_COLUMNS,
+        blocks = [table_block([r for r in records if r.get("workload") == kinds.COLLECTIVE], view("collective"),
                               "Collectives"),
-                  table_block([r for r in records if r.get("workload") == kinds.P2P], _P2P_COLUMNS, "GPU pair copies")]
+                  table_block([r for r in records if r.get("workload") == kinds.P2P], view("p2p"), "GPU pair copies")]
     elif kind == kinds.CONCURRENT:
-        blocks = [table_block(aggs, scaling.CONCURRENT_COLUMNS, "Concurrent and sequential jobs")]
+        blocks = [table_block(aggs, view("concurrent"), "Concurrent and sequential jobs")]
     elif kind == kinds.INPUT_PIPELINE:
-        blocks = [table_block(records, PIPELINE_COLUMNS, "Input pipeline")]
+        blocks = [table_block(records, view("pipeline"), "Input pipeline")]
     else:
-        blocks = [table_block(aggs, scaling.SCALE_COLUMNS, "Scaling (aggregate rows)")]
+        blocks = [table_block(aggs, view("scale"), "Scaling (aggregate rows)")]
         chart = charts.batch_chart(aggs, "throughput_samples_per_s", "samples/s", "Throughput against batch size",
                                    group=("model", "precision", "mode", "world_size"))
         blocks.append(charts_block([{"title": "Throughput", "svg": chart}] if chart else []))
     return blocks
 
 
-_P2P_COLUMNS = [("Source GPU", "src_device", lambda v: str(int(v))), ("Destination GPU", "dst_device", lambda v: str(int(v))),
-                ("Link", "link", str), ("Bandwidth (GB/s)", "bandwidth_bytes_per_s", lambda v: f"{v / 1e9:,.1f}")]
-
-
 def loadgen_blocks(records: list[dict]) -> list[dict]:
     """MLPerf LoadGen scenarios: the results row per case, the Server search's probes, INVALID reasons."""
-    from accelbench.report.loadgen import COLUMNS, with_figure
-
-    rows = with_figure(r for r in records if not is_detail(r))
-    probes = with_figure(r for r in records if r.get("row_type") == "server-probe")
-    return [table_block(rows, COLUMNS, "MLPerf LoadGen scenarios"),
-            table_block(probes, COLUMNS, "Server search: every probe"),
+    rows = [r for r in records if not is_detail(r)]
+    probes = [r for r in records if r.get("row_type") == "server-probe"]
+    return [table_block(rows, view("loadgen"), "MLPerf LoadGen scenarios"),
+            table_block(probes, view("loadgen"), "Server search: every probe"),
             {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(records)}]
 
 
@@ -165,10 +146,8 @@ def run_section(store, run_id: int) -> dict[str, Any]:
     Raises:
         KeyError: no such run.
     """
-    from accelbench.core.rundata import clean
-
     run = store.run(run_id)
-    records = [clean(r) for r in store.cases(run_id).to_dict("records")]
+    records = store.records(run_id)
     kind = run["kind"]
     if kind in kinds.SWEEP_KINDS:
         blocks = sweep_blocks(kind, records)
@@ -178,6 +157,10 @@ def run_section(store, run_id: int) -> dict[str, Any]:
         blocks = profile_blocks(store, run, records)
     elif kind == kinds.LOADGEN:
         blocks = loadgen_blocks(records)
+    elif kind == kinds.GENERATE:
+        from accelbench.report.generate import generate_blocks
+
+        blocks = generate_blocks(store, run, records)
     elif kind == kinds.TUNE:
         from accelbench.report.tune import tune_blocks
 

@@ -21,68 +21,12 @@ from accelbench.core.rundata import DETAIL_ROW_TYPES, is_detail  # noqa: F401  (
 from accelbench.core.validity import VALID
 from accelbench.report.notes import case_label, case_notes  # noqa: F401  (re-exported for the reports)
 from accelbench.report.units import number, rate, usd  # noqa: F401  (rate re-exported for the reports)
+from accelbench.report.views import is_text, view, with_display
 
 
 def _int(v: Any) -> str:
-    return str(int(v))  # stored integers come back as floats from a DataFrame with empty cells
+    return str(int(v))
 
-
-def interval(lo: float, hi: float) -> str:
-    """A 95 % interval cell: ``low..high`` at the precision of the figure it brackets."""
-    return f"{lo:,.1f}..{hi:,.1f}" if lo >= 100 else f"{lo:.2f}..{hi:.2f}"
-
-
-def ci_columns(prefix: str, label: str) -> list[tuple[str, tuple[str, str], Any]]:
-    """The wide tables' interval columns (``--repeats`` >= 2): throughput and ``<prefix>`` p50 / p99."""
-    return [("Throughput 95% CI", ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"), interval),
-            (f"{label} p50 95% CI (ms)", (f"{prefix}_p50_ci95_low_ms", f"{prefix}_p50_ci95_high_ms"), interval),
-            (f"{label} p99 95% CI (ms)", (f"{prefix}_p99_ci95_low_ms", f"{prefix}_p99_ci95_high_ms"), interval)]
-
-
-# (header, record key, formatter); a key may be a tuple of keys (the formatter gets each value)
-INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
-    ("Model", "model", str),
-    ("Batch Size", "batch_size", _int),
-    ("Precision", "precision", str),
-    ("Mode", "mode", str),
-    ("NHWC", "channels_last", lambda v: "yes" if v else "no"),
-    ("Inference Time (s)", "total_time_s", lambda v: f"{v:.3f}"),
-    ("Throughput (img/s)", "throughput_samples_per_s", lambda v: f"{v:,.1f}"),
-    ("Latency p50 (ms)", "latency_p50_ms", number),
-    ("Latency p99 (ms)", "latency_p99_ms", number),
-    ("Spread", "latency_spread", lambda v: f"{100 * v:.1f}%"),
-    *ci_columns("latency", "Latency"),
-    ("GPU Util (%)", "gpu_util_mean_pct", lambda v: f"{v:.0f}"),
-    ("Memory Used (MB)", "device_mem_used_bytes", lambda v: f"{v / 1e6:,.0f}"),
-    ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),
-    ("Top-1", "top1", lambda v: f"{100 * v:.2f}%"),
-    ("Top-1 fp32", "top1_fp32_ref", lambda v: f"{100 * v:.2f}%"),
-    ("Top-1 Δ (pts)", "top1_delta_pts", lambda v: f"{v:+.2f}"),
-    ("Target Met", "accuracy_target_met", lambda v: "yes" if v else "no"),
-    ("Simulated", "simulated", lambda v: "yes" if v else "no"),
-    ("FP8 Linear", ("fp8_linear_layers", "fp8_linear_layers_skipped"), lambda a, b: f"{a:.0f} (+{b:.0f} bf16)"),
-    ("FP8 FLOPs", "fp8_flops_share", lambda v: f"{100 * v:.0f}%"),
-    ("Power avg (W)", "power_mean_w", lambda v: f"{v:.0f}"),
-    ("Energy/img (mJ)", "energy_per_sample_j", lambda v: number(1e3 * v)),
-    ("$/1k img", "cost_per_1000_samples_usd", usd),
-    ("Validity", "validity", str),
-    ("Status", "status", str),
-]
-
-# What fits 80 columns: the case, throughput, latency, accuracy, energy, status.
-COMPACT_INFERENCE_COLUMNS: list[tuple[str, str, Any]] = [
-    ("Model", "model", str),
-    ("Batch", "batch_size", _int),
-    ("Precision", "precision", str),
-    ("Mode", "mode", str),
-    ("img/s", "throughput_samples_per_s", rate),
-    ("p50 ms", "latency_p50_ms", number),
-    ("p99 ms", "latency_p99_ms", number),
-    ("Top-1", "top1", lambda v: f"{100 * v:.1f}%"),
-    ("Δ pts", "top1_delta_pts", lambda v: f"{v:+.2f}"),
-    ("mJ/img", "energy_per_sample_j", lambda v: number(1e3 * v)),
-    ("Status", "status", str),
-]
 
 _STATUS_STYLE = {OK: "green", OOM: "red", ERROR: "red", UNSUPPORTED: "yellow", SKIPPED: "dim"}
 _TEXT_KEYS = ("model", "precision", "mode", "status", "validity", "source", "step", "schedule", "op", "link",
@@ -93,21 +37,14 @@ def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-
-
-def cell_value(r: dict, key: str | tuple[str, ...]) -> Any:
-    """``r[key]``, or for a tuple of keys the tuple of values (None unless every one is present)."""
-    if isinstance(key, tuple):
-        vals = tuple(r.get(k) for k in key)
-        return vals if all(_present(v) for v in vals) else None
+def cell_value(r: dict, key: str) -> Any:
+    """The value of column ``key`` in row ``r`` (None when missing)."""
     return r.get(key)
 
 
 def format_cell(fmt, v: Any) -> str:
-    """A formatted cell, ``-`` for a missing value (a tuple value is spread over the formatter's arguments)."""
-    if not _present(v):
-        return "-"
-    return fmt(*v) if isinstance(v, tuple) else fmt(v)
+    """A formatted cell, ``-`` for a missing value."""
+    return fmt(v) if _present(v) else "-"
 
 
 def _status_cell(r: dict, compact: bool) -> Text:
@@ -115,7 +52,7 @@ def _status_cell(r: dict, compact: bool) -> Text:
     text = str(v)
     if v == OK and compact and isinstance(r.get("validity"), str) and r["validity"] != VALID:
         text = "ok, flagged"
-    elif v == UNSUPPORTED and compact and r.get("simulated") and r.get("simulated") == r.get("simulated"):
+    elif v == UNSUPPORTED and compact and r.get("simulated"):
         text = "simulated"  # unsupported for speed; its accuracy was measured in simulation (not NaN)
     elif v != OK and not compact and r.get("error"):
         text += f": {r['error']}"
@@ -127,14 +64,15 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
     """A rich Table of case records; columns with no value in any row are left out.
 
     Args:
-        columns: ``(header, key, formatter)`` triples (default: every inference column, or the compact set).
+        columns: ``(header, key, formatter)`` triples (default: the ``inference`` table of
+            :mod:`accelbench.report.views`, or ``inference-compact``).
         compact: failed rows show only their status (reasons go under the table, :func:`case_notes`), the
             table has no vertical rules, and several models get one table each under their name instead
             of a Model column: the compact column sets then fit 80 columns.
     Returns:
         A :class:`rich.table.Table`, or a :class:`rich.console.Group` of per-model tables (compact, several models).
     """
-    rows = list(records)
+    rows = with_display(records)
     models = list(dict.fromkeys(str(r.get("model")) for r in rows))
     if compact and len(models) > 1:
         from rich.console import Group
@@ -144,7 +82,7 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
             parts += [Text(m, style="bold"), results_table([r for r in rows if str(r.get("model")) == m],
                                                           columns=columns, compact=True)]
         return Group(*parts)
-    default = COMPACT_INFERENCE_COLUMNS if compact else INFERENCE_COLUMNS
+    default = view("inference-compact") if compact else view("inference")
     cols = [c for c in (columns or default) if c[1] == "status" or any(_present(cell_value(r, c[1])) for r in rows)]
     if len(models) <= 1:
         cols = [c for c in cols if c[1] != "model"]
@@ -152,7 +90,7 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
                   padding=(0, 0) if compact else (0, 1), show_edge=not compact)
     for header, key, _ in cols:
-        text = isinstance(key, str) and key in _TEXT_KEYS
+        text = is_text(key)
         # Wide tables never squeeze a column below its header; compact ones are sized to fit 80 columns.
         table.add_column(header, justify="left" if text else "right", no_wrap=not (text and key in ("model", "status")),
                          overflow="fold", min_width=None if compact else len(header))

@@ -3,100 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from rich.table import Table
 
-from accelbench.report.table import _present, ci_columns, rate, results_table
-from accelbench.report.units import number
+from accelbench.report.table import _present, results_table
+from accelbench.report.views import view
 
 
 def _pct(v: float) -> str:
     return f"{100 * v:.2f}%"
 
 
-def _int(v) -> str:
-    return str(int(v))  # stored integers come back as floats from a DataFrame with empty cells
-
-
-TRAIN_COLUMNS: list[tuple[str, str, Any]] = [
-    ("Model", "model", str),
-    ("Batch Size", "batch_size", str),
-    ("Precision", "precision", str),
-    ("Mode", "mode", str),
-    ("NHWC", "channels_last", lambda v: "yes" if v else "no"),
-    ("Throughput (img/s)", "throughput_samples_per_s", lambda v: f"{v:,.1f}"),
-    ("Step p50 (ms)", "step_time_p50_ms", lambda v: f"{v:.2f}"),
-    ("Step p99 (ms)", "step_time_p99_ms", lambda v: f"{v:.2f}"),
-    ("Spread", "step_time_spread", lambda v: f"{100 * v:.1f}%"),
-    *ci_columns("step_time", "Step"),
-    ("Compile (s)", "compile_s", lambda v: f"{v:.1f}"),
-    ("GPU Util (%)", "gpu_util_mean_pct", lambda v: f"{v:.0f}"),
-    ("Peak Alloc (MB)", "peak_mem_bytes", lambda v: f"{v / 1e6:,.0f}"),
-    ("Loader (img/s)", "loader_samples_per_s", lambda v: f"{v:,.0f}"),
-    ("Input-bound", "input_bound", lambda v: "YES" if v else "no"),
-    ("Status", "status", str),
-]
-
-# What fits 80 columns (``accelbench train`` without --wide).
-COMPACT_TRAIN_COLUMNS: list[tuple[str, str, Any]] = [
-    ("Model", "model", str),
-    ("Batch", "batch_size", _int),
-    ("Precision", "precision", str),
-    ("Mode", "mode", str),
-    ("img/s", "throughput_samples_per_s", rate),
-    ("p50 ms", "step_time_p50_ms", lambda v: f"{v:.2f}"),
-    ("Comp. s", "compile_s", lambda v: f"{v:.1f}"),
-    ("Loader/s", "loader_samples_per_s", rate),
-    ("mJ/img", "energy_per_sample_j", lambda v: f"{1e3 * v:.1f}"),
-    ("Status", "status", str),
-]
-
-SUMMARY_COLUMNS: list[tuple[str, str, Any]] = [
-    ("Batch Size", "batch_size", str),
-    ("Peak LR", "lr_peak", lambda v: number(v, 4)),
-    ("Epochs", "epochs_done", _int),
-    ("Final Top-1", "final_eval_top1", _pct),
-    ("Best Top-1", "best_eval_top1", _pct),
-    ("Best Epoch", "best_epoch", _int),
-    ("Epochs to Target", "epochs_to_target", _int),
-    ("Time to Target (s)", "time_to_target_s", lambda v: f"{v:.1f}"),
-    ("Train (img/s)", "samples_per_s_mean", lambda v: f"{v:,.0f}"),
-    ("Total Time (s)", "total_wall_s", lambda v: f"{v:.1f}"),
-    ("Input-bound Epochs", "input_bound_epochs", _int),
-    ("Status", "status", str),
-]
-
-PIPELINE_COLUMNS: list[tuple[str, str, Any]] = [
-    ("Source", "source", str),
-    ("Workers", "loader_workers", str),
-    ("Pinned", "loader_pin_memory", lambda v: "yes" if v else "no"),
-    ("Batch Size", "batch_size", str),
-    ("Image Size", "image_size", str),
-    ("Throughput (img/s)", "loader_samples_per_s", lambda v: f"{v:,.0f}"),
-    ("Start-up (s)", "loader_startup_s", lambda v: f"{v:.2f}"),
-    ("Cache", "cache_state", str),
-    ("Evicted by", "cold_method", str),
-    ("Read (MB)", "read_bytes", lambda v: f"{v / 1e6:,.1f}"),
-    ("Read (MB/s)", "read_mb_per_s", lambda v: f"{v:,.0f}"),
-    ("Cached Before", "page_cache_resident_fraction", lambda v: f"{100 * v:.0f}%"),
-    ("Status", "status", str),
-]
-
-
 def sweep_table(records: Iterable[dict], title: str | None = None, compact: bool = False) -> Table:
     """The step-throughput sweep, one row per case (``compact``: the columns that fit 80 columns)."""
-    return results_table(records, title=title, columns=COMPACT_TRAIN_COLUMNS if compact else TRAIN_COLUMNS,
+    return results_table(records, title=title, columns=view("training-compact" if compact else "training"),
                          compact=compact)
 
 
 def summary_table(records: Iterable[dict], title: str | None = None) -> Table:
     """One row per batch size of a convergence run."""
-    return results_table([r for r in records if r.get("row_type") == "summary"], title=title, columns=SUMMARY_COLUMNS)
+    return results_table([r for r in records if r.get("row_type") == "summary"], title=title, columns=view("summary"))
 
 
 def pipeline_table(records: Iterable[dict], title: str | None = None) -> Table:
-    return results_table(records, title=title, columns=PIPELINE_COLUMNS)
+    return results_table(records, title=title, columns=view("pipeline"))
 
 
 def epoch_table(records: Iterable[dict], title: str | None = None) -> Table:

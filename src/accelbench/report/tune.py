@@ -7,15 +7,12 @@ from typing import Any
 
 from accelbench.core.errors import OK
 from accelbench.report.table import rate, results_table
-from accelbench.report.units import ms, number
+from accelbench.report.units import ms
+from accelbench.report.views import view
 
 
 def interval(lo: float, hi: float) -> str:
     return f"{lo:.3f}..{hi:.3f}"
-
-
-def _cell(v: Any) -> str:
-    return "-" if v is None else number(v)
 
 
 def mode_label(r: dict[str, Any]) -> str:
@@ -23,7 +20,7 @@ def mode_label(r: dict[str, Any]) -> str:
     from accelbench.studies.tune_search import KERNEL_WORDS
 
     fused = r.get("fused_optimizer")
-    return str(r["mode"]) + ("" if fused is None or fused != fused else " " + KERNEL_WORDS[bool(fused)])
+    return str(r["mode"]) + ("" if fused is None else " " + KERNEL_WORDS[bool(fused)])
 
 
 def _p99(r: dict[str, Any]) -> float | None:
@@ -32,33 +29,21 @@ def _p99(r: dict[str, Any]) -> float | None:
 
 
 def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows as the tables show them: the mode with its optimizer kernels, the p99 of a training step, memory
-    (peak GPU memory, or the process RSS on a CPU)."""
-    return [{**r, "mode": mode_label(r), "latency_p99_ms": _p99(r),
-             "memory_bytes": r.get("peak_mem_bytes") or r.get("process_rss_bytes")} for r in rows]
-
-
-TRIAL_COLUMNS = [("Stage", "tune_stage", str), ("Precision", "precision", str), ("Mode", "mode", str),
-                 ("Batch", "batch_size", lambda v: str(int(v))), ("Status", "status", str),
-                 ("samples/s", "throughput_samples_per_s", rate), ("p50 ms", "latency_p50_ms", _cell),
-                 ("p99 ms", "latency_p99_ms", _cell), ("mJ/sample", "energy_per_sample_j", lambda v: number(1e3 * v)),
-                 ("Wall s", "case_wall_s", lambda v: f"{v:.1f}")]
-FRONT_COLUMNS = [c for c in TRIAL_COLUMNS if c[1] not in ("tune_stage", "status", "case_wall_s")] + [
-    ("MB", "memory_bytes", lambda v: number(v / 1e6)), ("Stage", "tune_stage", str)]
-COMPACT_TRIALS = ("tune_stage", "precision", "mode", "batch_size", "status", "throughput_samples_per_s",
-                  "latency_p99_ms", "case_wall_s")
+    """Rows as the tables show them: the mode with its optimizer kernels, the p99 of a training step (memory:
+    the ``memory_bytes`` display cell of :mod:`accelbench.report.views`)."""
+    return [{**r, "mode": mode_label(r), "latency_p99_ms": _p99(r)} for r in rows]
 
 
 def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99", compact: bool = True):
     """One line per Pareto-optimal trial: configuration, throughput, p50/p99 latency, energy per sample, memory;
     compact fits 80 columns."""
-    return results_table(_shown(rows), title=title, columns=FRONT_COLUMNS, compact=compact)
+    return results_table(_shown(rows), title=title, columns=view("tune-front", compact=True), compact=compact)
 
 
 def trials_table(rows: list[dict[str, Any]], compact: bool = False):
     """Every trial in the order it ran: stage, configuration, status, throughput, p99, wall seconds (``compact``:
     fits 80 columns; else also p50 and energy)."""
-    cols = [c for c in TRIAL_COLUMNS if not compact or c[1] in COMPACT_TRIALS]
+    cols = view("tune-compact" if compact else "tune", compact=True)
     return results_table(_shown(rows), title="Trials", columns=cols, compact=compact)
 
 
@@ -141,6 +126,6 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     # the winner, verdict, gain and command `accelbench tune` printed, stored on the winner's last final trial
     summary = next((str(r["tune_summary"]).split("\n") for r in reversed(records) if r.get("tune_summary")), [])
     return [{"type": "notes", "title": "Winner", "lines": summary} if summary else None,
-            table_block(shown(rows), TRIAL_COLUMNS, "Trials"),
-            table_block(shown(front), TRIAL_COLUMNS, "Pareto front: throughput vs latency p99"),
+            table_block(shown(rows), view("tune", compact=True), "Trials"),
+            table_block(shown(front), view("tune", compact=True), "Pareto front: throughput vs latency p99"),
             charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]

@@ -99,3 +99,54 @@ def quantity(v: float, unit: str, digits: int = 3) -> str:
 def ms(v_ms: float) -> str:
     """A duration stored in milliseconds (``latency_p99_ms``) as text: ``1070.4 -> "1.07 s"``, ``8.4 -> "8.4 ms"``."""
     return MISSING if missing(v_ms) else quantity(v_ms / 1e3, "s")
+
+
+def binary_bytes(n: float) -> str:
+    """``1024 -> "1 KiB"``, ``1073741824 -> "1 GiB"`` (binary prefixes, as message sizes are chosen)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if float(n).is_integer() else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _decimals(arg: str, default: int) -> int:
+    return int(arg) if arg else default
+
+
+# A column's display format (``Column.fmt`` of accelbench.core.columns): kind -> (value, argument) -> text.
+FORMATS = {
+    "text": lambda v, a: str(v),
+    "int": lambda v, a: str(int(v)),
+    "yesno": lambda v, a: "yes" if v else "no",
+    "YESno": lambda v, a: "YES" if v else "no",
+    "number": lambda v, a: number(v, _decimals(a, 3)),
+    "rate": lambda v, a: rate(v),
+    "usd": lambda v, a: usd(v),
+    "ms": lambda v, a: ms(v),
+    "si": lambda v, a: si(v, a),
+    "ibytes": lambda v, a: binary_bytes(v),
+    "fixed": lambda v, a: format(v, a),
+    "pct": lambda v, a: f"{100 * v:.{_decimals(a, 1)}f}%",
+    "spct": lambda v, a: f"{100 * v:+.{_decimals(a, 2)}f}%",
+    "signed": lambda v, a: f"{v:+.{_decimals(a, 2)}f}",
+    "times": lambda v, a: f"{v:.{_decimals(a, 2)}f}x",
+    "interval": lambda v, a: f"{v[0]:,.1f}..{v[1]:,.1f}" if v[0] >= 100 else f"{v[0]:.2f}..{v[1]:.2f}",
+}
+_TEXT_KINDS = ("text", "yesno", "YESno", "interval")
+
+
+def formatter(fmt: str, scale: float = 1.0):
+    """The function that turns a value into text for format ``fmt`` (``kind`` or ``kind:argument``, a
+    :data:`FORMATS` kind), the value multiplied by ``scale`` first (1e3: J shown as mJ).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    kind, _, arg = fmt.partition(":")
+    if kind not in FORMATS:
+        raise ValueError(f"unknown display format {fmt!r}: one of {', '.join(FORMATS)}")
+    fn = FORMATS[kind]
+    if kind in _TEXT_KINDS or scale == 1.0:
+        return lambda v: fn(v, arg)
+    return lambda v: fn(v * scale, arg)

@@ -15,12 +15,16 @@ plus one import line here (``docs/extending.md``).
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
 (one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the case runner
 (:func:`accelbench.launchers.case.run_case`) guards it and records the settings it ran under, and the loop
-(:mod:`accelbench.sweep.loop`) does the rest.
+(:mod:`accelbench.sweep.loop`) does the rest. A scenario of another distribution registers through the entry point
+group ``accelbench.scenarios`` (:mod:`accelbench.core.plugins`); ``api.run(api.spec(name, ...))`` runs it.
 """
 
-from accelbench.scenarios.base import SCENARIOS, Scenario, by_kind, get, register
-from accelbench.scenarios import (  # noqa: F401  (each registers its scenarios: one line per module)
+from accelbench.scenarios.base import SCENARIOS, Scenario, adopt, by_kind, get, register
+from accelbench.scenarios import (  # noqa: E402,F401  (each registers its scenarios: one line per module)
     generate, inference, interconnect, loadgen, profile, train,
 )
+from accelbench.core import plugins as _plugins  # noqa: E402
+
+_plugins.load("accelbench.scenarios", adopt)  # scenarios of installed distributions (accelbench.core.plugins)
 
 __all__ = ["SCENARIOS", "Scenario", "by_kind", "get", "register"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from accelbench.core.config import pick
+from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings, grid
 
@@ -23,6 +23,8 @@ class Scenario:
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
         derived_keys: keyword arguments of :func:`accelbench.sweep.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
+        backend_workload: the workload its cases ask of a backend (:attr:`accelbench.backends.Backend.workloads`):
+            ``train`` for a training scenario, else ``inference``; a later scenario names its own.
         quantizes: it quantizes the model for the int8/fp8 precisions (elsewhere they are ``unsupported``, never
             run silently in fp32).
         rank_rows: under torchrun, store a row per rank and an aggregate row (else rank 0's rows are the case's).
@@ -50,6 +52,10 @@ class Scenario:
     cudnn_benchmark_default: bool | None = None
     gpu_defaults: dict[str, Any] = {}
     cpu_defaults: dict[str, Any] = {}
+
+    @property
+    def backend_workload(self) -> str:
+        return "train" if self.training else "inference"
 
     # planning --------------------------------------------------------------------------------------
     def defaults(self, cuda: bool) -> dict[str, Any]:
@@ -105,7 +111,7 @@ class Scenario:
 
         return (quant_reason(self, case.precision, self.training)
                 or precisions.unsupported_reason(case.precision, device, self.training)
-                or backends.get(case.mode).unsupported_reason(device, self.training))
+                or backends.get(case.mode).unsupported_reason(device, self.backend_workload))
 
     # running ---------------------------------------------------------------------------------------
     def cudnn_benchmark(self, case, spec) -> bool | None:
@@ -164,9 +170,19 @@ SCENARIOS: dict[str, Scenario] = {}
 
 
 def register(scenario: Scenario) -> Scenario:
-    """Add ``scenario`` to :data:`SCENARIOS` under its name."""
-    SCENARIOS[scenario.name] = scenario
-    return scenario
+    """Add ``scenario`` to :data:`SCENARIOS` under its name.
+
+    Raises:
+        ValueError: another scenario has that name.
+    """
+    return put(SCENARIOS, scenario.name, scenario, "scenario")
+
+
+def adopt(name: str, obj) -> None:
+    """Register what an ``accelbench.scenarios`` entry point names: a :class:`Scenario` subclass or instance."""
+    from accelbench.core.plugins import instance
+
+    register(instance(obj, Scenario))
 
 
 def get(name: str) -> Scenario:

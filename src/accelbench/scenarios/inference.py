@@ -111,7 +111,7 @@ class Inference(Scenario):
         from accelbench import backends, precisions
 
         if precisions.quant_scheme(case.precision) and not self.training:
-            return backends.get(case.mode).unsupported_reason(device, self.training)
+            return backends.get(case.mode).unsupported_reason(device, self.backend_workload)
         return super().unsupported_reason(case, device)
 
     def export_extra(self, store, run_id: int, doc: dict) -> None:

@@ -274,18 +274,26 @@ class Store(Schema, Lease, Tables):
     def done_keys(self, run_id: int) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT case_key FROM cases WHERE run_id=?", (run_id,))}
 
+    def _select(self, run_id: int | None, workload: str | None) -> tuple[str, list]:
+        where = [(c, v) for c, v in (("run_id", run_id), ("workload", workload)) if v is not None]
+        cond = " WHERE " + " AND ".join(f"{c}=?" for c, _ in where) if where else ""
+        return f"SELECT * FROM cases{cond} ORDER BY case_id", [v for _, v in where]
+
+    def records(self, run_id: int | None = None, workload: str | None = None) -> list[dict[str, Any]]:
+        """Cases (all runs when ``run_id`` is None) as typed rows: each value as its column declares
+        (:func:`accelbench.core.columns.typed`: missing is None, never NaN; ints, 0/1 flags as bools, JSON decoded).
+        Columns no selected row has are left out."""
+        from accelbench.core.columns import typed_row
+
+        rows = [typed_row(dict(r)) for r in self.conn.execute(*self._select(run_id, workload))]
+        empty = {k for k in (rows[0] if rows else ()) if all(r[k] is None for r in rows)}
+        return [{k: v for k, v in r.items() if k not in empty} for r in rows]
+
     def cases(self, run_id: int | None = None, workload: str | None = None):
         """Cases as a pandas DataFrame (all runs when ``run_id`` is None), empty columns dropped."""
         import pandas as pd
 
-        where, args = [], []
-        if run_id is not None:
-            where.append("run_id=?")
-            args.append(run_id)
-        if workload is not None:
-            where.append("workload=?")
-            args.append(workload)
-        q = "SELECT * FROM cases" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY case_id"
+        q, args = self._select(run_id, workload)
         df = pd.read_sql_query(q, self.conn, params=args).dropna(axis=1, how="all")
         for col in df.columns[df.dtypes == object]:
             try:  # numbers kept as text by an older store

@@ -1,13 +1,26 @@
 """Exports of a stored run: JSON (spec, environment, results) and CSV (one row per case).
 
-Numbers keep 15 significant digits (base units, as stored); nothing is rounded here.
+Each row is the store's typed read as exports write it (:func:`accelbench.core.columns.exported`: booleans 0/1, JSON
+columns as text), described by the JSON Schema ``accelbench schema`` prints. Numbers are exact (base units, as
+stored: the shortest text that reads back as the same float); nothing is rounded here; missing is null (JSON) or an
+empty cell (CSV).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
+
+
+def results(store, run_id: int) -> list[dict[str, Any]]:
+    """The run's rows as the exports write them (columns no row has left out)."""
+    from accelbench.core.columns import exported
+
+    return [exported(r) for r in store.records(run_id)]
+
 
 def run_document(store, run_id: int, extra: Callable | None = None) -> dict:
     """The run as a JSON-ready dict: ``run_id``, ``kind``, ``status``, ``created_at``, ``spec``, ``env``,
@@ -18,10 +31,8 @@ def run_document(store, run_id: int, extra: Callable | None = None) -> dict:
             (a profile's ceilings and kernels: ``Scenario.export_extra``).
     """
     run = store.run(run_id)
-    df = store.cases(run_id)
     doc = {"run_id": run_id, "kind": run["kind"], "status": run["status"], "created_at": run["created_at"],
-           "spec": run["spec"], "env": run["env"],
-           "results": json.loads(df.to_json(orient="records", double_precision=15))}
+           "spec": run["spec"], "env": run["env"], "results": results(store, run_id)}
     if extra is not None:
         extra(store, run_id, doc)
     return doc
@@ -39,5 +50,12 @@ def write_json(path: str | Path, store, run_id: int, extra: Callable | None = No
 
 
 def csv_text(store, run_id: int) -> str:
-    """The run's cases as CSV, one row per case, every column."""
-    return store.cases(run_id).to_csv(index=False)
+    """The run's cases as CSV, one row per case, every column (an empty cell: missing)."""
+    rows = results(store, run_id)
+    if not rows:
+        return "\n"
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()

@@ -109,14 +109,14 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
     if len(summary) == 2 and "summary|comparison" not in store.done_keys(run_id):
         store.add_case(run_id, comparison_row(summary["concurrent"], summary["sequential"]))
     store.finish_run(run_id, INTERRUPTED if out.interrupted else COMPLETE)
-    out.rows = store.cases(run_id).to_dict("records")
+    out.rows = store.records(run_id)
     return out
 
 
 def _stored_summaries(store, run_id: int) -> dict[str, dict[str, Any]]:
     """The summary rows of the phases a resumed run finished, by schedule (empty values dropped)."""
-    rows = store.cases(run_id, workload=kinds.CONCURRENT_SUMMARY).to_dict("records")
-    return {r["schedule"]: {k: v for k, v in r.items() if v == v and v is not None}
+    rows = store.records(run_id, workload=kinds.CONCURRENT_SUMMARY)
+    return {r["schedule"]: {k: v for k, v in r.items() if v is not None}
             for r in rows if r.get("schedule") in SCHEDULES}
 
 
@@ -189,8 +189,8 @@ def merge(src_db: str, src_run: int, store, run_id: int, **extra) -> list[dict[s
 
     aggs = []
     with Store(src_db) as src:
-        for row in src.cases(src_run).to_dict("records"):
-            rec = {k: v for k, v in row.items() if k not in ("case_id", "run_id") and v is not None and v == v}
+        for row in src.records(src_run):
+            rec = {k: v for k, v in row.items() if k not in ("case_id", "run_id") and v is not None}
             rec.update(extra, case_key=f"job{extra.get('job')}|{extra.get('schedule')}|{rec['case_key']}")
             store.add_case(run_id, rec, src.all_series(row["case_id"]))
             if rec.get("aggregate") == 1:

@@ -80,5 +80,5 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
 
 def aggregate_rows(store, run_id: int) -> list[dict[str, Any]]:
     """The run's aggregate rows ordered by case, then process count."""
-    rows = [r for r in store.cases(run_id).to_dict("records") if r.get("aggregate") == 1]
+    rows = [r for r in store.records(run_id) if r.get("aggregate")]
     return sorted(rows, key=lambda r: (r["case_key"].rsplit("|gpus=", 1)[0], r.get("world_size") or 0))

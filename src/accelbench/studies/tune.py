@@ -91,10 +91,7 @@ class Tuner:
         return scenarios.get(scenario_name(self.settings.workload))
 
     def rows(self) -> dict[str, dict]:
-        from accelbench.core.rundata import clean
-
-        return {r["case_key"]: ts.as_trial(clean(r), self.settings.workload)
-                for r in self.store.cases(self.run_id).to_dict("records")}
+        return {r["case_key"]: ts.as_trial(r, self.settings.workload) for r in self.store.records(self.run_id)}
 
     def trial_spec(self, cfg: tuple, batch: int, stage: str, repeats: int = 1):
         """The spec of one trial and its stored key: ``(spec, key)``."""
@@ -236,7 +233,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     cuda, train = device.type == "cuda", settings.workload == "train"
     cfgs = configs(settings, cuda)
     check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
-    check_choices("mode", tuple(c[1] for c in cfgs), backends.names(trainable=train))
+    check_choices("mode", tuple(c[1] for c in cfgs), backends.names(settings.workload))
     scenarios.get(name).check(spec)
     t = Tuner(spec=spec, settings=settings, store=store, run_id=None, cuda=cuda, clock=clock, on_trial=on_trial,
               costs=tb.CostModel(warmup=spec.warmup_batches, min_steps=spec.min_timed_batches, images=spec.images,

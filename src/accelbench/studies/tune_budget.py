@@ -50,7 +50,6 @@ COMPILE_PRIOR_S = 30.0
 # A search trial stops early enough to leave the leader's final trial this much more than its prediction: a
 # trial stopped by its deadline still spends a cleanup and a stored row, and predictions err both ways.
 FINAL_MARGIN = 1.25
-UNCOMPILED_MODES = ("eager",)  # backends that build nothing: their first trial costs what eager costs
 # A training step's time over the forward the probe times: forward + backward (about twice the forward's FLOPs,
 # Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1) + the optimizer step.
 TRAIN_STEP_FACTOR = 3.0
@@ -199,8 +198,8 @@ class CostModel:
 
     def observe(self, cfg: tuple, batch: int, row: dict[str, Any], trial_s: float) -> None:
         """Learn from one finished trial of ``cfg`` at ``batch`` that took ``trial_s`` seconds in all."""
-        timed = _num(row.get("timed_wall_s"))
-        n = _num(row.get("batches_timed")) or _num(row.get("steps_timed"))
+        timed = row.get("timed_wall_s")
+        n = row.get("batches_timed") or row.get("steps_timed")
         step = timed / n if timed and n else None
         warm = self.warmup * step if step else 0.0
         self.fixed[cfg] = max(0.0, trial_s - (timed or 0.0) - warm)
@@ -225,7 +224,9 @@ class CostModel:
         if same_mode:
             return max(same_mode)
         base = max(self.fixed.values(), default=(self.probe.setup_s + LOOP_OVERHEAD_S) if self.probe else 0.0)
-        return base + (0.0 if cfg[1] in UNCOMPILED_MODES else COMPILE_PRIOR_S)
+        from accelbench import backends
+
+        return base + (COMPILE_PRIOR_S if backends.get(cfg[1]).compiles else 0.0)  # a backend that builds nothing: 0
 
     def predict(self, cfg: tuple, batch: int, window_s: float, repeats: int, labelled: bool = True) -> float:
         """Seconds a trial of ``cfg`` at ``batch`` with ``repeats`` windows of ``window_s`` will take.
@@ -252,10 +253,6 @@ def _scaled(known: dict[int, float], batch: int) -> float:
         b = max(below)
         return known[b] * batch / b
     return known[min(known)]
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
 def fit_final(cands: list, cost: Callable[[Any], float], left_s: float, rounds: int) -> tuple[list, int]:

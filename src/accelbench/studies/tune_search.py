@@ -132,7 +132,7 @@ def score(row: dict[str, Any], objective: str) -> float | None:
         return None
     column, higher = OBJECTIVES[objective]
     v = row.get(column)
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None:
         if objective in ("cost", "energy"):
             return float(row["throughput_samples_per_s"])
         return None
@@ -145,7 +145,7 @@ def violation(row: dict[str, Any], settings: TuneSettings, top1_ref: float | Non
         return f"{row.get('status')}: {row.get('error') or ''}".rstrip(": ")
     for col, what in (("outputs_finite", "outputs"), ("loss_finite", "loss")):
         v = row.get(col)
-        if v is not None and v == v and not v:  # NaN: a store read of a row without the column
+        if v is not None and not v:
             return f"{what} not finite (NaN or inf): broken numerics"
     p99, bound = row.get("latency_p99_ms"), settings.max_latency_p99_ms
     if bound is not None and p99 is not None and p99 > bound:

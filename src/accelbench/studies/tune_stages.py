@@ -28,11 +28,12 @@ def first_batch(s: ts.TuneSettings, cuda: bool) -> int:
 
 
 def reference_config(cfgs: list) -> tuple:
-    """The configuration of the fp32 top-1 reference: an fp32 configuration of the space, else fp32 eager."""
-    from accelbench import precisions
+    """The configuration of the fp32 top-1 reference: an fp32 configuration of the space, else fp32 through the
+    backend that compiles nothing (eager)."""
+    from accelbench import backends, precisions
 
     return next((c for c in cfgs if precisions.is_reference(c[0])),
-                (next(n for n in precisions.names() if precisions.is_reference(n)), "eager"))
+                (next(n for n in precisions.names() if precisions.is_reference(n)), backends.reference()))
 
 
 def reference_batch(s: ts.TuneSettings) -> int:

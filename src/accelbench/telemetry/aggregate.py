@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from accelbench.core import columns
 from accelbench.telemetry import energy as en
 from accelbench.telemetry.sources.gpm import GPM_METRICS
 
@@ -181,40 +182,16 @@ def gpu_record(samples: Sequence[dict], begin: dict, end: dict, info: dict,
     return rec
 
 
-_SUM_PREFIXES = ("power_", "pcie_", "energy_j", "energy_above_idle", "throttle_samples", "other_gpu_processes")
-_MAX_WORDS = ("_max_", "variation", "uncertainty", "_frac", "throttle_power_s", "throttle_thermal_s",
-              "energy_window_s", "device_mem_used", "gpu_processes")
-
-
-def _combine_one(key: str, vals: list) -> Any:
-    present = [v for v in vals if v is not None]
-    if not present:
-        return None
-    if any(isinstance(v, str) for v in present):
-        return ",".join(dict.fromkeys(str(v) for v in present))
-    if key.startswith(_SUM_PREFIXES):
-        # A sum over GPUs is only meaningful when every GPU gave the value.
-        return sum(present) if len(present) == len(vals) else None
-    if "_min_" in key:
-        return min(present)
-    if any(w in key for w in _MAX_WORDS):
-        return max(present)
-    return sum(present) / len(present)
-
-
 def combine(records: Sequence[dict]) -> dict[str, Any]:
-    """Columns for several GPUs of one case from their per-GPU columns.
+    """Columns for several GPUs of one case from their per-GPU columns, each by the rule its declaration gives
+    (:func:`accelbench.core.columns.combine`, the same rules that combine the ranks of a ``--gpus`` case).
 
     Power, energy and PCIe traffic are summed (the whole job's draw; ``power_min_w``/``power_max_w``
-    become the sum of per-GPU extremes, a bound); utilisation, temperature and clock means are
-    averaged; minima take the min and maxima, variations, throttle times and memory used the max;
-    text columns join their distinct values. Adds ``gpus_monitored``.
+    become the sum of per-GPU extremes, a bound; None unless every GPU gave the value); utilisation,
+    temperature and clock means are averaged; minima take the min and maxima, variations, the throttled share,
+    throttle times and memory used the max (one throttled GPU makes the case throttled); text columns join
+    their distinct values; the energy confidence is the lowest. Adds ``gpus_monitored``.
     """
     if not records:
         return {}
-    keys = list(dict.fromkeys(k for r in records for k in r))
-    out = {k: _combine_one(k, [r.get(k) for r in records]) for k in keys}
-    if "energy_confidence" in out and any(r.get("energy_confidence") == "low" for r in records):
-        out["energy_confidence"] = "low"
-    out["gpus_monitored"] = len(records)
-    return out
+    return {**columns.combine(records), "gpus_monitored": len(records)}

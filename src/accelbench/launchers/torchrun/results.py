@@ -3,7 +3,10 @@
 Pure code (but :func:`find_baseline`, which reads the store). A case on ``n`` processes stores ``n`` rank rows (``rank`` = 0..n-1, ``aggregate`` False) and
 one aggregate row (``rank`` None, ``aggregate`` True) whose throughput is measured over the common wall
 window of all ranks (earliest start to latest end), not summed from per-rank rates taken at
-different times.
+different times. Every other column of the rank rows reaches the aggregate row by the rule its declaration gives
+(:func:`accelbench.core.columns.combine`): a setting of the case (the model, a backend's compile mode) as it is,
+energy and power summed, memory and a throttled share the worst rank's; per-rank columns (a rank's own window,
+its latency percentiles) stay on the rank rows.
 """
 
 from __future__ import annotations
@@ -11,18 +14,9 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
+from accelbench.core import columns
 from accelbench.core.errors import OK
-from accelbench.core.parallel import combine_telemetry, comm_exposed_share, common_window, scaling, straggler
-
-# Case-level fields copied from rank 0's row into the aggregate row.
-SHARED_FIELDS = (
-    "workload", "model", "batch_size", "rank_batch_size", "scaling_mode", "precision", "mode",
-    "channels_last_setting", "channels_last", "data", "data_description", "images", "image_size", "weights",
-    "pretrained", "world_size", "nnodes", "backend", "device_type", "device_name", "passes", "pass_batches",
-    "optimizer", "lr",
-    "momentum", "weight_decay",
-    "cudnn_benchmark", "started_at", "include_transfer",
-)
+from accelbench.core.parallel import comm_exposed_share, common_window, scaling, straggler
 
 
 def rank_key(case_key: str, world_size: int, rank: int) -> str:
@@ -39,23 +33,20 @@ def _same_host(records: Sequence[dict]) -> bool:
     return len({r.get("host") for r in records}) == 1
 
 
-def aggregate(records: Sequence[dict], telemetry_keys: Sequence[str] = (),
-              barrier_window_s: float | None = None) -> dict[str, Any]:
+def aggregate(records: Sequence[dict], barrier_window_s: float | None = None) -> dict[str, Any]:
     """The aggregate row of one case from its rank rows (any order).
 
     Args:
         records: one dict per rank with ``rank``, ``host``, ``samples_timed``, ``window_start_epoch_s``,
             ``window_end_epoch_s``; optional ``top1_correct``/``top5_correct``/``accuracy_samples``,
-            ``step_time_mean_ms``/``step_time_nosync_mean_ms``, ``compile_s`` and telemetry keys.
-        telemetry_keys: keys to combine with :func:`combine_telemetry`.
+            ``step_time_mean_ms``/``step_time_nosync_mean_ms`` and any other column (combined by its rule).
         barrier_window_s: rank 0's time from leaving the start barrier to leaving the end barrier; used
             instead of epoch clocks when the ranks are on different hosts (their clocks may disagree).
     Returns:
-        The aggregate record (status ``ok``): ``throughput_samples_per_s`` = all samples / common window,
-        ``throughput_per_gpu_samples_per_s``, ``straggler_rank``, ``straggler_gap_share``, accuracy,
-        ``comm_exposed_share`` when measured, combined telemetry, and what the derived columns read:
-        ``timed_wall_s`` (the window), ``total_time_s`` (``images`` at the total rate), the largest
-        ``latency_spread`` / ``step_time_spread`` of the ranks.
+        The aggregate record (status ``ok``): every column of the rank rows by its declared rule, and
+        ``throughput_samples_per_s`` = all samples / common window, ``throughput_per_gpu_samples_per_s``,
+        ``straggler_rank``, ``straggler_gap_share``, accuracy, ``comm_exposed_share`` when measured, and what
+        the derived columns read: ``timed_wall_s`` (the window), ``total_time_s`` (``images`` at the total rate).
     """
     recs = sorted(records, key=lambda r: r["rank"])
     r0 = recs[0]
@@ -67,7 +58,7 @@ def aggregate(records: Sequence[dict], telemetry_keys: Sequence[str] = (),
     total = samples / window
     windows = [r["window_end_epoch_s"] - r["window_start_epoch_s"] for r in recs]
     slow, gap = straggler(windows)
-    out: dict[str, Any] = {k: r0[k] for k in SHARED_FIELDS if k in r0}
+    out: dict[str, Any] = columns.combine(recs)
     if r0.get("rank_batch_size") is not None:
         out["global_batch_size"] = r0["rank_batch_size"] * len(recs)
     out.update(
@@ -78,18 +69,12 @@ def aggregate(records: Sequence[dict], telemetry_keys: Sequence[str] = (),
         straggler_gap_share=gap, rank_window_max_s=max(windows), rank_window_min_s=min(windows),
         status=OK, error=None,
     )
-    if any(r.get("compile_s") is not None for r in recs):
-        out["compile_s"] = max(r["compile_s"] or 0.0 for r in recs)
-    # what the derived columns read: the work cost is quoted for, and the worst rank's spread for validity
+    # what the derived columns read: the work cost is quoted for
     out["timed_wall_s"] = window
     if r0.get("images"):
         out["total_time_s"] = r0["images"] / total
-    for key in ("latency_spread", "step_time_spread"):
-        if all(r.get(key) is not None for r in recs):
-            out[key] = max(r[key] for r in recs)
     out.update(_accuracy(recs))
     out.update(_comm(recs))
-    out.update(combine_telemetry(recs, telemetry_keys))
     return out
 
 
@@ -130,11 +115,10 @@ def rows_of(gathered: list[dict], key: str) -> tuple[list[tuple[dict, dict]], di
     """The rank rows ``(record, series)`` (keys made unique per rank) and the aggregate row of one case, from
     every rank's ``{"record", "series"}`` (:func:`accelbench.launchers.torchrun.worker.measure_case`)."""
     recs = [g["record"] for g in gathered]
-    tel = sorted({k for r in recs for k in r.get("_telemetry_keys") or ()})
     world = len(recs)
     ranks = [({**{k: v for k, v in g["record"].items() if not k.startswith("_")},
                "case_key": rank_key(key, world, g["record"]["rank"])}, g["series"]) for g in gathered]
-    agg = aggregate(recs, tel, barrier_window_s=recs[0].get("barrier_window_s"))
+    agg = aggregate(recs, barrier_window_s=recs[0].get("barrier_window_s"))
     agg["case_key"] = aggregate_key(key, world)
     return ranks, agg
 

@@ -30,7 +30,7 @@ GPU_DEFAULTS: dict[str, Any] = {
 CPU_DEFAULTS: dict[str, Any] = {
     # About a minute on 2 cores: the bundled tiny model, what users get and the static-cache loop.
     "models": ("hf:tiny-shakespeare",), "batch_sizes": (1, 8), "prompt_lens": (64,), "new_tokens": (32,),
-    "precisions": ("fp32",), "modes": ("hf-generate", "static"), "repeats": 3, "idle_s": 0.0,
+    "precisions": ("fp32",), "modes": ("hf-generate", "static-cache"), "repeats": 3, "idle_s": 0.0,
 }
 
 
@@ -81,7 +81,7 @@ class GenerateExtras(Extras):
 
 
 class Generate(Scenario):
-    name = kind = workload = kinds.GENERATE
+    name = kind = workload = backend_workload = kinds.GENERATE
     settings_type, extras_type = GenerateSettings, GenerateExtras
     rejects = ("channels_last", "images", "data", "image_size", "skip_bad_images", "warmup_batches",
                "min_timed_batches", "min_time_s", "cudnn_benchmark")
@@ -135,11 +135,11 @@ class Generate(Scenario):
         from accelbench import backends, precisions
 
         return (precisions.unsupported_reason(case.precision, device)
-                or backends.get(case.mode).unsupported_reason(device))
+                or backends.get(case.mode).unsupported_reason(device, self.backend_workload))
 
     def prepare(self, spec, device, store):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:
-        :mod:`accelbench.profile.ceilings`) and the perplexities measured so far."""
+        :mod:`accelbench.scenarios.profile.ceilings`) and the perplexities measured so far."""
         from accelbench.scenarios.generate.model import SweepState
         from accelbench.scenarios.profile.scenario import get_ceilings
 

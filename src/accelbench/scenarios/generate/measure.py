@@ -80,6 +80,7 @@ def generation_columns(gens: list, shape: metrics.Shape, *, batch_size: int, pro
         "kv_cache_bytes": metrics.kv_cache_bytes(shape, batch_size, prompt_len + new_tokens),
         "kv_bytes_per_token": shape.kv_bytes_per_token, "weight_bytes": shape.weight_bytes,
         "decode_step_bytes": step_bytes, "prefill_flops": prefill,
+        "prefill_min_bytes": shape.weight_bytes + metrics.kv_cache_bytes(shape, batch_size, prompt_len),
         "decode_step_flops": metrics.mean_decode_flops(shape, batch_size, prompt_len, new_tokens),
         "decode_bytes_per_s": step_bytes / tpot_s, "prefill_flops_per_s": prefill / ttft_s,
         "mbu": metrics.utilisation(step_bytes, tpot_s, ceilings.dram_bytes_per_s),
@@ -94,7 +95,6 @@ def tokens_agree(a, b) -> float:
     """Share of equal token ids of two ``(batch, new_tokens)`` generations up to the first position where any row
     differs, over the whole length (1.0: identical greedy outputs). Greedy decoding diverges for good after the
     first different token, so agreement is measured as the shared prefix."""
-    import torch
 
     if a.shape != b.shape:
         return 0.0

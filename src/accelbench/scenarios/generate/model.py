@@ -162,8 +162,9 @@ def built_for(case, spec, device, state: SweepState) -> Built:
     state.release()
     loaded, cols = build(case, spec, device)
     compiles = backends.get(case.mode).compiles
-    mode = ("reduce-overhead" if device.type == "cuda" else "default") if compiles else None
-    state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode), graphs=mode == "reduce-overhead")
+    graphs = compiles and device.type == "cuda"  # one CUDA graph a decode step: torch.compile's reduce-overhead
+    mode = ("reduce-overhead" if graphs else "default") if compiles else None
+    state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode), graphs=graphs)
     return state.built
 
 
@@ -211,7 +212,7 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
 
     from accelbench import backends
     from accelbench.core.rank import add_telemetry
-    from accelbench.scenarios.generate.measure import Ceilings, generation_columns, timed_generations
+    from accelbench.scenarios.generate.measure import generation_columns, timed_generations
     from accelbench.scenarios.generate.shape import shape_of
     from accelbench.telemetry import monitor
 

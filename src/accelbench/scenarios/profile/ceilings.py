@@ -23,10 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-MATMUL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-# The ceiling that bounds a profiled precision (tensor-core path for the reduced precisions).
-PRECISION_CEILING = {"fp32": "fp32", "tf32": "tf32", "amp-fp16": "fp16", "fp16": "fp16",
-                     "amp-bf16": "bf16", "bf16": "bf16"}
+from accelbench.precisions import ROOFS as MATMUL_PRECISIONS  # which roof bounds a precision: its ``ceiling``
+
 DATASHEETS = Path(__file__).with_name("datasheets.json")
 
 
@@ -53,10 +51,6 @@ class Ceilings:
     matmul_n: int = 0
     copy_bytes: int = 0
     measured_at: float = 0.0
-
-    def compute(self, name: str) -> float | None:
-        """Measured ceiling for a ceiling name (``bf16``) or a profiled precision (``amp-bf16``)."""
-        return self.matmul_flops_per_s.get(PRECISION_CEILING.get(name, name))
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -2,8 +2,9 @@
 ceilings and Nsight Compute kernels. Pure code, no torch.
 
 Which ceiling bounds what:
-    the step (analytic and measured): the matmul ceiling of the case's precision (``amp-bf16`` -> bf16,
-        ``fp32`` -> fp32, ...), falling back to fp32 where that one was not measured;
+    the step (analytic and measured): the roof its precision names (:attr:`accelbench.precisions.Precision.ceiling`:
+        ``amp-bf16`` -> bf16, ``fp8-tensor`` -> fp8, ``int8-dynamic`` -> int8, ...), falling back to fp32 only where
+        the device has no measurement of that roof (a CPU measures fp32 alone); the row's ``ceiling_name`` says which;
     a kernel or kernel family: the tensor-core ceiling of its main tensor source type when tensor
         operations are most of its FLOPs, else the fp32 ceiling (CUDA-core SASS arithmetic).
 """
@@ -18,27 +19,35 @@ TENSOR_CEILING = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp8": "fp8", 
 
 
 def step_ceiling(ceilings: Ceilings, precision: str) -> tuple[str, float]:
-    """``(name, FLOP/s)`` of the ceiling that bounds a step in ``precision``.
+    """``(name, FLOP/s)`` of the ceiling that bounds a step in ``precision``: the roof the precision table names.
 
     Raises:
-        ValueError: neither that ceiling nor fp32 was measured.
+        ConfigError: no such precision.
+        ValueError: neither that roof nor fp32 was measured.
     """
-    from accelbench.scenarios.profile.ceilings import PRECISION_CEILING
+    from accelbench import precisions
 
-    name = PRECISION_CEILING.get(precision, precision)
+    return roof(ceilings, precisions.get(precision).ceiling)
+
+
+def roof(ceilings: Ceilings, name: str) -> tuple[str, float]:
+    """``(name, FLOP/s)`` of the measured roof ``name`` (one of :data:`accelbench.precisions.ROOFS`), else fp32's
+    (the device measured no such roof).
+
+    Raises:
+        ValueError: neither was measured.
+    """
     for cand in (name, "fp32"):
         if ceilings.matmul_flops_per_s.get(cand):
             return cand, ceilings.matmul_flops_per_s[cand]
-    raise ValueError(f"no measured compute ceiling for {precision} on {ceilings.device_name}")
+    raise ValueError(f"no measured compute ceiling {name} (nor fp32) on {ceilings.device_name}")
 
 
 def work_ceiling(ceilings: Ceilings, w: KernelMetrics | Totals) -> tuple[str, float]:
     """``(name, FLOP/s)`` bounding a kernel or family (module docstring)."""
     src = w.tensor_source
     name = TENSOR_CEILING.get(src) if src and w.flops_tensor >= w.flops - w.flops_tensor else "fp32"
-    if not name or not ceilings.matmul_flops_per_s.get(name):
-        name = "fp32"
-    return step_ceiling(ceilings, name)
+    return roof(ceilings, name or "fp32")
 
 
 def analytic_fields(counts, ceilings: Ceilings, precision: str, step_times_ms: list[float], batch_size: int) -> dict:

@@ -129,7 +129,7 @@ class Profile(Scenario):
         train = case.extras.step == "train"
         return (quant_reason(self, case.precision, train)
                 or precisions.unsupported_reason(case.precision, device, training=train)
-                or backends.get(case.mode).unsupported_reason(device, training=train))
+                or backends.get(case.mode).unsupported_reason(device, case.extras.step))  # inference or train
 
     def prepare(self, spec, device, store) -> Any:
         ceilings, _ = get_ceilings(store, device, spec.settings.remeasure_ceilings)

@@ -125,7 +125,8 @@ def _train(case, module, x, y, device, cl: bool):
     cfg = StepConfig(precision=case.precision, mode=case.mode, channels_last=cl, **SWEEP_OPTIMIZER)
     step = build_step(module, cfg, device)
     # FlopCounterMode counts eager ops: a compiled step is counted through an eager step on the same module
-    counted = build_step(step.module, dataclasses.replace(cfg, mode="eager"), device) if case.mode != "eager" else step
+    counted = (build_step(step.module, dataclasses.replace(cfg, mode=backends.reference()), device)
+               if backends.get(case.mode).compiles else step)
     step(x, y)  # the first step: compiles forward and backward in compile mode
     compile_s = step.compile_s
 

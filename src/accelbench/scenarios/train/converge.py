@@ -132,7 +132,7 @@ class Converge(Scenario):
 
         super().validate(spec)
         check_choices("precision", spec.precisions, precisions.names(trainable=True))
-        check_choices("mode", spec.modes, backends.names(trainable=True))
+        check_choices("mode", spec.modes, backends.names(self.backend_workload))
         if spec.settings.deterministic and spec.cudnn_benchmark:
             raise ConfigError("cudnn_benchmark", True, "off with deterministic training (autotuning picks algorithms "
                               "by timing them)")

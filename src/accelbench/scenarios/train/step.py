@@ -89,7 +89,7 @@ def unsupported_reason(cfg: StepConfig, device) -> str | None:
     """Why ``cfg`` cannot train on ``device`` (torch.device), or None when it can."""
     backend = backends.get(cfg.mode)
     why = (precisions.unsupported_reason(cfg.precision, device, training=True)
-           or backend.unsupported_reason(device, training=True))
+           or backend.unsupported_reason(device, "train"))
     if not why and backend.step_graph and cfg.fused is False \
             and precisions.get(cfg.precision).grad_scaler:
         why = (f"{cfg.mode} captures the whole step in a CUDA graph: {cfg.precision}'s GradScaler needs the fused "
@@ -176,8 +176,8 @@ class TrainStep:
     @property
     def compile_s(self) -> float | None:
         """Seconds the first call took when compiled (compilation of forward and backward + one step), plus the
-        whole-step graph's capture; None in eager mode."""
-        if self.config.mode == "eager" or self.first_step_s is None:
+        whole-step graph's capture; None for a backend that compiles nothing (eager)."""
+        if not backends.get(self.config.mode).compiles or self.first_step_s is None:
             return None
         return self.first_step_s + (self.capture_s or 0.0)
 

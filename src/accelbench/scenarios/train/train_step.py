@@ -124,6 +124,7 @@ class TrainStep(Scenario):
     def measure(self, case, spec, state, rank, sink):
         import torch
 
+        from accelbench import backends
         from accelbench.core.rank import add_telemetry
         from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
@@ -155,7 +156,8 @@ class TrainStep(Scenario):
             "loss_last": last_loss, "loss_finite": math.isfinite(last_loss),
         })
         if rank.distributed:
-            nosync = rank.nosync_step_ms(fn, pairs, len(lat_ms)) if rank.comm_share and case.mode == "eager" else None
+            plain = not backends.get(case.mode).compiles  # no_sync around a compiled or captured step: not measured
+            nosync = rank.nosync_step_ms(fn, pairs, len(lat_ms)) if rank.comm_share and plain else None
             rec.update(clocks, step_time_nosync_mean_ms=nosync, **rank.fields())
         else:
             del rec["rank_batch_size"], rec["rank_images"]

@@ -8,18 +8,23 @@
     spec = api.spec("inference", {"model": "resnet50", "batch_sizes": "1,64"})
     out = api.run(spec, Store("a.db"))                 # accelbench run
     out = api.run(spec, Store("a.db"), gpus=2)         # accelbench run --gpus 2
-    df = Store("a.db").cases(out.run_id)              # pandas DataFrame
+    df = out.to_dataframe()                           # pandas DataFrame, one row per case
 
 Every sweep goes through :func:`accelbench.sweep.loop.run` (one loop: resume, OOM boundary, failure rows,
-interrupts, derived columns, the lease), in this process or under torchrun.
+interrupts, derived columns, the lease), in this process or under torchrun. Every command returns a typed, frozen
+result (:mod:`accelbench.api.results`): the run id, the store, how it ended, the rows, ``to_dataframe()``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelbench.core.errors import OK
-from accelbench.sweep.loop import Outcome
+from accelbench.api.reading import compare, export_json, report
+from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
+
+__all__ = ["Result", "RunResult", "ProfileResult", "StudyResult", "TuneResult", "spec", "launcher", "check", "sweep",
+           "run", "train", "generate", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
+           "compare", "report", "export_json", "cuda_available"]
 
 
 def cuda_available() -> bool:
@@ -37,16 +42,36 @@ def spec(scenario: str, *layers: dict[str, Any], cuda: bool | None = None):
             ``loadgen``.
         cuda: GPU defaults (default: the spec's ``device``, else whether a GPU is visible).
     Raises:
-        ConfigError: an unknown scenario or field, or an invalid value.
+        ConfigError: an unknown scenario or field, or an invalid value; a field given by one of the scenario's own
+            aliases (loadgen's ``max_batch`` for ``batch_sizes``) is named as it was given.
     """
     from accelbench import scenarios
+    from accelbench.core.errors import ConfigError
     from accelbench.core.spec import build_spec
 
     if cuda is None:
         device = next((lay.get("device") for lay in reversed(layers) if isinstance(lay, dict) and lay.get("device")),
                       "auto")
         cuda = device != "cpu" and cuda_available()
-    return build_spec(scenarios.get(scenario), *layers, cuda=cuda)
+    sc = scenarios.get(scenario)
+    try:
+        return build_spec(sc, *layers, cuda=cuda)
+    except ConfigError as exc:
+        given = _given_name(sc, layers, exc.field)
+        if given == exc.field:
+            raise
+        raise ConfigError(given, exc.value, exc.allowed) from None
+
+
+def _given_name(scenario, layers: tuple, field: str) -> str:
+    """How the last layer that set ``field`` spelled it: one of ``scenario``'s own aliases of it, or ``field``."""
+    own = {k for k, v in getattr(scenario, "aliases", {}).items() if v == field}
+    for layer in reversed(layers):
+        for key, value in (layer.items() if isinstance(layer, dict) else ()):
+            name = key.replace("-", "_") if isinstance(key, str) else key
+            if value is not None and name in own | {field}:
+                return name
+    return field
 
 
 def launcher(gpus: int | None = None, opts=None):
@@ -88,7 +113,7 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
 
 
 def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = False,
-          on_case: Callable | None = None, on_row: Callable | None = None) -> Outcome:
+          on_case: Callable | None = None, on_row: Callable | None = None) -> RunResult | None:
     """Run ``spec``'s scenario over its cases and store every row (the loop; see the module docstring).
 
     Under a user's torchrun or srun (rank variables set), this process runs as one rank and rank 0 stores.
@@ -99,7 +124,7 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         resume: continue the newest unfinished run of the same spec and launch.
         on_case: progress ``(index, total, case, record_or_None)``; on_row: each detail row (an epoch) stored.
     Returns:
-        :class:`accelbench.sweep.loop.Outcome` (None on a rank other than 0 of a user's job).
+        :class:`accelbench.api.results.RunResult` (None on a rank other than 0 of a user's job).
     """
     from accelbench import scenarios
     from accelbench.sweep import loop
@@ -110,93 +135,83 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
     if info is not None and scenario.dist_kind:
         from accelbench.sweep.here import run_here
 
-        return run_here(scenario, spec, store.path, info, opts, on_case=on_case)
-    return loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
-                    on_row=on_row)
+        return RunResult.of(run_here(scenario, spec, store.path, info, opts, on_case=on_case), store)
+    return RunResult.of(loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
+                                 on_row=on_row), store)
 
 
-def run(spec, store, **kw) -> Outcome:
+def run(spec, store, **kw) -> RunResult:
     """``accelbench run``: the inference sweep (``spec.scenario == "inference"``); keywords as :func:`sweep`."""
     return sweep(spec, store, **kw)
 
 
-def train(spec, store, **kw) -> Outcome:
+def train(spec, store, **kw) -> RunResult:
     """``accelbench train``: training-step throughput (``train_step``) or, for a ``converge`` spec, training to
     accuracy (epoch rows as they end: ``on_row``); keywords as :func:`sweep`."""
     return sweep(spec, store, **kw)
 
 
-def generate(spec, store, **kw) -> Outcome:
+def generate(spec, store, **kw) -> RunResult:
     """``accelbench generate``: language-model prefill and decode (``spec.scenario == "generate"``); keywords as
     :func:`sweep`."""
     return sweep(spec, store, **kw)
 
 
-def profile(spec, store, **kw) -> tuple[Outcome, Any, bool]:
-    """``accelbench profile``: returns ``(outcome, ceilings, ceilings_were_cached)``.
+def profile(spec, store, **kw) -> ProfileResult:
+    """``accelbench profile``: the sweep's result with the device's ceilings, measured (or found in the store)
+    before the cases run; keywords as :func:`sweep`.
 
-    The device's ceilings are measured (or found in the store) before the cases run.
+    Returns:
+        :class:`accelbench.api.results.ProfileResult` (it unpacks as ``(result, ceilings, ceilings_were_cached)``,
+        as earlier releases returned).
     """
+    import dataclasses
+
     from accelbench import scenarios
     from accelbench.core.device import resolve_device
+    from accelbench.api.charting import charting
     from accelbench.scenarios.profile.scenario import get_ceilings
 
     device = resolve_device(spec.device)
     scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements
     ceilings, cached = get_ceilings(store, device, spec.settings.remeasure_ceilings)
     if spec.settings.chart_dir:
-        kw["on_case"] = _charting(store, ceilings, spec.settings.chart_dir, kw.get("on_case"))
-    return sweep(spec, store, **kw), ceilings, cached
+        kw["on_case"] = charting(store, ceilings, spec.settings.chart_dir, kw.get("on_case"))
+    out = sweep(spec, store, **kw)
+    if out is None:  # a rank other than 0 of a user's job
+        return None
+    fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+    return ProfileResult(**fields, ceilings=ceilings, ceilings_cached=cached)
 
 
-def _charting(store, ceilings, folder: str, on_case):
-    """``on_case`` that first draws the roofline charts of each finished ``ok`` profile case into ``folder`` and
-    puts their paths (or ``chart_error``) on its stored row and its record."""
-    from pathlib import Path
-
-    from accelbench.report.roofline import case_charts
-    from accelbench.scenarios.profile.scenario import slug
-    from accelbench.scenarios.profile.storage import kernel_rows
-
-    def finished(i: int, n: int, case, rec) -> None:
-        if rec is not None and rec.get("status") == OK and rec.get("case_id") is not None:
-            cols = case_charts(rec, kernel_rows(store, rec["case_id"]), ceilings, Path(folder) / slug(case))
-            store.update_case(rec["case_id"], cols)
-            rec.update(cols)
-        if on_case:
-            on_case(i, n, case, rec)
-
-    return finished
-
-
-def input_pipeline(spec, store, **kw) -> Outcome:
+def input_pipeline(spec, store, **kw) -> RunResult:
     """``accelbench input-pipeline``: loader, resident and storage rates (``input_pipeline`` spec)."""
     return sweep(spec, store, **kw)
 
 
-def loadgen(spec, store, **kw) -> Outcome:
+def loadgen(spec, store, **kw) -> RunResult:
     """``accelbench loadgen``: MLPerf's SingleStream, MultiStream, Server and Offline through LoadGen
     (``loadgen`` spec); keywords as :func:`sweep`. Needs ``pip install 'accelbench[loadgen]'``."""
     return sweep(spec, store, **kw)
 
 
-def interconnect(spec, store, opts) -> Outcome:
+def interconnect(spec, store, opts) -> RunResult:
     """``accelbench interconnect``: collectives and GPU pair copies on ``opts.gpus`` ranks."""
     return sweep(spec, store, opts=opts)
 
 
-def scale(spec, store, counts: list[int], opts=None, *, resume: bool = False, on_case=None):
+def scale(spec, store, counts: list[int], opts=None, *, resume: bool = False, on_case=None) -> StudyResult:
     """``accelbench scale``: ``spec`` on each process count; see :func:`accelbench.studies.scale.run_scale`."""
     from accelbench import scenarios
     from accelbench.launchers.torchrun.job import DistOptions
     from accelbench.studies.scale import run_scale
 
-    return run_scale(scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts, resume=resume,
-                     on_case=on_case)
+    return StudyResult.of(run_scale(scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts,
+                                    resume=resume, on_case=on_case), store)
 
 
 def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_gpus: int | None = None,
-               resume: bool = False):
+               resume: bool = False) -> StudyResult:
     """``accelbench concurrent``: the specs as jobs at once on disjoint GPU sets, then one after another;
     see :func:`accelbench.studies.concurrent.run_concurrent`."""
     from accelbench import scenarios
@@ -204,10 +219,10 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
     from accelbench.studies.concurrent import ConcurrentJob, run_concurrent
 
     jobs = [ConcurrentJob(scenario=scenarios.get(s.scenario), spec=s, gpus=gpus_per_job) for s in specs]
-    return run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume)
+    return StudyResult.of(run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume), store)
 
 
-def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None):
+def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None) -> TuneResult:
     """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec;
     a ``train_step`` spec with ``settings.workload="train"``: the training step, fused vs foreach optimizer
     kernels too) for ``settings.objective`` within ``settings.budget_s``; see
@@ -217,84 +232,13 @@ def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | No
         settings: :class:`accelbench.studies.tune_search.TuneSettings` (workload, objective, constraints, space,
             budget).
     Returns:
-        :class:`accelbench.studies.tune.TuneOutcome` (the winner, its verdicts, the Pareto front, every trial).
+        :class:`accelbench.api.results.TuneResult` (the winner, its verdicts, the Pareto front, every trial, and the
+        lines ``accelbench tune`` prints). The winner's row stores those lines (``tune_summary``): the run's HTML
+        report shows them.
     """
     from accelbench.studies.tune import run_tune
 
-    return run_tune(spec, settings, store, resume=resume, on_trial=on_trial)
-
-
-def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...] = (), n_boot: int | None = None):
-    """``accelbench compare``: run B (or each of several) against run A, case by case.
-
-    Args:
-        store: the store that run ids without a path refer to.
-        a, b: run references: an id (``12``) or ``PATH:ID`` (a run in another store); ``b`` may be a list.
-        margin: equivalence margin of the verdicts (fraction, default 0.02).
-        ignore: match fields left out of the case matching (e.g. ``("precision",)`` to compare fp32 with bf16).
-        n_boot: bootstrap replicates per side and case (default 2000).
-    Returns:
-        One :class:`accelbench.core.compare.Comparison` per B.
-    Raises:
-        AccelbenchError: a run or store that does not exist (one line).
-    """
-    from accelbench.core import compare as cmp
-    from accelbench.store.refs import load_ref
-
-    base = load_ref(store, a)
-    kw = {"margin": cmp.MARGIN if margin is None else margin, "ignore": tuple(ignore),
-          "n_boot": cmp.N_BOOT if n_boot is None else n_boot}
-    return [cmp.compare_runs(base, load_ref(store, r), **kw) for r in (b if isinstance(b, (list, tuple)) else [b])]
-
-
-def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown=None, compare: tuple | None = None,
-           margin: float | None = None) -> dict:
-    """``accelbench report``: one self-contained HTML file and/or a markdown file over stored runs.
-
-    Args:
-        run_ids: the runs (default: every run in the store): ids in ``store`` or ``PATH:ID`` references to runs of
-            other stores (one report over runs measured on different machines).
-        html, markdown: paths to write (either or both).
-        compare: ``(A, B)`` run references (as :func:`compare`) to compare in the report; without it, two runs
-            given in ``run_ids`` whose cases match are compared.
-        margin: equivalence margin of the comparison's verdicts (default 0.02).
-    Returns:
-        The report document (:func:`accelbench.report.document.build`).
-    Raises:
-        AccelbenchError: a run that does not exist (one line). MissingDependencyError: jinja2 or matplotlib missing.
-        OutputError: an output that cannot be written (checked first: exit 2; a write that fails: exit 1).
-    """
-    from accelbench.core.outputs import check_writable, write_text
-    from accelbench.store.refs import open_ref
-    from accelbench.report import document
-
-    for path in (html, markdown):  # before minutes of charts
-        if path:
-            check_writable(path)
-    runs = [open_ref(store, ref) for ref in run_ids] if run_ids else None
-    store = store if store is not None else runs[0][0]  # every run named by PATH:ID
-    comparisons = []
-    if compare is not None:
-        comparisons = globals()["compare"](store, compare[0], [compare[1]], margin=margin)
-    elif run_ids and len(run_ids) == 2:
-        found = globals()["compare"](store, str(run_ids[0]), [str(run_ids[1])], margin=margin)
-        comparisons = [c for c in found if c.cases]
-    doc = document.build(store, None, comparisons, runs=runs)
-    if html:
-        write_text(html, document.render_html(doc))
-    if markdown:
-        write_text(markdown, document.render_markdown(doc))
-    return doc
-
-
-def export_json(store, run_id: int, path) -> None:
-    """Write a run (spec, environment, results, and its scenario's extension data) as JSON, atomically.
-
-    Raises:
-        OutputError: the file cannot be written (the run stays in the store).
-    """
-    from accelbench import scenarios
-    from accelbench.store.export import write_json
-
-    scenario = scenarios.by_kind(store.run(run_id)["kind"])
-    write_json(path, store, run_id, scenario.export_extra if scenario else None)
+    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial), spec, settings, store)
+    if out.winner is not None and out.winner.get("case_id") is not None:
+        store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(out.report_lines)})
+    return out
