@@ -26,7 +26,7 @@ stage() {  # stage NAME MAX_S command...: at most MAX_S seconds, and never past 
   t=$(left); (( t > max )) && t=$max
   if (( t < 20 )); then echo "=== $(date +%T) skip $name: $(left) s of the budget left"; return; fi
   echo "=== $(date +%T) $name (at most $t s): $*"
-  timeout --signal=TERM --kill-after=15 "$t" "$@"; echo "=== $(date +%T) $name exit $?"
+  timeout --signal=TERM --kill-after=15 "$t" "$@"; local rc=$?; echo "=== $(date +%T) $name exit $rc"
 }
 BIG=hf:llama-3.1-8b; SMALL=hf:llama-3.2-1b; HEAD="-b 1 --prompt-lens 128 --new-tokens 256 --repeats 3"
 SWEEP_B=1,4,16,64,256; STUDY_B=1,16,64; HAND="--arch llama-3.1-8b --prompt 128"; COMMON="--idle-s 3 --db $DB"
