@@ -12,6 +12,8 @@
 | int8-dynamic | int8 weights, activations quantized per batch at run time (Linear layers) | int8 | no | int8 | same sources |
 | fp8 | Linear layers: float8 e4m3 weights (per output row) and activations (per row, scaled per batch); the rest bf16 | ``torch._scaled_mm`` (CUDA, compute capability >= 8.9) through torchao | no | fp8 | torchao ``Float8DynamicActivationFloat8WeightConfig`` docs; OCP 8-bit floating point spec (E4M3 max 448) |
 | fp8-tensor | as fp8, one scale per tensor (weights and activations) | same | no | fp8 | same |
+| int8-weight-only | a language model's linear weights int8 (one scale a row), activations bf16 (generate only) | ``aten._weight_int8pack_mm`` | no | bf16 | gpt-fast ``WeightOnlyInt8Linear`` |
+| fp8-weight-only | the same with float8 e4m3 weights | dequantize + bf16 matmul; one token a row compiled: a fused reduction | no | bf16 | OCP 8-bit floating point spec |
 
 (``tests/test_registries.py`` checks this table, and the README's generated one, against :data:`PRECISIONS`.) A
 precision is one :func:`register` call below, or one of an installed distribution (entry point group
@@ -66,6 +68,9 @@ class Precision:
             ``cuda``), the workload (``inference``, ``train``) and the objective (``latency``; ``throughput`` for
             throughput, cost and energy), matching a search all its words describe
             (:func:`accelbench.studies.tune_space.default_space`); empty: only when asked for.
+        weight_only: ``int8`` or ``fp8``: a language model's linear weights quantized, one scale a row, the
+            activations in ``cast_dtype`` (:mod:`accelbench.quant.weight_only`); the generate scenario only.
+        workloads: the workloads that take it (``inference``, ``train``, ``generate``).
     """
 
     name: str
@@ -80,6 +85,8 @@ class Precision:
     quant: str | None = None
     needs_cpu: bool = False
     granularity: str | None = None
+    weight_only: str | None = None
+    workloads: tuple[str, ...] = ("inference", "train")
     about: str = ""
     tune: tuple[str, ...] = ()
 
@@ -114,16 +121,16 @@ def register(precision: Precision) -> Precision:
 
 
 for _p in (
-    Precision("fp32", ceiling="fp32", about="IEEE float32, TF32 off", tune=("cpu",)),
+    Precision("fp32", ceiling="fp32", workloads=("inference", "train", "generate"), about="IEEE float32, TF32 off", tune=("cpu",)),
     Precision("tf32", tf32=True, needs_cuda=True, min_capability=(8, 0), ceiling="tf32",
               about="float32 through TF32 tensor cores"),
     Precision("amp-fp16", autocast_dtype="float16", grad_scaler=True, ceiling="fp16",
               about="torch.autocast to float16 (training: GradScaler)", tune=("cuda",)),
     Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16", about="torch.autocast to bfloat16",
               tune=("cuda",)),
-    Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16", about="model and inputs cast to float16",
+    Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16", workloads=("inference", "train", "generate"), about="model and inputs cast to float16",
               tune=("cuda",)),
-    Precision("bf16", cast_dtype="bfloat16", ceiling="bf16", about="model and inputs cast to bfloat16",
+    Precision("bf16", cast_dtype="bfloat16", ceiling="bf16", workloads=("inference", "train", "generate"), about="model and inputs cast to bfloat16",
               tune=("cpu", "cuda")),
     Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True,
               about="int8 weights and activations, static (calibrated)"),
@@ -133,6 +140,10 @@ for _p in (
               granularity="row", about="float8 e4m3 Linear layers, per-row scales (torchao)"),
     Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
               quant="float8", granularity="tensor", about="float8 e4m3 Linear layers, per-tensor scales (torchao)"),
+    Precision("int8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="int8",
+              workloads=("generate",), about="language model: int8 linear weights (one scale a row), bf16 activations"),
+    Precision("fp8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="fp8",
+              workloads=("generate",), about="language model: float8 e4m3 linear weights (one scale a row), bf16 activations"),
 ):
     register(_p)
 
@@ -184,9 +195,10 @@ def simulated_reason(name: str, device) -> str | None:
     return unsupported_reason(name, device)
 
 
-def names(trainable: bool = False) -> tuple[str, ...]:
-    """Every precision name (only those a training step can use, with ``trainable``)."""
-    return tuple(n for n, p in PRECISIONS.items() if p.trainable or not trainable)
+def names(trainable: bool = False, workload: str = "inference") -> tuple[str, ...]:
+    """The precision names of ``workload`` (only those a training step can use, with ``trainable``)."""
+    wl = "train" if trainable else workload
+    return tuple(n for n, p in PRECISIONS.items() if wl in p.workloads and (p.trainable or not trainable))
 
 
 def unsupported_reason(name: str, device, training: bool = False) -> str | None:

@@ -23,7 +23,7 @@ from accelbench.api.reading import compare, export_json, report
 from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
 
 __all__ = ["Result", "RunResult", "ProfileResult", "StudyResult", "TuneResult", "spec", "launcher", "check", "sweep",
-           "run", "train", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
+           "run", "train", "generate", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
            "compare", "report", "export_json", "cuda_available"]
 
 
@@ -148,6 +148,12 @@ def run(spec, store, **kw) -> RunResult:
 def train(spec, store, **kw) -> RunResult:
     """``accelbench train``: training-step throughput (``train_step``) or, for a ``converge`` spec, training to
     accuracy (epoch rows as they end: ``on_row``); keywords as :func:`sweep`."""
+    return sweep(spec, store, **kw)
+
+
+def generate(spec, store, **kw) -> RunResult:
+    """``accelbench generate``: language-model prefill and decode (``spec.scenario == "generate"``); keywords as
+    :func:`sweep`."""
     return sweep(spec, store, **kw)
 
 

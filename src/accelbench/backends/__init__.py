@@ -13,6 +13,10 @@
 | compile-cudagraphs | the default-mode compiled module captured into one CUDA graph by hand (training: the whole step, compiled forward and backward, fused optimizer) | PyTorch CUDA semantics, "CUDA Graphs" |
 | cudagraphs | the eager module captured once into a ``torch.cuda.CUDAGraph`` and replayed; each batch is copied into the static input buffer inside the timed region, as a server would; training: the whole step in one graph | same |
 | onnxruntime | ``torch.onnx`` export run by an onnxruntime ``InferenceSession`` on the best execution provider (``ort_provider``); int8 through onnxruntime's QDQ quantization | onnxruntime docs |
+| hf-generate | language models (``generate``): Hugging Face ``generate`` with its default dynamic KV cache | transformers docs, "Generation" |
+| static-cache | language models: a pre-allocated ``StaticCache``, the prefill and one eager decode step a token | transformers docs, "KV cache strategies" |
+| static-compile | language models: the decode step ``torch.compile``-d; on CUDA one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
+| static-compile-fused | language models: the same with q/k/v and gate/up fused into one matmul each | gpt-fast ``wqkv``/``w1w3`` |
 
 (``tests/test_registries.py`` checks this table, and the README's generated one, against :data:`BACKENDS`.)
 
@@ -25,6 +29,7 @@ needs a GPU, what compiles, what ``tune`` tries.
 
 from accelbench.backends.base import BACKENDS, Backend, adopt, get, names, reference, register
 from accelbench.backends import eager, compile, cudagraphs, onnxruntime  # noqa: E402,F401  (built-ins, in help's order)
+from accelbench.backends import generation  # noqa: E402,F401  (language models: accelbench generate)
 from accelbench.core import plugins as _plugins  # noqa: E402
 
 _plugins.import_drop_ins(__name__, __path__)

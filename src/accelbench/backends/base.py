@@ -26,6 +26,7 @@ class Backend:
         compiles: it builds something before the first call (compilation, export, tracing, graph capture): its
             rows carry ``compile_s``, tune's cost model expects a build in its first trial, and the profile counts
             FLOPs on the plain module. False for a backend that calls the module as it is (eager).
+        fused: it fuses a language model's projections (q/k/v, gate/up) into one matmul each (generation).
         needs_cuda: it runs on CUDA GPUs only.
         static_shapes: what it builds runs one input shape (a graph, a shape-specialised compile): a server
             that batches requests of any count builds it per batch size (:meth:`build_sizes`) and pads.
@@ -45,6 +46,7 @@ class Backend:
     about: str = ""
     workloads: tuple[str, ...] = (INFERENCE,)
     compiles: bool = True
+    fused: bool = False
     needs_cuda: bool = False
     static_shapes: bool = False
     graph_capture: bool = False

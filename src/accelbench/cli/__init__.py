@@ -15,7 +15,7 @@ import typer
 from accelbench.cli.common import app, console, err_console, styled
 from accelbench.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, AccelbenchError
 from accelbench.core.signals import raise_interrupt
-from accelbench.cli import compare, doctor, loadgen, profile, results, run, train, multi, tune  # noqa: E402,F401  (each registers its commands)
+from accelbench.cli import compare, doctor, loadgen, profile, results, run, train, multi, tune, generate  # noqa: E402,F401  (each registers its commands)
 
 __all__ = ["app", "main"]
 

@@ -27,7 +27,7 @@ STORE = "Where to store"
 DIST = "Distributed (torchrun)"
 
 COMMAND_PANELS: dict[str, tuple[str, ...]] = {
-    "Measure": ("run", "train", "input-pipeline", "profile", "loadgen"),
+    "Measure": ("run", "train", "generate", "input-pipeline", "profile", "loadgen"),
     "Search and scale": ("tune", "scale", "interconnect", "concurrent"),
     "Read results": ("results", "compare", "report", "export", "schema", "telemetry", "cost"),
     "Utilities": ("models",),
@@ -36,7 +36,7 @@ ORDER = [name for names in COMMAND_PANELS.values() for name in names]
 PANEL_OF = {name: panel for panel, names in COMMAND_PANELS.items() for name in names}
 
 # the scenario whose defaults a command's help states (commands not named here state their own)
-SCENARIO_OF = {"run": "inference", "train": "train_step", "loadgen": "loadgen", "profile": "profile",
+SCENARIO_OF = {"run": "inference", "train": "train_step", "loadgen": "loadgen", "profile": "profile", "generate": "generate",
                "scale": "inference", "concurrent": "inference", "input-pipeline": "input_pipeline"}
 # how a command's help names the defaults it states (train's are the step sweep's; --epochs has its own)
 DEFAULT_WORDS = {"train": "default of the step sweep"}
@@ -102,7 +102,9 @@ def registry_words(command: str | None = None) -> dict[str, str]:
     tune's default spaces."""
     from accelbench import precisions
 
-    words = {"{precisions}": ", ".join(precisions.PRECISIONS), "{backends}": ", ".join(backend_names(command))}
+    workloads = command_workloads(command)
+    taken = [n for n, p in precisions.PRECISIONS.items() if workloads is None or set(workloads) & set(p.workloads)]
+    words = {"{precisions}": ", ".join(taken), "{backends}": ", ".join(backend_names(command))}
     if command == "tune":
         from accelbench.studies.tune_space import describe_defaults
 

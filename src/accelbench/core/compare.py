@@ -1,7 +1,9 @@
 """A/B comparison of two runs (``accelbench compare``): matched cases, ratios B/A with confidence intervals,
 a significance test and a verdict per metric. Pure apart from numpy/scipy; tested with exact numbers.
 
-Per matched case and metric (throughput, latency p50 and p99, energy per sample, cost per 1,000 samples):
+Per matched case and metric (throughput, latency p50 and p99, energy per sample, cost per 1,000 samples; a
+generate case: decode tokens/s as its throughput, time per output token p50/p99 as its latency, and time to first
+token p50, the prefill, whose windows are the timed generations, each one TTFT):
 
 - **ratio** B/A of the stored figures, with a 95 % percentile interval from the two-level bootstrap of each
   side (:func:`accelbench.core.ci.hierarchical_replicates`: windows, then batches). Energy and cost are one
@@ -34,7 +36,7 @@ from accelbench.core.validity import VALID
 MARGIN = 0.02
 ALPHA = 1 - LEVEL
 MATCH_FIELDS = ("workload", "model", "batch_size", "precision", "mode", "channels_last", "image_size", "optimizer",
-                "include_transfer", "world_size")
+                "include_transfer", "world_size", "prompt_len", "new_tokens")
 # Provenance that changes results; a difference is listed beside the verdicts.
 ENV_KEYS = ("device_name", "gpu_name", "driver_version", "cuda", "cudnn", "torch", "torchvision", "accelbench",
             "git_commit", "python", "cpu_model", "cpu_count", "torch_threads", "power_limit_w", "sm_clock_max_mhz",
@@ -56,11 +58,12 @@ class Metric:
 
 
 METRICS = (
-    Metric(name="throughput", column="throughput_samples_per_s", higher_better=True, rep="throughput"),
+    Metric(name="throughput", column="{thr}", higher_better=True, rep="throughput"),
     Metric(name="latency_p50", column="{lat}_p50_ms", higher_better=False, rep="latency_p50"),
     Metric(name="latency_p99", column="{lat}_p99_ms", higher_better=False, rep="latency_p99"),
     Metric(name="energy_per_sample", column="energy_per_sample_j", higher_better=False, words=("better", "worse")),
     Metric(name="cost_per_1000", column="cost_per_1000_samples_usd", higher_better=False, words=("better", "worse")),
+    Metric(name="ttft_p50", column="ttft_p50_ms", higher_better=False, rep="ttft_p50"),  # generate cases only
 )
 GATED = ("throughput", "latency_p50")  # the metrics --fail-on-slower reads
 
@@ -116,6 +119,7 @@ def case_label(key: tuple) -> str:
     if d.get("batch_size") is not None:
         parts.append(f"bs={d['batch_size']}")
     parts += [str(d[f]) for f in ("precision", "mode") if d.get(f) is not None]
+    parts += [f"{w}={d[f]}" for f, w in (("prompt_len", "prompt"), ("new_tokens", "new")) if d.get(f) is not None]
     if d.get("workload") not in (None, kinds.INFERENCE):
         parts.append(str(d["workload"]))
     if d.get("channels_last"):
@@ -135,8 +139,25 @@ def verdict(ratio: float, p_value: float | None, min_p: float, metric: Metric, *
     return metric.words[0] if better else metric.words[1]
 
 
+def _columns(rec: dict[str, Any]) -> dict[str, str]:
+    """The row's own columns for a metric's ``{lat}`` and ``{thr}``: a generate row's throughput is its decode
+    tokens/s (its windows' throughput), its latency the time per output token."""
+    lat = latency_prefix(rec)
+    return {"lat": lat, "thr": "decode_tokens_per_s" if lat == "tpot" else "throughput_samples_per_s"}
+
+
+def ttft_replicates(ttft_ms: tuple[float, ...], *, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
+    """Bootstrap replicates of the median time to first token: the timed generations (one TTFT each) resampled
+    with replacement, shape ``(n_boot,)``."""
+    rng = np.random.default_rng(seed)
+    v = np.asarray(ttft_ms, dtype=float)
+    return np.median(v[rng.integers(0, len(v), size=(n_boot, len(v)))], axis=1)
+
+
 def _window_values(m: Measured, metric: Metric, column: str) -> np.ndarray:
     w = m.windows
+    if metric.rep == "ttft_p50":
+        return np.asarray(m.ttft_ms, dtype=float)
     if metric.rep == "throughput":
         return w.window_throughputs()
     if metric.rep in ("latency_p50", "latency_p99"):
@@ -154,8 +175,8 @@ def compare_metric(a: Measured, b: Measured, metric: Metric, reps_a: dict | None
                    margin: float = MARGIN, alpha: float = ALPHA) -> MetricResult:
     """One metric of a matched pair (see the module docstring); ``reps_*``: :func:`hierarchical_replicates`
     of each side (None: no per-batch samples stored)."""
-    col_a = metric.column.format(lat=latency_prefix(a.record))
-    col_b = metric.column.format(lat=latency_prefix(b.record))
+    col_a = metric.column.format(**_columns(a.record))
+    col_b = metric.column.format(**_columns(b.record))
     res = MetricResult(a=a.record.get(col_a), b=b.record.get(col_b))
     if res.a is None or res.b is None or res.a == 0:
         return res
@@ -209,10 +230,16 @@ def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN
     """Every metric of one matched pair, the normalised figures, validity flags and clock notes."""
     reps_a = hierarchical_replicates(a.windows, n_boot=n_boot, seed=seed) if a.windows else None
     reps_b = hierarchical_replicates(b.windows, n_boot=n_boot, seed=seed + 1) if b.windows else None
+    generation = a.ttft_ms is not None and b.ttft_ms is not None
+    if generation and reps_a is not None and reps_b is not None:
+        reps_a["ttft_p50"] = ttft_replicates(a.ttft_ms, n_boot=n_boot, seed=seed + 2)
+        reps_b["ttft_p50"] = ttft_replicates(b.ttft_ms, n_boot=n_boot, seed=seed + 3)
     out = CaseComparison(key=dict(key), label=case_label(key), a_case_id=a.record["case_id"],
                          b_case_id=b.record["case_id"],
                          windows=(a.windows.n if a.windows else 0, b.windows.n if b.windows else 0))
     for m in METRICS:
+        if m.rep == "ttft_p50" and not generation:
+            continue
         out.metrics[m.name] = compare_metric(a, b, m, reps_a, reps_b, margin=margin, alpha=alpha)
     out.normalised = {"a": normalised(a.record), "b": normalised(b.record)}
     out.ambiguous = _flags(a.record, "A") + _flags(b.record, "B")

@@ -13,7 +13,7 @@ from typing import Any
 
 from accelbench.core.errors import ConfigError, SettingsNote
 
-LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str}
+LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str, "prompt_lens": int, "new_tokens": int}
 # The largest integer the store holds (SQLite INTEGER: 8 bytes, signed); a count beyond it cannot be a row.
 INT_MAX = 2**63 - 1
 

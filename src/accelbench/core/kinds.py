@@ -15,6 +15,7 @@ PROFILE = "profile"
 INPUT_PIPELINE = "input-pipeline"
 INTERCONNECT = "interconnect"
 LOADGEN = "loadgen"
+GENERATE = "generate"  # accelbench generate: language-model prefill and decode
 
 # runs opened by a study (several launches in one run)
 SCALE, CONCURRENT, TUNE = "scale", "concurrent", "tune"

@@ -21,6 +21,9 @@ NOISY_LOGS = (
     ("torch.utils.cpp_extension", r"No CUDA runtime is found"),
     # torchao registers its enums with an API torch 2.14 deprecated; nothing a user can act on
     ("torch.utils._pytree", r"is an Enum subclass and is now natively supported"),
+    # the generate scenario tokenizes the whole held-out text once and cuts it into windows of the model's context
+    # itself (perplexity, text prompts): no sequence longer than the context ever reaches the model
+    ("transformers.tokenization_utils_base", r"Token indices sequence length is longer than the specified maximum"),
 )
 # (message pattern, module pattern): Python warnings from inside torch's own code, not from the user's
 NOISY_WARNINGS = (

@@ -16,7 +16,7 @@ from typing import Any
 from accelbench.core.ci import Windows
 from accelbench.core.errors import OK
 
-LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms"}
+LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms", "tpot": "itl_ms"}
 DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
 
 
@@ -28,10 +28,12 @@ def is_detail(r: dict) -> bool:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Measured:
-    """One measured case: its typed row (missing values None) and its windows (None: no per-batch series stored)."""
+    """One measured case: its typed row (missing values None) and its windows (None: no per-batch series stored);
+    a generate case also its time to first token a window (``ttft_ms``, ms; None otherwise)."""
 
     record: dict[str, Any]
     windows: Windows | None
+    ttft_ms: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,8 +47,24 @@ class RunData:
 
 
 def latency_prefix(rec: dict[str, Any]) -> str:
-    """``latency`` (inference) or ``step_time`` (training step): the prefix of the row's timing columns."""
+    """``latency`` (inference), ``step_time`` (training step) or ``tpot`` (generation: the decode step): the prefix of
+    the row's timing columns."""
+    if rec.get("tpot_p50_ms") is not None:
+        return "tpot"
     return "step_time" if rec.get("step_time_p50_ms") is not None else "latency"
+
+
+def _generation_windows(store, rec: dict[str, Any], itl: list[float]) -> Windows | None:
+    """A generate case's windows: one a timed generation, its decode steps (wall: the sum of its inter-token
+    latencies; samples: batch x decode steps), so a window's throughput is its decode tokens/s."""
+    means = store.series(rec["case_id"], "tpot_window_ms")
+    if not means or len(itl) % len(means):
+        return None
+    steps = len(itl) // len(means)
+    try:
+        return Windows.split([m * steps / 1e3 for m in means], [rec["batch_size"] * steps] * len(means), itl)
+    except ValueError:
+        return None
 
 
 def windows_of(store, rec: dict[str, Any]) -> Windows | None:
@@ -54,6 +72,8 @@ def windows_of(store, rec: dict[str, Any]) -> Windows | None:
     lat = store.series(rec["case_id"], LATENCY_SERIES[latency_prefix(rec)])
     if not lat:
         return None
+    if latency_prefix(rec) == "tpot":
+        return _generation_windows(store, rec, lat)
     if (rec.get("windows") or 1) >= 2:
         walls, samples = store.series(rec["case_id"], "window_wall_s"), store.series(rec["case_id"], "window_samples")
         try:
@@ -80,7 +100,9 @@ def load_run(store, run_id: int, label: str | None = None) -> RunData:
     """
     run = store.run(run_id)
     rows = store.records(run_id)
-    cases = [Measured(record=r, windows=windows_of(store, r)) for r in rows if measured(r)]
+    cases = [Measured(record=r, windows=windows_of(store, r),
+                      ttft_ms=tuple(store.series(r["case_id"], "ttft_ms")) or None if latency_prefix(r) == "tpot" else None)
+             for r in rows if measured(r)]
     return RunData(run=run, label=label or f"run {run_id}", cases=cases)
 
 

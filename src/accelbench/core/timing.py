@@ -86,3 +86,33 @@ def steps_needed(min_timed_batches: int, min_time_s: float, step_s: float) -> in
     one; no time bound when ``step_s`` is not positive: nothing estimated it)."""
     by_time = math.ceil(min_time_s / step_s) if min_time_s > 0 and step_s > 0 else 0
     return max(1, min_timed_batches, by_time)
+
+
+class Marks:
+    """Timestamps of events in a device's stream: ``mark()`` after each generated token, ``seconds()`` once at the
+    end. CUDA events on a GPU (recorded in the stream, no host synchronisation between marks: they time the device,
+    also under CUDA graph replay), ``time.perf_counter_ns`` on a CPU (whose ops run synchronously).
+    """
+
+    def __init__(self, device):
+        self.device = device
+        self._marks: list = []
+
+    def mark(self) -> None:
+        import torch
+
+        if self.device.type == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self._marks.append(event)
+        else:
+            self._marks.append(time.perf_counter_ns())
+
+    def seconds(self) -> list[float]:
+        """Seconds of every mark after the first, from the first (synchronises the device)."""
+        sync(self.device)
+        if not self._marks:
+            return []
+        if self.device.type == "cuda":
+            return [self._marks[0].elapsed_time(m) / 1e3 for m in self._marks]
+        return [(m - self._marks[0]) / 1e9 for m in self._marks]

@@ -24,12 +24,13 @@ from accelbench.core.device import cudnn_benchmark, sync_if_context
 from accelbench.core.errors import ERROR, OK, OOM, UNSUPPORTED, StopSweep, Unsupported, is_oom, one_line
 
 
-def cleanup(device) -> None:
-    """Free what a finished or failed case left: Python garbage, the CUDA cache, compiled graphs."""
+def cleanup(device, reset_compiled: bool = True) -> None:
+    """Free what a finished or failed case left: Python garbage, the CUDA cache, compiled graphs (unless
+    ``reset_compiled`` is False: a scenario that keeps one compiled model across cases resets it itself)."""
     import torch
 
     gc.collect()
-    if "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
+    if reset_compiled and "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
         try:
             torch._dynamo.reset()
         except Exception:  # a reset that fails leaves nothing worse than before
@@ -57,7 +58,7 @@ def setup_frozen():
 
 
 def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], device,
-            failed: Callable[[dict], None] | None = None) -> tuple[dict, dict]:
+            failed: Callable[[dict], None] | None = None, reset_compiled: bool = True) -> tuple[dict, dict]:
     """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
 
     Every failure becomes data: ``status`` ``oom`` (an allocation failure, also wrapped) or ``error`` with a
@@ -92,7 +93,7 @@ def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], devic
             raise
         del exc
     finally:
-        cleanup(device)
+        cleanup(device, reset_compiled)
     rec["case_wall_s"] = time.perf_counter() - t0
     return rec, series
 
@@ -120,7 +121,8 @@ def run_case(scenario, case, spec, state, rank, sink,
         return rec, {}
     with cudnn_benchmark(scenario.cudnn_benchmark(case, spec)) as on:
         rec["cudnn_benchmark"] = on
-        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device, failed)
+        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device, failed,
+                       reset_compiled=not getattr(scenario, "keeps_compiled", False))
 
 
 def _reason(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from accelbench.core import kinds
 def table_for(kind: str) -> Callable[..., Any]:
     """The table function of a run kind: ``fn(records, compact=False)`` -> a rich renderable."""
     from accelbench.report import scaling, table, train
+    from accelbench.report.generate import generate_table
     from accelbench.report.loadgen import loadgen_table
     from accelbench.report.profile_table import profile_table
     from accelbench.report.tune import trials_table as tune_trials
@@ -29,6 +30,7 @@ def table_for(kind: str) -> Callable[..., Any]:
         kinds.INTERCONNECT: lambda records, compact=False: scaling.collective_table(records),
         kinds.CONCURRENT: lambda records, compact=False: scaling.concurrent_table(records),
         kinds.LOADGEN: loadgen_table,
+        kinds.GENERATE: generate_table,
         kinds.TUNE: lambda records, compact=False: tune_trials(records),
     }
     return by_kind.get(kind, table.results_table)

@@ -13,7 +13,20 @@ from accelbench.core.compare import METRICS
 from accelbench.report.units import number
 
 _LABELS = {"throughput": "Throughput", "latency_p50": "Latency p50", "latency_p99": "Latency p99",
-           "energy_per_sample": "Energy/sample", "cost_per_1000": "$/1k samples"}
+           "energy_per_sample": "Energy/sample", "cost_per_1000": "$/1k samples", "ttft_p50": "TTFT p50"}
+# a generate case's metrics: its throughput is decode tokens/s, its latency the time per output token, a sample a token
+_GEN_LABELS = {**_LABELS, "throughput": "Decode tok/s", "latency_p50": "TPOT p50", "latency_p99": "TPOT p99",
+               "energy_per_sample": "Energy/token", "cost_per_1000": "$/1k tokens"}
+
+
+def is_generation(case) -> bool:
+    """A matched generate case (it has the time-to-first-token metric)."""
+    return "ttft_p50" in case.metrics
+
+
+def metric_label(case, name: str) -> str:
+    """A metric's name as the case's table words it."""
+    return (_GEN_LABELS if is_generation(case) else _LABELS)[name]
 _VERDICT_STYLE = {"faster": "green", "better": "green", "slower": "red", "worse": "red", "within noise": "",
                   "too few windows": "yellow"}
 
@@ -28,7 +41,10 @@ def ratio_text(r) -> str:
 
 def verdict_text(case, name: str) -> str:
     """The verdict, marked ``(ambiguous)`` when a validity flag fired on either side."""
-    v = case.metrics[name].verdict
+    r = case.metrics.get(name)
+    if r is None:
+        return "-"
+    v = r.verdict
     return v + (" (ambiguous)" if case.ambiguous and v not in ("not measured",) else "")
 
 
@@ -42,10 +58,13 @@ def _p(v: Any) -> str:
 
 def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
     """``(headers, rows)`` of a comparison as strings (the rich table and the HTML report share them)."""
-    names = [m.name for m in METRICS] if wide else ["throughput", "latency_p50"]
+    gen = bool(comparison.cases) and all(is_generation(c) for c in comparison.cases)
+    names = [m.name for m in METRICS if gen or m.name != "ttft_p50" or any(map(is_generation, comparison.cases))]
+    names = names if wide else list(GENERATION_METRICS if gen else COMPACT_METRICS)
+    words = _GEN_LABELS if gen else _LABELS
     heads = ["Case", "Windows A/B"]
     for n in names:
-        heads += ([f"{_LABELS[n]} A", f"{_LABELS[n]} B"] if wide else []) + [f"{_LABELS[n]} B/A (95% CI)"]
+        heads += ([f"{words[n]} A", f"{words[n]} B"] if wide else []) + [f"{words[n]} B/A (95% CI)"]
         heads += (["p"] if wide else []) + ["Verdict"]
     if wide:
         heads += ["samples/$ A", "samples/$ B", "samples/J A", "samples/J B"]
@@ -53,7 +72,10 @@ def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
     for c in comparison.cases:
         row = [c.label, f"{c.windows[0]}/{c.windows[1]}"]
         for n in names:
-            r = c.metrics[n]
+            r = c.metrics.get(n)
+            if r is None:
+                row += (["-", "-"] if wide else []) + ["-"] + (["-"] if wide else []) + ["-"]
+                continue
             row += ([_fmt(r.a), _fmt(r.b)] if wide else []) + [ratio_text(r)]
             row += ([_p(r.p_value)] if wide else []) + [verdict_text(c, n)]
         if wide:
@@ -63,6 +85,7 @@ def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
 
 
 COMPACT_METRICS = ("throughput", "latency_p50")
+GENERATION_METRICS = ("throughput", "ttft_p50")  # decode and prefill
 AMBIGUOUS_MARK = "*"
 
 
@@ -80,14 +103,14 @@ def compact_rows(comparison) -> tuple[list[str], list[list[str]]]:
     model = common_model(comparison)
     out = []
     for c in comparison.cases:
-        for i, n in enumerate(COMPACT_METRICS):
+        for i, n in enumerate(GENERATION_METRICS if is_generation(c) else COMPACT_METRICS):
             r = c.metrics[n]
             ratio = "-" if r.ratio is None else f"{r.ratio:.3f}x"
             ci = f"{r.ci_low:.3f}..{r.ci_high:.3f}" if r.ci_low is not None else "-"
             verdict = r.verdict + (AMBIGUOUS_MARK if c.ambiguous and r.verdict != "not measured" else "")
             label = c.label[len(model) + 1:] if model else c.label
             out.append([label if i == 0 else "", f"{c.windows[0]}/{c.windows[1]}" if i == 0 else "",
-                        _LABELS[n], ratio, ci, verdict])
+                        metric_label(c, n), ratio, ci, verdict])
     return heads, out
 
 
@@ -135,7 +158,7 @@ def slower_line(comparison) -> str | None:
     found = comparison.slower()
     if not found:
         return None
-    parts = [f"{c.label} ({_LABELS[n].lower()} {ratio_text(c.metrics[n])}"
+    parts = [f"{c.label} ({metric_label(c, n).lower()} {ratio_text(c.metrics[n])}"
              + (", ambiguous" if c.ambiguous else "") + ")" for c, n in found]
     return (f"{comparison.b} is slower than {comparison.a} beyond the {100 * comparison.margin:g}% margin: "
             + "; ".join(parts))

@@ -157,6 +157,10 @@ def run_section(store, run_id: int) -> dict[str, Any]:
         blocks = profile_blocks(store, run, records)
     elif kind == kinds.LOADGEN:
         blocks = loadgen_blocks(records)
+    elif kind == kinds.GENERATE:
+        from accelbench.report.generate import generate_blocks
+
+        blocks = generate_blocks(store, run, records)
     elif kind == kinds.TUNE:
         from accelbench.report.tune import tune_blocks
 

@@ -64,6 +64,9 @@ DISPLAY: dict[str, tuple[Column, Callable[[dict], Any]]] = dict((
     ("power_range", (col("power_range", STR, "Power min/avg/max (W)", stored=False), _power)),
     ("configuration", (col("configuration", STR, "Configuration", stored=False), _configuration)),
     ("figure_of_merit_text", (col("figure_of_merit_text", STR, "Result", stored=False), figure_text)),
+    ("cost_per_million_tokens", (col("cost_per_million_tokens", FLOAT, "$/1M tokens", "usd", stored=False),
+                                 lambda r: None if r.get("cost_per_1000_samples_usd") is None
+                                 else 1000 * r["cost_per_1000_samples_usd"])),  # a generate row's sample: a token
     ("memory_bytes", (col("memory_bytes", FLOAT, "Memory (MB)", "number", short="MB", scale=1e-6, stored=False),
                       lambda r: r.get("peak_mem_bytes") or r.get("process_rss_bytes"))),
 ))
@@ -108,6 +111,12 @@ LAYOUTS: dict[str, str] = {
     "summary": "batch_size lr_peak epochs_done final_eval_top1 best_eval_top1 best_epoch epochs_to_target "
                "time_to_target_s samples_per_s_mean total_wall_s input_bound_epochs status",
     "epoch": "batch_size epoch eval_top1 train_loss elapsed_s samples_per_s",
+    "generate": "model batch_size prompt_len new_tokens precision mode ttft_p50_ms ttft_p99_ms tpot_p50_ms tpot_p99_ms "
+                "e2e_latency_p50_ms prefill_tokens_per_s decode_tokens_per_s output_tokens_per_s mbu mbu_datasheet mfu "
+                "kv_cache_bytes peak_mem_bytes compile_s energy_per_token_j cost_per_million_tokens perplexity "
+                "validity status",
+    "generate-compact": "model batch_size prompt_len precision mode ttft_p50_ms tpot_p50_ms decode_tokens_per_s mbu "
+                        "status",
     "tune": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p50_ms latency_p99_ms "
             "energy_per_sample_j case_wall_s",
     "tune-compact": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p99_ms case_wall_s",

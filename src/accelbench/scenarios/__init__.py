@@ -10,6 +10,7 @@ plus one import line here (``docs/extending.md``).
 | ``input_pipeline`` | input-pipeline | DataLoader / device-resident input rates, storage reads |
 | ``interconnect`` | - / interconnect | collectives and GPU pair copies over the ranks |
 | ``loadgen`` | loadgen / - | MLPerf's SingleStream, MultiStream, Server and Offline through LoadGen |
+| ``generate`` | generate / - | language-model prefill and decode: TTFT, TPOT, tokens/s, KV cache, MBU/MFU |
 
 A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :class:`accelbench.core.rank.Rank`
 (one process, or one rank of a torchrun job: the same code) and returns ``(record, series)``; the case runner
@@ -20,7 +21,7 @@ group ``accelbench.scenarios`` (:mod:`accelbench.core.plugins`); ``api.run(api.s
 
 from accelbench.scenarios.base import SCENARIOS, Scenario, adopt, by_kind, get, register
 from accelbench.scenarios import (  # noqa: E402,F401  (each registers its scenarios: one line per module)
-    inference, interconnect, loadgen, profile, train,
+    generate, inference, interconnect, loadgen, profile, train,
 )
 from accelbench.core import plugins as _plugins  # noqa: E402
 

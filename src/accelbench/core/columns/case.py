@@ -6,6 +6,7 @@ from __future__ import annotations
 from accelbench.core.columns.column import BOOL, FLOAT, INT, JOIN, MAX, MIN, RANK, STR, col
 
 IMAGES = "inference train_step converge profile loadgen tune"  # scenarios of an image model
+MODELS = IMAGES + " generate"  # scenarios of any model (images and language)
 SWEEP = "inference train_step tune"
 
 DECLARED = (
@@ -23,22 +24,22 @@ DECLARED = (
     col("case_wall_s", FLOAT, "Case wall time (s)", "fixed:.1f", short="Wall s", combine=MAX,
         doc="Wall time of the whole case: set-up, warm-up and timing."),
     # the case
-    col("model", STR, "Model", scenarios=IMAGES),
+    col("model", STR, "Model", scenarios=MODELS),
     col("batch_size", INT, "Batch Size", "int", short="Batch", doc="Samples per batch (the global batch under --gpus)."),
-    col("precision", STR, "Precision", scenarios=IMAGES),
-    col("mode", STR, "Mode", scenarios=IMAGES, doc="The backend: eager, compile, compile-freeze, cudagraphs, ..."),
-    col("compile_mode", STR, "Compile mode", scenarios=IMAGES, doc="torch.compile's mode (None: the backend "
+    col("precision", STR, "Precision", scenarios=MODELS),
+    col("mode", STR, "Mode", scenarios=MODELS, doc="The backend: eager, compile, compile-freeze, cudagraphs, ..."),
+    col("compile_mode", STR, "Compile mode", scenarios=MODELS, doc="torch.compile's mode (None: the backend "
         "does not compile)."),
-    col("freezing", BOOL, "Inductor freezing", "yesno", scenarios=IMAGES),
+    col("freezing", BOOL, "Inductor freezing", "yesno", scenarios=MODELS),
     col("channels_last_setting", STR, "Channels-last setting", scenarios=IMAGES, doc="auto, on or off, as asked."),
     col("channels_last", BOOL, "NHWC", "yesno", scenarios=IMAGES, doc="Whether the case ran channels-last."),
     col("cudnn_benchmark", BOOL, "cuDNN benchmark", "yesno", scenarios=IMAGES),
     col("cudnn_deterministic", BOOL, "cuDNN deterministic", "yesno", scenarios="converge"),
     col("include_transfer", BOOL, "Host-to-device copy timed", "yesno", scenarios=SWEEP),
     col("seed", INT, "Seed", "int"),
-    col("weights", STR, "Weights", scenarios=IMAGES, doc="The weights file, or random."),
-    col("pretrained", BOOL, "Pretrained", "yesno", scenarios=IMAGES),
-    col("params", INT, "Parameters", "number", scenarios="profile"),
+    col("weights", STR, "Weights", scenarios=MODELS, doc="The weights file, or random."),
+    col("pretrained", BOOL, "Pretrained", "yesno", scenarios=MODELS),
+    col("params", INT, "Parameters", "number", scenarios="profile generate"),
     col("param_bytes", INT, "Parameter bytes", "si:B", scenarios="profile"),
     col("num_classes", INT, "Classes", "int", scenarios="train_step converge"),
     # the data

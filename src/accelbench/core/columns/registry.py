@@ -16,6 +16,7 @@ from typing import Any, Iterable, Sequence
 from accelbench.core.columns.case import DECLARED as CASE
 from accelbench.core.columns.column import BOOL, FIRST, FLOAT, INT, JSON, RANK, STR, WORD, Column, fold, pattern
 from accelbench.core.columns.derived import DECLARED as DERIVED
+from accelbench.core.columns.generate import DECLARED as GENERATE
 from accelbench.core.columns.loadgen import DECLARED as LOADGEN
 from accelbench.core.columns.measure import DECLARED as MEASURE
 from accelbench.core.columns.multi import DECLARED as MULTI
@@ -38,7 +39,7 @@ def declare(*columns: Column) -> None:
         COLUMNS[c.name] = c
 
 
-for _area in (CASE, MEASURE, TELEMETRY, DERIVED, TRAIN, PROFILE, LOADGEN, MULTI):  # the areas, in pipeline order
+for _area in (CASE, MEASURE, TELEMETRY, DERIVED, TRAIN, PROFILE, LOADGEN, GENERATE, MULTI):  # the areas, in pipeline order
     declare(*_area)
 
 

@@ -189,7 +189,8 @@ class TrainStep:
                 group["lr"] = lr
 
     def __call__(self, x, y):
-        """One optimizer step on the batch ``x`` ``(B, C, H, W)`` with labels ``y`` ``(B,)``.
+        """One optimizer step on the batch ``x`` ``(B, C, H, W)`` with labels ``y`` ``(B,)`` (or a language
+        model's ``(B, T)`` token ids, whose module returns ``(B * T, vocab)`` logits for ``(B * T,)`` next tokens).
 
         Returns:
             ``(loss, logits)``: the mean cross-entropy (a 0-d tensor) and the ``(B, classes)`` logits,
@@ -225,7 +226,7 @@ class TrainStep:
             return out
         sync(self.device)
         t0 = time.perf_counter()
-        sx = x.to(self._dtype).contiguous(memory_format=self._fmt).clone()
+        sx = self._input(x).clone()
         sy = y.clone()
         self.optimizer.zero_grad(set_to_none=True)  # backward allocates the gradients in the graph's pool
         graph = torch.cuda.CUDAGraph()
@@ -237,10 +238,15 @@ class TrainStep:
         self.capture_s = time.perf_counter() - t0
         return loss.clone(), logits.clone()
 
+    def _input(self, x):
+        """Images in the precision's dtype and memory format; integer inputs (a language model's token ids) as
+        they are."""
+        return x.to(self._dtype).contiguous(memory_format=self._fmt) if x.is_floating_point() else x.contiguous()
+
     def _step(self, x, y):
         import torch.nn.functional as F
 
-        x = x.to(self._dtype).contiguous(memory_format=self._fmt)
+        x = self._input(x)
         self.optimizer.zero_grad(set_to_none=True)
         with precisions.context(self.config.precision, self.device, inference=False):
             logits = self.model(x)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue 23 GPU proof, one call a GPU kind (each under ~9.5 minutes): the generate scenario on an H200 and an H100.
+#   headline  hf:llama-3.1-8b bf16, batch 1, prompt 128, 256 new tokens: static-compile, static-compile-fused,
+#             then int8-weight-only and fp8-weight-only through static-compile-fused (the 4.6 ms TPOT and 1.4x targets)
+#   hand      benchmarks/llm_handloop.py (the gpt-fast loop at the headline's shape, HF generate at 64 new tokens) and
+#             accelbench's hf-generate row at the same 64 tokens: the +-2 % agreements
+#   sweep     hf:llama-3.2-1b, batch 1..256, prompt 128 and 2048, 32 new tokens, static-compile-fused bf16
+#   study     hf:llama-3.1-8b, batch 1, 16, 64 (H100: up to 256, past its KV-cache boundary at prompt 2048),
+#             prompt 128 and 2048, 32 new tokens: the H100-vs-H200 comparison's other half
+#   gpu       pytest -m gpu on the generate tests
+# STAGES selects (default: by KIND: h200 "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps
+# the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
+# stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
+# the runs from the store afterwards). SMOKE=1: a CPU dry run.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
+OUT=${OUT:-./llm-out}; mkdir -p "$OUT"; DB=$OUT/llm.db
+KIND=${KIND:-h200}
+if [ "$KIND" = h100 ]; then STAGES=${STAGES:-"headline sweep study gpu"}; else STAGES=${STAGES:-"headline hand sweep study"}; fi
+BUDGET_S=${BUDGET_S:-560}; T0=$(date +%s)
+AB="python3 -m accelbench"
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+stage() {  # stage NAME MAX_S command...: at most MAX_S seconds, and never past the budget
+  local name=$1 max=$2 t; shift 2
+  t=$(left); (( t > max )) && t=$max
+  if (( t < 20 )); then echo "=== $(date +%T) skip $name: $(left) s of the budget left"; return; fi
+  echo "=== $(date +%T) $name (at most $t s): $*"
+  timeout --signal=TERM --kill-after=15 "$t" "$@"; local rc=$?; echo "=== $(date +%T) $name exit $rc"
+}
+BIG=hf:llama-3.1-8b; SMALL=hf:llama-3.2-1b; HEAD="-b 1 --prompt-lens 128 --new-tokens 256 --repeats 3"
+SWEEP_B=1,4,16,64,256; STUDY_B=1,16,64; HAND="--arch llama-3.1-8b --prompt 128"; COMMON="--idle-s 3 --db $DB"
+[ "$KIND" = h100 ] && STUDY_B=1,16,64,128,256
+if [ "${SMOKE:-0}" = 1 ]; then
+  BIG=hf:tiny-shakespeare; SMALL=hf:tiny-shakespeare; HEAD="-b 1 --prompt-lens 16 --new-tokens 8 --repeats 2"
+  SWEEP_B=1,2; STUDY_B=1,2; COMMON="--idle-s 0 --device cpu --db $DB"
+fi
+{
+  echo "=== $(date +%T) env ($KIND)"
+  nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,clocks.max.mem,memory.total --format=csv,noheader 2>/dev/null
+  python3 -c "import torch, transformers, accelbench; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelbench', accelbench.__version__)"
+  if has headline; then
+    stage headline-bf16 150 $AB generate -m $BIG $HEAD -p bf16 --modes static-compile,static-compile-fused $COMMON
+    stage headline-weight-only 120 $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
+      --modes static-compile-fused $COMMON
+  fi
+  if has hand && [ "${SMOKE:-0}" != 1 ]; then
+    stage hand-gptfast 70 python3 benchmarks/llm_handloop.py $HAND --new 256 --loops gptfast --reps 3 --out "$OUT/hand-gptfast.json"
+    stage hand-generate 40 python3 benchmarks/llm_handloop.py $HAND --new 64 --loops generate --reps 3 --out "$OUT/hand-generate.json"
+    stage hf-generate 40 $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats 3 -p bf16 \
+      --modes hf-generate $COMMON
+  fi
+  has sweep && stage sweep 150 $AB generate -m $SMALL -b $SWEEP_B --prompt-lens 128,2048 --new-tokens 32 \
+    -p bf16 --modes static-compile-fused $COMMON
+  has study && stage study 170 $AB generate -m $BIG -b $STUDY_B --prompt-lens 128,2048 --new-tokens 32 \
+    -p bf16 --modes static-compile-fused $COMMON
+  has gpu && stage pytest-gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore --tb=short \
+    tests/test_generate_gpu.py
+  echo "=== $(date +%T) done ($(( $(date +%s) - T0 )) s)"
+} 2>&1 | tee "$OUT/log.txt"

@@ -1,0 +1,111 @@
+"""Weight-only quantization of a language model's linear layers, for decode: int8 and fp8 weights with one scale
+per output row, activations left in the model's dtype.
+
+Decode reads every weight once a step and is memory-bound (``scenarios.generate.metrics``): halving the weight
+bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear``: per-channel symmetric int8,
+1.48x bf16 decode tokens/s on an A100).
+
+- int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row); the matmul is
+  torch's ``aten._weight_int8pack_mm(x, q, s)`` (CPU and CUDA kernels that read the int8 weight and scale the
+  output), else ``F.linear(x, q.to(x.dtype)) * s``.
+- fp8: ``q = (w / s).to(float8_e4m3fn)``, ``s = max|w_row| / 448`` (E4M3's largest normal: OCP 8-bit floating
+  point spec); the matmul dequantizes (``F.linear(x, q.to(x.dtype)) * s``), or, for one token a row inside a
+  compiled graph, is written as a multiply-and-sum that Inductor turns into one reduction reading the fp8 weight.
+
+Embedding tables and norms stay in the model's dtype; the LM head is quantized like any linear layer.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+SCHEMES = {"int8": 127.0, "fp8": 448.0}
+
+
+def quantize_weight(weight, scheme: str):
+    """``(q, scale)`` of a ``(out, in)`` float weight: ``q`` int8 or float8_e4m3fn, ``scale`` ``(out,)`` float32.
+
+    Raises:
+        ValueError: an unknown scheme.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown weight-only scheme {scheme!r}: {', '.join(SCHEMES)}")
+    w = weight.detach().float()
+    scale = (w.abs().amax(dim=1) / SCHEMES[scheme]).clamp(min=1e-12)
+    q = w / scale[:, None]
+    q = q.round().clamp(-127, 127).to(torch.int8) if scheme == "int8" else q.to(torch.float8_e4m3fn)
+    return q, scale
+
+
+class WeightOnlyLinear(torch.nn.Module):
+    """A linear layer with int8 or fp8 weights and per-row scales (see the module docstring).
+
+    Args:
+        linear: the ``nn.Linear`` it replaces (its weight is quantized, its bias kept).
+        scheme: ``int8`` or ``fp8``.
+        int8_kernel: run int8 through ``aten._weight_int8pack_mm`` (see :func:`int8_kernel_works`).
+    """
+
+    def __init__(self, linear, scheme: str, int8_kernel: bool = True):
+        super().__init__()
+        q, scale = quantize_weight(linear.weight, scheme)
+        self.scheme, self.int8_kernel = scheme, int8_kernel
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.register_buffer("weight", q)
+        self.register_buffer("scale", scale.to(linear.weight.dtype))
+        self.bias = linear.bias
+
+    def forward(self, x):
+        x2 = x.reshape(-1, self.in_features)
+        scale = self.scale.to(x.dtype)
+        if self.scheme == "int8" and self.int8_kernel:
+            y = torch._weight_int8pack_mm(x2, self.weight, scale)
+        elif self.scheme == "fp8" and x2.shape[0] == 1 and torch.compiler.is_compiling():
+            y = ((x2[:, None, :].float() * self.weight.float()).sum(-1) * scale.float()).to(x.dtype)
+        else:
+            y = F.linear(x2, self.weight.to(x.dtype)) * scale
+        y = y.reshape(*x.shape[:-1], self.out_features)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, {self.scheme}"
+
+
+def int8_kernel_works(device, dtype) -> bool:
+    """Whether ``aten._weight_int8pack_mm`` runs on ``device`` for activations of ``dtype`` (a small probe
+    against the dequantized reference)."""
+    try:
+        x = torch.randn(2, 64, device=device, dtype=dtype)
+        w = torch.randn(32, 64, device=device)
+        q, s = quantize_weight(w, "int8")
+        got = torch._weight_int8pack_mm(x, q, s.to(dtype)).float()
+        ref = torch.nn.functional.linear(x.float(), q.float()) * s
+        return bool(torch.allclose(got, ref, rtol=2e-2, atol=2e-2 * ref.abs().max().item()))
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
+    """Replace every ``nn.Linear`` of ``model`` (but those whose qualified name ends with one of ``skip``) by a
+    weight-only quantized one, in place.
+
+    Returns:
+        Row columns: ``quant_scheme``, ``quant_layers`` (linears replaced), ``quant_kernels`` (what runs the
+        matmul).
+    Raises:
+        ValueError: an unknown scheme.
+    """
+    p = next(model.parameters())
+    int8_kernel = scheme == "int8" and int8_kernel_works(p.device, p.dtype)
+    count = 0
+    for name, mod in list(model.named_modules()):
+        for child_name, child in list(mod.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            if isinstance(child, torch.nn.Linear) and not full.endswith(skip):
+                setattr(mod, child_name, WeightOnlyLinear(child, scheme, int8_kernel))
+                count += 1
+    kernels = ("aten._weight_int8pack_mm (int8 weights read by the kernel)" if int8_kernel else
+               "dequantize then matmul" + ("; one token a row compiled: a fused multiply-and-sum" if scheme == "fp8"
+                                           else ""))
+    return {"quant_scheme": f"{scheme} weight-only, per-row scale", "quant_layers": count, "quant_kernels": kernels}

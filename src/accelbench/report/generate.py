@@ -1,0 +1,90 @@
+"""The table of a generate run: a row per case with the two phases apart (prefill: time to first token, prefill
+tokens/s, MFU; decode: time per output token, decode tokens/s, MBU), memory, energy and cost per token. Its columns are
+the ``generate`` views (:mod:`accelbench.report.views`), their headers and formats the columns' own."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from accelbench.core.errors import OK, OOM
+from accelbench.report.table import is_detail, results_table
+from accelbench.report.views import view
+
+GROUP = ("model", "precision", "mode", "prompt_len", "new_tokens")  # one line of a batch-size chart
+
+
+def generate_table(records: Iterable[dict], compact: bool = False, title: str | None = None):
+    """The case rows of a generate run as a rich table; compact fits 80 columns."""
+    rows = [r for r in records if not is_detail(r)]
+    return results_table(rows, title=title, columns=view("generate-compact" if compact else "generate"),
+                         compact=compact)
+
+
+def oom_lines(records: list[dict]) -> list[str]:
+    """Per (model, precision, backend, prompt, new tokens): the largest batch that ran and the smallest that ran out of
+    memory, as lines (only where a batch ran out of memory)."""
+    groups: dict[tuple, dict[str, Any]] = {}
+    for r in records:
+        if is_detail(r) or r.get("batch_size") is None:
+            continue
+        g = groups.setdefault(tuple(r.get(k) for k in GROUP), {"ok": None, "oom": None})
+        if r.get("status") == OK:
+            g["ok"] = max(g["ok"] or 0, r["batch_size"])
+        elif r.get("status") == OOM:
+            g["oom"] = r["batch_size"] if g["oom"] is None else min(g["oom"], r["batch_size"])
+    return [f"{m} {p} {mode} prompt {pl} + {n}: batch {g['ok'] or 'none'} ran, batch {g['oom']} ran out of memory"
+            for (m, p, mode, pl, n), g in groups.items() if g["oom"] is not None]
+
+
+def roofline_points(records: list[dict]) -> list:
+    """Prefill and decode of each ``ok`` case on the roofline: arithmetic intensity = FLOPs / least bytes moved
+    (prefill: weights + the prompt's KV cache written; decode: weights + the KV cache read, a step), attained
+    FLOP/s = FLOPs / time (prefill: median TTFT; decode: mean TPOT)."""
+    from accelbench.report.roofline import Point
+
+    pts = []
+    for r in records:
+        if r.get("status") != OK or is_detail(r):
+            continue
+        label = f"{r.get('model')} {r.get('precision')} {r.get('mode')} bs={r.get('batch_size')} p={r.get('prompt_len')}"
+        if r.get("prefill_flops") and r.get("prefill_min_bytes") and r.get("prefill_flops_per_s"):
+            pts.append(Point(label=f"prefill {label}", intensity=r["prefill_flops"] / r["prefill_min_bytes"],
+                             flops_per_s=r["prefill_flops_per_s"], color="#1f77b4", marker="s"))
+        if r.get("decode_step_flops") and r.get("decode_step_bytes") and r.get("tpot_mean_ms"):
+            pts.append(Point(label=f"decode {label}", intensity=r["decode_step_flops"] / r["decode_step_bytes"],
+                             flops_per_s=r["decode_step_flops"] / (r["tpot_mean_ms"] / 1e3), color="#d62728"))
+    return pts
+
+
+def generate_blocks(store, run: dict, records: list[dict]) -> list[dict | None]:
+    """A generate run's report blocks: the table; decode tokens/s, TPOT, TTFT and MBU/MFU against batch size (log
+    axes: batch 1 and 256 on one chart); the out-of-memory boundary; prefill and decode on the device's roofline."""
+    from accelbench.report import charts
+    from accelbench.report.blocks import charts_block, table_block
+
+    rows = [r for r in records if not is_detail(r)]
+    ok = [r for r in rows if r.get("status") == OK]
+    items = []
+    for column, ylabel, title, scale in (("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
+                                         ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
+                                         ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),
+                                         ("mbu", "%", "MBU (decode) against batch size", 100.0),
+                                         ("mfu", "%", "MFU (prefill) against batch size", 100.0)):
+        chart = charts.batch_chart(ok, column, ylabel, title, scale=scale, group=GROUP, logy=column != "mbu")
+        if chart:
+            items.append({"title": title, "svg": chart})
+    blocks = [table_block(rows, view("generate"), "Generation: prefill and decode"), charts_block(items)]
+    lines = oom_lines(rows)
+    if lines:
+        blocks.append({"type": "notes", "title": "Out-of-memory boundary", "lines": lines})
+    name = run["env"].get("device_name")
+    points = roofline_points(ok)
+    if name and points:
+        from accelbench.report.roofline import figure
+        from accelbench.scenarios.profile import storage
+
+        ceilings = storage.cached_ceilings(store, name)
+        if ceilings is not None:
+            fig = figure(ceilings, points, f"Prefill (squares) and decode (dots) on the roofline of {name}")
+            blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
+    return blocks

@@ -1,0 +1,163 @@
+"""The generate scenario (``accelbench generate``): prefill and decode of decoder-only language models.
+
+A case is model x batch size x prompt length x new tokens x precision x backend. Per case: the model is built (or
+loaded) on the device in its precision (the weight-only precisions quantize its linear layers,
+:mod:`accelbench.quant.weight_only`), its projections fused where the backend asks
+(:mod:`~accelbench.scenarios.generate.fuse`), prompts drawn (random token ids, or windows of the shipped text:
+:mod:`accelbench.data.text`), the backend's loop (:mod:`~accelbench.scenarios.generate.decode`) warmed up (the first
+call compiles and captures: ``compile_s``), then ``repeats`` generations timed per token under telemetry
+(:mod:`~accelbench.scenarios.generate.measure`). With real weights and a tokenizer the perplexity of the case's model
+on the held-out text is measured too (:mod:`~accelbench.scenarios.generate.perplexity`); random weights report no
+quality and say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from accelbench.core import kinds
+from accelbench.core.config import check_bool, check_int
+from accelbench.core.errors import ConfigError
+from accelbench.core.spec import Extras, Windowed
+from accelbench.scenarios.base import Scenario, register
+
+GPU_DEFAULTS: dict[str, Any] = {
+    "models": ("hf:llama-3.2-1b", "hf:llama-3.1-8b"), "batch_sizes": (1, 2, 4, 8, 16, 32, 64),
+    "prompt_lens": (128, 2048), "new_tokens": (128,), "precisions": ("bf16",), "modes": ("static-compile",),
+    "repeats": 3, "idle_s": 3.0,
+}
+CPU_DEFAULTS: dict[str, Any] = {
+    # About a minute on 2 cores: the bundled tiny model, what users get and the static-cache loop.
+    "models": ("hf:tiny-shakespeare",), "batch_sizes": (1, 8), "prompt_lens": (64,), "new_tokens": (32,),
+    "precisions": ("fp32",), "modes": ("hf-generate", "static-cache"), "repeats": 3, "idle_s": 0.0,
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GenerateSettings(Windowed):
+    """Attributes:
+        prompt_lens: prompt lengths in tokens (each a case axis).
+        new_tokens: tokens generated a sequence (each a case axis; 2 or more: one decode step at least).
+        prompt_source: ``random`` (token ids drawn uniformly, seeded) or ``text`` (windows of the held-out shipped
+            text, tokenized by the model's tokenizer: needs a checkpoint with one).
+        perplexity: measure the perplexity of models with real weights and a tokenizer on the held-out text.
+        perplexity_window: tokens a perplexity window (at most the model's context).
+        repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
+    """
+
+    hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults}
+    prompt_lens: tuple[int, ...] = (128,)
+    new_tokens: tuple[int, ...] = (128,)
+    prompt_source: str = "random"
+    perplexity: bool = True
+    perplexity_window: int = 256
+    repeats: int = 3
+
+    def __post_init__(self) -> None:
+        from accelbench.data.text import PROMPT_SOURCES
+
+        Windowed.__post_init__(self)
+        for name, low in (("prompt_lens", 1), ("new_tokens", 2)):
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not values:
+                raise ConfigError(name, values, f"integers >= {low}, e.g. 128,2048")
+            for v in values:
+                check_int(name, v, low)
+        if self.prompt_source not in PROMPT_SOURCES:
+            raise ConfigError("prompt_source", self.prompt_source, ", ".join(PROMPT_SOURCES))
+        check_bool("perplexity", self.perplexity)
+        check_int("perplexity_window", self.perplexity_window, 2)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GenerateExtras(Extras):
+    prompt_len: int = 128
+    new_tokens: int = 128
+    prompt_source: str = "random"
+
+    def key_suffix(self) -> str:
+        return f"|p={self.prompt_len}|n={self.new_tokens}" + ("|text" if self.prompt_source == "text" else "")
+
+
+class Generate(Scenario):
+    name = kind = workload = backend_workload = kinds.GENERATE
+    settings_type, extras_type = GenerateSettings, GenerateExtras
+    rejects = ("channels_last", "images", "data", "image_size", "skip_bad_images", "warmup_batches",
+               "min_timed_batches", "min_time_s", "cudnn_benchmark")
+    aliases = {"prompt_len": "prompt_lens", "prompt_length": "prompt_lens", "prompt_lengths": "prompt_lens",
+               "max_new_tokens": "new_tokens", "output_len": "new_tokens"}
+    derived_keys = {"samples_key": "output_tokens_timed", "work_seconds_key": "timed_wall_s",
+                    "work_samples_key": "output_tokens_timed", "spread_key": "tpot_spread"}
+    gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
+    keeps_compiled = True  # the cases of one model reuse its compiled decode step (SweepState)
+
+    def validate(self, spec) -> None:
+        from accelbench import backends, precisions
+        from accelbench.core.config import check_choices
+
+        if not spec.models or not spec.batch_sizes:
+            raise ConfigError("model" if not spec.models else "batch_sizes", spec.models or spec.batch_sizes,
+                              "one or more names / positive integers")
+        check_choices("precision", spec.precisions, precisions.names(workload="generate"))
+        check_choices("mode", spec.modes, backends.names(workload="generate"))
+
+    def cases(self, spec, device: str) -> list:
+        """model x precision x mode x prompt length x new tokens x batch size (batch innermost: one OOM boundary
+        per configuration and length)."""
+        import itertools
+
+        from accelbench.core.spec import Case
+
+        st = spec.settings
+        return [Case(scenario=self.name, model=m, batch_size=b, precision=p, mode=mode, device=device,
+                     extras=GenerateExtras(prompt_len=pl, new_tokens=n, prompt_source=st.prompt_source))
+                for m, p, mode, pl, n, b in itertools.product(spec.models, spec.precisions, spec.modes, st.prompt_lens,
+                                                             st.new_tokens, spec.batch_sizes)]
+
+    def check(self, spec) -> None:
+        """Every model resolves, every prompt plus its new tokens fits its context, text prompts have a tokenizer.
+
+        Raises:
+            UnknownModelError, MissingDependencyError, ConfigError: one line each.
+        """
+        from accelbench.scenarios.generate.model import check_fits, check_model_name
+
+        for name in spec.models:
+            context, has_tokenizer = check_model_name(name)
+            for p in spec.settings.prompt_lens:
+                for n in spec.settings.new_tokens:
+                    check_fits(name, context, p, n)
+            if spec.settings.prompt_source == "text" and has_tokenizer is False:
+                raise ConfigError("prompt_source", "text", f"random for {name} (it has no tokenizer)")
+
+    def unsupported_reason(self, case, device) -> str | None:
+        from accelbench import backends, precisions
+
+        return (precisions.unsupported_reason(case.precision, device)
+                or backends.get(case.mode).unsupported_reason(device, self.backend_workload))
+
+    def prepare(self, spec, device, store):
+        """Per-sweep state: the device's ceilings (measured once and cached in the store:
+        :mod:`accelbench.scenarios.profile.ceilings`) and the perplexities measured so far."""
+        from accelbench.scenarios.generate.model import SweepState
+        from accelbench.scenarios.profile.scenario import get_ceilings
+
+        return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None)
+
+    def base_record(self, case, device) -> dict[str, Any]:
+        rec = super().base_record(case, device)
+        rec.pop("channels_last_setting", None)
+        return rec
+
+    def oom_group(self, case) -> tuple | None:
+        ex = case.extras
+        return (case.model, case.precision, case.mode, ex.prompt_len, ex.new_tokens)
+
+    def measure(self, case, spec, state, rank, sink):
+        from accelbench.scenarios.generate.model import measure_case
+
+        return measure_case(case, spec, state, rank)
+
+
+register(Generate())

@@ -1,0 +1,151 @@
+"""What runs a generation: a prefill, then one decode step a token, timed per token by accelbench.
+
+Two loops (the generation backends, :mod:`accelbench.backends.generation`, pick one and its options):
+
+- :class:`HFGenerate`: Hugging Face ``model.generate`` as users call it (its default KV cache, greedy). Each token is
+  marked by a logits processor, which ``generate`` calls once a step right after the forward pass, so the marks
+  time the steps ``generate`` itself runs, its host work included.
+- :class:`StaticLoop`: a pre-allocated ``StaticCache`` (``transformers``), the prefill in one forward pass
+  (``logits_to_keep=1``: the LM head on the last prompt token only), then a decode step a token: the model on one
+  token a sequence and the greedy argmax. With ``compile_mode`` the decode step is ``torch.compile``-d
+  (``fullgraph``), once a model: every case of the model reuses it (:func:`decode_step`); ``reduce-overhead``
+  captures it in a CUDA graph replayed every step (gpt-fast's recipe:
+  ``torch.compiler.cudagraph_mark_step_begin()`` before each call, the output cloned before the next replay
+  overwrites it).
+
+Timing (both loops): the device is synchronised, a mark is taken, then one mark after each token
+(:class:`accelbench.core.timing.Marks`: CUDA events on a GPU, no host synchronisation between tokens). Time to
+first token (TTFT) is the first token's mark (prefill + first token), the inter-token latencies (ITL) are the gaps
+between consecutive marks (one decode step each: the time per output token, TPOT, is their distribution), and the
+end-to-end latency is the synchronised wall time of the whole call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One timed generation of ``batch x new_tokens`` tokens.
+
+    Attributes:
+        ttft_s: time to first token (prefill and the first token), seconds.
+        itl_s: the ``new_tokens - 1`` inter-token latencies (decode steps), seconds.
+        e2e_s: synchronised wall time of the whole generation, seconds.
+        tokens: ``(batch, new_tokens)`` int64 token ids on the CPU.
+    """
+
+    ttft_s: float
+    itl_s: tuple[float, ...]
+    e2e_s: float
+    tokens: object
+
+
+def _generation(marks, t0: float, tokens) -> Generation:
+    from accelbench.core.timing import sync
+
+    sync(marks.device)
+    e2e = time.perf_counter() - t0
+    times = marks.seconds()
+    return Generation(ttft_s=times[1], itl_s=tuple(b - a for a, b in zip(times[1:], times[2:])), e2e_s=e2e,
+                      tokens=tokens.cpu())
+
+
+class HFGenerate:
+    """``model.generate(prompts, max_new_tokens=N, min_new_tokens=N, do_sample=False)`` with the model's default
+    cache (see the module docstring). ``min_new_tokens`` keeps an end-of-sequence token from ending it early."""
+
+    def __init__(self, model, new_tokens: int, device, cache_implementation: str | None = None):
+        self.model, self.new_tokens, self.device = model, new_tokens, device
+        self.cache_implementation = cache_implementation
+
+    def __call__(self, prompts) -> Generation:
+        import torch
+        from transformers import LogitsProcessorList
+
+        from accelbench.core.timing import Marks, sync
+
+        marks = Marks(self.device)
+
+        def mark(input_ids, scores):
+            marks.mark()
+            return scores
+
+        pad = self.model.generation_config.pad_token_id
+        pad = pad if pad is not None else (self.model.config.eos_token_id or 0)
+        extra = {"cache_implementation": self.cache_implementation} if self.cache_implementation else {}
+        sync(self.device)
+        t0 = time.perf_counter()
+        marks.mark()
+        with torch.inference_mode():
+            out = self.model.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=self.new_tokens,
+                                      min_new_tokens=self.new_tokens, do_sample=False, temperature=None, top_p=None,
+                                      top_k=None, logits_processor=LogitsProcessorList([mark]), pad_token_id=pad,
+                                      **extra)
+        return _generation(marks, t0, out[:, prompts.shape[1]:])
+
+
+def decode_step(model, cache, tokens, cache_position):
+    """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``,
+    and the greedy next tokens ``(batch, 1)``. The model and cache are arguments, so one compiled step serves
+    every case of a model: Dynamo specialises on the first shapes and recompiles once with dynamic batch and
+    cache lengths when they change; a CUDA graph is recorded per shape."""
+    logits = model(tokens, cache_position=cache_position, position_ids=cache_position[None], past_key_values=cache,
+                   use_cache=True).logits
+    return logits[:, -1].argmax(-1, keepdim=True)
+
+
+def compiled_step(compile_mode: str | None):
+    """:func:`decode_step`, ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or as it is for None."""
+    import torch
+
+    return torch.compile(decode_step, mode=compile_mode, fullgraph=True) if compile_mode else decode_step
+
+
+class StaticLoop:
+    """The static-cache prefill and decode loop (see the module docstring).
+
+    Args:
+        model: a ``transformers`` causal LM on ``device``, in eval mode.
+        batch_size, prompt_len, new_tokens: the generation's shape (the cache holds ``prompt_len + new_tokens``).
+        step: the decode step (:func:`compiled_step`); graphs: it replays CUDA graphs (``reduce-overhead``).
+    """
+
+    def __init__(self, model, batch_size: int, prompt_len: int, new_tokens: int, device, step=decode_step,
+                 graphs: bool = False):
+        import torch
+        from transformers import StaticCache
+
+        self.model, self.prompt_len, self.new_tokens, self.device = model, prompt_len, new_tokens, device
+        self.cache = StaticCache(config=model.config, max_cache_len=prompt_len + new_tokens)
+        self.positions = torch.arange(prompt_len + new_tokens, device=device)
+        self.step, self.graphs = step, graphs
+
+    def __call__(self, prompts) -> Generation:
+        import torch
+
+        from accelbench.core.timing import Marks, sync
+
+        p = self.prompt_len
+        with torch.no_grad():  # not inference_mode: the cache's buffers are updated in place across calls
+            self.cache.reset()
+            marks = Marks(self.device)
+            sync(self.device)
+            t0 = time.perf_counter()
+            marks.mark()
+            logits = self.model(prompts, cache_position=self.positions[:p], position_ids=self.positions[None, :p],
+                                past_key_values=self.cache, use_cache=True, logits_to_keep=1).logits
+            token = logits[:, -1].argmax(-1, keepdim=True)
+            marks.mark()
+            out = [token]
+            for i in range(self.new_tokens - 1):
+                if self.graphs:
+                    torch.compiler.cudagraph_mark_step_begin()
+                token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1])
+                if self.graphs:
+                    token = token.clone()  # the next replay overwrites the graph's output
+                marks.mark()
+                out.append(token)
+        return _generation(marks, t0, torch.cat(out, dim=1))

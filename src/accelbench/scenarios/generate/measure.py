@@ -1,0 +1,110 @@
+"""One generation case, measured: build the runner, warm it up, time ``repeats`` generations under telemetry, and
+turn the marks into the row's columns (TTFT, TPOT, inter-token latencies, rates, KV cache, MBU/MFU, perplexity).
+
+Each timed generation is one window (the statistical unit of ``compare``'s intervals): its TTFT and its mean TPOT
+are one observation each; every inter-token latency of every window is kept as the ``itl_ms`` series.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.scenarios.generate import metrics
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ceilings:
+    """The device's roofs the utilisations are taken against (None where not measured).
+
+    Attributes:
+        dram_bytes_per_s: measured copy bandwidth (``accelbench.profile.ceilings``); datasheet_dram_bytes_per_s the
+            vendor's figure.
+        flops_per_s: the measured dense-matmul throughput of the case's precision's roof; datasheet_flops_per_s
+            the vendor's.
+    """
+
+    dram_bytes_per_s: float | None = None
+    datasheet_dram_bytes_per_s: float | None = None
+    flops_per_s: float | None = None
+    datasheet_flops_per_s: float | None = None
+
+
+def timed_generations(run, prompts, repeats: int, warmup: int, device) -> tuple[list, float]:
+    """``warmup`` untimed generations (the first compiles and captures: its wall time is ``compile_s`` for a
+    compiling runner), then ``repeats`` timed ones: ``([Generation, ...], first_call_s)``."""
+    import time
+
+    from accelbench.core.timing import sync
+
+    first_s = 0.0
+    for i in range(warmup):
+        t0 = time.perf_counter()
+        run(prompts)
+        sync(device)
+        if i == 0:
+            first_s = time.perf_counter() - t0
+    return [run(prompts) for _ in range(repeats)], first_s
+
+
+def generation_columns(gens: list, shape: metrics.Shape, *, batch_size: int, prompt_len: int, new_tokens: int,
+                       ceilings: Ceilings) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """The row's columns and series of ``gens`` (timed generations of one case); see the module docstring.
+
+    Raises:
+        ValueError: no generation, or one without a decode step (``new_tokens < 2``).
+    """
+    import numpy as np
+
+    from accelbench.core.stats import stat_columns, summarize
+
+    if not gens or new_tokens < 2:
+        raise ValueError("generation columns need a timed generation with at least one decode step")
+    ttft_ms = [g.ttft_s * 1e3 for g in gens]
+    itl_ms = [t * 1e3 for g in gens for t in g.itl_s]
+    tpot_window_ms = [float(np.mean(g.itl_s)) * 1e3 for g in gens]
+    e2e_ms = [g.e2e_s * 1e3 for g in gens]
+    tpot_s = float(np.mean(itl_ms)) / 1e3
+    ttft_s = float(np.median(ttft_ms)) / 1e3
+    rates = metrics.rates(batch_size, prompt_len, new_tokens, ttft_s, tpot_s, float(np.median(e2e_ms)) / 1e3)
+    step_bytes = metrics.mean_decode_bytes(shape, batch_size, prompt_len, new_tokens)
+    prefill = metrics.prefill_flops(shape, batch_size, prompt_len)
+    rec = {
+        **stat_columns(summarize(ttft_ms), "ttft"), **stat_columns(summarize(itl_ms), "tpot"),
+        **stat_columns(summarize(e2e_ms), "e2e_latency"),
+        "tpot_mean_ms": tpot_s * 1e3, "generations_timed": len(gens), "output_tokens_timed": len(gens) *
+        batch_size * new_tokens, "prefill_tokens_per_s": rates.prefill_tokens_per_s,
+        "decode_tokens_per_s": rates.decode_tokens_per_s, "output_tokens_per_s": rates.output_tokens_per_s,
+        "throughput_samples_per_s": rates.output_tokens_per_s,  # a sample of text generation is an output token
+        "timed_wall_s": sum(g.e2e_s for g in gens),
+        "kv_cache_bytes": metrics.kv_cache_bytes(shape, batch_size, prompt_len + new_tokens),
+        "kv_bytes_per_token": shape.kv_bytes_per_token, "weight_bytes": shape.weight_bytes,
+        "decode_step_bytes": step_bytes, "prefill_flops": prefill,
+        "prefill_min_bytes": shape.weight_bytes + metrics.kv_cache_bytes(shape, batch_size, prompt_len),
+        "decode_step_flops": metrics.mean_decode_flops(shape, batch_size, prompt_len, new_tokens),
+        "decode_bytes_per_s": step_bytes / tpot_s, "prefill_flops_per_s": prefill / ttft_s,
+        "mbu": metrics.utilisation(step_bytes, tpot_s, ceilings.dram_bytes_per_s),
+        "mbu_datasheet": metrics.utilisation(step_bytes, tpot_s, ceilings.datasheet_dram_bytes_per_s),
+        "mfu": metrics.utilisation(prefill, ttft_s, ceilings.flops_per_s),
+        "mfu_datasheet": metrics.utilisation(prefill, ttft_s, ceilings.datasheet_flops_per_s),
+    }
+    return rec, {"itl_ms": itl_ms, "ttft_ms": ttft_ms, "tpot_window_ms": tpot_window_ms, "e2e_latency_ms": e2e_ms}
+
+
+def tokens_agree(a, b) -> float:
+    """Share of equal token ids of two ``(batch, new_tokens)`` generations up to the first position where any row
+    differs, over the whole length (1.0: identical greedy outputs). Greedy decoding diverges for good after the
+    first different token, so agreement is measured as the shared prefix."""
+
+    if a.shape != b.shape:
+        return 0.0
+    same = (a == b).all(dim=0)
+    first = int((~same).nonzero()[0]) if not bool(same.all()) else a.shape[1]
+    return first / a.shape[1]
+
+
+def energy_per_token(rec: dict, tokens: int) -> dict[str, Any]:
+    """``energy_per_token_j`` (the window's device energy over its output tokens) and ``joules_per_sample``'s
+    stand-in, from a row with ``energy_j``."""
+    per = metrics.per_token(rec.get("energy_j"), tokens)
+    return {"energy_per_token_j": per}

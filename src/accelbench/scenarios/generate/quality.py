@@ -1,0 +1,65 @@
+"""Quality of a language model's precisions: perplexity beside the reference precision, and the cheapest precision
+that keeps it (the generate scenario's "cheapest precision meeting the target" line, as top-1 is for images).
+
+Target: perplexity at most 1 % above the reference's (the widest-float precision measured: fp32, else bf16/fp16).
+MLPerf Inference's Llama 2 70B target is 99 % of the FP32 reference on its accuracy metrics (MLPerf Inference rules,
+"Benchmarks" table); for perplexity, which falls as quality rises, the same 1 % reads as ``ppl <= 1.01 x ref``.
+"""
+
+from __future__ import annotations
+
+from accelbench.core.errors import OK
+
+TARGET_RATIO = 1.01
+REFERENCE_ORDER = ("fp32", "bf16", "fp16")  # the reference: the first of these measured
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+
+def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[dict]:
+    """Per model with a perplexity: the cheapest ``ok`` case whose perplexity is at most ``ratio`` times the
+    reference precision's (see the module docstring).
+
+    Cheapest: the lowest ``cost_per_1000_samples_usd`` (per 1,000 output tokens), else the highest
+    ``decode_tokens_per_s``.
+
+    Returns:
+        One dict per model: ``model``, ``reference`` (its precision), ``reference_perplexity``, ``precision``,
+        ``mode``, ``batch_size``, ``perplexity``, ``by``, ``value``, ``missed`` (precisions above the target);
+        ``precision`` None when none meets it.
+    """
+    by_model: dict[str, list[dict]] = {}
+    for r in records:
+        if _num(r.get("perplexity")) is not None and r.get("status") == OK:
+            by_model.setdefault(str(r.get("model")), []).append(r)
+    out = []
+    for model, rows in by_model.items():
+        refs = [p for p in REFERENCE_ORDER if any(r.get("precision") == p for r in rows)]
+        if not refs:
+            continue
+        ref = min(_num(r["perplexity"]) for r in rows if r.get("precision") == refs[0])
+        good = [r for r in rows if _num(r["perplexity"]) <= ratio * ref]
+        costed = [r for r in good if _num(r.get("cost_per_1000_samples_usd")) is not None]
+        key = "cost_per_1000_samples_usd" if costed else "decode_tokens_per_s"
+        pool = costed or [r for r in good if _num(r.get(key)) is not None]
+        best = (min(pool, key=lambda r: _num(r[key])) if costed else max(pool, key=lambda r: _num(r[key]))) if pool else None
+        row = {"model": model, "reference": refs[0], "reference_perplexity": ref, "precision": None, "mode": None,
+               "batch_size": None, "perplexity": None, "by": key, "value": None,
+               "missed": sorted({str(r["precision"]) for r in rows if _num(r["perplexity"]) > ratio * ref})}
+        if best is not None:
+            row.update(precision=best["precision"], mode=best.get("mode"), batch_size=best.get("batch_size"),
+                       perplexity=_num(best["perplexity"]), value=_num(best[key]))
+        out.append(row)
+    return out
+
+
+def quality_line(row: dict) -> str:
+    """One line for the terminal and the report: ``model: cheapest precision within 1 % of bf16's perplexity ...``."""
+    target = f"perplexity at most {100 * (TARGET_RATIO - 1):.0f} % above {row['reference']}'s {row['reference_perplexity']:.3f}"
+    if row["precision"] is None:
+        return f"{row['model']}: no precision meets the target ({target})"
+    missed = f"; above it: {', '.join(row['missed'])}" if row["missed"] else ""
+    return (f"{row['model']}: cheapest precision meeting the target ({target}): {row['precision']} ({row['mode']}, "
+            f"batch {row['batch_size']}), perplexity {row['perplexity']:.3f}{missed}")

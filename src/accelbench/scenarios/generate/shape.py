@@ -1,0 +1,57 @@
+"""The :class:`~accelbench.scenarios.generate.metrics.Shape` of a built ``transformers`` causal LM: layer and head
+counts from its config, parameter counts and weight bytes from its modules (quantized linears counted as stored).
+"""
+
+from __future__ import annotations
+
+from accelbench.scenarios.generate.metrics import Shape
+
+
+def _config_int(config, *names: str) -> int | None:
+    for n in names:
+        v = getattr(config, n, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def _is_matmul(module) -> bool:
+    from accelbench.quant.weight_only import WeightOnlyLinear
+
+    kind = type(module).__name__
+    return kind in ("Linear", "Conv1D") or isinstance(module, WeightOnlyLinear)  # Conv1D: GPT-2's linear layer
+
+
+def shape_of(model, kv_dtype) -> Shape:
+    """Counts of ``model`` (see :class:`Shape`); ``kv_dtype`` is the KV cache's torch dtype (the activations').
+
+    Weight bytes count each distinct tensor once (a tied LM head and embedding table once, as the LM head), every
+    parameter and weight buffer (a quantized linear's int8 / fp8 weight and its scales) but the embedding tables
+    of which a decode step reads one row a sequence (token, and GPT-2's position, embeddings).
+
+    Raises:
+        ValueError: the config names no layer or head count.
+    """
+    import torch
+
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    layers = _config_int(config, "num_hidden_layers", "n_layer")
+    heads = _config_int(config, "num_attention_heads", "n_head")
+    hidden = _config_int(config, "hidden_size", "n_embd")
+    if not (layers and heads and hidden):
+        raise ValueError(f"{type(model).__name__}'s config names no layer, head or hidden size")
+    kv_heads = _config_int(config, "num_key_value_heads") or heads
+    head_dim = _config_int(config, "head_dim") or hidden // heads
+    head = model.get_output_embeddings()
+    head_ids = {id(t) for t in (getattr(head, "weight", None),) if t is not None}
+    matmul = sum(m.weight.numel() for m in model.modules() if _is_matmul(m) and m is not head)
+    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)} - head_ids
+    seen, weight_bytes = set(), 0
+    for t in [*model.parameters(), *(b for n, b in model.named_buffers() if n.endswith(("weight", "scale")))]:
+        if id(t) in seen or id(t) in embedding_ids:  # tied weights are one Parameter object
+            continue
+        seen.add(id(t))
+        weight_bytes += t.numel() * t.element_size()
+    return Shape(layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim, matmul_params=matmul,
+                 lm_head_params=head.weight.numel(), weight_bytes=weight_bytes,
+                 kv_bytes_per_value=torch.tensor([], dtype=kv_dtype).element_size())

@@ -1,0 +1,157 @@
+"""The generate scenario's parts on tiny real models (CPU): weight-only linears, fused projections, the two decode
+loops, prompts, checkpoints."""
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers")
+
+import torch  # noqa: E402
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MistralConfig,  # noqa: E402
+                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+SMALL = dict(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2)
+
+
+def tiny(cls=LlamaForCausalLM, config=LlamaConfig, seed=0, **kw):
+    torch.manual_seed(seed)
+    return cls(config(**{**SMALL, **kw})).eval()
+
+
+def test_weight_only_int8_and_fp8_stay_within_their_rounding():
+    from accelbench.quant.weight_only import WeightOnlyLinear, int8_kernel_works, quantize_weight
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 32, bias=True)
+    x = torch.randn(5, 64)
+    ref = lin(x)
+    for scheme, step in (("int8", 1 / 127), ("fp8", 2 ** -3)):  # int8: half a step a weight; e4m3: 3 mantissa bits
+        q, scale = quantize_weight(lin.weight, scheme)
+        assert q.shape == lin.weight.shape and scale.shape == (32,)
+        deq = q.float() * scale[:, None]
+        row_max = lin.weight.detach().abs().amax(1, keepdim=True)
+        assert ((deq - lin.weight.detach()).abs() <= step * row_max + 1e-7).all()
+        got = WeightOnlyLinear(lin, scheme, int8_kernel=False)(x)
+        assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+    assert int8_kernel_works(torch.device("cpu"), torch.float32)
+    kernel = WeightOnlyLinear(lin, "int8", int8_kernel=True)(x)
+    plain = WeightOnlyLinear(lin, "int8", int8_kernel=False)(x)
+    assert torch.allclose(kernel, plain, atol=1e-5)
+    with pytest.raises(ValueError):
+        quantize_weight(lin.weight, "int4")
+
+
+def test_quantized_model_reads_about_half_the_bytes_and_keeps_its_tokens_close():
+    from accelbench.quant.weight_only import quantize_linears
+    from accelbench.scenarios.generate.shape import shape_of
+
+    model = tiny().to(torch.bfloat16)
+    before = shape_of(model, torch.bfloat16)
+    cols = quantize_linears(model, "int8")
+    after = shape_of(model, torch.bfloat16)
+    linears = 2 * 7 + 1  # q k v o gate up down a layer, and the LM head
+    assert cols["quant_layers"] == linears
+    assert after.matmul_params == before.matmul_params and after.lm_head_params == before.lm_head_params
+    linear_bytes = 2 * (before.matmul_params + before.lm_head_params)
+    # each linear: int8 weight (1 byte a parameter) and a bf16 scale a row instead of 2 bytes a parameter
+    assert before.weight_bytes - after.weight_bytes == linear_bytes // 2 - 2 * sum(
+        m.out_features for m in model.modules() if type(m).__name__ == "WeightOnlyLinear")
+
+
+@pytest.mark.parametrize("cls,config,kw", [(LlamaForCausalLM, LlamaConfig, {}),
+                                           (Qwen2ForCausalLM, Qwen2Config, {}),
+                                           (MistralForCausalLM, MistralConfig, {"sliding_window": None})])
+def test_fused_projections_compute_the_same_function(cls, config, kw):
+    from accelbench.scenarios.generate.fuse import fuse_projections
+
+    model = tiny(cls, config, **kw)
+    ids = torch.randint(0, 300, (2, 9))
+    with torch.no_grad():
+        ref = model(ids).logits
+        assert fuse_projections(model) == 2
+        got = model(ids).logits
+    assert torch.allclose(got, ref, atol=1e-5, rtol=1e-5)
+    assert not hasattr(model.model.layers[0].self_attn, "q_proj")
+
+
+def test_fusing_gpt2_is_refused_with_a_reason():
+    from accelbench.scenarios.generate.fuse import fusable, fuse_projections
+
+    model = GPT2LMHeadModel(GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=300))
+    assert "model.layers" in fusable(model)
+    with pytest.raises(ValueError):
+        fuse_projections(model)
+
+
+def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
+    from accelbench.scenarios.generate.decode import HFGenerate, StaticLoop
+
+    model, dev = tiny(), torch.device("cpu")
+    prompts = torch.randint(0, 300, (3, 11))
+    a = HFGenerate(model, 6, dev)(prompts)
+    b = StaticLoop(model, 3, 11, 6, dev)(prompts)
+    assert a.tokens.shape == b.tokens.shape == (3, 6)
+    assert torch.equal(a.tokens, b.tokens)
+    for g in (a, b):
+        assert len(g.itl_s) == 5 and all(t > 0 for t in g.itl_s)
+        assert 0 < g.ttft_s < g.e2e_s
+        assert g.ttft_s + sum(g.itl_s) <= g.e2e_s + 1e-6  # the marks lie inside the synchronised window
+
+
+def test_random_and_text_prompts():
+    from accelbench.data.text import held_out_text, random_prompts, shipped_text, split, text_prompts
+
+    text = shipped_text()
+    assert len(text) == 1_115_394
+    train, held = split(text)
+    assert train + held == text and held == held_out_text() and train.endswith("\n")
+    assert 0.09 < len(held) / len(text) < 0.11
+    a, b = random_prompts(2, 5, 300, seed=1), random_prompts(2, 5, 300, seed=1)
+    assert torch.equal(a, b) and a.shape == (2, 5) and int(a.max()) < 300
+
+    class CharTokenizer:
+        def __call__(self, s):
+            return {"input_ids": [ord(c) % 300 for c in s]}
+
+    p = text_prompts(CharTokenizer(), 3, 20, seed=0)
+    assert p.shape == (3, 20)
+    flat = [ord(c) % 300 for c in held]
+    for row in p.tolist():  # each prompt is a window of the held-out text
+        assert any(flat[i:i + 20] == row for i in range(len(flat) - 19))
+    with pytest.raises(ValueError):
+        text_prompts(CharTokenizer(), 1, len(held) + 1, seed=0)
+
+
+def test_checkpoint_checks_are_one_line_errors(tmp_path):
+    from accelbench.core.errors import UnknownModelError
+    from accelbench.models.hf import check_lm
+
+    with pytest.raises(UnknownModelError, match="did you mean 'hf:llama-3.1-8b'"):
+        check_lm("hf:llama-3.1-8c")
+    with pytest.raises(UnknownModelError, match="no checkpoint directory"):
+        check_lm(f"hf:{tmp_path}/missing")
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not loaded")
+    with pytest.raises(UnknownModelError, match="pickled weights"):
+        check_lm(f"hf:{tmp_path}")
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": "model-1.safetensors"}}))
+    with pytest.raises(UnknownModelError, match="misses weight file model-1.safetensors"):
+        check_lm(f"hf:{tmp_path}")
+
+
+def test_a_saved_checkpoint_loads_and_a_foreign_tokenizer_is_refused(tmp_path):
+    from accelbench.core.errors import UnknownModelError
+    from accelbench.models.hf import LoadedLM, check_tokenizer, load_lm
+
+    tiny().save_pretrained(tmp_path, safe_serialization=True)
+    loaded = load_lm(f"hf:{tmp_path}", torch.device("cpu"), torch.float32)
+    assert loaded.info.pretrained and loaded.info.vocab_size == 300 and loaded.tokenizer is None
+
+    class Big:
+        def __len__(self):
+            return 301
+
+    with pytest.raises(UnknownModelError, match="301 tokens, more than the model's 300"):
+        check_tokenizer(LoadedLM(loaded.module, Big(), loaded.info))
