@@ -40,19 +40,19 @@ fi
   nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,clocks.max.mem,memory.total --format=csv,noheader 2>/dev/null
   python3 -c "import torch, transformers, accelbench; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelbench', accelbench.__version__)"
   if has headline; then
-    stage headline-bf16 150 $AB generate -m $BIG $HEAD -p bf16 --modes static-compile,static-compile-fused $COMMON
-    stage headline-weight-only 120 $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
+    stage headline-bf16 110 $AB generate -m $BIG $HEAD -p bf16 --modes static-compile,static-compile-fused $COMMON
+    stage headline-weight-only 90 $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
       --modes static-compile-fused $COMMON
   fi
   if has hand && [ "${SMOKE:-0}" != 1 ]; then
-    stage hand-gptfast 70 python3 benchmarks/llm_handloop.py $HAND --new 256 --loops gptfast --reps 3 --out "$OUT/hand-gptfast.json"
-    stage hand-generate 40 python3 benchmarks/llm_handloop.py $HAND --new 64 --loops generate --reps 3 --out "$OUT/hand-generate.json"
-    stage hf-generate 40 $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats 3 -p bf16 \
+    stage hand-gptfast 60 python3 benchmarks/llm_handloop.py $HAND --new 256 --loops gptfast --reps 3 --out "$OUT/hand-gptfast.json"
+    stage hand-generate 35 python3 benchmarks/llm_handloop.py $HAND --new 64 --loops generate --reps 3 --out "$OUT/hand-generate.json"
+    stage hf-generate 35 $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats 3 -p bf16 \
       --modes hf-generate $COMMON
   fi
-  has sweep && stage sweep 150 $AB generate -m $SMALL -b $SWEEP_B --prompt-lens 128,2048 --new-tokens 32 \
+  has sweep && stage sweep 115 $AB generate -m $SMALL -b $SWEEP_B --prompt-lens 128,2048 --new-tokens 32 \
     -p bf16 --modes static-compile-fused $COMMON
-  has study && stage study 170 $AB generate -m $BIG -b $STUDY_B --prompt-lens 128,2048 --new-tokens 32 \
+  has study && stage study 130 $AB generate -m $BIG -b $STUDY_B --prompt-lens 128,2048 --new-tokens 32 \
     -p bf16 --modes static-compile-fused $COMMON
   has gpu && stage pytest-gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore --tb=short \
     tests/test_generate_gpu.py
