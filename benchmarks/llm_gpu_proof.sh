@@ -7,6 +7,9 @@
 #   sweep     hf:llama-3.2-1b, batch 1..256, prompt 128 and 2048, 32 new tokens, static-compile-fused bf16
 #   study     hf:llama-3.1-8b, batch 1, 16, 64 (H100: up to 256, past its KV-cache boundary at prompt 2048),
 #             prompt 128 and 2048, 32 new tokens: the H100-vs-H200 comparison's other half
+#   probe     benchmarks/llm_hf_overhead.py: hf-generate's TPOT against hand generate calls, with and without
+#             accelbench's per-token processor and telemetry (hf:llama-3.2-1b)
+#   oom       hf:llama-3.1-8b at prompt 2048, batch 64 and 256: the KV cache's out-of-memory boundary
 #   gpu       pytest -m gpu on the generate tests
 # STAGES selects (default: by KIND: h200 "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps
 # the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
@@ -29,8 +32,8 @@ stage() {  # stage NAME MAX_S command...: at most MAX_S seconds, and never past 
   timeout --signal=TERM --kill-after=15 "$t" "$@"; local rc=$?; echo "=== $(date +%T) $name exit $rc"
 }
 BIG=hf:llama-3.1-8b; SMALL=hf:llama-3.2-1b; HEAD="-b 1 --prompt-lens 128 --new-tokens 256 --repeats 3"
-SWEEP_B=1,4,16,64,256; STUDY_B=1,16,64; HAND="--arch llama-3.1-8b --prompt 128"; COMMON="--idle-s 3 --db $DB"
-[ "$KIND" = h100 ] && STUDY_B=1,16,64,128,256
+SWEEP_B=${SWEEP_B:-1,4,16,64,256}; STUDY_B=${STUDY_B:-1,16,64}; SWEEP_P=${SWEEP_P:-128,2048}; STUDY_P=${STUDY_P:-128,2048}; HAND="--arch llama-3.1-8b --prompt 128"; COMMON="--idle-s 3 --db $DB"
+[ "$KIND" = h100 ] && STUDY_B=${STUDY_B:-1,16,64,128,256}
 if [ "${SMOKE:-0}" = 1 ]; then
   BIG=hf:tiny-shakespeare; SMALL=hf:tiny-shakespeare; HEAD="-b 1 --prompt-lens 16 --new-tokens 8 --repeats 2"
   SWEEP_B=1,2; STUDY_B=1,2; COMMON="--idle-s 0 --device cpu --db $DB"
@@ -41,7 +44,7 @@ fi
   python3 -c "import torch, transformers, accelbench; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelbench', accelbench.__version__)"
   if has headline; then
     stage headline-bf16 110 $AB generate -m $BIG $HEAD -p bf16 --modes static-compile,static-compile-fused $COMMON
-    stage headline-weight-only 90 $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
+    stage headline-weight-only 150 $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
       --modes static-compile-fused $COMMON
   fi
   if has hand && [ "${SMOKE:-0}" != 1 ]; then
@@ -50,10 +53,13 @@ fi
     stage hf-generate 35 $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats 3 -p bf16 \
       --modes hf-generate $COMMON
   fi
-  has sweep && stage sweep 115 $AB generate -m $SMALL -b $SWEEP_B --prompt-lens 128,2048 --new-tokens 32 \
+  has probe && stage hf-overhead 60 python3 benchmarks/llm_hf_overhead.py --arch llama-3.2-1b --out "$OUT/hf-overhead.json"
+  has sweep && stage sweep 115 $AB generate -m $SMALL -b $SWEEP_B --prompt-lens $SWEEP_P --new-tokens 32 \
     -p bf16 --modes static-compile-fused $COMMON
-  has study && stage study 130 $AB generate -m $BIG -b $STUDY_B --prompt-lens 128,2048 --new-tokens 32 \
+  has study && stage study 130 $AB generate -m $BIG -b $STUDY_B --prompt-lens $STUDY_P --new-tokens 32 \
     -p bf16 --modes static-compile-fused $COMMON
+  has oom && stage oom 60 $AB generate -m $BIG -b 64,256 --prompt-lens 2048 --new-tokens 32 -p bf16 \
+    --modes static-compile-fused $COMMON
   has gpu && stage pytest-gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore --tb=short \
     tests/test_generate_gpu.py
   echo "=== $(date +%T) done ($(( $(date +%s) - T0 )) s)"

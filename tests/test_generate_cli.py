@@ -45,6 +45,8 @@ def test_every_case_stores_its_phases_and_they_agree_with_their_formulas(generat
         # a trained model beats guessing uniformly over its vocabulary by far
         assert 1 < r["perplexity"] < config["vocab_size"] / 4 and r["perplexity_tokens"] > 1000
         assert r["weights"] and r["pretrained"] is True
+        # telemetry (energy, power) covers the timed generations, not the warm-up before them
+        assert r["timed_wall_s"] <= r["telemetry_window_s"] < 1.1 * r["timed_wall_s"] + 0.05
 
 
 def test_the_compact_table_fits_80_columns_and_the_report_has_the_generate_section(generated, tmp_path):
@@ -87,3 +89,11 @@ def test_compare_gives_decode_and_prefill_ratios_with_intervals(generated):
             assert r.ratio == 1.0 and r.ci_low <= 1.0 <= r.ci_high and r.p_value is not None
     p = run_cli("compare", "1", "1", "--db", str(db), check=True)
     assert "Decode tok/s" in p.stdout and "TTFT p50" in p.stdout
+
+
+def test_generate_help_offers_the_generation_backends_and_precisions_only():
+    text = run_cli("generate", "--help", env={"COLUMNS": "1000"}, check=True).stdout
+    for name in ("hf-generate", "static-cache", "static-compile", "static-compile-fused", "int8-weight-only",
+                 "fp8-weight-only", "bf16", "--prompt-lens", "--new-tokens"):
+        assert name in text, name
+    assert "compile-freeze" not in text and "amp-bf16" not in text and "onnxruntime" not in text

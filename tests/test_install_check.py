@@ -147,3 +147,10 @@ def test_the_extras_in_pyproject_agree_with_the_check():
     assert extras["test"][0] == "accelbench[all]" and extras["all"] == ["accelbench[timm,loadgen,quant]"]
     assert set(extras["report"]) >= {"matplotlib>=3.7"} and extras["plot"] == ["matplotlib>=3.7"]  # old commands work
     assert meta["license"] == "MIT" and meta["license-files"] == ["LICENSE"] and (ROOT / "LICENSE").is_file()
+
+
+def test_generate_without_transformers_is_one_line_naming_the_llm_extra(tmp_path: Path):
+    args = ["generate", "-m", "hf:tiny-shakespeare", "--device", "cpu", "--idle-s", "0", "--db", "{db}"]
+    p = check(Fault("x", args, 2, "error: transformers ", no_run, one_line=True,
+                    env=_blocking(tmp_path, "transformers")), tmp_path)
+    assert "pip install 'accelbench[llm]'" in p.stderr and "accelbench generate needs it" in p.stderr, p.stderr

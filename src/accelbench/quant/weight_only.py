@@ -5,12 +5,14 @@ Decode reads every weight once a step and is memory-bound (``scenarios.generate.
 bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear``: per-channel symmetric int8,
 1.48x bf16 decode tokens/s on an A100).
 
-- int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row); the matmul is
-  torch's ``aten._weight_int8pack_mm(x, q, s)`` (CPU and CUDA kernels that read the int8 weight and scale the
-  output), else ``F.linear(x, q.to(x.dtype)) * s``.
+- int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row).
 - fp8: ``q = (w / s).to(float8_e4m3fn)``, ``s = max|w_row| / 448`` (E4M3's largest normal: OCP 8-bit floating
-  point spec); the matmul dequantizes (``F.linear(x, q.to(x.dtype)) * s``), or, for one token a row inside a
-  compiled graph, is written as a multiply-and-sum that Inductor turns into one reduction reading the fp8 weight.
+  point spec).
+- The matmul: for one token a row inside a compiled graph (a decode step), a multiply-and-sum that Inductor turns
+  into one reduction reading the 8-bit weight (gpt-fast's recipe); on a CPU, int8 through torch's
+  ``aten._weight_int8pack_mm(x, q, s)``; else dequantize (``F.linear(x, q.to(x.dtype)) * s``). The CUDA
+  ``_weight_int8pack_mm`` is not used: on an H100 (torch 2.11) it made Llama-3.1-8B's decode step 10x slower than
+  bf16 (67.2 vs 6.75 ms, ``benchmarks/results/llm-h100``).
 
 Embedding tables and norms stay in the model's dtype; the LM head is quantized like any linear layer.
 """
@@ -59,10 +61,10 @@ class WeightOnlyLinear(torch.nn.Module):
     def forward(self, x):
         x2 = x.reshape(-1, self.in_features)
         scale = self.scale.to(x.dtype)
-        if self.scheme == "int8" and self.int8_kernel:
-            y = torch._weight_int8pack_mm(x2, self.weight, scale)
-        elif self.scheme == "fp8" and x2.shape[0] == 1 and torch.compiler.is_compiling():
+        if x2.shape[0] == 1 and torch.compiler.is_compiling():
             y = ((x2[:, None, :].float() * self.weight.float()).sum(-1) * scale.float()).to(x.dtype)
+        elif self.scheme == "int8" and self.int8_kernel:
+            y = torch._weight_int8pack_mm(x2, self.weight, scale)
         else:
             y = F.linear(x2, self.weight.to(x.dtype)) * scale
         y = y.reshape(*x.shape[:-1], self.out_features)
@@ -97,7 +99,7 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
         ValueError: an unknown scheme.
     """
     p = next(model.parameters())
-    int8_kernel = scheme == "int8" and int8_kernel_works(p.device, p.dtype)
+    int8_kernel = scheme == "int8" and p.device.type == "cpu" and int8_kernel_works(p.device, p.dtype)
     count = 0
     for name, mod in list(model.named_modules()):
         for child_name, child in list(mod.named_children()):
@@ -105,7 +107,6 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
             if isinstance(child, torch.nn.Linear) and not full.endswith(skip):
                 setattr(mod, child_name, WeightOnlyLinear(child, scheme, int8_kernel))
                 count += 1
-    kernels = ("aten._weight_int8pack_mm (int8 weights read by the kernel)" if int8_kernel else
-               "dequantize then matmul" + ("; one token a row compiled: a fused multiply-and-sum" if scheme == "fp8"
-                                           else ""))
+    kernels = (("aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul")
+               + "; one token a row compiled: a fused multiply-and-sum reading the 8-bit weight")
     return {"quant_scheme": f"{scheme} weight-only, per-row scale", "quant_layers": count, "quant_kernels": kernels}

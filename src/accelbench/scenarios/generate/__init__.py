@@ -82,6 +82,7 @@ class GenerateExtras(Extras):
 
 class Generate(Scenario):
     name = kind = workload = backend_workload = kinds.GENERATE
+    requires = {"transformers": "accelbench generate"}  # its loops and caches are transformers' (accelbench[llm])
     settings_type, extras_type = GenerateSettings, GenerateExtras
     rejects = ("channels_last", "images", "data", "image_size", "skip_bad_images", "warmup_batches",
                "min_timed_batches", "min_time_s", "cudnn_benchmark")

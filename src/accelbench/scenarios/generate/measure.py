@@ -30,9 +30,10 @@ class Ceilings:
     datasheet_flops_per_s: float | None = None
 
 
-def timed_generations(run, prompts, repeats: int, warmup: int, device) -> tuple[list, float]:
+def warm_up(run, prompts, warmup: int, device) -> float:
     """``warmup`` untimed generations (the first compiles and captures: its wall time is ``compile_s`` for a
-    compiling runner), then ``repeats`` timed ones: ``([Generation, ...], first_call_s)``."""
+    compiling runner); returns the first one's seconds. Run before the telemetry monitor starts, so energy and
+    power are the timed generations' own."""
     import time
 
     from accelbench.core.timing import sync
@@ -44,7 +45,7 @@ def timed_generations(run, prompts, repeats: int, warmup: int, device) -> tuple[
         sync(device)
         if i == 0:
             first_s = time.perf_counter() - t0
-    return [run(prompts) for _ in range(repeats)], first_s
+    return first_s
 
 
 def generation_columns(gens: list, shape: metrics.Shape, *, batch_size: int, prompt_len: int, new_tokens: int,

@@ -212,7 +212,7 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
 
     from accelbench import backends
     from accelbench.core.rank import add_telemetry
-    from accelbench.scenarios.generate.measure import generation_columns, timed_generations
+    from accelbench.scenarios.generate.measure import generation_columns, warm_up
     from accelbench.scenarios.generate.shape import shape_of
     from accelbench.telemetry import monitor
 
@@ -227,8 +227,9 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     run = runner(case, built, dev)
     warmup = 2 if backends.get(case.mode).compiles else 1  # compile, then a CUDA graph's recording
     try:
-        with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
-            gens, first_s = timed_generations(run, prompts, spec.settings.repeats, warmup, dev)
+        first_s = warm_up(run, prompts, warmup, dev)
+        with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:  # the timed generations only
+            gens = [run(prompts) for _ in range(spec.settings.repeats)]
     except BaseException:  # an OOM or a failed capture: the next case builds afresh, never on a half-captured step
         del run
         state.release()
