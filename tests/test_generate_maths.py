@@ -47,7 +47,6 @@ def test_utilisation_and_rates_by_hand():
     r = m.rates(2, 10, 4, ttft_s=0.5, tpot_s=0.1, e2e_s=1.0)
     assert (r.prefill_tokens_per_s, r.decode_tokens_per_s, r.output_tokens_per_s) == (40.0, 20.0, 8.0)
     assert m.rates(2, 10, 4, None, None, None).decode_tokens_per_s is None
-    assert m.per_token(10.0, 4) == 2.5 and m.per_token(None, 4) is None
 
 
 def test_prefill_flops_agree_with_torchs_flop_counter():

@@ -65,12 +65,18 @@ def generate_blocks(store, run: dict, records: list[dict]) -> list[dict | None]:
     rows = [r for r in records if not is_detail(r)]
     ok = [r for r in rows if r.get("status") == OK]
     items = []
+    if len({r.get("batch_size") for r in ok}) < 2:  # one batch size: the table says it all, no single-dot charts
+        ok_for_charts = []
+    else:
+        ok_for_charts = ok
     for column, ylabel, title, scale in (("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
                                          ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
                                          ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),
                                          ("mbu", "%", "MBU (decode) against batch size", 100.0),
                                          ("mfu", "%", "MFU (prefill) against batch size", 100.0)):
-        chart = charts.batch_chart(ok, column, ylabel, title, scale=scale, group=GROUP, logy=column != "mbu")
+        values = [r[column] for r in ok_for_charts if r.get(column)]
+        spans_decades = bool(values) and max(values) > 10 * min(values)  # log axes where batch 1 would vanish
+        chart = charts.batch_chart(ok_for_charts, column, ylabel, title, scale=scale, group=GROUP, logy=spans_decades)
         if chart:
             items.append({"title": title, "svg": chart})
     blocks = [table_block(rows, view("generate"), "Generation: prefill and decode"), charts_block(items)]

@@ -113,7 +113,7 @@ LAYOUTS: dict[str, str] = {
     "epoch": "batch_size epoch eval_top1 train_loss elapsed_s samples_per_s",
     "generate": "model batch_size prompt_len new_tokens precision mode ttft_p50_ms ttft_p99_ms tpot_p50_ms tpot_p99_ms "
                 "e2e_latency_p50_ms prefill_tokens_per_s decode_tokens_per_s output_tokens_per_s mbu mbu_datasheet mfu "
-                "kv_cache_bytes peak_mem_bytes compile_s energy_per_token_j cost_per_million_tokens perplexity "
+                "kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j cost_per_million_tokens perplexity "
                 "validity status",
     "generate-compact": "model batch_size prompt_len precision mode ttft_p50_ms tpot_p50_ms decode_tokens_per_s mbu "
                         "status",

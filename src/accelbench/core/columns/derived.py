@@ -8,7 +8,8 @@ from accelbench.core.columns.column import FLOAT, RANK, STR, col
 
 DECLARED = (
     col("energy_per_sample_j", FLOAT, "Energy/img (mJ)", "number", short="mJ/img", scale=1e3, combine=RANK,
-        doc="Energy of the timed window / the samples it ran."),
+        titles=(("generate", "Energy/token (mJ)"),),
+        doc="Energy of the timed window / the samples it ran (a generate row's samples: its output tokens)."),
     col("energy_above_idle_j", FLOAT, "Energy above idle (J)", "si:J", combine=RANK,
         doc="Energy minus idle power x the window."),
     col("energy_above_idle_per_sample_j", FLOAT, "Above idle/img (mJ)", "number", scale=1e3, combine=RANK),

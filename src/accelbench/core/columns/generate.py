@@ -73,8 +73,6 @@ DECLARED = (
     col("kv_bytes_per_token", INT, "KV bytes/token", "si:B", scenarios=G),
     col("weight_bytes", INT, "Weights", "si:B", scenarios=G, doc="Bytes of the weights as stored for the run."),
     # energy and quality
-    col("energy_per_token_j", FLOAT, "Energy/token (mJ)", "number", short="mJ/tok", scale=1e3, combine=RANK,
-        scenarios=G),
     col("perplexity", FLOAT, "Perplexity", "number", scenarios=G,
         doc="exp(mean next-token cross-entropy) on the held-out shipped text (models with real weights)."),
     col("perplexity_tokens", INT, "Perplexity tokens", "int", scenarios=G),

@@ -102,10 +102,3 @@ def tokens_agree(a, b) -> float:
     same = (a == b).all(dim=0)
     first = int((~same).nonzero()[0]) if not bool(same.all()) else a.shape[1]
     return first / a.shape[1]
-
-
-def energy_per_token(rec: dict, tokens: int) -> dict[str, Any]:
-    """``energy_per_token_j`` (the window's device energy over its output tokens) and ``joules_per_sample``'s
-    stand-in, from a row with ``energy_j``."""
-    per = metrics.per_token(rec.get("energy_j"), tokens)
-    return {"energy_per_token_j": per}

@@ -154,8 +154,3 @@ def rates(batch_size: int, prompt_len: int, new_tokens: int, ttft_s: float | Non
     return Rates(prefill_tokens_per_s=div(batch_size * prompt_len, ttft_s),
                  decode_tokens_per_s=div(batch_size, tpot_s),
                  output_tokens_per_s=div(batch_size * new_tokens, e2e_s))
-
-
-def per_token(total: float | None, tokens: int) -> float | None:
-    """``total / tokens`` (energy per token, cost per token), None without a total or tokens."""
-    return total / tokens if total is not None and tokens > 0 else None
