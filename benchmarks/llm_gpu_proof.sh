@@ -22,15 +22,7 @@ KIND=${KIND:-h200}
 if [ "$KIND" = h100 ]; then STAGES=${STAGES:-"headline sweep study gpu"}; else STAGES=${STAGES:-"headline hand sweep study"}; fi
 BUDGET_S=${BUDGET_S:-560}; T0=$(date +%s)
 AB="python3 -m accelbench"
-has() { [[ " $STAGES " == *" $1 "* ]]; }
-left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
-stage() {  # stage NAME MAX_S command...: at most MAX_S seconds, and never past the budget
-  local name=$1 max=$2 t; shift 2
-  t=$(left); (( t > max )) && t=$max
-  if (( t < 20 )); then echo "=== $(date +%T) skip $name: $(left) s of the budget left"; return; fi
-  echo "=== $(date +%T) $name (at most $t s): $*"
-  timeout --signal=TERM --kill-after=15 "$t" "$@"; local rc=$?; echo "=== $(date +%T) $name exit $rc"
-}
+STAGE_MIN_S=20; source "$(dirname "$0")/lib/stage.sh"
 BIG=hf:llama-3.1-8b; SMALL=hf:llama-3.2-1b; HEAD="-b 1 --prompt-lens 128 --new-tokens 256 --repeats 3"
 SWEEP_B=${SWEEP_B:-1,4,16,64,256}; STUDY_B=${STUDY_B:-1,16,64}; SWEEP_P=${SWEEP_P:-128,2048}; STUDY_P=${STUDY_P:-128,2048}; HAND="--arch llama-3.1-8b --prompt 128"; COMMON="--idle-s 3 --db $DB"
 [ "$KIND" = h100 ] && STUDY_B=${STUDY_B:-1,16,64,128,256}

@@ -22,15 +22,7 @@ STAGES=${STAGES:-"speed fp8 accuracy cpu"}
 BUDGET_S=${BUDGET_S:-510}; T0=$(date +%s)
 AB="python3 -m accelbench"
 VIT=${VIT:-$(python3 -c "import timm" 2>/dev/null && echo timm:vit_base_patch16_224 || echo vit_b_16)}
-has() { [[ " $STAGES " == *" $1 "* ]]; }
-left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
-stage() {  # stage NAME MAX_S command...: at most MAX_S seconds, and never past the budget
-  local name=$1 max=$2 t; shift 2
-  t=$(left); (( t > max )) && t=$max
-  if (( t < 30 )); then echo "=== $(date +%T) skip $name: $(left) s of the budget left"; return; fi
-  echo "=== $(date +%T) $name (at most $t s): $*"
-  timeout --signal=TERM --kill-after=20 "$t" "$@"; echo "=== $(date +%T) $name exit $?"
-}
+STAGE_MIN_S=30; source "$(dirname "$0")/lib/stage.sh"
 GPU="-b 256 --data cifar10-test -n 2560 --db $DB"; ACC="-b 1000 -n 10000"; CPU_N=256; T10=10
 COMPILE=compile; FUSION=compile-freeze,max-autotune-no-cudagraphs
 if [ "${SMOKE:-0}" = 1 ]; then

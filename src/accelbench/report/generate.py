@@ -80,9 +80,11 @@ def generate_blocks(store, run: dict, records: list[dict]) -> list[dict | None]:
         if chart:
             items.append({"title": title, "svg": chart})
     blocks = [table_block(rows, view("generate"), "Generation: prefill and decode"), charts_block(items)]
-    lines = oom_lines(rows)
+    from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
+
+    lines = [quality_line(q) for q in cheapest_meeting_perplexity(rows)] + oom_lines(rows)
     if lines:
-        blocks.append({"type": "notes", "title": "Out-of-memory boundary", "lines": lines})
+        blocks.append({"type": "notes", "title": "Quality and the out-of-memory boundary", "lines": lines})
     name = run["env"].get("device_name")
     points = roofline_points(ok)
     if name and points:

@@ -14,12 +14,8 @@ TARGET_RATIO = 1.01
 REFERENCE_ORDER = ("fp32", "bf16", "fp16")  # the reference: the first of these measured
 
 
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
-
-
 def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[dict]:
-    """Per model with a perplexity: the cheapest ``ok`` case whose perplexity is at most ``ratio`` times the
+    """Per model with a perplexity (``records``: typed rows, :meth:`accelbench.store.Store.records`; missing is None): the cheapest ``ok`` case whose perplexity is at most ``ratio`` times the
     reference precision's (see the module docstring).
 
     Cheapest: the lowest ``cost_per_1000_samples_usd`` (per 1,000 output tokens), else the highest
@@ -32,25 +28,25 @@ def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[di
     """
     by_model: dict[str, list[dict]] = {}
     for r in records:
-        if _num(r.get("perplexity")) is not None and r.get("status") == OK:
+        if r.get("perplexity") is not None and r.get("status") == OK:
             by_model.setdefault(str(r.get("model")), []).append(r)
     out = []
     for model, rows in by_model.items():
         refs = [p for p in REFERENCE_ORDER if any(r.get("precision") == p for r in rows)]
         if not refs:
             continue
-        ref = min(_num(r["perplexity"]) for r in rows if r.get("precision") == refs[0])
-        good = [r for r in rows if _num(r["perplexity"]) <= ratio * ref]
-        costed = [r for r in good if _num(r.get("cost_per_1000_samples_usd")) is not None]
+        ref = min(r["perplexity"] for r in rows if r.get("precision") == refs[0])
+        good = [r for r in rows if r["perplexity"] <= ratio * ref]
+        costed = [r for r in good if r.get("cost_per_1000_samples_usd") is not None]
         key = "cost_per_1000_samples_usd" if costed else "decode_tokens_per_s"
-        pool = costed or [r for r in good if _num(r.get(key)) is not None]
-        best = (min(pool, key=lambda r: _num(r[key])) if costed else max(pool, key=lambda r: _num(r[key]))) if pool else None
+        pool = costed or [r for r in good if r.get(key) is not None]
+        best = (min(pool, key=lambda r: r[key]) if costed else max(pool, key=lambda r: r[key])) if pool else None
         row = {"model": model, "reference": refs[0], "reference_perplexity": ref, "precision": None, "mode": None,
                "batch_size": None, "perplexity": None, "by": key, "value": None,
-               "missed": sorted({str(r["precision"]) for r in rows if _num(r["perplexity"]) > ratio * ref})}
+               "missed": sorted({str(r["precision"]) for r in rows if r["perplexity"] > ratio * ref})}
         if best is not None:
             row.update(precision=best["precision"], mode=best.get("mode"), batch_size=best.get("batch_size"),
-                       perplexity=_num(best["perplexity"]), value=_num(best[key]))
+                       perplexity=best["perplexity"], value=best[key])
         out.append(row)
     return out
 
