@@ -166,3 +166,23 @@ def test_two_real_cpu_runs_with_five_windows(tmp_path, one_thread):
     assert thr["verdict"] in ("within noise", "faster", "slower") and thr["p_value"] is not None
     assert thr["ci_low"] <= thr["ratio"] <= thr["ci_high"] and p.returncode == 0
     assert np.isfinite(thr["ratio"])
+
+
+def test_the_gate_never_passes_what_it_cannot_judge(tmp_path):
+    """Issue 24: `--fail-on-slower` exited 0 at 0.5x throughput with too few windows, and when nothing matched."""
+    db = tmp_path / "s.db"
+    s = Store(db)
+    a3, slow3 = add_run(s, windows=3), add_run(s, windows=3, speed=0.5)  # 0.5x, but 3 vs 3 windows: undecidable
+    a5, flagged = add_run(s), add_run(s, speed=1.0, validity="cpu-contention")  # within noise, but a flag fired
+    other = add_run(s, precision="amp-bf16")  # matches nothing of run a5
+    p = run_cli("compare", str(a3), str(slow3), "--db", str(db), "--fail-on-slower")
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 3 and len(lines) == 1 and lines[0].startswith("undecided: 1 matched case(s)")
+    assert "throughput too few windows" in lines[0] and "--allow-undecided" in lines[0]
+    assert run_cli("compare", str(a3), str(slow3), "--db", str(db), "--fail-on-slower", "--allow-undecided",
+                   check=True).returncode == 0
+    p = run_cli("compare", str(a5), str(flagged), "--db", str(db), "--fail-on-slower")
+    assert p.returncode == 3 and "flagged (B: other processes used 60%" in p.stderr
+    p = run_cli("compare", str(a5), str(other), "--db", str(db), "--fail-on-slower")
+    assert p.returncode == 2 and "no case matched" in p.stderr and len(p.stderr.strip().splitlines()) <= 2
+    assert run_cli("compare", str(a5), str(other), "--db", str(db)).returncode == 0  # without the gate: a report

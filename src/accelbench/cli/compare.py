@@ -12,7 +12,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.options import DB
 from accelbench.cli.common import command, console, err_console, styled
-from accelbench.core.errors import EXIT_CASE_ERRORS
+from accelbench.core.errors import EXIT_CASE_ERRORS, EXIT_UNDECIDED
 
 
 def parse_margin(text: str) -> float:
@@ -32,7 +32,8 @@ def compare(
     db: Path = DB,
     margin: str = typer.Option("2%", "--margin", help="Equivalence margin: changes smaller than this are 'within noise' (2% or 0.02)."),
     ignore: Optional[str] = typer.Option(None, "--ignore", help="Match fields to ignore, e.g. precision,channels_last (compare fp32 with bf16)."),
-    fail_on_slower: bool = typer.Option(False, "--fail-on-slower", help="Exit 1 when a matched case is slower beyond the margin (throughput or latency p50)."),
+    fail_on_slower: bool = typer.Option(False, "--fail-on-slower", help="A gate for CI: exit 1 when a matched case is slower beyond the margin (throughput or latency p50), 3 when none is slower but one could not be judged (too few windows, or a validity flag fired), 2 when no case matched."),
+    allow_undecided: bool = typer.Option(False, "--allow-undecided", help="With --fail-on-slower: cases that could not be judged do not fail the gate (exit 0 unless one is slower)."),
     n_boot: int = typer.Option(2000, "--bootstrap", help="Bootstrap replicates per side and case."),
     wide: bool = typer.Option(False, "--wide", help="Every metric, the p-values and the per-dollar / per-joule figures (a pager when wider than the terminal)."),
     json_path: Optional[Path] = typer.Option(None, "--json", callback=a.json_to_stdout, help="Also write the comparison as JSON: a list with one object per run B (A and B labels, margin, environment differences, cases found on one side only, and per matched case each metric's A and B values, ratio B/A, 95% interval, p-value and verdict); - for stdout."),
@@ -56,7 +57,7 @@ def compare(
         check_writable(json_path)
     store = a.open_store(db) if any(":" not in r for r in runs) else None
     results = api.compare(store, runs[0], list(runs[1:]), margin=parse_margin(margin), ignore=fields, n_boot=n_boot)
-    failed = []
+    failed, undecided = [], []
     for c in results:
         model = common_model(c) if not wide else None
         console.print(f"{c.b} (B) vs {c.a} (A): {len(c.cases)} matched cases" + (f" of {model}" if model else "")
@@ -72,13 +73,23 @@ def compare(
         line = slower_line(c)
         if line:
             failed.append(line)
+        undecided += [f"{case.label}: {why}" for case, why in c.undecided()]
     if json_path:
         text = json.dumps([c.to_dict() for c in results], indent=1, default=str)
         a.write_output(json_path, lambda path: write_text(path, text))
         console.print(f"wrote {'the JSON to stdout' if a.is_stdout(json_path) else json_path}")
-    if fail_on_slower and failed:
+    if not fail_on_slower:
+        return
+    if failed:
         err_console.print(styled("slower:", "red", " " + " | ".join(failed)))
         raise typer.Exit(EXIT_CASE_ERRORS)
+    if not any(c.cases for c in results):
+        a.fail("--fail-on-slower: no case matched, so nothing was judged (see --ignore, or compare the right runs)")
+    if undecided and not allow_undecided:
+        err_console.print(styled("undecided:", "yellow", f" {len(undecided)} matched case(s) could not be judged, so the "
+                                 "gate cannot pass (--repeats 5 or more gives a verdict; --allow-undecided accepts "
+                                 "them): " + " | ".join(undecided)))
+        raise typer.Exit(EXIT_UNDECIDED)
 
 
 @command()

@@ -66,6 +66,7 @@ METRICS = (
     Metric(name="ttft_p50", column="ttft_p50_ms", higher_better=False, rep="ttft_p50"),  # generate cases only
 )
 GATED = ("throughput", "latency_p50")  # the metrics --fail-on-slower reads
+UNDECIDED = ("too few windows", "not measured")  # verdicts a gate cannot pass
 
 
 @dataclass(kw_only=True, slots=True)
@@ -275,6 +276,21 @@ class Comparison:
     def slower(self) -> list[tuple[CaseComparison, str]]:
         """``(case, metric name)`` for every gated metric (:data:`GATED`) whose verdict is ``slower``."""
         return [(c, n) for c in self.cases for n in GATED if c.metrics[n].verdict == "slower"]
+
+    def undecided(self) -> list[tuple[CaseComparison, str]]:
+        """``(case, why)`` for every matched case a gate cannot judge and that is not slower: a gated metric
+        (:data:`GATED`) whose verdict is ``too few windows`` or ``not measured`` (the test cannot reach its level:
+        a pass would mean nothing), or a validity flag that fired on either side (the verdict may be the
+        environment's)."""
+        slow = {id(c) for c, _ in self.slower()}
+        out = []
+        for c in self.cases:
+            if id(c) in slow:
+                continue
+            open_ = [f"{n} {c.metrics[n].verdict}" for n in GATED if c.metrics[n].verdict in UNDECIDED]
+            if open_ or c.ambiguous:
+                out.append((c, "; ".join(open_ + [f"flagged ({f})" for f in c.ambiguous])))
+        return out
 
 
 def compare_runs(a, b, *, margin: float = MARGIN, alpha: float = ALPHA, ignore: tuple[str, ...] = (),

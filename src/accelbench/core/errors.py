@@ -7,6 +7,8 @@ Exit codes (the same for every command, with or without ``--gpus``; README "Exit
 | 0 | every case ran: ``ok``, or ``oom`` / ``unsupported`` / ``skipped`` (those are results too) |
 | 1 | at least one case has status ``error`` (every result is still stored; the summary says how many) |
 | 2 | a usage or input error found before anything ran (bad flag, unknown model, missing data, bad store) |
+| 3 | ``compare --fail-on-slower``: no case slower, but a matched case could not be judged (too few windows, no
+      per-batch samples, or a validity flag fired) and ``--allow-undecided`` was not given |
 | 130 | interrupted (Ctrl-C, SIGTERM): finished cases are stored and ``--resume`` continues the run |
 """
 
@@ -15,6 +17,7 @@ import re
 EXIT_OK = 0
 EXIT_CASE_ERRORS = 1
 EXIT_USAGE = 2
+EXIT_UNDECIDED = 3  # compare --fail-on-slower could not judge a matched case
 EXIT_INTERRUPTED = 130
 
 # ``allowed`` text that is a plain list of names ("fp32, tf32, bf16"): its names are the choices a typo is
