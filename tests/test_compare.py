@@ -186,3 +186,8 @@ def test_the_gate_never_passes_what_it_cannot_judge(tmp_path):
     p = run_cli("compare", str(a5), str(other), "--db", str(db), "--fail-on-slower")
     assert p.returncode == 2 and "no case matched" in p.stderr and len(p.stderr.strip().splitlines()) <= 2
     assert run_cli("compare", str(a5), str(other), "--db", str(db)).returncode == 0  # without the gate: a report
+    md = tmp_path / "summary.md"
+    p = run_cli("compare", str(a3), str(slow3), "--db", str(db), "--fail-on-slower", "--markdown", str(md))
+    text = md.read_text()
+    assert p.returncode == 3 and text.startswith("**Gate: UNDECIDED, 1 case(s) could not be judged**")
+    assert "| Case | Windows | Metric | B/A | 95% CI | Verdict |" in text and "too few windows" in text

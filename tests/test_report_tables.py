@@ -99,3 +99,15 @@ def test_the_oom_boundary_says_when_no_batch_size_ran():
 
     rows = [_row(status="oom", batch_size=b, error="out of memory") for b in (64, 128)]
     assert list(oom_boundary(rows).values()) == [{"largest_ok": None, "smallest_oom": 64}]
+
+
+def test_provenance_values_reach_the_reader_formatted():
+    """Issue 24: `Idle power 74.94297529945904` and raw byte counts reached the report."""
+    from accelbench.report.sections import provenance
+
+    run = {"run_id": 3, "kind": "inference", "status": "complete", "created_at": 0.0,
+           "env": {"idle_power_w": 74.94297529945904, "power_limit_w": 700.0, "sm_clock_max_mhz": 1980,
+                   "device_name": "NVIDIA H200", "cpu_count": 16}}
+    got = dict(provenance(run))
+    assert got["Idle power (W)"] == "74.94" and got["Power limit (W)"] == "700.0"
+    assert got["SM clock max (MHz)"] == "1980" and got["Device"] == "NVIDIA H200" and got["CPU count"] == "16"

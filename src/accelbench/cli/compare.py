@@ -36,6 +36,7 @@ def compare(
     allow_undecided: bool = typer.Option(False, "--allow-undecided", help="With --fail-on-slower: cases that could not be judged do not fail the gate (exit 0 unless one is slower)."),
     n_boot: int = typer.Option(2000, "--bootstrap", help="Bootstrap replicates per side and case."),
     wide: bool = typer.Option(False, "--wide", help="Every metric, the p-values and the per-dollar / per-joule figures (a pager when wider than the terminal)."),
+    markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write the comparison and the gate's outcome as markdown, for a CI job's summary page."),
     json_path: Optional[Path] = typer.Option(None, "--json", callback=a.json_to_stdout, help="Also write the comparison as JSON: a list with one object per run B (A and B labels, margin, environment differences, cases found on one side only, and per matched case each metric's A and B values, ratio B/A, 95% interval, p-value and verdict); - for stdout."),
 ) -> None:
     """Compare run B (and C, ...) with run A: ratios B/A with 95% confidence intervals, a Mann-Whitney test
@@ -53,8 +54,9 @@ def compare(
         a.fail(f"invalid --ignore {','.join(bad)!r}: allowed {', '.join(MATCH_FIELDS)}")
     if n_boot < 100:
         a.fail(f"invalid --bootstrap {n_boot}: allowed 100 or more")
-    if json_path is not None:
-        check_writable(json_path)
+    for path in (json_path, markdown_path):
+        if path is not None:
+            check_writable(path)
     store = a.open_store(db) if any(":" not in r for r in runs) else None
     results = api.compare(store, runs[0], list(runs[1:]), margin=parse_margin(margin), ignore=fields, n_boot=n_boot)
     failed, undecided = [], []
@@ -78,12 +80,21 @@ def compare(
         text = json.dumps([c.to_dict() for c in results], indent=1, default=str)
         a.write_output(json_path, lambda path: write_text(path, text))
         console.print(f"wrote {'the JSON to stdout' if a.is_stdout(json_path) else json_path}")
+    matched = any(c.cases for c in results)
+    if markdown_path:
+        from accelbench.report.document import compare_markdown
+
+        gate = None if not fail_on_slower else (
+            f"FAIL, {len(failed)} comparison(s) slower" if failed else "no case matched" if not matched else
+            f"UNDECIDED, {len(undecided)} case(s) could not be judged" if undecided and not allow_undecided else "PASS")
+        text = compare_markdown(results, gate)
+        a.write_output(markdown_path, lambda path: write_text(path, text))
     if not fail_on_slower:
         return
     if failed:
         err_console.print(styled("slower:", "red", " " + " | ".join(failed)))
         raise typer.Exit(EXIT_CASE_ERRORS)
-    if not any(c.cases for c in results):
+    if not matched:
         a.fail("--fail-on-slower: no case matched, so nothing was judged (see --ignore, or compare the right runs)")
     if undecided and not allow_undecided:
         err_console.print(styled("undecided:", "yellow", f" {len(undecided)} matched case(s) could not be judged, so the "

@@ -87,6 +87,23 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
 
 
+def compare_markdown(comparisons: list, gate: str | None = None) -> str:
+    """``accelbench compare --markdown``: each comparison as GitHub markdown for a CI job's summary page: a heading
+    (B vs A, the margin), the gate's outcome when given (``gate``: one line), the compact table (a row per case and
+    metric: ratio B/A, its 95 % interval, the verdict) and the notes (environment differences, flags)."""
+    from accelbench.report.compare_table import compact_rows, notes
+
+    out = [f"**Gate: {_md(gate)}**", ""] if gate else []
+    for c in comparisons:
+        out += [f"### accelbench compare: {_md(c.b)} (B) vs {_md(c.a)} (A), margin {100 * c.margin:g}%", ""]
+        if c.cases:
+            out += _md_table(*compact_rows(c)) + [""]
+        else:
+            out += ["No case matched.", ""]
+        out += [f"- {_md(n)}" for n in notes(c)] + [""]
+    return "\n".join(out)
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     """The document as GitHub markdown: the same tables and notes; charts are in the HTML report only."""
     out = [f"# {_md(doc['title'])}", "", f"accelbench {_md(doc['version'])}; generated {_md(doc['generated'])}; "

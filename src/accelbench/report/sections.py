@@ -27,11 +27,24 @@ PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver
               ("Idle power (W)", "idle_power_w"))
 
 
+def _shown(value: Any) -> str:
+    """A provenance value as a reader wants it: floats to 4 significant digits with separators (``122.2``, never
+    ``122.20963628989499``), integers with separators above 9,999 (``85,520,809,984``), text as it is."""
+    from accelbench.report.units import number
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) > 9999 else str(value)
+    return number(value, 4)
+
+
 def provenance(run: dict) -> list[tuple[str, str]]:
+    """``(label, value)`` rows of a run's provenance, values formatted (:func:`_shown`)."""
     env = run["env"]
     when = dt.datetime.fromtimestamp(run["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     out = [("Run", str(run["run_id"])), ("Kind", run["kind"]), ("Status", run["status"]), ("Created", when)]
-    return out + [(label, str(env[k])) for label, k in PROVENANCE if env.get(k) is not None]
+    return out + [(label, _shown(env[k])) for label, k in PROVENANCE if env.get(k) is not None]
 
 
 def _ci_lines(kind: str, records: list[dict]) -> list[str]:
