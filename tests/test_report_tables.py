@@ -111,3 +111,30 @@ def test_provenance_values_reach_the_reader_formatted():
     got = dict(provenance(run))
     assert got["Idle power (W)"] == "74.94" and got["Power limit (W)"] == "700.0"
     assert got["SM clock max (MHz)"] == "1980" and got["Device"] == "NVIDIA H200" and got["CPU count"] == "16"
+
+
+def test_latency_histogram_bins_are_numpys_and_the_cli_prints_them(tmp_path):
+    """Issue 24: the stored per-batch latencies are never plotted; `results --hist CASE` shows their distribution."""
+    import numpy as np
+
+    from accelbench.report.histogram import bins, lines
+    from accelbench.store import Store
+    from conftest import run_cli
+    from test_compare import add_run
+
+    rng = np.random.default_rng(1)
+    values = list(rng.lognormal(0.0, 0.3, 500))
+    edges, counts = bins(values)
+    auto = np.histogram_bin_edges(values, bins="auto")
+    want_counts, want_edges = np.histogram(values, bins=auto if len(auto) <= 21 else 20)  # at most 20 bins
+    assert counts == list(want_counts) and edges == list(want_edges) and sum(counts) == 500 and len(counts) <= 20
+    text = lines(values)
+    assert len(text) == len(counts) + 1 and text[-1].startswith("500 samples, p50 ")
+    assert max(text[:-1], key=lambda x: x.count("#")).endswith(f" {max(counts)}")
+    db = tmp_path / "h.db"
+    run = add_run(Store(db))
+    case_id = Store(db).records(run)[0]["case_id"]
+    p = run_cli("results", "--run", str(run), "--db", str(db), "--hist", str(case_id), check=True)
+    assert "latency_ms" in p.stdout and "100 samples, p50 " in p.stdout and " ms |#" in p.stdout
+    p = run_cli("results", "--run", str(run), "--db", str(db), "--hist", "999")
+    assert p.returncode == 2 and "no such case" in p.stderr

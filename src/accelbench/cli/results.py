@@ -21,8 +21,10 @@ RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in 
 def results(run_id: Optional[str] = RUN, db: Path = DB,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
             wide: bool = WIDE,
+            hist: Optional[int] = typer.Option(None, "--hist", help="A case id of the run (--wide shows them): its latency distribution as a histogram (a generate case: its inter-token latencies)."),
             compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts).")) -> None:
-    """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision."""
+    """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision; --hist CASE:
+    one case's latency histogram."""
     from accelbench.report import table_for
     from accelbench.report.table import runs_table
 
@@ -32,6 +34,8 @@ def results(run_id: Optional[str] = RUN, db: Path = DB,
     store, run = a.run_ref(db, run_id)
     wide = wide and not compact
     records = store.records(run["run_id"])
+    if hist is not None:
+        return print_histogram(store, run, records, hist)
     env = run["env"]
     console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
@@ -131,3 +135,22 @@ def telemetry(run_id: Optional[str] = RUN, db: Path = DB) -> None:
     env = run["env"]
     console.print(telemetry_table(records, title=f"Run {run['run_id']} telemetry on {env.get('device_name')}"))
     a.print_notes(records, env)
+
+
+def print_histogram(store, run: dict, records: list[dict], case_id: int) -> None:
+    """``results --hist CASE``: the case's stored latencies (per batch, per training step, or between tokens)."""
+    from accelbench.core.rundata import LATENCY_SERIES, latency_prefix
+    from accelbench.report.histogram import lines
+    from accelbench.report.table import case_label
+
+    rec = next((r for r in records if r.get("case_id") == case_id), None)
+    if rec is None:
+        ids = ", ".join(str(r["case_id"]) for r in records[:12])
+        a.fail(f"invalid --hist {case_id}: run {run['run_id']} has no such case (its case ids: {ids})")
+    series = LATENCY_SERIES[latency_prefix(rec)]
+    values = store.series(case_id, series)
+    if not values:
+        a.fail(f"case {case_id} stored no {series} series ({rec.get('status')}): nothing to plot")
+    console.print(f"{case_label(rec)}: {series}")
+    for line in lines(values):
+        console.print(line, highlight=False)
