@@ -21,7 +21,7 @@ RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in 
 def results(run_id: Optional[str] = RUN, db: Path = DB,
             all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
             wide: bool = WIDE,
-            hist: Optional[int] = typer.Option(None, "--hist", help="A case id of the run (--wide shows them): its latency distribution as a histogram (a generate case: its inter-token latencies)."),
+            hist: Optional[int] = typer.Option(None, "--hist", help="A case id of the run (in its export; a wrong one lists them): its latency distribution as a histogram (a generate case: its inter-token latencies)."),
             compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts).")) -> None:
     """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision; --hist CASE:
     one case's latency histogram."""
