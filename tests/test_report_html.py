@@ -81,8 +81,10 @@ def test_runs_of_two_stores_in_one_report(store_path, tmp_path):
     out = tmp_path / "both.html"
     run_cli("report", "--db", str(store_path), "--run", "1", "--run", f"{other}:2", "--html", str(out), check=True)
     text = out.read_text()
-    assert f"accelbench report: run 1, {other}:2" in text and "Run 1: inference" in text
-    assert "Run 2: inference" in text and f"Comparison: {other}:2 (B) against run 1 (A)" in text
+    assert f"accelbench report: run 1, {other}:2" in text
+    # two stores: each section names its store, so two runs with one id are told apart
+    assert f"Run 1 ({store_path.parent.name}/{store_path.name}): inference" in text
+    assert f"Run 2 ({tmp_path.name}/other.db): inference" in text and f"Comparison: {other}:2 (B) against run 1 (A)" in text
     p = run_cli("report", "--db", str(store_path), "--run", f"{tmp_path}/missing.db:1", "--html", str(out))
     assert p.returncode == 2 and "no results store at" in p.stderr
 

@@ -138,3 +138,19 @@ def test_latency_histogram_bins_are_numpys_and_the_cli_prints_them(tmp_path):
     assert "latency_ms" in p.stdout and "100 samples, p50 " in p.stdout and " ms |#" in p.stdout
     p = run_cli("results", "--run", str(run), "--db", str(db), "--hist", "999")
     assert p.returncode == 2 and "no such case" in p.stderr
+
+
+def test_the_runs_list_names_model_and_device(tmp_path):
+    """Issue 24: `results --runs` listed no model or device."""
+    from accelbench.store import Store
+    from conftest import run_cli
+
+    db = tmp_path / "r.db"
+    s = Store(db)
+    rid = s.begin_run("inference", {"scenario": "inference", "models": ["resnet50", "vit_b_16"]}, "h",
+                      {"device_name": "NVIDIA H200"})
+    s.finish_run(rid, "complete")
+    (run,) = s.runs()
+    assert run["models"] == "resnet50,vit_b_16" and run["device"] == "NVIDIA H200"
+    out = run_cli("results", "--runs", "--db", str(db), env={"COLUMNS": "200"}, check=True).stdout
+    assert "resnet50,vit_b_16" in out and "NVIDIA H200" in out

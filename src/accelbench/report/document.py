@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+from pathlib import Path
 from typing import Any
 
 from accelbench.report.sections import run_section
@@ -44,6 +45,10 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
         ids = run_ids if run_ids else [r["run_id"] for r in store.runs()]
         runs = [(store, i, f"run {i}") for i in ids]
     sections = [run_section(s, i) for s, i, _ in runs]
+    if len({str(s.path) for s, _, _ in runs}) > 1:  # runs of several stores: "Run 1" twice would not say which
+        for sec, (s, i, _) in zip(sections, runs):
+            where = "/".join(Path(str(s.path)).parts[-2:])  # the store's folder and file: llm-h100/llm.db
+            sec["title"] = sec["title"].replace(f"Run {i}:", f"Run {i} ({where}):", 1)
     sections += [comparison_section(c) for c in comparisons or []]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"

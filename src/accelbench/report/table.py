@@ -137,11 +137,12 @@ def runs_table(runs: list[dict]) -> Table:
     import datetime as dt
 
     t = Table(title="Runs")
-    for h in ("Run", "Created (UTC)", "Kind", "Status", "Cases"):
-        t.add_column(h)
+    for h in ("Run", "Created (UTC)", "Kind", "Model", "Device", "Status", "Cases"):
+        t.add_column(h, overflow="fold")
     for r in runs:
-        when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        t.add_row(str(r["run_id"]), when, r["kind"], r["status"], str(r["cases"]))
+        when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        t.add_row(str(r["run_id"]), when, r["kind"], r.get("models") or "-", r.get("device") or "-", r["status"],
+                  str(r["cases"]))
     return t
 
 

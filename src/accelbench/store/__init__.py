@@ -162,14 +162,15 @@ class Store(Schema, Lease, Tables):
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run: ``run_id``, ``created_at``, ``kind``, ``status`` (a ``running`` run whose process is gone
-        reads ``interrupted (stale)``), ``cases`` (rows stored)."""
+        reads ``interrupted (stale)``), ``cases`` (rows stored), ``models`` (the spec's, comma-joined; None for a
+        study without one) and ``device`` (the device's name, from the run's environment)."""
         rows = self.conn.execute(
             "SELECT r.run_id, r.created_at, r.kind, r.status, r.lease_host, r.lease_pid, r.lease_token, "
-            "r.lease_heartbeat, (SELECT COUNT(*) FROM cases c WHERE c.run_id=r.run_id) AS cases FROM runs r "
-            "ORDER BY r.run_id"
+            "r.lease_heartbeat, r.spec_json, r.env_json, (SELECT COUNT(*) FROM cases c WHERE c.run_id=r.run_id) AS cases "
+            "FROM runs r ORDER BY r.run_id"
         ).fetchall()
         keep = ("run_id", "created_at", "kind", "status", "cases")
-        return [{**{k: r[k] for k in keep}, "status": self.shown_status(r)} for r in rows]
+        return [{**{k: r[k] for k in keep}, "status": self.shown_status(r), **_what_and_where(r)} for r in rows]
 
     # cases ----------------------------------------------------------------------------------------
     def _columns(self, table: str) -> set[str]:
@@ -314,3 +315,15 @@ class Store(Schema, Lease, Tables):
             "SELECT value FROM samples WHERE case_id=? AND series=? ORDER BY idx", (case_id, name)
         ).fetchall()
         return [r[0] for r in rows]
+
+
+def _what_and_where(row) -> dict[str, Any]:
+    """``models`` and ``device`` of a run row, from its stored spec and environment (None where absent)."""
+    try:
+        spec, env = json.loads(row["spec_json"] or "{}"), json.loads(row["env_json"] or "{}")
+    except ValueError:
+        return {"models": None, "device": None}
+    models = spec.get("models") if isinstance(spec, dict) else None
+    models = ",".join(map(str, models)) if isinstance(models, list) and models else None
+    device = (env.get("device_name") or env.get("device")) if isinstance(env, dict) else None
+    return {"models": models, "device": device}
