@@ -154,3 +154,18 @@ def test_the_runs_list_names_model_and_device(tmp_path):
     assert run["models"] == "resnet50,vit_b_16" and run["device"] == "NVIDIA H200"
     out = run_cli("results", "--runs", "--db", str(db), env={"COLUMNS": "200"}, check=True).stdout
     assert "resnet50,vit_b_16" in out and "NVIDIA H200" in out
+
+
+def test_a_reason_shared_by_many_cases_is_one_line():
+    """Issue 24: per-case notes repeated the same sentence dozens of times."""
+    from accelbench.report.notes import case_notes
+
+    rows = [{"status": "unsupported", "error": "cudagraphs needs a CUDA GPU", "model": "resnet50", "batch_size": b,
+             "precision": "fp32", "mode": "cudagraphs"} for b in (1, 8, 32)]
+    rows.append({"status": "error", "error": "boom", "model": "resnet50", "batch_size": 4, "precision": "fp32",
+                 "mode": "eager"})
+    notes = case_notes(rows)
+    assert len(notes) == 2
+    assert notes[0] == ("unsupported:", "cudagraphs needs a CUDA GPU: 3 cases: resnet50 bs=1 fp32 cudagraphs, "
+                                        "resnet50 bs=8 fp32 cudagraphs, resnet50 bs=32 fp32 cudagraphs")
+    assert notes[1] == ("error:", "resnet50 bs=4 fp32 eager: boom")

@@ -79,17 +79,21 @@ def _grouped(flagged: list[tuple[dict, str, str]]) -> list[tuple[str, str]]:
 def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
     """``(label, text)`` lines under a compact table: why each case failed, and the flagged cases grouped.
 
-    Labels: ``error``, ``oom``, ``unsupported``, ``skipped``, ``INVALID`` (LoadGen's verdict), one line per
-    case starting with :func:`case_label`; then ``flagged``, one line per validity flag naming its cases.
+    Labels: ``error``, ``oom``, ``unsupported``, ``skipped`` (one line a reason: a case's label and its reason, or
+    the reason and the cases that share it), ``INVALID`` (LoadGen's verdict, one line a case); then ``flagged``, one
+    line per validity flag naming its cases.
     """
-    out, flagged = [], []
+    out, flagged, failed = [], [], {}
     for r in records:
         status = r.get("status")
         if status != OK and isinstance(r.get("error"), str):
-            out.append((f"{status}:", f"{case_label(r)}: {r['error']}"))
+            failed.setdefault((status, r["error"]), []).append(case_label(r))
             continue
         if status == OK and isinstance(r.get("validity_reason"), str):
             flagged += [(r, what, figure) for what, figure in _flags(r)]
         if status == OK and r.get("result_validity") == "INVALID":
             out.append(("INVALID:", f"{case_label(r)}: {r.get('invalid_reasons')}"))
-    return out + _grouped(flagged)
+    # one line a reason: "unsupported: cudagraphs needs a CUDA GPU: 12 cases: ..." rather than the sentence 12 times
+    failures = [(f"{status}:", f"{labels[0]}: {error}" if len(labels) == 1 else
+                 f"{error}: {len(labels)} cases: {', '.join(labels)}") for (status, error), labels in failed.items()]
+    return failures + out + _grouped(flagged)
