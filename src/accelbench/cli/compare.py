@@ -80,14 +80,24 @@ def compare(
         text = json.dumps([c.to_dict() for c in results], indent=1, default=str)
         a.write_output(json_path, lambda path: write_text(path, text))
         console.print(f"wrote {'the JSON to stdout' if a.is_stdout(json_path) else json_path}")
+    gate(results, failed, undecided, fail_on_slower=fail_on_slower, allow_undecided=allow_undecided,
+         markdown_path=markdown_path)
+
+
+def gate(results: list, failed: list[str], undecided: list[str], *, fail_on_slower: bool, allow_undecided: bool,
+         markdown_path: Optional[Path]) -> None:
+    """The CI gate of ``compare --fail-on-slower`` (exit 1 slower, 3 undecided, 2 nothing matched; README "Exit
+    codes") and the ``--markdown`` summary with its outcome."""
+    from accelbench.core.outputs import write_text
+
     matched = any(c.cases for c in results)
     if markdown_path:
         from accelbench.report.document import compare_markdown
 
-        gate = None if not fail_on_slower else (
+        outcome = None if not fail_on_slower else (
             f"FAIL, {len(failed)} comparison(s) slower" if failed else "no case matched" if not matched else
             f"UNDECIDED, {len(undecided)} case(s) could not be judged" if undecided and not allow_undecided else "PASS")
-        text = compare_markdown(results, gate)
+        text = compare_markdown(results, outcome)
         a.write_output(markdown_path, lambda path: write_text(path, text))
     if not fail_on_slower:
         return
