@@ -1,10 +1,14 @@
-"""Markdown tables of the issue-23 GPU runs (BENCHMARKS.md section 11) from the stores in benchmarks/results.
+"""Markdown tables of the issue-23 GPU runs (BENCHMARKS.md section 11) from the stores in benchmarks/results
+(``llm.db.gz``, unpacked into a temporary folder; ``gunzip -k`` one to open it with ``accelbench``).
 
 Run: ``PYTHONPATH=src python3 benchmarks/llm_summary.py`` (prints markdown).
 """
 
 from __future__ import annotations
 
+import gzip
+import shutil
+import tempfile
 from pathlib import Path
 
 from accelbench.core.compare import compare_runs
@@ -12,7 +16,17 @@ from accelbench.core.rundata import load_run
 from accelbench.store import Store
 
 RESULTS = Path(__file__).resolve().parent / "results"
-H100, H200 = RESULTS / "llm-h100" / "llm.db", RESULTS / "llm-h200" / "llm.db"
+_TMP = Path(tempfile.mkdtemp(prefix="llm-summary-"))
+
+
+def _unpacked(name: str) -> Path:
+    out = _TMP / f"{name}.db"
+    with gzip.open(RESULTS / name / "llm.db.gz") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+H100, H200 = _unpacked("llm-h100"), _unpacked("llm-h200")
 # (what, H100 run, H200 run)
 PAIRS = (("8B headline: batch 1, prompt 128, 256 new tokens", 1, 1), ("1B batch sweep: prompt 128, 32 new tokens", 3, 4),
          ("8B study: prompt 128, 32 new tokens", 4, 5))
