@@ -69,7 +69,7 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
 
         for line in oom_lines(records):
             console.print(Text(f"OOM boundary {line}"))
-    for (m, p, mode), b in ({} if run["kind"] == kinds.GENERATE else oom_boundary(records)).items():
+    for (m, p, mode), b in oom_boundary(records).items() if run["kind"] != kinds.GENERATE else ():
         if b["smallest_oom"] is not None:
             ran = f"largest batch that ran {b['largest_ok']}" if b["largest_ok"] is not None else "no batch size ran"
             console.print(f"OOM boundary {m} {p} {mode}: {ran}, out of memory at {b['smallest_oom']}")

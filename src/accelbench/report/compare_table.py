@@ -58,8 +58,9 @@ def _p(v: Any) -> str:
 
 def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
     """``(headers, rows)`` of a comparison as strings (the rich table and the HTML report share them)."""
-    gen = bool(comparison.cases) and all(is_generation(c) for c in comparison.cases)
-    names = [m.name for m in METRICS if gen or m.name != "ttft_p50" or any(map(is_generation, comparison.cases))]
+    gen = bool(comparison.cases) and all(map(is_generation, comparison.cases))
+    any_gen = any(map(is_generation, comparison.cases))
+    names = [m.name for m in METRICS if m.name != "ttft_p50" or any_gen]
     names = names if wide else list(GENERATION_METRICS if gen else COMPACT_METRICS)
     words = _GEN_LABELS if gen else _LABELS
     heads = ["Case", "Windows A/B"]

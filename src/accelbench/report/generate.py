@@ -4,9 +4,9 @@ the ``generate`` views (:mod:`accelbench.report.views`), their headers and forma
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
-from accelbench.core.errors import OK, OOM
+from accelbench.core.errors import OK
 from accelbench.report.table import is_detail, results_table
 from accelbench.report.views import view
 
@@ -21,19 +21,13 @@ def generate_table(records: Iterable[dict], compact: bool = False, title: str | 
 
 
 def oom_lines(records: list[dict]) -> list[str]:
-    """Per (model, precision, backend, prompt, new tokens): the largest batch that ran and the smallest that ran out of
-    memory, as lines (only where a batch ran out of memory)."""
-    groups: dict[tuple, dict[str, Any]] = {}
-    for r in records:
-        if is_detail(r) or r.get("batch_size") is None:
-            continue
-        g = groups.setdefault(tuple(r.get(k) for k in GROUP), {"ok": None, "oom": None})
-        if r.get("status") == OK:
-            g["ok"] = max(g["ok"] or 0, r["batch_size"])
-        elif r.get("status") == OOM:
-            g["oom"] = r["batch_size"] if g["oom"] is None else min(g["oom"], r["batch_size"])
-    return [f"{m} {p} {mode} prompt {pl} + {n}: batch {g['ok'] or 'none'} ran, batch {g['oom']} ran out of memory"
-            for (m, p, mode, pl, n), g in groups.items() if g["oom"] is not None]
+    """Per (model, precision, backend, prompt, new tokens): the largest batch that ran and the smallest that ran out
+    of memory, as lines (only where a batch ran out of memory; :func:`accelbench.report.table.oom_boundary`)."""
+    from accelbench.report.table import oom_boundary
+
+    return [f"{m} {p} {mode} prompt {pl} + {n}: batch {b['largest_ok'] or 'none'} ran, batch {b['smallest_oom']} ran "
+            "out of memory" for (m, p, mode, pl, n), b in oom_boundary(records, GROUP).items()
+            if b["smallest_oom"] is not None]
 
 
 def roofline_points(records: list[dict]) -> list:
@@ -65,10 +59,8 @@ def generate_blocks(store, run: dict, records: list[dict]) -> list[dict | None]:
     rows = [r for r in records if not is_detail(r)]
     ok = [r for r in rows if r.get("status") == OK]
     items = []
-    if len({r.get("batch_size") for r in ok}) < 2:  # one batch size: the table says it all, no single-dot charts
-        ok_for_charts = []
-    else:
-        ok_for_charts = ok
+    # one batch size: the table says it all, no single-dot charts
+    ok_for_charts = ok if len({r.get("batch_size") for r in ok}) >= 2 else []
     for column, ylabel, title, scale in (("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
                                          ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
                                          ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),

@@ -108,13 +108,15 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
     return table
 
 
-def oom_boundary(records: list[dict]) -> dict[tuple, dict[str, int | None]]:
-    """Per (model, precision, mode): the largest batch size that ran and the smallest that ran out of memory."""
+def oom_boundary(records: list[dict], group: tuple[str, ...] = ("model", "precision", "mode")
+                 ) -> dict[tuple, dict[str, int | None]]:
+    """Per ``group`` (default model, precision, mode; a generate run adds prompt and new tokens): the largest batch
+    size that ran and the smallest that ran out of memory."""
     out: dict[tuple, dict[str, int | None]] = {}
     for r in records:
         if is_detail(r):
             continue
-        g = out.setdefault((r.get("model"), r.get("precision"), r.get("mode")), {"largest_ok": None, "smallest_oom": None})
+        g = out.setdefault(tuple(r.get(k) for k in group), {"largest_ok": None, "smallest_oom": None})
         bs = r.get("batch_size")
         if not _present(bs):
             continue
