@@ -23,7 +23,7 @@ if [ "$KIND" = h100 ]; then STAGES=${STAGES:-"headline sweep study gpu"}; else S
 BUDGET_S=${BUDGET_S:-560}; T0=$(date +%s)
 AB="python3 -m accelbench"
 STAGE_MIN_S=20; source "$(dirname "$0")/lib/stage.sh"
-BIG=hf:llama-3.1-8b; SMALL=hf:llama-3.2-1b; HEAD="-b 1 --prompt-lens 128 --new-tokens 256 --repeats 3"
+BIG=hf:llama-3.1-8b; SMALL=hf:llama-3.2-1b; HEAD="-b 1 --prompt-lens 128 --new-tokens 256 --repeats ${REPEATS:-5}"
 SWEEP_B=${SWEEP_B:-1,4,16,64,256}; STUDY_B=${STUDY_B:-1,16,64}; SWEEP_P=${SWEEP_P:-128,2048}; STUDY_P=${STUDY_P:-128,2048}; HAND="--arch llama-3.1-8b --prompt 128"; COMMON="--idle-s 3 --db $DB"
 [ "$KIND" = h100 ] && STUDY_B=${STUDY_B:-1,16,64,128,256}
 if [ "${SMOKE:-0}" = 1 ]; then

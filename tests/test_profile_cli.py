@@ -64,3 +64,14 @@ def test_profile_failed_case_is_a_row_and_ncu_on_cpu_is_reported(tmp_path):
     broken, tiny = json.loads(js.read_text())["results"]
     assert broken["status"] == "error" and "shape mismatch in layer 3" in broken["error"]
     assert tiny["status"] == "ok" and tiny["ncu_status"] == "error" and "CUDA" in tiny["ncu_error"]
+
+
+def test_profile_fp8_is_quantized_not_refused(tmp_path):
+    """fp8 is profiled as ``run`` quantizes it: where it cannot run (here: no FP8 tensor cores) the row names the
+    device's reason, not "measured by accelbench run only"."""
+    js = tmp_path / "p.json"
+    run_cli("profile", "--model", "cifar-resnet20", "--batch-size", "2", "--precision", "fp8", "--ncu", "off",
+            "--device", "cpu", "--db", str(tmp_path / "p.db"), "--json", str(js))
+    rows = json.loads(js.read_text())["results"]
+    assert len(rows) == 1 and rows[0]["status"] == "unsupported"
+    assert "compute capability" in rows[0]["error"] and "run only" not in rows[0]["error"]

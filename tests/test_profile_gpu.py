@@ -62,3 +62,17 @@ def test_profile_with_ncu_end_to_end(tmp_path):
     assert sum(k["flops_tensor"] for k in gemm) == pytest.approx(rec["ncu_flops_tensor"], rel=1e-9)
     assert rec["ncu_gemm_conv_flops"] > 0.5 * rec["analytic_flops"]
     assert sorted(p.suffix for p in (tmp_path / "c").iterdir()) == [".png", ".png", ".svg", ".svg"]
+
+
+@pytest.mark.gpu
+def test_bf16_and_fp8_steps_each_under_their_own_roof(tmp_path):
+    """Issue 22: a precision's roof comes from ``Precision.ceiling``; an fp8 step (Linear layers quantized as ``run``
+    quantizes them) is placed under the fp8 ceiling, a bf16 step under bf16's, never the fp32 fallback."""
+    js = tmp_path / "p.json"
+    run_cli("profile", "--model", "vit_b_16", "--batch-size", "8", "--precision", "bf16,fp8", "--ncu", "off",
+            "--data", "synthetic", "--db", str(tmp_path / "p.db"), "--json", str(js), check=True)
+    rows = {r["precision"]: r for r in json.loads(js.read_text())["results"]}
+    assert set(rows) == {"bf16", "fp8"}
+    assert all(r["status"] == "ok" for r in rows.values()), {p: r.get("error") for p, r in rows.items()}
+    assert rows["bf16"]["ceiling_name"] == "bf16" and rows["fp8"]["ceiling_name"] == "fp8"
+    assert rows["fp8"]["ceiling_flops_per_s"] > rows["bf16"]["ceiling_flops_per_s"]

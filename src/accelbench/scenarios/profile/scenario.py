@@ -127,7 +127,8 @@ class Profile(Scenario):
         from accelbench.scenarios.base import quant_reason
 
         train = case.extras.step == "train"
-        return (quant_reason(self, case.precision, train)
+        float8 = precisions.is_float8(case.precision) and not train  # quantized as run does: step._float8
+        return ((None if float8 else quant_reason(self, case.precision, train))
                 or precisions.unsupported_reason(case.precision, device, training=train)
                 or backends.get(case.mode).unsupported_reason(device, case.extras.step))  # inference or train
 

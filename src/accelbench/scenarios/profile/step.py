@@ -101,6 +101,8 @@ def _inference(case, module, x, y, device, cl: bool):
     import torch
 
     module = precisions.prepare(case.precision, module, device).eval()
+    if precisions.is_float8(case.precision):
+        module = _float8(case.precision, module, x, device)
     if cl:
         module = module.to(memory_format=torch.channels_last)
     with precisions.context(case.precision, device):
@@ -115,6 +117,23 @@ def _inference(case, module, x, y, device, cl: bool):
             return module(x)
 
     return run, eager, eager, module, compile_s
+
+
+def _float8(precision: str, module, x, device):
+    """``module`` with its Linear layers in fp8 as ``accelbench run`` quantizes them (:func:`accelbench.quant.fp8.quantize`:
+    dynamic activations, no calibration), so the profiled step is the one ``run`` times.
+
+    Raises:
+        Unsupported: fp8 cannot run here for this model (the device, a convolutional model, torchao missing):
+            :func:`accelbench.quant.case.unsupported_here`.
+    """
+    from accelbench.core.errors import Unsupported
+    from accelbench.quant import case as quant_case, fp8
+
+    why = quant_case.unsupported_here(precision, module, x, device)
+    if why:
+        raise Unsupported(why)
+    return fp8.quantize(module, precisions.granularity(precision), x)[0]
 
 
 def _train(case, module, x, y, device, cl: bool):
