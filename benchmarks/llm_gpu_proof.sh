@@ -50,7 +50,7 @@ fi
     -p bf16 --modes static-compile-fused $COMMON
   has study && stage study 130 $AB generate -m $BIG -b $STUDY_B --prompt-lens $STUDY_P --new-tokens 32 \
     -p bf16 --modes static-compile-fused $COMMON
-  has oom && stage oom 60 $AB generate -m $BIG -b 64,256 --prompt-lens 2048 --new-tokens 32 -p bf16 \
+  has oom && stage oom 75 $AB generate -m $BIG -b ${OOM_B:-64,128,256} --prompt-lens 2048 --new-tokens 32 -p bf16 \
     --modes static-compile-fused $COMMON
   has gpu && stage pytest-gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore --tb=short \
     tests/test_generate_gpu.py

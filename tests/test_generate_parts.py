@@ -100,6 +100,21 @@ def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
         assert g.ttft_s + sum(g.itl_s) <= g.e2e_s + 1e-6  # the marks lie inside the synchronised window
 
 
+def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_tokens():
+    """The weight-only linears' one-token path (a multiply-and-sum inside the compiled step) with coordinate-descent
+    tuning on gives the eager step's greedy tokens (CPU: Inductor's C++ backend)."""
+    from accelbench.quant.weight_only import quantize_linears
+    from accelbench.scenarios.generate.decode import StaticLoop, compiled_step
+
+    model, dev = tiny(), torch.device("cpu")
+    quantize_linears(model, "int8")
+    prompts = torch.randint(0, 300, (1, 7))
+    eager = StaticLoop(model, 1, 7, 5, dev)(prompts)
+    torch._dynamo.reset()
+    tuned = StaticLoop(model, 1, 7, 5, dev, step=compiled_step("default", tune_reductions=True))(prompts)
+    assert tuned.tokens.shape == (1, 5) and torch.equal(eager.tokens, tuned.tokens)
+
+
 def test_random_and_text_prompts():
     from accelbench.data.text import held_out_text, random_prompts, shipped_text, split, text_prompts
 

@@ -97,11 +97,24 @@ def decode_step(model, cache, tokens, cache_position):
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
-def compiled_step(compile_mode: str | None):
-    """:func:`decode_step`, ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or as it is for None."""
+def compiled_step(compile_mode: str | None, tune_reductions: bool = False):
+    """:func:`decode_step`, ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or as it is for None.
+
+    ``tune_reductions`` adds Inductor's coordinate-descent tuning (``coordinate_descent_tuning``: each generated
+    Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for its decode
+    step. It matters where the step's matrix products are Inductor reductions, as the weight-only linears are
+    (:mod:`accelbench.quant.weight_only`): on an H200 the fp8 weight-only Llama-3.1-8B step took 4.69 ms with it and
+    6.23 ms without (``docs/notes/issue-23-explore.md``, BENCHMARKS.md section 11). ``torch.compile`` takes a mode
+    or options, not both: ``reduce-overhead`` is spelled as its option ``triton.cudagraphs`` then.
+    """
     import torch
 
-    return torch.compile(decode_step, mode=compile_mode, fullgraph=True) if compile_mode else decode_step
+    if not compile_mode:
+        return decode_step
+    if not tune_reductions:
+        return torch.compile(decode_step, mode=compile_mode, fullgraph=True)
+    options = {"coordinate_descent_tuning": True, "triton.cudagraphs": compile_mode == "reduce-overhead"}
+    return torch.compile(decode_step, options=options, fullgraph=True)
 
 
 class StaticLoop:

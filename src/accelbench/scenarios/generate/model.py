@@ -153,7 +153,7 @@ def prompts_for(case, loaded, seed: int, device):
 def built_for(case, spec, device, state: SweepState) -> Built:
     """The case's model and decode step: the one in hand when the case shares its (model, precision, backend,
     seed), else a new build (the previous one released first: one model on the device at a time)."""
-    from accelbench import backends
+    from accelbench import backends, precisions
     from accelbench.scenarios.generate.decode import compiled_step
 
     key = (case.model, case.precision, case.mode, spec.seed)
@@ -164,7 +164,8 @@ def built_for(case, spec, device, state: SweepState) -> Built:
     compiles = backends.get(case.mode).compiles
     graphs = compiles and device.type == "cuda"  # one CUDA graph a decode step: torch.compile's reduce-overhead
     mode = ("reduce-overhead" if graphs else "default") if compiles else None
-    state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode), graphs=graphs)
+    tune = bool(precisions.get(case.precision).weight_only)  # its linears are Inductor reductions: compiled_step
+    state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode, tune), graphs=graphs)
     return state.built
 
 
