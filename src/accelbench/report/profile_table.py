@@ -60,11 +60,11 @@ COMPACT_FAMILY = ("family", "kernels", "time_s", "time_share", "achieved_flops_p
 
 def family_table(rec: dict, compact: bool = False) -> Table:
     """Kernel families of one measured case, with their share of time and bound; compact fits 80 columns."""
-    from accelbench.scenarios.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import ALL_FAMILIES
 
     keys = [k for _, k, _ in FAMILY_COLUMNS if k != "family"]
     rows = [{"family": fam, **{k: rec.get(f"family_{fam}_{k}") for k in keys}}
-            for fam in FAMILIES if rec.get(f"family_{fam}_kernels") is not None]
+            for fam in ALL_FAMILIES if rec.get(f"family_{fam}_kernels") is not None]
     cols = [c for c in FAMILY_COLUMNS if not compact or c[1] in COMPACT_FAMILY]
     title = (f"Kernel families: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} "
              f"({rec.get('ncu_kernels')} kernels)")

@@ -5,6 +5,12 @@ Command (see :func:`command`): ``ncu --nvtx --nvtx-include accelbench_step/ --cl
 python -m accelbench.scenarios.profile.target <json>``: only the kernels of the one step inside the target's
 NVTX range are profiled, at the GPU's own clocks.
 
+CUDA graphs (a compiled decode step, ``static-compile`` on CUDA, is one graph replay): ``--graph-profiling node``
+(ncu's default, named so it stays so) profiles each kernel node of a launched graph as its own kernel, with its own
+name and counters, so the step's families are those of its kernels; ``graph`` would profile the whole graph as one
+workload, one row without kernel names, which cannot be grouped (Nsight Compute CLI manual, "--graph-profiling").
+The NVTX filter applies to the graph launch, which the target issues inside the range.
+
 FLOPs from the counters (Nsight Compute "Kernel Profiling Guide", roofline sections
 ``SpeedOfLight_Hierarchical{Single,Half,Double}RooflineChart.section``):
     SASS FLOPs = add + mul + 2 x fma per precision, from the predicated-on thread instruction counts
@@ -141,7 +147,7 @@ def metric_list(available: set[str] | None) -> tuple[str, ...]:
 
 def command(ncu: str, metrics: tuple[str, ...], log_file: str, target_json: str, nvtx_range: str) -> list[str]:
     """The ``ncu`` argv profiling one step of the target process (see module docstring)."""
-    return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", "--clock-control", "none",
+    return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", "--graph-profiling", "node", "--clock-control", "none",
             "--metrics", ",".join(metrics), "--csv", "--page", "raw", "--print-units", "base",
             "--print-kernel-base", "demangled", "--log-file", log_file,
             sys.executable, "-m", "accelbench.scenarios.profile.target", target_json]
