@@ -78,7 +78,7 @@ def _progress(i: int, n: int, case, rec) -> None:
 
 def _report(out, ceilings, cached: bool, wide: bool) -> None:
     from accelbench.report.notes import case_notes
-    from accelbench.report.profile_table import ceilings_table, family_table, profile_table
+    from accelbench.report.profile_table import ceilings_table, family_table, phase_line, profile_table
 
     console.print(ceilings_table(ceilings, cached=cached))
     a.print_table(profile_table(out.records, compact=not wide), wide)
@@ -94,6 +94,9 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
 
             text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
             console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
+        line = phase_line(rec)
+        if line:
+            console.print(line, markup=False, highlight=False)
         for p in rec.get("charts") or []:
             console.print(f"chart: {p}")
     for rec in out.records:

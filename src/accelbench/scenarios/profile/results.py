@@ -78,6 +78,7 @@ def analytic_fields(counts, ceilings: Ceilings, precision: str, step_times_ms: l
         "step_time_p99_s": st.latency_p99_ms / 1e3, "step_time_spread": st.spread, "steps_timed": st.n,
         "throughput_samples_per_s": rl.ratio(batch_size, t),
         "measured_vs_theoretical": rl.ratio(t, theo), "achieved_flops_per_s": achieved,
+        "achieved_bytes_per_s": rl.ratio(counts.min_bytes, t),
         "roof_fraction": rl.roof_fraction(achieved, intensity, peak, bw),
     }
 
