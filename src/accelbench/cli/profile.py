@@ -96,7 +96,7 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
             console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
         line = phase_line(rec)
         if line:
-            console.print(line, markup=False, highlight=False)
+            console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, as tests and greps read it
         for p in rec.get("charts") or []:
             console.print(f"chart: {p}")
     for rec in out.records:
