@@ -110,6 +110,17 @@ def test_a_step_of_the_other_kind_of_model_is_one_line(tmp_path, args, needle):
     ("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>"
      "(T1 *, const T1 *, const T3 *)", "other"),
     ("triton_red_fused_sum_2", "other"),
+    # seen in a compiled llama-3.2-1b decode step on an H200 (torch 2.11, ncu 2025.3.1)
+    ("triton_red_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_10", "norm"),
+    ("triton_poi_fused__to_copy__unsafe_view_add_arange_bmm_cat_cos_index_copy_mul_neg_sin_slice_transpose_2", "rotary"),
+    ("triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_clone_mul_neg_4",
+     "rotary"),
+    ("triton_poi_fused__unsafe_view_add_arange_index_copy_transpose_view_3", "copy"),
+    ("triton_poi_fused__unsafe_view_mul_silu_8", "activation"),
+    ("triton_red_fused__unsafe_view_argmax_select_16", "sampling"),
+    ("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x64_1x4x1_cga1x1x1_kernel0_0", "attention"),
+    ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT", "gemm"),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(T1::Params)", "gemm"),
 ])
 def test_transformer_kernel_families_from_real_names(name, family):
     assert family in TRANSFORMER_FAMILIES and classify_transformer(name) == family
@@ -135,7 +146,7 @@ def test_the_phase_line_follows_the_measured_intensity_not_the_phase_name():
 @pytest.mark.parametrize("mode", ["static-cache", "static-compile"])
 def test_decode_of_llama_under_ncu_is_mostly_gemv(tmp_path, mode):
     """Decode of hf:llama-3.2-1b (random weights, bf16, batch 1, 512 cached positions) under Nsight Compute: the
-    kernels fall in the transformer families, the GEMM/GEMV family holds most of the step's kernel time, and the
+    kernels fall in the transformer families, the GEMM/GEMV family holds the largest share of the step's time, and the
     step is placed memory-bound from its measured intensity (the compiled step's CUDA graph profiled node by node)."""
     js = tmp_path / "p.json"
     p = run_cli("profile", "-m", "hf:llama-3.2-1b", "--step", "decode", "--prompt-len", "512", "-b", "1",
@@ -146,6 +157,17 @@ def test_decode_of_llama_under_ncu_is_mostly_gemv(tmp_path, mode):
     families = {k["family"] for k in rec["kernels"]}
     assert families <= set(TRANSFORMER_FAMILIES) and {"gemm", "attention", "norm"} <= families
     shares = {f: rec[f"family_{f}_time_share"] for f in families}
-    assert max(shares, key=shares.get) == "gemm" and shares["gemm"] > 0.5
+    # on an H200 the eager step's ~830 kernels gave GEMM/GEMV 35 % (elementwise 25 %, copies 18 %), the compiled
+    # step's ~330 gave 68 %: GEMV is the largest family in both, most of the step once the small kernels are fused
+    assert max(shares, key=shares.get) == "gemm" and shares["gemm"] > (0.5 if mode == "static-compile" else 0.25)
     assert rec["ncu_intensity_flop_per_byte"] < rec["ridge_point_flop_per_byte"]
     assert "decode is memory-bound" in p.stdout and "of the step time in GEMM/GEMV" in p.stdout
+
+
+def test_ncu_profiles_a_cuda_graph_node_by_node():
+    """A compiled decode step is one CUDA graph: ncu must show its kernels one by one to group them in families."""
+    from accelbench.scenarios.profile import ncu
+
+    cmd = ncu.command("ncu", ncu.metric_list(None), "/tmp/x.csv", "{}", ncu.NVTX_RANGE)
+    assert cmd[cmd.index("--graph-profiling") + 1] == "node"
+    assert cmd[cmd.index("--target-processes") + 1] == "application-only"

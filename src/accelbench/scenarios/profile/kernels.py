@@ -85,7 +85,7 @@ _TRITON_OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("copy", ("index_copy", "index_put", "scatter", "slice_scatter")),
 )
 # ops that only move data: a kernel of these alone is a copy (``_to_copy``: a cast), with arithmetic it is not
-_MOVES = {"to-copy", "copy", "clone", "cat", "slice", "view", "expand", "unsqueeze", "permute", "transpose", "select"}
+_MOVES = {"to-copy", "copy", "clone", "unsafe", "cat", "slice", "view", "expand", "unsqueeze", "permute", "transpose", "select"}
 _TRANSFORMER_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (fam, re.compile(p, re.IGNORECASE))
     for fam, p in (
@@ -105,6 +105,8 @@ def _triton_family(kind: str, ops: str) -> str:
     """The family of an Inductor kernel from the aten ops its name joins with ``_`` (``_to_copy_add_mean``)."""
     words = f"_{ops}_"
     for fam, names in _TRITON_OPS:
+        if kind == "poi" and fam in ("attention", "gemm"):
+            continue  # a pointwise kernel computes neither: those ops are what it prepares inputs for (or inlines)
         if any(f"_{op}_" in words for op in names):
             return fam
     if set(ops.replace("_to_copy", "_to-copy").split("_")) - {""} <= _MOVES:
