@@ -1,4 +1,5 @@
-"""``accelbench profile``: roofline profile of an inference or training step (parsing only)."""
+"""``accelbench profile``: roofline profile of an inference or training step, or of a language model's prefill or
+decode step (parsing only)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,21 @@ from accelbench.core.errors import OK
 @command()
 def profile(
     model: str = typer.Option("resnet50", "--model", "-m", rich_help_panel=WHAT, autocompletion=complete_models,
-                              help="Model(s), comma-separated, as for `run`."),
+                              help="Model(s), comma-separated, as for `run`; hf:<model> (as for `generate`) for --step prefill/decode."),
     batch_sizes: str = typer.Option("32", "--batch-sizes", "--batch-size", "-b", rich_help_panel=WHAT,
                                     help="Batch size(s), e.g. 32 or 32,256."),
     precisions: Optional[str] = typer.Option(None, "--precisions", "--precision", "-p", rich_help_panel=WHAT,
                                              autocompletion=complete_precisions, help="Precisions, comma-separated: {precisions}."),
-    modes: str = typer.Option("eager", "--modes", "--mode", rich_help_panel=WHAT, autocompletion=complete_backends,
-                              help="Backends (execution modes), comma-separated: {backends}."),
-    step: str = typer.Option("inference", "--step", rich_help_panel=WHAT, help="inference, train, or both: inference,train"),
+    modes: Optional[str] = typer.Option(None, "--modes", "--mode", "--backend", rich_help_panel=WHAT,
+                                        autocompletion=complete_backends,
+                                        help="Backends (execution modes), comma-separated: {backends}. Default eager; "
+                                             "static-cache for prefill/decode (static-compile: the compiled decode step)."),
+    step: str = typer.Option("inference", "--step", rich_help_panel=WHAT,
+                             help="inference, train, or both: inference,train (an image model); prefill, decode, or "
+                                  "both (a language model, hf:<model>)."),
+    prompt_len: Optional[str] = typer.Option(None, "--prompt-len", "--prompt-lens", rich_help_panel=WHAT,
+                                             help="prefill/decode: prompt tokens a sequence; for decode the KV-cache "
+                                                  "positions filled before the step (default 128)."),
     what: What = What.take(only=("channels_last", "device")),
     inputs: Inputs = Inputs.take(only=("data", "image_size", "mean", "std", "resize", "crop_pct")),
     ncu: str = typer.Option("auto", "--ncu", rich_help_panel=HOW, help="auto (on a GPU when ncu is found), on, off"),
@@ -44,6 +52,7 @@ def profile(
     if charts is not None and charts.exists() and not charts.is_dir():
         a.fail(f"--charts {charts} is a file: give a folder for the charts")
     flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, steps=step,
+                 prompt_lens=prompt_len,
                  **what.fields(), **inputs.fields(), **cost.fields(), ncu=ncu, warmup_steps=warmup_steps,
                  timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
                  ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings)
@@ -69,7 +78,7 @@ def _progress(i: int, n: int, case, rec) -> None:
 
 def _report(out, ceilings, cached: bool, wide: bool) -> None:
     from accelbench.report.notes import case_notes
-    from accelbench.report.profile_table import ceilings_table, family_table, profile_table
+    from accelbench.report.profile_table import ceilings_table, family_table, phase_line, profile_table
 
     console.print(ceilings_table(ceilings, cached=cached))
     a.print_table(profile_table(out.records, compact=not wide), wide)
@@ -85,6 +94,9 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
 
             text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
             console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
+        line = phase_line(rec)
+        if line:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)  # one line, as tests and greps read it
         for p in rec.get("charts") or []:
             console.print(f"chart: {p}")
     for rec in out.records:

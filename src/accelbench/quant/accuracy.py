@@ -31,7 +31,8 @@ def fp32_reference(rows: list[dict]) -> float | None:
 
 
 def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
-    """Per model: the cheapest measured case whose top-1 is at least ``ratio`` of the model's fp32 top-1.
+    """Per model: the cheapest measured case whose top-1 is at least ``ratio`` of the model's fp32 top-1 (the search
+    is :func:`accelbench.core.targets.cheapest_meeting`, top-1 higher-is-better).
 
     Cheapest: the lowest ``cost_per_1000_samples_usd``, else (no price) the highest ``throughput_samples_per_s``.
     Candidates: ``ok`` rows with a top-1 and a speed figure whose numerics are not simulated (a simulated row has
@@ -45,32 +46,23 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
         ``precision`` None when no case meets the target (or no fp32 reference exists).
     """
     from accelbench.core.rundata import is_detail
+    from accelbench.core.targets import Target, cheapest_meeting
 
-    by_model: dict[str, list[dict]] = {}
-    for r in records:
-        if r.get("top1") is not None and not is_detail(r) and r.get("outputs_finite") != 0:
-            by_model.setdefault(str(r.get("model")), []).append(r)
-    out = []
-    for model, rows in by_model.items():
+    def reference(rows):
         ref = fp32_reference(rows)
-        if ref is None:
-            continue
+        return None if ref is None else ("fp32", ref)
 
-        def met(r):
-            own = r.get("accuracy_target_met")
-            return bool(own) if own is not None else r["top1"] >= ratio * ref
-
-        timed = [r for r in rows if r.get("status") == OK and not r.get("simulated")
-                 and r.get("throughput_samples_per_s") is not None]
-        good = [r for r in timed if met(r)]
-        costed = [r for r in good if r.get("cost_per_1000_samples_usd") is not None]
-        key = "cost_per_1000_samples_usd" if costed else "throughput_samples_per_s"
-        best = (min(costed, key=lambda r: r[key]) if costed else max(good, key=lambda r: r[key]) if good else None)
-        missed = sorted({str(r.get("precision")) for r in rows if not met(r)})
-        row = {"model": model, "precision": None, "mode": None, "batch_size": None, "by": key, "value": None,
-               "top1": None, "top1_fp32_ref": ref, "top1_delta_pts": None, "missed": missed}
-        if best is not None:
-            row.update(precision=best.get("precision"), mode=best.get("mode"), batch_size=best.get("batch_size"),
-                       value=best[key], top1=best["top1"], top1_delta_pts=(best["top1"] - ref) * 100)
+    target = Target(metric="top1", higher_is_better=True, ratio=ratio, reference=reference,
+                    speed="throughput_samples_per_s", verdict="accuracy_target_met",
+                    include=lambda r: not is_detail(r) and r.get("outputs_finite") != 0,
+                    candidate=lambda r: (r.get("status") == OK and not r.get("simulated")
+                                         and r.get("throughput_samples_per_s") is not None))
+    out = []
+    for c in cheapest_meeting(records, target):
+        row = {"model": c.model, "precision": None, "mode": None, "batch_size": None, "by": c.by, "value": c.value,
+               "top1": None, "top1_fp32_ref": c.reference_value, "top1_delta_pts": None, "missed": c.missed}
+        if c.best is not None:
+            row.update(precision=c.best.get("precision"), mode=c.best.get("mode"), batch_size=c.best.get("batch_size"),
+                       top1=c.best["top1"], top1_delta_pts=(c.best["top1"] - c.reference_value) * 100)
         out.append(row)
     return out

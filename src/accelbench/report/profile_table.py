@@ -60,12 +60,62 @@ COMPACT_FAMILY = ("family", "kernels", "time_s", "time_share", "achieved_flops_p
 
 def family_table(rec: dict, compact: bool = False) -> Table:
     """Kernel families of one measured case, with their share of time and bound; compact fits 80 columns."""
-    from accelbench.scenarios.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import ALL_FAMILIES
 
     keys = [k for _, k, _ in FAMILY_COLUMNS if k != "family"]
     rows = [{"family": fam, **{k: rec.get(f"family_{fam}_{k}") for k in keys}}
-            for fam in FAMILIES if rec.get(f"family_{fam}_kernels") is not None]
+            for fam in ALL_FAMILIES if rec.get(f"family_{fam}_kernels") is not None]
     cols = [c for c in FAMILY_COLUMNS if not compact or c[1] in COMPACT_FAMILY]
     title = (f"Kernel families: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} "
              f"({rec.get('ncu_kernels')} kernels)")
     return results_table(rows, title=title, columns=cols, compact=compact)
+
+
+def _pct(v: float) -> str:
+    return f"{number(100 * v, 2)} %"
+
+
+def phase_line(rec: dict) -> str | None:
+    """One line placing a language model's profiled prefill or decode step on the roofline, from what was measured:
+    ``decode is memory-bound: arithmetic intensity X below the ridge point Y; N % of the step time in GEMM/GEMV at
+    Z % of the measured copy bandwidth (K kernels a step)``.
+
+    The bound is the step's intensity against its precision's ridge point (:mod:`accelbench.core.roofline`): Nsight
+    Compute's FLOPs over DRAM bytes where ncu ran, else the analytic counts (generate's; the line says so); never
+    the phase's name. Where ncu ran, the family with the largest share of kernel time is named with its achieved
+    bandwidth over the measured copy ceiling (memory-bound) or its FLOP/s over the step's ceiling (compute-bound).
+    None for a row that is not an ``ok`` language-model step.
+    """
+    from accelbench.core.errors import OK
+    from accelbench.scenarios.profile.kernels import LABELS, TRANSFORMER_FAMILIES
+    from accelbench.scenarios.profile.lm import LM_STEPS
+
+    if rec.get("step") not in LM_STEPS or rec.get("status") != OK:
+        return None
+    ncu = rec.get("ncu_status") == "ok"
+    intensity = rec.get("ncu_intensity_flop_per_byte" if ncu else "analytic_intensity_flop_per_byte")
+    ridge = rec.get("ridge_point_flop_per_byte")
+    if intensity is None or ridge is None:
+        return f"{rec['step']}: no DRAM bytes {'measured' if ncu else 'counted'}: not placed on the roofline"
+    memory = intensity < ridge
+    head = (f"{rec['step']} is {'memory' if memory else 'compute'}-bound: arithmetic intensity {number(intensity)} "
+            f"FLOP/B {'below' if memory else 'at or above'} the ridge point {number(ridge)} FLOP/B")
+    bw, peak = rec.get("ceiling_dram_bytes_per_s"), rec.get("ceiling_flops_per_s")
+    if not ncu:
+        achieved = rec.get("achieved_bytes_per_s") if memory else rec.get("achieved_flops_per_s")
+        roof = bw if memory else peak
+        where = "the measured copy bandwidth" if memory else f"the {rec.get('ceiling_name')} ceiling"
+        tail = f"; {si(achieved, 'B/s' if memory else 'FLOP/s')} = {_pct(achieved / roof)} of {where}" \
+            if achieved and roof else ""
+        return head + tail + " (analytic: the FLOP and byte counts of generate, no kernel counters)"
+    shares = {f: rec.get(f"family_{f}_time_share") for f in TRANSFORMER_FAMILIES}
+    shares = {f: s for f, s in shares.items() if s is not None}
+    if not shares:
+        return head
+    top = max(shares, key=shares.get)
+    achieved = rec.get(f"family_{top}_achieved_bytes_per_s" if memory else f"family_{top}_achieved_flops_per_s")
+    roof = bw if memory else peak
+    where = "the measured copy bandwidth" if memory else f"the {rec.get('ceiling_name')} ceiling"
+    at = f" at {_pct(achieved / roof)} of {where}" if achieved and roof else ""
+    return (f"{head}; {_pct(shares[top])} of the step time in {LABELS[top]}{at} "
+            f"({rec.get('ncu_kernels')} kernels a step)")

@@ -18,7 +18,10 @@ from accelbench.report.plots import pyplot
 _COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd", "int8": "#8c564b"}
 _POINT_COLORS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf", "#999999", "#000000")
 _FAMILY_COLORS = {"gemm_conv": "#d62728", "normalization": "#2ca02c", "reduction_pooling": "#9467bd",
-                  "copy_transpose": "#7f7f7f", "elementwise": "#1f77b4", "other": "#bcbd22"}
+                  "copy_transpose": "#7f7f7f", "elementwise": "#1f77b4", "other": "#bcbd22",
+                  # a transformer step's (kernels.TRANSFORMER_FAMILIES)
+                  "gemm": "#d62728", "attention": "#ff7f0e", "norm": "#2ca02c", "rotary": "#e377c2",
+                  "activation": "#17becf", "copy": "#7f7f7f", "sampling": "#9467bd"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -131,10 +134,10 @@ def model_chart(rec: dict, ceilings, stem) -> list[Path]:
 
 def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
     """Kernel families as points sized by their share of step time, each kernel as a faint dot."""
-    from accelbench.scenarios.profile.kernels import FAMILIES
+    from accelbench.scenarios.profile.kernels import ALL_FAMILIES
 
     pts, notes = [], []
-    for fam in FAMILIES:
+    for fam in ALL_FAMILIES:
         share = rec.get(f"family_{fam}_time_share")
         if share is None:
             continue

@@ -122,6 +122,11 @@ def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
         blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
     elif points:
         blocks.append({"type": "notes", "title": "Roofline", "lines": [f"no ceilings stored for {name}"]})
+    from accelbench.report.profile_table import phase_line
+
+    phases = [line for line in map(phase_line, records) if line]  # a language model's prefill and decode steps
+    if phases:
+        blocks.append({"type": "notes", "title": "Prefill and decode on the roofline", "lines": phases})
     return blocks
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from accelbench.core.columns.column import BOOL, FLOAT, INT, MAX, RANK, STR, col
 
 G = "generate"
+GP = "generate profile"  # also a language model's profiled step (accelbench profile --step prefill|decode)
 
 
 def _stats(prefix: str, what: str, short: str, doc: str) -> tuple:
@@ -28,11 +29,11 @@ def _stats(prefix: str, what: str, short: str, doc: str) -> tuple:
 
 DECLARED = (
     # the case
-    col("prompt_len", INT, "Prompt (tokens)", "int", short="Prompt", scenarios=G),
+    col("prompt_len", INT, "Prompt (tokens)", "int", short="Prompt", scenarios=GP),
     col("new_tokens", INT, "New tokens", "int", short="New", scenarios=G, doc="Tokens generated a sequence."),
     col("prompt_source", STR, "Prompt source", scenarios=G, levels="random text"),
-    col("vocab_size", INT, "Vocabulary", "int", scenarios=G),
-    col("context_len", INT, "Context (tokens)", "int", scenarios=G),
+    col("vocab_size", INT, "Vocabulary", "int", scenarios=GP),
+    col("context_len", INT, "Context (tokens)", "int", scenarios=GP),
     col("fused_projections", BOOL, "Fused projections", "yesno", scenarios=G,
         doc="q/k/v and gate/up projections fused into one matmul each (static-compile-fused)."),
     col("generations_timed", INT, "Generations timed", "int", scenarios=G, doc="Timed generations: the windows."),
@@ -68,10 +69,10 @@ DECLARED = (
     col("mbu_datasheet", FLOAT, "MBU (datasheet)", "pct:1", combine=RANK, scenarios=G),
     *_stats("e2e_latency", "End-to-end", "E2E", "One generation, prompt in to last token out."),
     # memory
-    col("kv_cache_bytes", INT, "KV cache", "si:B", scenarios=G,
+    col("kv_cache_bytes", INT, "KV cache", "si:B", scenarios=GP,
         doc="Keys and values of every layer for batch x (prompt + new tokens), in the cache's dtype."),
-    col("kv_bytes_per_token", INT, "KV bytes/token", "si:B", scenarios=G),
-    col("weight_bytes", INT, "Weights", "si:B", scenarios=G, doc="Bytes of the weights as stored for the run."),
+    col("kv_bytes_per_token", INT, "KV bytes/token", "si:B", scenarios=GP),
+    col("weight_bytes", INT, "Weights", "si:B", scenarios=GP, doc="Bytes of the weights as stored for the run."),
     # energy and quality
     col("perplexity", FLOAT, "Perplexity", "number", scenarios=G,
         doc="exp(mean next-token cross-entropy) on the held-out shipped text (models with real weights)."),

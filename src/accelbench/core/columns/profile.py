@@ -33,7 +33,7 @@ _NCU["ncu_roof_fraction"] = col("ncu_roof_fraction", FLOAT, "% roof", "pct:0", s
                                 doc="Achieved FLOP/s over the attainable roof at the step's intensity.")
 
 DECLARED = (
-    col("step", STR, "Step", scenarios=P, doc="inference or train: the profiled step."),
+    col("step", STR, "Step", scenarios=P, doc="inference or train (an image model), prefill or decode (a language model): the profiled step."),
     # analytic counts and the roofline of the step's precision
     col("analytic_flops", FLOAT, "Analytic GFLOP", "fixed:,.2f", scale=1e-9, scenarios=P),
     col("analytic_forward_flops", FLOAT, "Analytic forward GFLOP", "fixed:,.2f", scale=1e-9, scenarios=P),
@@ -63,6 +63,8 @@ DECLARED = (
     col("step_time_p99_s", FLOAT, "Step p99 (ms)", "number:4", scale=1e3, scenarios=P),
     col("measured_vs_theoretical", FLOAT, "Meas/Theory", "times:2", short="Meas/Th", scenarios=P),
     col("achieved_flops_per_s", FLOAT, "Achieved FLOP/s", "si:FLOP/s", short="FLOP/s", scenarios=P),
+    col("achieved_bytes_per_s", FLOAT, "Achieved B/s", "si:B/s", short="B/s", scenarios=P,
+        doc="The analytic least bytes over the median step time: the bandwidth the step needed at least."),
     col("roof_fraction", FLOAT, "Analytic % roof", "pct:0", scenarios=P),
     col("charts", JSON, "Charts", scenarios=P, doc="The chart files written for the case."),
     col("chart_error", STR, "Chart error", scenarios=P),

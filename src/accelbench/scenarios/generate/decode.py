@@ -136,29 +136,57 @@ class StaticLoop:
         self.positions = torch.arange(prompt_len + new_tokens, device=device)
         self.step, self.graphs = step, graphs
 
+    def prefill(self, prompts):
+        """The prefill: ``prompts`` ``(batch, prompt_len)`` through the model into the cache (positions
+        ``0 .. prompt_len - 1``), the LM head on the last token, and the greedy first tokens ``(batch, 1)``. Call it
+        under ``torch.no_grad``; it overwrites the cache's prompt positions (``accelbench profile --step prefill``
+        runs it alone)."""
+        p = self.prompt_len
+        logits = self.model(prompts, cache_position=self.positions[:p], position_ids=self.positions[None, :p],
+                            past_key_values=self.cache, use_cache=True, logits_to_keep=1).logits
+        return logits[:, -1].argmax(-1, keepdim=True)
+
+    def decode(self, token, i: int):
+        """Decode step ``i`` (0-based): ``token`` ``(batch, 1)`` at position ``prompt_len + i`` (the context is
+        ``prompt_len + i + 1`` positions), the next greedy tokens ``(batch, 1)``. Under ``torch.no_grad``; a CUDA
+        graph step is marked begun and its output cloned (``accelbench profile --step decode`` runs it alone)."""
+        import torch
+
+        p = self.prompt_len
+        if self.graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1])
+        return token.clone() if self.graphs else token  # the next replay overwrites the graph's output
+
+    def rewind(self, position: int) -> None:
+        """Set the cache's write position back to ``position`` (0: before the prefill; ``prompt_len``: before the
+        first decode step), so a step can be repeated doing the same work (``accelbench profile``). Where the cache
+        keeps its own write position (``transformers`` 5's static layers count ``cumulative_length`` and ignore the
+        ``cache_position`` passed), every layer's is set in one ``_foreach_copy_`` (one kernel on CUDA); an older
+        cache writes where ``cache_position`` says and needs nothing."""
+        import torch
+
+        lengths = [layer.cumulative_length for layer in getattr(self.cache, "layers", ())
+                   if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
+        if lengths:
+            torch._foreach_copy_(lengths, [torch.full_like(lengths[0], position)] * len(lengths))
+
     def __call__(self, prompts) -> Generation:
         import torch
 
         from accelbench.core.timing import Marks, sync
 
-        p = self.prompt_len
         with torch.no_grad():  # not inference_mode: the cache's buffers are updated in place across calls
             self.cache.reset()
             marks = Marks(self.device)
             sync(self.device)
             t0 = time.perf_counter()
             marks.mark()
-            logits = self.model(prompts, cache_position=self.positions[:p], position_ids=self.positions[None, :p],
-                                past_key_values=self.cache, use_cache=True, logits_to_keep=1).logits
-            token = logits[:, -1].argmax(-1, keepdim=True)
+            token = self.prefill(prompts)
             marks.mark()
             out = [token]
             for i in range(self.new_tokens - 1):
-                if self.graphs:
-                    torch.compiler.cudagraph_mark_step_begin()
-                token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1])
-                if self.graphs:
-                    token = token.clone()  # the next replay overwrites the graph's output
+                token = self.decode(token, i)
                 marks.mark()
                 out.append(token)
         return _generation(marks, t0, torch.cat(out, dim=1))

@@ -9,14 +9,25 @@ MLPerf Inference's Llama 2 70B target is 99 % of the FP32 reference on its accur
 from __future__ import annotations
 
 from accelbench.core.errors import OK
+from accelbench.core.targets import Target, cheapest_meeting
 
 TARGET_RATIO = 1.01
 REFERENCE_ORDER = ("fp32", "bf16", "fp16")  # the reference: the first of these measured
 
 
+def reference_perplexity(rows: list[dict]) -> tuple[str, float] | None:
+    """The reference of a model's rows: the first precision of :data:`REFERENCE_ORDER` measured, and its lowest
+    perplexity; None when none of them was measured."""
+    refs = [p for p in REFERENCE_ORDER if any(r.get("precision") == p for r in rows)]
+    if not refs:
+        return None
+    return refs[0], min(r["perplexity"] for r in rows if r.get("precision") == refs[0])
+
+
 def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[dict]:
-    """Per model with a perplexity (``records``: typed rows, :meth:`accelbench.store.Store.records`; missing is None): the cheapest ``ok`` case whose perplexity is at most ``ratio`` times the
-    reference precision's (see the module docstring).
+    """Per model with a perplexity (``records``: typed rows, :meth:`accelbench.store.Store.records`; missing is None):
+    the cheapest ``ok`` case whose perplexity is at most ``ratio`` times the reference precision's (see the module
+    docstring; the search is :func:`accelbench.core.targets.cheapest_meeting`, perplexity lower-is-better).
 
     Cheapest: the lowest ``cost_per_1000_samples_usd`` (per 1,000 output tokens), else the highest
     ``decode_tokens_per_s``.
@@ -26,27 +37,16 @@ def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[di
         ``mode``, ``batch_size``, ``perplexity``, ``by``, ``value``, ``missed`` (precisions above the target);
         ``precision`` None when none meets it.
     """
-    by_model: dict[str, list[dict]] = {}
-    for r in records:
-        if r.get("perplexity") is not None and r.get("status") == OK:
-            by_model.setdefault(str(r.get("model")), []).append(r)
+    target = Target(metric="perplexity", higher_is_better=False, ratio=ratio, reference=reference_perplexity,
+                    speed="decode_tokens_per_s", include=lambda r: r.get("status") == OK)
     out = []
-    for model, rows in by_model.items():
-        refs = [p for p in REFERENCE_ORDER if any(r.get("precision") == p for r in rows)]
-        if not refs:
-            continue
-        ref = min(r["perplexity"] for r in rows if r.get("precision") == refs[0])
-        good = [r for r in rows if r["perplexity"] <= ratio * ref]
-        costed = [r for r in good if r.get("cost_per_1000_samples_usd") is not None]
-        key = "cost_per_1000_samples_usd" if costed else "decode_tokens_per_s"
-        pool = costed or [r for r in good if r.get(key) is not None]
-        best = (min(pool, key=lambda r: r[key]) if costed else max(pool, key=lambda r: r[key])) if pool else None
-        row = {"model": model, "reference": refs[0], "reference_perplexity": ref, "precision": None, "mode": None,
-               "batch_size": None, "perplexity": None, "by": key, "value": None,
-               "missed": sorted({str(r["precision"]) for r in rows if r["perplexity"] > ratio * ref})}
-        if best is not None:
-            row.update(precision=best["precision"], mode=best.get("mode"), batch_size=best.get("batch_size"),
-                       perplexity=best["perplexity"], value=best[key])
+    for c in cheapest_meeting(records, target):
+        row = {"model": c.model, "reference": c.reference, "reference_perplexity": c.reference_value,
+               "precision": None, "mode": None, "batch_size": None, "perplexity": None, "by": c.by, "value": c.value,
+               "missed": c.missed}
+        if c.best is not None:
+            row.update(precision=c.best["precision"], mode=c.best.get("mode"), batch_size=c.best.get("batch_size"),
+                       perplexity=c.best["perplexity"])
         out.append(row)
     return out
 

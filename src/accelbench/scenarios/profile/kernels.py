@@ -12,6 +12,25 @@ PyTorch's copy kernels are instances of ``elementwise_kernel``):
 | copy_transpose | copies, layout changes, padding, concatenation, indexing | copy, transpose, nchwToNhwc, AddPadding, CatArray, gather, im2col |
 | elementwise | pointwise kernels, optimizer updates | elementwise, triton_poi, multi_tensor_apply, Functor |
 | other | anything else | |
+
+Transformer steps (``accelbench profile --step prefill|decode``) have their own families
+(:data:`TRANSFORMER_FAMILIES`, :func:`classify_transformer`): a decode step is GEMVs, attention over the cache,
+RMS norms, rotary embeddings, the cache write and the sampling of the next token, and each is a question of its own
+("how much of the step is GEMV, at what bandwidth"). Inductor's kernels (``triton_{poi,red,per,tem}_fused_<ops>_<n>``)
+are classified by the aten ops their name lists (``_to_copy_add_mean_mul_pow_rsqrt``: an RMS norm), the others by
+their demangled name, in this order (first match wins):
+
+| family | kernels |
+| --- | --- |
+| attention | flash (``flash_fwd_*``, ``pytorch_flash::``), memory-efficient (``fmha_cutlass*``), cuDNN SDPA, Inductor's ``_scaled_dot_product_*``/``flex_attention`` |
+| gemm | cuBLAS/cuBLASLt GEMM and GEMV (``nvjet_*``, ``sm90_xmma_*``, ``gemv*``, ``gemvx``, ``splitKreduce``), CUTLASS, Inductor's ``mm``/``bmm``/``addmm`` |
+| sampling | the next token: ``argmax``/``ArgMaxOps``, ``topk``, ``sort``, ``softmax``, ``multinomial`` |
+| norm | RMS/layer norm: ``rms_norm``, ``layer_norm``, the mean of squares and ``rsqrt`` of an unfused RMS norm (``MeanOps``, ``rsqrt``, ``pow``) |
+| rotary | rotary position embeddings: ``rotary``, ``rope``, ``cos``/``sin`` of the angles, ``rotate_half``'s ``neg`` and ``cat`` |
+| copy | copies and the KV-cache write: ``index_copy``, ``index_put``, ``scatter``, casts (``direct_copy``), ``memcpy``, ``fill`` |
+| activation | ``silu``, ``gelu``, ``relu``, ``sigmoid``, ``tanh`` (alone or fused with the gating ``mul``) |
+| elementwise | any other pointwise kernel (``elementwise_kernel``, ``triton_poi``): residual adds, scaling |
+| other | anything else (other reductions, embeddings) |
 """
 
 from __future__ import annotations
@@ -43,6 +62,71 @@ def classify(kernel_name: str) -> str:
     """The family of a kernel from its (demangled) name; ``other`` when no pattern matches."""
     for fam, pat in _PATTERNS:
         if pat.search(kernel_name or ""):
+            return fam
+    return "other"
+
+
+TRANSFORMER_FAMILIES = ("gemm", "attention", "norm", "rotary", "activation", "elementwise", "copy", "sampling",
+                        "other")
+ALL_FAMILIES = tuple(dict.fromkeys(FAMILIES + TRANSFORMER_FAMILIES))  # every family a row may have, image first
+LABELS = {"gemm": "GEMM/GEMV", "attention": "attention", "norm": "normalisation", "rotary": "rotary",
+          "activation": "activation", "elementwise": "elementwise", "copy": "copy/cache write",
+          "sampling": "sampling", "other": "other"}
+_TRITON = re.compile(r"^triton_(poi|red|per|tem)_fused_?(.*?)(?:_\d+)?$")
+# (family, aten ops of an Inductor kernel's name, any of which places it), checked in order
+_TRITON_OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("attention", ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                   "_scaled_dot_product_cudnn_attention", "flex_attention", "scaled_dot_product_attention")),
+    ("gemm", ("mm", "bmm", "addmm", "baddbmm", "_weight_int8pack_mm", "_int_mm", "linear")),
+    ("sampling", ("argmax", "topk", "sort", "multinomial", "_softmax", "softmax")),
+    ("norm", ("rsqrt", "native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm")),
+    ("rotary", ("cos", "sin", "neg")),
+    ("activation", ("silu", "gelu", "relu", "sigmoid", "tanh")),
+    ("copy", ("index_copy", "index_put", "scatter", "slice_scatter")),
+)
+# ops that only move data: a kernel of these alone is a copy (``_to_copy``: a cast), with arithmetic it is not
+_MOVES = {"to-copy", "copy", "clone", "unsafe", "cat", "slice", "view", "expand", "unsqueeze", "permute", "transpose", "select"}
+_TRANSFORMER_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (fam, re.compile(p, re.IGNORECASE))
+    for fam, p in (
+        ("attention", r"flash|fmha|attention|sdpa|scaled_dot_product"),
+        ("gemm", r"gemm|gemv|xmma|cutlass|cublas|nvjet|splitkreduce|hmma|wgmma|matmul|(?<![a-z])bmm"),
+        ("sampling", r"argmax|argmin|topk|sort|softmax|multinomial|sampl"),
+        ("norm", r"rms_?norm|layer_?norm|meanops|rsqrt|pow_tensor_scalar"),
+        ("rotary", r"rotary|(?<![a-z])rope(?![a-z])|rotate_half|cos_kernel|sin_kernel|neg_kernel|catarray"),
+        ("copy", r"copy|index_put|scatter|memcpy|memset|fill|clone"),
+        ("activation", r"silu|gelu|relu|sigmoid|tanh|swiglu"),
+        ("elementwise", r"elementwise|pointwise|functor|triton_poi"),
+    )
+)
+
+
+def _triton_family(kind: str, ops: str) -> str:
+    """The family of an Inductor kernel from the aten ops its name joins with ``_`` (``_to_copy_add_mean``)."""
+    words = f"_{ops}_"
+    for fam, names in _TRITON_OPS:
+        if kind == "poi" and fam in ("attention", "gemm"):
+            continue  # a pointwise kernel computes neither: those ops are what it prepares inputs for (or inlines)
+        if any(f"_{op}_" in words for op in names):
+            return fam
+    if set(ops.replace("_to_copy", "_to-copy").split("_")) - {""} <= _MOVES:
+        return "copy"
+    if kind == "tem":
+        return "gemm"  # Inductor's templates are matmuls (max-autotune) unless named as attention above
+    if "_mean_" in words and "_pow_" in words:
+        return "norm"
+    return "elementwise" if kind == "poi" else "other"
+
+
+def classify_transformer(kernel_name: str) -> str:
+    """The :data:`TRANSFORMER_FAMILIES` family of a kernel of a prefill or decode step, from its (demangled) name
+    (module docstring); ``other`` when nothing matches."""
+    name = (kernel_name or "").strip()
+    m = _TRITON.match(name)
+    if m:
+        return _triton_family(m.group(1), m.group(2))
+    for fam, pat in _TRANSFORMER_PATTERNS:
+        if pat.search(name):
             return fam
     return "other"
 
@@ -151,11 +235,11 @@ def total(kernels: list[KernelMetrics], name: str = "step", step_time_s: float |
     )
 
 
-def by_family(kernels: list[KernelMetrics]) -> list[Totals]:
-    """One :class:`Totals` per family that has kernels, in ``FAMILIES`` order, shares of the step's time."""
+def by_family(kernels: list[KernelMetrics], families: tuple[str, ...] = FAMILIES) -> list[Totals]:
+    """One :class:`Totals` per family that has kernels, in ``families`` order, shares of the step's time."""
     step_t = sum(k.time_s for k in kernels)
     return [
         total([k for k in kernels if k.family == fam], fam, step_t)
-        for fam in FAMILIES
+        for fam in families
         if any(k.family == fam for k in kernels)
     ]

@@ -5,6 +5,12 @@ Command (see :func:`command`): ``ncu --nvtx --nvtx-include accelbench_step/ --cl
 python -m accelbench.scenarios.profile.target <json>``: only the kernels of the one step inside the target's
 NVTX range are profiled, at the GPU's own clocks.
 
+CUDA graphs (a compiled decode step, ``static-compile`` on CUDA, is one graph replay): ``--graph-profiling node``
+(ncu's default, named so it stays so) profiles each kernel node of a launched graph as its own kernel, with its own
+name and counters, so the step's families are those of its kernels; ``graph`` would profile the whole graph as one
+workload, one row without kernel names, which cannot be grouped (Nsight Compute CLI manual, "--graph-profiling").
+The NVTX filter applies to the graph launch, which the target issues inside the range.
+
 FLOPs from the counters (Nsight Compute "Kernel Profiling Guide", roofline sections
 ``SpeedOfLight_Hierarchical{Single,Half,Double}RooflineChart.section``):
     SASS FLOPs = add + mul + 2 x fma per precision, from the predicated-on thread instruction counts
@@ -57,6 +63,9 @@ _PREFIX = {"p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G":
 # Long and short unit names as ncu prints them (``nsecond`` with --print-units base in some versions,
 # ``ns`` in 2025.3; ``byte``, ``Kbyte``; ``inst``); the prefix letter scales the base unit.
 _BASE_UNITS = ("second", "byte", "inst", "cycle", "warp", "thread", "sector", "request", "s", "B")
+# Inductor compiling inside the profiled process (a compiled decode step) with its pool of compile workers
+# segfaulted under ncu on an H200 (ncu 2025.3.1, torch 2.11): the target compiles in-process and ncu follows only it
+TARGET_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 NVTX_RANGE = "accelbench_step"  # the range ncu limits the profile to (the target pushes it around one step)
 
 
@@ -141,7 +150,8 @@ def metric_list(available: set[str] | None) -> tuple[str, ...]:
 
 def command(ncu: str, metrics: tuple[str, ...], log_file: str, target_json: str, nvtx_range: str) -> list[str]:
     """The ``ncu`` argv profiling one step of the target process (see module docstring)."""
-    return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", "--clock-control", "none",
+    return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", "--graph-profiling", "node",
+            "--target-processes", "application-only", "--clock-control", "none",
             "--metrics", ",".join(metrics), "--csv", "--page", "raw", "--print-units", "base",
             "--print-kernel-base", "demangled", "--log-file", log_file,
             sys.executable, "-m", "accelbench.scenarios.profile.target", target_json]
@@ -179,7 +189,7 @@ def run(spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = 
         cmd = command(ncu, metrics, log, payload(spec, case, warmup), NVTX_RANGE)
         t0 = time.perf_counter()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=TARGET_ENV | dict(os.environ))
         except subprocess.TimeoutExpired:
             raise NcuError(f"ncu did not finish within {timeout_s:.0f} s") from None
         wall = time.perf_counter() - t0

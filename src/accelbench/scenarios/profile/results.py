@@ -78,6 +78,7 @@ def analytic_fields(counts, ceilings: Ceilings, precision: str, step_times_ms: l
         "step_time_p99_s": st.latency_p99_ms / 1e3, "step_time_spread": st.spread, "steps_timed": st.n,
         "throughput_samples_per_s": rl.ratio(batch_size, t),
         "measured_vs_theoretical": rl.ratio(t, theo), "achieved_flops_per_s": achieved,
+        "achieved_bytes_per_s": rl.ratio(counts.min_bytes, t),
         "roof_fraction": rl.roof_fraction(achieved, intensity, peak, bw),
     }
 
@@ -160,12 +161,14 @@ def kernel_layers(paired) -> dict[int, tuple[int, float | None]]:
     return out
 
 
-def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str, analytic_flops: float | None) -> dict:
+def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str, analytic_flops: float | None,
+               families: tuple[str, ...] = FAMILIES, gemm: str = "gemm_conv") -> dict:
     """Measured step totals (``ncu_*``), the step's bound against its precision's ceiling, per-family
-    totals (``family_<name>_*``) and the measured-vs-analytic FLOPs agreement.
+    totals (``family_<name>_*``, for each of ``families``) and the measured-vs-analytic FLOPs agreement.
 
-    ``flops_agreement`` compares the GEMM/convolution kernels' tensor + SASS FLOPs with the analytic
-    count (which, like those kernels, covers matrix products and convolutions only).
+    ``flops_agreement`` compares the ``gemm`` family's tensor + SASS FLOPs (GEMM/convolution kernels of an image
+    step, GEMM/GEMV of a transformer step) with the analytic count (which, like those kernels, covers matrix
+    products and convolutions only; a transformer step's also counts attention).
     """
     step = total(kernels)
     out = totals_fields("ncu", step, ceilings)
@@ -176,12 +179,12 @@ def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str,
                ncu_roof_fraction=rl.roof_fraction(step.achieved_flops_per_s, step.intensity_flop_per_byte, peak, bw),
                ncu_tensor_source=step.tensor_source,
                ncu_zero_dram_kernels=sum(1 for k in kernels if k.dram_bytes == 0))
-    fams = {t.name: t for t in by_family(kernels)}
-    for fam in FAMILIES:
+    fams = {t.name: t for t in by_family(kernels, families)}
+    for fam in families:
         if fam in fams:
             out.update(totals_fields(f"family_{fam}", fams[fam], ceilings))
-    gemm = fams.get("gemm_conv")
-    out["ncu_gemm_conv_flops"] = gemm.flops if gemm else 0.0
+    matmuls = fams.get(gemm)
+    out["ncu_gemm_conv_flops"] = matmuls.flops if matmuls else 0.0
     out["flops_agreement"] = rl.relative_error(out["ncu_gemm_conv_flops"], analytic_flops)
     out["ncu_flops_vs_analytic"] = rl.relative_error(step.flops, analytic_flops)
     return out

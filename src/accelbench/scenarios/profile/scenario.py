@@ -1,4 +1,5 @@
-"""The profile scenario (``accelbench profile``): the roofline of one inference or training step.
+"""The profile scenario (``accelbench profile``): the roofline of one inference or training step of an image model, or
+of one prefill or decode step of a language model (:mod:`accelbench.scenarios.profile.lm`).
 
 Per case (a sweep case plus a step kind, :mod:`accelbench.scenarios.profile.step`):
 1. build the step; count FLOPs, parameters and minimum bytes analytically (any device);
@@ -22,15 +23,22 @@ from accelbench.core.config import check_bool, check_choices, check_int, check_n
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings
 from accelbench.scenarios.base import Scenario, register
+from accelbench.scenarios.profile.lm import LM_STEPS  # a language model's (hf:...): generate's static-cache loop
 
 NCU_MODES = ("auto", "on", "off")
-STEPS = ("inference", "train")
+IMAGE_STEPS = ("inference", "train")  # an image model's (timm, torchvision, a factory)
+STEPS = IMAGE_STEPS + LM_STEPS
+# The defaults that depend on the kind of step: (GPU precision, CPU precision, backend). A language model's steps
+# are the generate scenario's: bf16 with the static-cache loop (``--mode static-compile`` for the compiled step).
+STEP_DEFAULTS = {"image": ("amp-bf16", "fp32", "eager"), "lm": ("bf16", "fp32", "static-cache")}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProfileSettings(Settings):
     """Attributes:
-        steps: ``inference``, ``train`` or both.
+        steps: ``inference``, ``train`` or both (an image model); ``prefill``, ``decode`` or both (a language model).
+        prompt_lens: a language model's prompt lengths in tokens (each a case axis): the prefill's tokens a sequence,
+            the KV-cache positions filled before the profiled decode step.
         ncu: ``auto`` (on a GPU when ncu is found), ``on`` (a missing ncu is reported as an error), ``off``.
         warmup_steps / timed_steps: default 5 + 20 on a GPU, 1 + 3 on a CPU.
         chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
@@ -42,6 +50,7 @@ class ProfileSettings(Settings):
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
     hash_defaults: ClassVar[dict[str, Any]] = {"mean": None, "std": None, "resize": None, "crop_pct": None}
     steps: tuple[str, ...] = ("inference",)
+    prompt_lens: tuple[int, ...] = (128,)
     ncu: str = "auto"
     warmup_steps: int | None = None
     timed_steps: int | None = None
@@ -59,6 +68,13 @@ class ProfileSettings(Settings):
 
         check_eval_settings(self)
         check_choices("step", self.steps, STEPS)
+        if set(self.steps) & set(LM_STEPS) and set(self.steps) & set(IMAGE_STEPS):
+            raise ConfigError("step", ",".join(self.steps), "inference/train (an image model) or prefill/decode (a "
+                              "language model), not both kinds in one run")
+        if not isinstance(self.prompt_lens, tuple) or not self.prompt_lens:
+            raise ConfigError("prompt_lens", self.prompt_lens, "integers >= 1, e.g. 128,2048")
+        for v in self.prompt_lens:
+            check_int("prompt_lens", v, 1)
         if self.ncu not in NCU_MODES:
             raise ConfigError("ncu", self.ncu, ", ".join(NCU_MODES))
         for name in ("warmup_steps", "timed_steps"):
@@ -71,9 +87,15 @@ class ProfileSettings(Settings):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProfileExtras(Extras):
     step: str = "inference"
+    prompt_len: int | None = None  # a language model's step only
 
     def key_suffix(self) -> str:
-        return f"|step={self.step}"
+        return f"|step={self.step}" + (f"|p={self.prompt_len}" if self.prompt_len is not None else "")
+
+
+def is_lm_step(step: str) -> bool:
+    """A language model's step (prefill or decode)."""
+    return step in LM_STEPS
 
 
 def get_ceilings(store, device, remeasure: bool = False):
@@ -101,31 +123,85 @@ def slug(case) -> str:
 class Profile(Scenario):
     name, kind, workload = "profile", kinds.PROFILE, kinds.PROFILE
     settings_type, extras_type = ProfileSettings, ProfileExtras
-    aliases = {"step": "steps", "batch_size": "batch_sizes"}
-    cpu_defaults = {"models": ("resnet50",), "batch_sizes": (32,), "precisions": ("fp32",), "modes": ("eager",),
-                    "warmup_batches": 0, "data": "cifar10-test"}
-    gpu_defaults = {**cpu_defaults, "precisions": ("amp-bf16",)}
+    aliases = {"step": "steps", "batch_size": "batch_sizes", "prompt_len": "prompt_lens"}
+    # precisions and modes: by the kind of step (STEP_DEFAULTS), filled in by normalize
+    cpu_defaults = {"models": ("resnet50",), "batch_sizes": (32,), "warmup_batches": 0, "data": "cifar10-test"}
+    gpu_defaults = cpu_defaults
     # cost and energy per sample over the timed steps
     derived_keys = {"samples_key": "samples_timed", "work_seconds_key": "timed_wall_s",
                     "work_samples_key": "samples_timed", "spread_key": "step_time_spread"}
 
+    def defaults(self, cuda: bool) -> dict[str, Any]:
+        return {**super().defaults(cuda), "_cuda": cuda}  # normalize picks the step's precision by it
+
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
+        cuda = merged.pop("_cuda", False)
         if isinstance(merged.get("steps"), str):
             merged["steps"] = tuple(s.strip() for s in merged["steps"].split(",") if s.strip())
+        lm = any(is_lm_step(s) for s in merged.get("steps") or ())
+        gpu, cpu, mode = STEP_DEFAULTS["lm" if lm else "image"]
+        merged.setdefault("precisions", (gpu if cuda else cpu,))
+        merged.setdefault("modes", (mode,))
         merged.setdefault("images", max(merged.get("batch_sizes") or (1,)))  # one batch of real images
         from accelbench.data.evaluation import normalize_eval
 
         return normalize_eval(merged)
 
+    def validate(self, spec) -> None:
+        """The precisions and backends of the kind of step: a language model's are the generate scenario's
+        (weight-only precisions included), its backends the static-cache loops (``hf-generate`` is a whole
+        ``model.generate`` call, with no single step to profile)."""
+        from accelbench import backends, precisions
+        from accelbench.core.config import check_choices
+
+        if not any(is_lm_step(s) for s in spec.settings.steps):
+            return super().validate(spec)
+        if not spec.models or not spec.batch_sizes:
+            raise ConfigError("model" if not spec.models else "batch_sizes", spec.models or spec.batch_sizes,
+                              "one or more names / positive integers")
+        check_choices("precision", spec.precisions, precisions.names(workload="generate"))
+        check_choices("mode", spec.modes, tuple(n for n in backends.names("generate")
+                                                if getattr(backends.get(n), "loop", None) == "static"))
+
+    def check(self, spec) -> None:
+        """Each model is of the kind its steps profile (hf: names for prefill/decode), and resolves; a language
+        model's prompts fit its context (one decode position after them).
+
+        Raises:
+            ConfigError, UnknownModelError, MissingDependencyError, DataError: one line each.
+        """
+        from accelbench.models import hf
+
+        lm_steps = [s for s in spec.settings.steps if is_lm_step(s)]
+        for name in spec.models:
+            if bool(lm_steps) != hf.is_lm_name(name):
+                step = ",".join(spec.settings.steps)
+                raise ConfigError("step", step, f"{'inference, train' if lm_steps else 'prefill, decode'} for "
+                                  f"{name} ({'a language model' if hf.is_lm_name(name) else 'not a language model: prefill and decode profile hf:<model>'})")
+        if not lm_steps:
+            return super().check(spec)
+        from accelbench.scenarios.generate.model import check_fits, check_model_name
+
+        for name in spec.models:
+            context, _ = check_model_name(name)
+            for p in spec.settings.prompt_lens:
+                check_fits(name, context, p, 1)
+
     def cases(self, spec, device: str) -> list:
         from accelbench.core.spec import grid
 
-        return [c for step in spec.settings.steps for c in grid(spec, device, ProfileExtras(step=step))]
+        st = spec.settings
+        return [c for step in st.steps
+                for p in (st.prompt_lens if is_lm_step(step) else (None,))
+                for c in grid(spec, device, ProfileExtras(step=step, prompt_len=p))]
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
         from accelbench.scenarios.base import quant_reason
 
+        if is_lm_step(case.extras.step):
+            return (precisions.unsupported_reason(case.precision, device)
+                    or backends.get(case.mode).unsupported_reason(device, "generate"))
         train = case.extras.step == "train"
         float8 = precisions.is_float8(case.precision) and not train  # quantized as run does: step._float8
         return ((None if float8 else quant_reason(self, case.precision, train))
@@ -137,7 +213,7 @@ class Profile(Scenario):
         return ceilings
 
     def oom_group(self, case) -> tuple:
-        return (case.model, case.precision, case.mode, case.channels_last, case.extras.step)
+        return (case.model, case.precision, case.mode, case.channels_last, case.extras.step, case.extras.prompt_len)
 
     def cudnn_benchmark(self, case, spec) -> bool | None:
         """A training step runs as ``accelbench train`` runs it: cuDNN autotuning on unless the spec says otherwise."""
@@ -154,19 +230,19 @@ class Profile(Scenario):
         from accelbench.telemetry import monitor
 
         dev, st = rank.device, spec.settings
-        cuda = dev.type == "cuda"
+        cuda, lm = dev.type == "cuda", is_lm_step(case.extras.step)
         work = stepmod.build(case, spec, dev)
-        counts = analytic.count(work, case.extras.step)
+        counts = work.counts if lm else analytic.count(work, case.extras.step)
         warm = st.warmup_steps if st.warmup_steps is not None else (5 if cuda else 1)
         iters = max(st.timed_steps if st.timed_steps is not None else (20 if cuda else 3), 1)
-        step = lambda _: work.run()  # noqa: E731
+        step = (lambda _: (work.reset(), work.run())) if lm else (lambda _: work.run())  # noqa: E731
         warm_up(step, [None], warm, dev)
         with monitor(dev, spec.telemetry_period_ms / 1000) as mon:
             times_ms, wall_s = time_passes(step, [None], iters, dev)
-        rec = {"image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,
-               "transform": work.transform,
-               "compile_s": work.compile_s, "analytic_flop_calls": [list(c) for c in counts.flop_calls],
-               "samples_timed": len(times_ms) * case.batch_size, "timed_wall_s": wall_s}
+        rec = dict(work.columns) if lm else {
+            "image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,
+            "transform": work.transform, "analytic_flop_calls": [list(c) for c in counts.flop_calls]}
+        rec.update(compile_s=work.compile_s, samples_timed=len(times_ms) * case.batch_size, timed_wall_s=wall_s)
         rec.update(results.analytic_fields(counts, ceilings, case.precision, times_ms, case.batch_size))
         rec.update(mon.record())
         if cuda:
@@ -175,15 +251,18 @@ class Profile(Scenario):
             rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
         work = step = None  # free the model and its activations before ncu's own process runs the step
         try:
-            fields, kernels = self._ncu(case, spec, dev, ceilings, rec.get("analytic_flops"), counts.flop_calls)
+            fields, kernels = self._ncu(case, spec, dev, ceilings, rec.get("analytic_flops"), counts.flop_calls, lm)
         except Exception as exc:  # the analytic and timed results stay; the reason is on the row
             fields, kernels = {"ncu_status": "error", "ncu_error": one_line(exc)}, []
         rec.update(fields, _kernels=kernels)  # the charts (``chart_dir``) are drawn from the stored row: api.profile
         return rec, {"step_time_ms": times_ms, **mon.series()}
 
-    def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=()):
-        """``(fields, kernel rows)``; an NcuError becomes ``ncu_status``/``ncu_error``."""
-        from accelbench.scenarios.profile import ncu, results
+    def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=(), lm: bool = False):
+        """``(fields, kernel rows)``; an NcuError becomes ``ncu_status``/``ncu_error``. A language model's kernels
+        (``lm``) fall in the transformer families (:func:`accelbench.scenarios.profile.kernels.classify_transformer`)."""
+        import dataclasses
+
+        from accelbench.scenarios.profile import kernels as kfam, ncu, results
 
         mode = spec.settings.ncu
         if mode == "off" or (device.type != "cuda" and mode == "auto"):
@@ -198,11 +277,17 @@ class Profile(Scenario):
             return {"ncu_status": status, "ncu_error": str(exc)}, []
         fields = {"ncu_status": "ok", "ncu_error": None, "ncu_wall_s": prof.wall_s,
                   "ncu_missing_metrics": list(prof.missing) or None, "ncu_metrics": list(prof.metrics)}
-        fields.update(results.ncu_fields(prof.kernels, ceilings, case.precision, analytic_flops))
-        paired = results.pair_layers(prof.kernels, flop_calls)
+        found = prof.kernels
+        if lm:
+            found = [dataclasses.replace(k, family=kfam.classify_transformer(k.name)) for k in found]
+            fields.update(results.ncu_fields(found, ceilings, case.precision, analytic_flops,
+                                             kfam.TRANSFORMER_FAMILIES, gemm="gemm"))
+        else:
+            fields.update(results.ncu_fields(found, ceilings, case.precision, analytic_flops))
+        paired = None if lm else results.pair_layers(found, flop_calls)
         fields.update(results.layer_fields(paired))
         layers = results.kernel_layers(paired)
-        return fields, [results.kernel_row(k, ceilings, layers.get(k.index)) for k in prof.kernels]
+        return fields, [results.kernel_row(k, ceilings, layers.get(k.index)) for k in found]
 
     def after_store(self, store, case_id: int, rec: dict[str, Any], extra: dict[str, Any]) -> None:
         from accelbench.scenarios.profile import storage

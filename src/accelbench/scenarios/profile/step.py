@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from accelbench import backends, precisions
+from accelbench.scenarios.profile.lm import LM_STEPS  # built by that module
 
 STEPS = ("inference", "train")
 
@@ -71,8 +72,9 @@ def _batch(case, spec, module, info, device, cl: bool):
     return batches[0], y.to(device), size
 
 
-def build(case, spec, device) -> Workload:
-    """Create the model, input and step callables for a profile ``case`` on ``device`` (torch.device).
+def build(case, spec, device):
+    """Create the model, input and step callables for a profile ``case`` on ``device`` (torch.device): a
+    :class:`Workload`, or for a language model's prefill or decode step an :class:`accelbench.scenarios.profile.lm.LMWorkload`.
 
     Raises:
         UnknownModelError, DataError, RuntimeError (incl. OOM): as model creation, data loading or the
@@ -82,6 +84,10 @@ def build(case, spec, device) -> Workload:
 
     from accelbench.models import create_model
 
+    if case.extras.step in LM_STEPS:  # a language model's prefill or decode step
+        from accelbench.scenarios.profile import lm
+
+        return lm.build(case, spec, device)
     torch.manual_seed(spec.seed)
     from accelbench.models import with_overrides
 

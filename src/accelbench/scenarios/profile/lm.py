@@ -1,0 +1,114 @@
+"""The profiled step of a language model: one prefill or one decode step of the generate scenario's static-cache loop.
+
+| step | what one step runs |
+| --- | --- |
+| prefill | :meth:`accelbench.scenarios.generate.decode.StaticLoop.prefill`: ``batch x prompt_len`` tokens into the cache, the LM head on the last, the greedy first token |
+| decode | :meth:`~accelbench.scenarios.generate.decode.StaticLoop.decode`: one token a sequence at position ``prompt_len`` (the cache filled by a prefill: the context is ``prompt_len + 1``), the greedy next token |
+
+The model, its precision (weight-only quantization included), fused projections and the decode step (eager,
+``torch.compile``-d, on CUDA one CUDA graph a step: ``reduce-overhead``) are built by the generate scenario's own
+:func:`accelbench.scenarios.generate.model.built_for`, and the step is the loop's own method: what ``profile`` measures
+is what ``generate`` times. The prefill is never compiled (as in ``generate``: only its decode step is). A repeated
+decode step writes the same cache position again, so every repetition does the same work.
+
+The analytic counts are generate's (:mod:`accelbench.scenarios.generate.metrics`) for the same shape: prefill
+FLOPs ``prefill_flops(shape, B, P)`` and least bytes ``weights + KV(B, P)``; decode FLOPs ``decode_flops(shape, B,
+P + 1)`` and bytes ``decode_bytes(shape, B, P + 1)`` (generate's ``decode_step_flops``/``decode_step_bytes`` of a
+generation with 2 new tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+LM_STEPS = ("prefill", "decode")
+
+
+@dataclass
+class LMWorkload:
+    """A built prefill or decode step, ready to run.
+
+    Attributes:
+        run: one step (no gradients); reset: the cache's write position set back to where the step starts (one
+            tiny kernel: run before each step, outside the profiled range); counts: the step's analytic counts
+            (:class:`accelbench.core.analytic.AnalyticCounts`); columns: the model's own (weights, quantization,
+            fused layers, KV cache, prompt length); compile_s: the first compiled decode step's wall time, None eager.
+    """
+
+    run: Callable[[], Any]
+    reset: Callable[[], Any]
+    counts: Any
+    columns: dict
+    compile_s: float | None
+
+
+def counts(shape, step: str, batch_size: int, prompt_len: int, params: int):
+    """The analytic counts of one ``step`` (``prefill`` or ``decode``) of a model of ``shape``
+    (:class:`accelbench.scenarios.generate.metrics.Shape`): see the module docstring for the rule."""
+    from accelbench.core.analytic import AnalyticCounts
+    from accelbench.scenarios.generate import metrics
+
+    if step == "prefill":
+        flops = metrics.prefill_flops(shape, batch_size, prompt_len)
+        least = shape.weight_bytes + metrics.kv_cache_bytes(shape, batch_size, prompt_len)
+    else:
+        flops = metrics.decode_flops(shape, batch_size, prompt_len + 1)
+        least = metrics.decode_bytes(shape, batch_size, prompt_len + 1)
+    return AnalyticCounts(flops=flops, forward_flops=flops, params=params, param_bytes=shape.weight_bytes,
+                          min_bytes=least)
+
+
+def build(case, spec, device) -> LMWorkload:
+    """The case's prefill or decode step on ``device`` (see the module docstring).
+
+    Raises:
+        ConfigError: the prompt does not fit the model's context. Unsupported, RuntimeError (OOM, a failed compile):
+            as the generate scenario's build and first step raise them.
+    """
+    import time
+
+    import torch
+
+    from accelbench import backends
+    from accelbench.core.timing import sync
+    from accelbench.data.text import random_prompts
+    from accelbench.scenarios.generate import model as lm
+    from accelbench.scenarios.generate.decode import StaticLoop
+    from accelbench.scenarios.generate.shape import shape_of
+
+    prompt_len, step = case.extras.prompt_len, case.extras.step
+    built = lm.built_for(case, spec, device, lm.SweepState())
+    loaded = built.loaded
+    lm.check_fits(case.model, loaded.info.context_len, prompt_len, 1)
+    loop = StaticLoop(loaded.module, case.batch_size, prompt_len, 2, device, step=built.step, graphs=built.graphs)
+    prompts = random_prompts(case.batch_size, prompt_len, loaded.info.vocab_size, spec.seed, device)
+    shape = shape_of(loaded.module, lm._dtype(case.precision))
+    params = sum(p.numel() for p in loaded.module.parameters())
+    with torch.no_grad():
+        loop.rewind(0)
+        token = loop.prefill(prompts)  # fills the cache the decode step reads
+    start = 0 if step == "prefill" else prompt_len
+    compile_s = None
+    if step == "decode" and backends.get(case.mode).compiles:  # the first call compiles (and captures the graph)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            loop.rewind(start)
+            loop.decode(token, 0)
+        sync(device)
+        compile_s = time.perf_counter() - t0
+
+    def run():
+        with torch.no_grad():
+            return loop.prefill(prompts) if step == "prefill" else loop.decode(token, 0)
+
+    def reset():
+        with torch.no_grad():
+            loop.rewind(start)
+
+    cols = {**built.columns, "weights": loaded.info.weights, "pretrained": loaded.info.pretrained,
+            "vocab_size": loaded.info.vocab_size, "context_len": loaded.info.context_len, "prompt_len": prompt_len,
+            "weight_bytes": shape.weight_bytes, "kv_bytes_per_token": shape.kv_bytes_per_token,
+            "kv_cache_bytes": shape.kv_bytes_per_token * case.batch_size * (prompt_len + (step == "decode"))}
+    return LMWorkload(run=run, reset=reset, counts=counts(shape, step, case.batch_size, prompt_len, params), columns=cols,
+                      compile_s=compile_s)
