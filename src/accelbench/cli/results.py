@@ -37,7 +37,9 @@ def results(run_id: Optional[str] = RUN, db: Path = DB,
     if hist is not None:
         return print_histogram(store, run, records, hist)
     env = run["env"]
-    console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
+    named = f" '{run['name']}'" if run.get("name") else ""
+    tags = "".join(f" {k}={v}" for k, v in run["tags"].items())
+    console.print(f"run {run['run_id']}{named} ({run['kind']}, {run['status']}{tags}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
     a.print_table(table_for(run["kind"])(records, compact=not wide), wide)
     if wide:

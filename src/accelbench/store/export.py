@@ -23,15 +23,16 @@ def results(store, run_id: int) -> list[dict[str, Any]]:
 
 
 def run_document(store, run_id: int, extra: Callable | None = None) -> dict:
-    """The run as a JSON-ready dict: ``run_id``, ``kind``, ``status``, ``created_at``, ``spec``, ``env``,
-    ``results`` (one dict per case).
+    """The run as a JSON-ready dict: ``run_id``, ``name`` (None: unnamed), ``tags`` (a dict), ``kind``, ``status``,
+    ``created_at``, ``finished_at``, ``spec``, ``env``, ``results`` (one dict per case).
 
     Args:
         extra: ``extra(store, run_id, document)`` adds what the run's scenario keeps in extension tables
             (a profile's ceilings and kernels: ``Scenario.export_extra``).
     """
     run = store.run(run_id)
-    doc = {"run_id": run_id, "kind": run["kind"], "status": run["status"], "created_at": run["created_at"],
+    doc = {"run_id": run_id, "name": run.get("name"), "tags": run.get("tags") or {}, "kind": run["kind"],
+           "status": run["status"], "created_at": run["created_at"], "finished_at": run.get("finished_at"),
            "spec": run["spec"], "env": run["env"], "results": results(store, run_id)}
     if extra is not None:
         extra(store, run_id, doc)
