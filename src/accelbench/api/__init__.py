@@ -249,7 +249,7 @@ def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | No
     from accelbench.studies.tune import run_tune
 
     label = run_label(name, tags)
-    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial, label=label), spec, settings,
+    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial, named=label), spec, settings,
                         store)
     if out.winner is not None and out.winner.get("case_id") is not None:
         store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(out.report_lines)})
