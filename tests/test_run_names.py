@@ -117,3 +117,47 @@ def test_every_measuring_command_refuses_a_tag_without_value(command, tmp_path):
     assert "invalid tag 'novalue'" in res.output and not db.exists()
     res = CliRunner().invoke(app, [*command, "--name", "a b", "--device", "cpu", "--db", str(db)])
     assert res.exit_code == 2 and "invalid name 'a b'" in res.output, res.output
+
+
+@pytest.fixture(scope="module")
+def named_store(tmp_path_factory):
+    """A real tiny store: run 1 named ``base``, run 2 unnamed, run 3 named ``base`` again, run 4 named ``pr``."""
+    db = tmp_path_factory.mktemp("named") / "n.db"
+    st = Store(db)
+    for name in ("base", None, "base", "pr"):
+        api.run(api.spec("inference", tiny_case()), st, name=name)
+    st.close()
+    return db
+
+
+def test_compare_baseline_takes_the_newest_run_of_that_name(named_store):
+    p = run_cli("compare", "--baseline", "base", "--db", str(named_store), check=True)
+    # A: the newest 'base' (run 3); B: the newest other run (run 4)
+    assert "run 4 'pr' (B) vs run 3 'base' (A): 1 matched cases" in p.stdout, p.stdout
+    p = run_cli("compare", "--baseline", "base", "2", "--db", str(named_store), check=True)
+    assert "run 2 (B) vs run 3 'base' (A): 1 matched cases" in p.stdout, p.stdout
+
+
+def test_a_run_name_is_a_run_reference_wherever_ids_are(named_store, tmp_path):
+    p = run_cli("compare", "name:base", "name:pr", "--db", str(named_store), check=True)
+    assert "run 4 'pr' (B) vs run 3 'base' (A)" in p.stdout
+    other = tmp_path / "elsewhere.db"  # no --db store needed: both runs named by PATH:name:NAME
+    p = run_cli("compare", f"{named_store}:name:base", f"{named_store}:1", "--db", str(other), check=True)
+    assert f"{named_store}:1 'base' (B) vs {named_store}:3 'base' (A)" in p.stdout and not other.exists()
+    p = run_cli("results", "--run", "name:pr", "--db", str(named_store), check=True)
+    assert p.stdout.startswith("run 4 'pr' (inference")
+    out = tmp_path / "pr.csv"
+    run_cli("export", "--run", "name:pr", "--output", str(out), "--db", str(named_store), check=True)
+    assert out.read_text().count("\n") == 2  # the header and the one case
+
+
+def test_an_unknown_name_lists_the_known_ones(named_store, tmp_path):
+    p = run_cli("compare", "--baseline", "nightly", "--db", str(named_store))
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0
+    assert "no run named 'nightly'" in p.stderr and "known names: base, pr" in p.stderr
+    p = run_cli("compare", "name:nope", "1", "--db", str(named_store))
+    assert p.returncode == 2 and "known names: base, pr" in p.stderr
+    empty = tmp_path / "unnamed.db"
+    api.run(api.spec("inference", tiny_case()), Store(empty))
+    p = run_cli("compare", "--baseline", "x", "--db", str(empty))
+    assert p.returncode == 2 and "no run in it has a name" in p.stderr

@@ -7,23 +7,34 @@ from __future__ import annotations
 from typing import Any
 
 
-def compare(store, a, b, *, margin: float | None = None, ignore: tuple[str, ...] = (), n_boot: int | None = None):
+def compare(store, a=None, b=None, *, baseline: str | None = None, margin: float | None = None,
+            ignore: tuple[str, ...] = (), n_boot: int | None = None):
     """``accelbench compare``: run B (or each of several) against run A, case by case.
 
     Args:
         store: the store that run ids without a path refer to.
-        a, b: run references: an id (``12``) or ``PATH:ID`` (a run in another store); ``b`` may be a list.
+        a, b: run references: an id (``12``), ``PATH:ID`` (a run in another store), ``name:NAME`` or
+            ``PATH:name:NAME`` (the newest run of that name); ``b`` may be a list.
+        baseline: instead of ``a``: the newest run of ``store`` named ``baseline``; ``b`` then defaults to the newest
+            run of ``store`` other than it (``accelbench compare --baseline NAME``).
         margin: equivalence margin of the verdicts (fraction, default 0.02).
         ignore: match fields left out of the case matching (e.g. ``("precision",)`` to compare fp32 with bf16).
         n_boot: bootstrap replicates per side and case (default 2000).
     Returns:
         One :class:`accelbench.core.compare.Comparison` per B.
     Raises:
-        AccelbenchError: a run or store that does not exist (one line).
+        AccelbenchError: a run or store that does not exist, a baseline name no run has (the message lists the
+            store's names), ``a`` and ``baseline`` both given or neither (one line).
     """
     from accelbench.core import compare as cmp
-    from accelbench.store.refs import load_ref
+    from accelbench.core.errors import AccelbenchError
+    from accelbench.store.refs import latest_named, load_ref, newest_other
 
+    if (a is None) == (baseline is None):
+        raise AccelbenchError("compare takes run A or a baseline name, one of them")
+    if baseline is not None:
+        a = latest_named(store, baseline)
+        b = b if b else newest_other(store, a)
     base = load_ref(store, a)
     kw = {"margin": cmp.MARGIN if margin is None else margin, "ignore": tuple(ignore),
           "n_boot": cmp.N_BOOT if n_boot is None else n_boot}
