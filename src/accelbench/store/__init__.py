@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from accelbench.core.errors import COMPLETE, RUNNING
-from accelbench.store.labels import Labels, label_cells, tags_of
+from accelbench.store.labels import Labels, label_cells, tags_of, what_and_where
 from accelbench.store.lease import HEARTBEAT_S, STALE_S, Lease
 from accelbench.store.schema import (SCHEMA_VERSION, RunBusyError, Schema, StoreError, StoreWriteError, _cell, _sql_type,
                                      discard_created)
@@ -179,7 +179,7 @@ class Store(Schema, Lease, Tables, Labels):
         ).fetchall()
         keep = ("run_id", "created_at", "kind", "status", "cases", "name")
         return [{**{k: r[k] for k in keep}, "status": self.shown_status(r), "tags": tags_of(r["tags"]),
-                 **_what_and_where(r)} for r in rows]
+                 **what_and_where(r)} for r in rows]
 
     # cases ----------------------------------------------------------------------------------------
     def _columns(self, table: str) -> set[str]:
@@ -324,16 +324,4 @@ class Store(Schema, Lease, Tables, Labels):
             "SELECT value FROM samples WHERE case_id=? AND series=? ORDER BY idx", (case_id, name)
         ).fetchall()
         return [r[0] for r in rows]
-
-
-def _what_and_where(row) -> dict[str, Any]:
-    """``models`` and ``device`` of a run row, from its stored spec and environment (None where absent)."""
-    try:
-        spec, env = json.loads(row["spec_json"] or "{}"), json.loads(row["env_json"] or "{}")
-    except ValueError:
-        return {"models": None, "device": None}
-    models = spec.get("models") if isinstance(spec, dict) else None
-    models = ",".join(map(str, models)) if isinstance(models, list) and models else None
-    device = (env.get("device_name") or env.get("device")) if isinstance(env, dict) else None
-    return {"models": models, "device": device}
 

@@ -1,4 +1,5 @@
-"""A run's name and tags (schema 3): set, looked up by name, read back (a mixin of :class:`accelbench.store.Store`).
+"""A run's name and tags (schema 3): set, looked up by name, read back (a mixin of :class:`accelbench.store.Store`);
+what ``Store.runs`` shows of a run's spec and environment.
 
 A name need not be unique: ``compare --baseline NAME`` takes the newest run of that name, so a nightly job can
 name every run ``nightly``.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 
 class Labels:
@@ -56,3 +58,16 @@ def tags_of(text: str | None) -> dict[str, str]:
     except ValueError:
         return {}
     return tags if isinstance(tags, dict) else {}
+
+
+def what_and_where(row) -> dict[str, Any]:
+    """``models`` and ``device`` of a run row, from its stored spec and environment (None where absent)."""
+    try:
+        spec, env = json.loads(row["spec_json"] or "{}"), json.loads(row["env_json"] or "{}")
+    except ValueError:
+        return {"models": None, "device": None}
+    models = spec.get("models") if isinstance(spec, dict) else None
+    models = ",".join(map(str, models)) if isinstance(models, list) and models else None
+    device = (env.get("device_name") or env.get("device")) if isinstance(env, dict) else None
+    return {"models": models, "device": device}
+
