@@ -127,6 +127,8 @@ def report(
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables and notes as markdown."),
     compare_runs: Optional[List[str]] = typer.Option(None, "--compare", help="Compare two runs in the report: --compare A --compare B (ids or PATH:ID)."),
     margin: str = typer.Option("2%", "--margin", help="Equivalence margin of the comparison (2% or 0.02)."),
+    history: bool = typer.Option(False, "--history", help="Instead: the history view: each case's throughput (generate: decode tokens/s, TPOT) across the runs in time order, with 95% whiskers and the steps compare calls significant marked."),
+    cases: Optional[List[str]] = typer.Option(None, "--case", help="With --history: the cases to show, e.g. model=cifar-resnet20,batch_size=8 (repeat for several; default: every case)."),
 ) -> None:
     """A report of stored runs: provenance, sweeps, training, rooflines, scaling, comparisons with their CIs."""
     import time
@@ -142,7 +144,10 @@ def report(
     refs = [*(run_ids or []), *(compare_runs or [])]  # runs named by PATH:ID only need no --db store
     store = a.open_store(db) if not run_ids or any(ref_path(r) is None for r in refs) else None
     t0 = time.perf_counter()
+    if cases and not history:
+        a.fail("--case applies to --history")
     doc = api.report(store, run_ids or None, html=html, markdown=markdown,
-                     compare=tuple(compare_runs) if compare_runs else None, margin=parse_margin(margin))
+                     compare=tuple(compare_runs) if compare_runs else None, margin=parse_margin(margin),
+                     history_of=list(cases or []) if history else None)
     wrote = " and ".join(str(p) for p in (html, markdown) if p)
     console.print(f"wrote {wrote}: {len(doc['sections'])} sections in {time.perf_counter() - t0:.1f} s")
