@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelbench.api.reading import compare, export_json, history, report
+from accelbench.api.reading import compare, export_json, history, import_run, report
 from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
 
 __all__ = ["Result", "RunResult", "ProfileResult", "StudyResult", "TuneResult", "spec", "launcher", "check", "sweep",
            "run", "train", "generate", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
-           "compare", "report", "history", "export_json", "cuda_available"]
+           "compare", "report", "history", "export_json", "import_run", "cuda_available"]
 
 
 def cuda_available() -> bool:

@@ -122,6 +122,19 @@ def _write(doc: dict, html, markdown) -> dict:
     return doc
 
 
+def import_run(store, path) -> int:
+    """``accelbench import``: one JSON or Parquet export loaded into ``store`` as a new run (its provenance, name,
+    tags, times and raw series; ``env["imported_from"]`` names the file); returns the new run's id.
+
+    Raises:
+        AccelbenchError: unreadable, a CSV (it holds no run metadata), not an accelbench export (one line, exit 2).
+        MissingDependencyError: a Parquet file without pyarrow (``pip install 'accelbench[parquet]'``).
+    """
+    from accelbench.store.imports import import_run as load
+
+    return load(store, path)
+
+
 def export_json(store, run_id: int, path, sections: dict[str, Any] | None = None) -> None:
     """Write a run (spec, environment, results, and its scenario's extension data) as JSON, atomically.
 

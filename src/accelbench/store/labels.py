@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from typing import Any
 
 
@@ -33,6 +34,28 @@ class Labels:
                                   (label.name, json.dumps(tags) if tags else None, run_id))
 
         self._write(update)
+
+    def insert_run(self, *, kind: str, status: str, spec: dict, env: dict, spec_hash: str, label=None,
+                   created_at: float | None = None, finished_at: float | None = None) -> int:
+        """Insert a finished run as it was measured elsewhere (``accelbench import``): its status and times kept
+        (None: now), no lease. Returns its id.
+
+        Raises:
+            StoreWriteError: the store cannot be written.
+        """
+        name, tags = label_cells(label)
+        now = time.time()
+
+        def insert() -> int:
+            with self.conn:
+                cur = self.conn.execute(
+                    "INSERT INTO runs (created_at, finished_at, kind, status, spec_hash, spec_json, env_json, name, tags) "
+                    "VALUES (?,?,?,?,?,?,?,?,?)",
+                    (now if created_at is None else float(created_at), finished_at, kind, status, spec_hash,
+                     json.dumps(spec, default=str), json.dumps(env, default=str), name, tags))
+            return int(cur.lastrowid)
+
+        return self._write(insert)
 
     def named(self, name: str) -> list[int]:
         """The ids of the runs named ``name``, oldest first (empty: none)."""
