@@ -54,7 +54,9 @@ def test_export_then_import_reads_back_column_for_column(source, tmp_path, fmt):
         assert ra[key] == rb[key], key
     assert rb["env"]["imported_from"]["file"] == str(path.resolve()) and rb["env"]["imported_from"]["run_id"] == rid
     assert {k: v for k, v in rb["env"].items() if k != "imported_from"} == ra["env"]
-    for ca, cb in zip(orig.records(rid), new.records(1)):
+    pairs = list(zip(orig.records(rid), new.records(1)))
+    assert len(pairs) == 2
+    for ca, cb in pairs:
         assert orig.all_series(ca["case_id"]) == new.all_series(cb["case_id"]) != {}
     (c,) = api.compare(orig, f"{orig.path}:{rid}", [f"{new.path}:1"])
     assert len(c.cases) == 2 and not c.only_a and not c.only_b
