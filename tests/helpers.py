@@ -147,3 +147,30 @@ class ColorNet(nn.Module):
 
 def color_net():
     return ColorNet()
+
+
+class WorkNet(nn.Module):
+    """A conv layer applied ``repeats`` times: the same case (same model name, same match key) doing ``repeats``
+    times the work, so a run can be made truly slower than another (the history and compare tests)."""
+
+    default_image_size = 16
+
+    def __init__(self, repeats: int = 1):
+        super().__init__()
+        self.repeats = repeats
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for _ in range(self.repeats):
+            x = torch.relu(self.conv(x))
+        return self.fc(x.mean((2, 3)))
+
+
+def work_net():
+    """:class:`WorkNet` repeating its layer ``$ACCELBENCH_TEST_WORK`` times (default 1)."""
+    import os
+
+    return WorkNet(repeats=int(os.environ.get("ACCELBENCH_TEST_WORK", "1")))

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelbench.api.reading import compare, export_json, report
+from accelbench.api.reading import compare, export_json, history, import_run, report
 from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
 
 __all__ = ["Result", "RunResult", "ProfileResult", "StudyResult", "TuneResult", "spec", "launcher", "check", "sweep",
            "run", "train", "generate", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
-           "compare", "report", "export_json", "cuda_available"]
+           "compare", "report", "history", "export_json", "import_run", "cuda_available"]
 
 
 def cuda_available() -> bool:
@@ -113,7 +113,8 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
 
 
 def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = False,
-          on_case: Callable | None = None, on_row: Callable | None = None) -> RunResult | None:
+          on_case: Callable | None = None, on_row: Callable | None = None, name: str | None = None,
+          tags=None) -> RunResult | None:
     """Run ``spec``'s scenario over its cases and store every row (the loop; see the module docstring).
 
     Under a user's torchrun or srun (rank variables set), this process runs as one rank and rank 0 stores.
@@ -123,21 +124,27 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         opts: further launch options (:class:`accelbench.launchers.torchrun.job.DistOptions`).
         resume: continue the newest unfinished run of the same spec and launch.
         on_case: progress ``(index, total, case, record_or_None)``; on_row: each detail row (an epoch) stored.
+        name: the run's name (``compare --baseline NAME`` finds it); tags: ``{"key": "value"}`` or ``["key=value"]``.
     Returns:
         :class:`accelbench.api.results.RunResult` (None on a rank other than 0 of a user's job).
+    Raises:
+        ConfigError: a bad name or tag (before anything runs).
     """
     from accelbench import scenarios
     from accelbench.sweep import loop
     from accelbench.launchers.torchrun.ranks import rank_info
 
+    from accelbench.core.runlabel import run_label
+
     scenario = scenarios.get(spec.scenario)
+    label = run_label(name, tags)
     info = rank_info()
     if info is not None and scenario.dist_kind:
         from accelbench.sweep.here import run_here
 
-        return RunResult.of(run_here(scenario, spec, store.path, info, opts, on_case=on_case), store)
+        return RunResult.of(run_here(scenario, spec, store.path, info, opts, on_case=on_case, label=label), store)
     return RunResult.of(loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
-                                 on_row=on_row), store)
+                                 on_row=on_row, label=label), store)
 
 
 def run(spec, store, **kw) -> RunResult:
@@ -222,7 +229,8 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
     return StudyResult.of(run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume), store)
 
 
-def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None) -> TuneResult:
+def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None, name: str | None = None,
+         tags=None) -> TuneResult:
     """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec;
     a ``train_step`` spec with ``settings.workload="train"``: the training step, fused vs foreach optimizer
     kernels too) for ``settings.objective`` within ``settings.budget_s``; see
@@ -231,14 +239,18 @@ def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | No
     Args:
         settings: :class:`accelbench.studies.tune_search.TuneSettings` (workload, objective, constraints, space,
             budget).
+        name, tags: the run's name and tags (as :func:`sweep`).
     Returns:
         :class:`accelbench.api.results.TuneResult` (the winner, its verdicts, the Pareto front, every trial, and the
         lines ``accelbench tune`` prints). The winner's row stores those lines (``tune_summary``): the run's HTML
         report shows them.
     """
+    from accelbench.core.runlabel import run_label
     from accelbench.studies.tune import run_tune
 
-    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial), spec, settings, store)
+    label = run_label(name, tags)
+    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial, named=label), spec, settings,
+                        store)
     if out.winner is not None and out.winner.get("case_id") is not None:
         store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(out.report_lines)})
     return out

@@ -105,18 +105,16 @@ def open_run(store, run_id: Optional[int]) -> dict:
 
 
 def run_ref(db: Path, ref: Optional[str]) -> tuple[Any, dict]:
-    """``(store, run)`` a ``--run`` names: an id in ``db`` (None: the newest run), or ``PATH:ID`` (a run in
-    another store), parsed as ``compare`` and ``report`` parse it (:func:`accelbench.store.refs.open_ref`);
+    """``(store, run)`` a ``--run`` names: an id in ``db`` (None: the newest run), ``PATH:ID`` (a run in
+    another store) or ``[PATH:]name:NAME``, parsed as ``compare`` and ``report`` parse it (:func:`accelbench.store.refs.open_ref`);
     a one-line error (exit 2) when the store or the run does not exist."""
-    from accelbench.core.rundata import parse_ref
-    from accelbench.store.refs import open_ref
+    from accelbench.store.refs import open_ref, ref_path
 
     if ref is None:
         store = open_store(db)
         return store, open_run(store, None)
     try:
-        path, _ = parse_ref(ref)
-        store, run_id, _ = open_ref(None if path else open_store(db), ref)
+        store, run_id, _ = open_ref(None if ref_path(ref) else open_store(db), ref)
     except (AccelbenchError, ValueError) as exc:
         fail(str(exc))
     return store, store.run(run_id)

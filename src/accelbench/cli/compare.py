@@ -28,8 +28,9 @@ def parse_margin(text: str) -> float:
 
 @command()
 def compare(
-    runs: List[str] = typer.Argument(..., help="Run A, then run B (and more): a run id in --db, or PATH:ID for a run in another store."),
+    runs: Optional[List[str]] = typer.Argument(None, help="Run A, then run B (and more): a run id in --db, PATH:ID for a run in another store, name:NAME or PATH:name:NAME for the newest run of that name. With --baseline: run B (and more; default: the newest other run in --db)."),
     db: Path = DB,
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Run A is the newest run in --db named NAME (accelbench run --name NAME); B defaults to the newest other run."),
     margin: str = typer.Option("2%", "--margin", help="Equivalence margin: changes smaller than this are 'within noise' (2% or 0.02)."),
     ignore: Optional[str] = typer.Option(None, "--ignore", help="Match fields to ignore, e.g. precision,channels_last (compare fp32 with bf16)."),
     fail_on_slower: bool = typer.Option(False, "--fail-on-slower", help="A gate for CI: exit 1 when a matched case is slower beyond the margin (throughput or latency p50), 3 when none is slower but one could not be judged (too few windows, or a validity flag fired), 2 when no case matched."),
@@ -46,8 +47,9 @@ def compare(
     from accelbench.core.outputs import check_writable, write_text
     from accelbench.report.compare_table import AMBIGUOUS_MARK, common_model, compare_table, notes, slower_line
 
-    if len(runs) < 2:
-        a.fail("compare needs two runs or more: A B [C ...]")
+    runs = list(runs or [])
+    if baseline is None and len(runs) < 2:
+        a.fail("compare needs two runs or more: A B [C ...], or --baseline NAME [B ...]")
     fields = tuple(f.strip() for f in (ignore or "").split(",") if f.strip())
     bad = [f for f in fields if f not in MATCH_FIELDS]
     if bad:
@@ -57,8 +59,12 @@ def compare(
     for path in (json_path, markdown_path):
         if path is not None:
             check_writable(path)
-    store = a.open_store(db) if any(":" not in r for r in runs) else None
-    results = api.compare(store, runs[0], list(runs[1:]), margin=parse_margin(margin), ignore=fields, n_boot=n_boot)
+    from accelbench.store.refs import ref_path
+
+    store = a.open_store(db) if baseline is not None or any(ref_path(r) is None for r in runs) else None
+    a_ref, b_refs = (None, runs) if baseline is not None else (runs[0], runs[1:])
+    results = api.compare(store, a_ref, b_refs, baseline=baseline, margin=parse_margin(margin), ignore=fields,
+                          n_boot=n_boot)
     failed, undecided = [], []
     for c in results:
         model = common_model(c) if not wide else None
@@ -121,6 +127,8 @@ def report(
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables and notes as markdown."),
     compare_runs: Optional[List[str]] = typer.Option(None, "--compare", help="Compare two runs in the report: --compare A --compare B (ids or PATH:ID)."),
     margin: str = typer.Option("2%", "--margin", help="Equivalence margin of the comparison (2% or 0.02)."),
+    history: bool = typer.Option(False, "--history", help="Instead: the history view: each case's throughput (generate: decode tokens/s, TPOT) across the runs in time order, with 95% whiskers and the steps compare calls significant marked."),
+    cases: Optional[List[str]] = typer.Option(None, "--case", help="With --history: the cases to show, e.g. model=cifar-resnet20,batch_size=8 (repeat for several; default: every case)."),
 ) -> None:
     """A report of stored runs: provenance, sweeps, training, rooflines, scaling, comparisons with their CIs."""
     import time
@@ -131,10 +139,15 @@ def report(
         a.fail("give --html FILE and/or --markdown FILE")
     if compare_runs and len(compare_runs) != 2:
         a.fail("--compare takes two runs: --compare A --compare B")
+    from accelbench.store.refs import ref_path
+
     refs = [*(run_ids or []), *(compare_runs or [])]  # runs named by PATH:ID only need no --db store
-    store = a.open_store(db) if not run_ids or any(":" not in r for r in refs) else None
+    store = a.open_store(db) if not run_ids or any(ref_path(r) is None for r in refs) else None
     t0 = time.perf_counter()
+    if cases and not history:
+        a.fail("--case applies to --history")
     doc = api.report(store, run_ids or None, html=html, markdown=markdown,
-                     compare=tuple(compare_runs) if compare_runs else None, margin=parse_margin(margin))
+                     compare=tuple(compare_runs) if compare_runs else None, margin=parse_margin(margin),
+                     history_of=list(cases or []) if history else None)
     wrote = " and ".join(str(p) for p in (html, markdown) if p)
     console.print(f"wrote {wrote}: {len(doc['sections'])} sections in {time.perf_counter() - t0:.1f} s")

@@ -10,7 +10,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
 from accelbench.cli.help import ACCURACY, HOW, WHAT
-from accelbench.cli.options import Cost, How, Output, What, config_option
+from accelbench.cli.options import Cost, How, Label, Output, What, config_option
 
 
 @command()
@@ -25,16 +25,19 @@ def generate(
     perplexity_window: Optional[int] = typer.Option(None, "--perplexity-window", rich_help_panel=ACCURACY, help="Tokens a perplexity window."),
     how: How = How.take(only=("repeats", "seed"), repeats=typer.Option(None, "--repeats", rich_help_panel=HOW, help="Timed generations a case; each is a window of the confidence intervals.")),
     cost: Cost = Cost.take(), config: Optional[Path] = config_option("generate"), out: Output = Output.take(),
+    label: Label = Label.take(),
 ) -> None:
     """Language-model generation: time to first token, time per output token, tokens/s, KV cache, MBU/MFU, energy and cost per token."""
     from accelbench import api
 
     flags = {**what.fields(), **how.fields(), **cost.fields(), "prompt_lens": prompt_lens, "new_tokens": new_tokens,
              "prompt_source": prompt_source, "perplexity": perplexity, "perplexity_window": perplexity_window}
-    spec = api.spec("generate", *a.layers(config, "generate", flags))
+    layers = a.layers(config, "generate", flags)
+    named = label.of(layers)
+    spec = api.spec("generate", *layers)
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
     console.print(f"accelbench generate: {', '.join(spec.models)} on {where}, prompts "
                   f"{','.join(map(str, spec.settings.prompt_lens))} + {','.join(map(str, spec.settings.new_tokens))} "
                   f"new tokens ({spec.settings.prompt_source}), db {out.db}")
-    result = a.run_with_progress(api.generate, spec, store, resume=out.resume)
+    result = a.run_with_progress(api.generate, spec, store, resume=out.resume, name=named.name, tags=named.tags)
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)

@@ -29,7 +29,7 @@ DIST = "Distributed (torchrun)"
 COMMAND_PANELS: dict[str, tuple[str, ...]] = {
     "Measure": ("run", "train", "generate", "input-pipeline", "profile", "loadgen"),
     "Search and scale": ("tune", "scale", "interconnect", "concurrent"),
-    "Read results": ("results", "compare", "report", "export", "schema", "telemetry", "cost"),
+    "Read results": ("results", "compare", "report", "export", "import", "schema", "telemetry", "cost"),
     "Utilities": ("models",),
 }
 ORDER = [name for names in COMMAND_PANELS.values() for name in names]

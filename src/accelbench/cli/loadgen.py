@@ -10,7 +10,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
 from accelbench.cli.help import ACCURACY, HOW, STORE, WHAT
-from accelbench.cli.options import Cost, How, Inputs, Output, What, config_option
+from accelbench.cli.options import Cost, How, Inputs, Label, Output, What, config_option
 
 
 @command()
@@ -30,6 +30,7 @@ def loadgen(
     inputs: Inputs = Inputs.take(),
     how: How = How.take(only=("warmup_batches", "cudnn_benchmark", "seed"), warmup_batches=typer.Option(None, "--warmup-batches", rich_help_panel=HOW, help="Timed forwards per built batch size before the tests.")),
     cost: Cost = Cost.take(), config: Optional[Path] = config_option("loadgen"), out: Output = Output.take(),
+    label: Label = Label.take(),
 ) -> None:
     """MLPerf Inference scenarios (SingleStream, MultiStream, Server, Offline) through LoadGen, with telemetry, energy and cost."""
     from accelbench import api
@@ -39,10 +40,12 @@ def loadgen(
              "server_latency_ms": server_latency_ms, "server_search_steps": server_search_steps,
              "min_duration_s": min_duration_s, "min_query_count": min_query_count, "mlperf_rules": mlperf_rules,
              "accuracy": accuracy, "log_dir": str(log_dir) if log_dir else None}
-    spec = api.spec("loadgen", *a.layers(config, "loadgen", flags))
+    layers = a.layers(config, "loadgen", flags)
+    named = label.of(layers)
+    spec = api.spec("loadgen", *layers)
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
     rules = "MLPerf rules" if spec.settings.mlperf_rules else f"min {spec.settings.min_duration_s:g} s per test"
     console.print(f"accelbench loadgen: {', '.join(spec.models)} on {where}, {', '.join(spec.settings.scenarios)} "
                   f"({rules}), db {out.db}")
-    result = a.run_with_progress(api.loadgen, spec, store, resume=out.resume)
+    result = a.run_with_progress(api.loadgen, spec, store, resume=out.resume, name=named.name, tags=named.tags)
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)

@@ -23,7 +23,7 @@ import inspect
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -65,6 +65,9 @@ CROP_PCT = typer.Option(None, "--crop-pct", rich_help_panel=ACCURACY, help="Inpu
 DB = typer.Option("accelbench.db", "--db", rich_help_panel=STORE, help="SQLite results store.")
 JSON = typer.Option(None, "--json", rich_help_panel=STORE, callback=json_to_stdout,
                     help="Also write the run (spec, environment, results) as JSON; - for stdout (the rest goes to stderr).")
+
+NAME = typer.Option(None, "--name", rich_help_panel=STORE, help="Name the run (e.g. nightly): compare --baseline NAME and name:NAME find it; TOML key name.")
+TAG = typer.Option(None, "--tag", rich_help_panel=STORE, help="A key=value tag stored with the run (repeat for several); TOML table tags.")
 
 
 def config_option(table: str):
@@ -190,6 +193,26 @@ class Output(Group):
     json_path: Optional[Path] = option(JSON)
     resume: bool = option(RESUME)
     wide: bool = option(WIDE)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Label(Group):
+    """The run's name and tags (``--name``, repeatable ``--tag key=value``; TOML keys ``name`` and ``tags``)."""
+
+    name: Optional[str] = option(NAME)
+    tag: Optional[List[str]] = option(TAG)
+
+    def of(self, layers: list[dict] = ()):
+        """The run's :class:`accelbench.core.runlabel.RunLabel`: the TOML layers' ``name`` and ``tags`` (taken out
+        of them: they are no spec fields), then these flags over them.
+
+        Raises:
+            ConfigError: a bad name or tag (``--tag novalue``): one line, exit 2.
+        """
+        from accelbench.core.runlabel import run_label
+
+        toml = [{k: layer.pop(k) for k in ("name", "tags") if k in layer} for layer in layers]
+        return run_label(self.name, self.tag, *toml)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

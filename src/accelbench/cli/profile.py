@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.options import Cost, Inputs, Output, What
+from accelbench.cli.options import Cost, Inputs, Label, Output, What
 from accelbench.cli.common import command, console, styled
 from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_models, complete_precisions
 from accelbench.core.errors import OK
@@ -45,6 +45,7 @@ def profile(
     out: Output = Output.take(omit=("resume",), json_path=typer.Option(
         None, "--json", rich_help_panel=STORE, callback=a.json_to_stdout,
         help="Also write the run (spec, env, results, kernels) as JSON; - for stdout.")),
+    label: Label = Label.take(),
 ) -> None:
     """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
     from accelbench import api
@@ -56,10 +57,11 @@ def profile(
                  **what.fields(), **inputs.fields(), **cost.fields(), ncu=ncu, warmup_steps=warmup_steps,
                  timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
                  ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings)
+    named = label.of()
     spec = api.spec("profile", flags)
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
     console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {out.db}")
-    result = api.profile(spec, store, on_case=_progress)
+    result = api.profile(spec, store, on_case=_progress, name=named.name, tags=named.tags)
     _report(result, result.ceilings, result.ceilings_cached, out.wide)
     chart_errors = [f"{r['model']} {r['step']}: {r['chart_error']}" for r in result.records if r.get("chart_error")]
     for text in chart_errors:  # the rows are stored and measured; only the charts failed: exit 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -37,7 +37,9 @@ def results(run_id: Optional[str] = RUN, db: Path = DB,
     if hist is not None:
         return print_histogram(store, run, records, hist)
     env = run["env"]
-    console.print(f"run {run['run_id']} ({run['kind']}, {run['status']}) on {env.get('device_name')} | "
+    named = f" '{run['name']}'" if run.get("name") else ""
+    tags = "".join(f" {k}={v}" for k, v in run["tags"].items())
+    console.print(f"run {run['run_id']}{named} ({run['kind']}, {run['status']}{tags}) on {env.get('device_name')} | "
                   f"torch {env.get('torch')} | commit {env.get('git_commit')}")
     a.print_table(table_for(run["kind"])(records, compact=not wide), wide)
     if wide:
@@ -48,26 +50,48 @@ def results(run_id: Optional[str] = RUN, db: Path = DB,
 
 
 @command()
-def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv or json"),
-           output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout)."),
+def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv, json or parquet (pip install 'accelbench[parquet]')"),
+           output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout; parquet needs a file)."),
            db: Path = DB) -> None:
-    """Export one run's results as CSV (one row per case) or JSON (spec, environment, results)."""
+    """Export one run's results as CSV (one row per case), JSON (spec, environment, results, raw series) or Parquet
+    (one row per case, the run's metadata inside); accelbench import loads JSON and Parquet back."""
     from accelbench import api
-    from accelbench.store.export import csv_text
+    from accelbench.store.export import csv_text, parquet_bytes, pyarrow
 
-    from accelbench.core.outputs import check_writable, write_text
+    from accelbench.core.outputs import check_writable, write_bytes, write_text
 
-    if fmt not in ("csv", "json"):
-        a.fail(f"invalid format {fmt!r}: allowed csv, json")
+    if fmt not in ("csv", "json", "parquet"):
+        a.fail(f"invalid format {fmt!r}: allowed csv, json, parquet")
+    if fmt == "parquet":
+        pyarrow()  # a missing extra is one line before anything else
+        if output is None or a.is_stdout(output):
+            a.fail("--format parquet writes a file: give --output FILE.parquet")
     if output is not None and not a.is_stdout(output):
         check_writable(output)
     store, run = a.run_ref(db, run_id)
     rid = run["run_id"]
-    if fmt == "json":
+    if fmt == "parquet":
+        write_bytes(output, parquet_bytes(store, rid))
+        console.print(f"wrote {output}")
+    elif fmt == "json":
         a.write_output(output or Path("-"), lambda path: api.export_json(store, rid, path))
     else:
         text = csv_text(store, rid)
         (write_text(output, text) if output and not a.is_stdout(output) else sys.stdout.write(text))
+
+
+@command("import")
+def import_cmd(files: List[Path] = typer.Argument(..., help="JSON or Parquet files written by accelbench export."),
+               db: Path = DB) -> None:
+    """Load exported runs (JSON or Parquet; CSV holds no run metadata) into --db, each as a new run with its
+    provenance, name and tags, and a note of the file it came from."""
+    from accelbench import api
+
+    store = a.open_store(db, create=True)
+    for path in files:
+        new = api.import_run(store, path)
+        run = store.run(new)
+        console.print(f"{path}: run {new} ({run['kind']}, {len(store.records(new))} cases) in {db}")
 
 
 @command()

@@ -11,7 +11,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, fail, styled
 from accelbench.cli.help import HOW, STORE, WHAT
-from accelbench.cli.options import Cost, How, Inputs, Launch, Output, What, config_option, int_list
+from accelbench.cli.options import Cost, How, Inputs, Label, Launch, Output, What, config_option, int_list
 
 SWEEP_ONLY = ("warmup_batches", "min_timed_batches", "min_time_s", "loader_workers", "repeats", "label_space", "labels",
               "mean", "std", "fused_optimizer")
@@ -55,6 +55,7 @@ def train(
     plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="--epochs: write a PNG of top-1 vs epoch and vs time."),
     inputs: Inputs = Inputs.take(omit=("resize", "crop_pct")), cost: Cost = Cost.take(),
     config: Optional[Path] = config_option("train"), out: Output = Output.take(), launch: Launch = Launch.take(),
+    label: Label = Label.take(),
 ) -> None:
     """Training benchmarks: step throughput (model x batch size x precision x mode) or, with --epochs,
     training to accuracy (batch sizes compared, time to target top-1)."""
@@ -67,6 +68,7 @@ def train(
              "schedule": schedule, "warmup_epochs": warmup_epochs, "placement": placement, "workers": workers,
              "deterministic": deterministic, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None}
     layers = a.layers(config, "train", flags)
+    named = label.of(layers)
     converge = any(layer.get("epochs") is not None for layer in layers)
     _check_flags(layers, converge)
     opts = launch.options(what.device)
@@ -79,9 +81,9 @@ def train(
     spec = api.spec("converge" if converge else "train_step", *layers)
     where, store = a.before_run(spec, opts, out.db, outputs=[out.json_path, plot])
     if converge:
-        return _converge(spec, store, out.json_path, out.resume, plot, out.wide)
+        return _converge(spec, store, out.json_path, out.resume, plot, out.wide, named)
     console.print(f"accelbench train: step throughput of {', '.join(spec.models)} on {where} ({spec.data}), db {out.db}")
-    result = a.run_with_progress(api.train, spec, store, opts=opts, resume=out.resume)
+    result = a.run_with_progress(api.train, spec, store, opts=opts, resume=out.resume, name=named.name, tags=named.tags)
     if result is None:
         raise typer.Exit(0)
     for r in store.records(result.run_id):
@@ -93,7 +95,7 @@ def train(
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
 
 
-def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Optional[Path], wide: bool) -> None:
+def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Optional[Path], wide: bool, named) -> None:
     from accelbench import api
     from accelbench.report.train import epoch_table, plot_convergence
 
@@ -105,7 +107,7 @@ def _converge(spec, store, json_path: Optional[Path], resume: bool, plot: Option
         console.print(f"bs={r['batch_size']} epoch {r['epoch']}/{s.epochs}: loss {r['train_loss']:.3f}, test top-1 "
                       f"{100 * r['eval_top1']:.2f}%, {r['epoch_wall_s']:.1f} s" + (" (input-bound)" if r["input_bound"] else ""))
 
-    out = api.train(spec, store, resume=resume, on_row=on_row)
+    out = api.train(spec, store, resume=resume, on_row=on_row, name=named.name, tags=named.tags)
     records = store.records(out.run_id)
     for bs, e in out.resumed.items():
         console.print(f"bs={bs}: resumed after epoch {e} from its checkpoint")

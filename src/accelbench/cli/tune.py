@@ -11,7 +11,7 @@ import typer
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console
 from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_precisions
-from accelbench.cli.options import Cost, How, Inputs, Output, What
+from accelbench.cli.options import Cost, How, Inputs, Label, Output, What
 
 
 @command()
@@ -37,7 +37,7 @@ def tune(
     out_toml: Optional[Path] = typer.Option(None, "--out-toml", rich_help_panel=STORE, help="Write the winner as a TOML file for accelbench run -c (train -c with --workload train)."),
     plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="Write the Pareto front (throughput vs p99) as a PNG."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", rich_help_panel=WHAT, help="TOML file (top level, or a [sweep] table; [train] with --workload train); flags override it."),
-    out: Output = Output.take(),
+    out: Output = Output.take(), label: Label = Label.take(),
 ) -> None:
     """Search precisions x backends x batch sizes for the best configuration within a time budget."""
     from accelbench import api
@@ -56,11 +56,13 @@ def tune(
                             **{k: tuple(v) if v else None for k, v in lists.items()})
     flags = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields(),
              **({"optimizer": optimizer} if train else {})}
-    spec = api.spec("train_step" if train else "inference", *a.layers(config, "train" if train else "sweep", flags))
+    layers = a.layers(config, "train" if train else "sweep", flags)
+    named = label.of(layers)
+    spec = api.spec("train_step" if train else "inference", *layers)
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path, out_toml, plot])
     console.print(f"accelbench tune: {', '.join(spec.models)} ({workload}) on {where}, objective {objective}, "
                   f"budget {budget_s:g} s, db {out.db}")
-    result = api.tune(spec, store, settings, resume=out.resume, on_trial=_progress)
+    result = api.tune(spec, store, settings, resume=out.resume, on_trial=_progress, name=named.name, tags=named.tags)
     _report(result, store, wide=out.wide, out_toml=out_toml, plot=plot, json_path=out.json_path)
 
 

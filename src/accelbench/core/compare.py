@@ -147,6 +147,12 @@ def _columns(rec: dict[str, Any]) -> dict[str, str]:
     return {"lat": lat, "thr": "decode_tokens_per_s" if lat == "tpot" else "throughput_samples_per_s"}
 
 
+def metric_column(name: str, rec: dict[str, Any]) -> str:
+    """The row's column of metric ``name`` (:data:`METRICS`): ``throughput`` of a generate row is
+    ``decode_tokens_per_s``, its ``latency_p50`` is ``tpot_p50_ms``."""
+    return next(m for m in METRICS if m.name == name).column.format(**_columns(rec))
+
+
 def ttft_replicates(ttft_ms: tuple[float, ...], *, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
     """Bootstrap replicates of the median time to first token: the timed generations (one TTFT each) resampled
     with replacement, shape ``(n_boot,)``."""

@@ -47,8 +47,13 @@ def check_writable(path: str | Path) -> Path:
     return p
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (see the module docstring); missing folders are created.
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically, as :func:`write_text` writes text (a Parquet export)."""
+    return write_text(path, data)
+
+
+def write_text(path: str | Path, text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8; bytes as they are) to ``path`` atomically (see the module docstring); missing folders are created.
 
     Returns:
         The path written.
@@ -59,7 +64,7 @@ def write_text(path: str | Path, text: str) -> Path:
     p = Path(path).expanduser()
     try:
         if p.exists() and not p.is_file() and not p.is_dir():
-            with open(p, "w", encoding="utf-8") as fh:
+            with open(p, *_mode(text)) as fh:
                 fh.write(text)
             return p
         check_writable(p)
@@ -72,11 +77,15 @@ def write_text(path: str | Path, text: str) -> Path:
     return p
 
 
-def _replace(p: Path, text: str) -> None:
+def _mode(data: str | bytes) -> tuple:
+    return ("wb",) if isinstance(data, bytes) else ("w", -1, "utf-8")
+
+
+def _replace(p: Path, text: str | bytes) -> None:
     """A temporary file beside ``p``, written, synced and renamed over it; removed when anything fails."""
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, *_mode(text)) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -48,7 +48,7 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
     if len({str(s.path) for s, _, _ in runs}) > 1:  # runs of several stores: "Run 1" twice would not say which
         for sec, (s, i, _) in zip(sections, runs):
             where = "/".join(Path(str(s.path)).parts[-2:])  # the store's folder and file: llm-h100/llm.db
-            sec["title"] = sec["title"].replace(f"Run {i}:", f"Run {i} ({where}):", 1)
+            sec["title"] = sec["title"].replace(":", f" ({where}):", 1)  # after the run's name, if it has one
     sections += [comparison_section(c) for c in comparisons or []]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"

@@ -187,6 +187,7 @@ def run_section(store, run_id: int) -> dict[str, Any]:
         blocks = multi_blocks(kind, records)
     models = ", ".join(dict.fromkeys(str(r["model"]) for r in records if isinstance(r.get("model"), str)))
     where = run["env"].get("device_name") or run["env"].get("device")
-    return {"id": f"run-{run_id}", "title": f"Run {run_id}: {kind}" + (f", {models}" if models else "") + f" on {where}",
+    named = f" '{run['name']}'" if run.get("name") else ""
+    return {"id": f"run-{run_id}", "title": f"Run {run_id}{named}: {kind}" + (f", {models}" if models else "") + f" on {where}",
             "provenance": provenance(run), "spec": json.dumps(run["spec"], indent=1, default=str),
             "blocks": [b for b in blocks if b is not None]}

@@ -139,12 +139,13 @@ def runs_table(runs: list[dict]) -> Table:
     import datetime as dt
 
     t = Table(title="Runs")
-    for h in ("Run", "Created (UTC)", "Kind", "Model", "Device", "Status", "Cases"):
+    for h in ("Run", "Name", "Created (UTC)", "Kind", "Model", "Device", "Status", "Cases", "Tags"):
         t.add_column(h, overflow="fold")
     for r in runs:
         when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-        t.add_row(str(r["run_id"]), when, r["kind"], r.get("models") or "-", r.get("device") or "-", r["status"],
-                  str(r["cases"]))
+        tags = " ".join(f"{k}={v}" for k, v in (r.get("tags") or {}).items())
+        t.add_row(str(r["run_id"]), r.get("name") or "-", when, r["kind"], r.get("models") or "-", r.get("device") or "-",
+                  r["status"], str(r["cases"]), tags or "-")
     return t
 
 

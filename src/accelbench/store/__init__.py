@@ -3,7 +3,7 @@
 Tables:
     meta(key, value): ``schema_version``.
     runs(run_id, created_at, finished_at, kind, status, spec_hash, spec_json, env_json, lease_host, lease_pid,
-        lease_token, lease_heartbeat): the lease names the process that is running the run (see below).
+        lease_token, lease_heartbeat, name, tags): ``name`` and ``tags`` (a JSON object) label a run; the lease names the process that is running the run (see below).
     cases(case_id, run_id, case_key, workload, status, error, ... one column per metric): columns
         are added on first use from the record's keys, so every metric has its own column with the
         unit in its name (``latency_p99_ms``, ``peak_mem_bytes``). ``(run_id, case_key)`` is unique: one
@@ -13,7 +13,8 @@ Tables:
 Every case is committed as soon as it finishes, so an interrupted sweep loses nothing finished.
 
 One writer per run: a *lease* on a running run (:mod:`accelbench.store.lease`). Opening a file and its
-schema: :mod:`accelbench.store.schema`. Extension tables: :mod:`accelbench.store.tables`.
+schema: :mod:`accelbench.store.schema`. Extension tables: :mod:`accelbench.store.tables`. A run's name and tags
+(schema 3): :mod:`accelbench.store.labels`.
 
 Errors opening a file (a directory, a read-only location, a file that is not SQLite, another
 application's SQLite database, a newer schema) are :class:`StoreError` with a one-line message.
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from accelbench.core.errors import COMPLETE, RUNNING
+from accelbench.store.labels import Labels, label_cells, tags_of, what_and_where
 from accelbench.store.lease import HEARTBEAT_S, STALE_S, Lease
 from accelbench.store.schema import (SCHEMA_VERSION, RunBusyError, Schema, StoreError, StoreWriteError, _cell, _sql_type,
                                      discard_created)
@@ -45,7 +47,7 @@ __all__ = ["Store", "StoreError", "StoreWriteError", "RunBusyError", "SCHEMA_VER
            "discard_created"]
 
 
-class Store(Schema, Lease, Tables):
+class Store(Schema, Lease, Tables, Labels):
     """An accelbench SQLite database.
 
     Args:
@@ -89,19 +91,23 @@ class Store(Schema, Lease, Tables):
         self.close()
 
     # runs -----------------------------------------------------------------------------------------
-    def begin_run(self, kind: str, spec: dict, spec_hash: str, env: dict) -> int:
+    def begin_run(self, kind: str, spec: dict, spec_hash: str, env: dict, label=None) -> int:
         """Insert a run (status ``running``, leased to this process) and return its id.
 
+        Args:
+            label: the run's name and tags (:class:`accelbench.core.runlabel.RunLabel`; None: unnamed).
         Raises:
             StoreError: the store cannot be written.
         """
+        name, tags = label_cells(label)
+
         def insert() -> int:
             with self.conn:
                 cur = self.conn.execute(
                     "INSERT INTO runs (created_at, kind, status, spec_hash, spec_json, env_json, lease_host, lease_pid, "
-                    "lease_token, lease_heartbeat) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "lease_token, lease_heartbeat, name, tags) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (time.time(), kind, RUNNING, spec_hash, json.dumps(spec, default=str), json.dumps(env, default=str),
-                     socket.gethostname(), os.getpid(), self.token, time.time()),
+                     socket.gethostname(), os.getpid(), self.token, time.time(), name, tags),
                 )
             return int(cur.lastrowid)
 
@@ -158,19 +164,22 @@ class Store(Schema, Lease, Tables):
         out["status"] = self.shown_status(row)
         out["spec"] = json.loads(out.pop("spec_json"))
         out["env"] = json.loads(out.pop("env_json"))
+        out["tags"] = tags_of(out.get("tags"))
         return out
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run: ``run_id``, ``created_at``, ``kind``, ``status`` (a ``running`` run whose process is gone
         reads ``interrupted (stale)``), ``cases`` (rows stored), ``models`` (the spec's, comma-joined; None for a
-        study without one) and ``device`` (the device's name, from the run's environment)."""
+        study without one), ``device`` (the device's name, from the run's environment), ``name`` (None: unnamed)
+        and ``tags`` (a dict)."""
         rows = self.conn.execute(
-            "SELECT r.run_id, r.created_at, r.kind, r.status, r.lease_host, r.lease_pid, r.lease_token, "
+            "SELECT r.run_id, r.created_at, r.kind, r.status, r.name, r.tags, r.lease_host, r.lease_pid, r.lease_token, "
             "r.lease_heartbeat, r.spec_json, r.env_json, (SELECT COUNT(*) FROM cases c WHERE c.run_id=r.run_id) AS cases "
             "FROM runs r ORDER BY r.run_id"
         ).fetchall()
-        keep = ("run_id", "created_at", "kind", "status", "cases")
-        return [{**{k: r[k] for k in keep}, "status": self.shown_status(r), **_what_and_where(r)} for r in rows]
+        keep = ("run_id", "created_at", "kind", "status", "cases", "name")
+        return [{**{k: r[k] for k in keep}, "status": self.shown_status(r), "tags": tags_of(r["tags"]),
+                 **what_and_where(r)} for r in rows]
 
     # cases ----------------------------------------------------------------------------------------
     def _columns(self, table: str) -> set[str]:
@@ -316,14 +325,3 @@ class Store(Schema, Lease, Tables):
         ).fetchall()
         return [r[0] for r in rows]
 
-
-def _what_and_where(row) -> dict[str, Any]:
-    """``models`` and ``device`` of a run row, from its stored spec and environment (None where absent)."""
-    try:
-        spec, env = json.loads(row["spec_json"] or "{}"), json.loads(row["env_json"] or "{}")
-    except ValueError:
-        return {"models": None, "device": None}
-    models = spec.get("models") if isinstance(spec, dict) else None
-    models = ",".join(map(str, models)) if isinstance(models, list) and models else None
-    device = (env.get("device_name") or env.get("device")) if isinstance(env, dict) else None
-    return {"models": models, "device": device}

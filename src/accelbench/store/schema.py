@@ -14,7 +14,7 @@ from typing import Any
 
 from accelbench.core.errors import EXIT_USAGE, AccelbenchError, StopSweep
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Tables an accelbench store may hold (the profile's are created by accelbench.scenarios.profile.storage).
 OWN_TABLES = {"meta", "runs", "cases", "samples", "sqlite_sequence", "ceilings", "profile_kernels"}
@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS runs (
     lease_host TEXT,
     lease_pid INTEGER,
     lease_token TEXT,
-    lease_heartbeat REAL
+    lease_heartbeat REAL,
+    name TEXT,
+    tags TEXT
 );
 CREATE TABLE IF NOT EXISTS cases (
     case_id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -54,6 +56,7 @@ CREATE INDEX IF NOT EXISTS samples_case ON samples(case_id, series);
 """
 _UNIQUE = "CREATE UNIQUE INDEX IF NOT EXISTS cases_run_key ON cases(run_id, case_key)"
 _LEASE_COLUMNS = (("lease_host", "TEXT"), ("lease_pid", "INTEGER"), ("lease_token", "TEXT"), ("lease_heartbeat", "REAL"))
+_LABEL_COLUMNS = (("name", "TEXT"), ("tags", "TEXT"))  # schema 3: a run's name and its tags (a JSON object)
 
 
 class StoreError(AccelbenchError):
@@ -206,19 +209,25 @@ class Schema:
             self.conn.executescript(_DDL)
             if version is not None and version < 2:
                 self._migrate_v1()
+            if version is not None and version < 3:
+                self._add_columns(_LABEL_COLUMNS)
             self.conn.execute(_UNIQUE)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     def _migrate_v1(self) -> None:
         """Schema 1 -> 2: lease columns on ``runs``; one row per (run, case key). Duplicate keys (written by
         two concurrent resumes before this version) are kept, renamed ``<key>|dup=<case_id>``."""
-        have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
-        for col, typ in _LEASE_COLUMNS:
-            if col not in have:
-                self.conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {typ}")
+        self._add_columns(_LEASE_COLUMNS)
         self.conn.execute(
             "UPDATE cases SET case_key = case_key || '|dup=' || case_id WHERE case_id NOT IN "
             "(SELECT MIN(case_id) FROM cases GROUP BY run_id, case_key)")
+
+    def _add_columns(self, columns: tuple[tuple[str, str], ...]) -> None:
+        """Add the ``runs`` columns a store of an older schema lacks (schema 2 -> 3: ``name``, ``tags``)."""
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+        for col, typ in columns:
+            if col not in have:
+                self.conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {typ}")
 
     def _write(self, fn, *args, wait_s: float | None = None):
         """Run a write; while another process holds the store locked, retry with backoff for ``wait_s``

@@ -198,7 +198,7 @@ def scenario_name(workload: str) -> str:
 
 
 def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
-             on_trial: Callable | None = None) -> TuneOutcome:
+             on_trial: Callable | None = None, named=None) -> TuneOutcome:
     """Tune ``spec``'s model (an inference spec: data, images, device, timing; a ``train_step`` spec for
     ``settings.workload`` ``train``, whose optimizer settings every trial keeps) over ``settings``' space, within
     ``settings.budget_s`` seconds of wall time (:mod:`accelbench.studies.tune_budget`: ``spent_s`` at most 10 %
@@ -208,6 +208,7 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
         resume: continue the newest unfinished ``tune`` run of the same spec and settings: stored trials are
             read back, not measured again (their cost counts as it was measured).
         on_trial: called with each trial row (stored or read back).
+        named: the run's name and tags (:class:`accelbench.core.runlabel.RunLabel`, or None).
     Returns:
         :class:`TuneOutcome` (``interrupted`` after Ctrl-C/SIGTERM: the trials so far are stored).
     Raises:
@@ -245,7 +246,9 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     t.run_id = loop.reopen(store, "tune", spec_hash) if resume else None
     if t.run_id is None:
         t.run_id = loop.open_run(store, kinds.TUNE, {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
-                                 provenance.collect(device))
+                                 provenance.collect(device), label=named)
+    else:
+        store.label_run(t.run_id, named)
     t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()
     try:
         with loop.setup_frozen():  # once for every trial, not a full collection in each

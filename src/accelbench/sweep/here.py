@@ -13,7 +13,7 @@ from accelbench.store import Store
 from accelbench.sweep import loop
 
 
-def run_here(scenario, spec, db: str | None, info: RankInfo, opts: DistOptions | None = None, on_case=None):
+def run_here(scenario, spec, db: str | None, info: RankInfo, opts: DistOptions | None = None, on_case=None, label=None):
     """Run ``spec`` as one rank of a job someone else launched; rank 0 stores. Returns rank 0's
     :class:`accelbench.sweep.loop.Outcome` (None on the other ranks)."""
     import torch.distributed as dist
@@ -25,7 +25,7 @@ def run_here(scenario, spec, db: str | None, info: RankInfo, opts: DistOptions |
     try:
         if ctx.rank == 0:
             with Store(db or ":memory:") as store:
-                return loop.run(scenario, spec, store, launcher=Here(ctx, opts), on_case=on_case)
+                return loop.run(scenario, spec, store, launcher=Here(ctx, opts), on_case=on_case, label=label)
         box = [None]
         dist.broadcast_object_list(box, src=0)
         run_cases(ctx, scenario, spec, [case_from_dict(scenario, c) for c in box[0]], None)

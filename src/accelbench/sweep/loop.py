@@ -149,10 +149,11 @@ def reopen(store, kind: str, spec_hash: str) -> int | None:
     return run_id
 
 
-def open_run(store, kind: str, doc: dict, spec_hash: str, env: dict) -> int:
+def open_run(store, kind: str, doc: dict, spec_hash: str, env: dict, label=None) -> int:
     """THE place a new run is opened (a sweep, or a study composing several launches): its spec document,
-    its hash for ``--resume``, and its environment (provenance)."""
-    return store.begin_run(kind, doc, spec_hash, env)
+    its hash for ``--resume``, its environment (provenance) and its name and tags (``label``: a
+    :class:`accelbench.core.runlabel.RunLabel`, or None)."""
+    return store.begin_run(kind, doc, spec_hash, env, label=label)
 
 
 def check(scenario, spec, launcher=None) -> tuple[Any, list]:
@@ -183,7 +184,7 @@ def check(scenario, spec, launcher=None) -> tuple[Any, list]:
 
 
 def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: Callable | None = None,
-        on_row: Callable | None = None, run_id: int | None = None, finish: bool = True) -> Outcome:
+        on_row: Callable | None = None, run_id: int | None = None, finish: bool = True, label=None) -> Outcome:
     """Run every case of ``spec`` not yet stored, storing each as it finishes (see the module docstring).
 
     Args:
@@ -198,6 +199,7 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
         on_row: called with each detail row (an epoch of a convergence run) once it is stored.
         run_id: add the cases to this open run (a study composing several launches) instead.
         finish: mark the run complete at the end (a study finishes its run itself).
+        label: the run's name and tags (:class:`accelbench.core.runlabel.RunLabel`); a resumed run takes them too.
     Returns:
         :class:`Outcome`; ``interrupted`` after Ctrl-C/SIGTERM or a store that stopped taking rows (finished
         cases are stored).
@@ -224,7 +226,9 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
         env, ctx = _context(spec, launcher, device)
         if out.run_id is None:
             out.run_id = open_run(store, kind, {**spec.to_dict(), **launcher.doc(scenario)}, spec_hash,
-                                  {**env, **ctx.idle})
+                                  {**env, **ctx.idle}, label=label)
+        elif reopened and label:
+            store.label_run(out.run_id, label)
         done = store.done_keys(out.run_id)
         todo = [c for c in cases if launcher.key(c) not in done]
         out.skipped_done = len(cases) - len(todo)

@@ -26,7 +26,7 @@ PACKAGES: dict[str, tuple[str, str | None]] = {
     "torch": ("torch", None), "torchvision": ("torchvision", None), "matplotlib": ("matplotlib", None),
     "timm": ("timm", "timm"), "mlcommons-loadgen": ("mlperf_loadgen", "loadgen"),
     "torchao": ("torchao", "quant"), "onnxruntime": ("onnxruntime", "quant"), "onnx": ("onnx", "quant"),
-    "transformers": ("transformers", "llm"),
+    "transformers": ("transformers", "llm"), "pyarrow": ("pyarrow", "parquet"),
 }
 TORCH_INDEX = "https://download.pytorch.org/whl/"
 

@@ -1,0 +1,109 @@
+"""Loading an export back (``accelbench import``): a JSON export (the full run document) or a Parquet export (rows,
+with the run document in the file's metadata) becomes a new run of a store, with its spec, provenance, name, tags,
+start and end times, raw series, and a note of where it came from (``env["imported_from"]``), so results move
+between machines without copying SQLite files.
+
+Nothing read executes code: JSON through :func:`json.loads`, Parquet through pyarrow's reader (no pickle, no
+pandas metadata). A CSV export carries no run metadata (spec, environment, series), so it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from accelbench.core.errors import AccelbenchError
+
+REQUIRED = ("case_key", "workload", "status")  # every row's own columns (the store requires them)
+NOT_COPIED = ("case_id", "run_id")  # the importing store numbers its cases and runs
+
+
+class ExportFileError(AccelbenchError):
+    """A file that cannot be imported: unreadable, not an accelbench export, a CSV (one line, exit 2)."""
+
+
+def read_export(path: str | Path) -> dict[str, Any]:
+    """The run document of an export file: ``kind``, ``status``, ``spec``, ``env``, ``results`` (rows), and what the
+    export kept of ``name``, ``tags``, ``created_at``, ``finished_at``, ``spec_hash`` and ``series``.
+
+    Raises:
+        ExportFileError: unreadable, a CSV, another format, or not an accelbench run (one line).
+        MissingDependencyError: a Parquet file without pyarrow (names ``accelbench[parquet]``).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ExportFileError(f"cannot import {p}: no such file")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        raise ExportFileError(f"cannot import {p}: a CSV export holds no run metadata (spec, environment, raw series); "
+                           "export the run with --format json or --format parquet")
+    if suffix == ".json":
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ExportFileError(f"cannot import {p}: not readable JSON ({' '.join(str(exc).split())})") from None
+    elif suffix == ".parquet":
+        doc = _parquet(p)
+    else:
+        raise ExportFileError(f"cannot import {p}: allowed a .json or .parquet export of accelbench export")
+    return _checked(p, doc)
+
+
+def _parquet(p: Path) -> dict[str, Any]:
+    from accelbench.store.export import PARQUET_META, pyarrow
+
+    pa = pyarrow()
+    try:
+        table = pa.parquet.read_table(p)
+    except (OSError, pa.ArrowException) as exc:
+        raise ExportFileError(f"cannot import {p}: not a readable Parquet file ({' '.join(str(exc).split())})") from None
+    meta = (table.schema.metadata or {}).get(PARQUET_META)
+    if meta is None:
+        raise ExportFileError(f"cannot import {p}: no accelbench run metadata in it (not written by accelbench export)")
+    try:
+        doc = json.loads(meta)
+    except ValueError:
+        raise ExportFileError(f"cannot import {p}: its accelbench run metadata is not JSON") from None
+    rows = [{k: v for k, v in r.items() if v is not None} for r in table.to_pylist()]
+    return {**doc, "results": rows} if isinstance(doc, dict) else doc
+
+
+def _checked(p: Path, doc: Any) -> dict[str, Any]:
+    ok = (isinstance(doc, dict) and isinstance(doc.get("kind"), str) and isinstance(doc.get("status"), str)
+          and isinstance(doc.get("spec"), dict) and isinstance(doc.get("env"), dict)
+          and isinstance(doc.get("results"), list)
+          and all(isinstance(r, dict) and all(isinstance(r.get(k), str) for k in REQUIRED) for r in doc["results"]))
+    if not ok:
+        raise ExportFileError(f"cannot import {p}: not an accelbench run export (needs kind, status, spec, env and "
+                           "results rows with case_key, workload, status)")
+    series = doc.get("series")
+    if series is not None and not (isinstance(series, dict) and all(
+            isinstance(s, dict) and all(isinstance(v, list) for v in s.values()) for s in series.values())):
+        raise ExportFileError(f"cannot import {p}: its raw series are not a table of lists")
+    return doc
+
+
+def import_run(store, path: str | Path) -> int:
+    """Import one export file into ``store`` as a new run; returns its id. Rows keep every column (values as
+    exported: the store's typed read gives them back as the original store's did), ``case_id`` and ``run_id`` are
+    the new store's; a profile's extension tables (ceilings, kernels) are not imported.
+
+    Raises:
+        As :func:`read_export`; StoreError: the store cannot be written.
+    """
+    from accelbench.core.runlabel import RunLabel
+
+    doc = read_export(path)
+    origin = {"file": str(Path(path).resolve()), "run_id": doc.get("run_id"),
+              "host": doc["env"].get("host") or doc["env"].get("hostname")}
+    label = RunLabel(name=doc.get("name"), tags=doc.get("tags") or {})
+    run_id = store.insert_run(kind=doc["kind"], status=doc["status"], spec=doc["spec"],
+                              env={**doc["env"], "imported_from": origin},
+                              spec_hash=str(doc.get("spec_hash") or "imported"), label=label,
+                              created_at=doc.get("created_at"), finished_at=doc.get("finished_at"))
+    series = doc.get("series") or {}
+    for row in doc["results"]:
+        rec = {k: v for k, v in row.items() if k not in NOT_COPIED}
+        store.add_case(run_id, rec, series.get(row["case_key"]))
+    return run_id
