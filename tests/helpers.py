@@ -174,3 +174,23 @@ def work_net():
     import os
 
     return WorkNet(repeats=int(os.environ.get("ACCELBENCH_TEST_WORK", "1")))
+
+
+def held_memory_lm():
+    """A tiny Llama whose forward runs out of memory at batch >= 3 once it has run another batch size (the memory
+    earlier cases' CUDA graphs hold, as on a GPU), and at batch >= 5 always (a true boundary)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    class HeldMemory(LlamaForCausalLM):
+        def forward(self, input_ids=None, **kw):
+            b = input_ids.shape[0]
+            seen = self.__dict__.setdefault("_batches_seen", set())
+            if b >= 5 or (b >= 3 and seen - {b}):
+                raise torch.cuda.OutOfMemoryError(f"CUDA out of memory (test model: batch {b} after {sorted(seen)})")
+            seen.add(b)
+            return super().forward(input_ids=input_ids, **kw)
+
+    torch.manual_seed(0)
+    return HeldMemory(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                  num_attention_heads=4, num_key_value_heads=2)).eval()

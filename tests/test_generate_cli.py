@@ -110,3 +110,16 @@ def test_weight_only_int8_keeps_the_trained_models_perplexity_and_the_quality_li
     assert set(ppl) == {"fp32", "int8-weight-only"} and ppl["fp32"] > 1
     assert abs(ppl["int8-weight-only"] / ppl["fp32"] - 1) < 0.01
     assert "cheapest precision meeting the target (perplexity at most 1 % above fp32's" in p.stdout
+
+
+def test_an_oom_on_a_reused_model_is_tried_once_fresh_and_only_a_fresh_oom_is_the_boundary(tmp_path):
+    """Batch 3 runs out of memory only on the model built for batch 1 (memory held for earlier cases): it is tried
+    again on a fresh build and runs (``oom_retried``); batch 5 runs out of memory fresh too: the boundary."""
+    db = tmp_path / "g.db"
+    run_cli("generate", "-m", "helpers:held_memory_lm", "-b", "1,3,5", "--prompt-lens", "8", "--new-tokens", "4",
+            "--modes", "static-cache", "--repeats", "1", "--idle-s", "0", "--device", "cpu", "--db", str(db))
+    rows = {r["batch_size"]: r for r in Store(db).records() if not r.get("row_type")}
+    assert sorted(rows) == [1, 3, 5]
+    assert rows[1]["status"] == "ok" and not rows[1].get("oom_retried")
+    assert rows[3]["status"] == "ok" and rows[3]["oom_retried"] is True
+    assert rows[5]["status"] == "oom" and "batch 5" in rows[5]["error"]

@@ -37,6 +37,9 @@ DECLARED = (
     col("fused_projections", BOOL, "Fused projections", "yesno", scenarios=G,
         doc="q/k/v and gate/up projections fused into one matmul each (static-compile-fused)."),
     col("generations_timed", INT, "Generations timed", "int", scenarios=G, doc="Timed generations: the windows."),
+    col("oom_retried", BOOL, "OOM retried", "yesno", scenarios=G,
+        doc="The case ran out of memory on the model built for earlier cases (their CUDA graphs' memory) and ran "
+            "on a fresh build."),
     col("output_tokens_timed", INT, "Output tokens timed", "int", scenarios=G),
     # prefill and the first token
     *_stats("ttft", "TTFT", "TTFT", "Time to first token: prefill of the prompt plus the first token, one "

@@ -105,7 +105,7 @@ def compiled_step(compile_mode: str | None, tune_reductions: bool = False):
     step. It matters where the step's matrix products are Inductor reductions, as the weight-only linears are
     (:mod:`accelbench.quant.weight_only`): on an H200 the fp8 weight-only Llama-3.1-8B step took 4.69 ms with it and
     6.23 ms without (``docs/notes/issue-23-explore.md``, BENCHMARKS.md section 11). ``torch.compile`` takes a mode
-    or options, not both: ``reduce-overhead`` is spelled as its option ``triton.cudagraphs`` then.
+    or options, not both: the mode is spelled as its options then (``torch._inductor.list_mode_options``).
     """
     import torch
 
@@ -113,7 +113,9 @@ def compiled_step(compile_mode: str | None, tune_reductions: bool = False):
         return decode_step
     if not tune_reductions:
         return torch.compile(decode_step, mode=compile_mode, fullgraph=True)
-    options = {"coordinate_descent_tuning": True, "triton.cudagraphs": compile_mode == "reduce-overhead"}
+    from torch._inductor import list_mode_options
+
+    options = {**list_mode_options(compile_mode), "coordinate_descent_tuning": True}
     return torch.compile(decode_step, options=options, fullgraph=True)
 
 

@@ -156,7 +156,7 @@ def built_for(case, spec, device, state: SweepState) -> Built:
     from accelbench import backends, precisions
     from accelbench.scenarios.generate.decode import compiled_step
 
-    key = (case.model, case.precision, case.mode, spec.seed)
+    key = _key(case, spec)
     if state.built is not None and state.built.key == key:
         return state.built
     state.release()
@@ -208,7 +208,42 @@ def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
 
 
 def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
-    """Measure one generation case (see :mod:`accelbench.scenarios.generate`): ``(record, series)``."""
+    """Measure one generation case (see :mod:`accelbench.scenarios.generate`): ``(record, series)``.
+
+    A case that runs out of memory on a model built for earlier cases is tried once more on a fresh build: the
+    compiled step's CUDA graphs keep memory pools for every batch shape they recorded, so an out-of-memory error
+    there can be the earlier cases' memory, not this case's. Only an OOM on a fresh build is the boundary
+    (``oom_retried`` says the case ran on its second try).
+
+    Raises:
+        What the case raises (an OOM on a fresh build among them): the loop makes it a row.
+    """
+    from accelbench.core.errors import is_oom
+
+    reused = state.built is not None and state.built.key == _key(case, spec)
+    try:
+        return _measure_case(case, spec, state, rank)
+    except BaseException as exc:
+        if not (reused and is_oom(exc)):
+            raise
+    _empty_cache(rank.device)  # the failed try released the model and its graphs (state.release)
+    rec, series = _measure_case(case, spec, state, rank)
+    return {**rec, "oom_retried": True}, series
+
+
+def _key(case, spec) -> tuple:
+    """What a built model and its compiled step are shared by (:func:`built_for`)."""
+    return (case.model, case.precision, case.mode, spec.seed)
+
+
+def _empty_cache(device) -> None:
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     import torch
 
     from accelbench import backends

@@ -1,0 +1,113 @@
+"""Which kernel reads 8-bit weights faster than bf16 at decode's one-token shape? (issue 23's int8 >= 1.4x target)
+
+Decode at batch 1 is a chain of matrix-vector products: every weight byte is read once a token, so a kernel that
+reads int8 or fp8 weights (half the bytes) can be up to 2x a bf16 one. This probe times, for the Llama-3.1-8B
+projection shapes (the fused q/k/v and gate/up of ``static-compile-fused``, o, down and the LM head), one
+``(1, K) x (K, N)`` product through each kernel path accelbench has or could have:
+
+- ``bf16``: ``F.linear`` (cuBLAS), the baseline;
+- ``int8-reduce`` / ``fp8-reduce``: the weight-only multiply-and-sum compiled by Inductor with coordinate-descent
+  tuning (``accelbench.quant.weight_only``'s one-token path, as ``static-compile-fused`` runs it);
+- ``int8-pack``: ``aten._weight_int8pack_mm`` (CUDA);
+- ``fp8-scaled-mm``: ``torch._scaled_mm`` with the activation quantized to fp8 per row (W8A8, cuBLAS FP8 tensor
+  cores; the activation row padded to 16, the kernel's minimum).
+
+Each is timed as the median over ``--reps`` CUDA-event-timed runs of ``--iters`` back-to-back calls (a cold L2 is not
+forced: a 4096x4096 int8 weight (16 MiB) fits a 50 MiB L2, so the small shapes read partly from L2 after the first
+call; the large ones (gate/up 117 MB bf16, LM head 1.05 GB) cannot). Achieved bandwidth = weight bytes / time.
+
+Run: ``PYTHONPATH=src python3 benchmarks/gemv_8bit_probe.py --out gemv.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+SHAPES = {"qkv (fused)": (6144, 4096), "o": (4096, 4096), "gate/up (fused)": (28672, 4096), "down": (4096, 14336),
+          "lm_head": (128256, 4096)}
+
+
+def timed(fn, iters: int, reps: int) -> float:
+    """Median seconds a call over ``reps`` runs of ``iters`` calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(iters):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        out.append(a.elapsed_time(b) / 1e3 / iters)
+    return statistics.median(out)
+
+
+def paths(n: int, k: int):
+    from accelbench.quant.weight_only import quantize_weight
+
+    torch.manual_seed(0)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+    ref = F.linear(x, w).float()
+    q8, s8 = quantize_weight(w, "int8")
+    f8, sf = quantize_weight(w, "fp8")
+    s8, sf = s8.to(torch.bfloat16), sf.to(torch.bfloat16)
+
+    def reduce(q, s):
+        return lambda x: ((x[:, None, :].float() * q.float()).sum(-1) * s.float()).to(x.dtype)
+
+    import torch._inductor.config as ic
+
+    ic.coordinate_descent_tuning = True
+    yield "bf16", w.numel() * 2, lambda: F.linear(x, w), ref
+    for name, q, s in (("int8-reduce", q8, s8), ("fp8-reduce", f8, sf)):
+        fn = torch.compile(reduce(q, s), fullgraph=True)
+        yield name, q.numel(), lambda fn=fn: fn(x), ref
+    yield "int8-pack", q8.numel(), lambda: torch._weight_int8pack_mm(x, q8, s8), ref
+    wt = f8.t()  # (K, N) column-major, as _scaled_mm wants its second operand
+    scale_b = sf.float()[None, :]
+
+    def scaled():
+        xp = F.pad(x, (0, 0, 0, 15))  # 16 rows: cuBLAS FP8's minimum
+        sa = xp.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-12) / 448.0
+        xq = (xp / sa).to(torch.float8_e4m3fn)
+        return torch._scaled_mm(xq, wt, scale_a=sa, scale_b=scale_b, out_dtype=torch.bfloat16)[:1]
+
+    fn = torch.compile(scaled, fullgraph=True)
+    yield "fp8-scaled-mm", f8.numel(), fn, ref
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "shapes": {}}
+    for label, (n, k) in SHAPES.items():
+        row = res["shapes"][label] = {"n": n, "k": k}
+        for name, nbytes, fn, ref in paths(n, k):
+            try:
+                err = ((fn().float() - ref).norm() / ref.norm()).item()
+                t = timed(fn, args.iters, args.reps)
+                row[name] = {"us": t * 1e6, "weight_bytes": nbytes, "tb_per_s": nbytes / t / 1e12, "rel_err": err}
+            except Exception as exc:  # a path that does not run here is a finding, not the end of the probe
+                row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+            print(label, name, row[name], flush=True)
+        base = row["bf16"]["us"]
+        for name, r in row.items():
+            if isinstance(r, dict) and "us" in r:
+                r["speedup_vs_bf16"] = base / r["us"]
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
