@@ -16,7 +16,7 @@ def _devices(device) -> list:
 
 
 class Monitor:
-    """Samples every registered source that applies to ``device`` while active (see the module docstring).
+    """Samples every registered source that applies to ``device`` while active (see :mod:`accelbench.telemetry`).
 
     Attributes:
         groups: registry name -> the sources its factory returned for these devices (in registry order).

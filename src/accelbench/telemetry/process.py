@@ -91,6 +91,7 @@ class _Child:
         finally:
             theirs.close()  # only the child holds its end: the child sees EOF when this process dies
         self.pipe = Connection(ours.detach())
+        self.owner = os.getpid()  # a forked copy of this object (a DataLoader worker's) is not the owner
 
     @property
     def pid(self) -> int:
@@ -137,7 +138,11 @@ _LOCK = threading.Lock()
 def _child() -> _Child:
     """The running sampler process, started first when there is none (or the last one died)."""
     global _CHILD
+    if _CHILD is not None and _CHILD.owner != os.getpid():
+        _CHILD = None  # inherited through fork: the parent's child, not ours
     if _CHILD is None or not _CHILD.alive():
+        if _CHILD is not None:
+            _CHILD.close()  # reap the one that died
         try:
             _CHILD = _Child()
         except Exception as exc:  # no file descriptors left, no executable, ...
@@ -150,9 +155,9 @@ def shutdown() -> None:
     """End the sampler process (closing the pipe ends it); the next process-mode monitor starts another."""
     global _CHILD
     with _LOCK:
-        if _CHILD is not None:
+        if _CHILD is not None and _CHILD.owner == os.getpid():
             _CHILD.close()
-            _CHILD = None
+        _CHILD = None
 
 
 atexit.register(shutdown)
