@@ -34,6 +34,14 @@ class Backend:
             static buffers.
         step_graph: a training step through it is captured whole (forward, loss, backward, GradScaler and
             optimizer step) into one CUDA graph and replayed (:class:`accelbench.scenarios.train.step.TrainStep`).
+        host_bound: its step is bound by the host's Python work (many small operations a step, each dispatched
+            from Python: Hugging Face ``generate`` or an eager decode step at batch 1), so a telemetry thread of the
+            measured process that takes the GIL slows it (issue 23: +23 % time per token on an H100); with
+            ``telemetry_isolation = "auto"`` its cases sample from a sampler process
+            (:func:`accelbench.telemetry.isolation_for`). False for image backends, eager included: a forward is a
+            few hundred operators of C++ work each, and the thread sampler measured no slowdown of ResNet-50 at
+            batch 1 on an H200 (``benchmarks/results/telemetry_overhead_h200.json``); ``--telemetry-isolation
+            process`` isolates any case.
         requires: pip packages it imports (checked before a run: :mod:`accelbench.sweep.requirements`).
         torch_quantizer: it quantizes through :meth:`quantize`'s default (PT2E int8, torchao fp8).
         tune: where ``accelbench tune`` tries it by default: each entry words among the device (``cpu``,
@@ -51,6 +59,7 @@ class Backend:
     static_shapes: bool = False
     graph_capture: bool = False
     step_graph: bool = False
+    host_bound: bool = False
     requires: tuple[str, ...] = ()
     torch_quantizer: bool = True
     tune: tuple[str, ...] | None = None

@@ -18,7 +18,7 @@ from accelbench.backends.base import Backend, register
 
 class Generation(Backend):
     """A generation backend: ``loop`` (``generate`` or ``static``), ``compiles`` the decode step, ``fused``
-    projections. Serves the ``generate`` workload only."""
+    projections; ``host_bound`` unless it compiles. Serves the ``generate`` workload only."""
 
     workloads = ("generate",)
     loop = "static"
@@ -28,6 +28,9 @@ class Generation(Backend):
     def __init__(self, name: str, loop: str, about: str, compiles: bool = False, fused: bool = False):
         self.name, self.loop, self.about, self.compiles, self.fused = name, loop, about, compiles, fused
         self.graph_capture = compiles  # on CUDA: torch.compile's reduce-overhead, one CUDA graph a decode step
+        # an uncompiled loop dispatches every operator of every token from Python (batch 1: the host is the
+        # bottleneck); a compiled step replays one CUDA graph a token
+        self.host_bound = not compiles
 
     def options(self) -> dict:
         return {"compile_mode": ("reduce-overhead on CUDA, default on CPU" if self.compiles else None),

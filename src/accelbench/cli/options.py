@@ -51,6 +51,7 @@ MIN_B = typer.Option(None, "--min-timed-batches", rich_help_panel=HOW, help="Tim
 MIN_T = typer.Option(None, "--min-time-s", rich_help_panel=HOW, help="... and this many seconds are reached.")
 REPEATS = typer.Option(None, "--repeats", rich_help_panel=HOW, help="Timed windows per case (default 1); 2 or more give 95% confidence intervals, 5 or more a compare verdict.")
 TELEMETRY = typer.Option(None, "--telemetry-period-ms", rich_help_panel=COST, help="Telemetry sampling period (default 100; 0 = sampler off).")
+ISOLATION = typer.Option(None, "--telemetry-isolation", rich_help_panel=COST, help="Where the telemetry sampler runs: thread (of the measured process), process (a sampler process: a host-bound loop keeps its GIL), auto (default: process for host-bound backends).")
 IDLE = typer.Option(None, "--idle-s", rich_help_panel=COST, help="Idle-power measurement before the sweep, s (default 3; 0 = skip).")
 PRICE = typer.Option(None, "--price-per-hour", rich_help_panel=COST, help="USD per device-hour (default: the shipped price list).")
 KWH = typer.Option(None, "--kwh-price", rich_help_panel=COST, help="USD per kWh: adds the electricity cost.")
@@ -177,9 +178,10 @@ class How(Group):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Cost(Group):
-    """Telemetry and cost: the sampler's period, the idle-power window, prices."""
+    """Telemetry and cost: the sampler's period and where it runs, the idle-power window, prices."""
 
     telemetry_period_ms: Optional[float] = option(TELEMETRY)
+    telemetry_isolation: Optional[str] = option(ISOLATION)
     idle_s: Optional[float] = option(IDLE)
     price_per_hour: Optional[float] = option(PRICE)
     kwh_price: Optional[float] = option(KWH)

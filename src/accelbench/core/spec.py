@@ -26,7 +26,8 @@ from accelbench.core.errors import ConfigError
 
 CHANNELS_LAST = ("auto", "on", "off")
 # Shared fields added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
-SHARED_HASH_DEFAULTS: dict[str, Any] = {"cudnn_benchmark": None}
+SHARED_HASH_DEFAULTS: dict[str, Any] = {"cudnn_benchmark": None, "telemetry_isolation": "auto"}
+TELEMETRY_ISOLATIONS = ("auto", "thread", "process")
 DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 # Upper bounds of the counts and sizes (larger ones overflow torch's 32-bit indexing or memory long before)
 COUNT_MAX, SIDE_MAX = 2**31 - 1, 65536
@@ -80,6 +81,8 @@ class Spec:
             the training step, steps in inference).
         seed: seed for synthetic data, random weights and labels.
         telemetry_period_ms: telemetry sampling period (ms); 0 turns the sampler thread off.
+        telemetry_isolation: where the sampler runs: ``thread`` (of the measured process), ``process`` (a sampler
+            process: the loop keeps its GIL), ``auto``: ``process`` for a host-bound backend, else ``thread``.
         idle_s: seconds of idle-power measurement before the sweep; 0 skips it.
         price_per_hour: USD per device-hour, overriding the shipped price list.
         kwh_price: USD per kWh for the electricity cost; None leaves it out.
@@ -103,6 +106,7 @@ class Spec:
     min_time_s: float = 0.0
     seed: int = 0
     telemetry_period_ms: float = 100.0
+    telemetry_isolation: str = "auto"
     idle_s: float = 3.0
     price_per_hour: float | None = None
     kwh_price: float | None = None
@@ -176,6 +180,8 @@ def validate(spec: Spec) -> None:
     p = spec.telemetry_period_ms
     if not is_number(p) or not (p == 0 or 5 <= p <= 60000):
         raise ConfigError("telemetry_period_ms", p, "0 (sampler off) or 5..60000 ms")
+    if spec.telemetry_isolation not in TELEMETRY_ISOLATIONS:
+        raise ConfigError("telemetry_isolation", spec.telemetry_isolation, ", ".join(TELEMETRY_ISOLATIONS))
     if not is_number(spec.idle_s, 0, 600):
         raise ConfigError("idle_s", spec.idle_s, "0..600 seconds")
     for name in ("price_per_hour", "kwh_price"):

@@ -197,3 +197,18 @@ def get(name: str) -> Scenario:
 def by_kind(kind: str) -> Scenario | None:
     """The scenario whose runs have ``kind`` (one process or torchrun), or None (a study's run)."""
     return next((s for s in SCENARIOS.values() if kind in (s.kind, s.dist_kind)), None)
+
+
+def case_monitor(spec, case, device, pids: tuple[int, ...] = ()):
+    """The telemetry monitor around a case's timed window (:func:`accelbench.telemetry.monitor`): the spec's
+    period, and the sampler where ``spec.telemetry_isolation`` and the case's backend put it (``auto``: a sampler
+    process for a host-bound backend, :func:`accelbench.telemetry.isolation_for`).
+
+    Args:
+        pids: the job's other processes on this host (:meth:`accelbench.core.rank.Rank.pids`).
+    """
+    from accelbench import backends
+    from accelbench.telemetry import isolation_for, monitor
+
+    host_bound = case.mode in backends.BACKENDS and backends.get(case.mode).host_bound
+    return monitor(device, spec.telemetry_period_ms / 1000, pids, isolation_for(spec.telemetry_isolation, host_bound))

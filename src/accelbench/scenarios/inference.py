@@ -139,7 +139,7 @@ class Inference(Scenario):
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import steps_needed, time_windows, warm_up
         from accelbench.quant import case as quant_case
-        from accelbench.telemetry import monitor
+        from accelbench.scenarios.base import case_monitor
 
         inputs, builds = state
         dev = rank.device
@@ -162,7 +162,7 @@ class Inference(Scenario):
             scored, first_s = _untimed_first(fwd, data, dev, ev.n_classes)
             batch_s = warm_up(step, batches, spec.warmup_batches, dev) or first_s
             n_steps = int(rank.agree_max(steps_needed(spec.min_timed_batches, spec.min_time_s, batch_s)))
-            with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
+            with case_monitor(spec, case, dev, rank.pids()) as mon:
                 windows, clocks = rank.timed_window(
                     lambda: time_windows(step, batches, n_steps, dev, spec.settings.repeats))
         hits = scored.hits

@@ -8,7 +8,8 @@ Every workload uses the same API, so each stored case carries the same telemetry
     series.update(mon.series())      # raw samples, stored in the ``samples`` table
 
 ``device`` is a ``torch.device`` or a list of them (one job on several GPUs). A background thread
-(:mod:`.sampler`) reads every source that applies to the devices every ``period_s`` (default 0.1 s,
+(:mod:`.sampler`; with ``isolation="process"`` in a sampler process, :mod:`.process`, so that the measured
+process keeps its GIL) reads every source that applies to the devices every ``period_s`` (default 0.1 s,
 down to ~0.01 s; 0 = no thread, only the counters at the window edges: energy, CPU time). The sources
 (each GPU in use through NVML, the host CPU through psutil, the CPU packages' RAPL energy) are one
 file each in :mod:`.sources`, behind its ``SOURCES`` registry.
@@ -19,95 +20,49 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from accelbench.telemetry.sampler import Sampler
-from accelbench.telemetry.sources import SOURCES, Source, columns
+from accelbench.core.spec import TELEMETRY_ISOLATIONS
+from accelbench.telemetry.monitor import DEFAULT_PERIOD_S, Monitor, _devices
+from accelbench.telemetry.process import ProcessMonitor
+from accelbench.telemetry.sources import columns
 from accelbench.telemetry.sources.rapl import rapl_zones
 
-DEFAULT_PERIOD_S = 0.1
 _columns = columns  # samples -> stored series; the replay tests store captured samples with it
 
 
-def _devices(device) -> list:
-    return list(device) if isinstance(device, (list, tuple)) else [device]
+def isolation_for(setting: str, host_bound: bool) -> str:
+    """Where a case's sampler runs: ``thread`` or ``process`` (:mod:`accelbench.telemetry.process`).
 
+    Args:
+        setting: the spec's ``telemetry_isolation``: ``thread``, ``process``, or ``auto``: ``process`` for a
+            host-bound backend, ``thread`` otherwise.
+        host_bound: the case's backend is bound by its Python work per step
+            (:attr:`accelbench.backends.base.Backend.host_bound`): a thread of the measured process would take
+            its GIL and slow what it measures.
 
-class Monitor:
-    """Samples every registered source that applies to ``device`` while active (see the module docstring).
-
-    Attributes:
-        groups: registry name -> the sources its factory returned for these devices (in registry order).
-        sources: all of them, as the sampler reads them.
+    Raises:
+        ValueError: ``setting`` is none of :data:`accelbench.core.spec.TELEMETRY_ISOLATIONS`.
     """
-
-    def __init__(self, device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = ()):
-        devs = _devices(device)
-        self.device = devs[0]
-        self.period_s = float(period_s or 0.0)
-        self.groups: dict[str, list[Source]] = {name: list(factory(devs, self.period_s, tuple(pids)))
-                                                for name, factory in SOURCES.items()}
-        self.sources = [src for group in self.groups.values() for src in group]
-        names = [src.name for src in self.sources]
-        if len(set(names)) != len(names):
-            raise ValueError(f"telemetry sources share a name: {names}")
-        self.sampler = Sampler(self.sources, self.period_s)
-
-    def __enter__(self) -> "Monitor":
-        self.sampler.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.sampler.__exit__(*exc)
-        for src in self.sources:
-            src.close()
-
-    def _record(self, src: Source) -> dict[str, Any]:
-        s = self.sampler
-        edges = s.counters[src.name]
-        return src.record(s.samples[src.name], edges.get("begin", {}), edges.get("end", {}), s.window_s)
-
-    def record(self) -> dict[str, Any]:
-        """Per-case columns (units in the names): ``telemetry_*``, then per registry entry the records
-        of its sources, combined (:meth:`accelbench.telemetry.sources.Source.combine`): per-GPU signal
-        min/mean/max, ``energy_j`` and its source/confidence summed over GPUs
-        (:func:`accelbench.telemetry.aggregate.gpu_record`, :func:`~accelbench.telemetry.aggregate.combine`),
-        CPU columns (:func:`accelbench.telemetry.sources.cpu.cpu_record`), RAPL columns
-        (:func:`accelbench.telemetry.sources.rapl.rapl_record`). On a CPU device ``energy_j`` is the
-        RAPL package energy (the RAPL source meters it), or None with ``energy_source`` "not available"."""
-        s = self.sampler
-        rec: dict[str, Any] = {"telemetry_period_ms": 1000 * self.period_s, "telemetry_window_s": s.window_s,
-                               "telemetry_samples": max(map(len, s.samples.values()), default=0),
-                               "telemetry_busy_pct": 100 * s.busy_s / s.window_s if s.window_s else None}
-        for group in self.groups.values():
-            if group:
-                rec.update(group[0].combine([self._record(src) for src in group]))
-        if s.errors:
-            rec["telemetry_errors"] = "; ".join(f"{k}: {v}" for k, v in s.errors.items())
-        return rec
-
-    def series(self) -> dict[str, list[float]]:
-        """Raw samples of every source, named by it: ``nvml_<signal>`` (``nvml<i>_`` with several GPUs)
-        with times ``nvml_t_s``, and ``cpu_<signal>`` with ``cpu_t_s``. Signals never read are left out."""
-        out: dict[str, list] = {}
-        for src in self.sources:
-            out.update(src.series(self.sampler.samples[src.name]))
-        return out
-
-    def raw(self) -> dict[str, Any]:
-        """Everything the sampler read, JSON-serialisable: what the replay tests feed to the aggregation."""
-        s = self.sampler
-        info = {src.name: src.info() for src in self.sources}
-        return {"period_s": self.period_s, "window_s": s.window_s, "samples": s.samples, "counters": s.counters,
-                "info": {k: v for k, v in info.items() if v}, "errors": s.errors}
+    if setting not in TELEMETRY_ISOLATIONS:
+        raise ValueError(f"telemetry_isolation {setting!r}: one of {', '.join(TELEMETRY_ISOLATIONS)}")
+    if setting == "auto":
+        return "process" if host_bound else "thread"
+    return setting
 
 
-def monitor(device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = ()) -> Monitor:
-    """A :class:`Monitor` for ``device``; use it as a context manager around the timed region.
+def monitor(device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = (),
+            isolation: str = "thread") -> Monitor | ProcessMonitor:
+    """A monitor for ``device``; use it as a context manager around the timed region.
 
     Args:
         period_s: sampling period (s); 0 or None: no sampler thread.
         pids: other processes of the measured job on this host (e.g. the other ranks): their CPU time is
             the job's, not contention (``cpu_other_util_pct``).
+        isolation: ``thread``: the sampler is a thread of this process (:class:`Monitor`); ``process``: it runs
+            in the sampler process (:class:`~accelbench.telemetry.process.ProcessMonitor`), so the measured loop
+            keeps its GIL; the same columns either way, and ``telemetry_isolation`` says which.
     """
+    if isolation == "process":
+        return ProcessMonitor(device, period_s, pids)
     return Monitor(device, period_s, pids)
 
 

@@ -75,11 +75,16 @@ class Sampler:
         return self
 
     def __exit__(self, *exc) -> None:
-        body_end = time.perf_counter()
+        self.stop((self._body_start, time.perf_counter()))
+
+    def stop(self, body: tuple[float, float]) -> None:
+        """End the window: the last sample, ``window_s`` and the end counters, whose ``body_t`` is ``body``:
+        the ``time.perf_counter`` moments (s) the measured block began and ended. :meth:`__exit__` gives its
+        own; the sampler process (:mod:`accelbench.telemetry.process`) gives those of the measured process."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._sample_all()
         self.window_s = time.perf_counter() - self._t0
         for s in self.sources:
-            self.counters[s.name]["end"] = {**s.end(), "body_t": (self._body_start, body_end)}
+            self.counters[s.name]["end"] = {**s.end(), "body_t": tuple(body)}

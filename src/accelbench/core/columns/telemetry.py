@@ -66,6 +66,8 @@ DECLARED = (
     col("energy_counter_update_s", FLOAT, "Energy counter update (s)", "number", combine=MEAN),
     # the sampler
     col("telemetry_period_ms", FLOAT, "Telemetry period (ms)", "number", combine=FIRST),
+    col("telemetry_isolation", STR, "Telemetry isolation", combine=JOIN, doc="Where the sampler ran: thread (a "
+        "thread of the measured process) or process (a sampler process: the measured loop kept its GIL)."),
     col("telemetry_window_s", FLOAT, "Telemetry window (s)", "number", combine=MAX),
     col("telemetry_samples", INT, "Telemetry samples", "int", combine=MIN),
     col("telemetry_busy_pct", FLOAT, "Telemetry busy (%)", "fixed:.1f", combine=MEAN),

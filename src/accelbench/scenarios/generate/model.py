@@ -250,7 +250,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     from accelbench.core.rank import add_telemetry
     from accelbench.scenarios.generate.measure import generation_columns, warm_up
     from accelbench.scenarios.generate.shape import shape_of
-    from accelbench.telemetry import monitor
+    from accelbench.scenarios.base import case_monitor
 
     dev, ex = rank.device, case.extras
     if dev.type == "cuda":
@@ -264,7 +264,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     warmup = 2 if backends.get(case.mode).compiles else 1  # compile, then a CUDA graph's recording
     try:
         first_s = warm_up(run, prompts, warmup, dev)
-        with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:  # the timed generations only
+        with case_monitor(spec, case, dev, rank.pids()) as mon:  # the timed generations only
             gens = [run(prompts) for _ in range(spec.settings.repeats)]
     except BaseException:  # an OOM or a failed capture: the next case builds afresh, never on a half-captured step
         del run

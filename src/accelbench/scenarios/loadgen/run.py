@@ -114,7 +114,7 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
     from accelbench.scenarios.loadgen.results import read_detail, result_columns
     from accelbench.scenarios.loadgen.settings import build_settings, log_settings
     from accelbench.scenarios.loadgen.sut import SUT
-    from accelbench.telemetry import monitor
+    from accelbench.scenarios.base import case_monitor
 
     lg, s = p.lg, p.spec.settings
     sut = SUT(lg, p.runner, p.case.batch_size, s.batch_timeout_us / 1e6 if plan.scenario == "Server" else 0.0)
@@ -122,7 +122,7 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
         settings, logs = build_settings(lg, plan), log_settings(lg, folder)
         handle = sut.construct()
         try:
-            with monitor(p.rank.device, p.spec.telemetry_period_ms / 1000, p.rank.pids()) as mon:
+            with case_monitor(p.spec, p.case, p.rank.device, p.rank.pids()) as mon:
                 t0 = time.perf_counter()
                 with signals_deferred():
                     lg.StartTestWithLogSettings(handle, p.qsl, settings, logs)

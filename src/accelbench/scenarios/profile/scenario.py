@@ -227,7 +227,7 @@ class Profile(Scenario):
         from accelbench.core import analytic
         from accelbench.scenarios.profile import results
         from accelbench.scenarios.profile import step as stepmod
-        from accelbench.telemetry import monitor
+        from accelbench.scenarios.base import case_monitor
 
         dev, st = rank.device, spec.settings
         cuda, lm = dev.type == "cuda", is_lm_step(case.extras.step)
@@ -237,7 +237,7 @@ class Profile(Scenario):
         iters = max(st.timed_steps if st.timed_steps is not None else (20 if cuda else 3), 1)
         step = (lambda _: (work.reset(), work.run())) if lm else (lambda _: work.run())  # noqa: E731
         warm_up(step, [None], warm, dev)
-        with monitor(dev, spec.telemetry_period_ms / 1000) as mon:
+        with case_monitor(spec, case, dev) as mon:
             times_ms, wall_s = time_passes(step, [None], iters, dev)
         rec = dict(work.columns) if lm else {
             "image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,

@@ -129,7 +129,7 @@ class TrainStep(Scenario):
         from accelbench.core.ci import window_columns
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import passes_needed, time_windows, warm_up
-        from accelbench.telemetry import monitor
+        from accelbench.scenarios.base import case_monitor
 
         inputs, loader_cache = state
         dev, st = rank.device, spec.settings
@@ -141,7 +141,7 @@ class TrainStep(Scenario):
         first_loss = fn(pairs[0])[0].item()  # the first step: compiles in compile mode, builds DDP's buckets
         step_s = warm_up(fn, pairs, spec.warmup_batches, dev) or step.first_step_s
         n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(pairs), step_s)))
-        with monitor(dev, spec.telemetry_period_ms / 1000, rank.pids()) as mon:
+        with case_monitor(spec, case, dev, rank.pids()) as mon:
             windows, clocks = rank.timed_window(
                 lambda: time_windows(fn, pairs, n_passes * len(pairs), dev, spec.settings.repeats))
         lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)

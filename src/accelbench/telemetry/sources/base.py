@@ -30,6 +30,7 @@ class Source:
 
     name: str = ""
     sampled: bool = True
+    pid: int | None = None  # the process it reads for (:meth:`watch`); None: this one
 
     def begin(self) -> dict[str, Any]:
         """Counters at the window start (energy, CPU seconds, ``t`` in s of ``time.perf_counter``)."""
@@ -71,6 +72,12 @@ class Source:
         for r in records:
             out.update(r)
         return out
+
+    def watch(self, pid: int) -> None:
+        """Read for process ``pid`` instead of this one: the sampler process
+        (:mod:`accelbench.telemetry.process`) reads for the measured process (a GPU's "other processes" leave it
+        out). A source that reads nothing of a process (an energy counter) needs nothing more."""
+        self.pid = pid
 
     def close(self) -> None:
         """Free what the source holds (driver sample buffers); called once after the window."""

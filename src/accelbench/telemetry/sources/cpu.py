@@ -37,6 +37,13 @@ class CpuSource(Source):
         self.proc = psutil.Process() if psutil else None
         self.available = psutil is not None
 
+    def watch(self, pid: int) -> None:
+        """Read process ``pid`` (the measured one, from the sampler process); its children, the sampler
+        process among them, stay the measured work's."""
+        super().watch(pid)
+        if self.ps is not None:
+            self.proc = self.ps.Process(pid)
+
     def counters(self) -> dict[str, Any]:
         out: dict[str, Any] = {"t": time.perf_counter()}
         if self.ps is not None:

@@ -51,13 +51,13 @@ def _safe(fn, *args, default=None):
         return default
 
 
-def handle_for(torch_index: int):
-    """NVML handle of the GPU torch calls ``cuda:torch_index`` (honours CUDA_VISIBLE_DEVICES via PCI bus id)."""
+def handle_for(torch_index: int, uuid: str | None = None):
+    """NVML handle of GPU ``cuda:torch_index`` (CUDA_VISIBLE_DEVICES honoured), or ``uuid``'s (:func:`torch_uuid`)."""
     nv = _nvml()
     if nv is None:
         return None
-    h = _handle_by_uuid(nv, torch_index)  # torch's pci_bus_id is a bare bus number, not NVML's bus-id string
-    if h is not None:
+    h = _by_uuid(nv, uuid or torch_uuid(torch_index))  # torch's pci_bus_id is a bare bus number, not NVML's
+    if h is not None or uuid is not None:
         return h
     try:
         import torch
@@ -76,15 +76,19 @@ def _dec(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
-def _handle_by_uuid(nv, torch_index: int):
-    """NVML handle by the GPU UUID torch reports (right under CUDA_VISIBLE_DEVICES), or None."""
+def torch_uuid(torch_index: int) -> str | None:
+    """The UUID torch reports for ``cuda:torch_index`` (right under CUDA_VISIBLE_DEVICES), or None."""
     try:
         import torch
 
-        uuid = str(torch.cuda.get_device_properties(torch_index).uuid)
+        return str(torch.cuda.get_device_properties(torch_index).uuid)
     except Exception:
         return None
-    for text in (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", uuid):
+
+
+def _by_uuid(nv, uuid: str | None):
+    """NVML handle of the GPU with this UUID (with or without NVML's ``GPU-`` prefix), or None."""
+    for text in (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", uuid) if uuid else ():
         h = _safe(nv.nvmlDeviceGetHandleByUUID, text)
         if h is not None:
             return h
@@ -139,10 +143,10 @@ class NvmlSource(Source):
 
     combine = staticmethod(combine)
 
-    def __init__(self, torch_index: int, period_s: float = 0.1, name: str = "gpu0", prefix: str = "nvml_"):
+    def __init__(self, torch_index: int, period_s: float = 0.1, name: str = "gpu0", prefix: str = "nvml_", uuid=None):
         self.name, self.period_s, self.prefix, self.key = name, period_s, prefix, ("nvml", torch_index)
         self.nv = _nvml()
-        self.h = handle_for(torch_index) if self.nv is not None else None
+        self.h = handle_for(torch_index, uuid) if self.nv is not None else None
         self.available = self.h is not None
         self.gpm, self.gpm_status, self._prev_pcie = None, "not available: NVML missing", None
         self._watch: CounterWatch | None = None
@@ -295,7 +299,7 @@ class NvmlSource(Source):
     def info(self) -> dict[str, Any]:
         """What this GPU offers: power/PCIe sources, energy counter, GPM status, our PID."""
         return {"power_source": self.power_source, "pcie_source": self.pcie_source,
-                "energy_counter": self.energy_counter, "gpm_status": self.gpm_status, "own_pid": os.getpid()}
+                "energy_counter": self.energy_counter, "gpm_status": self.gpm_status, "own_pid": self.pid or os.getpid()}
 
     def record(self, samples, begin, end, window_s) -> dict[str, Any]:
         return gpu_record(samples, begin, end, self.info(), window_s)
@@ -319,7 +323,7 @@ def gpu_sources(devices: list, period_s: float, pids: tuple) -> list[Source]:
     cuda = [d for d in devices if getattr(d, "type", None) == "cuda"]
     if not cuda:
         return []
-    gpus = [NvmlSource(d.index or 0, period_s, name=f"gpu{i}") for i, d in enumerate(cuda)]
+    gpus = [NvmlSource(d.index or 0, period_s, f"gpu{i}", uuid=getattr(d, "uuid", None)) for i, d in enumerate(cuda)]
     gpus = [g for g in gpus if g.available]
     for g in gpus:
         g.prefix = "nvml_" if len(gpus) == 1 else f"nvml{g.name[3:]}_"
