@@ -28,7 +28,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.data.evaluation import EVAL_HASH_DEFAULTS, check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
-from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, SCENARIOS, TestPlan, check_server
+from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, SCENARIOS, check_server
 
 GPU_DEFAULTS: dict[str, Any] = {"models": ("resnet50",), "precisions": ("amp-bf16",), "modes": ("eager",),
                                 "batch_sizes": (256,), "images": 1024, "warmup_batches": 5, "min_duration_s": 10.0}

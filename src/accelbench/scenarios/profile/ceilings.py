@@ -148,7 +148,7 @@ def measure_copy(nbytes: int, device, warmup: int = 3, iters: int = 10) -> float
 
     src = torch.rand(nbytes // 4, device=device)
     dst = torch.empty_like(src)
-    bw = 2.0 * src.numel() * 4 / _median_s(lambda: dst.copy_(src), device, warmup, iters)
+    bw = 2.0 * src.numel() * 4 / _median_s(lambda s=src, d=dst: d.copy_(s), device, warmup, iters)
     del src, dst
     if device.type == "cuda":
         torch.cuda.empty_cache()
