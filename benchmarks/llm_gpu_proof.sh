@@ -2,6 +2,7 @@
 # Issue 23 GPU proof, one call a GPU kind (each under ~9.5 minutes): the generate scenario on an H200 and an H100.
 #   headline  hf:llama-3.1-8b bf16, batch 1, prompt 128, 256 new tokens: static-compile, static-compile-fused,
 #             then int8-weight-only and fp8-weight-only through static-compile-fused (the 4.6 ms TPOT and 1.4x targets)
+#   wo        the headline's weight-only half alone (HEAD_BF16_S / HEAD_WO_S: the headline stages' limits)
 #   hand      benchmarks/llm_handloop.py (the gpt-fast loop at the headline's shape, HF generate at 64 new tokens) and
 #             accelbench's hf-generate row at the same 64 tokens: the +-2 % agreements
 #   sweep     hf:llama-3.2-1b, batch 1..256, prompt 128 and 2048, 32 new tokens, static-compile-fused bf16
@@ -11,6 +12,9 @@
 #             accelbench's per-token processor and telemetry (hf:llama-3.2-1b)
 #   oom       hf:llama-3.1-8b at prompt 2048, batch 64 and 256: the KV cache's out-of-memory boundary
 #   gpu       pytest -m gpu on the generate tests
+#   gemv      benchmarks/gemv_8bit_probe.py: which kernel reads 8-bit weights faster than bf16 at one token
+#   handgen   the hand generate loop and accelbench's hf-generate row only (hand without the gpt-fast loop)
+#   pytest-lm pytest -m "gpu or ncu": profile of an LM's decode step under ncu, bf16/fp8 roofs
 # STAGES selects (default: by KIND: h200 "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps
 # the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
 # stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
@@ -34,13 +38,19 @@ fi
   echo "=== $(date +%T) env ($KIND)"
   nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,clocks.max.mem,memory.total --format=csv,noheader 2>/dev/null
   python3 -c "import torch, transformers, accelbench; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelbench', accelbench.__version__)"
-  if has headline; then
-    stage headline-bf16 110 $AB generate -m $BIG $HEAD -p bf16 --modes static-compile,static-compile-fused $COMMON
-    stage headline-weight-only 150 $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
+  has headline && stage headline-bf16 ${HEAD_BF16_S:-110} $AB generate -m $BIG $HEAD -p bf16 \
+    --modes static-compile,static-compile-fused $COMMON
+  if has headline || has wo; then
+    stage headline-weight-only ${HEAD_WO_S:-150} $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
       --modes static-compile-fused $COMMON
+  fi
+  if has gemv && [ "${SMOKE:-0}" != 1 ]; then
+    stage gemv-8bit 90 python3 benchmarks/gemv_8bit_probe.py --out "$OUT/gemv-8bit.json"
   fi
   if has hand && [ "${SMOKE:-0}" != 1 ]; then
     stage hand-gptfast 60 python3 benchmarks/llm_handloop.py $HAND --new 256 --loops gptfast --reps 3 --out "$OUT/hand-gptfast.json"
+  fi
+  if { has hand || has handgen; } && [ "${SMOKE:-0}" != 1 ]; then
     stage hand-generate 35 python3 benchmarks/llm_handloop.py $HAND --new 64 --loops generate --reps 3 --out "$OUT/hand-generate.json"
     stage hf-generate 35 $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats 3 -p bf16 \
       --modes hf-generate $COMMON
@@ -52,6 +62,8 @@ fi
     -p bf16 --modes static-compile-fused $COMMON
   has oom && stage oom 75 $AB generate -m $BIG -b ${OOM_B:-64,128,256} --prompt-lens 2048 --new-tokens 32 -p bf16 \
     --modes static-compile-fused $COMMON
+  has pytest-lm && stage pytest-lm 170 python3 -m pytest -q -m "gpu or ncu" -p no:cacheprovider -W ignore --tb=short \
+    tests/test_profile_lm.py tests/test_profile_gpu.py::test_bf16_and_fp8_steps_each_under_their_own_roof
   has gpu && stage pytest-gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore --tb=short \
     tests/test_generate_gpu.py
   echo "=== $(date +%T) done ($(( $(date +%s) - T0 )) s)"
