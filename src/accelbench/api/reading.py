@@ -56,18 +56,28 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
             check_writable(path)
     runs = [open_ref(store, ref) for ref in run_ids] if run_ids else None
     store = store if store is not None else runs[0][0]  # every run named by PATH:ID
-    comparisons = []
+    comparisons, pair = [], None
     if compare is not None:
-        comparisons = globals()["compare"](store, compare[0], [compare[1]], margin=margin)
+        pair = (str(compare[0]), str(compare[1]))
+        comparisons = globals()["compare"](store, pair[0], [pair[1]], margin=margin)
     elif run_ids and len(run_ids) == 2:
-        found = globals()["compare"](store, str(run_ids[0]), [str(run_ids[1])], margin=margin)
-        comparisons = [c for c in found if c.cases]
-    doc = document.build(store, None, comparisons, runs=runs)
+        pair = (str(run_ids[0]), str(run_ids[1]))
+        comparisons = [c for c in globals()["compare"](store, pair[0], [pair[1]], margin=margin) if c.cases]
+    sides = [tuple(_rows_by_case(store, ref) for ref in pair) for _ in comparisons]  # each run's own intervals
+    doc = document.build(store, None, comparisons, runs=runs, sides=sides)
     if html:
         write_text(html, document.render_html(doc))
     if markdown:
         write_text(markdown, document.render_markdown(doc))
     return doc
+
+
+def _rows_by_case(store, ref) -> dict[int, dict]:
+    """The rows of the run ``ref`` names (:func:`accelbench.store.refs.open_ref`) by case id."""
+    from accelbench.store.refs import open_ref
+
+    st, run_id, _ = open_ref(store, ref)
+    return {r["case_id"]: r for r in st.records(run_id)}
 
 
 def export_json(store, run_id: int, path, sections: dict[str, Any] | None = None) -> None:

@@ -17,24 +17,36 @@ from typing import Any
 from accelbench.report.sections import run_section
 
 
-def comparison_section(comparison) -> dict[str, Any]:
-    """A report section of an :class:`accelbench.core.compare.Comparison` (every metric, the notes)."""
+def comparison_section(comparison, sides: tuple[dict, dict] | None = None) -> dict[str, Any]:
+    """A report section of an :class:`accelbench.core.compare.Comparison`: its headline
+    (:func:`accelbench.report.headline.headline`), A and B overlaid and their ratio against batch size
+    (:mod:`accelbench.report.compare_charts`; ``sides``: the rows of A and of B by case id, for each run's own
+    whiskers), every metric's table and the notes."""
+    from accelbench.report.blocks import charts_block
+    from accelbench.report.compare_charts import comparison_charts
     from accelbench.report.compare_table import notes, rows
+    from accelbench.report.headline import headline
 
     heads, body = rows(comparison, wide=True)
     lines = notes(comparison) or ["same environment, no flags"]
+    head = headline(comparison)
     return {"id": "compare",
             "title": f"Comparison: {comparison.b} (B) against {comparison.a} (A)", "provenance": [], "spec": None,
-            "blocks": [{"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
-                        "headers": heads, "rows": body, "notes": []},
-                       {"type": "notes", "title": "Environment differences and flags", "lines": lines}]}
+            "headline": head["line"],
+            "blocks": [b for b in (
+                {"type": "headline", "title": None, **head},
+                charts_block(comparison_charts(comparison, sides)),
+                {"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
+                 "headers": heads, "rows": body, "notes": []},
+                {"type": "notes", "title": "Environment differences and flags", "lines": lines}) if b]}
 
 
 def build(store, run_ids: list[int] | None = None, comparisons: list | None = None,
-          runs: list[tuple[Any, int, str]] | None = None) -> dict[str, Any]:
+          runs: list[tuple[Any, int, str]] | None = None, sides: list | None = None) -> dict[str, Any]:
     """The report document: a section per run (all runs of the store when neither ``run_ids`` nor ``runs`` is
-    given, in id order) and one per comparison. ``runs``: ``(store, run_id, label)`` triples, for runs of several
-    stores (:func:`accelbench.store.refs.open_ref`).
+    given, in id order) and one per comparison, whose headlines also head the page (``headlines``: ``href`` and
+    ``line``). ``runs``: ``(store, run_id, label)`` triples, for runs of several stores
+    (:func:`accelbench.store.refs.open_ref`); ``sides``: per comparison, the rows of A and of B by case id (or None).
 
     Raises:
         KeyError: a run that does not exist.
@@ -49,12 +61,14 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
         for sec, (s, i, _) in zip(sections, runs):
             where = "/".join(Path(str(s.path)).parts[-2:])  # the store's folder and file: llm-h100/llm.db
             sec["title"] = sec["title"].replace(f"Run {i}:", f"Run {i} ({where}):", 1)
-    sections += [comparison_section(c) for c in comparisons or []]
+    comparisons = comparisons or []
+    sections += [comparison_section(c, side) for c, side in zip(comparisons, sides or [None] * len(comparisons))]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"
+    headlines = [{"href": f"#{s['id']}", "line": s["headline"]} for s in sections if s.get("headline")]
     return {"title": "accelbench report: " + ", ".join(label for _, _, label in runs), "version": __version__,
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "store": store.path,
-            "sections": sections}
+            "sections": sections, "headlines": headlines}
 
 
 def _verdict_class(cell: Any) -> str:
@@ -113,6 +127,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     """The document as GitHub markdown: the same tables and notes; charts are in the HTML report only."""
     out = [f"# {_md(doc['title'])}", "", f"accelbench {_md(doc['version'])}; generated {_md(doc['generated'])}; "
            f"store {_md(doc['store'])}", ""]
+    out += [f"**{_md(h['line'])}**" for h in doc.get("headlines", [])] + ([""] if doc.get("headlines") else [])
     for s in doc["sections"]:
         out += [f"## {_md(s['title'])}", ""]
         if s["provenance"]:
@@ -123,7 +138,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 out += [f"*Charts ({titles}): in the HTML report (accelbench report --html).*", ""]
                 continue
             out += [f"### {_md(b['title'])}", ""] if b.get("title") else []
-            if b["type"] == "table":
+            if b["type"] == "headline":
+                out += [f"**{_md(b['line'])}**", ""] + (_md_table(["", "Cases"], b["rows"]) if b["rows"] else [])
+            elif b["type"] == "table":
                 out += _md_table(b["headers"], b["rows"]) + [""] + [f"- {_md(n)}" for n in b["notes"]]
             else:
                 out += [f"- {_md(n)}" for n in b["lines"]] or ["none"]
