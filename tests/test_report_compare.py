@@ -93,3 +93,75 @@ def test_overlay_and_ratio_chart_plot_compares_figures(pair):
     pyplot().close(fig)
     items = comparison_charts(comparison)
     assert len(items) == 1 and items[0]["svg"].startswith("<svg") and items[0]["wide"]
+
+
+def _rows(sizes, values, **fields):
+    return [{"status": "ok", "model": "m", "precision": "fp32", "mode": "eager", "batch_size": b, "y": v, **fields}
+            for b, v in zip(sizes, values)]
+
+
+def test_batch_charts_show_every_batch():
+    from accelbench.report.charts import batch_chart, batch_figure
+    from accelbench.report.plots import pyplot
+
+    # batch 1 to 1024, latency from 2 ms to 900 ms: log x and log y, so batch 1 does not sit on the axis
+    fig = batch_figure(_rows([1, 8, 64, 1024], [2.0, 9.0, 70.0, 900.0]), "y", "ms", "Latency p50",
+                       context="m on NVIDIA H200, run 3")
+    ax = fig.axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert "m on NVIDIA H200, run 3" in ax.get_title()
+    pyplot().close(fig)
+    fig = batch_figure(_rows([1, 2, 4], [100.0, 120.0, 130.0]), "y", "ms", "t")  # within a decade: linear
+    assert (fig.axes[0].get_xscale(), fig.axes[0].get_yscale()) == ("linear", "linear")
+    pyplot().close(fig)
+    assert batch_chart(_rows([8], [1.0]), "y", "ms", "t") is None  # one batch size: a table row, not a chart
+    two = _rows([8], [1.0], mode="compile") + _rows([1, 8], [1.0, 2.0])
+    fig = batch_figure(two, "y", "ms", "t")
+    assert [ln.get_label() for ln in fig.axes[0].get_lines()] == ["m fp32 eager"]  # the single point left out
+    pyplot().close(fig)
+
+
+def test_roofline_legend_leaves_no_blank_band():
+    from accelbench.report.plots import pyplot
+    from accelbench.report.roofline import Point, figure
+    from accelbench.scenarios.profile.ceilings import Ceilings
+
+    ceil = Ceilings(device_name="NVIDIA H200", matmul_flops_per_s={"fp32": 5.1e13, "bf16": 8.1e14},
+                    dram_bytes_per_s=4.25e12, datasheet_flops_per_s={"bf16": 9.895e14}, datasheet_dram_bytes_per_s=4.8e12)
+    pts = [Point(label=f"decode bs={2 ** i}", intensity=2.0 ** i, flops_per_s=1e11 * 2 ** i) for i in range(10)]
+    fig = figure(ceil, pts, "Roofline: m on NVIDIA H200, run 1")
+    fig.canvas.draw()
+    box = fig.axes[0].get_position()  # figure fractions
+    legend = fig.legends[0].get_window_extent().transformed(fig.transFigure.inverted())
+    assert box.x1 > 0.9 and box.x0 < 0.15  # the axes span the width: no blank band beside them
+    assert legend.y1 <= box.y0 + 1e-6  # the legend sits below the axes
+    pyplot().close(fig)
+
+
+def test_pareto_chart_names_model_device_run_and_objective():
+    from accelbench.report.tune import front_title
+
+    trials = [{"model": "resnet50", "device_name": "NVIDIA H200", "run_id": 4, "status": "ok"}]
+    title = front_title(trials, "cost")
+    assert "objective cost" in title and "resnet50 on NVIDIA H200 (run 4)" in title
+
+
+def test_latency_histograms_plot_numpys_bin_counts(pair, pair_report):
+    from accelbench.report.distributions import case_latencies, histogram_figure
+    from accelbench.report.plots import pyplot
+
+    st = Store(pair)
+    cases = case_latencies(st, st.records(1))
+    assert [label for label, _ in cases] == ["bs=1 fp32 eager", "bs=2 fp32 eager", "bs=4 fp32 eager"]
+    fig = histogram_figure(cases, "t")
+    for ax, (label, values) in zip(fig.axes, cases):
+        v = np.asarray(values, dtype=float)
+        assert v.size >= 5
+        edges = np.histogram_bin_edges(v, bins="auto")
+        edges = edges if len(edges) <= 21 else np.histogram_bin_edges(v, bins=20)
+        counts, _ = np.histogram(v, bins=edges)
+        plotted = ax.patches[0].get_data()
+        assert plotted.values.tolist() == counts.tolist() and np.allclose(plotted.edges, edges), label
+        assert plotted.values.sum() == v.size  # every stored batch latency is in a bin
+    pyplot().close(fig)
+    assert pair_report[0].read_text().count("<h3>Latency distributions</h3>") == 2  # one per run

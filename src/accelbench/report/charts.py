@@ -68,14 +68,20 @@ def set_log_y_if_decades(ax, values) -> None:
         ax.set_yscale("log")
 
 
-def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, scale: float = 1.0,
-                ci: tuple[str, str] | None = None, group=("model", "precision", "mode"), logy: bool | None = None,
-                context: str = "") -> str | None:
+def batch_chart(records: list[dict], column: str, ylabel: str, title: str, **kw) -> str | None:
+    """:func:`batch_figure` as inline SVG, or None when it draws nothing."""
+    fig = batch_figure(records, column, ylabel, title, **kw)
+    return svg(fig) if fig is not None else None
+
+
+def batch_figure(records: list[dict], column: str, ylabel: str, title: str, *, scale: float = 1.0,
+                 ci: tuple[str, str] | None = None, group=("model", "precision", "mode"), logy: bool | None = None,
+                 context: str = ""):
     """``column`` (times ``scale``) against batch size, one line per ``group``; the ``ci`` columns (low,
-    high) as error bars where stored. ``logy``: a log y axis (None: where the values span more than a decade);
-    ``context``: a second title line naming the model, device and run, so a chart shared alone says what it is.
-    Returns inline SVG, or None when no series has two batch sizes with the column (a single point is a table row,
-    not a chart)."""
+    high) as error bars where stored. x: log base 2 when the batch sizes span more than 8x; ``logy``: a log y axis
+    (None: where the values span more than a decade); ``context``: a second title line naming the model, device and
+    run, so a chart shared alone says what it is. Returns an open figure, or None when no series has two batch sizes
+    with the column (a single point is a table row, not a chart)."""
     groups = {k: [r for r in rs if r.get(column) is not None] for k, rs in series_by(records, group).items()}
     groups = {k: rs for k, rs in groups.items() if len({r["batch_size"] for r in rs}) >= 2}
     if not groups:
@@ -101,16 +107,17 @@ def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, sc
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return svg(fig)
+    return fig
 
 
-def epoch_chart(records: list[dict]) -> str | None:
-    """Test top-1 against epoch and against wall time, one line per batch size (a convergence run)."""
+def epoch_chart(records: list[dict], context: str = "") -> str | None:
+    """Test top-1 against epoch and against wall time, one line per batch size (a convergence run); ``context``
+    (model, device, run) as the figure's title."""
     rows = [r for r in records if r.get("row_type") == "epoch" and r.get("eval_top1") is not None]
     if not rows:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, constrained_layout=True)
     for i, b in enumerate(sorted({r["batch_size"] for r in rows})):
         pts = sorted((r for r in rows if r["batch_size"] == b), key=lambda r: r["epoch"])
         kw = {"marker": ".", "color": _COLORS[i % len(_COLORS)], "label": f"batch {int(b)}"}
@@ -122,5 +129,6 @@ def epoch_chart(records: list[dict]) -> str | None:
         ax.grid(alpha=0.3)
         ax.title.set_fontsize(10)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    if context:
+        fig.suptitle(context, fontsize=9)
     return svg(fig)
