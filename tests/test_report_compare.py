@@ -165,3 +165,27 @@ def test_latency_histograms_plot_numpys_bin_counts(pair, pair_report):
         assert plotted.values.sum() == v.size  # every stored batch latency is in a bin
     pyplot().close(fig)
     assert pair_report[0].read_text().count("<h3>Latency distributions</h3>") == 2  # one per run
+
+
+def test_printed_report_keeps_every_column_of_the_widest_table(pair, tmp_path):
+    """Headless Chromium prints the report to PDF: every header of the widest table is in the PDF's text (a table
+    that scrolled inside its card lost its right-hand columns on paper)."""
+    import re
+    import shutil
+    import subprocess
+
+    pypdf = pytest.importorskip("pypdf", reason="pypdf is not installed (pip install 'accelbench[test]')")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not binary:
+        pytest.skip("chromium not found (Debian: apt-get install chromium)")
+    html, pdf = tmp_path / "r.html", tmp_path / "r.pdf"
+    doc = api.report(Store(pair), ["1", "2"], html=html)
+    tables = [b for s in doc["sections"] for b in s["blocks"] if b["type"] == "table"]
+    widest = max(tables, key=lambda b: len(b["headers"]))
+    assert len(widest["headers"]) > 12  # wider than one column group
+    subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+                    f"--print-to-pdf={pdf}", html.as_uri()], check=True, capture_output=True, timeout=180)
+    text = re.sub(r"\s+", "", "".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages))
+    missing = [h for h in widest["headers"] if re.sub(r"\s+", "", h) not in text]
+    assert not missing, missing
+    assert "Latencyp50B/A(95%CI)" in text and "Verdict" in text  # the comparison's columns past the first screen

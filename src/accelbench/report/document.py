@@ -78,6 +78,26 @@ def _verdict_class(cell: Any) -> str:
     return "verdict-few" if text == "too few windows" else ""
 
 
+MAX_COLUMNS = 12  # a table wider than this is split into column groups: a page or a screenshot holds every column
+KEY_HEADERS = ("Case", "Windows A/B", "Model", "Batch Size", "Prompt (tokens)", "New tokens", "Precision", "Mode",
+               "NHWC", "Stage")
+
+
+def column_groups(headers: list[str], rows: list[list[str]], limit: int = MAX_COLUMNS) -> list[dict[str, Any]]:
+    """A wide table as tables of at most ``limit`` columns (``headers``, ``rows`` each), every one repeating the
+    leading key columns (:data:`KEY_HEADERS`: which case a row is), so no column hides behind a scroll bar on a
+    screenshot or a printed page. A table that fits is one group."""
+    keys = 0
+    while keys < len(headers) - 1 and headers[keys] in KEY_HEADERS:
+        keys += 1
+    keys = max(keys, 1)
+    step = max(limit - keys, 1)
+    if len(headers) <= limit:
+        return [{"headers": headers, "rows": rows}]
+    return [{"headers": headers[:keys] + headers[i:i + step], "rows": [r[:keys] + r[i:i + step] for r in rows]}
+            for i in range(keys, len(headers), step)]
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """The document as one HTML page (template ``templates/report.html.j2``, autoescape on).
 
@@ -93,6 +113,7 @@ def render_html(doc: dict[str, Any]) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("accelbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["verdict_class"] = _verdict_class
+    env.filters["column_groups"] = lambda b: column_groups(b["headers"], b["rows"])
     return env.get_template("report.html.j2").render(doc=doc)
 
 

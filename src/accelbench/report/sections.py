@@ -52,7 +52,9 @@ def _ci_lines(kind: str, records: list[dict]) -> list[str]:
         return []
     if not any((r.get("windows") or 0) >= 2 for r in records):
         return ["95% confidence intervals: needs --repeats >= 2 (one timed window per case)."]
-    notes = sorted({r["ci95_note"] for r in records if isinstance(r.get("ci95_note"), str)})
+    from accelbench.report.notes import fold_similar
+
+    notes = fold_similar(sorted({r["ci95_note"] for r in records if isinstance(r.get("ci95_note"), str)}))
     return ["95% intervals: bootstrap over the timed windows (throughput, p50); order statistics over every "
             "batch (p99)."] + notes
 
