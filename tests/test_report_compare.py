@@ -55,9 +55,12 @@ def test_headline_counts_are_compares_verdicts(pair, pair_report, tmp_path):
     rows = dict(head["rows"])
     for word, label in (("faster", "Faster"), ("slower", "Slower")):
         assert (rows[label].startswith(f"{count[word]} of 3") if count[word] else label not in rows), (word, rows)
-    assert (rows["Equivalent (within 2%)"] == f"{count['within noise']} of 3") if count["within noise"] else True
-    assert (rows["Undecided (too few windows)"] == f"{undecided} of 3") if undecided else True
-    assert head["line"].startswith(f"run 2 against run 1: faster on {count['faster']} of 3 matched cases")
+    for label, k in (("Equivalent (within 2%)", count["within noise"]), ("Undecided (too few windows)", undecided)):
+        assert (rows[label].startswith(f"{k} of 3") if k else label not in rows), (label, rows)
+    said = [f"{w} on {count[k]}" for k, w in (("faster", "faster"), ("slower", "slower"), ("within noise", "equivalent"))
+            if count[k]] + ([f"undecided on {undecided}"] if undecided else [])
+    assert head["line"].startswith("run 2 against run 1, 3 matched cases (throughput B/A): ")
+    assert [part.split(" (")[0] for part in head["line"].split(": ", 1)[1].split("; ")[0].split(", ")] == said
     faster = [c["metrics"]["throughput"]["ratio"] for c in cases if c["metrics"]["throughput"]["verdict"] == "faster"]
     if faster:  # the range printed is the range of the faster cases' ratios
         assert f"{min(faster):.2f}" in rows["Faster"] and f"{max(faster):.2f}" in rows["Faster"]
@@ -92,7 +95,7 @@ def test_overlay_and_ratio_chart_plot_compares_figures(pair):
 
     pyplot().close(fig)
     items = comparison_charts(comparison)
-    assert len(items) == 1 and items[0]["svg"].startswith("<svg") and items[0]["wide"]
+    assert len(items) == 1 and items[0]["svg"].startswith("<svg") and items[0]["natural"]
 
 
 def _rows(sizes, values, **fields):

@@ -7,6 +7,8 @@ its interval); only the whiskers come from the runs' rows (``sides``: their rows
 
 from __future__ import annotations
 
+import textwrap
+
 from accelbench.core.compare import MATCH_FIELDS, case_label
 from accelbench.core.rundata import latency_prefix
 from accelbench.report.charts import log_batch_axis, set_log_y_if_decades, svg
@@ -102,7 +104,7 @@ def figure(comparison, label: str, cases: list, sides=None, context: str = ""):
     matplotlib figure. ``sides``: ``(rows of A, rows of B)`` by case id, for each run's own whiskers."""
     panels = PANELS[1] if all(map(is_generation, cases)) else PANELS[0]
     plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(9.6, 6.2), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(6.5, 4.6), constrained_layout=True)  # two side by side on a screen
     sizes = sorted({int(c.key["batch_size"]) for c in cases})
     for ax, panel in zip(axes.flat[:3], panels):
         _overlay(ax, comparison, cases, panel, sides)
@@ -114,13 +116,13 @@ def figure(comparison, label: str, cases: list, sides=None, context: str = ""):
         ax.set_xlabel("batch size", fontsize=8)
     axes.flat[0].legend(fontsize=7, loc="best")
     axes.flat[3].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{label}: {comparison.b} (B) against {comparison.a} (A)" + (f"\n{context}" if context else ""),
-                 fontsize=10)
+    lines = [label, f"B {comparison.b} against A {comparison.a}", context]
+    fig.suptitle("\n".join(textwrap.fill(x, 80) for x in lines if x), fontsize=9)  # long store paths wrap
     return fig
 
 
 def comparison_charts(comparison, sides=None, context: str = "") -> list[dict]:
-    """The report's chart items (``title``, ``svg``, ``wide``) of a comparison: one figure per group of matched cases
+    """The report's chart items (``title``, ``svg``, ``natural``: drawn at the figure's own size) of a comparison: one figure per group of matched cases
     with two batch sizes or more (a group of one batch size is a table row, not a chart)."""
-    return [{"title": label, "svg": svg(figure(comparison, label, cases, sides, context)), "wide": True}
+    return [{"title": label, "svg": svg(figure(comparison, label, cases, sides, context)), "natural": True}
             for label, cases in groups(comparison).items() if len({c.key["batch_size"] for c in cases}) >= 2]

@@ -57,6 +57,9 @@ def _p(v: Any) -> str:
     return "-" if v is None else ("<0.001" if v < 0.001 else number(v, 2))
 
 
+METRIC_COLUMNS = 5  # a metric's columns in the wide table: A, B, B/A (95% CI), p, verdict
+
+
 def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
     """``(headers, rows)`` of a comparison as strings (the rich table and the HTML report share them)."""
     gen = bool(comparison.cases) and all(map(is_generation, comparison.cases))

@@ -15,7 +15,7 @@ from accelbench.core.rundata import LATENCY_SERIES, is_detail, latency_prefix
 from accelbench.report.histogram import bins
 from accelbench.report.plots import pyplot
 
-NCOLS = 4
+NCOLS = 6
 MAX_PANELS = 64  # a larger run's grid would be taller than a page of panels a reader compares
 
 
@@ -51,7 +51,7 @@ def histogram_figure(cases: list[tuple[str, list[float]]], title: str):
     plt = pyplot()
     ncols = min(NCOLS, len(cases))
     nrows = -(-len(cases) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.45 * ncols, 0.6 + 1.55 * nrows), constrained_layout=True,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(1.7 * ncols, 4.8), 0.5 + 1.15 * nrows), constrained_layout=True,
                              squeeze=False)
     for ax, (label, values) in zip(axes.flat, cases):
         edges, counts = bins(values)
@@ -69,7 +69,7 @@ def histogram_figure(cases: list[tuple[str, list[float]]], title: str):
 
 
 def latency_items(store, records: list[dict], context: str = "") -> list[dict]:
-    """The report's chart item (``title``, ``svg``, ``wide``) of a run's latency histograms, or none without a stored
+    """The report's chart item (``title``, ``svg``, ``natural``: drawn at the figure's own size) of a run's latency histograms, or none without a stored
     series. A run with more than :data:`MAX_PANELS` cases shows its first ones (the title says how many)."""
     from accelbench.report.charts import svg
 
@@ -81,4 +81,4 @@ def latency_items(store, records: list[dict], context: str = "") -> list[dict]:
     shown = cases[:MAX_PANELS]
     more = f" (first {len(shown)} of {len(cases)} cases)" if len(cases) > len(shown) else ""
     title = f"{what}, p50 solid, p99 dashed{more}" + (f"\n{context}" if context else "")
-    return [{"title": what, "svg": svg(histogram_figure(shown, title)), "wide": True}]
+    return [{"title": what, "svg": svg(histogram_figure(shown, title)), "natural": True}]

@@ -24,7 +24,7 @@ def comparison_section(comparison, sides: tuple[dict, dict] | None = None) -> di
     whiskers), every metric's table and the notes."""
     from accelbench.report.blocks import charts_block
     from accelbench.report.compare_charts import comparison_charts
-    from accelbench.report.compare_table import notes, rows
+    from accelbench.report.compare_table import METRIC_COLUMNS, notes, rows
     from accelbench.report.headline import headline
 
     heads, body = rows(comparison, wide=True)
@@ -37,7 +37,8 @@ def comparison_section(comparison, sides: tuple[dict, dict] | None = None) -> di
                 {"type": "headline", "title": None, **head},
                 charts_block(comparison_charts(comparison, sides)),
                 {"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
-                 "headers": heads, "rows": body, "notes": []},
+                 "headers": heads, "rows": body, "notes": [], "unit": METRIC_COLUMNS,
+                 "max_columns": {"screen": 12}},  # two metrics a group: its interval cells are wide
                 {"type": "notes", "title": "Environment differences and flags", "lines": lines}) if b]}
 
 
@@ -78,24 +79,40 @@ def _verdict_class(cell: Any) -> str:
     return "verdict-few" if text == "too few windows" else ""
 
 
-MAX_COLUMNS = 12  # a table wider than this is split into column groups: a page or a screenshot holds every column
+# a table wider than this is split into column groups, so a screen (1,400 px) or an A4 page holds every column
+MAX_COLUMNS = {"screen": 18, "print": 11}
 KEY_HEADERS = ("Case", "Windows A/B", "Model", "Batch Size", "Prompt (tokens)", "New tokens", "Precision", "Mode",
                "NHWC", "Stage")
 
 
-def column_groups(headers: list[str], rows: list[list[str]], limit: int = MAX_COLUMNS) -> list[dict[str, Any]]:
+def column_groups(headers: list[str], rows: list[list[str]], limit: int = MAX_COLUMNS["print"],
+                  unit: int = 1) -> list[dict[str, Any]]:
     """A wide table as tables of at most ``limit`` columns (``headers``, ``rows`` each), every one repeating the
     leading key columns (:data:`KEY_HEADERS`: which case a row is), so no column hides behind a scroll bar on a
-    screenshot or a printed page. A table that fits is one group."""
+    screenshot or a printed page; groups hold whole runs of ``unit`` columns (a comparison's five columns a metric),
+    even where one run is wider than ``limit``. A table that fits is one group."""
     keys = 0
     while keys < len(headers) - 1 and headers[keys] in KEY_HEADERS:
         keys += 1
     keys = max(keys, 1)
-    step = max(limit - keys, 1)
     if len(headers) <= limit:
         return [{"headers": headers, "rows": rows}]
+    others = len(headers) - keys
+    parts = -(-others // max((limit - keys) // unit * unit, unit))
+    step = -(-others // parts)  # balanced: no last group holding one column
+    step = -(-step // unit) * unit
     return [{"headers": headers[:keys] + headers[i:i + step], "rows": [r[:keys] + r[i:i + step] for r in rows]}
             for i in range(keys, len(headers), step)]
+
+
+def table_layouts(block: dict[str, Any]) -> list[tuple[str | None, list[dict[str, Any]]]]:
+    """``(media, column groups)`` of a table block: one layout when it fits a printed page (``media`` None), else
+    one for the screen and one for print (:data:`MAX_COLUMNS`, or the block's ``max_columns``; groups of whole runs of
+    the block's ``unit`` columns; the stylesheet shows each on its medium)."""
+    if len(block["headers"]) <= MAX_COLUMNS["print"]:
+        return [(None, column_groups(block["headers"], block["rows"]))]
+    unit, limits = block.get("unit", 1), {**MAX_COLUMNS, **block.get("max_columns", {})}
+    return [(media, column_groups(block["headers"], block["rows"], limit, unit)) for media, limit in limits.items()]
 
 
 def render_html(doc: dict[str, Any]) -> str:
@@ -113,7 +130,7 @@ def render_html(doc: dict[str, Any]) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("accelbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["verdict_class"] = _verdict_class
-    env.filters["column_groups"] = lambda b: column_groups(b["headers"], b["rows"])
+    env.filters["layouts"] = table_layouts
     return env.get_template("report.html.j2").render(doc=doc)
 
 

@@ -83,5 +83,5 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
         ceilings = storage.cached_ceilings(store, name)
         if ceilings is not None:
             fig = figure(ceilings, points, f"Prefill (squares) and decode (dots) on the roofline: {context or name}")
-            blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
+            blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})
     return blocks

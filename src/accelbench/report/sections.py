@@ -123,7 +123,7 @@ def profile_blocks(store, run: dict, records: list[dict], context: str = "") -> 
     points = summary_points(records)
     if ceilings is not None and points:
         fig = figure(ceilings, points, f"Model roofline: {context or name}")
-        blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
+        blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})
     elif points:
         blocks.append({"type": "notes", "title": "Roofline", "lines": [f"no ceilings stored for {name}"]})
     return blocks
