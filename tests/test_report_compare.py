@@ -88,8 +88,15 @@ def test_overlay_and_ratio_chart_plot_compares_figures(pair):
     lines = {ln.get_label(): ln for ln in ratio.get_lines()}
     assert list(lines["Throughput"].get_ydata()) == [c.metrics["throughput"].ratio for c in cases]
     assert any(abs(y - 1.0) < 1e-12 for ln in ratio.get_lines() for y in ln.get_ydata())  # the line at 1
-    band = ratio.collections[-2].get_paths()[0].vertices[:, 1]  # the throughput interval: lows then highs
+    from matplotlib.colors import to_rgb
+
+    from accelbench.report.compare_charts import RATIO_COLORS
+
+    bands = [c for c in ratio.collections if tuple(c.get_facecolor()[0][:3]) == to_rgb(RATIO_COLORS[0])]
+    assert len(bands) == 1  # the throughput interval, drawn in the throughput line's colour
+    band = bands[0].get_paths()[0].vertices[:, 1]
     lows = [c.metrics["throughput"].ci_low for c in cases]
+    assert len(lows) == 3 and all(lo is not None for lo in lows)
     assert all(any(abs(v - lo) < 1e-9 for v in band) for lo in lows)
     from accelbench.report.plots import pyplot
 
