@@ -101,13 +101,15 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
         doc.update(title="accelbench report: history", sections=[history_section(
             found, margin=0.02 if margin is None else margin, cases=history_of)])
         return _write(doc, html, markdown)
-    comparisons = []
+    comparisons, pair = [], None
     if compare is not None:
-        comparisons = globals()["compare"](store, compare[0], [compare[1]], margin=margin)
+        pair = (str(compare[0]), str(compare[1]))
+        comparisons = globals()["compare"](store, pair[0], [pair[1]], margin=margin)
     elif run_ids and len(run_ids) == 2:
-        found = globals()["compare"](store, str(run_ids[0]), [str(run_ids[1])], margin=margin)
-        comparisons = [c for c in found if c.cases]
-    return _write(document.build(store, None, comparisons, runs=runs), html, markdown)
+        pair = (str(run_ids[0]), str(run_ids[1]))
+        comparisons = [c for c in globals()["compare"](store, pair[0], [pair[1]], margin=margin) if c.cases]
+    sides = [tuple(_rows_by_case(store, ref) for ref in pair) for _ in comparisons]  # each run's own intervals
+    return _write(document.build(store, None, comparisons, runs=runs, sides=sides), html, markdown)
 
 
 def _write(doc: dict, html, markdown) -> dict:
@@ -133,6 +135,14 @@ def import_run(store, path) -> int:
     from accelbench.store.imports import import_run as load
 
     return load(store, path)
+
+
+def _rows_by_case(store, ref) -> dict[int, dict]:
+    """The rows of the run ``ref`` names (:func:`accelbench.store.refs.open_ref`) by case id."""
+    from accelbench.store.refs import open_ref
+
+    st, run_id, _ = open_ref(store, ref)
+    return {r["case_id"]: r for r in st.records(run_id)}
 
 
 def export_json(store, run_id: int, path, sections: dict[str, Any] | None = None) -> None:

@@ -112,7 +112,7 @@ def _report(out, store, *, wide: bool, out_toml, plot, json_path) -> None:
         out_toml.write_text(out.toml_text())
         console.print(f"wrote {out_toml}")
     if plot and out.pareto:
-        rt.front_chart(out.pareto, out.trials, plot)
+        rt.front_chart(out.pareto, out.trials, plot, getattr(out.settings, "objective", None))
         console.print(f"wrote {plot}")
     if json_path:
         a.write_output(json_path, lambda path: api.export_json(store, out.run_id, path, {"tune": out.json_section()}))

@@ -43,18 +43,55 @@ def series_by(records: list[dict], group: tuple[str, ...]) -> dict[str, list[dic
     return {k: sorted(v, key=lambda r: r["batch_size"]) for k, v in out.items()}
 
 
-def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, scale: float = 1.0,
-                ci: tuple[str, str] | None = None, group=("model", "precision", "mode"), logy: bool = False) -> str | None:
+def log_batch_axis(ax, sizes: list[int]) -> None:
+    """Batch sizes on the x axis: log base 2 when they span more than 8x (batch 1 and 1024 both readable), a tick
+    at each size (every other one above 8 sizes), no minor ticks."""
+    if not sizes:
+        return
+    if sizes[-1] > 8 * sizes[0]:
+        ax.set_xscale("log", base=2)
+    ticks = sizes if len(sizes) <= 8 else sizes[::2]  # 1 .. 1024: every other power of two stays legible
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(b) for b in ticks], fontsize=8)
+    ax.minorticks_off()
+
+
+def spans_decades(values) -> bool:
+    """Positive values whose largest is more than 10x the smallest: a linear axis would flatten the small ones."""
+    v = [x for x in values if x is not None and x > 0]
+    return bool(v) and max(v) > 10 * min(v)
+
+
+def set_log_y_if_decades(ax, values) -> None:
+    """A log y axis where ``values`` span more than a decade (:func:`spans_decades`)."""
+    if spans_decades(values):
+        ax.set_yscale("log")
+
+
+def batch_chart(records: list[dict], column: str, ylabel: str, title: str, **kw) -> str | None:
+    """:func:`batch_figure` as inline SVG, or None when it draws nothing."""
+    fig = batch_figure(records, column, ylabel, title, **kw)
+    return svg(fig) if fig is not None else None
+
+
+def batch_figure(records: list[dict], column: str, ylabel: str, title: str, *, scale: float = 1.0,
+                 ci: tuple[str, str] | None = None, group=("model", "precision", "mode"), logy: bool | None = None,
+                 context: str = ""):
     """``column`` (times ``scale``) against batch size, one line per ``group``; the ``ci`` columns (low,
-    high) as error bars where stored. Returns inline SVG, or None when no row has the column."""
+    high) as error bars where stored. x: log base 2 when the batch sizes span more than 8x; ``logy``: a log y axis
+    (None: where the values span more than a decade); ``context``: a second title line naming the model, device and
+    run, so a chart shared alone says what it is. Returns an open figure, or None when no series has two batch sizes
+    with the column (a single point is a table row, not a chart)."""
     groups = {k: [r for r in rs if r.get(column) is not None] for k, rs in series_by(records, group).items()}
-    groups = {k: rs for k, rs in groups.items() if rs}
+    groups = {k: rs for k, rs in groups.items() if len({r["batch_size"] for r in rs}) >= 2}
     if not groups:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), constrained_layout=True)
+    values = []
     for i, (label, rs) in enumerate(groups.items()):
         xs, ys = [r["batch_size"] for r in rs], [r[column] * scale for r in rs]
+        values += ys
         color = _COLORS[i % len(_COLORS)]
         ax.plot(xs, ys, "o-", ms=3.5, lw=1.3, color=color, label=label)
         if ci:
@@ -63,29 +100,24 @@ def batch_chart(records: list[dict], column: str, ylabel: str, title: str, *, sc
             if bars:
                 ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[max(b[1] - b[2], 0) for b in bars],
                             [max(b[3] - b[1], 0) for b in bars]], fmt="none", ecolor=color, capsize=2.5, lw=0.9)
-    sizes = sorted({int(r["batch_size"]) for rs in groups.values() for r in rs})
-    if sizes[-1] > 8 * sizes[0]:
-        ax.set_xscale("log", base=2)
-    ax.set_xticks(sizes if len(sizes) <= 12 else sizes[::2])
-    ax.set_xticklabels([str(b) for b in (sizes if len(sizes) <= 12 else sizes[::2])])
-    ax.minorticks_off()
-    if logy:
+    log_batch_axis(ax, sorted({int(r["batch_size"]) for rs in groups.values() for r in rs}))
+    if logy or (logy is None and spans_decades(values)):
         ax.set_yscale("log")
-    ax.set(xlabel="batch size", ylabel=ylabel, title=title)
-    ax.title.set_fontsize(10)
+    ax.set(xlabel="batch size", ylabel=ylabel, title=title + (f"\n{context}" if context else ""))
+    ax.title.set_fontsize(9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    return svg(fig)
+    return fig
 
 
-def epoch_chart(records: list[dict]) -> str | None:
-    """Test top-1 against epoch and against wall time, one line per batch size (a convergence run)."""
+def epoch_chart(records: list[dict], context: str = "") -> str | None:
+    """Test top-1 against epoch and against wall time, one line per batch size (a convergence run); ``context``
+    (model, device, run) as the figure's title."""
     rows = [r for r in records if r.get("row_type") == "epoch" and r.get("eval_top1") is not None]
     if not rows:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, constrained_layout=True)
     for i, b in enumerate(sorted({r["batch_size"] for r in rows})):
         pts = sorted((r for r in rows if r["batch_size"] == b), key=lambda r: r["epoch"])
         kw = {"marker": ".", "color": _COLORS[i % len(_COLORS)], "label": f"batch {int(b)}"}
@@ -97,5 +129,6 @@ def epoch_chart(records: list[dict]) -> str | None:
         ax.grid(alpha=0.3)
         ax.title.set_fontsize(10)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    if context:
+        fig.suptitle(context, fontsize=9)
     return svg(fig)

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.core.compare import METRICS
+from accelbench.report.notes import grouped_flags
 from accelbench.report.units import number
 
 _LABELS = {"throughput": "Throughput", "latency_p50": "Latency p50", "latency_p99": "Latency p99",
@@ -54,6 +55,9 @@ def _fmt(v: Any) -> str:
 
 def _p(v: Any) -> str:
     return "-" if v is None else ("<0.001" if v < 0.001 else number(v, 2))
+
+
+METRIC_COLUMNS = 5  # a metric's columns in the wide table: A, B, B/A (95% CI), p, verdict
 
 
 def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
@@ -145,13 +149,12 @@ def notes(comparison) -> list[str]:
         out.append(f"only in A ({comparison.a}): {', '.join(comparison.only_a)}")
     if comparison.only_b:
         out.append(f"only in B ({comparison.b}): {', '.join(comparison.only_b)}")
-    pairs = []
+    pairs, flags = [], []
     for c in comparison.cases:
-        for flag in c.ambiguous:
-            out.append(f"ambiguous: {c.label}: {flag}")
+        flags += [(c.label, flag) for flag in c.ambiguous]
         pairs += [(c.label, n) for n in c.notes]
         pairs += [(c.label, n) for n in dict.fromkeys(r.note for r in c.metrics.values() if r.note)]
-    return out + _grouped(pairs)
+    return out + grouped_flags(flags) + _grouped(pairs)
 
 
 def slower_line(comparison) -> str | None:

@@ -17,24 +17,37 @@ from typing import Any
 from accelbench.report.sections import run_section
 
 
-def comparison_section(comparison) -> dict[str, Any]:
-    """A report section of an :class:`accelbench.core.compare.Comparison` (every metric, the notes)."""
-    from accelbench.report.compare_table import notes, rows
+def comparison_section(comparison, sides: tuple[dict, dict] | None = None) -> dict[str, Any]:
+    """A report section of an :class:`accelbench.core.compare.Comparison`: its headline
+    (:func:`accelbench.report.headline.headline`), A and B overlaid and their ratio against batch size
+    (:mod:`accelbench.report.compare_charts`; ``sides``: the rows of A and of B by case id, for each run's own
+    whiskers), every metric's table and the notes."""
+    from accelbench.report.blocks import charts_block
+    from accelbench.report.compare_charts import comparison_charts
+    from accelbench.report.compare_table import METRIC_COLUMNS, notes, rows
+    from accelbench.report.headline import headline
 
     heads, body = rows(comparison, wide=True)
     lines = notes(comparison) or ["same environment, no flags"]
+    head = headline(comparison)
     return {"id": "compare",
             "title": f"Comparison: {comparison.b} (B) against {comparison.a} (A)", "provenance": [], "spec": None,
-            "blocks": [{"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
-                        "headers": heads, "rows": body, "notes": []},
-                       {"type": "notes", "title": "Environment differences and flags", "lines": lines}]}
+            "headline": head["line"],
+            "blocks": [b for b in (
+                {"type": "headline", "title": None, **head},
+                charts_block(comparison_charts(comparison, sides)),
+                {"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
+                 "headers": heads, "rows": body, "notes": [], "unit": METRIC_COLUMNS,
+                 "max_columns": {"screen": 12}},  # two metrics a group: its interval cells are wide
+                {"type": "notes", "title": "Environment differences and flags", "lines": lines}) if b]}
 
 
 def build(store, run_ids: list[int] | None = None, comparisons: list | None = None,
-          runs: list[tuple[Any, int, str]] | None = None) -> dict[str, Any]:
+          runs: list[tuple[Any, int, str]] | None = None, sides: list | None = None) -> dict[str, Any]:
     """The report document: a section per run (all runs of the store when neither ``run_ids`` nor ``runs`` is
-    given, in id order) and one per comparison. ``runs``: ``(store, run_id, label)`` triples, for runs of several
-    stores (:func:`accelbench.store.refs.open_ref`).
+    given, in id order) and one per comparison, whose headlines also head the page (``headlines``: ``href`` and
+    ``line``). ``runs``: ``(store, run_id, label)`` triples, for runs of several stores
+    (:func:`accelbench.store.refs.open_ref`); ``sides``: per comparison, the rows of A and of B by case id (or None).
 
     Raises:
         KeyError: a run that does not exist.
@@ -49,12 +62,14 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
         for sec, (s, i, _) in zip(sections, runs):
             where = "/".join(Path(str(s.path)).parts[-2:])  # the store's folder and file: llm-h100/llm.db
             sec["title"] = sec["title"].replace(":", f" ({where}):", 1)  # after the run's name, if it has one
-    sections += [comparison_section(c) for c in comparisons or []]
+    comparisons = comparisons or []
+    sections += [comparison_section(c, side) for c, side in zip(comparisons, sides or [None] * len(comparisons))]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"
+    headlines = [{"href": f"#{s['id']}", "line": s["headline"]} for s in sections if s.get("headline")]
     return {"title": "accelbench report: " + ", ".join(label for _, _, label in runs), "version": __version__,
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "store": store.path,
-            "sections": sections}
+            "sections": sections, "headlines": headlines}
 
 
 def _verdict_class(cell: Any) -> str:
@@ -62,6 +77,42 @@ def _verdict_class(cell: Any) -> str:
     if text in ("faster", "better", "slower", "worse"):
         return f"verdict-{text}"
     return "verdict-few" if text == "too few windows" else ""
+
+
+# a table wider than this is split into column groups, so a screen (1,400 px) or an A4 page holds every column
+MAX_COLUMNS = {"screen": 18, "print": 11}
+KEY_HEADERS = ("Case", "Windows A/B", "Model", "Batch Size", "Prompt (tokens)", "New tokens", "Precision", "Mode",
+               "NHWC", "Stage")
+
+
+def column_groups(headers: list[str], rows: list[list[str]], limit: int = MAX_COLUMNS["print"],
+                  unit: int = 1) -> list[dict[str, Any]]:
+    """A wide table as tables of at most ``limit`` columns (``headers``, ``rows`` each), every one repeating the
+    leading key columns (:data:`KEY_HEADERS`: which case a row is), so no column hides behind a scroll bar on a
+    screenshot or a printed page; groups hold whole runs of ``unit`` columns (a comparison's five columns a metric),
+    even where one run is wider than ``limit``. A table that fits is one group."""
+    keys = 0
+    while keys < len(headers) - 1 and headers[keys] in KEY_HEADERS:
+        keys += 1
+    keys = max(keys, 1)
+    if len(headers) <= limit:
+        return [{"headers": headers, "rows": rows}]
+    others = len(headers) - keys
+    parts = -(-others // max((limit - keys) // unit * unit, unit))
+    step = -(-others // parts)  # balanced: no last group holding one column
+    step = -(-step // unit) * unit
+    return [{"headers": headers[:keys] + headers[i:i + step], "rows": [r[:keys] + r[i:i + step] for r in rows]}
+            for i in range(keys, len(headers), step)]
+
+
+def table_layouts(block: dict[str, Any]) -> list[tuple[str | None, list[dict[str, Any]]]]:
+    """``(media, column groups)`` of a table block: one layout when it fits a printed page (``media`` None), else
+    one for the screen and one for print (:data:`MAX_COLUMNS`, or the block's ``max_columns``; groups of whole runs of
+    the block's ``unit`` columns; the stylesheet shows each on its medium)."""
+    if len(block["headers"]) <= MAX_COLUMNS["print"]:
+        return [(None, column_groups(block["headers"], block["rows"]))]
+    unit, limits = block.get("unit", 1), {**MAX_COLUMNS, **block.get("max_columns", {})}
+    return [(media, column_groups(block["headers"], block["rows"], limit, unit)) for media, limit in limits.items()]
 
 
 def render_html(doc: dict[str, Any]) -> str:
@@ -79,6 +130,7 @@ def render_html(doc: dict[str, Any]) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("accelbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["verdict_class"] = _verdict_class
+    env.filters["layouts"] = table_layouts
     return env.get_template("report.html.j2").render(doc=doc)
 
 
@@ -113,6 +165,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     """The document as GitHub markdown: the same tables and notes; charts are in the HTML report only."""
     out = [f"# {_md(doc['title'])}", "", f"accelbench {_md(doc['version'])}; generated {_md(doc['generated'])}; "
            f"store {_md(doc['store'])}", ""]
+    out += [f"**{_md(h['line'])}**" for h in doc.get("headlines", [])] + ([""] if doc.get("headlines") else [])
     for s in doc["sections"]:
         out += [f"## {_md(s['title'])}", ""]
         if s["provenance"]:
@@ -123,7 +176,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 out += [f"*Charts ({titles}): in the HTML report (accelbench report --html).*", ""]
                 continue
             out += [f"### {_md(b['title'])}", ""] if b.get("title") else []
-            if b["type"] == "table":
+            if b["type"] == "headline":
+                out += [f"**{_md(b['line'])}**", ""] + (_md_table(["", "Cases"], b["rows"]) if b["rows"] else [])
+            elif b["type"] == "table":
                 out += _md_table(b["headers"], b["rows"]) + [""] + [f"- {_md(n)}" for n in b["notes"]]
             else:
                 out += [f"- {_md(n)}" for n in b["lines"]] or ["none"]

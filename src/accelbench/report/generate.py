@@ -50,25 +50,22 @@ def roofline_points(records: list[dict]) -> list:
     return pts
 
 
-def generate_blocks(store, run: dict, records: list[dict]) -> list[dict | None]:
+def generate_blocks(store, run: dict, records: list[dict], context: str = "") -> list[dict | None]:
     """A generate run's report blocks: the table; decode tokens/s, TPOT, TTFT and MBU/MFU against batch size (log
-    axes: batch 1 and 256 on one chart); the out-of-memory boundary; prefill and decode on the device's roofline."""
+    axes: batch 1 and 256 on one chart; a series of one batch size is left to the table), each chart titled with
+    ``context`` (model, device, run); the out-of-memory boundary; prefill and decode on the device's roofline."""
     from accelbench.report import charts
     from accelbench.report.blocks import charts_block, table_block
 
     rows = [r for r in records if not is_detail(r)]
     ok = [r for r in rows if r.get("status") == OK]
     items = []
-    # one batch size: the table says it all, no single-dot charts
-    ok_for_charts = ok if len({r.get("batch_size") for r in ok}) >= 2 else []
     for column, ylabel, title, scale in (("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
                                          ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
                                          ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),
                                          ("mbu", "%", "MBU (decode) against batch size", 100.0),
                                          ("mfu", "%", "MFU (prefill) against batch size", 100.0)):
-        values = [r[column] for r in ok_for_charts if r.get(column)]
-        spans_decades = bool(values) and max(values) > 10 * min(values)  # log axes where batch 1 would vanish
-        chart = charts.batch_chart(ok_for_charts, column, ylabel, title, scale=scale, group=GROUP, logy=spans_decades)
+        chart = charts.batch_chart(ok, column, ylabel, title, scale=scale, group=GROUP, context=context)
         if chart:
             items.append({"title": title, "svg": chart})
     blocks = [table_block(rows, view("generate"), "Generation: prefill and decode"), charts_block(items)]
@@ -85,6 +82,6 @@ def generate_blocks(store, run: dict, records: list[dict]) -> list[dict | None]:
 
         ceilings = storage.cached_ceilings(store, name)
         if ceilings is not None:
-            fig = figure(ceilings, points, f"Prefill (squares) and decode (dots) on the roofline of {name}")
-            blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
+            fig = figure(ceilings, points, f"Prefill (squares) and decode (dots) on the roofline: {context or name}")
+            blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})
     return blocks

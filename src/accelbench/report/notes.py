@@ -97,3 +97,39 @@ def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
     failures = [(f"{status}:", f"{labels[0]}: {error}" if len(labels) == 1 else
                  f"{error}: {len(labels)} cases: {', '.join(labels)}") for (status, error), labels in failed.items()]
     return failures + out + _grouped(flagged)
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def fold_similar(lines: Iterable[str]) -> list[str]:
+    """Lines that differ only in their numbers as one line: the first of them and how many more there are
+    (``p99 interval needs >= 368 timed batches (have 15) (and 13 more like it)``); order kept."""
+    groups: dict[str, list[str]] = {}
+    for line in lines:
+        groups.setdefault(_NUMBER.sub("N", line), []).append(line)
+    return [g[0] if len(g) == 1 else f"{g[0]} (and {len(g) - 1} more like it)" for g in groups.values()]
+
+
+def grouped_flags(pairs: Iterable[tuple[str, str]], word: str = "ambiguous") -> list[str]:
+    """``(case label, "A: flag; flag")`` pairs as one line per side and flag, its cases listed with their figure
+    (the flag's first number): ``ambiguous: A: latency spread (IQR/median) N% > 5%: 4 cases: bs=1 (29.2%), ...``
+    rather than the sentence once a case; a flag only one case has keeps its own line."""
+    groups: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    for label, text in pairs:
+        side, sep, reasons = text.partition(": ")
+        if not sep:
+            side, reasons = "", text
+        for flag in reasons.split("; "):
+            m = _NUMBER.search(flag)
+            figure = m.group(0) + ("%" if flag[m.end():m.end() + 1] == "%" else "") if m else ""
+            groups.setdefault((side, _NUMBER.sub("N", flag, count=1)), []).append((label, flag, figure))
+    out = []
+    for (side, masked), cases in groups.items():
+        where = f"{side}: " if side else ""
+        if len(cases) == 1:
+            out.append(f"{word}: {cases[0][0]}: {where}{cases[0][1]}")
+        else:
+            out.append(f"{word}: {where}{masked}: {len(cases)} cases: "
+                       + ", ".join(f"{label} ({fig})" if fig else label for label, _, fig in cases))
+    return out

@@ -68,7 +68,11 @@ def figure(ceilings, points: list[Point], title: str, background: list[Point] = 
     shown = [p for p in [*points, *background] if p.flops_per_s and p.flops_per_s > 0]
     xs = [p.intensity for p in shown if p.intensity] + [v / bw for v in peaks.values()]
     x_lo, x_hi = min(xs + [1.0]) / 4, max(xs + [1.0]) * 8
-    fig, ax = plt.subplots(figsize=(11.5, 5.8))
+    # the legend below the axes, in columns: beside them it left a third of the picture blank
+    entries = len(points) + len(peaks) + 1
+    ncol = 1 if entries <= 4 else 2 if entries <= 12 else 3
+    rows = -(-entries // ncol)
+    fig, ax = plt.subplots(figsize=(9.5, 5.2 + 0.16 * rows), layout="constrained")
     _roofs(ax, ceilings, peaks, x_lo, x_hi)
     _scatter(ax, points, background, x_hi)
     ax.set_xscale("log")
@@ -76,16 +80,13 @@ def figure(ceilings, points: list[Point], title: str, background: list[Point] = 
     ax.set_xlim(x_lo, x_hi)
     ys = [p.flops_per_s for p in shown] + list(peaks.values())
     ax.set_ylim(min(ys) / 5, max(ys) * 3)
-    ax.set_xlabel("arithmetic intensity (FLOP / DRAM byte)")
+    ax.set_xlabel("arithmetic intensity (FLOP / DRAM byte)" + "".join(f"\n{n}" for n in notes))
     ax.set_ylabel("FLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.text(0.01, 0.99, f"DRAM {_fmt_rate(bw)}B/s measured (copy, read + write)", transform=ax.transAxes,
             va="top", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.subplots_adjust(left=0.08, right=0.66, bottom=0.1 + 0.025 * len(notes))
-    if notes:
-        fig.text(0.01, 0.005, "\n".join(notes), fontsize=7, va="bottom")
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=ncol, frameon=False)
     return fig
 
 

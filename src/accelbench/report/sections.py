@@ -52,7 +52,9 @@ def _ci_lines(kind: str, records: list[dict]) -> list[str]:
         return []
     if not any((r.get("windows") or 0) >= 2 for r in records):
         return ["95% confidence intervals: needs --repeats >= 2 (one timed window per case)."]
-    notes = sorted({r["ci95_note"] for r in records if isinstance(r.get("ci95_note"), str)})
+    from accelbench.report.notes import fold_similar
+
+    notes = fold_similar(sorted({r["ci95_note"] for r in records if isinstance(r.get("ci95_note"), str)}))
     return ["95% intervals: bootstrap over the timed windows (throughput, p50); order statistics over every "
             "batch (p99)."] + notes
 
@@ -66,8 +68,9 @@ def _flag_lines(records: list[dict]) -> list[str]:
     return lines
 
 
-def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
-    """Inference or training-step sweep: the wide table, charts against batch size, notes."""
+def sweep_blocks(kind: str, records: list[dict], context: str = "") -> list[dict]:
+    """Inference or training-step sweep: the wide table, charts against batch size (``context``: the model, device
+    and run, a second title line), notes."""
     train = kind == kinds.TRAINING
     lat = "step_time" if train else "latency"
     rows = [r for r in records if r.get("aggregate") != 0]
@@ -88,7 +91,8 @@ def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
              ("power_mean_w", "W", "Mean power", 1.0, None),
              ("energy_per_sample_j", "mJ", "Energy per sample", 1e3, None),
              ("cost_per_1000_samples_usd", "USD", "Cost per 1,000 samples", 1.0, None)]
-    items = [{"title": title, "svg": charts.batch_chart(rows, col, unit, f"{title} against batch size", scale=scale, ci=ci)}
+    items = [{"title": title, "svg": charts.batch_chart(rows, col, unit, f"{title} against batch size", scale=scale, ci=ci,
+                                                        context=context)}
              for col, unit, title, scale, ci in specs]
     blocks.append(charts_block([i for i in items if i["svg"]]))
     from accelbench.report.table import cheapest_lines
@@ -98,17 +102,17 @@ def sweep_blocks(kind: str, records: list[dict]) -> list[dict]:
     return blocks
 
 
-def convergence_blocks(records: list[dict]) -> list[dict]:
+def convergence_blocks(records: list[dict], context: str = "") -> list[dict]:
     """Convergence: the summary per batch size (time to accuracy), accuracy per epoch (table and chart)."""
     epochs = sorted((r for r in records if r.get("row_type") == "epoch"), key=lambda r: (r["batch_size"], r["epoch"]))
     blocks = [table_block([r for r in records if r.get("row_type") == "summary"], view("summary"),
                           "Time to accuracy per batch size"),
               table_block(epochs, view("epoch"), "Accuracy per epoch")]
-    chart = charts.epoch_chart(records)
+    chart = charts.epoch_chart(records, context)
     return blocks + [charts_block([{"title": "Accuracy per epoch", "svg": chart}] if chart else [])]
 
 
-def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
+def profile_blocks(store, run: dict, records: list[dict], context: str = "") -> list[dict]:
     """Profile: the per-case table and the model roofline against the device's cached ceilings."""
     from accelbench.scenarios.profile import storage
     from accelbench.report.roofline import figure, summary_points
@@ -118,8 +122,8 @@ def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
     ceilings = storage.cached_ceilings(store, name) if name else None
     points = summary_points(records)
     if ceilings is not None and points:
-        fig = figure(ceilings, points, f"Model roofline on {name}")
-        blocks.append(charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]))
+        fig = figure(ceilings, points, f"Model roofline: {context or name}")
+        blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})
     elif points:
         blocks.append({"type": "notes", "title": "Roofline", "lines": [f"no ceilings stored for {name}"]})
     from accelbench.report.profile_table import phase_line
@@ -130,7 +134,7 @@ def profile_blocks(store, run: dict, records: list[dict]) -> list[dict]:
     return blocks
 
 
-def multi_blocks(kind: str, records: list[dict]) -> list[dict]:
+def multi_blocks(kind: str, records: list[dict], context: str = "") -> list[dict]:
     """Multi-GPU runs: scaling (aggregate rows), collectives and GPU pairs, concurrent jobs, input pipeline."""
     aggs = [r for r in records if r.get("aggregate") == 1]
     if kind == kinds.INTERCONNECT:
@@ -144,7 +148,7 @@ def multi_blocks(kind: str, records: list[dict]) -> list[dict]:
     else:
         blocks = [table_block(aggs, view("scale"), "Scaling (aggregate rows)")]
         chart = charts.batch_chart(aggs, "throughput_samples_per_s", "samples/s", "Throughput against batch size",
-                                   group=("model", "precision", "mode", "world_size"))
+                                   group=("model", "precision", "mode", "world_size"), context=context)
         blocks.append(charts_block([{"title": "Throughput", "svg": chart}] if chart else []))
     return blocks
 
@@ -167,26 +171,32 @@ def run_section(store, run_id: int) -> dict[str, Any]:
     run = store.run(run_id)
     records = store.records(run_id)
     kind = run["kind"]
+    models = ", ".join(dict.fromkeys(str(r["model"]) for r in records if isinstance(r.get("model"), str)))
+    where = run["env"].get("device_name") or run["env"].get("device")
+    context = (f"{models} on {where}" if models else f"on {where}") + f", run {run_id}"  # a chart shared alone
     if kind in kinds.SWEEP_KINDS:
-        blocks = sweep_blocks(kind, records)
+        blocks = sweep_blocks(kind, records, context)
     elif kind == kinds.CONVERGENCE:
-        blocks = convergence_blocks(records)
+        blocks = convergence_blocks(records, context)
     elif kind == kinds.PROFILE:
-        blocks = profile_blocks(store, run, records)
+        blocks = profile_blocks(store, run, records, context)
     elif kind == kinds.LOADGEN:
         blocks = loadgen_blocks(records)
     elif kind == kinds.GENERATE:
         from accelbench.report.generate import generate_blocks
 
-        blocks = generate_blocks(store, run, records)
+        blocks = generate_blocks(store, run, records, context)
     elif kind == kinds.TUNE:
         from accelbench.report.tune import tune_blocks
 
         blocks = tune_blocks(run, records)
     else:
-        blocks = multi_blocks(kind, records)
-    models = ", ".join(dict.fromkeys(str(r["model"]) for r in records if isinstance(r.get("model"), str)))
-    where = run["env"].get("device_name") or run["env"].get("device")
+        blocks = multi_blocks(kind, records, context)
+    if kind in kinds.SWEEP_KINDS or kind == kinds.GENERATE:
+        from accelbench.report.distributions import latency_items
+
+        hist = latency_items(store, records, context)
+        blocks.append({**charts_block(hist), "title": "Latency distributions"} if hist else None)
     named = f" '{run['name']}'" if run.get("name") else ""
     return {"id": f"run-{run_id}", "title": f"Run {run_id}{named}: {kind}" + (f", {models}" if models else "") + f" on {where}",
             "provenance": provenance(run), "spec": json.dumps(run["spec"], indent=1, default=str),

@@ -78,12 +78,24 @@ def summary_lines(out, objective: str) -> list[str]:
     return lines
 
 
-def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
-    """Every measured trial (grey) and the Pareto front (labelled) on throughput vs p99 latency: a figure."""
+def front_title(trials: list[dict[str, Any]], objective: str | None = None) -> str:
+    """``Pareto front, objective throughput`` and a line naming the model, the device and the run (from the trials'
+    rows), so a chart shared alone says what it is."""
+    models = ", ".join(dict.fromkeys(str(r["model"]) for r in trials if r.get("model")))
+    device = next((r.get("device_name") or r.get("device") for r in trials if r.get("device_name") or r.get("device")), None)
+    run = next((r["run_id"] for r in trials if r.get("run_id") is not None), None)
+    where = " ".join(p for p in (models, f"on {device}" if device else "", f"(run {run})" if run else "") if p)
+    return "Pareto front: throughput vs latency p99" + (f", objective {objective}" if objective else "") \
+        + (f"\n{where}" if where else "")
+
+
+def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]], objective: str | None = None):
+    """Every measured trial (grey) and the Pareto front (labelled) on throughput vs p99 latency, titled
+    (:func:`front_title`): a figure."""
     from accelbench.report.plots import pyplot
 
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 4.7), constrained_layout=True)
     ok = [r for r in trials if r.get("status") == OK and r.get("latency_p99_ms") is not None]
     ax.scatter([r["latency_p99_ms"] for r in ok], [r["throughput_samples_per_s"] for r in ok], c="0.75", s=14,
                label="trials")
@@ -95,16 +107,16 @@ def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]]):
                     xytext=(4, 4 if i % 2 == 0 else -10), textcoords="offset points")
     ax.set_xlabel("latency p99 (ms)")
     ax.set_ylabel("throughput (samples/s)")
+    ax.set_title(front_title(trials, objective), fontsize=9)
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
     return fig
 
 
-def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path) -> None:
+def front_chart(rows: list[dict[str, Any]], trials: list[dict[str, Any]], path, objective: str | None = None) -> None:
     """:func:`front_figure` as a PNG at ``path``."""
     from accelbench.report.plots import pyplot
 
-    fig = front_figure(rows, trials)
+    fig = front_figure(rows, trials, objective)
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
 
@@ -121,7 +133,7 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     settings = ts.TuneSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()})
     rows = [ts.as_trial(r, settings.workload) for r in records]  # a training step's latency is its step time
     front = ts.latest_front(rows, lambda r: ts.violation(r, settings) is None)
-    chart = charts.svg(front_figure(front, rows)) if front else None
+    chart = charts.svg(front_figure(front, rows, settings.objective)) if front else None
     shown = lambda rs: [{**r, "mode": mode_label(r)} for r in rs]  # noqa: E731  (fused / foreach in the mode cell)
     # the winner, verdict, gain and command `accelbench tune` printed, stored on the winner's last final trial
     summary = next((str(r["tune_summary"]).split("\n") for r in reversed(records) if r.get("tune_summary")), [])
