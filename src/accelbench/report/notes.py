@@ -99,7 +99,7 @@ def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
     return failures + out + _grouped(flagged)
 
 
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")  # a number without its unit (the flags' _NUMBER keeps a %)
 
 
 def fold_similar(lines: Iterable[str]) -> list[str]:
@@ -107,7 +107,7 @@ def fold_similar(lines: Iterable[str]) -> list[str]:
     (``p99 interval needs >= 368 timed batches (have 15) (and 13 more like it)``); order kept."""
     groups: dict[str, list[str]] = {}
     for line in lines:
-        groups.setdefault(_NUMBER.sub("N", line), []).append(line)
+        groups.setdefault(_DIGITS.sub("N", line), []).append(line)
     return [g[0] if len(g) == 1 else f"{g[0]} (and {len(g) - 1} more like it)" for g in groups.values()]
 
 
@@ -121,9 +121,9 @@ def grouped_flags(pairs: Iterable[tuple[str, str]], word: str = "ambiguous") -> 
         if not sep:
             side, reasons = "", text
         for flag in reasons.split("; "):
-            m = _NUMBER.search(flag)
+            m = _DIGITS.search(flag)
             figure = m.group(0) + ("%" if flag[m.end():m.end() + 1] == "%" else "") if m else ""
-            groups.setdefault((side, _NUMBER.sub("N", flag, count=1)), []).append((label, flag, figure))
+            groups.setdefault((side, _DIGITS.sub("N", flag, count=1)), []).append((label, flag, figure))
     out = []
     for (side, masked), cases in groups.items():
         where = f"{side}: " if side else ""
