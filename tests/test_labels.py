@@ -199,7 +199,7 @@ def test_unknown_label_space_and_toml(tmp_path):
     plain = build_spec(inf, {"models": "m:f"}, cuda=False)
     doc = {k: v for k, v in plain.to_dict().items()
            if k not in ("label_space", "mean", "std", "resize", "crop_pct", "labels", "repeats", "calibration_images",
-                       "cudnn_benchmark")}
+                       "cudnn_benchmark", "telemetry_isolation")}
     from accelbench.core.spec import digest
 
     assert plain.spec_hash() == digest(doc)  # the new fields at their defaults leave old runs' hashes alone
