@@ -38,7 +38,8 @@ class SweepState:
     built: Built | None = None
 
     def release(self) -> None:
-        """Drop the model in hand and its compiled step (and every compiled graph of the process)."""
+        """Drop the model in hand and its compiled step (and every compiled graph of the process), and hand the
+        CUDA memory they held back (``torch.cuda.empty_cache``), so the next build starts from an empty cache."""
         import gc
 
         if self.built is None:
@@ -48,6 +49,8 @@ class SweepState:
         import torch
 
         torch._dynamo.reset()
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
 
 
 def check_model_name(name: str) -> tuple[int | None, bool | None]:
@@ -226,7 +229,7 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     except BaseException as exc:
         if not (reused and is_oom(exc)):
             raise
-    _empty_cache(rank.device)  # the failed try released the model and its graphs (state.release)
+    # the failed try released the model, its graphs and their cached memory (SweepState.release): a fresh build
     rec, series = _measure_case(case, spec, state, rank)
     return {**rec, "oom_retried": True}, series
 
@@ -234,13 +237,6 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
 def _key(case, spec) -> tuple:
     """What a built model and its compiled step are shared by (:func:`built_for`)."""
     return (case.model, case.precision, case.mode, spec.seed)
-
-
-def _empty_cache(device) -> None:
-    if device.type == "cuda":
-        import torch
-
-        torch.cuda.empty_cache()
 
 
 def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
