@@ -32,6 +32,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+def left_behind(tmpdir) -> list[str]:
+    """What accelbench's processes left in their ``TMPDIR``, less Inductor's cache (kept across runs by design)."""
+    return [p.name for p in tmpdir.iterdir() if not p.name.startswith("torchinductor_")]
+
+
 def check_aggregate(agg, ranks):
     """The aggregate row against its rank rows: common window, sums, straggler."""
     assert agg["window_start_epoch_s"] == min(r["window_start_epoch_s"] for r in ranks)
@@ -155,10 +160,13 @@ def test_run_gpus2_aggregate_row_keeps_every_column_by_its_rule(tmp_path):
 
 @pytest.mark.slow
 def test_run_gpus2_crash_then_next_case_runs(tmp_path):
-    db = tmp_path / "r.db"
+    db, scratch = tmp_path / "r.db", tmp_path / "scratch"
+    scratch.mkdir()
     p = run_cli("run", "--gpus", "2", "--model", "multi_helpers:crash_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
-                "--db", str(db), *FAST)
+                "--db", str(db), *FAST, env={"TMPDIR": str(scratch)})
     assert p.returncode == 1, p.stdout + p.stderr  # one case ended in error: exit 1 (errors.py)
+    # each launch's work directory (job file, progress, results, torchelastic's rank logs) is gone when it ends
+    assert not left_behind(scratch)
     by = {r["model"]: r for r in rows(db) if r["aggregate"] == 1}
     assert by["multi_helpers:crash_on_rank1"]["error"] == "rank 1 failed: RuntimeError: injected failure on this rank"
     assert by["cifar-resnet20"]["status"] == "ok" and by["cifar-resnet20"]["world_size"] == 2
@@ -186,11 +194,12 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
 
 @pytest.mark.slow
 def test_concurrent_jobs_vs_sequential(tmp_path):
-    db = tmp_path / "c.db"
+    db, scratch = tmp_path / "c.db", tmp_path / "scratch"
+    scratch.mkdir()
     p = run_cli("concurrent", "--models", "multi_helpers:tiny,cifar-resnet20", "-b", "4", "-n", "8", "--min-time-s",
-                "1",
-                "--db", str(db), *FAST, check=True)
+                "1", "--db", str(db), *FAST, check=True, env={"TMPDIR": str(scratch)})
     assert "concurrent vs sequential" in p.stdout
+    assert not left_behind(scratch)  # the jobs' own stores were merged and removed, as were the launches' folders
     got = rows(db)
     aggs = [r for r in got if r.get("aggregate") == 1]
     assert {(r["job"], r["schedule"]) for r in aggs} == {(0, "concurrent"), (1, "concurrent"), (0, "sequential"), (1, "sequential")}

@@ -114,7 +114,7 @@ def test_child_env_always_disables_nvls_and_drops_enclosing_ranks():
 def test_torchrun_command_lines():
     single = torchrun_argv(DistOptions(gpus=4), "/j.json", python="py")
     assert single == ["py", "-m", "torch.distributed.run", "--nproc-per-node=4", "--standalone", "--max-restarts=0",
-                      "-m", "accelbench.launchers.torchrun.worker", "/j.json"]
+                      "--log-dir=/torchelastic", "-m", "accelbench.launchers.torchrun.worker", "/j.json"]
     multi = torchrun_argv(DistOptions(gpus=8, nnodes=2, node_rank=1, rdzv_endpoint="n0:29400"), "/j.json", python="py")
     assert "--nnodes=2" in multi and "--rdzv-endpoint=n0:29400" in multi and "--rdzv-backend=c10d" in multi
     assert "--standalone" not in multi

@@ -7,6 +7,7 @@ study merges them into its run as each phase ends.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import tempfile
 import threading
 import time
@@ -106,6 +107,8 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
                 store.add_case(run_id, summary[schedule])
         except KeyboardInterrupt:
             out.interrupted = True
+        finally:  # the jobs' own stores were merged phase by phase; nothing in tmp is needed any more
+            shutil.rmtree(tmp, ignore_errors=True)
     if len(summary) == 2 and "summary|comparison" not in store.done_keys(run_id):
         store.add_case(run_id, comparison_row(summary["concurrent"], summary["sequential"]))
     store.finish_run(run_id, INTERRUPTED if out.interrupted else COMPLETE)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,7 +53,10 @@ def torchrun_argv(opts: DistOptions, job_path: str, python: str | None = None) -
                  f"--rdzv-endpoint={opts.rdzv_endpoint}", f"--rdzv-id={opts.rdzv_id}"]
         if opts.rdzv_backend == "static":  # c10d assigns node ranks itself and warns about --node-rank
             argv.append(f"--node-rank={opts.node_rank}")
-    return argv + ["--max-restarts=0", "-m", "accelbench.launchers.torchrun.worker", job_path]
+    # torchelastic's per-rank log folders go beside the job file (else one /tmp/torchelastic_* per launch is
+    # left behind): the launch removes the whole work directory when it ends.
+    log_dir = str(Path(job_path).parent / "torchelastic")
+    return argv + ["--max-restarts=0", f"--log-dir={log_dir}", "-m", "accelbench.launchers.torchrun.worker", job_path]
 
 
 @dataclass
@@ -272,6 +276,8 @@ def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, pref
         with shielded():
             run.kill()  # never leave ranks running behind
         raise
+    finally:  # every result was delivered (or the ranks were stopped): nothing in the work directory is needed
+        shutil.rmtree(run.workdir, ignore_errors=True)
     return res
 
 
