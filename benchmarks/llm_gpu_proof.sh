@@ -15,6 +15,11 @@
 #   gemv      benchmarks/gemv_8bit_probe.py: which kernel reads 8-bit weights faster than bf16 at one token
 #   handgen   the hand generate loop and accelbench's hf-generate row only (hand without the gpt-fast loop)
 #   pytest-lm pytest -m "gpu or ncu": profile of an LM's decode step under ncu, bf16/fp8 roofs
+#   fp8       the headline in bf16 and fp8 (W8A8: torch._scaled_mm through torchao), static-compile-fused, one call
+#   profile-lm  accelbench profile under ncu: hf:llama-3.2-1b prefill and decode (prompt 512), then the headline's
+#             8B decode step (kernels a step, bandwidth per kernel family: where the 4.6 ms target's time goes);
+#             PROF1_STEPS (default prefill,decode) and PROF8_P (default bf16) choose
+#   gpu-fp8   pytest: the fp8 generate test on the bundled model (first: a broken fp8 path costs 90 s, not a call)
 # STAGES selects (default: by KIND: h200 "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps
 # the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
 # stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
@@ -60,10 +65,17 @@ fi
     -p bf16 --modes static-compile-fused $COMMON
   has study && stage study 130 $AB generate -m $BIG -b $STUDY_B --prompt-lens $STUDY_P --new-tokens 32 \
     -p bf16 --modes static-compile-fused $COMMON
-  has oom && stage oom 75 $AB generate -m $BIG -b ${OOM_B:-64,128,256} --prompt-lens 2048 --new-tokens 32 -p bf16 \
+  has oom && stage oom ${OOM_S:-75} $AB generate -m $BIG -b ${OOM_B:-64,128,256} --prompt-lens 2048 --new-tokens 32 -p bf16 \
     --modes static-compile-fused $COMMON
   has pytest-lm && stage pytest-lm 170 python3 -m pytest -q -m "gpu or ncu" -p no:cacheprovider -W ignore --tb=short \
     tests/test_profile_lm.py tests/test_profile_gpu.py::test_bf16_and_fp8_steps_each_under_their_own_roof
+  has gpu-fp8 && stage pytest-gpu-fp8 ${GPU_FP8_S:-90} python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore \
+    --tb=short tests/test_generate_gpu.py::test_fp8_reads_8_bit_weights_and_keeps_the_bundled_models_perplexity
+  has fp8 && stage fp8 ${FP8_S:-150} $AB generate -m $BIG $HEAD -p bf16,fp8 --modes static-compile-fused $COMMON
+  PROF="-b 1 --modes static-compile-fused --ncu on --warmup-steps 2 --timed-steps 10 --ncu-csv $OUT/ncu-csv --wide --db $DB"
+  has profile-lm && stage profile-1b ${PROF1_S:-220} $AB profile -m $SMALL -p bf16 --step ${PROF1_STEPS:-prefill,decode} \
+    --prompt-len 512 $PROF
+  has profile-lm && stage profile-8b ${PROF8_S:-300} $AB profile -m $BIG -p ${PROF8_P:-bf16} --step decode --prompt-len 128 $PROF
   has gpu && stage pytest-gpu 120 python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore --tb=short \
     tests/test_generate_gpu.py
   echo "=== $(date +%T) done ($(( $(date +%s) - T0 )) s)"

@@ -123,3 +123,16 @@ def test_an_oom_on_a_reused_model_is_tried_once_fresh_and_only_a_fresh_oom_is_th
     assert rows[1]["status"] == "ok" and not rows[1].get("oom_retried")
     assert rows[3]["status"] == "ok" and rows[3]["oom_retried"] is True
     assert rows[5]["status"] == "oom" and "batch 5" in rows[5]["error"]
+
+
+def test_fp8_off_a_gpu_is_an_unsupported_row_with_its_reason(tmp_path):
+    """fp8 (W8A8 through torch._scaled_mm) needs FP8 tensor cores: on a CPU the case is an ``unsupported`` row that
+    says so (a result, exit 0), before any model is built."""
+    db = tmp_path / "f.db"
+    p = run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1", "--prompt-lens", "16", "--new-tokens", "4",
+                "-p", "fp8", "--modes", "static-cache", "--repeats", "1", "--idle-s", "0", "--device", "cpu",
+                "--db", str(db))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [r for r in Store(db).records() if not r.get("row_type")]
+    assert len(rows) == 1 and rows[0]["status"] == "unsupported" and rows[0]["precision"] == "fp8"
+    assert "compute capability 8.9" in rows[0]["error"]

@@ -58,3 +58,30 @@ def test_every_backend_and_precision_runs(tmp_path):
     assert not bad, bad
     bf16 = {r["perplexity"] for r in rows if r["precision"] == "bf16"}
     assert len(bf16) <= 2  # one perplexity a model's numerics: plain and fused projections
+
+
+def test_fp8_reads_8_bit_weights_and_keeps_the_bundled_models_perplexity(tmp_path):
+    """fp8 W8A8 (torchao, ``torch._scaled_mm``) on the bundled trained model: every linear converted, the decode
+    step's weight bytes about half of bf16's, perplexity within 3 % of bf16's on the held-out text."""
+    import torch
+
+    from accelbench.store import Store
+
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("fp8 needs compute capability 8.9")
+    db = tmp_path / "f.db"
+    run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1,4", "--prompt-lens", "64", "--new-tokens", "16",
+            "-p", "bf16,fp8", "--modes", "static-cache,static-compile-fused", "--repeats", "2", "--idle-s", "0",
+            "--db", str(db), check=True, timeout=900)
+    rows = Store(db).records()
+    assert len(rows) == 2 * 2 * 2 and {r["status"] for r in rows} == {"ok"}
+    fp8 = [r for r in rows if r["precision"] == "fp8"]
+    # q k v o gate up down a layer (fused: qkv o gate_up down) and the LM head
+    assert len(fp8) == 4 and all(r["fp8_linear_layers"] == (4 * 4 if r["mode"] == "static-compile-fused" else 4 * 7) + 1
+                                 for r in fp8)
+    assert all(r["fp8_linear_layers_skipped"] == 0 for r in fp8)
+    bf16 = {(r["mode"], r["batch_size"]): r for r in rows if r["precision"] == "bf16"}
+    for r in fp8:
+        ref = bf16[(r["mode"], r["batch_size"])]
+        assert 0.4 < r["weight_bytes"] / ref["weight_bytes"] < 0.75  # the embedding table stays bf16
+        assert abs(r["perplexity"] / ref["perplexity"] - 1) < 0.03

@@ -60,6 +60,28 @@ def test_quantized_model_reads_about_half_the_bytes_and_keeps_its_tokens_close()
         m.out_features for m in model.modules() if type(m).__name__ == "WeightOnlyLinear")
 
 
+def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():
+    """A torchao weight is a tensor subclass whose dtype is the one it stands for (bf16: 2 bytes); the bytes a
+    decode step reads are its inner int8 data, scales and zero points (the fp8 precision's weights are of the same
+    kind: torchao refuses to build those off a GPU of compute capability 8.9)."""
+    pytest.importorskip("torchao")
+    from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+    from accelbench.scenarios.generate.shape import shape_of, stored_bytes
+
+    model = tiny().to(torch.bfloat16)
+    before = shape_of(model, torch.bfloat16)
+    quantize_(model, Int8WeightOnlyConfig())
+    weights = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(weights) == 2 * 7 + 1 and all(type(w) is not torch.nn.Parameter for w in weights)
+    assert all(w.element_size() == 2 for w in weights)  # the logical dtype: what a naive count would take
+    after = shape_of(model, torch.bfloat16)
+    assert after.matmul_params == before.matmul_params
+    for w in weights:  # int8 data (1 byte a parameter) plus a scale (and zero point) a row of >= 64 parameters
+        assert w.numel() + w.shape[0] <= stored_bytes(w) < 1.25 * w.numel()
+    assert before.weight_bytes - after.weight_bytes == sum(w.numel() * 2 - stored_bytes(w) for w in weights)
+
+
 @pytest.mark.parametrize("cls,config,kw", [(LlamaForCausalLM, LlamaConfig, {}),
                                            (Qwen2ForCausalLM, Qwen2Config, {}),
                                            (MistralForCausalLM, MistralConfig, {"sliding_window": None})])

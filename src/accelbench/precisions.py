@@ -10,7 +10,7 @@
 | bf16 | cast to bfloat16 | bf16 | yes (weights, gradients, optimizer state in bf16) | bf16 | |
 | int8 | int8 weights (per-channel symmetric) and activations (per-tensor), static: calibrated on images disjoint from those measured | int8 (CPU: oneDNN/VNNI through Inductor with freezing; onnxruntime QDQ) | no | int8 | PyTorch tutorial "PyTorch 2 Export Quantization with X86 Backend through Inductor"; onnxruntime "Quantize ONNX models" |
 | int8-dynamic | int8 weights, activations quantized per batch at run time (Linear layers) | int8 | no | int8 | same sources |
-| fp8 | Linear layers: float8 e4m3 weights (per output row) and activations (per row, scaled per batch); the rest bf16 | ``torch._scaled_mm`` (CUDA, compute capability >= 8.9) through torchao | no | fp8 | torchao ``Float8DynamicActivationFloat8WeightConfig`` docs; OCP 8-bit floating point spec (E4M3 max 448) |
+| fp8 | Linear layers (a language model's LM head included): float8 e4m3 weights (per output row) and activations (per row, scaled per batch); the rest bf16 | ``torch._scaled_mm`` (CUDA, compute capability >= 8.9) through torchao | no | fp8 | torchao ``Float8DynamicActivationFloat8WeightConfig`` docs; OCP 8-bit floating point spec (E4M3 max 448) |
 | fp8-tensor | as fp8, one scale per tensor (weights and activations) | same | no | fp8 | same |
 | int8-weight-only | a language model's linear weights int8 (one scale a row), activations bf16 (generate only) | ``aten._weight_int8pack_mm`` | no | bf16 | gpt-fast ``WeightOnlyInt8Linear`` |
 | fp8-weight-only | the same with float8 e4m3 weights | dequantize + bf16 matmul; one token a row compiled: a fused reduction | no | bf16 | OCP 8-bit floating point spec |
@@ -137,7 +137,8 @@ for _p in (
     Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True,
               about="int8 weights, activations quantized per batch"),
     Precision("fp8", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8", quant="float8",
-              granularity="row", about="float8 e4m3 Linear layers, per-row scales (torchao)"),
+              granularity="row", workloads=("inference", "generate"),
+              about="float8 e4m3 Linear layers, per-row scales (torchao)"),
     Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
               quant="float8", granularity="tensor", about="float8 e4m3 Linear layers, per-tensor scales (torchao)"),
     Precision("int8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="int8",

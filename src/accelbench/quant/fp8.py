@@ -132,31 +132,58 @@ def quantize(module, granularity: str, example):
     """
     import torch
 
+    rows, total = layer_flops(module, example), total_flops(module, example)
+    module = module.to(torch.bfloat16).eval()
+    called = {r[0] for r in rows if r[1] == "linear"}
+    # only Linear layers whose own forward runs: nn.MultiheadAttention uses out_proj's weight in a fused op
+    cols, done = _convert(module, granularity, lambda fqn: fqn in called)
+    linear = [r for r in rows if r[1] == "linear"]
+    cols["fp8_flops_share"] = sum(r[2] for r in linear if r[0] in done) / total if total else None
+    return _cast_input(module, torch.bfloat16), cols
+
+
+def quantize_lm(model, granularity: str = "row") -> dict:
+    """A language model's Linear layers (the LM head included) in fp8, in place, through torchao; the model is in
+    bfloat16 on a CUDA device of compute capability >= 8.9 (the generate scenario builds it so).
+
+    A decode step multiplies one row a sequence by each weight: the weight is read once in 8 bits (half of bf16's
+    bytes, the point of 8-bit decode) and the activation row is quantized per row at run time, as in
+    :func:`quantize`. Returns the columns of :func:`quantize` but ``fp8_flops_share``.
+
+    Raises:
+        MissingDependencyError: torchao is not installed.
+    """
+    return _convert(model, granularity, lambda fqn: True)[0]
+
+
+def _convert(module, granularity: str, keep) -> tuple[dict, set[str]]:
+    """torchao's conversion of ``module``'s Linear layers whose qualified name ``keep`` accepts:
+    ``(columns, names of the converted layers)``.
+
+    Raises:
+        MissingDependencyError: torchao is not installed.
+    """
+    import torch
+
     from accelbench.core.errors import MissingDependencyError
 
     api = _api()
     if api is None:
         raise MissingDependencyError("torchao", "quant")
     quantize_, Config, PerRow, PerTensor = api
-    rows, total = layer_flops(module, example), total_flops(module, example)
-    module = module.to(torch.bfloat16).eval()
     gran = PerRow() if granularity == "row" else PerTensor()
     try:  # torchao's own Inductor settings are process-wide (float32 matmul precision "high" among them): off
         config = Config(granularity=gran, set_inductor_config=False)
     except TypeError:
         config = Config(granularity=gran)
-    called = {r[0] for r in rows if r[1] == "linear"}
-    # only Linear layers whose own forward runs: nn.MultiheadAttention uses out_proj's weight in a fused op
-    quantize_(module, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and fqn in called)
+    quantize_(module, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and keep(fqn))
     plain = (torch.Tensor, torch.nn.Parameter)
     every = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)}
     done = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear) and type(m.weight) not in plain}
-    linear = [r for r in rows if r[1] == "linear"]
     cols = {"quant_api": "torchao.quantization.quantize_ Float8DynamicActivationFloat8WeightConfig",
             "quant_config": (f"float8 e4m3 weights and activations, per-{granularity} scaling, dynamic activations; "
                              "Linear layers only; the rest bf16 (model cast to bfloat16)"),
             "fp8_linear_layers": len(done), "fp8_linear_layers_skipped": len(every - done),
-            "fp8_flops_share": sum(r[2] for r in linear if r[0] in done) / total if total else None,
             "quant_kernels": "fp8: torch._scaled_mm (FP8 tensor cores) through torchao",
             "compute_dtype": "bfloat16"}
-    return _cast_input(module, torch.bfloat16), cols
+    return cols, done

@@ -8,6 +8,7 @@ from accelbench.core.columns.column import ANY, BOOL, FLOAT, INT, MAX, MIN, RANK
 TIMED = "inference train_step loadgen profile tune"
 INFER = "inference loadgen tune"
 QUANT = "inference tune"
+QUANT_LM = QUANT + " generate"  # what the fp8 precision of a language model stores too
 
 
 def _latency(prefix: str, what: str, scenarios: str, stats: str) -> tuple:
@@ -77,14 +78,14 @@ DECLARED = (
     # quantized precisions
     col("simulated", BOOL, "Simulated", "yesno", scenarios=QUANT,
         doc="The precision has no kernel path here: accuracy measured in simulation, no speed."),
-    col("quant_api", STR, "Quantization API", scenarios=QUANT),
-    col("quant_config", STR, "Quantization config", scenarios=QUANT),
-    col("quant_kernels", STR, "Quantized kernels", scenarios=QUANT),
+    col("quant_api", STR, "Quantization API", scenarios=QUANT_LM),
+    col("quant_config", STR, "Quantization config", scenarios=QUANT_LM),
+    col("quant_kernels", STR, "Quantized kernels", scenarios=QUANT_LM),
     col("calibration_data", STR, "Calibration data", scenarios=QUANT),
     col("calibration_images", INT, "Calibration images", "int", scenarios=QUANT),
     col("calibration_s", FLOAT, "Calibration (s)", "fixed:.1f", combine=MAX, scenarios=QUANT),
-    col("fp8_linear_layers", INT, "FP8 linear layers", "int", scenarios=QUANT),
-    col("fp8_linear_layers_skipped", INT, "FP8 linear layers skipped", "int", scenarios=QUANT),
+    col("fp8_linear_layers", INT, "FP8 linear layers", "int", scenarios=QUANT_LM),
+    col("fp8_linear_layers_skipped", INT, "FP8 linear layers skipped", "int", scenarios=QUANT_LM),
     col("fp8_flops_share", FLOAT, "FP8 FLOPs", "pct:0", scenarios=QUANT, doc="Share of the FLOPs run in fp8."),
-    col("compute_dtype", STR, "Compute dtype", scenarios=QUANT),
+    col("compute_dtype", STR, "Compute dtype", scenarios=QUANT_LM),
 )

@@ -90,11 +90,15 @@ def check_fits(name: str, context: int | None, prompt_len: int, new_tokens: int)
 
 
 def _dtype(precision: str):
+    """The dtype the case's model is loaded in (and its KV cache held in): the precision's cast dtype; bfloat16
+    for the fp8 precisions (torchao's row-wise fp8 linear takes bf16 weights and activations:
+    :mod:`accelbench.quant.fp8`); float32 otherwise."""
     import torch
 
     from accelbench import precisions
 
-    return getattr(torch, precisions.get(precision).cast_dtype or "float32")
+    p = precisions.get(precision)
+    return getattr(torch, p.cast_dtype or ("bfloat16" if p.quant == "float8" else "float32"))
 
 
 def build(case, spec, device):
@@ -117,11 +121,15 @@ def build(case, spec, device):
         if reason:
             raise Unsupported(f"fused projections: {reason}")
         cols["fused_layers"] = fuse_projections(loaded.module)
-    scheme = precisions.get(case.precision).weight_only
-    if scheme:
+    p = precisions.get(case.precision)
+    if p.weight_only:
         from accelbench.quant.weight_only import quantize_linears
 
-        cols.update(quantize_linears(loaded.module, scheme))
+        cols.update(quantize_linears(loaded.module, p.weight_only))
+    elif p.quant == "float8":  # weights and activations in fp8 (W8A8): torch._scaled_mm through torchao
+        from accelbench.quant.fp8 import quantize_lm
+
+        cols.update(quantize_lm(loaded.module, p.granularity))
     return loaded, cols
 
 

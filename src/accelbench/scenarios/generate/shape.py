@@ -22,6 +22,17 @@ def _is_matmul(module) -> bool:
     return kind in ("Linear", "Conv1D") or isinstance(module, WeightOnlyLinear)  # Conv1D: GPT-2's linear layer
 
 
+def stored_bytes(t) -> int:
+    """Bytes ``t`` holds on its device: for a tensor subclass that wraps others (torchao's int8 and float8 weights:
+    8-bit data, scales, zero points), the sum of its inner tensors (``__tensor_flatten__``), not its logical
+    ``numel() x element_size()`` (the dtype it stands for: bf16's 2 bytes)."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(t):
+        return sum(stored_bytes(getattr(t, name)) for name in t.__tensor_flatten__()[0])
+    return t.numel() * t.element_size()
+
+
 def shape_of(model, kv_dtype) -> Shape:
     """Counts of ``model`` (see :class:`Shape`); ``kv_dtype`` is the KV cache's torch dtype (the activations').
 
@@ -51,7 +62,7 @@ def shape_of(model, kv_dtype) -> Shape:
         if id(t) in seen or id(t) in embedding_ids:  # tied weights are one Parameter object
             continue
         seen.add(id(t))
-        weight_bytes += t.numel() * t.element_size()
+        weight_bytes += stored_bytes(t)
     return Shape(layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim, matmul_params=matmul,
                  lm_head_params=head.weight.numel(), weight_bytes=weight_bytes,
                  kv_bytes_per_value=torch.tensor([], dtype=kv_dtype).element_size())
