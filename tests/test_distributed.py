@@ -177,9 +177,9 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
     import psutil
 
     db = tmp_path / "h.db"
-    before = {p.pid for p in psutil.process_iter()}
+    tag = f"hung-{os.getpid()}-{tmp_path.name}"  # marks this test's processes (other tests may run ranks meanwhile)
     p = run_cli("run", "--gpus", "2", "--model", "multi_helpers:hang_on_rank1,cifar-resnet20", "-b", "4", "-n", "8",
-                "--timeout-s", "30", "--db", str(db), *FAST)
+                "--timeout-s", "30", "--db", str(db), *FAST, env={"ACCELBENCH_TEST_TAG": tag})
     assert p.returncode == 1, p.stdout + p.stderr  # the timed-out case is an error row: exit 1 (errors.py)
     assert "Traceback" not in p.stdout + p.stderr and "SignalException" not in p.stdout + p.stderr
     by = {r["model"]: r for r in rows(db) if r["aggregate"] == 1}
@@ -187,8 +187,14 @@ def test_hung_rank_times_out_and_all_ranks_stop(tmp_path):
     # 30 s, not 10: on a loaded 2-core machine the healthy case's ranks (torch imports, gloo) took over 10 s
     assert "timeout" in by["multi_helpers:hang_on_rank1"]["error"] and "30 s" in by["multi_helpers:hang_on_rank1"]["error"]
     assert by["cifar-resnet20"]["status"] == "ok"  # torchrun started again on the cases left
-    left = [p for p in psutil.process_iter(["pid", "cmdline"]) if p.info["pid"] not in before
-            and "accelbench.launchers.torchrun.worker" in " ".join(p.info["cmdline"] or [])]
+    def ours(proc) -> bool:
+        try:
+            return proc.environ().get("ACCELBENCH_TEST_TAG") == tag
+        except psutil.Error:  # ended meanwhile, or another user's
+            return False
+
+    left = [p for p in psutil.process_iter(["pid", "cmdline"])
+            if "accelbench.launchers.torchrun.worker" in " ".join(p.info["cmdline"] or []) and ours(p)]
     assert not left
 
 
