@@ -23,30 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 import torch
 import torch.nn.functional as F
+from lib.cuda_timing import seconds_per_call
 
 SHAPES = {"qkv (fused)": (6144, 4096), "o": (4096, 4096), "gate/up (fused)": (28672, 4096), "down": (4096, 14336),
           "lm_head": (128256, 4096)}
-
-
-def timed(fn, iters: int, reps: int) -> float:
-    """Median seconds a call over ``reps`` runs of ``iters`` calls."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            fn()
-        b.record()
-        torch.cuda.synchronize()
-        out.append(a.elapsed_time(b) / 1e3 / iters)
-    return statistics.median(out)
 
 
 def paths(n: int, k: int):
@@ -96,7 +79,7 @@ def main() -> None:
         for name, nbytes, fn, ref in paths(n, k):
             try:
                 err = ((fn().float() - ref).norm() / ref.norm()).item()
-                t = timed(fn, args.iters, args.reps)
+                t = seconds_per_call(fn, args.iters, args.reps)
                 row[name] = {"us": t * 1e6, "weight_bytes": nbytes, "tb_per_s": nbytes / t / 1e12, "rel_err": err}
             except Exception as exc:  # a path that does not run here is a finding, not the end of the probe
                 row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}

@@ -21,6 +21,7 @@ import time
 import traceback
 
 import torch
+from lib.cuda_timing import seconds_per_call
 
 OUT = os.environ.get("OUT", ".")
 RES: dict = {"torch": torch.__version__}
@@ -37,23 +38,10 @@ def left():
     return BUDGET - (time.time() - T0)
 
 
-def ev_time(fn, n=20, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        fn()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / n / 1e3
-
-
 def stage_bw():
     x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    t = ev_time(lambda: y.copy_(x), n=20)
+    t = seconds_per_call(lambda: y.copy_(x), 20)
     RES["copy_bw_bytes_per_s"] = 2 * x.numel() / t
     RES["device"] = torch.cuda.get_device_name()
 
@@ -67,10 +55,10 @@ def stage_gemv():
         x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
         row = {}
         f = lambda: torch.nn.functional.linear(x, w)
-        row["cublas"] = w.numel() * 2 / ev_time(f, 50)
+        row["cublas"] = w.numel() * 2 / seconds_per_call(f, 50)
         try:
             torch.backends.cuda.preferred_blas_library("cublaslt")
-            row["cublaslt"] = w.numel() * 2 / ev_time(f, 50)
+            row["cublaslt"] = w.numel() * 2 / seconds_per_call(f, 50)
         finally:
             torch.backends.cuda.preferred_blas_library("cublas")
         for mode in ("default", "max-autotune-no-cudagraphs"):
@@ -79,7 +67,7 @@ def stage_gemv():
             torch._dynamo.reset()
             g = torch.compile(lambda a, b: torch.nn.functional.linear(a, b), mode=mode)
             try:
-                row[mode] = w.numel() * 2 / ev_time(lambda: g(x, w), 50)
+                row[mode] = w.numel() * 2 / seconds_per_call(lambda: g(x, w), 50)
             except Exception as exc:  # noqa: BLE001
                 row[mode] = repr(exc)[:200]
         out[name] = row
@@ -329,7 +317,7 @@ def stage_gemv2():
             dl = DecodeLinear(lin, q)
             g = torch.compile(dl)
             nb = dl.weight.numel() * dl.weight.element_size()
-            row[str(q)] = nb / ev_time(lambda: g(x), 50)
+            row[str(q)] = nb / seconds_per_call(lambda: g(x), 50)
             ref = torch.nn.functional.linear(x.float(), lin.weight.float())
             row[f"{q}_max_rel_err"] = ((g(x).float() - ref).abs().max() / ref.abs().max()).item()
         out[name] = row
@@ -338,8 +326,8 @@ def stage_gemv2():
 
 def profile_decode(model, ids, tag):
     """Kernel time per decode step by kernel name (torch.profiler, 10 compiled steps)."""
-    from transformers import StaticCache
     from torch.profiler import ProfilerActivity, profile
+    from transformers import StaticCache
 
     p = ids.shape[1]
     cache = StaticCache(config=model.config, max_cache_len=p + 64)
