@@ -110,3 +110,9 @@ def test_any_toml_document_loads_or_gives_one_config_error(tmp_path_factory, tex
         return
     assert isinstance(layer, dict)
     _build("sweep", [layer], cuda=False)
+
+
+@pytest.mark.parametrize("steps", [1, [1], {"a": "decode"}, 2.5, True])
+def test_a_profile_steps_value_of_another_type_is_one_config_error(steps):
+    """What hypothesis found once (``steps = 1`` was a TypeError, an internal error): kept as a fixed case."""
+    _build("profile", [{"steps": steps}], cuda=False)

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.core.compare import METRICS
-from accelbench.report.notes import grouped_flags
+from accelbench.report.notes import group_cases, grouped_flags
 from accelbench.report.units import number
 
 _LABELS = {"throughput": "Throughput", "latency_p50": "Latency p50", "latency_p99": "Latency p99",
@@ -134,12 +134,10 @@ def compare_table(comparison, wide: bool = False) -> Table:
 
 
 def _grouped(pairs: list[tuple[str, str]]) -> list[str]:
-    """``note: text: N cases: a, b`` for a note several cases share; ``note: case: text`` for one."""
-    by_text: dict[str, list[str]] = {}
-    for label, text in pairs:
-        by_text.setdefault(text, []).append(label)
-    return [f"note: {labels[0]}: {text}" if len(labels) == 1 else f"note: {text}: {len(labels)} cases: {', '.join(labels)}"
-            for text, labels in by_text.items()]
+    """``note: text: N cases: a, b`` for a note several cases share; ``note: case: text`` for one (:func:`group_cases`)."""
+    lines = group_cases((text, label, label, None, "") for label, text in pairs)
+    return [f"note: {cases.removeprefix('1 case: ')}: {text}" if cases.startswith("1 case:") else f"note: {text}: {cases}"
+            for text, cases in lines]
 
 
 def notes(comparison) -> list[str]:

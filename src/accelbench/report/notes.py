@@ -61,19 +61,28 @@ def _flags(r: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _grouped(flagged: list[tuple[dict, str, str]]) -> list[tuple[str, str]]:
-    """One ``flagged:`` line per flag: ``what: N cases [of model]: case figure, ...``."""
-    groups: dict[str, list[tuple[dict, str]]] = {}
-    for r, what, figure in flagged:
-        groups.setdefault(what, []).append((r, figure))
+def group_cases(entries: Iterable[tuple[str, str, str, str | None, str]]) -> list[tuple[str, str]]:
+    """The one grouper of note lines: ``(what, case label, label without its model, model, figure)`` entries as one
+    ``(what, "N cases [of model]: label figure, ...")`` a ``what``, in first-seen order: a reason or flag several
+    cases share is printed once with its cases, each with its own figure. When every case of a line has one model,
+    the model is said once (``of resnet50``) and the cases are named without it."""
+    groups: dict[str, list[tuple[str, str, str | None, str]]] = {}
+    for what, label, short, model, figure in entries:
+        groups.setdefault(what, []).append((label, short, model, figure))
     out = []
     for what, members in groups.items():
-        models = {str(r.get("model")) for r, _ in members}
-        one = len(models) == 1
-        cases = [" ".join(x for x in (case_label(r, model=not one), figure) if x) for r, figure in members]
+        models = {m[2] for m in members}
+        one = len(models) == 1 and None not in models
+        cases = [" ".join(x for x in ((short if one else label), figure) if x) for label, short, _, figure in members]
         n = f"{len(members)} case{'s' if len(members) > 1 else ''}" + (f" of {models.pop()}" if one else "")
-        out.append(("flagged:", f"{what}: {n}: {', '.join(cases)}"))
+        out.append((what, f"{n}: {', '.join(cases)}"))
     return out
+
+
+def _grouped(flagged: list[tuple[dict, str, str]]) -> list[tuple[str, str]]:
+    """One ``flagged:`` line per flag: ``what: N cases [of model]: case figure, ...``."""
+    entries = [(what, case_label(r), case_label(r, model=False), str(r.get("model")), figure) for r, what, figure in flagged]
+    return [("flagged:", f"{what}: {cases}") for what, cases in group_cases(entries)]
 
 
 def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
@@ -112,24 +121,20 @@ def fold_similar(lines: Iterable[str]) -> list[str]:
 
 
 def grouped_flags(pairs: Iterable[tuple[str, str]], word: str = "ambiguous") -> list[str]:
-    """``(case label, "A: flag; flag")`` pairs as one line per side and flag, its cases listed with their figure
-    (the flag's first number): ``ambiguous: A: latency spread (IQR/median) N% > 5%: 4 cases: bs=1 (29.2%), ...``
-    rather than the sentence once a case; a flag only one case has keeps its own line."""
-    groups: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    """``(case label, "A: flag; flag")`` pairs as one line per side and flag (:func:`group_cases`), its cases listed
+    with their figure (the flag's first number): ``ambiguous: A: latency spread (IQR/median) N% > 5%: 4 cases:
+    bs=1 29.2%, ...`` rather than the sentence once a case; a flag only one case has keeps its own line."""
+    entries, own = [], {}
     for label, text in pairs:
         side, sep, reasons = text.partition(": ")
         if not sep:
             side, reasons = "", text
+        where = f"{side}: " if side else ""
         for flag in reasons.split("; "):
             m = _DIGITS.search(flag)
             figure = m.group(0) + ("%" if flag[m.end():m.end() + 1] == "%" else "") if m else ""
-            groups.setdefault((side, _DIGITS.sub("N", flag, count=1)), []).append((label, flag, figure))
-    out = []
-    for (side, masked), cases in groups.items():
-        where = f"{side}: " if side else ""
-        if len(cases) == 1:
-            out.append(f"{word}: {cases[0][0]}: {where}{cases[0][1]}")
-        else:
-            out.append(f"{word}: {where}{masked}: {len(cases)} cases: "
-                       + ", ".join(f"{label} ({fig})" if fig else label for label, _, fig in cases))
-    return out
+            what = where + _DIGITS.sub("N", flag, count=1)
+            entries.append((what, label, label, None, figure))
+            own.setdefault(what, f"{label}: {where}{flag}")
+    return [f"{word}: {own[what]}" if cases.startswith("1 case:") else f"{word}: {what}: {cases}"
+            for what, cases in group_cases(entries)]

@@ -138,7 +138,8 @@ class Profile(Scenario):
         cuda = merged.pop("_cuda", False)
         if isinstance(merged.get("steps"), str):
             merged["steps"] = tuple(s.strip() for s in merged["steps"].split(",") if s.strip())
-        lm = any(is_lm_step(s) for s in merged.get("steps") or ())
+        steps = merged.get("steps")  # not typed yet: a wrong type is the settings' one-line ConfigError, later
+        lm = isinstance(steps, (list, tuple)) and any(isinstance(s, str) and is_lm_step(s) for s in steps)
         gpu, cpu, mode = STEP_DEFAULTS["lm" if lm else "image"]
         merged.setdefault("precisions", (gpu if cuda else cpu,))
         merged.setdefault("modes", (mode,))
