@@ -13,7 +13,9 @@ from accelbench.scenarios.train import pipeline
 from accelbench.scenarios.train.datasets import DecodeDataset, load_encoded
 from accelbench import api
 
-runner = CliRunner()
+# a wide terminal, as run_cli's (tests/conftest.py): the epochs table's headers must not wrap; without it the width
+# was whatever an earlier test in the same process left (an xdist worker found 80 columns)
+runner = CliRunner(env={"COLUMNS": "200"})
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
