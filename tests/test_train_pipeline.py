@@ -13,9 +13,7 @@ from accelbench.scenarios.train import pipeline
 from accelbench.scenarios.train.datasets import DecodeDataset, load_encoded
 from accelbench import api
 
-# a wide terminal, as run_cli's (tests/conftest.py): the epochs table's headers must not wrap; without it the width
-# was whatever an earlier test in the same process left (an xdist worker found 80 columns)
-runner = CliRunner(env={"COLUMNS": "200"})
+runner = CliRunner()
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
