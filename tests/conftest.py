@@ -63,6 +63,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None, check: bool
     return p
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist installed, not an unknown-hook error
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto`` (the README's test command): one worker a CPU, at most 4. Many tests start real torchrun jobs
     (an agent and two ranks, each importing torch: ~1 GB), so more workers than that buy memory pressure, not time;
