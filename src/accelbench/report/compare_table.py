@@ -136,8 +136,8 @@ def compare_table(comparison, wide: bool = False) -> Table:
 def _grouped(pairs: list[tuple[str, str]]) -> list[str]:
     """``note: text: N cases: a, b`` for a note several cases share; ``note: case: text`` for one (:func:`group_cases`)."""
     lines = group_cases((text, label, label, None, "") for label, text in pairs)
-    return [f"note: {cases.removeprefix('1 case: ')}: {text}" if cases.startswith("1 case:") else f"note: {text}: {cases}"
-            for text, cases in lines]
+    return [f"note: {cases[0]}: {text}" if len(cases) == 1 else f"note: {text}: {n}: {', '.join(cases)}"
+            for text, n, cases in lines]
 
 
 def notes(comparison) -> list[str]:

@@ -61,9 +61,9 @@ def _flags(r: dict) -> list[tuple[str, str]]:
     return out
 
 
-def group_cases(entries: Iterable[tuple[str, str, str, str | None, str]]) -> list[tuple[str, str]]:
+def group_cases(entries: Iterable[tuple[str, str, str, str | None, str]]) -> list[tuple[str, str, list[str]]]:
     """The one grouper of note lines: ``(what, case label, label without its model, model, figure)`` entries as one
-    ``(what, "N cases [of model]: label figure, ...")`` a ``what``, in first-seen order: a reason or flag several
+    ``(what, "N cases [of model]", ["label figure", ...])`` a ``what``, in first-seen order: a reason or flag several
     cases share is printed once with its cases, each with its own figure. When every case of a line has one model,
     the model is said once (``of resnet50``) and the cases are named without it."""
     groups: dict[str, list[tuple[str, str, str | None, str]]] = {}
@@ -75,14 +75,14 @@ def group_cases(entries: Iterable[tuple[str, str, str, str | None, str]]) -> lis
         one = len(models) == 1 and None not in models
         cases = [" ".join(x for x in ((short if one else label), figure) if x) for label, short, _, figure in members]
         n = f"{len(members)} case{'s' if len(members) > 1 else ''}" + (f" of {models.pop()}" if one else "")
-        out.append((what, f"{n}: {', '.join(cases)}"))
+        out.append((what, n, cases))
     return out
 
 
 def _grouped(flagged: list[tuple[dict, str, str]]) -> list[tuple[str, str]]:
     """One ``flagged:`` line per flag: ``what: N cases [of model]: case figure, ...``."""
     entries = [(what, case_label(r), case_label(r, model=False), str(r.get("model")), figure) for r, what, figure in flagged]
-    return [("flagged:", f"{what}: {cases}") for what, cases in group_cases(entries)]
+    return [("flagged:", f"{what}: {n}: {', '.join(cases)}") for what, n, cases in group_cases(entries)]
 
 
 def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
@@ -136,5 +136,5 @@ def grouped_flags(pairs: Iterable[tuple[str, str]], word: str = "ambiguous") -> 
             what = where + _DIGITS.sub("N", flag, count=1)
             entries.append((what, label, label, None, figure))
             own.setdefault(what, f"{label}: {where}{flag}")
-    return [f"{word}: {own[what]}" if cases.startswith("1 case:") else f"{word}: {what}: {cases}"
-            for what, cases in group_cases(entries)]
+    return [f"{word}: {own[what]}" if len(cases) == 1 else f"{word}: {what}: {n}: {', '.join(cases)}"
+            for what, n, cases in group_cases(entries)]
