@@ -17,6 +17,8 @@ from __future__ import annotations
 
 # A model is "convolutional" when convolutions carry more than this share of its Conv2d + Linear FLOPs.
 CONV_SHARE = 0.5
+# What an fp8 model runs in around its converted layers: torchao's row-wise path takes bf16 weights (module docstring).
+COMPUTE_DTYPE = "bfloat16"
 
 
 def layer_flops(module, example) -> list[tuple[str, str, float, bool]]:
@@ -133,13 +135,13 @@ def quantize(module, granularity: str, example):
     import torch
 
     rows, total = layer_flops(module, example), total_flops(module, example)
-    module = module.to(torch.bfloat16).eval()
+    module = module.to(getattr(torch, COMPUTE_DTYPE)).eval()
     called = {r[0] for r in rows if r[1] == "linear"}
     # only Linear layers whose own forward runs: nn.MultiheadAttention uses out_proj's weight in a fused op
     cols, done = _convert(module, granularity, lambda fqn: fqn in called)
     linear = [r for r in rows if r[1] == "linear"]
     cols["fp8_flops_share"] = sum(r[2] for r in linear if r[0] in done) / total if total else None
-    return _cast_input(module, torch.bfloat16), cols
+    return _cast_input(module, getattr(torch, COMPUTE_DTYPE)), cols
 
 
 def quantize_lm(model, granularity: str = "row") -> dict:
@@ -185,5 +187,5 @@ def _convert(module, granularity: str, keep) -> tuple[dict, set[str]]:
                              "Linear layers only; the rest bf16 (model cast to bfloat16)"),
             "fp8_linear_layers": len(done), "fp8_linear_layers_skipped": len(every - done),
             "quant_kernels": "fp8: torch._scaled_mm (FP8 tensor cores) through torchao",
-            "compute_dtype": "bfloat16"}
+            "compute_dtype": COMPUTE_DTYPE}
     return cols, done

@@ -97,8 +97,10 @@ def _dtype(precision: str):
 
     from accelbench import precisions
 
+    from accelbench.quant import fp8
+
     p = precisions.get(precision)
-    return getattr(torch, p.cast_dtype or ("bfloat16" if p.quant == "float8" else "float32"))
+    return getattr(torch, p.cast_dtype or (fp8.COMPUTE_DTYPE if p.quant == "float8" else "float32"))
 
 
 def build(case, spec, device):
