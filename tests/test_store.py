@@ -36,6 +36,25 @@ def test_column_first_seen_as_none_keeps_numbers(db):
     assert df["compile_s"].tolist()[1] == 12.5 and df["top1"].dtype.kind == "f"
 
 
+def test_a_row_reads_in_the_tables_order_whatever_order_the_store_added_its_columns(tmp_path):
+    """A store adds a column when a first row has it, so two stores holding the same rows can order their
+    columns differently (an import, a flagged case first); records() reads every row in the table's order."""
+    first = {"case_key": "a", "workload": "inference", "status": "ok", "validity_reason": None, "zz_theirs": 1}
+    second = {"case_key": "b", "workload": "inference", "status": "ok", "validity_reason": "spread", "aa_theirs": 2,
+              "latency_p99_ms": 1.5, "throughput_samples_per_s": 10.0}
+    keys = []
+    for name, order in (("x.db", (first, second)), ("y.db", (second, first))):
+        with Store(tmp_path / name) as st:
+            rid = st.begin_run("inference", {}, "h", {})
+            for rec in order:
+                st.add_case(rid, rec if name == "x.db" else dict(reversed(list(rec.items()))))
+            keys.append([list(r) for r in sorted(st.records(rid), key=lambda r: r["case_key"])])
+    assert keys[0] and keys[0] == keys[1]
+    row = keys[0][1]
+    assert row.index("status") < row.index("latency_p99_ms") < row.index("validity_reason")
+    assert row[-2:] == ["aa_theirs", "zz_theirs"]  # undeclared columns last, by name
+
+
 def test_resumable_run_only_unfinished(db):
     st = Store(db)
     a = st.begin_run("inference", {}, "h", {})

@@ -88,18 +88,33 @@ def _honest(out, store, budget_s: float) -> None:
     assert sum(r["tune_trial_s"] for r in rows) <= out.spent_s  # the spent time covers every trial
 
 
+def _accepted(tmp_path, budget_s: float, name: str, **kw):
+    """A tune at ``budget_s``, or, where this machine's load made the probe slower than the minimum was measured
+    at (a shared CI machine), at the new minimum the refusal states plus the same margin; returns
+    (outcome, store, the budget it kept)."""
+    for attempt in range(3):
+        try:
+            return (*_tune(tmp_path, budget_s, name=f"{name}-{attempt}", **kw), budget_s)
+        except ConfigError as e:
+            least = int(re.search(r"at least (\d+) s", str(e)).group(1))
+            assert least > budget_s  # refused only as too small
+            budget_s = least + 6.0
+    raise AssertionError(f"no budget accepted after 3 probes, the last {budget_s} s")
+
+
 def test_a_real_tune_keeps_its_budget_and_refuses_one_too_small(tmp_path):
     least = _minimum(tmp_path, "cifar-resnet20")
     for i, budget in enumerate((least + 6.0, 2 * least + 15.0)):
-        out, store = _tune(tmp_path, budget, name=f"b{i}")
-        _honest(out, store, budget)
+        out, store, kept = _accepted(tmp_path, budget, name=f"b{i}")
+        _honest(out, store, kept)
     assert out.winner is not None  # the larger budget measured a winner
 
 
 def test_a_trial_running_past_the_budget_is_stopped(tmp_path):
     # batches 1 and 2 take milliseconds, batch 4 sleeps 30 s a step: nothing measured before predicts it
     budget = _minimum(tmp_path, "measure_helpers:slow_above_two") + 12.0
-    out, store = _tune(tmp_path, budget, model="measure_helpers:slow_above_two", precisions=("fp32",))
+    out, store, budget = _accepted(tmp_path, budget, "slow", model="measure_helpers:slow_above_two",
+                                   precisions=("fp32",))
     _honest(out, store, budget)
     stopped = [r for r in out.trials if r["status"] == "skipped"]
     assert stopped and all(int(r["batch_size"]) > 2 and "stopped at the tune's budget" in r["error"] for r in stopped)

@@ -98,8 +98,17 @@ def typed(name: str, value: Any) -> Any:
 
 
 def typed_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Every value of a row typed (:func:`typed`)."""
-    return {k: typed(k, v) for k, v in row.items()}
+    """Every value of a row typed (:func:`typed`), its keys in the table's order: declared columns as declared
+    (a family's members at their template's place, by name), then undeclared ones by name. A store adds a column
+    when a first row has it, so its own column order depends on its history (an imported run, an older store);
+    a row read from any store lists its keys the same way."""
+    return {k: typed(k, row[k]) for k in sorted(row, key=lambda k: (_position(k), k))}
+
+
+@lru_cache(maxsize=4096)
+def _position(name: str) -> int:
+    c = get(name)
+    return list(COLUMNS).index(c.name) if c is not None else len(COLUMNS)
 
 
 def exported(row: dict[str, Any]) -> dict[str, Any]:
