@@ -10,9 +10,13 @@ projection shapes (the fused q/k/v and gate/up of ``static-compile-fused``, o, d
   tuning (``accelbench.quant.weight_only``'s one-token path, as ``static-compile-fused`` runs it);
 - ``int8-pack``: ``aten._weight_int8pack_mm`` (CUDA);
 - ``fp8-scaled-mm``: ``torch._scaled_mm`` with the activation quantized to fp8 per row (W8A8, cuBLAS FP8 tensor
-  cores; the activation row padded to 16, the kernel's minimum).
+  cores; the activation row padded to 16, the kernel's minimum);
+- ``int8-gemv`` / ``fp8-gemv``: accelbench's Triton 8-bit GEMV (``accelbench.quant.gemv``, what the weight-only
+  precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows.
 
-Each is timed as the median over ``--reps`` CUDA-event-timed runs of ``--iters`` back-to-back calls (a cold L2 is not
+Each is timed as the median over ``--reps`` CUDA-event-timed replays of a CUDA graph holding ``--iters`` calls (as a
+decode step's graph runs them: no host launch cost; ``--eager`` times back-to-back eager calls instead, which adds
+~50-70 us of launch and guard cost a call to the small shapes). A cold L2 is not
 forced: a 4096x4096 int8 weight (16 MiB) fits a 50 MiB L2, so the small shapes read partly from L2 after the first
 call; the large ones (gate/up 117 MB bf16, LM head 1.05 GB) cannot). Achieved bandwidth = weight bytes / time.
 
@@ -26,18 +30,19 @@ import json
 
 import torch
 import torch.nn.functional as F
-from lib.cuda_timing import seconds_per_call
+from lib.cuda_timing import seconds_per_call, seconds_per_call_graphed
 
 SHAPES = {"qkv (fused)": (6144, 4096), "o": (4096, 4096), "gate/up (fused)": (28672, 4096), "down": (4096, 14336),
           "lm_head": (128256, 4096)}
 
 
-def paths(n: int, k: int):
+def paths(n: int, k: int, rows: int = 1):
+    from accelbench.quant import gemv
     from accelbench.quant.weight_only import quantize_weight
 
     torch.manual_seed(0)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
-    x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
     ref = F.linear(x, w).float()
     q8, s8 = quantize_weight(w, "int8")
     f8, sf = quantize_weight(w, "fp8")
@@ -50,6 +55,11 @@ def paths(n: int, k: int):
 
     ic.coordinate_descent_tuning = True
     yield "bf16", w.numel() * 2, lambda: F.linear(x, w), ref
+    gemv.warm([q8, f8], torch.bfloat16)
+    yield "int8-gemv", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
+    yield "fp8-gemv", f8.numel(), lambda: gemv.gemv_8bit(x, f8, sf), ref
+    if rows > 1:
+        return
     for name, q, s in (("int8-reduce", q8, s8), ("fp8-reduce", f8, sf)):
         fn = torch.compile(reduce(q, s), fullgraph=True)
         yield name, q.numel(), lambda fn=fn: fn(x), ref
@@ -67,27 +77,38 @@ def paths(n: int, k: int):
     yield "fp8-scaled-mm", f8.numel(), fn, ref
 
 
+def probe(label: str, n: int, k: int, rows: int, timer) -> dict:
+    """Every path's time, bandwidth, error against bf16's float32 product and speed-up over bf16 at one shape."""
+    row = {"n": n, "k": k, "rows": rows}
+    for name, nbytes, fn, ref in paths(n, k, rows):
+        try:
+            err = ((fn().float() - ref).norm() / ref.norm()).item()
+            t = timer(fn)
+            row[name] = {"us": t * 1e6, "weight_bytes": nbytes, "tb_per_s": nbytes / t / 1e12, "rel_err": err}
+        except Exception as exc:  # a path that does not run here is a finding, not the end of the probe
+            row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+        print(label, rows, name, row[name], flush=True)
+    base = row["bf16"]["us"]
+    for r in row.values():
+        if isinstance(r, dict) and "us" in r:
+            r["speedup_vs_bf16"] = base / r["us"]
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--rows", default="1,2,4", help="rows of x (batch at decode); past 1 only bf16 and the GEMVs")
+    ap.add_argument("--eager", action="store_true", help="time eager back-to-back calls, not a CUDA graph")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "shapes": {}}
-    for label, (n, k) in SHAPES.items():
-        row = res["shapes"][label] = {"n": n, "k": k}
-        for name, nbytes, fn, ref in paths(n, k):
-            try:
-                err = ((fn().float() - ref).norm() / ref.norm()).item()
-                t = seconds_per_call(fn, args.iters, args.reps)
-                row[name] = {"us": t * 1e6, "weight_bytes": nbytes, "tb_per_s": nbytes / t / 1e12, "rel_err": err}
-            except Exception as exc:  # a path that does not run here is a finding, not the end of the probe
-                row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
-            print(label, name, row[name], flush=True)
-        base = row["bf16"]["us"]
-        for name, r in row.items():
-            if isinstance(r, dict) and "us" in r:
-                r["speedup_vs_bf16"] = base / r["us"]
+    timer = seconds_per_call if args.eager else seconds_per_call_graphed
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "timing": "eager" if args.eager
+           else "CUDA graph", "shapes": {}}
+    for rows in map(int, args.rows.split(",")):
+        for label, (n, k) in SHAPES.items():
+            res["shapes"][f"{label} x{rows}"] = probe(label, n, k, rows, lambda fn: timer(fn, args.iters, args.reps))
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
 

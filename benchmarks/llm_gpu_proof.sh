@@ -20,6 +20,8 @@
 #             8B decode step (kernels a step, bandwidth per kernel family: where the 4.6 ms target's time goes);
 #             PROF1_STEPS (default prefill,decode) and PROF8_P (default bf16) choose
 #   gpu-fp8   pytest: the fp8 generate test on the bundled model (first: a broken fp8 path costs 90 s, not a call)
+#   gpu-gemv  pytest: the Triton 8-bit GEMV's GPU tests (kernel against the dequantized product, the bundled model's
+#             logits); HEAD_MODES chooses the headline's bf16 backends (default static-compile,static-compile-fused)
 # STAGES selects (default: by KIND: h200 "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps
 # the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
 # stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
@@ -43,14 +45,16 @@ fi
   echo "=== $(date +%T) env ($KIND)"
   nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,clocks.max.mem,memory.total --format=csv,noheader 2>/dev/null
   python3 -c "import torch, transformers, accelbench; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelbench', accelbench.__version__)"
+  has gpu-gemv && stage pytest-gpu-gemv ${GPU_GEMV_S:-90} python3 -m pytest -q -m gpu -p no:cacheprovider -W ignore \
+    --tb=short tests/test_generate_gpu.py -k "weight_only_kernels or gemv"
   has headline && stage headline-bf16 ${HEAD_BF16_S:-110} $AB generate -m $BIG $HEAD -p bf16 \
-    --modes static-compile,static-compile-fused $COMMON
+    --modes ${HEAD_MODES:-static-compile,static-compile-fused} $COMMON
   if has headline || has wo; then
     stage headline-weight-only ${HEAD_WO_S:-150} $AB generate -m $BIG $HEAD -p int8-weight-only,fp8-weight-only \
       --modes static-compile-fused $COMMON
   fi
   if has gemv && [ "${SMOKE:-0}" != 1 ]; then
-    stage gemv-8bit 90 python3 benchmarks/gemv_8bit_probe.py --out "$OUT/gemv-8bit.json"
+    stage gemv-8bit ${GEMV_S:-150} python3 benchmarks/gemv_8bit_probe.py --out "$OUT/gemv-8bit.json"
   fi
   if has hand && [ "${SMOKE:-0}" != 1 ]; then
     stage hand-gptfast 60 python3 benchmarks/llm_handloop.py $HAND --new 256 --loops gptfast --reps 3 --out "$OUT/hand-gptfast.json"

@@ -31,16 +31,44 @@ def test_compiled_graph_step_generates_the_eager_tokens():
 def test_weight_only_kernels_run_on_the_gpu():
     import torch
 
+    from accelbench.quant import gemv
     from accelbench.quant.weight_only import WeightOnlyLinear, int8_kernel_works
 
     dev = torch.device("cuda")
-    assert int8_kernel_works(dev, torch.bfloat16)
-    lin = torch.nn.Linear(256, 512, device=dev, dtype=torch.bfloat16)
-    x = torch.randn(3, 256, device=dev, dtype=torch.bfloat16)
-    ref = lin(x).float()
+    assert int8_kernel_works(dev, torch.bfloat16) and gemv.available() is None
+    lin = torch.nn.Linear(256, 520, device=dev, dtype=torch.bfloat16)
+    for rows in (1, 2, 3, 4, 9):  # up to 4: the Triton GEMV; 9: dequantize then matmul
+        x = torch.randn(rows, 256, device=dev, dtype=torch.bfloat16)
+        ref = lin(x).float()
+        for scheme in ("int8", "fp8"):
+            for use_gemv in (False, True):
+                got = WeightOnlyLinear(lin, scheme, int8_kernel=False, gemv=use_gemv)(x).float()
+                assert (got - ref).abs().max() < 0.05 * ref.abs().max(), (rows, scheme, use_gemv)
+
+
+def test_the_gemv_kernel_gives_the_plain_weight_only_models_logits():
+    """The bundled model quantized (int8, fp8), every linear through the Triton GEMV, against the same model with
+    the dequantize-then-matmul path: the decode step's logits (batch 2, one token) agree to bf16 rounding."""
+    import torch
+
+    from accelbench.models.hf import load_lm
+    from accelbench.quant.weight_only import WeightOnlyLinear, quantize_linears
+
+    dev = torch.device("cuda")
+    tokens = torch.randint(0, 1000, (2, 1), device=dev)
     for scheme in ("int8", "fp8"):
-        got = WeightOnlyLinear(lin, scheme)(x).float()
-        assert (got - ref).abs().max() < 0.05 * ref.abs().max()
+        model = load_lm("hf:tiny-shakespeare", dev, torch.bfloat16).module
+        cols = quantize_linears(model, scheme)
+        linears = [m for m in model.modules() if isinstance(m, WeightOnlyLinear)]
+        assert len(linears) == cols["quant_layers"] > 0 and all(m.gemv for m in linears)
+        assert "Triton 8-bit GEMV" in cols["quant_kernels"]
+        with torch.no_grad():
+            fast = model(tokens).logits.float()
+            for m in linears:
+                m.gemv = False
+            plain = model(tokens).logits.float()
+        assert ((fast - plain).norm() / plain.norm()).item() < 1e-2, scheme
+        assert torch.equal(fast.argmax(-1), plain.argmax(-1)) or (fast - plain).abs().max() < 0.1
 
 
 def test_every_backend_and_precision_runs(tmp_path):
@@ -56,6 +84,7 @@ def test_every_backend_and_precision_runs(tmp_path):
     bad = [(r["status"], r["mbu"], r["tpot_p50_ms"], r["perplexity"], r["precision"], r["mode"]) for r in rows
            if not (r["status"] == "ok" and 0 < r["mbu"] < 1.2 and r["tpot_p50_ms"] > 0 and r["perplexity"] > 1)]
     assert not bad, bad
+    assert all("Triton 8-bit GEMV" in r["quant_kernels"] for r in rows if "weight-only" in r["precision"])
     bf16 = {r["perplexity"] for r in rows if r["precision"] == "bf16"}
     assert len(bf16) <= 2  # one perplexity a model's numerics: plain and fused projections
 

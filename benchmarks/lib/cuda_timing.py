@@ -27,3 +27,22 @@ def seconds_per_call(fn, iters: int = 20, reps: int = 1, warm: int = 3) -> float
         torch.cuda.synchronize()
         out.append(a.elapsed_time(b) / 1e3 / iters)
     return statistics.median(out)
+
+
+def seconds_per_call_graphed(fn, iters: int = 20, reps: int = 1, warm: int = 3) -> float:
+    """As :func:`seconds_per_call`, with the ``iters`` calls captured in one CUDA graph and the graph replayed:
+    no host launch cost, so a small kernel's own time (what a decode step's CUDA graph pays). ``fn`` must be
+    capturable (no synchronisation, no host reads; a compiled function captured after its warm-up calls)."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warm):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            fn()
+    return seconds_per_call(graph.replay, 1, reps, warm=1) / iters

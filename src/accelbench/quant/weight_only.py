@@ -8,11 +8,14 @@ bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear`
 - int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row).
 - fp8: ``q = (w / s).to(float8_e4m3fn)``, ``s = max|w_row| / 448`` (E4M3's largest normal: OCP 8-bit floating
   point spec).
-- The matmul: for one token a row inside a compiled graph (a decode step), a multiply-and-sum that Inductor turns
-  into one reduction reading the 8-bit weight (gpt-fast's recipe); on a CPU, int8 through torch's
-  ``aten._weight_int8pack_mm(x, q, s)``; else dequantize (``F.linear(x, q.to(x.dtype)) * s``). The CUDA
-  ``_weight_int8pack_mm`` is not used: on an H100 (torch 2.11) it made Llama-3.1-8B's decode step 10x slower than
-  bf16 (67.2 vs 6.75 ms, ``benchmarks/results/llm-h100``).
+- The matmul: at up to :data:`accelbench.quant.gemv.MAX_ROWS` rows on a CUDA GPU with Triton (a decode step at
+  small batch), accelbench's 8-bit GEMV kernel (:mod:`accelbench.quant.gemv`: the weight read at 8 bits and
+  dequantized in registers); without Triton, one row inside a compiled graph is a multiply-and-sum that Inductor
+  turns into one reduction reading the 8-bit weight (gpt-fast's recipe; on an H100 it read int8 at 1.0 TB/s against
+  cuBLAS's 2.76 TB/s for bf16, BENCHMARKS.md section 11); on a CPU, int8 through torch's
+  ``aten._weight_int8pack_mm(x, q, s)``; else (prefill, large batches) dequantize and multiply
+  (``F.linear(x, q.to(x.dtype)) * s``). The CUDA ``_weight_int8pack_mm`` is not used: on an H100 (torch 2.11) it
+  made Llama-3.1-8B's decode step 10x slower than bf16 (67.2 vs 6.75 ms, ``benchmarks/results/llm-h100``).
 
 Embedding tables and norms stay in the model's dtype; the LM head is quantized like any linear layer.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from accelbench.quant.gemv import MAX_ROWS, gemv_8bit
 
 SCHEMES = {"int8": 127.0, "fp8": 448.0}
 
@@ -47,12 +52,14 @@ class WeightOnlyLinear(torch.nn.Module):
         linear: the ``nn.Linear`` it replaces (its weight is quantized, its bias kept).
         scheme: ``int8`` or ``fp8``.
         int8_kernel: run int8 through ``aten._weight_int8pack_mm`` (see :func:`int8_kernel_works`).
+        gemv: run up to :data:`accelbench.quant.gemv.MAX_ROWS` rows through accelbench's 8-bit GEMV kernel (a CUDA
+            GPU with Triton: :func:`accelbench.quant.gemv.available`).
     """
 
-    def __init__(self, linear, scheme: str, int8_kernel: bool = True):
+    def __init__(self, linear, scheme: str, int8_kernel: bool = True, gemv: bool = False):
         super().__init__()
         q, scale = quantize_weight(linear.weight, scheme)
-        self.scheme, self.int8_kernel = scheme, int8_kernel
+        self.scheme, self.int8_kernel, self.gemv = scheme, int8_kernel, gemv
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.register_buffer("weight", q)
         self.register_buffer("scale", scale.to(linear.weight.dtype))
@@ -61,7 +68,9 @@ class WeightOnlyLinear(torch.nn.Module):
     def forward(self, x):
         x2 = x.reshape(-1, self.in_features)
         scale = self.scale.to(x.dtype)
-        if x2.shape[0] == 1 and torch.compiler.is_compiling():
+        if self.gemv and x2.shape[0] <= MAX_ROWS:
+            y = gemv_8bit(x2, self.weight, scale)
+        elif x2.shape[0] == 1 and torch.compiler.is_compiling():
             y = ((x2[:, None, :].float() * self.weight.float()).sum(-1) * scale.float()).to(x.dtype)
         elif self.scheme == "int8" and self.int8_kernel:
             y = torch._weight_int8pack_mm(x2, self.weight, scale)
@@ -92,21 +101,37 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     """Replace every ``nn.Linear`` of ``model`` (but those whose qualified name ends with one of ``skip``) by a
     weight-only quantized one, in place.
 
+    On a CUDA GPU with Triton the GEMV kernel is tuned here for every weight shape (:func:`accelbench.quant.gemv.warm`),
+    before a decode step is compiled or captured.
+
     Returns:
         Row columns: ``quant_scheme``, ``quant_layers`` (linears replaced), ``quant_kernels`` (what runs the
         matmul).
     Raises:
         ValueError: an unknown scheme.
     """
+    from accelbench.quant import gemv
+
     p = next(model.parameters())
     int8_kernel = scheme == "int8" and p.device.type == "cpu" and int8_kernel_works(p.device, p.dtype)
+    use_gemv = p.device.type == "cuda" and gemv.available() is None
     count = 0
     for name, mod in list(model.named_modules()):
         for child_name, child in list(mod.named_children()):
             full = f"{name}.{child_name}" if name else child_name
             if isinstance(child, torch.nn.Linear) and not full.endswith(skip):
-                setattr(mod, child_name, WeightOnlyLinear(child, scheme, int8_kernel))
+                setattr(mod, child_name, WeightOnlyLinear(child, scheme, int8_kernel, use_gemv))
                 count += 1
-    kernels = (("aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul")
-               + "; one token a row compiled: a fused multiply-and-sum reading the 8-bit weight")
+    many = "aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul"
+    if use_gemv:
+        gemv.warm([m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)], p.dtype)
+        kernels = f"up to {gemv.MAX_ROWS} rows: accelbench's Triton 8-bit GEMV; more: {many}"
+    else:
+        kernels = f"{many}; one token a row compiled: a fused multiply-and-sum reading the 8-bit weight"
     return {"quant_scheme": f"{scheme} weight-only, per-row scale", "quant_layers": count, "quant_kernels": kernels}
+
+
+def compiled_reductions(model) -> bool:
+    """Whether ``model`` has weight-only linears whose one-row matmul, compiled, is an Inductor reduction (no GEMV
+    kernel): what coordinate-descent tuning pays for (:func:`accelbench.scenarios.generate.decode.compiled_step`)."""
+    return any(isinstance(m, WeightOnlyLinear) and not m.gemv for m in model.modules())

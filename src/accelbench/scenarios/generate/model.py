@@ -166,7 +166,8 @@ def prompts_for(case, loaded, seed: int, device):
 def built_for(case, spec, device, state: SweepState) -> Built:
     """The case's model and decode step: the one in hand when the case shares its (model, precision, backend,
     seed), else a new build (the previous one released first: one model on the device at a time)."""
-    from accelbench import backends, precisions
+    from accelbench import backends
+    from accelbench.quant.weight_only import compiled_reductions
     from accelbench.scenarios.generate.decode import compiled_step
 
     key = _key(case, spec)
@@ -177,7 +178,7 @@ def built_for(case, spec, device, state: SweepState) -> Built:
     compiles = backends.get(case.mode).compiles
     graphs = compiles and device.type == "cuda"  # one CUDA graph a decode step: torch.compile's reduce-overhead
     mode = ("reduce-overhead" if graphs else "default") if compiles else None
-    tune = bool(precisions.get(case.precision).weight_only)  # its linears are Inductor reductions: compiled_step
+    tune = compiled_reductions(loaded.module)  # linears compiled as Inductor reductions: compiled_step tunes them
     state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode, tune), graphs=graphs)
     return state.built
 

@@ -1,0 +1,127 @@
+"""A Triton matrix-vector kernel for 8-bit weights at decode's few rows: ``y = (x @ q.T) * s`` with ``q`` an
+``(N, K)`` int8 or float8_e4m3fn weight and ``s`` one scale per output row, dequantized in registers.
+
+Why accelbench has its own kernel. A decode step at batch 1 is a chain of matrix-vector products, memory-bound:
+every weight byte is read once a token, so a kernel reading 8-bit weights near the memory roof makes the step up
+to ~2x faster than bf16 (gpt-fast's int8 weight-only: 1.48x on an A100). No stock kernel does that on an H100 or
+H200 with torch 2.11 (``benchmarks/gemv_8bit_probe.py``, BENCHMARKS.md section 11): Inductor's fused
+multiply-and-sum reads int8 at 1.0 TB/s against cuBLAS's 2.76 TB/s for bf16, ``aten._weight_int8pack_mm`` at 0.22
+TB/s, and cuBLASLt's fp8 GEMM pads the row to a 128-row tile. This kernel is the textbook GEMV: each program owns
+``BLOCK_N`` output rows, walks ``K`` in ``BLOCK_K`` chunks with wide contiguous loads of the weight rows, converts
+to float32 and accumulates in registers, then applies the row scales once (the dequantize-in-registers of
+tinygemm and Marlin, without their weight repacking). Block sizes are chosen per shape by ``triton.autotune``.
+
+Rows ``M`` up to :data:`MAX_ROWS` run as a grid of ``(M, N / BLOCK_N)`` programs, the row fastest, so programs
+reading one weight tile run together and the tile's second read comes from L2. More rows (prefill, large batches)
+are matrix products: the caller dequantizes for cuBLAS instead.
+
+The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
+opaque call and a CUDA graph captures it. Tuning happens at the first call of a shape: :func:`warm` calls it
+eagerly for a model's shapes before any graph is compiled or captured.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import torch
+
+MAX_ROWS = 4  # rows of x a call may have; more are a matrix product (see the module docstring)
+
+
+@lru_cache(maxsize=1)
+def available() -> str | None:
+    """Why the kernel cannot run here, or None when it can (Triton importable and a CUDA device present)."""
+    try:
+        import triton  # noqa: F401
+    except ImportError as exc:
+        return f"Triton is not installed ({exc})"
+    return None if torch.cuda.is_available() else "no CUDA device"
+
+
+@lru_cache(maxsize=1)
+def _kernel():
+    import triton
+    import triton.language as tl
+
+    configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
+               for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
+                                  (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
+
+    @triton.autotune(configs=configs, key=["N", "K"])  # tuned at the first row count seen (warm: one row)
+    @triton.jit
+    def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        m = tl.program_id(0)
+        rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        cols = tl.arange(0, BLOCK_K)
+        in_rows = rows < N
+        acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            k = k0 + cols
+            in_k = k < K
+            w = tl.load(w_ptr + rows[:, None].to(tl.int64) * K + k[None, :], mask=in_rows[:, None] & in_k[None, :],
+                        other=0.0)
+            x = tl.load(x_ptr + m * K + k, mask=in_k, other=0.0)
+            acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+        s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
+        y = tl.sum(acc, axis=1) * s
+        tl.store(y_ptr + m * N + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
+
+    return gemv_8bit
+
+
+def _launch(x, weight, scale, out) -> None:
+    import triton
+
+    m, k = x.shape
+    n = weight.shape[0]
+    kernel = _kernel()
+    if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
+        meta = kernel.configs[0].kwargs
+        kernel.fn[(m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, **meta)
+        return
+    kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k)
+
+
+@torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(), schema="(Tensor x, Tensor weight, Tensor scale) -> Tensor")
+def _op(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    out = torch.empty(x.shape[0], weight.shape[0], device=x.device, dtype=x.dtype)
+    _launch(x, weight.contiguous(), scale.contiguous(), out)
+    return out
+
+
+@_op.register_fake
+def _(x, weight, scale):
+    return x.new_empty(x.shape[0], weight.shape[0])
+
+
+def gemv_8bit(x, weight, scale):
+    """``(x @ weight.T) * scale`` through the kernel, as the custom op ``torch.ops.accelbench.gemv_8bit`` (opaque
+    to ``torch.compile``, captured by CUDA graphs).
+
+    Shapes: ``x`` ``(M, K)`` bf16/fp16/fp32, ``M <= MAX_ROWS``; ``weight`` ``(N, K)`` int8 or float8_e4m3fn;
+    ``scale`` ``(N,)``; the result ``(M, N)`` in ``x``'s dtype. All on one CUDA device.
+
+    Raises:
+        ValueError: more rows than :data:`MAX_ROWS`, or ``K`` of ``x`` and ``weight`` differ.
+    """
+    if x.shape[0] > MAX_ROWS or x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"gemv_8bit takes at most {MAX_ROWS} rows of {weight.shape[1]}: got {tuple(x.shape)}")
+    return _op(x, weight, scale)
+
+
+def warm(weights, dtype) -> int:
+    """Tune the kernel for each distinct ``(N, K)`` of ``weights`` (8-bit ``(N, K)`` tensors on a CUDA device; the
+    block sizes are tuned at one row, decode's batch 1) and compile it for every row count up to
+    :data:`MAX_ROWS`, with activations of ``dtype``: the autotuner's timing runs and Triton's compiles happen
+    here, eagerly, not inside a compiled or captured step. Returns the number of shapes tuned."""
+    shapes = {}
+    for w in weights:
+        shapes.setdefault((tuple(w.shape), w.dtype), w)
+    for w in shapes.values():
+        scale = torch.ones(w.shape[0], device=w.device, dtype=dtype)
+        for m in range(1, MAX_ROWS + 1):
+            gemv_8bit(torch.zeros(m, w.shape[1], device=w.device, dtype=dtype), w, scale)
+    return len(shapes)

@@ -1,0 +1,59 @@
+"""accelbench's 8-bit GEMV kernel (``accelbench.quant.gemv``) on the CPU through Triton's interpreter
+(``TRITON_INTERPRET=1``, in a child process: the interpreted kernel must not be the one a GPU test later gets):
+``(x @ q.T) * s`` for int8 and fp8 weights at 1 to 4 rows and ragged shapes, against the dequantized product;
+a weight-only linear running it, compiled whole (``fullgraph``: the custom op is one opaque call), gives the
+eager module's outputs. The kernel's speed is a benchmark (``benchmarks/gemv_8bit_probe.py``), not a test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("triton")
+
+CHILD = r"""
+import json, torch
+from accelbench.quant import gemv
+from accelbench.quant.weight_only import WeightOnlyLinear, quantize_weight
+
+torch.manual_seed(0)
+out = {"errors": [], "refused": None}
+for n, k in ((100, 300), (64, 512), (37, 1000)):
+    w = torch.randn(n, k)
+    for scheme in ("int8", "fp8"):
+        q, s = quantize_weight(w, scheme)
+        for m in (1, 3, gemv.MAX_ROWS):
+            x = torch.randn(m, k, dtype=torch.bfloat16)
+            got = gemv.gemv_8bit(x, q, s.to(torch.bfloat16)).float()
+            ref = (x.float() @ q.float().T) * s.to(torch.bfloat16).float()
+            out["errors"].append([n, k, m, scheme, list(got.shape), ((got - ref).norm() / ref.norm()).item()])
+try:
+    gemv.gemv_8bit(torch.zeros(gemv.MAX_ROWS + 1, 8), torch.zeros(4, 8, dtype=torch.int8), torch.ones(4))
+except ValueError as e:
+    out["refused"] = str(e)
+lin = torch.nn.Linear(256, 96, bias=True).to(torch.bfloat16)
+wo = WeightOnlyLinear(lin, "int8", int8_kernel=False, gemv=True)
+plain = WeightOnlyLinear(lin, "int8", int8_kernel=False, gemv=False)
+x = torch.randn(1, 1, 256, dtype=torch.bfloat16)
+compiled = torch.compile(wo, fullgraph=True, backend="eager")(x).float()
+ref = plain(x).float()
+out["compiled_rel_err"] = ((compiled - ref).norm() / ref.norm()).item()
+out["compiled_shape"] = list(compiled.shape)
+print(json.dumps(out))
+"""
+
+
+def test_the_kernel_computes_the_dequantized_product_and_compiles_as_one_op():
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert len(got["errors"]) == 3 * 2 * 3
+    for n, k, m, scheme, shape, err in got["errors"]:
+        assert shape == [m, n] and err < 1e-2, (n, k, m, scheme, err)  # bf16 output rounding: ~3e-3
+    assert "at most 4 rows" in got["refused"]
+    assert got["compiled_shape"] == [1, 1, 96] and got["compiled_rel_err"] < 1e-2
