@@ -38,7 +38,7 @@ def sweep_markdown(rows: list[dict]) -> str:
         def f(k, fmt):
             v = r.get(k)
             return fmt.format(v) if v is not None else "-"
-        sgd = {None: "fused", 1: "fused", True: "fused", 0: "foreach", False: "foreach"}[r.get("optimizer_fused")]
+        sgd = {None: "fused", 1: "fused", 0: "foreach"}[r.get("optimizer_fused")]
         loss = f("loss_last", "{:.3f}") if r.get("loss_finite") else "**NaN**"
         lines.append(f"| {r['model']} | {r['batch_size']} | {r['precision']} | {r['mode']} | {'yes' if r.get('channels_last') else 'no'} | {sgd} "
                      f"| {f('throughput_samples_per_s', '{:,.0f}')} | {f('step_time_p50_ms', '{:.1f}')} | {f('step_time_p99_ms', '{:.1f}')} "

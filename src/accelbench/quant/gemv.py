@@ -4,16 +4,19 @@
 Why accelbench has its own kernel. A decode step at batch 1 is a chain of matrix-vector products, memory-bound:
 every weight byte is read once a token, so a kernel reading 8-bit weights near the memory roof makes the step up
 to ~2x faster than bf16 (gpt-fast's int8 weight-only: 1.48x on an A100). No stock kernel does that on an H100 or
-H200 with torch 2.11 (``benchmarks/gemv_8bit_probe.py``, BENCHMARKS.md section 11): Inductor's fused
-multiply-and-sum reads int8 at 1.0 TB/s against cuBLAS's 2.76 TB/s for bf16, ``aten._weight_int8pack_mm`` at 0.22
-TB/s, and cuBLASLt's fp8 GEMM pads the row to a 128-row tile. This kernel is the textbook GEMV: each program owns
-``BLOCK_N`` output rows, walks ``K`` in ``BLOCK_K`` chunks with wide contiguous loads of the weight rows, converts
-to float32 and accumulates in registers, then applies the row scales once (the dequantize-in-registers of
-tinygemm and Marlin, without their weight repacking). Block sizes are chosen per shape by ``triton.autotune``.
+H200 with torch 2.11 (``benchmarks/gemv_8bit_probe.py``, BENCHMARKS.md section 11; at the LM head's shape on an
+H100): Inductor's fused multiply-and-sum reads int8 at 1.0 TB/s against cuBLAS's 2.76 TB/s for bf16,
+``aten._weight_int8pack_mm`` at 0.22 TB/s, and cuBLASLt's fp8 GEMM pads the row to a 128-row tile. This kernel is
+the textbook GEMV: each program owns ``BLOCK_N`` output rows, walks ``K`` in ``BLOCK_K`` chunks with wide contiguous
+loads of the weight rows, converts to float32 and accumulates in registers, then applies the row scales once (the
+dequantize-in-registers of tinygemm and Marlin, without their weight repacking). Block sizes are chosen per shape
+by ``triton.autotune``. On an H200 it reads fp8 weights at up to 4.1 TB/s and int8 at up to 3.5 TB/s, and takes a
+Llama-3.1-8B decode step at batch 1 from 5.16 ms (bf16) to 3.49 ms (fp8) and 3.89 ms (int8).
 
-Rows ``M`` up to :data:`MAX_ROWS` run as a grid of ``(M, N / BLOCK_N)`` programs, the row fastest, so programs
-reading one weight tile run together and the tile's second read comes from L2. More rows (prefill, large batches)
-are matrix products: the caller dequantizes for cuBLAS instead.
+Rows ``M`` up to :data:`MAX_ROWS` run as a grid of ``(M, N / BLOCK_N)`` programs, one row each: the weight is read
+once a row (measured: 2 rows take 1.8-1.9x one row's time), still fewer bytes than the alternative for few rows,
+dequantizing to bf16 for cuBLAS (5 bytes moved a weight against bf16's 2). More rows (prefill, large batches) are
+matrix products: the caller dequantizes for cuBLAS.
 
 The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
 opaque call and a CUDA graph captures it. Tuning happens at the first call of a shape: :func:`warm` calls it
@@ -84,7 +87,8 @@ def _launch(x, weight, scale, out) -> None:
     kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k)
 
 
-@torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(), schema="(Tensor x, Tensor weight, Tensor scale) -> Tensor")
+@torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(),
+                         schema="(Tensor x, Tensor weight, Tensor scale) -> Tensor")
 def _op(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     out = torch.empty(x.shape[0], weight.shape[0], device=x.device, dtype=x.dtype)

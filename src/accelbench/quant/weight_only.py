@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from accelbench.quant.gemv import MAX_ROWS, gemv_8bit
+from accelbench.quant import gemv
 
 SCHEMES = {"int8": 127.0, "fp8": 448.0}
 
@@ -68,8 +68,8 @@ class WeightOnlyLinear(torch.nn.Module):
     def forward(self, x):
         x2 = x.reshape(-1, self.in_features)
         scale = self.scale.to(x.dtype)
-        if self.gemv and x2.shape[0] <= MAX_ROWS:
-            y = gemv_8bit(x2, self.weight, scale)
+        if self.gemv and x2.shape[0] <= gemv.MAX_ROWS:
+            y = gemv.gemv_8bit(x2, self.weight, scale)
         elif x2.shape[0] == 1 and torch.compiler.is_compiling():
             y = ((x2[:, None, :].float() * self.weight.float()).sum(-1) * scale.float()).to(x.dtype)
         elif self.scheme == "int8" and self.int8_kernel:
@@ -101,8 +101,8 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     """Replace every ``nn.Linear`` of ``model`` (but those whose qualified name ends with one of ``skip``) by a
     weight-only quantized one, in place.
 
-    On a CUDA GPU with Triton the GEMV kernel is tuned here for every weight shape (:func:`accelbench.quant.gemv.warm`),
-    before a decode step is compiled or captured.
+    On a CUDA GPU with Triton the GEMV kernel is tuned here for every weight shape
+    (:func:`accelbench.quant.gemv.warm`), before a decode step is compiled or captured.
 
     Returns:
         Row columns: ``quant_scheme``, ``quant_layers`` (linears replaced), ``quant_kernels`` (what runs the
@@ -110,8 +110,6 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     Raises:
         ValueError: an unknown scheme.
     """
-    from accelbench.quant import gemv
-
     p = next(model.parameters())
     int8_kernel = scheme == "int8" and p.device.type == "cpu" and int8_kernel_works(p.device, p.dtype)
     use_gemv = p.device.type == "cuda" and gemv.available() is None
