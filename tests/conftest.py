@@ -17,6 +17,11 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))  # tests/helpers.py as an importable factory module
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest-xdist gives each worker COLUMNS = the controller's terminal width (80 when piped); the suite's
+    # in-process CLI tests assume what a serial run has, no COLUMNS (the CLI's module console reads it at import).
+    # Tests of the 80-column layout set COLUMNS themselves.
+    os.environ.pop("COLUMNS", None)
 
 # THE tiny CPU case: cifar-resnet20 (bundled weights, bundled real images) at batch 2 on 4 images, on the CPU,
 # without the idle-power wait, one timed step: a few seconds end to end. Tests change a field with tiny_case(...).

@@ -17,13 +17,17 @@ MODEL = "helpers:work_net"
 
 @pytest.fixture(scope="module")
 def three_runs(tmp_path_factory):
-    """Runs 1 and 2 of the case at work 1, run 3 at work 30 (truly slower); 5 windows each (a compare verdict)."""
+    """Runs 1 and 2 of the case at work 1, run 3 at work 30 (truly slower); 5 windows each (a compare verdict) of
+    at least 40 batches: a window of a few batches lasts ~1 ms, shorter than one scheduler time slice, so on a
+    loaded machine (a CPU-heavy process beside the suite) one descheduling made a work-1 window as slow as a
+    work-30 one and compare rightly found no significant step."""
     db = tmp_path_factory.mktemp("history") / "h.db"
     st = Store(db)
     mp = pytest.MonkeyPatch()
     for name, work in (("first", "1"), (None, "1"), ("slow", "30")):
         mp.setenv("ACCELBENCH_TEST_WORK", work)
-        api.run(api.spec("inference", tiny_case(model=MODEL, repeats=5, images=8)), st, name=name)
+        api.run(api.spec("inference", tiny_case(model=MODEL, repeats=5, images=8, min_timed_batches=40)), st,
+                name=name)
     mp.undo()
     st.close()
     return db
