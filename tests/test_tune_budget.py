@@ -90,8 +90,8 @@ def _honest(out, store, budget_s: float) -> None:
 
 def _accepted(tmp_path, budget_s: float, name: str, **kw):
     """A tune at ``budget_s``, or, where this machine's load made the probe slower than the minimum was measured
-    at (a shared CI machine), at the new minimum the refusal states plus the same margin; returns
-    (outcome, store, the budget it kept)."""
+    at (a shared CI machine), at the new minimum the refusal states plus 6 s; returns (outcome, store, the budget
+    it kept)."""
     for attempt in range(3):
         try:
             return (*_tune(tmp_path, budget_s, name=f"{name}-{attempt}", **kw), budget_s)
