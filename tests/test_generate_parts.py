@@ -137,6 +137,24 @@ def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_toke
     assert tuned.tokens.shape == (1, 5) and torch.equal(eager.tokens, tuned.tokens)
 
 
+def test_a_compiled_step_over_fused_projections_decodes_the_plain_models_tokens():
+    """``static-compile-fused``'s model (fused q/k/v and gate/up, its own attention forward) under a compiled step
+    writes to and reads from the KV cache: its greedy tokens equal the plain model's eager ones (float32). The fused
+    attention takes the cache by either keyword ``transformers`` has used (``past_key_values``, then ``cache``): with
+    the newer spelling the cache was silently skipped and the compiled attention failed on its shapes."""
+    from accelbench.scenarios.generate.decode import StaticLoop, cache_argument, compiled_step
+    from accelbench.scenarios.generate.fuse import fuse_projections
+
+    model, dev = tiny(), torch.device("cpu")
+    prompts = torch.randint(0, 300, (2, 7))
+    plain = StaticLoop(model, 2, 7, 6, dev)(prompts)
+    assert cache_argument(model) in ("cache", "past_key_values")
+    fuse_projections(model)
+    torch._dynamo.reset()
+    fused = StaticLoop(model, 2, 7, 6, dev, step=compiled_step("default"))(prompts)
+    assert fused.tokens.shape == (2, 6) and torch.equal(plain.tokens, fused.tokens)
+
+
 def test_random_and_text_prompts():
     from accelbench.data.text import held_out_text, random_prompts, shipped_text, split, text_prompts
 

@@ -87,13 +87,23 @@ class HFGenerate:
         return _generation(marks, t0, out[:, prompts.shape[1]:])
 
 
-def decode_step(model, cache, tokens, cache_position):
-    """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``,
-    and the greedy next tokens ``(batch, 1)``. The model and cache are arguments, so one compiled step serves
-    every case of a model: Dynamo specialises on the first shapes and recompiles once with dynamic batch and
-    cache lengths when they change; a CUDA graph is recorded per shape."""
-    logits = model(tokens, cache_position=cache_position, position_ids=cache_position[None], past_key_values=cache,
-                   use_cache=True).logits
+def cache_argument(model) -> str:
+    """The keyword ``model``'s forward takes its KV cache by: ``cache`` in ``transformers`` releases that renamed it
+    (``past_key_values`` is deprecated there, to be removed in 5.40), else ``past_key_values`` (5.17, the GPU
+    machines'). Read from the forward's signature (through the deprecation decorator's ``functools.wraps``)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+
+
+def decode_step(model, cache, tokens, cache_position, cache_arg: str = "past_key_values"):
+    """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``
+    (passed by the keyword ``cache_arg``, :func:`cache_argument`), and the greedy next tokens ``(batch, 1)``. The
+    model and cache are arguments, so one compiled step serves every case of a model: Dynamo specialises on the
+    first shapes and recompiles once with dynamic batch and cache lengths when they change; a CUDA graph is
+    recorded per shape."""
+    logits = model(tokens, cache_position=cache_position, position_ids=cache_position[None], use_cache=True,
+                   **{cache_arg: cache}).logits
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
@@ -135,6 +145,7 @@ class StaticLoop:
 
         self.model, self.prompt_len, self.new_tokens, self.device = model, prompt_len, new_tokens, device
         self.cache = StaticCache(config=model.config, max_cache_len=prompt_len + new_tokens)
+        self.cache_arg = cache_argument(model)
         self.positions = torch.arange(prompt_len + new_tokens, device=device)
         self.step, self.graphs = step, graphs
 
@@ -145,7 +156,7 @@ class StaticLoop:
         runs it alone)."""
         p = self.prompt_len
         logits = self.model(prompts, cache_position=self.positions[:p], position_ids=self.positions[None, :p],
-                            past_key_values=self.cache, use_cache=True, logits_to_keep=1).logits
+                            use_cache=True, logits_to_keep=1, **{self.cache_arg: self.cache}).logits
         return logits[:, -1].argmax(-1, keepdim=True)
 
     def decode(self, token, i: int):
@@ -157,7 +168,7 @@ class StaticLoop:
         p = self.prompt_len
         if self.graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1])
+        token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1], self.cache_arg)
         return token.clone() if self.graphs else token  # the next replay overwrites the graph's output
 
     def rewind(self, position: int) -> None:

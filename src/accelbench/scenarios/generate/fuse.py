@@ -44,8 +44,10 @@ def _concat(linears):
 
 
 def _attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
-                       **kwargs):
-    """The attention forward of ``transformers``' Llama-like layers with q/k/v as one matmul."""
+                       cache=None, **kwargs):
+    """The attention forward of ``transformers``' Llama-like layers with q/k/v as one matmul. The KV cache comes as
+    ``cache`` in the ``transformers`` releases that renamed it, as ``past_key_values`` before (5.17)."""
+    cache = cache if cache is not None else past_key_values
     hf = sys.modules[type(self).__module__]  # the model family's own rotary and attention functions
     input_shape = hidden_states.shape[:-1]
     hidden_shape = (*input_shape, -1, self.head_dim)
@@ -53,8 +55,8 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
     q, k, v = (t.view(hidden_shape).transpose(1, 2) for t in (q, k, v))
     cos, sin = position_embeddings
     q, k = hf.apply_rotary_pos_emb(q, k, cos, sin)
-    if past_key_values is not None:
-        k, v = past_key_values.update(k, v, self.layer_idx)
+    if cache is not None:
+        k, v = cache.update(k, v, self.layer_idx)
     attend = hf.ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, hf.eager_attention_forward)
     window = getattr(self, "sliding_window", getattr(self.config, "sliding_window", None))
     out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, sliding_window=window,
