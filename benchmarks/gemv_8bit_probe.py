@@ -12,7 +12,9 @@ projection shapes (the fused q/k/v and gate/up of ``static-compile-fused``, o, d
 - ``fp8-scaled-mm``: ``torch._scaled_mm`` with the activation quantized to fp8 per row (W8A8, cuBLAS FP8 tensor
   cores; the activation row padded to 16, the kernel's minimum);
 - ``int8-gemv`` / ``fp8-gemv``: accelbench's Triton 8-bit GEMV (``accelbench.quant.gemv``, what the weight-only
-  precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows.
+  precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows;
+  ``int8-gemv-cvt``: the same kernel converting int8 to float32 with the conversion instruction, as it did before
+  the conversion by bits (the module's docstring says why that bounds it).
 
 Each is timed as the median over ``--reps`` CUDA-event-timed replays of a CUDA graph holding ``--iters`` calls (as a
 decode step's graph runs them: no host launch cost; ``--eager`` times back-to-back eager calls instead, which adds
@@ -57,6 +59,14 @@ def paths(n: int, k: int, rows: int = 1):
     yield "bf16", w.numel() * 2, lambda: F.linear(x, w), ref
     gemv.warm([q8, f8], torch.bfloat16)
     yield "int8-gemv", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
+
+    def int8_cvt():  # the same kernel converting int8 with the conversion instruction (before the bit conversion)
+        out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+        gemv._launch(x, q8, s8, out, int8_via_bits=False)
+        return out
+
+    int8_cvt()  # tune this variant's block sizes outside the timed graph
+    yield "int8-gemv-cvt", q8.numel(), int8_cvt, ref
     yield "fp8-gemv", f8.numel(), lambda: gemv.gemv_8bit(x, f8, sf), ref
     if rows > 1:
         return

@@ -1,6 +1,7 @@
 """accelbench's 8-bit GEMV kernel (``accelbench.quant.gemv``) on the CPU through Triton's interpreter
 (``TRITON_INTERPRET=1``, in a child process: the interpreted kernel must not be the one a GPU test later gets):
-``(x @ q.T) * s`` for int8 and fp8 weights at 1 to 4 rows and ragged shapes, against the dequantized product;
+``(x @ q.T) * s`` for int8 and fp8 weights at 1 to 4 rows and ragged shapes, against the dequantized product; the
+int8 conversion by bits gives every one of the 256 int8 values exactly, as the conversion instruction does;
 a weight-only linear running it, compiled whole (``fullgraph``: the custom op is one opaque call), gives the
 eager module's outputs. The kernel's speed is a benchmark (``benchmarks/gemv_8bit_probe.py``), not a test."""
 
@@ -31,6 +32,16 @@ for n, k in ((100, 300), (64, 512), (37, 1000)):
             got = gemv.gemv_8bit(x, q, s.to(torch.bfloat16)).float()
             ref = (x.float() @ q.float().T) * s.to(torch.bfloat16).float()
             out["errors"].append([n, k, m, scheme, list(got.shape), ((got - ref).norm() / ref.norm()).item()])
+# every int8 value through the bit conversion, exactly: column 5 of the weight holds -128..127, x picks it out
+every = torch.arange(-128, 128, dtype=torch.int8)[:, None].repeat(1, 64)
+pick = torch.zeros(1, 64)
+pick[0, 5] = 1.0
+got = {}
+for bits in (True, False):
+    y = torch.empty(1, 256)
+    gemv._launch(pick, every, torch.ones(256), y, int8_via_bits=bits)
+    got[bits] = y[0].tolist()
+out["every_int8"] = got[True] == list(range(-128, 128)) and got[False] == got[True]
 try:
     gemv.gemv_8bit(torch.zeros(gemv.MAX_ROWS + 1, 8), torch.zeros(4, 8, dtype=torch.int8), torch.ones(4))
 except ValueError as e:
@@ -55,5 +66,6 @@ def test_the_kernel_computes_the_dequantized_product_and_compiles_as_one_op():
     assert len(got["errors"]) == 3 * 2 * 3
     for n, k, m, scheme, shape, err in got["errors"]:
         assert shape == [m, n] and err < 1e-2, (n, k, m, scheme, err)  # bf16 output rounding: ~3e-3
+    assert got["every_int8"] is True  # the int8 -> float32 conversion by bits is exact for all 256 values
     assert "at most 4 rows" in got["refused"]
     assert got["compiled_shape"] == [1, 1, 96] and got["compiled_rel_err"] < 1e-2

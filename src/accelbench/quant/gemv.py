@@ -18,6 +18,15 @@ once a row (measured: 2 rows take 1.8-1.9x one row's time), still fewer bytes th
 dequantizing to bf16 for cuBLAS (5 bytes moved a weight against bf16's 2). More rows (prefill, large batches) are
 matrix products: the caller dequantizes for cuBLAS.
 
+int8 is converted to float32 by bits, not by the conversion instruction: on Hopper an integer-to-float conversion
+issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute capability 9.0),
+and reading int8 weights at the H200's ~4.3 TB/s needs about that many (132 SMs at ~1.98 GHz), so the conversion,
+not the memory, bounded the kernel. A sign extension (64 a clock) and one integer add of ``0x4B000080`` put
+``w + 128`` (0..255) into the low mantissa bits of the float32 2**23 (bits ``0x4B000000``), which is then exactly
+``2**23 + 128 + w``; one float subtraction of ``2**23 + 128`` leaves ``w``. It is the trick of FasterTransformer's
+and Marlin's int8/int4 dequantizers (there with fp16's 1024.0 and a byte permute). fp8 converts two at a time
+(``cvt.f16x2.e4m3x2``) and needs none of this.
+
 The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
 opaque call and a CUDA graph captures it. Tuning happens at the first call of a shape: :func:`warm` calls it
 eagerly for a model's shapes before any graph is compiled or captured.
@@ -52,9 +61,12 @@ def _kernel():
                for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
                                   (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
 
-    @triton.autotune(configs=configs, key=["N", "K"])  # tuned at the first row count seen (warm: one row)
+    # tuned at the first row count seen (warm: one row); the int8 conversion is part of the key so that both can be
+    # timed side by side (benchmarks/gemv_8bit_probe.py)
+    @triton.autotune(configs=configs, key=["N", "K", "INT8_VIA_BITS"])
     @triton.jit
-    def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, INT8_VIA_BITS: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
         m = tl.program_id(0)
         rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
         cols = tl.arange(0, BLOCK_K)
@@ -65,8 +77,14 @@ def _kernel():
             in_k = k < K
             w = tl.load(w_ptr + rows[:, None].to(tl.int64) * K + k[None, :], mask=in_rows[:, None] & in_k[None, :],
                         other=0.0)
+            if INT8_VIA_BITS:
+                # w + 128 (0..255) in the low mantissa bits of the float32 2**23 is exactly 2**23 + 128 + w: one
+                # integer add and one float subtraction, no integer-to-float conversion (module docstring, "int8")
+                wf = (w.to(tl.int32) + 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+            else:
+                wf = w.to(tl.float32)
             x = tl.load(x_ptr + m * K + k, mask=in_k, other=0.0)
-            acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+            acc += wf * x.to(tl.float32)[None, :]
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
         y = tl.sum(acc, axis=1) * s
         tl.store(y_ptr + m * N + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
@@ -74,17 +92,20 @@ def _kernel():
     return gemv_8bit
 
 
-def _launch(x, weight, scale, out) -> None:
+def _launch(x, weight, scale, out, int8_via_bits: bool = True) -> None:
+    """Run the kernel into ``out``. ``int8_via_bits=False`` converts int8 weights with the conversion instruction
+    instead (the slower variant, kept to be measured against: ``benchmarks/gemv_8bit_probe.py``)."""
     import triton
 
     m, k = x.shape
     n = weight.shape[0]
     kernel = _kernel()
+    bits = bool(int8_via_bits and weight.dtype == torch.int8)
     if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
         meta = kernel.configs[0].kwargs
-        kernel.fn[(m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, **meta)
+        kernel.fn[(m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, INT8_VIA_BITS=bits, **meta)
         return
-    kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k)
+    kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, INT8_VIA_BITS=bits)
 
 
 @torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(),
