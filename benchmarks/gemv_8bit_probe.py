@@ -13,8 +13,8 @@ projection shapes (the fused q/k/v and gate/up of ``static-compile-fused``, o, d
   cores; the activation row padded to 16, the kernel's minimum);
 - ``int8-gemv`` / ``fp8-gemv``: accelbench's Triton 8-bit GEMV (``accelbench.quant.gemv``, what the weight-only
   precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows;
-  ``int8-gemv-cvt``: the same kernel converting int8 to float32 with the conversion instruction, as it did before
-  the conversion by bits (the module's docstring says why that bounds it).
+  ``int8-gemv-bits``: the same kernel converting int8 to float32 by bits instead of the conversion instruction
+  (the candidate of ``accelbench.quant.gemv``'s docstring: the instruction's issue rate may bound int8).
 
 Each is timed as the median over ``--reps`` CUDA-event-timed replays of a CUDA graph holding ``--iters`` calls (as a
 decode step's graph runs them: no host launch cost; ``--eager`` times back-to-back eager calls instead, which adds
@@ -60,13 +60,13 @@ def paths(n: int, k: int, rows: int = 1):
     gemv.warm([q8, f8], torch.bfloat16)
     yield "int8-gemv", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
 
-    def int8_cvt():  # the same kernel converting int8 with the conversion instruction (before the bit conversion)
+    def int8_bits():  # the same kernel converting int8 to float32 by bits (accelbench.quant.gemv's candidate)
         out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
-        gemv._launch(x, q8, s8, out, int8_via_bits=False)
+        gemv.launch(x, q8, s8, out, int8_via_bits=True)
         return out
 
-    int8_cvt()  # tune this variant's block sizes outside the timed graph
-    yield "int8-gemv-cvt", q8.numel(), int8_cvt, ref
+    int8_bits()  # tune this variant's block sizes outside the timed graph
+    yield "int8-gemv-bits", q8.numel(), int8_bits, ref
     yield "fp8-gemv", f8.numel(), lambda: gemv.gemv_8bit(x, f8, sf), ref
     if rows > 1:
         return

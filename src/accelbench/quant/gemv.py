@@ -18,14 +18,17 @@ once a row (measured: 2 rows take 1.8-1.9x one row's time), still fewer bytes th
 dequantizing to bf16 for cuBLAS (5 bytes moved a weight against bf16's 2). More rows (prefill, large batches) are
 matrix products: the caller dequantizes for cuBLAS.
 
-int8 is converted to float32 by bits, not by the conversion instruction: on Hopper an integer-to-float conversion
-issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute capability 9.0),
-and reading int8 weights at the H200's ~4.3 TB/s needs about that many (132 SMs at ~1.98 GHz), so the conversion,
-not the memory, bounded the kernel. A sign extension (64 a clock) and one integer add of ``0x4B000080`` put
-``w + 128`` (0..255) into the low mantissa bits of the float32 2**23 (bits ``0x4B000000``), which is then exactly
-``2**23 + 128 + w``; one float subtraction of ``2**23 + 128`` leaves ``w``. It is the trick of FasterTransformer's
-and Marlin's int8/int4 dequantizers (there with fp16's 1024.0 and a byte permute). fp8 converts two at a time
-(``cvt.f16x2.e4m3x2``) and needs none of this.
+int8 conversion, a candidate not yet measured on a GPU. The kernel converts int8 to float32 with the conversion
+instruction, which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction
+throughput, compute capability 9.0); reading int8 at the H200's ~4.3 TB/s needs about that many (132 SMs at
+~1.98 GHz), the likely reason int8 reads 14-33 % below fp8 (BENCHMARKS.md section 11). ``int8_via_bits`` (of
+:func:`launch`; off by default) converts by bits instead: a sign extension (64 a clock) and one integer add of
+``0x4B000080`` put ``w + 128`` (0..255) into the low mantissa bits of the float32 2**23 (bits ``0x4B000000``), which
+is then exactly ``2**23 + 128 + w``, and one float subtraction of ``2**23 + 128`` leaves ``w`` (the trick of
+FasterTransformer's and Marlin's int8/int4 dequantizers, there with fp16's 1024.0 and a byte permute). It is exact
+for all 256 values (tested on the CPU through Triton's interpreter); ``benchmarks/gemv_8bit_probe.py`` times both
+(``int8-gemv``, ``int8-gemv-bits``), and it becomes the default only once it is measured faster on the device.
+fp8 converts two at a time (``cvt.f16x2.e4m3x2``) and needs neither.
 
 The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
 opaque call and a CUDA graph captures it. Tuning happens at the first call of a shape: :func:`warm` calls it
@@ -61,8 +64,8 @@ def _kernel():
                for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
                                   (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
 
-    # tuned at the first row count seen (warm: one row); the int8 conversion is part of the key so that both can be
-    # timed side by side (benchmarks/gemv_8bit_probe.py)
+    # tuned at the first row count seen (warm: one row); the int8 conversion is part of the key, so that both are
+    # tuned and timed side by side (benchmarks/gemv_8bit_probe.py)
     @triton.autotune(configs=configs, key=["N", "K", "INT8_VIA_BITS"])
     @triton.jit
     def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, INT8_VIA_BITS: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -79,7 +82,7 @@ def _kernel():
                         other=0.0)
             if INT8_VIA_BITS:
                 # w + 128 (0..255) in the low mantissa bits of the float32 2**23 is exactly 2**23 + 128 + w: one
-                # integer add and one float subtraction, no integer-to-float conversion (module docstring, "int8")
+                # integer add and one float subtraction, no integer-to-float conversion (module docstring)
                 wf = (w.to(tl.int32) + 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
             else:
                 wf = w.to(tl.float32)
@@ -92,9 +95,9 @@ def _kernel():
     return gemv_8bit
 
 
-def _launch(x, weight, scale, out, int8_via_bits: bool = True) -> None:
-    """Run the kernel into ``out``. ``int8_via_bits=False`` converts int8 weights with the conversion instruction
-    instead (the slower variant, kept to be measured against: ``benchmarks/gemv_8bit_probe.py``)."""
+def launch(x, weight, scale, out, int8_via_bits: bool = False) -> None:
+    """Run the kernel into ``out`` (shapes as :func:`gemv_8bit`'s). ``int8_via_bits``: convert int8 weights to
+    float32 by bits, the candidate the module docstring describes (not yet measured on a GPU, so off here)."""
     import triton
 
     m, k = x.shape
@@ -113,7 +116,7 @@ def _launch(x, weight, scale, out, int8_via_bits: bool = True) -> None:
 def _op(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     out = torch.empty(x.shape[0], weight.shape[0], device=x.device, dtype=x.dtype)
-    _launch(x, weight.contiguous(), scale.contiguous(), out)
+    launch(x, weight.contiguous(), scale.contiguous(), out)
     return out
 
 
