@@ -70,9 +70,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None, check: bool
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist installed, not an unknown-hook error
 def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto`` (optional: the README's test command runs serially, since three tests still fail in xdist
-    workers, README "Tests"): one worker a CPU, at most 4. Many tests start real torchrun jobs (an agent and two
-    ranks, each importing torch: ~1 GB), so more workers than that buy memory pressure, not time."""
+    """``-n auto`` (the README's and CI's test command): one worker a CPU, at most 4. Many tests start real torchrun
+    jobs (an agent and two ranks, each importing torch: ~1 GB), so more workers than that buy memory pressure, not
+    time."""
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 4))
 
 
