@@ -161,8 +161,9 @@ def test_latency_histograms_plot_numpys_bin_counts(pair, pair_report):
     from accelbench.report.plots import pyplot
 
     st = Store(pair)
-    cases = case_latencies(st, st.records(1))
-    assert [label for label, _ in cases] == ["bs=1 fp32 eager", "bs=2 fp32 eager", "bs=4 fp32 eager"]
+    cases, shared = case_latencies(st, st.records(1))
+    # a panel names what differs between the cases; what they share is said once, in the grid's title
+    assert [label for label, _ in cases] == ["bs=1", "bs=2", "bs=4"] and shared == "fp32 eager"
     fig = histogram_figure(cases, "t")
     for ax, (label, values) in zip(fig.axes, cases):
         v = np.asarray(values, dtype=float)

@@ -19,22 +19,34 @@ NCOLS = 6
 MAX_PANELS = 64  # a larger run's grid would be taller than a page of panels a reader compares
 
 
-def case_latencies(store, records: list[dict]) -> list[tuple[str, list[float]]]:
-    """``(label, latencies in ms)`` of each ``ok`` case with a stored per-batch series, in row order. Label: batch
-    size, precision, mode (and prompt + new tokens for a generate case); the model too when the run has several."""
+def _fields(r: dict, several_models: bool) -> list[str]:
+    """A case's identity as short texts: model (when the run has several), batch size, precision, mode, and prompt +
+    new tokens for a generate case."""
+    parts = ([str(r.get("model"))] if several_models else []) + [f"bs={r.get('batch_size')}", str(r.get("precision")),
+                                                                  str(r.get("mode"))]
+    if r.get("prompt_len") is not None:
+        parts.append(f"p={r['prompt_len']}+{r.get('new_tokens')}")
+    return parts
+
+
+def case_latencies(store, records: list[dict]) -> tuple[list[tuple[str, list[float]]], str]:
+    """``(label, latencies in ms)`` of each ``ok`` case with a stored per-batch series, in row order, and what every
+    one of them shares. A label names only what differs between the run's cases (of batch size, precision, mode,
+    prompt + new tokens, and the model when the run has several): the fields all cases share are returned once,
+    for the grid's title (a panel is ~1.7 inches wide: "bs=16 bf16 static-compile-fused p=128+32" overran it)."""
     rows = [r for r in records if r.get("status") == OK and not is_detail(r) and r.get("case_id") is not None]
     several = len({r.get("model") for r in rows}) > 1
-    out = []
+    found = []
     for r in rows:
         values = store.series(r["case_id"], LATENCY_SERIES[latency_prefix(r)])
-        if not values:
-            continue
-        parts = ([str(r.get("model"))] if several else []) + [f"bs={r.get('batch_size')}", str(r.get("precision")),
-                                                               str(r.get("mode"))]
-        if r.get("prompt_len") is not None:
-            parts.append(f"p={r['prompt_len']}+{r.get('new_tokens')}")
-        out.append((" ".join(parts), list(values)))
-    return out
+        if values:
+            found.append((_fields(r, several), list(values)))
+    if not found:
+        return [], ""
+    n = len(found[0][0])
+    same = [i for i in range(n) if len(found) > 1 and all(f[i] == found[0][0][i] for f, _ in found)]
+    labels = [(" ".join(f[i] for i in range(n) if i not in same) or " ".join(f), v) for f, v in found]
+    return labels, " ".join(found[0][0][i] for i in same)
 
 
 def histogram_figure(cases: list[tuple[str, list[float]]], title: str):
@@ -73,12 +85,13 @@ def latency_items(store, records: list[dict], context: str = "") -> list[dict]:
     series. A run with more than :data:`MAX_PANELS` cases shows its first ones (the title says how many)."""
     from accelbench.report.charts import svg
 
-    cases = case_latencies(store, records)
+    cases, shared = case_latencies(store, records)
     if not cases:
         return []
     gen = any(latency_prefix(r) == "tpot" for r in records)
     what = "Inter-token latency" if gen else "Latency per batch"
     shown = cases[:MAX_PANELS]
     more = f" (first {len(shown)} of {len(cases)} cases)" if len(cases) > len(shown) else ""
-    title = f"{what}, p50 solid, p99 dashed{more}" + (f"\n{context}" if context else "")
+    every = f"; every case {shared}" if shared else ""
+    title = f"{what}, p50 solid, p99 dashed{more}{every}" + (f"\n{context}" if context else "")
     return [{"title": what, "svg": svg(histogram_figure(shown, title)), "natural": True}]
