@@ -7,6 +7,7 @@ Test modules import the constants and helpers (``from conftest import TINY, run_
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -106,13 +107,23 @@ def _threads():
     yield
 
 
-@pytest.fixture
-def one_thread():
-    """One torch intra-op thread for the test (restored after): small CPU kernels on a shared 2-core machine
-    run several times faster than with 2 threads competing with other processes."""
+@contextlib.contextmanager
+def single_torch_thread():
+    """One torch intra-op thread inside the block (restored after): small CPU kernels on a shared 2-core machine
+    run several times faster than with 2 threads competing with other processes, whose threads wait on each other
+    at every operator when the cores are oversubscribed. For module-scoped fixtures; tests take :func:`one_thread`."""
     import torch
 
     n = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+@pytest.fixture
+def one_thread():
+    """:func:`single_torch_thread` for the test."""
+    with single_torch_thread():
+        yield

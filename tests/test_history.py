@@ -10,7 +10,7 @@ from accelbench import api
 from accelbench.core.errors import AccelbenchError
 from accelbench.core.history import matches, parse_filter
 from accelbench.store import Store
-from conftest import run_cli, tiny_case
+from conftest import run_cli, single_torch_thread, tiny_case
 
 MODEL = "helpers:work_net"
 
@@ -21,22 +21,18 @@ def three_runs(tmp_path_factory):
     at least 40 batches: a window of a few batches lasts ~1 ms, shorter than one scheduler time slice, so on a
     loaded machine (a CPU-heavy process beside the suite) one descheduling made a work-1 window as slow as a
     work-30 one and compare rightly found no significant step."""
-    import torch
-
     db = tmp_path_factory.mktemp("history") / "h.db"
     st = Store(db)
     mp = pytest.MonkeyPatch()
-    threads = torch.get_num_threads()
-    # one torch thread, as the one_thread fixture: with two, beside a burner and another xdist worker, the tiny
-    # layers' threads waited on each other so long that a work-1 run measured 2x slower than the work-30 one
-    torch.set_num_threads(1)
+    # one torch thread: with two, beside a burner and another xdist worker, the tiny layers' threads waited on each
+    # other so long that a work-1 run measured 2x slower than the work-30 one
     try:
-        for name, work in (("first", "1"), (None, "1"), ("slow", "30")):
-            mp.setenv("ACCELBENCH_TEST_WORK", work)
-            api.run(api.spec("inference", tiny_case(model=MODEL, repeats=5, images=8, min_timed_batches=40)), st,
-                    name=name)
+        with single_torch_thread():
+            for name, work in (("first", "1"), (None, "1"), ("slow", "30")):
+                mp.setenv("ACCELBENCH_TEST_WORK", work)
+                api.run(api.spec("inference", tiny_case(model=MODEL, repeats=5, images=8, min_timed_batches=40)),
+                        st, name=name)
     finally:
-        torch.set_num_threads(threads)
         mp.undo()
         st.close()
     return db

@@ -96,7 +96,7 @@ def cache_argument(model) -> str:
     return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
 
 
-def decode_step(model, cache, tokens, cache_position, cache_arg: str = "past_key_values"):
+def decode_step(model, cache, tokens, cache_position, cache_arg: str):
     """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``
     (passed by the keyword ``cache_arg``, :func:`cache_argument`), and the greedy next tokens ``(batch, 1)``. The
     model and cache are arguments, so one compiled step serves every case of a model: Dynamo specialises on the
