@@ -11,10 +11,10 @@ projection shapes (the fused q/k/v and gate/up of ``static-compile-fused``, o, d
 - ``int8-pack``: ``aten._weight_int8pack_mm`` (CUDA);
 - ``fp8-scaled-mm``: ``torch._scaled_mm`` with the activation quantized to fp8 per row (W8A8, cuBLAS FP8 tensor
   cores; the activation row padded to 16, the kernel's minimum);
-- ``int8-gemv`` / ``fp8-gemv``: accelbench's Triton 8-bit GEMV (``accelbench.quant.gemv``, what the weight-only
-  precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows;
-  ``int8-gemv-bits``: the same kernel converting int8 to float32 by bits instead of the conversion instruction
-  (the candidate of ``accelbench.quant.gemv``'s docstring: the instruction's issue rate may bound int8).
+- ``int8-gemv-auto`` / ``fp8-gemv``: accelbench's Triton 8-bit GEMV (``accelbench.quant.gemv``, what the
+  weight-only precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows;
+  ``int8-gemv-instruction`` / ``int8-gemv-bits``: the same kernel with its int8-to-float32 conversion forced (the
+  conversion instruction, or by bits; ``auto`` lets the autotuner choose, see ``accelbench.quant.gemv``).
 
 Each is timed as the median over ``--reps`` CUDA-event-timed replays of a CUDA graph holding ``--iters`` calls (as a
 decode step's graph runs them: no host launch cost; ``--eager`` times back-to-back eager calls instead, which adds
@@ -58,15 +58,16 @@ def paths(n: int, k: int, rows: int = 1):
     ic.coordinate_descent_tuning = True
     yield "bf16", w.numel() * 2, lambda: F.linear(x, w), ref
     gemv.warm([q8, f8], torch.bfloat16)
-    yield "int8-gemv", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
+    yield "int8-gemv-auto", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
 
-    def int8_bits():  # the same kernel converting int8 to float32 by bits (accelbench.quant.gemv's candidate)
-        out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
-        gemv.launch(x, q8, s8, out, int8_via_bits=True)
-        return out
+    for conversion in gemv.INT8_CONVERSIONS:  # each int8 conversion forced (accelbench.quant.gemv's docstring)
+        def forced(conversion=conversion):
+            out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+            gemv.launch(x, q8, s8, out, int8_conversion=conversion)
+            return out
 
-    int8_bits()  # tune this variant's block sizes outside the timed graph
-    yield "int8-gemv-bits", q8.numel(), int8_bits, ref
+        forced()  # tune this variant's block sizes outside the timed graph
+        yield f"int8-gemv-{conversion}", q8.numel(), forced, ref
     yield "fp8-gemv", f8.numel(), lambda: gemv.gemv_8bit(x, f8, sf), ref
     if rows > 1:
         return
@@ -114,11 +115,14 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     timer = seconds_per_call if args.eager else seconds_per_call_graphed
+    from accelbench.quant import gemv
+
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "timing": "eager" if args.eager
            else "CUDA graph", "shapes": {}}
     for rows in map(int, args.rows.split(",")):
         for label, (n, k) in SHAPES.items():
             res["shapes"][f"{label} x{rows}"] = probe(label, n, k, rows, lambda fn: timer(fn, args.iters, args.reps))
+    res["int8_conversion_chosen"] = {f"{n}x{k}": c for (n, k), c in gemv.int8_conversions().items()}
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
 

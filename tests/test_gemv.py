@@ -37,11 +37,11 @@ every = torch.arange(-128, 128, dtype=torch.int8)[:, None].repeat(1, 64)
 pick = torch.zeros(1, 64)
 pick[0, 5] = 1.0
 got = {}
-for bits in (True, False):
+for conversion in gemv.INT8_CONVERSIONS:
     y = torch.empty(1, 256)
-    gemv.launch(pick, every, torch.ones(256), y, int8_via_bits=bits)
-    got[bits] = y[0].tolist()
-out["every_int8"] = got[True] == list(range(-128, 128)) and got[False] == got[True]
+    gemv.launch(pick, every, torch.ones(256), y, int8_conversion=conversion)
+    got[conversion] = y[0].tolist()
+out["every_int8"] = got["bits"] == list(range(-128, 128)) and got["instruction"] == got["bits"]
 try:
     gemv.gemv_8bit(torch.zeros(gemv.MAX_ROWS + 1, 8), torch.zeros(4, 8, dtype=torch.int8), torch.ones(4))
 except ValueError as e:

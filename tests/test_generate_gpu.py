@@ -46,6 +46,27 @@ def test_weight_only_kernels_run_on_the_gpu():
                 assert (got - ref).abs().max() < 0.05 * ref.abs().max(), (rows, scheme, use_gemv)
 
 
+def test_the_gemv_int8_conversions_agree_and_the_autotuners_choice_is_reported():
+    """int8 weights through the GEMV with the conversion forced (instruction, bits) and chosen by the autotuner
+    give the dequantized product; :func:`gemv.int8_conversions` names the choice for the shape just tuned."""
+    import torch
+
+    from accelbench.quant import gemv
+    from accelbench.quant.weight_only import quantize_weight
+
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    q, s = quantize_weight(torch.randn(1000, 768, device=dev), "int8")
+    s = s.to(torch.bfloat16)
+    x = torch.randn(1, 768, device=dev, dtype=torch.bfloat16)
+    ref = (x.float() @ q.float().T) * s.float()
+    for conversion in ("auto", *gemv.INT8_CONVERSIONS):
+        out = torch.empty(1, 1000, device=dev, dtype=torch.bfloat16)
+        gemv.launch(x, q, s, out, int8_conversion=conversion)
+        assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2, conversion
+    assert gemv.int8_conversions()[(1000, 768)] in gemv.INT8_CONVERSIONS
+
+
 def test_the_gemv_kernel_gives_the_plain_weight_only_models_logits():
     """The bundled model quantized (int8, fp8), every linear through the Triton GEMV, against the same model with
     the dequantize-then-matmul path: the decode step's logits (batch 2, one token) agree to bf16 rounding."""
@@ -62,6 +83,7 @@ def test_the_gemv_kernel_gives_the_plain_weight_only_models_logits():
         linears = [m for m in model.modules() if isinstance(m, WeightOnlyLinear)]
         assert len(linears) == cols["quant_layers"] > 0 and all(m.gemv for m in linears)
         assert "Triton 8-bit GEMV" in cols["quant_kernels"]
+        assert ("converted by bits at" in cols["quant_kernels"]) == (scheme == "int8"), cols["quant_kernels"]
         with torch.no_grad():
             fast = model(tokens).logits.float()
             for m in linears:

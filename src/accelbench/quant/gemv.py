@@ -18,16 +18,19 @@ once a row (measured: 2 rows take 1.8-1.9x one row's time), still fewer bytes th
 dequantizing to bf16 for cuBLAS (5 bytes moved a weight against bf16's 2). More rows (prefill, large batches) are
 matrix products: the caller dequantizes for cuBLAS.
 
-int8 conversion, a candidate not yet measured on a GPU. The kernel converts int8 to float32 with the conversion
-instruction, which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction
-throughput, compute capability 9.0); reading int8 at the H200's ~4.3 TB/s needs about that many (132 SMs at
-~1.98 GHz), the likely reason int8 reads 14-33 % below fp8 (BENCHMARKS.md section 11). ``int8_via_bits`` (of
-:func:`launch`; off by default) converts by bits instead: a sign extension (64 a clock) and one integer add of
-``0x4B000080`` put ``w + 128`` (0..255) into the low mantissa bits of the float32 2**23 (bits ``0x4B000000``), which
-is then exactly ``2**23 + 128 + w``, and one float subtraction of ``2**23 + 128`` leaves ``w`` (the trick of
-FasterTransformer's and Marlin's int8/int4 dequantizers, there with fp16's 1024.0 and a byte permute). It is exact
-for all 256 values (tested on the CPU through Triton's interpreter); ``benchmarks/gemv_8bit_probe.py`` times both
-(``int8-gemv``, ``int8-gemv-bits``), and it becomes the default only once it is measured faster on the device.
+int8 conversion, chosen by measurement. The kernel can convert int8 to float32 with the conversion instruction,
+which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute
+capability 9.0); reading int8 at the H200's ~4.3 TB/s needs about that many (132 SMs at ~1.98 GHz), the likely
+reason int8 read 14-33 % below fp8 (BENCHMARKS.md section 11). Or it converts by bits: a sign extension (64 a
+clock) and one integer add of ``0x4B000080`` put ``w + 128`` (0..255) into the low mantissa bits of the float32
+2**23 (bits ``0x4B000000``), which is then exactly ``2**23 + 128 + w``, and one float subtraction of
+``2**23 + 128`` leaves ``w`` (the trick of FasterTransformer's and Marlin's int8/int4 dequantizers, there with
+fp16's 1024.0 and a byte permute); exact for all 256 values (tested on the CPU through Triton's interpreter). Which
+is faster depends on the GPU's instruction mix, so neither is hard-wired: the conversion is one more autotuned
+parameter (``int8_conversion="auto"``, the default), timed with the block sizes at each shape, and
+:func:`int8_conversions` reports what was chosen (a weight-only row's ``quant_kernels`` says it).
+``benchmarks/gemv_8bit_probe.py`` times each forced (``int8-gemv``: the instruction, ``int8-gemv-bits``) beside
+the autotuner's choice (``int8-gemv-auto``).
 fp8 converts two at a time (``cvt.f16x2.e4m3x2``) and needs neither.
 
 The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
@@ -38,7 +41,7 @@ eagerly for a model's shapes before any graph is compiled or captured.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import torch
 
@@ -55,18 +58,22 @@ def available() -> str | None:
     return None if torch.cuda.is_available() else "no CUDA device"
 
 
-@lru_cache(maxsize=1)
-def _kernel():
+INT8_CONVERSIONS = ("instruction", "bits")  # how int8 weights become float32 (module docstring)
+
+
+@cache
+def _kernel(via_bits: tuple[bool, ...]):
+    """The kernel autotuned over block sizes x ``via_bits`` (the int8 conversions it may choose between)."""
     import triton
     import triton.language as tl
 
-    configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
+    configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
+               for bits in via_bits
                for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
                                   (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
 
-    # tuned at the first row count seen (warm: one row); the int8 conversion is part of the key, so that both are
-    # tuned and timed side by side (benchmarks/gemv_8bit_probe.py)
-    @triton.autotune(configs=configs, key=["N", "K", "INT8_VIA_BITS"])
+    # tuned at the first row count seen (warm: one row); the arguments' dtypes are part of Triton's key
+    @triton.autotune(configs=configs, key=["N", "K"])
     @triton.jit
     def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, INT8_VIA_BITS: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr):
@@ -95,20 +102,39 @@ def _kernel():
     return gemv_8bit
 
 
-def launch(x, weight, scale, out, int8_via_bits: bool = False) -> None:
-    """Run the kernel into ``out`` (shapes as :func:`gemv_8bit`'s). ``int8_via_bits``: convert int8 weights to
-    float32 by bits, the candidate the module docstring describes (not yet measured on a GPU, so off here)."""
+def launch(x, weight, scale, out, int8_conversion: str = "auto") -> None:
+    """Run the kernel into ``out`` (shapes as :func:`gemv_8bit`'s).
+
+    ``int8_conversion`` (int8 weights only; fp8 always converts with the instruction): ``"auto"`` lets the
+    autotuner choose per shape, ``"instruction"`` or ``"bits"`` forces one (module docstring).
+
+    Raises:
+        ValueError: an unknown ``int8_conversion``.
+    """
     import triton
 
+    if int8_conversion not in ("auto", *INT8_CONVERSIONS):
+        raise ValueError(f"int8_conversion must be auto or one of {INT8_CONVERSIONS}: got {int8_conversion!r}")
     m, k = x.shape
     n = weight.shape[0]
-    kernel = _kernel()
-    bits = bool(int8_via_bits and weight.dtype == torch.int8)
+    if weight.dtype != torch.int8 or int8_conversion == "instruction":
+        kernel = _kernel((False,))
+    else:
+        kernel = _kernel((True,) if int8_conversion == "bits" else (False, True))
     if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
         meta = kernel.configs[0].kwargs
-        kernel.fn[(m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, INT8_VIA_BITS=bits, **meta)
+        kernel.fn[(m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, **meta)
         return
-    kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, INT8_VIA_BITS=bits)
+    kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k)
+
+
+def int8_conversions() -> dict[tuple[int, int], str]:
+    """The int8 conversion the autotuner chose for each ``(N, K)`` tuned so far in ``"auto"`` mode (empty before
+    any int8 weight was run here): ``{(N, K): "instruction" | "bits"}``."""
+    if available() is not None:
+        return {}
+    return {(key[0], key[1]): INT8_CONVERSIONS[cfg.kwargs["INT8_VIA_BITS"]]
+            for key, cfg in _kernel((False, True)).cache.items()}
 
 
 @torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(),

@@ -106,7 +106,7 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
 
     Returns:
         Row columns: ``quant_scheme``, ``quant_layers`` (linears replaced), ``quant_kernels`` (what runs the
-        matmul).
+        matmul; with the GEMV and int8, at how many weight shapes its autotuner chose the conversion by bits).
     Raises:
         ValueError: an unknown scheme.
     """
@@ -122,8 +122,13 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
                 count += 1
     many = "aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul"
     if use_gemv:
-        gemv.warm([m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)], p.dtype)
+        weights = [m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)]
+        gemv.warm(weights, p.dtype)
         kernels = f"up to {gemv.MAX_ROWS} rows: accelbench's Triton 8-bit GEMV; more: {many}"
+        if scheme == "int8":  # which int8-to-float32 conversion the autotuner chose, at how many of the shapes
+            chosen, shapes = gemv.int8_conversions(), {tuple(w.shape) for w in weights}
+            picked = [chosen[s] for s in shapes if s in chosen]
+            kernels += f" (int8 converted by bits at {picked.count('bits')} of {len(picked)} shapes)"
     else:
         kernels = f"{many}; one token a row compiled: a fused multiply-and-sum reading the 8-bit weight"
     return {"quant_scheme": f"{scheme} weight-only, per-row scale", "quant_layers": count, "quant_kernels": kernels}
