@@ -22,7 +22,7 @@
 #   gpu-fp8   pytest: the fp8 generate test on the bundled model (first: a broken fp8 path costs 90 s, not a call)
 #   gpu-gemv  pytest: the Triton 8-bit GEMV's GPU tests (kernel against the dequantized product, the bundled model's
 #             logits); HEAD_MODES chooses the headline's bf16 backends (default static-compile,static-compile-fused)
-# SWEEP_S and STUDY_S: those stages' limits (default 115 and 130 s). STAGES selects (default: by KIND: h200
+# SWEEP_S and STUDY_S: those stages' limits (default 115 and 130 s); STUDY_REPEATS: their generations a case. STAGES selects (default: by KIND: h200
 # "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
 # stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
 # the runs from the store afterwards). SMOKE=1: a CPU dry run.
@@ -66,9 +66,9 @@ fi
   fi
   has probe && stage hf-overhead 60 python3 benchmarks/llm_hf_overhead.py --arch llama-3.2-1b --out "$OUT/hf-overhead.json"
   has sweep && stage sweep ${SWEEP_S:-115} $AB generate -m $SMALL -b $SWEEP_B --prompt-lens $SWEEP_P --new-tokens 32 \
-    -p bf16 --modes static-compile-fused $COMMON
+    ${STUDY_REPEATS:+--repeats $STUDY_REPEATS} -p bf16 --modes static-compile-fused $COMMON
   has study && stage study ${STUDY_S:-130} $AB generate -m $BIG -b $STUDY_B --prompt-lens $STUDY_P --new-tokens 32 \
-    -p bf16 --modes static-compile-fused $COMMON
+    ${STUDY_REPEATS:+--repeats $STUDY_REPEATS} -p bf16 --modes static-compile-fused $COMMON
   has oom && stage oom ${OOM_S:-75} $AB generate -m $BIG -b ${OOM_B:-64,128,256} --prompt-lens 2048 --new-tokens 32 -p bf16 \
     --modes static-compile-fused $COMMON
   has pytest-lm && stage pytest-lm 170 python3 -m pytest -q -m "gpu or ncu" -p no:cacheprovider -W ignore --tb=short \
