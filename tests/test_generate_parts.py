@@ -60,6 +60,25 @@ def test_quantized_model_reads_about_half_the_bytes_and_keeps_its_tokens_close()
         m.out_features for m in model.modules() if type(m).__name__ == "WeightOnlyLinear")
 
 
+def test_quantizing_frees_each_full_precision_linear_as_it_goes():
+    """Each replaced ``nn.Linear`` is freed when its quantized one takes its place, not after the last: at most one
+    layer's full-precision weight beside the quantized model (an 8B model held both, 24 GB, on an H100)."""
+    import weakref
+
+    from accelbench.quant.weight_only import WeightOnlyLinear, quantize_linears
+
+    model = tiny().to(torch.bfloat16)
+    replaced_when_freed = []
+
+    def freed():
+        replaced_when_freed.append(sum(isinstance(m, WeightOnlyLinear) for m in model.modules()))
+
+    finalizers = [weakref.finalize(m, freed) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(finalizers) == 15
+    quantize_linears(model, "int8")
+    assert replaced_when_freed == list(range(1, 16))
+
+
 def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():
     """A torchao weight is a tensor subclass whose dtype is the one it stands for (bf16: 2 bytes); the bytes a
     decode step reads are its inner int8 data, scales and zero points (the fp8 precision's weights are of the same

@@ -113,13 +113,14 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     p = next(model.parameters())
     int8_kernel = scheme == "int8" and p.device.type == "cpu" and int8_kernel_works(p.device, p.dtype)
     use_gemv = p.device.type == "cuda" and gemv.available() is None
-    count = 0
-    for name, mod in list(model.named_modules()):
-        for child_name, child in list(mod.named_children()):
-            full = f"{name}.{child_name}" if name else child_name
-            if isinstance(child, torch.nn.Linear) and not full.endswith(skip):
-                setattr(mod, child_name, WeightOnlyLinear(child, scheme, int8_kernel, use_gemv))
-                count += 1
+    # names, not modules: a list of the modules would keep every full-precision weight alive until the last one is
+    # quantized (an 8B model's bf16 and int8 weights at once, 24 GB); replaced one at a time, each is freed as it goes
+    targets = [(name, child_name) for name, mod in model.named_modules() for child_name, child in mod.named_children()
+               if isinstance(child, torch.nn.Linear) and not f"{name}.{child_name}".lstrip(".").endswith(skip)]
+    for name, child_name in targets:
+        parent = model.get_submodule(name)
+        setattr(parent, child_name, WeightOnlyLinear(getattr(parent, child_name), scheme, int8_kernel, use_gemv))
+    count = len(targets)
     many = "aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul"
     if use_gemv:
         weights = [m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)]
