@@ -60,6 +60,22 @@ def test_quantized_model_reads_about_half_the_bytes_and_keeps_its_tokens_close()
         m.out_features for m in model.modules() if type(m).__name__ == "WeightOnlyLinear")
 
 
+def test_a_weight_quantized_in_chunks_is_the_whole_weight_quantized_at_once():
+    """Rows over several chunks give what the per-row formula gives on the whole weight, bit for bit."""
+    from accelbench.quant.weight_only import CHUNK_ELEMENTS, SCHEMES, quantize_weight
+
+    torch.manual_seed(0)
+    k = 4096
+    w = torch.randn(2 * CHUNK_ELEMENTS // k + 37, k, dtype=torch.bfloat16)  # two whole chunks and a ragged one
+    for scheme, top in SCHEMES.items():
+        q, scale = quantize_weight(w, scheme)
+        ref_scale = (w.float().abs().amax(dim=1) / top).clamp(min=1e-12)
+        ref = w.float() / ref_scale[:, None]
+        ref = ref.round().clamp(-127, 127).to(torch.int8) if scheme == "int8" else ref.to(torch.float8_e4m3fn)
+        assert q.dtype == ref.dtype and torch.equal(scale, ref_scale)
+        assert torch.equal(q.view(torch.int8), ref.view(torch.int8)), scheme
+
+
 def test_quantizing_frees_each_full_precision_linear_as_it_goes():
     """Each replaced ``nn.Linear`` is freed when its quantized one takes its place, not after the last: at most one
     layer's full-precision weight beside the quantized model (an 8B model held both, 24 GB, on an H100)."""
