@@ -22,7 +22,8 @@
 #   gpu-fp8   pytest: the fp8 generate test on the bundled model (first: a broken fp8 path costs 90 s, not a call)
 #   gpu-gemv  pytest: the Triton 8-bit GEMV's GPU tests (kernel against the dequantized product, the bundled model's
 #             logits); HEAD_MODES chooses the headline's bf16 backends (default static-compile,static-compile-fused)
-# SWEEP_S and STUDY_S: those stages' limits (default 115 and 130 s); STUDY_REPEATS: their generations a case. STAGES selects (default: by KIND: h200
+# SWEEP_S and STUDY_S: those stages' limits (default 115 and 130 s); STUDY_REPEATS: their generations a case; HAND_REPS and
+# HANDGEN_S: the hand generate loop's and the hf-generate row's generations (default 3) and limits (35 s). STAGES selects (default: by KIND: h200
 # "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
 # stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
 # the runs from the store afterwards). SMOKE=1: a CPU dry run.
@@ -60,8 +61,8 @@ fi
     stage hand-gptfast 60 python3 benchmarks/llm_handloop.py $HAND --new 256 --loops gptfast --reps 3 --out "$OUT/hand-gptfast.json"
   fi
   if { has hand || has handgen; } && [ "${SMOKE:-0}" != 1 ]; then
-    stage hand-generate 35 python3 benchmarks/llm_handloop.py $HAND --new 64 --loops generate --reps 3 --out "$OUT/hand-generate.json"
-    stage hf-generate 35 $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats 3 -p bf16 \
+    stage hand-generate ${HANDGEN_S:-35} python3 benchmarks/llm_handloop.py $HAND --new 64 --loops generate --reps ${HAND_REPS:-3} --out "$OUT/hand-generate.json"
+    stage hf-generate ${HANDGEN_S:-35} $AB generate -m $BIG -b 1 --prompt-lens 128 --new-tokens 64 --repeats ${HAND_REPS:-3} -p bf16 \
       --modes hf-generate $COMMON
   fi
   has probe && stage hf-overhead 60 python3 benchmarks/llm_hf_overhead.py --arch llama-3.2-1b --out "$OUT/hf-overhead.json"

@@ -81,6 +81,17 @@ def test_a_verdict_between_autotuned_runs_says_the_kernels_may_differ(tmp_path):
     assert plain.metrics["throughput"].verdict == "slower" and not any("max-autotune" in n for n in plain.notes)
 
 
+def test_a_pair_whose_quantized_matmuls_ran_different_kernels_says_so(tmp_path):
+    s = Store(tmp_path / "s.db")
+    bits = {"quant_kernels": "Triton 8-bit GEMV (int8 converted by bits at 5 of 5 shapes)"}
+    same = cmp.compare_runs(load_run(s, add_run(s, extra=bits)), load_run(s, add_run(s, extra=bits))).cases
+    assert len(same) == 1 and not same[0].notes
+    other = {"quant_kernels": "Triton 8-bit GEMV (int8 converted by bits at 4 of 5 shapes)"}
+    (case,) = cmp.compare_runs(load_run(s, add_run(s, extra=bits)), load_run(s, add_run(s, extra=other))).cases
+    assert case.notes == [f"the quantized matmuls ran different kernels: A {bits['quant_kernels']}; "
+                          f"B {other['quant_kernels']}"]
+
+
 def test_same_speed_is_within_noise_and_flags_make_it_ambiguous(tmp_path):
     s = Store(tmp_path / "s.db")
     a, b = add_run(s), add_run(s, speed=1.005, validity="cpu-contention")

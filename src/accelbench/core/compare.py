@@ -259,6 +259,9 @@ def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN
         # two processes can run different kernels (PyTorch docs, torch.compile "max-autotune")
         out.notes.append("max-autotune chose its kernels by timing them in each process: A and B may run different "
                          "kernels (the difference can be the choice, not the change)")
+    ka, kb = a.record.get("quant_kernels"), b.record.get("quant_kernels")
+    if ka != kb and (ka or kb):  # e.g. the 8-bit GEMV's int8 conversion, chosen by timing in each process
+        out.notes.append(f"the quantized matmuls ran different kernels: A {ka or 'none named'}; B {kb or 'none named'}")
     return out
 
 
