@@ -10,8 +10,9 @@ H100): Inductor's fused multiply-and-sum reads int8 at 1.0 TB/s against cuBLAS's
 the textbook GEMV: each program owns ``BLOCK_N`` output rows, walks ``K`` in ``BLOCK_K`` chunks with wide contiguous
 loads of the weight rows, converts to float32 and accumulates in registers, then applies the row scales once (the
 dequantize-in-registers of tinygemm and Marlin, without their weight repacking). Block sizes are chosen per shape
-by ``triton.autotune``. On an H200 it reads fp8 weights at up to 4.1 TB/s and int8 at up to 3.5 TB/s, and takes a
-Llama-3.1-8B decode step at batch 1 from 5.16 ms (bf16) to 3.49 ms (fp8) and 3.89 ms (int8).
+by ``triton.autotune``. On an H200 it reads fp8 weights at up to 4.1 TB/s and int8 at up to 3.5 TB/s (the int8
+conversion by instruction), and takes a Llama-3.1-8B decode step at batch 1 from 5.16 ms (bf16) to 3.49 ms (fp8) and
+3.89 ms (int8); on an H100 from 6.64 ms to 4.03 ms (fp8) and 4.11-4.18 ms (int8, converted by bits), 1.59-1.62x.
 
 Rows ``M`` up to :data:`MAX_ROWS` run as a grid of ``(M, N / BLOCK_N)`` programs, one row each: the weight is read
 once a row (measured: 2 rows take 1.8-1.9x one row's time), still fewer bytes than the alternative for few rows,
@@ -29,8 +30,10 @@ fp16's 1024.0 and a byte permute); exact for all 256 values (tested on the CPU t
 is faster depends on the GPU's instruction mix, so neither is hard-wired: the conversion is one more autotuned
 parameter (``int8_conversion="auto"``, the default), timed with the block sizes at each shape, and
 :func:`int8_conversions` reports what was chosen (a weight-only row's ``quant_kernels`` says it).
-``benchmarks/gemv_8bit_probe.py`` times each forced (``int8-gemv``: the instruction, ``int8-gemv-bits``) beside
-the autotuner's choice (``int8-gemv-auto``).
+``benchmarks/gemv_8bit_probe.py`` times each forced (``int8-gemv-instruction``, ``int8-gemv-bits``) beside the
+autotuner's choice (``int8-gemv-auto``). Measured on an H100 (BENCHMARKS.md section 11): by bits is 1.00-1.23x the
+instruction's speed at one row and 1.12-1.29x at 2 and 4 rows over the five Llama-3.1-8B shapes, and the autotuner
+chose it at 4 or 5 of the 5 (the small shapes' timings are within the autotuner's noise).
 fp8 converts two at a time (``cvt.f16x2.e4m3x2``) and needs neither.
 
 The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
