@@ -14,10 +14,12 @@ by ``triton.autotune``. On an H200 it reads fp8 weights at up to 4.1 TB/s and in
 conversion by instruction), and takes a Llama-3.1-8B decode step at batch 1 from 5.16 ms (bf16) to 3.49 ms (fp8) and
 3.89 ms (int8); on an H100 from 6.64 ms to 4.03 ms (fp8) and 4.11-4.18 ms (int8, converted by bits), 1.59-1.62x.
 
-Rows ``M`` up to :data:`MAX_ROWS` run as a grid of ``(M, N / BLOCK_N)`` programs, one row each: the weight is read
-once a row (measured: 2 rows take 1.8-1.9x one row's time), still fewer bytes than the alternative for few rows,
-dequantizing to bf16 for cuBLAS (5 bytes moved a weight against bf16's 2). More rows (prefill, large batches) are
-matrix products: the caller dequantizes for cuBLAS.
+Rows ``M`` up to :data:`MAX_ROWS` (a decode step's batch) run in the same program: each weight tile is loaded once
+and multiplied with every row (``ROWS``, ``M`` rounded up to 1, 2 or 4, is a compile-time constant; block sizes are
+tuned per row bucket). A grid of one program a row read the weight once a row (measured on an H100: 2 rows 1.2-1.8x
+one row's time, 4 rows 2.2-3.3x; at 4 rows int8 was slower than bf16's cuBLAS at every Llama-3.1-8B shape). More
+rows (prefill, large batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight against
+bf16's 2, where a GEMV would read the weight once a row).
 
 int8 conversion, chosen by measurement. The kernel can convert int8 to float32 with the conversion instruction,
 which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute
@@ -72,19 +74,23 @@ def _kernel(via_bits: tuple[bool, ...]):
 
     configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
                for bits in via_bits
-               for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
-                                  (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
+               for n, k, w, s in ((8, 256, 4, 3), (8, 512, 4, 3), (16, 128, 4, 4), (16, 256, 4, 3), (16, 512, 4, 3),
+                                  (16, 512, 8, 3), (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
 
-    # tuned at the first row count seen (warm: one row); the arguments' dtypes are part of Triton's key
-    @triton.autotune(configs=configs, key=["N", "K"])
+    # tuned per weight shape and row bucket (1, 2, 4); the arguments' dtypes are part of Triton's key
+    @triton.autotune(configs=configs, key=["N", "K", "ROWS"])
     @triton.jit
-    def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, INT8_VIA_BITS: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
-        m = tl.program_id(0)
-        rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, ROWS: tl.constexpr, INT8_VIA_BITS: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         cols = tl.arange(0, BLOCK_K)
+        ms = tl.arange(0, ROWS)  # every row of x in this one program: each weight tile is read once for all
         in_rows = rows < N
-        acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+        in_m = ms < M
+        if ROWS == 1:  # a float32 tile accumulator, reduced once at the end
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+        else:  # one partial sum a row of x and weight row, reduced every step
+            acc = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
         for k0 in range(0, K, BLOCK_K):
             k = k0 + cols
             in_k = k < K
@@ -96,11 +102,20 @@ def _kernel(via_bits: tuple[bool, ...]):
                 wf = (w.to(tl.int32) + 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
             else:
                 wf = w.to(tl.float32)
-            x = tl.load(x_ptr + m * K + k, mask=in_k, other=0.0)
-            acc += wf * x.to(tl.float32)[None, :]
+            if ROWS == 1:
+                x = tl.load(x_ptr + k, mask=in_k, other=0.0)
+                acc += wf * x.to(tl.float32)[None, :]
+            else:
+                x = tl.load(x_ptr + ms[:, None] * K + k[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
+                acc += tl.sum(wf[None, :, :] * x.to(tl.float32)[:, None, :], axis=2)
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
-        y = tl.sum(acc, axis=1) * s
-        tl.store(y_ptr + m * N + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
+        if ROWS == 1:
+            y = tl.sum(acc, axis=1) * s
+            tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
+        else:
+            y = acc * s[None, :]
+            tl.store(y_ptr + ms[:, None] * N + rows[None, :], y.to(y_ptr.dtype.element_ty),
+                     mask=in_m[:, None] & in_rows[None, :])
 
     return gemv_8bit
 
@@ -120,24 +135,25 @@ def launch(x, weight, scale, out, int8_conversion: str = "auto") -> None:
         raise ValueError(f"int8_conversion must be auto or one of {INT8_CONVERSIONS}: got {int8_conversion!r}")
     m, k = x.shape
     n = weight.shape[0]
+    rows = 1 << (m - 1).bit_length()  # the power of two that holds m (Triton's tensor shapes): 1, 2, 4
     if weight.dtype != torch.int8 or int8_conversion == "instruction":
         kernel = _kernel((False,))
     else:
         kernel = _kernel((True,) if int8_conversion == "bits" else (False, True))
     if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
         meta = kernel.configs[0].kwargs
-        kernel.fn[(m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k, **meta)
+        kernel.fn[(triton.cdiv(n, meta["BLOCK_N"]),)](x, weight, scale, out, m, n, k, ROWS=rows, **meta)
         return
-    kernel[lambda meta: (m, triton.cdiv(n, meta["BLOCK_N"]))](x, weight, scale, out, m, n, k)
+    kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](x, weight, scale, out, m, n, k, ROWS=rows)
 
 
 def int8_conversions() -> dict[tuple[int, int], str]:
-    """The int8 conversion the autotuner chose for each ``(N, K)`` tuned so far in ``"auto"`` mode (empty before
-    any int8 weight was run here): ``{(N, K): "instruction" | "bits"}``."""
+    """The int8 conversion the autotuner chose at one row (decode's batch 1) for each ``(N, K)`` tuned so far in
+    ``"auto"`` mode (empty before any int8 weight was run here): ``{(N, K): "instruction" | "bits"}``."""
     if available() is not None:
         return {}
     return {(key[0], key[1]): INT8_CONVERSIONS[cfg.kwargs["INT8_VIA_BITS"]]
-            for key, cfg in _kernel((False, True)).cache.items()}
+            for key, cfg in _kernel((False, True)).cache.items() if key[2] == 1}
 
 
 @torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(),
