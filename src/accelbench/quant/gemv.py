@@ -14,12 +14,12 @@ by ``triton.autotune``. On an H200 it reads fp8 weights at up to 4.1 TB/s and in
 conversion by instruction), and takes a Llama-3.1-8B decode step at batch 1 from 5.16 ms (bf16) to 3.49 ms (fp8) and
 3.89 ms (int8); on an H100 from 6.64 ms to 4.03 ms (fp8) and 4.11-4.18 ms (int8, converted by bits), 1.59-1.62x.
 
-Rows ``M`` up to :data:`MAX_ROWS` (a decode step's batch) run in the same program: each weight tile is loaded once
-and multiplied with every row (``ROWS``, ``M`` rounded up to 1, 2 or 4, is a compile-time constant; block sizes are
-tuned per row bucket). A grid of one program a row read the weight once a row (measured on an H100: 2 rows 1.2-1.8x
-one row's time, 4 rows 2.2-3.3x; at 4 rows int8 was slower than bf16's cuBLAS at every Llama-3.1-8B shape). More
-rows (prefill, large batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight against
-bf16's 2, where a GEMV would read the weight once a row).
+Rows ``M`` from 2 to :data:`MAX_ROWS` (a decode step's batch) are padded to one 16-row tile and multiplied on tensor
+cores (``tl.dot`` in TF32, exact for these inputs), so each weight tile is loaded once for all rows; block sizes are
+tuned apart for one row and for the tile. A grid of one program a row read the weight once a row (measured on an
+H100: 2 rows 1.2-1.8x one row's time, 4 rows 2.2-3.3x; at 4 rows int8 was slower than bf16's cuBLAS at every
+Llama-3.1-8B shape), and a first all-rows version reducing every step was slower still. More rows (prefill, large
+batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight against bf16's 2).
 
 int8 conversion, chosen by measurement. The kernel can convert int8 to float32 with the conversion instruction,
 which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute
@@ -66,30 +66,51 @@ def available() -> str | None:
 INT8_CONVERSIONS = ("instruction", "bits")  # how int8 weights become float32 (module docstring)
 
 
+def _graph_bench(fn, quantiles=None):
+    """The autotuner's timer: each candidate replayed in a CUDA graph (Triton's ``do_bench_cudagraph``). Timed as
+    eager launches, a 5-10 us kernel is mostly launch cost and the choice between close configs is noise (measured
+    on an H100: the autotuner picked a conversion 30 % slower at the 4096 x 4096 shape); the compiled decode step
+    replays the kernel in a CUDA graph too."""
+    import triton.testing
+
+    return triton.testing.do_bench_cudagraph(fn, rep=20, quantiles=quantiles)
+
+
+def _prune(configs, named_args, **kwargs):
+    """A matrix-product tile (``ROWS`` 16) needs 16 weight rows or more a program (``tl.dot``'s smallest side)."""
+    rows = kwargs.get("ROWS", named_args.get("ROWS", 1))
+    return [c for c in configs if rows == 1 or c.kwargs["BLOCK_N"] >= 16]
+
+
 @cache
 def _kernel(via_bits: tuple[bool, ...]):
     """The kernel autotuned over block sizes x ``via_bits`` (the int8 conversions it may choose between)."""
+    import inspect
+
     import triton
     import triton.language as tl
 
     configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
                for bits in via_bits
-               for n, k, w, s in ((8, 256, 4, 3), (8, 512, 4, 3), (16, 128, 4, 4), (16, 256, 4, 3), (16, 512, 4, 3),
-                                  (16, 512, 8, 3), (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
+               for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
+                                  (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
+    timer = {"do_bench": _graph_bench} if "do_bench" in inspect.signature(triton.autotune).parameters else {}
 
-    # tuned per weight shape and row bucket (1, 2, 4); the arguments' dtypes are part of Triton's key
-    @triton.autotune(configs=configs, key=["N", "K", "ROWS"])
+    # tuned per weight shape and ROWS (1: a GEMV; 16: 2 to MAX_ROWS rows as one tensor-core tile); the arguments'
+    # dtypes are part of Triton's key
+    @triton.autotune(configs=configs, key=["N", "K", "ROWS"], prune_configs_by={"early_config_prune": _prune},
+                     **timer)
     @triton.jit
     def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, ROWS: tl.constexpr, INT8_VIA_BITS: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
         rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         cols = tl.arange(0, BLOCK_K)
-        ms = tl.arange(0, ROWS)  # every row of x in this one program: each weight tile is read once for all
         in_rows = rows < N
-        in_m = ms < M
         if ROWS == 1:  # a float32 tile accumulator, reduced once at the end
             acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-        else:  # one partial sum a row of x and weight row, reduced every step
+        else:  # x's rows padded to a 16-row tile, one tensor-core product a step
+            ms = tl.arange(0, ROWS)
+            in_m = ms < M
             acc = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
         for k0 in range(0, K, BLOCK_K):
             k = k0 + cols
@@ -106,8 +127,11 @@ def _kernel(via_bits: tuple[bool, ...]):
                 x = tl.load(x_ptr + k, mask=in_k, other=0.0)
                 acc += wf * x.to(tl.float32)[None, :]
             else:
+                # TF32 tensor cores: exact for bf16 and fp16 activations and for int8 and e4m3 weights (8, 11, 8 and
+                # 4 significant bits against TF32's 11); float32 activations take the exact ("ieee") product
                 x = tl.load(x_ptr + ms[:, None] * K + k[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
-                acc += tl.sum(wf[None, :, :] * x.to(tl.float32)[:, None, :], axis=2)
+                acc = tl.dot(x.to(tl.float32), tl.trans(wf), acc,
+                             input_precision="ieee" if x.dtype == tl.float32 else "tf32")
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
         if ROWS == 1:
             y = tl.sum(acc, axis=1) * s
@@ -135,13 +159,13 @@ def launch(x, weight, scale, out, int8_conversion: str = "auto") -> None:
         raise ValueError(f"int8_conversion must be auto or one of {INT8_CONVERSIONS}: got {int8_conversion!r}")
     m, k = x.shape
     n = weight.shape[0]
-    rows = 1 << (m - 1).bit_length()  # the power of two that holds m (Triton's tensor shapes): 1, 2, 4
+    rows = 1 if m == 1 else 16  # 2 to MAX_ROWS rows: one 16-row tile (tl.dot's smallest)
     if weight.dtype != torch.int8 or int8_conversion == "instruction":
         kernel = _kernel((False,))
     else:
         kernel = _kernel((True,) if int8_conversion == "bits" else (False, True))
     if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
-        meta = kernel.configs[0].kwargs
+        meta = _prune(kernel.configs, {}, ROWS=rows)[0].kwargs
         kernel.fn[(triton.cdiv(n, meta["BLOCK_N"]),)](x, weight, scale, out, m, n, k, ROWS=rows, **meta)
         return
     kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](x, weight, scale, out, m, n, k, ROWS=rows)
