@@ -33,7 +33,7 @@ is faster depends on the GPU's instruction mix, so neither is hard-wired: the co
 parameter (``int8_conversion="auto"``, the default), timed with the block sizes at each shape, and
 :func:`int8_conversions` reports what was chosen (a weight-only row's ``quant_kernels`` says it).
 ``benchmarks/gemv_8bit_probe.py`` times each forced (``int8-gemv-instruction``, ``int8-gemv-bits``) beside the
-autotuner's choice (``int8-gemv-auto``). Measured on an H100 (BENCHMARKS.md section 11): by bits is 1.00-1.25x the
+autotuner's choice (``int8-gemv-auto``). Measured on an H100 (BENCHMARKS.md section 11): by bits is 1.00-1.28x the
 instruction's speed at one row over the five Llama-3.1-8B shapes (and 1.12-1.29x at 2 and 4 rows in the per-row
 grid this kernel had before its tensor-core tile, where the two now take about the same time); timed in CUDA graphs,
 the autotuner chose bits at all five.
