@@ -83,24 +83,30 @@ def _prune(configs, named_args, **kwargs):
     return [c for c in configs if rows == 1 or c.kwargs["BLOCK_N"] >= 16]
 
 
-@cache
-def _kernel(via_bits: tuple[bool, ...]):
-    """The kernel autotuned over block sizes x ``via_bits`` (the int8 conversions it may choose between)."""
+def _autotune_options(via_bits: tuple[bool, ...]) -> dict:
+    """``triton.autotune``'s configs (block sizes x ``via_bits``, the int8 conversions to choose between), pruning
+    and timer (:func:`_graph_bench`, where this Triton takes one)."""
     import inspect
 
     import triton
-    import triton.language as tl
 
     configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
                for bits in via_bits
                for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
                                   (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
     timer = {"do_bench": _graph_bench} if "do_bench" in inspect.signature(triton.autotune).parameters else {}
+    return {"configs": configs, "prune_configs_by": {"early_config_prune": _prune}, **timer}
+
+
+@cache
+def _kernel(via_bits: tuple[bool, ...]):
+    """The kernel autotuned over block sizes x ``via_bits`` (the int8 conversions it may choose between)."""
+    import triton
+    import triton.language as tl
 
     # tuned per weight shape and ROWS (1: a GEMV; 16: 2 to MAX_ROWS rows as one tensor-core tile); the arguments'
     # dtypes are part of Triton's key
-    @triton.autotune(configs=configs, key=["N", "K", "ROWS"], prune_configs_by={"early_config_prune": _prune},
-                     **timer)
+    @triton.autotune(key=["N", "K", "ROWS"], **_autotune_options(via_bits))
     @triton.jit
     def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, ROWS: tl.constexpr, INT8_VIA_BITS: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
