@@ -22,11 +22,12 @@
 #   gpu-fp8   pytest: the fp8 generate test on the bundled model (first: a broken fp8 path costs 90 s, not a call)
 #   gpu-gemv  pytest: the Triton 8-bit GEMV's GPU tests (kernel against the dequantized product, the bundled model's
 #             logits); HEAD_MODES chooses the headline's bf16 backends (default static-compile,static-compile-fused)
-# SWEEP_S and STUDY_S: those stages' limits (default 115 and 130 s); STUDY_REPEATS: their generations a case; HAND_REPS and
-# HANDGEN_S: the hand generate loop's and the hf-generate row's generations (default 3) and limits (35 s). STAGES selects (default: by KIND: h200
-# "headline hand sweep study", h100 "headline sweep study gpu"); BUDGET_S caps the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it (finished cases are
-# stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops' JSON, log.txt; export
-# the runs from the store afterwards). SMOKE=1: a CPU dry run.
+# SWEEP_S and STUDY_S: those stages' limits (default 115 and 130 s); STUDY_REPEATS: their generations a case.
+# HAND_REPS and HANDGEN_S: the hand generate loop's and the hf-generate row's generations (default 3) and limits
+# (35 s). STAGES selects (default: by KIND: h200 "headline hand sweep study", h100 "headline sweep study gpu");
+# BUDGET_S caps the whole call (default 560): a stage gets what is left and is stopped with SIGTERM past it
+# (finished cases are stored; the run is marked interrupted). Results in $OUT (the store llm.db, the hand loops'
+# JSON, log.txt; export the runs from the store afterwards). SMOKE=1: a CPU dry run.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
 OUT=${OUT:-./llm-out}; mkdir -p "$OUT"; DB=$OUT/llm.db

@@ -44,7 +44,7 @@ def case_latencies(store, records: list[dict]) -> tuple[list[tuple[str, list[flo
     if not found:
         return [], ""
     n = len(found[0][0])
-    same = [i for i in range(n) if len(found) > 1 and all(f[i] == found[0][0][i] for f, _ in found)]
+    same = [i for i in range(n) if all(f[i] == found[0][0][i] for f, _ in found)] if len(found) > 1 else []
     labels = [(" ".join(f[i] for i in range(n) if i not in same) or " ".join(f), v) for f, v in found]
     return labels, " ".join(found[0][0][i] for i in same)
 
