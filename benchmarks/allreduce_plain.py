@@ -51,8 +51,19 @@ def main() -> None:
         dt = worst.item()
         if dist.get_rank() == 0:
             algbw = size / dt
-            print(json.dumps({"bench": "allreduce_plain", "world_size": n, "size_bytes": size, "time_s": dt,
-                              "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": algbw * 2 * (n - 1) / n}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "bench": "allreduce_plain",
+                        "world_size": n,
+                        "size_bytes": size,
+                        "time_s": dt,
+                        "algbw_bytes_per_s": algbw,
+                        "busbw_bytes_per_s": algbw * 2 * (n - 1) / n,
+                    }
+                ),
+                flush=True,
+            )
         del t
     dist.destroy_process_group()
 

@@ -67,10 +67,23 @@ def main() -> None:
     world = dist.get_world_size()
     if dist.get_rank() == 0:
         ips = world * args.batch * args.steps / dt
-        print(json.dumps({"bench": "ddp_hand_loop", "model": args.model, "world_size": world, "batch_per_gpu": args.batch,
-                          "steps": args.steps, "throughput_samples_per_s": ips, "per_gpu": ips / world,
-                          "image_size": s, "gpu": torch.cuda.get_device_name() if cuda else "cpu",
-                          "torch": torch.__version__}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "bench": "ddp_hand_loop",
+                    "model": args.model,
+                    "world_size": world,
+                    "batch_per_gpu": args.batch,
+                    "steps": args.steps,
+                    "throughput_samples_per_s": ips,
+                    "per_gpu": ips / world,
+                    "image_size": s,
+                    "gpu": torch.cuda.get_device_name() if cuda else "cpu",
+                    "torch": torch.__version__,
+                }
+            ),
+            flush=True,
+        )
     dist.destroy_process_group()
 
 

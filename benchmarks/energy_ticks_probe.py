@@ -59,7 +59,7 @@ def lag_from_step(ticks, ts, te):
     mids = [((lo + hi) / 2, v) for lo, hi, v in ticks]
     per = [(mids[i][0], mids[i + 1][0], (mids[i + 1][1] - mids[i][1]) / 1000) for i in range(len(mids) - 1)]
     out = {}
-    for name, t_edge, before_first in (("start", ts, True), ("end", te, False)):
+    for name, t_edge, _before_first in (("start", ts, True), ("end", te, False)):
         k = next((i for i, (a, b, _) in enumerate(per) if a <= t_edge < b), None)
         if k is None or k < 2 or k + 2 >= len(per):
             continue
@@ -88,6 +88,7 @@ def model_loop(dev, bs, seconds=1.5):
             while time.perf_counter() - t0 < seconds:
                 m(x)
             torch.cuda.synchronize()
+
         return run
 
 
@@ -103,9 +104,13 @@ def main():
     idle, _ = watch(h, 1.5)
     mids = [(lo + hi) / 2 for lo, hi, _ in idle]
     d = [b - a for a, b in zip(mids, mids[1:])]
-    doc["idle"] = {"ticks": len(idle), "period_ms": 1000 * statistics.median(d), "period_sd_ms": 1000 * statistics.pstdev(d),
-                   "bracket_ms_max": 1000 * max(hi - lo for lo, hi, _ in idle),
-                   "increments_mj": [b[2] - a[2] for a, b in zip(idle, idle[1:])][:8]}
+    doc["idle"] = {
+        "ticks": len(idle),
+        "period_ms": 1000 * statistics.median(d),
+        "period_sd_ms": 1000 * statistics.pstdev(d),
+        "bracket_ms_max": 1000 * max(hi - lo for lo, hi, _ in idle),
+        "increments_mj": [b[2] - a[2] for a, b in zip(idle, idle[1:])][:8],
+    }
     lags = []
     for _ in range(5):
         ticks, (ts, te) = watch(h, lambda: step_load(dev))
@@ -116,9 +121,13 @@ def main():
         ticks, _ = watch(h, run, poll_s=0.0005)
         widths = sorted(1000 * (hi - lo) for lo, hi, _ in ticks)
         inc = [(b[2] - a[2]) / 1000 / (((b[0] + b[1]) - (a[0] + a[1])) / 2) for a, b in zip(ticks, ticks[1:])]
-        doc[f"resnet50_bs{bs}"] = {"ticks": len(ticks), "bracket_ms_median": widths[len(widths) // 2],
-                                  "bracket_ms_max": widths[-1], "period_power_w": [round(p, 1) for p in inc],
-                                  "power_rel_sd": statistics.pstdev(inc[1:-1]) / statistics.fmean(inc[1:-1])}
+        doc[f"resnet50_bs{bs}"] = {
+            "ticks": len(ticks),
+            "bracket_ms_median": widths[len(widths) // 2],
+            "bracket_ms_max": widths[-1],
+            "period_power_w": [round(p, 1) for p in inc],
+            "power_rel_sd": statistics.pstdev(inc[1:-1]) / statistics.fmean(inc[1:-1]),
+        }
     print(json.dumps(doc, indent=1, default=str))
 
 

@@ -53,9 +53,13 @@ def overflow_check(impl: str) -> dict:
     w = [p.detach().clone() for p in m.parameters()]
     b = [opt.state[p]["momentum_buffer"].clone() for p in m.parameters()]
     step(m, opt, scaler, x * float("inf"))
-    out = {"impl": impl, "later_skip_weights_unchanged": all(torch.equal(p, q) for p, q in zip(m.parameters(), w)),
-           "later_skip_momentum_unchanged": all(torch.equal(opt.state[p]["momentum_buffer"], q)
-                                                for p, q in zip(m.parameters(), b))}
+    out = {
+        "impl": impl,
+        "later_skip_weights_unchanged": all(torch.equal(p, q) for p, q in zip(m.parameters(), w)),
+        "later_skip_momentum_unchanged": all(
+            torch.equal(opt.state[p]["momentum_buffer"], q) for p, q in zip(m.parameters(), b)
+        ),
+    }
     m, opt, scaler = fresh()  # (b) the first step overflows
     step(m, opt, scaler, x * float("inf"))
     losses = [step(m, opt, scaler, x) for _ in range(3)]
@@ -79,20 +83,29 @@ def resnet20_run(impl: str, steps: int = 60) -> dict:
         j = (i * 32) % x.shape[0]
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16):
-            loss = F.cross_entropy(model(x[j:j + 32]).float(), y[j:j + 32])
+            loss = F.cross_entropy(model(x[j : j + 32]).float(), y[j : j + 32])
         scale = scaler.get_scale()
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         skipped += scaler.get_scale() < scale
         losses.append(loss.item())
-    return {"impl": impl, "loss_first": losses[0], "loss_last": losses[-1], "nonfinite_losses": sum(not math.isfinite(v) for v in losses),
-            "first_nonfinite_step": next((i for i, v in enumerate(losses) if not math.isfinite(v)), None), "skipped_steps": skipped}
+    return {
+        "impl": impl,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "nonfinite_losses": sum(not math.isfinite(v) for v in losses),
+        "first_nonfinite_step": next((i for i, v in enumerate(losses) if not math.isfinite(v)), None),
+        "skipped_steps": skipped,
+    }
 
 
 if __name__ == "__main__":
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "overflow": [overflow_check(i) for i in IMPLS]}
+    out = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "overflow": [overflow_check(i) for i in IMPLS],
+    }
     try:
         out["resnet20"] = [resnet20_run(i) for i in IMPLS]
     except Exception as e:  # the data helper's API is secondary to the overflow check above

@@ -34,8 +34,13 @@ import torch
 import torch.nn.functional as F
 from lib.cuda_timing import seconds_per_call, seconds_per_call_graphed
 
-SHAPES = {"qkv (fused)": (6144, 4096), "o": (4096, 4096), "gate/up (fused)": (28672, 4096), "down": (4096, 14336),
-          "lm_head": (128256, 4096)}
+SHAPES = {
+    "qkv (fused)": (6144, 4096),
+    "o": (4096, 4096),
+    "gate/up (fused)": (28672, 4096),
+    "down": (4096, 14336),
+    "lm_head": (128256, 4096),
+}
 
 
 def paths(n: int, k: int, rows: int = 1):
@@ -43,7 +48,7 @@ def paths(n: int, k: int, rows: int = 1):
     from accelbench.quant.weight_only import quantize_weight
 
     torch.manual_seed(0)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
     x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
     ref = F.linear(x, w).float()
     q8, s8 = quantize_weight(w, "int8")
@@ -61,6 +66,7 @@ def paths(n: int, k: int, rows: int = 1):
     yield "int8-gemv-auto", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
 
     for conversion in gemv.INT8_CONVERSIONS:  # each int8 conversion forced (accelbench.quant.gemv's docstring)
+
         def forced(conversion=conversion):
             out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
             gemv.launch(x, q8, s8, out, int8_conversion=conversion)
@@ -117,8 +123,12 @@ def main() -> None:
     timer = seconds_per_call if args.eager else seconds_per_call_graphed
     from accelbench.quant import gemv
 
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "timing": "eager" if args.eager
-           else "CUDA graph", "shapes": {}}
+    res = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "timing": "eager" if args.eager else "CUDA graph",
+        "shapes": {},
+    }
     for rows in map(int, args.rows.split(",")):
         for label, (n, k) in SHAPES.items():
             res["shapes"][f"{label} x{rows}"] = probe(label, n, k, rows, lambda fn: timer(fn, args.iters, args.reps))

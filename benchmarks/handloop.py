@@ -22,12 +22,12 @@ import torchvision
 
 from accelbench import api, precisions, scenarios
 from accelbench.core.device import resolve_device
-from accelbench.sweep.loop import run_case
 from accelbench.core.rank import Rank
 from accelbench.core.spec import Case
 from accelbench.data.batches import Inputs
 from accelbench.models import SeededBuilds
 from accelbench.scenarios.inference import InferenceExtras
+from accelbench.sweep.loop import run_case
 
 SETTINGS = {
     # name: (precision, mode, channels_last)
@@ -63,8 +63,11 @@ def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compi
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     import torch._inductor.config as inductor_config
 
-    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None), \
-            inductor_config.patch(freezing=mode.endswith("-freeze")):
+    with (
+        torch.inference_mode(),
+        torch.autocast(device.type, dtype=dtype, enabled=dtype is not None),
+        inductor_config.patch(freezing=mode.endswith("-freeze")),
+    ):
         for _ in range(10):
             m(x)
         sync()
@@ -76,9 +79,19 @@ def hand_loop(precision: str, mode: str, cl: bool, batch: int, iters: int, compi
 
 
 def accel(precision: str, mode: str, cl: bool, batch: int, spec, inputs: Inputs, device) -> dict:
-    case = Case(scenario="inference", model="resnet50", batch_size=batch, precision=precision, mode=mode,
-                channels_last="on" if cl else "off", images=batch * 4, data="synthetic", image_size=224,
-                device=str(device), extras=InferenceExtras())
+    case = Case(
+        scenario="inference",
+        model="resnet50",
+        batch_size=batch,
+        precision=precision,
+        mode=mode,
+        channels_last="on" if cl else "off",
+        images=batch * 4,
+        data="synthetic",
+        image_size=224,
+        device=str(device),
+        extras=InferenceExtras(),
+    )
     rec, _ = run_case(scenarios.get("inference"), case, spec, (inputs, SeededBuilds()), Rank(device), None)
     if rec["status"] != "ok":
         raise RuntimeError(rec["error"])
@@ -95,11 +108,25 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", help="cuda (the measurement) or cpu (a dry run of the script)")
     args = ap.parse_args()
     device = resolve_device(args.device)
-    spec = api.spec("inference", {"data": "synthetic", "images": args.batch * 4, "min_timed_batches": args.iters,
-                                  "warmup_batches": 10, "min_time_s": 0.0}, cuda=device.type == "cuda")
+    spec = api.spec(
+        "inference",
+        {
+            "data": "synthetic",
+            "images": args.batch * 4,
+            "min_timed_batches": args.iters,
+            "warmup_batches": 10,
+            "min_time_s": 0.0,
+        },
+        cuda=device.type == "cuda",
+    )
     inputs = Inputs.for_spec(spec, device)
     compiled: dict = {}
-    out = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "torch": torch.__version__, "batch": args.batch, "results": []}
+    out = {
+        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "batch": args.batch,
+        "results": [],
+    }
     for name in args.settings.split(","):
         precision, mode, cl = SETTINGS[name]
         hand, ours = [], []
@@ -109,14 +136,24 @@ def main() -> None:
                 if who == "hand":
                     hand.append(hand_loop(precision, mode, cl, args.batch, args.iters, compiled, device))
                 else:
-                    ours.append(accel(precision, mode, cl, args.batch, spec, inputs, device)["throughput_samples_per_s"])
+                    ours.append(
+                        accel(precision, mode, cl, args.batch, spec, inputs, device)["throughput_samples_per_s"]
+                    )
         compiled.clear()
-        row = {"setting": name, "hand_samples_per_s": hand, "accelbench_samples_per_s": ours,
-               "hand_median": statistics.median(hand), "accelbench_median": statistics.median(ours),
-               "ratio": statistics.median(ours) / statistics.median(hand)}
+        row = {
+            "setting": name,
+            "hand_samples_per_s": hand,
+            "accelbench_samples_per_s": ours,
+            "hand_median": statistics.median(hand),
+            "accelbench_median": statistics.median(ours),
+            "ratio": statistics.median(ours) / statistics.median(hand),
+        }
         out["results"].append(row)
-        print(f"{name:24s} hand {row['hand_median']:10.1f}  accelbench {row['accelbench_median']:10.1f}  "
-              f"ratio {row['ratio']:.3f}  hand range {min(hand):.0f}-{max(hand):.0f}  ours {min(ours):.0f}-{max(ours):.0f}", flush=True)
+        print(
+            f"{name:24s} hand {row['hand_median']:10.1f}  accelbench {row['accelbench_median']:10.1f}  "
+            f"ratio {row['ratio']:.3f}  hand range {min(hand):.0f}-{max(hand):.0f}  ours {min(ours):.0f}-{max(ours):.0f}",
+            flush=True,
+        )
         with open(args.out, "w") as fh:
             json.dump(out, fh, indent=1)
 

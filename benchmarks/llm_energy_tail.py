@@ -28,15 +28,27 @@ METHOD = "counter series, last timed_wall_s of the window (recomputed: the windo
 
 def correct(path: str) -> int:
     con = sqlite3.connect(path)
-    rows = con.execute("select case_id, timed_wall_s, telemetry_window_s, samples_timed, idle_power_w from cases "
-                       "where status = 'ok' and workload = 'generate' and energy_j is not null and "
-                       "(energy_method is null or energy_method != ?)", (METHOD,)).fetchall()
+    rows = con.execute(
+        "select case_id, timed_wall_s, telemetry_window_s, samples_timed, idle_power_w from cases "
+        "where status = 'ok' and workload = 'generate' and energy_j is not null and "
+        "(energy_method is null or energy_method != ?)",
+        (METHOD,),
+    ).fetchall()
     done = 0
     for case_id, wall, window, samples, idle_w in rows:
         if not wall or not window or window < 1.05 * wall:
             continue
-        t, e = (np.array([v for (v,) in con.execute("select value from samples where case_id = ? and series = ? "
-                                                    "order by idx", (case_id, s))]) for s in ("nvml_t_s", "nvml_energy_mj"))
+        t, e = (
+            np.array(
+                [
+                    v
+                    for (v,) in con.execute(
+                        "select value from samples where case_id = ? and series = ? order by idx", (case_id, s)
+                    )
+                ]
+            )
+            for s in ("nvml_t_s", "nvml_energy_mj")
+        )
         if len(t) < 3 or len(t) != len(e):
             continue
         end = t[-1]
@@ -44,11 +56,23 @@ def correct(path: str) -> int:
         step_s = float(np.median(np.diff(t)))
         unc = 100 * 2 * step_s * (energy / wall) / energy if energy > 0 else None
         above = energy - idle_w * wall if idle_w is not None else None
-        con.execute("update cases set energy_j = ?, energy_window_s = ?, energy_method = ?, energy_uncertainty_pct = ?, "
-                    "energy_confidence = ?, power_mean_w = ?, energy_per_sample_j = ?, energy_above_idle_j = ?, "
-                    "energy_above_idle_per_sample_j = ? where case_id = ?",
-                    (energy, wall, METHOD, unc, "ok" if unc is not None and unc < 5 else "low", energy / wall,
-                     energy / samples, above, above / samples if above is not None else None, case_id))
+        con.execute(
+            "update cases set energy_j = ?, energy_window_s = ?, energy_method = ?, energy_uncertainty_pct = ?, "
+            "energy_confidence = ?, power_mean_w = ?, energy_per_sample_j = ?, energy_above_idle_j = ?, "
+            "energy_above_idle_per_sample_j = ? where case_id = ?",
+            (
+                energy,
+                wall,
+                METHOD,
+                unc,
+                "ok" if unc is not None and unc < 5 else "low",
+                energy / wall,
+                energy / samples,
+                above,
+                above / samples if above is not None else None,
+                case_id,
+            ),
+        )
         done += 1
     con.commit()
     return done

@@ -47,14 +47,19 @@ def stage_bw():
 
 
 def stage_gemv():
-    shapes = {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
-              "lm_head": (4096, 128256)}
+    shapes = {
+        "qkv": (4096, 6144),
+        "o": (4096, 4096),
+        "gate_up": (4096, 28672),
+        "down": (14336, 4096),
+        "lm_head": (4096, 128256),
+    }
     out = {}
     for name, (k, n) in shapes.items():
         w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
         row = {}
-        f = lambda: torch.nn.functional.linear(x, w)
+        f = lambda: torch.nn.functional.linear(x, w)  # noqa: B023, E731
         row["cublas"] = w.numel() * 2 / seconds_per_call(f, 50)
         try:
             torch.backends.cuda.preferred_blas_library("cublaslt")
@@ -67,7 +72,7 @@ def stage_gemv():
             torch._dynamo.reset()
             g = torch.compile(lambda a, b: torch.nn.functional.linear(a, b), mode=mode)
             try:
-                row[mode] = w.numel() * 2 / seconds_per_call(lambda: g(x, w), 50)
+                row[mode] = w.numel() * 2 / seconds_per_call(lambda: g(x, w), 50)  # noqa: B023
             except Exception as exc:  # noqa: BLE001
                 row[mode] = repr(exc)[:200]
         out[name] = row
@@ -78,12 +83,25 @@ def stage_gemv():
 def llama8b_config():
     from transformers import LlamaConfig
 
-    return LlamaConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                       num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
-                       rms_norm_eps=1e-5, tie_word_embeddings=False,
-                       rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                        "original_max_position_embeddings": 8192})
+    return LlamaConfig(
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        max_position_embeddings=131072,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    )
 
 
 class StepEvents:
@@ -106,14 +124,26 @@ def gen_times(model, ids, new, **kw):
     start = torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()
-    model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, min_new_tokens=new,
-                   do_sample=False, logits_processor=LogitsProcessorList([rec]), pad_token_id=0, **kw)
+    model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=new,
+        min_new_tokens=new,
+        do_sample=False,
+        logits_processor=LogitsProcessorList([rec]),
+        pad_token_id=0,
+        **kw,
+    )
     torch.cuda.synchronize()
     ttft = start.elapsed_time(rec.events[0]) / 1e3
     gaps = [a.elapsed_time(b) / 1e3 for a, b in zip(rec.events, rec.events[1:])]
     gaps.sort()
-    return {"ttft_s": ttft, "tpot_p50_s": gaps[len(gaps) // 2], "tpot_mean_s": sum(gaps) / len(gaps),
-            "tokens": len(rec.events)}
+    return {
+        "ttft_s": ttft,
+        "tpot_p50_s": gaps[len(gaps) // 2],
+        "tpot_mean_s": sum(gaps) / len(gaps),
+        "tokens": len(rec.events),
+    }
 
 
 def fuse(model):
@@ -130,8 +160,16 @@ def fuse(model):
         nq, nk = at.q_proj.weight.shape[0], at.k_proj.weight.shape[0]
         del at.q_proj, at.k_proj, at.v_proj
 
-        def attn_forward(self, hidden_states, position_embeddings=None, attention_mask=None,
-                         past_key_values=None, _nq=nq, _nk=nk, **kwargs):
+        def attn_forward(
+            self,
+            hidden_states,
+            position_embeddings=None,
+            attention_mask=None,
+            past_key_values=None,
+            _nq=nq,
+            _nk=nk,
+            **kwargs,
+        ):
             input_shape = hidden_states.shape[:-1]
             hidden_shape = (*input_shape, -1, self.head_dim)
             q, k, v = self.qkv(hidden_states).split([_nq, _nk, _nk], dim=-1)
@@ -170,8 +208,11 @@ def hand_loop(model, ids, new, compile_mode="reduce-overhead"):
     cache = StaticCache(config=model.config, max_cache_len=p + new)
 
     def step(tok, pos, cache_position):
-        return model(tok, position_ids=pos, cache_position=cache_position, past_key_values=cache,
-                     use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
+        return (
+            model(tok, position_ids=pos, cache_position=cache_position, past_key_values=cache, use_cache=True)
+            .logits[:, -1]
+            .argmax(-1, keepdim=True)
+        )
 
     dec = torch.compile(step, mode=compile_mode, fullgraph=True) if compile_mode else step
 
@@ -198,8 +239,11 @@ def hand_loop(model, ids, new, compile_mode="reduce-overhead"):
             toks.append(tok)
         torch.cuda.synchronize()
         gaps = sorted(a.elapsed_time(b_) / 1e3 for a, b_ in zip(evs, evs[1:]))
-        return {"ttft_s": e0.elapsed_time(evs[0]) / 1e3, "tpot_p50_s": gaps[len(gaps) // 2],
-                "tpot_mean_s": sum(gaps) / len(gaps)}, torch.cat(toks, 1)
+        return {
+            "ttft_s": e0.elapsed_time(evs[0]) / 1e3,
+            "tpot_p50_s": gaps[len(gaps) // 2],
+            "tpot_mean_s": sum(gaps) / len(gaps),
+        }, torch.cat(toks, 1)
 
     t = time.time()
     once()
@@ -271,7 +315,7 @@ class DecodeLinear(torch.nn.Module):
             amax = w.float().abs().amax(1, keepdim=True).clamp(min=1e-12)
             qmax = 127.0 if quant == "int8" else 448.0
             scale = amax / qmax
-            q = (w.float() / scale)
+            q = w.float() / scale
             q = q.round().clamp(-127, 127).to(torch.int8) if quant == "int8" else q.to(torch.float8_e4m3fn)
             self.register_buffer("weight", q)
             self.register_buffer("scale", scale.squeeze(1).to(w.dtype))
@@ -292,7 +336,7 @@ class DecodeLinear(torch.nn.Module):
 
 
 def swap_linears(model, quant=None):
-    for name, mod in list(model.named_modules()):
+    for _name, mod in list(model.named_modules()):
         for cname, child in list(mod.named_children()):
             if isinstance(child, torch.nn.Linear):
                 setattr(mod, cname, DecodeLinear(child, quant))
@@ -303,8 +347,13 @@ def stage_gemv2():
     import torch._inductor.config as ic
 
     ic.coordinate_descent_tuning = True
-    shapes = {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
-              "lm_head": (4096, 128256)}
+    shapes = {
+        "qkv": (4096, 6144),
+        "o": (4096, 4096),
+        "gate_up": (4096, 28672),
+        "down": (14336, 4096),
+        "lm_head": (4096, 128256),
+    }
     out = RES.setdefault("gemv2_bytes_per_s", {})
     for name, (k, n) in shapes.items():
         if left() < 240:
@@ -317,7 +366,7 @@ def stage_gemv2():
             dl = DecodeLinear(lin, q)
             g = torch.compile(dl)
             nb = dl.weight.numel() * dl.weight.element_size()
-            row[str(q)] = nb / seconds_per_call(lambda: g(x), 50)
+            row[str(q)] = nb / seconds_per_call(lambda: g(x), 50)  # noqa: B023
             ref = torch.nn.functional.linear(x.float(), lin.weight.float())
             row[f"{q}_max_rel_err"] = ((g(x).float() - ref).abs().max() / ref.abs().max()).item()
         out[name] = row
@@ -333,12 +382,19 @@ def profile_decode(model, ids, tag):
     cache = StaticCache(config=model.config, max_cache_len=p + 64)
 
     def step(tok, pos, cache_position):
-        return model(tok, position_ids=pos, cache_position=cache_position, past_key_values=cache,
-                     use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
+        return (
+            model(tok, position_ids=pos, cache_position=cache_position, past_key_values=cache, use_cache=True)
+            .logits[:, -1]
+            .argmax(-1, keepdim=True)
+        )
 
     dec = torch.compile(step, mode="reduce-overhead", fullgraph=True)
     cp = torch.arange(p, device="cuda")
-    tok = model(ids, position_ids=cp[None], cache_position=cp, past_key_values=cache, use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
+    tok = (
+        model(ids, position_ids=cp[None], cache_position=cp, past_key_values=cache, use_cache=True)
+        .logits[:, -1]
+        .argmax(-1, keepdim=True)
+    )
     for i in range(5):
         c1 = torch.tensor([p + i], device="cuda")
         torch.compiler.cudagraph_mark_step_begin()
@@ -355,9 +411,11 @@ def profile_decode(model, ids, tag):
         if e.device_type.name == "CUDA" or getattr(e, "device_time_total", 0):
             rows.append((e.key[:90], e.count, getattr(e, "device_time_total", 0) / 10))
     rows.sort(key=lambda r: -r[2])
-    RES.setdefault("profile", {})[tag] = {"per_step_us_by_kernel": rows[:40],
-                                          "total_us_per_step": sum(r[2] for r in rows),
-                                          "kernels_per_step": sum(r[1] for r in rows) / 10}
+    RES.setdefault("profile", {})[tag] = {
+        "per_step_us_by_kernel": rows[:40],
+        "total_us_per_step": sum(r[2] for r in rows),
+        "kernels_per_step": sum(r[1] for r in rows) / 10,
+    }
     save()
 
 

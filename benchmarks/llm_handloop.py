@@ -41,8 +41,14 @@ def wall(fn) -> float:
 
 
 def generate_loop(model, prompts, new: int, reps: int) -> dict:
-    kw = dict(attention_mask=torch.ones_like(prompts), do_sample=False, temperature=None, top_p=None, top_k=None,
-              pad_token_id=0)
+    kw = dict(
+        attention_mask=torch.ones_like(prompts),
+        do_sample=False,
+        temperature=None,
+        top_p=None,
+        top_k=None,
+        pad_token_id=0,
+    )
     one = lambda: model.generate(prompts, max_new_tokens=1, min_new_tokens=1, **kw)  # noqa: E731
     full = lambda: model.generate(prompts, max_new_tokens=new, min_new_tokens=new, **kw)  # noqa: E731
     with torch.inference_mode():
@@ -63,8 +69,11 @@ def gptfast_loop(model, prompts, new: int, reps: int) -> dict:
     pos = torch.arange(p + new, device="cuda")
 
     def decode(tok, cp):
-        return model(tok, cache_position=cp, position_ids=cp[None], past_key_values=cache,
-                     use_cache=True).logits[:, -1].argmax(-1, keepdim=True)
+        return (
+            model(tok, cache_position=cp, position_ids=cp[None], past_key_values=cache, use_cache=True)
+            .logits[:, -1]
+            .argmax(-1, keepdim=True)
+        )
 
     step = torch.compile(decode, mode="reduce-overhead", fullgraph=True)
     prefill_s, decode_s = [], []
@@ -73,13 +82,23 @@ def gptfast_loop(model, prompts, new: int, reps: int) -> dict:
         cache.reset()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        tok = model(prompts, cache_position=pos[:p], position_ids=pos[None, :p], past_key_values=cache,
-                    use_cache=True, logits_to_keep=1).logits[:, -1].argmax(-1, keepdim=True)
+        tok = (
+            model(
+                prompts,
+                cache_position=pos[:p],
+                position_ids=pos[None, :p],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            .logits[:, -1]
+            .argmax(-1, keepdim=True)
+        )
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         for i in range(new - 1):
             torch.compiler.cudagraph_mark_step_begin()
-            tok = step(tok, pos[p + i:p + i + 1]).clone()
+            tok = step(tok, pos[p + i : p + i + 1]).clone()
         torch.cuda.synchronize()
         return t1 - t0, time.perf_counter() - t1
 
@@ -92,9 +111,13 @@ def gptfast_loop(model, prompts, new: int, reps: int) -> dict:
             a, d = once()
             prefill_s.append(a)
             decode_s.append(d)
-    return {"ttft_ms": statistics.median(prefill_s) * 1e3,
-            "tpot_ms": statistics.median(decode_s) / (new - 1) * 1e3, "first_call_s": first_s,
-            "prefill_s": prefill_s, "decode_s": decode_s}
+    return {
+        "ttft_ms": statistics.median(prefill_s) * 1e3,
+        "tpot_ms": statistics.median(decode_s) / (new - 1) * 1e3,
+        "first_call_s": first_s,
+        "prefill_s": prefill_s,
+        "decode_s": decode_s,
+    }
 
 
 def main() -> None:

@@ -44,8 +44,14 @@ def main() -> None:
     dev = torch.device("cuda")
     model = load_lm(f"hf:{args.arch}", dev, torch.bfloat16).module
     prompts = torch.randint(0, 1000, (1, args.prompt), device=dev, generator=torch.Generator(dev).manual_seed(0))
-    kw = dict(attention_mask=torch.ones_like(prompts), do_sample=False, temperature=None, top_p=None, top_k=None,
-              pad_token_id=0)
+    kw = dict(
+        attention_mask=torch.ones_like(prompts),
+        do_sample=False,
+        temperature=None,
+        top_p=None,
+        top_k=None,
+        pad_token_id=0,
+    )
     events: list = []
 
     def processor(input_ids, scores):
@@ -58,7 +64,9 @@ def main() -> None:
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         with torch.inference_mode():
-            model.generate(prompts, max_new_tokens=n, min_new_tokens=n, **kw, **({"logits_processor": lp} if lp else {}))
+            model.generate(
+                prompts, max_new_tokens=n, min_new_tokens=n, **kw, **({"logits_processor": lp} if lp else {})
+            )
         torch.cuda.synchronize()
         return time.perf_counter() - t0
 
@@ -75,17 +83,28 @@ def main() -> None:
         with monitor(dev, 0.1, [os.getpid()], isolation):
             return ours()
 
-    variants = {"hand": lambda: hand(None), "hand+processor": lambda: hand(LogitsProcessorList([processor])),
-                "accelbench": ours, "accelbench+monitor": lambda: ours_monitored("thread"),
-                "accelbench+monitor(process)": lambda: ours_monitored("process")}
+    variants = {
+        "hand": lambda: hand(None),
+        "hand+processor": lambda: hand(LogitsProcessorList([processor])),
+        "accelbench": ours,
+        "accelbench+monitor": lambda: ours_monitored("thread"),
+        "accelbench+monitor(process)": lambda: ours_monitored("process"),
+    }
     for fn in variants.values():
         fn()  # warm-up
     got = {k: [] for k in variants}
     for _ in range(args.reps):
         for k, fn in variants.items():
             got[k].append(fn())
-    out = {"arch": args.arch, "prompt": args.prompt, "new": args.new, "device": torch.cuda.get_device_name(),
-           "torch": torch.__version__, "tpot_ms": {k: statistics.median(v) for k, v in got.items()}, "samples": got}
+    out = {
+        "arch": args.arch,
+        "prompt": args.prompt,
+        "new": args.new,
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "tpot_ms": {k: statistics.median(v) for k, v in got.items()},
+        "samples": got,
+    }
     print(json.dumps(out["tpot_ms"]))
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)

@@ -29,8 +29,13 @@ def main() -> None:
 
     def mark(name):
         torch.cuda.synchronize()
-        phases.append({"phase": name, "allocated_bytes": torch.cuda.memory_allocated(dev),
-                       "peak_bytes": torch.cuda.max_memory_allocated(dev)})
+        phases.append(
+            {
+                "phase": name,
+                "allocated_bytes": torch.cuda.memory_allocated(dev),
+                "peak_bytes": torch.cuda.max_memory_allocated(dev),
+            }
+        )
         print(phases[-1], flush=True)
         torch.cuda.reset_peak_memory_stats(dev)
 
@@ -60,8 +65,17 @@ def main() -> None:
             continue
     print("live tensors over 64 MiB by dtype:", live, flush=True)
     with open(args.out, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "model": args.model, "scheme": args.scheme,
-                   "phases": phases, "live_over_64mib_bytes": live}, f, indent=1)
+        json.dump(
+            {
+                "device": torch.cuda.get_device_name(),
+                "model": args.model,
+                "scheme": args.scheme,
+                "phases": phases,
+                "live_over_64mib_bytes": live,
+            },
+            f,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

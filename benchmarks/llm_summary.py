@@ -28,8 +28,11 @@ def _unpacked(name: str) -> Path:
 
 H100, H200 = _unpacked("llm-h100"), _unpacked("llm-h200")
 # (what, H100 run, H200 run)
-PAIRS = (("8B headline: batch 1, prompt 128, 256 new tokens", 1, 1), ("1B batch sweep: prompt 128, 32 new tokens", 3, 4),
-         ("8B study: prompt 128, 32 new tokens", 4, 5))
+PAIRS = (
+    ("8B headline: batch 1, prompt 128, 256 new tokens", 1, 1),
+    ("1B batch sweep: prompt 128, 32 new tokens", 3, 4),
+    ("8B study: prompt 128, 32 new tokens", 4, 5),
+)
 
 
 def row_table(db: Path, run_id: int) -> list[str]:
@@ -37,18 +40,22 @@ def row_table(db: Path, run_id: int) -> list[str]:
     for r in Store(db).records(run_id):
         if r.get("status") != "ok":
             continue
-        out.append(f"| {r['model'][3:]} | {r['batch_size']} | {r['prompt_len']}+{r['new_tokens']} | {r['precision']} | "
-                   f"{r['mode']} | {r['ttft_p50_ms']:.1f} | {r['tpot_p50_ms']:.2f} | {r['tpot_p99_ms']:.2f} | "
-                   f"{r['decode_tokens_per_s']:,.0f} | {100 * r['mbu']:.1f} % | {100 * r['mfu']:.1f} % | "
-                   f"{r['kv_cache_bytes'] / 1e6:,.0f} | {r['peak_mem_bytes'] / 1e9:.1f} | "
-                   f"{1e3 * r['energy_per_sample_j']:,.0f} ({r['energy_uncertainty_pct']:.0f} %) | "
-                   f"{1e3 * r['cost_per_1000_samples_usd']:.2f} | {r['validity']} |")
+        out.append(
+            f"| {r['model'][3:]} | {r['batch_size']} | {r['prompt_len']}+{r['new_tokens']} | {r['precision']} | "
+            f"{r['mode']} | {r['ttft_p50_ms']:.1f} | {r['tpot_p50_ms']:.2f} | {r['tpot_p99_ms']:.2f} | "
+            f"{r['decode_tokens_per_s']:,.0f} | {100 * r['mbu']:.1f} % | {100 * r['mfu']:.1f} % | "
+            f"{r['kv_cache_bytes'] / 1e6:,.0f} | {r['peak_mem_bytes'] / 1e9:.1f} | "
+            f"{1e3 * r['energy_per_sample_j']:,.0f} ({r['energy_uncertainty_pct']:.0f} %) | "
+            f"{1e3 * r['cost_per_1000_samples_usd']:.2f} | {r['validity']} |"
+        )
     return out
 
 
 def main() -> None:
-    head = ("| model | batch | prompt+new | precision | backend | TTFT p50 ms | TPOT p50 ms | TPOT p99 ms | decode tok/s | "
-            "MBU | MFU | KV MB | peak GB | mJ/token (±) | $/1M tok | validity |")
+    head = (
+        "| model | batch | prompt+new | precision | backend | TTFT p50 ms | TPOT p50 ms | TPOT p99 ms | decode tok/s | "
+        "MBU | MFU | KV MB | peak GB | mJ/token (±) | $/1M tok | validity |"
+    )
     for name, db in (("H100", H100), ("H200", H200)):
         print(f"\n{name}:\n\n{head}\n" + "|---" * 16 + "|")
         for run_id in sorted(r["run_id"] for r in Store(db).runs()):
@@ -60,9 +67,11 @@ def main() -> None:
         cmp = compare_runs(load_run(Store(H100), a, "H100"), load_run(Store(H200), b, "H200"))
         for c in cmp.cases:
             m = c.metrics
-            cell = lambda k: f"{m[k].ratio:.3f} ({m[k].ci_low:.3f}..{m[k].ci_high:.3f})" if m[k].ci_low else "-"  # noqa: E731
-            print(f"| {name} | {c.label.replace('hf:', '').replace(' generate', '')} | {cell('throughput')} | "
-                  f"{cell('latency_p50')} | {cell('ttft_p50')} | {cell('energy_per_sample')} | {cell('cost_per_1000')} |")
+            cell = lambda k: f"{m[k].ratio:.3f} ({m[k].ci_low:.3f}..{m[k].ci_high:.3f})" if m[k].ci_low else "-"  # noqa: B023, E731
+            print(
+                f"| {name} | {c.label.replace('hf:', '').replace(' generate', '')} | {cell('throughput')} | "
+                f"{cell('latency_p50')} | {cell('ttft_p50')} | {cell('energy_per_sample')} | {cell('cost_per_1000')} |"
+            )
 
 
 if __name__ == "__main__":

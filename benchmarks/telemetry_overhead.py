@@ -124,13 +124,22 @@ def overhead(args) -> dict:
         summary = {}
         for s in order[1:]:
             ratios = [a / b for a, b in zip(runs[s], runs["off"])]
-            summary[s] = {"ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-                          "overhead_pct": 100 * (1 - statistics.median(ratios)),
-                          "achieved_period_ms": 1000 * statistics.median(periods[s]) if periods[s] else None,
-                          "sampler_busy_pct": statistics.median(busy[s]) if busy[s] else None}
-        out["configs"][name] = {"batch_size": bs, "precision": prec, "iters_per_window": iters,
-                                "throughput_samples_per_s": runs, "summary": summary,
-                                "off_spread": (max(runs["off"]) - min(runs["off"])) / statistics.median(runs["off"])}
+            summary[s] = {
+                "ratio_median": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "overhead_pct": 100 * (1 - statistics.median(ratios)),
+                "achieved_period_ms": 1000 * statistics.median(periods[s]) if periods[s] else None,
+                "sampler_busy_pct": statistics.median(busy[s]) if busy[s] else None,
+            }
+        out["configs"][name] = {
+            "batch_size": bs,
+            "precision": prec,
+            "iters_per_window": iters,
+            "throughput_samples_per_s": runs,
+            "summary": summary,
+            "off_spread": (max(runs["off"]) - min(runs["off"])) / statistics.median(runs["off"]),
+        }
         del fwd, x
         torch.cuda.empty_cache()
     return out
@@ -170,8 +179,9 @@ def host_layers(n: int, device):
     import torch
 
     g = torch.Generator().manual_seed(0)
-    layers = [(torch.randn(64, 64, generator=g).div_(8).to(device), torch.randn(64, generator=g).to(device))
-              for _ in range(n)]
+    layers = [
+        (torch.randn(64, 64, generator=g).div_(8).to(device), torch.randn(64, generator=g).to(device)) for _ in range(n)
+    ]
     return layers, torch.randn(1, 64, generator=g).to(device)
 
 
@@ -225,17 +235,33 @@ def host_loop(args) -> dict:
     for s in HOST_SETTINGS:
         ratios = sorted(a / b for a, b in zip(runs[s], runs["off"]))
         q1, q3 = (statistics.quantiles(ratios, n=4)[i] for i in (0, 2)) if len(ratios) > 1 else (ratios[0],) * 2
-        summary[s] = {"step_ms_median": statistics.median(runs[s]), "ratio_to_off_median": statistics.median(ratios),
-                      "ratio_to_off_min": ratios[0], "ratio_to_off_max": ratios[-1], "ratio_to_off_q1": q1,
-                      "ratio_to_off_q3": q3, "overhead_pct": 100 * (statistics.median(ratios) - 1),
-                      "telemetry_samples_median": statistics.median(r.get("telemetry_samples", 0) for r in recs[s]),
-                      "telemetry_errors": sorted({r["telemetry_errors"] for r in recs[s] if r.get("telemetry_errors")})}
+        summary[s] = {
+            "step_ms_median": statistics.median(runs[s]),
+            "ratio_to_off_median": statistics.median(ratios),
+            "ratio_to_off_min": ratios[0],
+            "ratio_to_off_max": ratios[-1],
+            "ratio_to_off_q1": q1,
+            "ratio_to_off_q3": q3,
+            "overhead_pct": 100 * (statistics.median(ratios) - 1),
+            "telemetry_samples_median": statistics.median(r.get("telemetry_samples", 0) for r in recs[s]),
+            "telemetry_errors": sorted({r["telemetry_errors"] for r in recs[s] if r.get("telemetry_errors")}),
+        }
     import os
 
-    return {"loop": {"layers": args.layers, "ops_per_step_approx": 5 * args.layers, "steps_per_window": steps,
-                     "torch_threads": 1},
-            "reps": args.reps, "window_s": args.window_s, "cpu_count": os.cpu_count(),
-            "load_avg_1m_at_end": os.getloadavg()[0], "step_ms": runs, "summary": summary}
+    return {
+        "loop": {
+            "layers": args.layers,
+            "ops_per_step_approx": 5 * args.layers,
+            "steps_per_window": steps,
+            "torch_threads": 1,
+        },
+        "reps": args.reps,
+        "window_s": args.window_s,
+        "cpu_count": os.cpu_count(),
+        "load_avg_1m_at_end": os.getloadavg()[0],
+        "step_ms": runs,
+        "summary": summary,
+    }
 
 
 def main() -> None:
@@ -257,8 +283,13 @@ def main() -> None:
         sys.exit("needs a CUDA GPU")
     doc = {"overhead": overhead, "host-loop": host_loop, "capture": capture}[args.what](args)
     info = {k: v for k, v in device_info(0).items() if k != "gpu_uuid"} if args.device.startswith("cuda") else {}
-    doc["device"] = {**info, "torch": torch.__version__, "cuda": torch.version.cuda,
-                     "python": platform.python_version(), "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    doc["device"] = {
+        **info,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1, default=str))
     print(f"wrote {args.out}")

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from accelbench.report.train import epoch_markdown, plot_convergence
-from accelbench.store import Store
 from accelbench.scenarios.train.convergence import time_to_target
+from accelbench.store import Store
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -25,26 +25,42 @@ def _runs(store: Store, kind: str) -> list[dict]:
         if r["kind"] == kind:
             run = store.run(r["run_id"])
             df = store.cases(r["run_id"])
-            out.append({"run_id": r["run_id"], "status": run["status"], "spec": run["spec"], "env": run["env"],
-                        "results": json.loads(df.to_json(orient="records"))})
+            out.append(
+                {
+                    "run_id": r["run_id"],
+                    "status": run["status"],
+                    "spec": run["spec"],
+                    "env": run["env"],
+                    "results": json.loads(df.to_json(orient="records")),
+                }
+            )
     return out
 
 
 def sweep_markdown(rows: list[dict]) -> str:
-    head = ("| model | batch | precision | mode | NHWC | SGD | img/s | step p50 (ms) | step p99 (ms) | spread | compile (s) "
-            "| peak alloc (GB) | final loss | loader img/s (8 workers) | input-bound | status |")
-    lines = [head, "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    head = (
+        "| model | batch | precision | mode | NHWC | SGD | img/s | step p50 (ms) | step p99 (ms) | spread | compile (s) "
+        "| peak alloc (GB) | final loss | loader img/s (8 workers) | input-bound | status |"
+    )
+    lines = [
+        head,
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
     for r in rows:
+
         def f(k, fmt):
-            v = r.get(k)
+            v = r.get(k)  # noqa: B023
             return fmt.format(v) if v is not None else "-"
+
         sgd = {None: "fused", 1: "fused", 0: "foreach"}[r.get("optimizer_fused")]
         loss = f("loss_last", "{:.3f}") if r.get("loss_finite") else "**NaN**"
-        lines.append(f"| {r['model']} | {r['batch_size']} | {r['precision']} | {r['mode']} | {'yes' if r.get('channels_last') else 'no'} | {sgd} "
-                     f"| {f('throughput_samples_per_s', '{:,.0f}')} | {f('step_time_p50_ms', '{:.1f}')} | {f('step_time_p99_ms', '{:.1f}')} "
-                     f"| {100 * r['step_time_spread']:.1f} % | {f('compile_s', '{:.1f}')} "
-                     f"| {(r['peak_mem_bytes'] / 1e9):.1f} | {loss} | {f('loader_samples_per_s', '{:,.0f}')} "
-                     f"| {'yes' if r.get('input_bound') else ('no' if r.get('input_bound') is not None else '-')} | {r['status']} |")
+        lines.append(
+            f"| {r['model']} | {r['batch_size']} | {r['precision']} | {r['mode']} | {'yes' if r.get('channels_last') else 'no'} | {sgd} "
+            f"| {f('throughput_samples_per_s', '{:,.0f}')} | {f('step_time_p50_ms', '{:.1f}')} | {f('step_time_p99_ms', '{:.1f}')} "
+            f"| {100 * r['step_time_spread']:.1f} % | {f('compile_s', '{:.1f}')} "
+            f"| {(r['peak_mem_bytes'] / 1e9):.1f} | {loss} | {f('loader_samples_per_s', '{:,.0f}')} "
+            f"| {'yes' if r.get('input_bound') else ('no' if r.get('input_bound') is not None else '-')} | {r['status']} |"
+        )
     return "\n".join(lines)
 
 
@@ -72,11 +88,16 @@ def main(tag: str, *sources: str) -> None:
         for b in sorted({r["batch_size"] for r in epochs}):
             hist = sorted((r for r in epochs if r["batch_size"] == b), key=lambda r: r["epoch"])
             t = run["spec"].get("target_top1")
-            md.append(f"\nbs={b}: best top-1 {max(r['eval_top1'] for r in hist):.4f}, final {hist[-1]['eval_top1']:.4f}, "
-                      f"target {t}: {time_to_target(hist, t)}")
+            md.append(
+                f"\nbs={b}: best top-1 {max(r['eval_top1'] for r in hist):.4f}, final {hist[-1]['eval_top1']:.4f}, "
+                f"target {t}: {time_to_target(hist, t)}"
+            )
         if run["status"] != "complete" or len(epochs) > 10:
-            plot_convergence(epochs, RESULTS / f"train-convergence-run{run['run_id']}-{tag}.png",
-                             title=f"{run['spec']['model']} on {run['spec']['data']} ({tag})")
+            plot_convergence(
+                epochs,
+                RESULTS / f"train-convergence-run{run['run_id']}-{tag}.png",
+                title=f"{run['spec']['model']} on {run['spec']['data']} ({tag})",
+            )
     (RESULTS / f"train-tables-{tag}.md").write_text("\n".join(md) + "\n")
 
 

@@ -47,11 +47,17 @@ def tokenizer_for(train_text: str, vocab: int):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator([train_text], trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
-                                   unk_token="<|endoftext|>", model_max_length=512)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+        model_max_length=512,
+    )
 
 
 def main() -> None:
@@ -75,29 +81,48 @@ def main() -> None:
     tok = tokenizer_for(train_text, 1024)
     train_ids = torch.tensor(tok(train_text)["input_ids"])
     eval_ids = torch.tensor(tok(held_out)["input_ids"])
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=192, intermediate_size=512, num_hidden_layers=4,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      tie_word_embeddings=True, rms_norm_eps=1e-5, bos_token_id=tok.bos_token_id,
-                      eos_token_id=tok.eos_token_id, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=192,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
     lm = LlamaForCausalLM(cfg)
     device = torch.device("cpu")
-    step = build_step(NextToken(lm), StepConfig(precision="fp32", optimizer="adamw", lr=args.lr, weight_decay=0.1,
-                                                momentum=0.9), device)
+    step = build_step(
+        NextToken(lm),
+        StepConfig(precision="fp32", optimizer="adamw", lr=args.lr, weight_decay=0.1, momentum=0.9),
+        device,
+    )
     log, best = [], (math.inf, None)
     t0 = time.time()
     for i in range(1, args.steps + 1):
         warm = min(1.0, i / 50)
         step.set_lr(args.lr * warm * 0.5 * (1 + math.cos(math.pi * i / args.steps)))
         starts = torch.randint(0, len(train_ids) - args.seq - 1, (args.batch,))
-        x = torch.stack([train_ids[s:s + args.seq] for s in starts])
-        y = torch.stack([train_ids[s + 1:s + args.seq + 1] for s in starts]).reshape(-1)
+        x = torch.stack([train_ids[s : s + args.seq] for s in starts])
+        y = torch.stack([train_ids[s + 1 : s + args.seq + 1] for s in starts]).reshape(-1)
         loss, _ = step(x, y)
         if i % args.eval_every == 0 or i == args.steps:
             lm.eval()
             ppl = perplexity(lm, eval_ids, window=256, batch_size=16, device=device)
             lm.train()
-            log.append({"step": i, "train_loss": float(loss), "held_out_perplexity": ppl.perplexity,
-                        "elapsed_s": time.time() - t0})
+            log.append(
+                {
+                    "step": i,
+                    "train_loss": float(loss),
+                    "held_out_perplexity": ppl.perplexity,
+                    "elapsed_s": time.time() - t0,
+                }
+            )
             print(json.dumps(log[-1]), flush=True)
             if ppl.perplexity < best[0]:
                 best = (ppl.perplexity, {k: v.detach().clone() for k, v in lm.state_dict().items()})
@@ -105,9 +130,17 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     lm.to(torch.bfloat16).save_pretrained(args.out, safe_serialization=True)
     tok.save_pretrained(args.out)
-    (args.out / "training_log.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                                            "tokens_train": len(train_ids),
-                                                            "tokens_held_out": len(eval_ids), "log": log}, indent=1))
+    (args.out / "training_log.json").write_text(
+        json.dumps(
+            {
+                "args": {k: str(v) for k, v in vars(args).items()},
+                "tokens_train": len(train_ids),
+                "tokens_held_out": len(eval_ids),
+                "log": log,
+            },
+            indent=1,
+        )
+    )
     print(f"best held-out perplexity {best[0]:.3f}; saved to {args.out}")
 
 

@@ -26,8 +26,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 # THE tiny CPU case: cifar-resnet20 (bundled weights, bundled real images) at batch 2 on 4 images, on the CPU,
 # without the idle-power wait, one timed step: a few seconds end to end. Tests change a field with tiny_case(...).
-TINY_CASE: dict[str, Any] = {"model": "cifar-resnet20", "batch_sizes": "2", "images": 4, "device": "cpu", "idle_s": 0,
-                             "min_timed_batches": 1}
+TINY_CASE: dict[str, Any] = {
+    "model": "cifar-resnet20",
+    "batch_sizes": "2",
+    "images": 4,
+    "device": "cpu",
+    "idle_s": 0,
+    "min_timed_batches": 1,
+}
 
 
 def tiny_case(**fields: Any) -> dict[str, Any]:
@@ -58,12 +64,20 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "COLUMNS": "200", "PYTHONPATH": path, **(env or {})}
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None, check: bool = False, timeout: float = 600,
-            **popen: Any) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd=None, check: bool = False, timeout: float = 600, **popen: Any
+) -> subprocess.CompletedProcess:
     """``python -m accelbench *args`` to its end, as a user runs it (:func:`cli_env`); with ``check``, an exit code
     other than 0 fails the test with the output. ``popen``: more of ``subprocess.run``'s keywords (``preexec_fn``)."""
-    p = subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=cli_env(env),
-                       cwd=cwd, timeout=timeout, **popen)
+    p = subprocess.run(
+        [sys.executable, "-m", "accelbench", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(env),
+        cwd=cwd,
+        timeout=timeout,
+        **popen,
+    )
     if check and p.returncode != 0:
         raise AssertionError(f"exit {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
     return p

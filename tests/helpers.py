@@ -91,11 +91,13 @@ def counting_net():
 def stop_after(n: int, seen: list):
     """An ``on_case`` callback for the sweep loops that raises KeyboardInterrupt (a Ctrl-C) once ``n`` cases
     have finished; ``seen`` collects their batch sizes."""
+
     def on_case(i, total, case, rec):
         if rec is not None:
             seen.append(case.batch_size)
             if len(seen) == n:
                 raise KeyboardInterrupt
+
     return on_case
 
 
@@ -192,5 +194,13 @@ def held_memory_lm():
             return super().forward(input_ids=input_ids, **kw)
 
     torch.manual_seed(0)
-    return HeldMemory(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                  num_attention_heads=4, num_key_value_heads=2)).eval()
+    return HeldMemory(
+        LlamaConfig(
+            vocab_size=300,
+            hidden_size=64,
+            intermediate_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
+    ).eval()

@@ -20,8 +20,8 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn
@@ -30,8 +30,12 @@ DEADLINE_S = 900.0  # a 2-core machine running the suite beside other work start
 GATE, GATE_BATCH, GATE_WORLD = "ACCELBENCH_TEST_GATE", "ACCELBENCH_TEST_GATE_BATCH", "ACCELBENCH_TEST_GATE_WORLD"
 
 
-def wait_for(what: Callable[[], object], proc: subprocess.Popen | None = None, timeout: float = DEADLINE_S,
-             label: str = "the state"):
+def wait_for(
+    what: Callable[[], object],
+    proc: subprocess.Popen | None = None,
+    timeout: float = DEADLINE_S,
+    label: str = "the state",
+):
     """Poll ``what()`` until it is truthy and return it.
 
     Raises:
@@ -44,7 +48,9 @@ def wait_for(what: Callable[[], object], proc: subprocess.Popen | None = None, t
             return got
         if proc is not None and proc.poll() is not None:
             out, err = proc.communicate()
-            raise AssertionError(f"exited {proc.returncode} before {label}\n{(out or '')[-3000:]}\n{(err or '')[-3000:]}")
+            raise AssertionError(
+                f"exited {proc.returncode} before {label}\n{(out or '')[-3000:]}\n{(err or '')[-3000:]}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"{label} not reached in {timeout:.0f} s")
 
@@ -114,8 +120,11 @@ class GatedNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate = os.environ.get(GATE)
-        if (gate and x.shape[0] >= int(os.environ.get(GATE_BATCH, "0"))
-                and int(os.environ.get("WORLD_SIZE", "1")) >= int(os.environ.get(GATE_WORLD, "0"))):
+        if (
+            gate
+            and x.shape[0] >= int(os.environ.get(GATE_BATCH, "0"))
+            and int(os.environ.get("WORLD_SIZE", "1")) >= int(os.environ.get(GATE_WORLD, "0"))
+        ):
             Path(f"{gate}.waiting").touch()
             t0 = time.monotonic()
             while os.path.exists(gate) and time.monotonic() - t0 < DEADLINE_S:  # the test opens it once it signalled

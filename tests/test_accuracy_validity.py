@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import flags, tiny_case
+from fault_harness import Fault, cases, check
 
 from accelbench.core.validity import assess
 from accelbench.data.evaluation import accuracy_pass
 from accelbench.quant.accuracy import cheapest_meeting_target
 from accelbench.studies import tune_search as ts
-from conftest import flags, tiny_case
-from fault_harness import Fault, cases, check
 
 TINY = [*flags(tiny_case(model=None, images=8)), "--db", "{db}"]
 
@@ -52,10 +52,24 @@ def test_non_finite_outputs_and_loss_are_flags_with_their_own_reason():
 
 
 def test_a_non_finite_row_is_never_the_cheapest_nor_the_tune_winner():
-    rows = [{"model": "m", "precision": "fp32", "status": "ok", "top1": 0.0, "throughput_samples_per_s": 10.0,
-             "outputs_finite": 0},
-            {"model": "m", "precision": "amp-fp16", "status": "ok", "top1": 0.0, "throughput_samples_per_s": 20.0,
-             "outputs_finite": 0}]
+    rows = [
+        {
+            "model": "m",
+            "precision": "fp32",
+            "status": "ok",
+            "top1": 0.0,
+            "throughput_samples_per_s": 10.0,
+            "outputs_finite": 0,
+        },
+        {
+            "model": "m",
+            "precision": "amp-fp16",
+            "status": "ok",
+            "top1": 0.0,
+            "throughput_samples_per_s": 20.0,
+            "outputs_finite": 0,
+        },
+    ]
     assert rows and cheapest_meeting_target(rows) == []  # no reference, no candidate: no line at all
     assert "not finite" in ts.violation({**rows[0]}, ts.TuneSettings())
     assert "loss not finite" in ts.violation({"status": "ok", "loss_finite": 0}, ts.TuneSettings())
@@ -76,6 +90,7 @@ def _unscored(reason: str, flagged: bool):
         assert r["status"] == "ok" and r["top1"] is None and r["top5"] is None, r
         assert reason in r["accuracy_note"] and r["throughput_samples_per_s"] > 0
         assert ("non-finite-output" in r["validity"]) == flagged and r["outputs_finite"] == (0 if flagged else 1)
+
     return check_store
 
 
@@ -85,14 +100,32 @@ def _diverged(db, tmp):
 
 
 FAULTS = [
-    Fault("nan-outputs", ["run", "-m", "measure_helpers:nan_outputs", "--label-space", "cifar10", *TINY], 0,
-          store=_unscored("NaN or inf", True), stdout="no accuracy: the model's outputs hold NaN or inf"),
-    Fault("fewer-outputs-than-the-label-space", ["run", "-m", "measure_helpers:three_outputs", "--label-space",
-          "cifar10", *TINY], 0, store=_unscored("3 outputs, fewer than the 10 classes", False)),
-    Fault("output-batch-of-one", ["run", "-m", "measure_helpers:first_only", "--label-space", "cifar10", *TINY], 0,
-          store=_unscored("returned 1 outputs for a batch of 2 inputs", False)),
-    Fault("train-loss-not-finite", ["train", "-m", "cifar-resnet20", "--lr", "1e30", *TINY], 0, store=_diverged,
-          stdout="training loss is not finite"),
+    Fault(
+        "nan-outputs",
+        ["run", "-m", "measure_helpers:nan_outputs", "--label-space", "cifar10", *TINY],
+        0,
+        store=_unscored("NaN or inf", True),
+        stdout="no accuracy: the model's outputs hold NaN or inf",
+    ),
+    Fault(
+        "fewer-outputs-than-the-label-space",
+        ["run", "-m", "measure_helpers:three_outputs", "--label-space", "cifar10", *TINY],
+        0,
+        store=_unscored("3 outputs, fewer than the 10 classes", False),
+    ),
+    Fault(
+        "output-batch-of-one",
+        ["run", "-m", "measure_helpers:first_only", "--label-space", "cifar10", *TINY],
+        0,
+        store=_unscored("returned 1 outputs for a batch of 2 inputs", False),
+    ),
+    Fault(
+        "train-loss-not-finite",
+        ["train", "-m", "cifar-resnet20", "--lr", "1e30", *TINY],
+        0,
+        store=_diverged,
+        stdout="training loss is not finite",
+    ),
 ]
 
 

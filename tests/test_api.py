@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import tiny_case
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -68,8 +67,12 @@ def test_profile_returns_its_ceilings_and_still_unpacks(tmp_path):
     from accelbench.api import ProfileResult
     from accelbench.store import Store
 
-    spec = api.spec("profile", tiny_case(model="helpers:tiny_conv_net", images=None, min_timed_batches=None, ncu="off",
-                                         timed_steps=1, warmup_steps=0))
+    spec = api.spec(
+        "profile",
+        tiny_case(
+            model="helpers:tiny_conv_net", images=None, min_timed_batches=None, ncu="off", timed_steps=1, warmup_steps=0
+        ),
+    )
     res = api.profile(spec, Store(tmp_path / "p.db"))
     assert isinstance(res, ProfileResult) and res.ceilings is not None and res.ceilings_cached is False
     out, ceilings, cached = res  # the 3-tuple of earlier releases

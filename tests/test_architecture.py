@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "accelbench"
-MODULE_MAX_LINES = 330  # "modules under ~300 lines"
-FUNCTION_MAX_LINES = 55  # "functions under ~50": body lines, the signature and docstring left out
+MODULE_MAX_LINES = 500  # docs/architecture.md, "Size": a module of at most 500 lines (ruff-formatted)
+FUNCTION_MAX_LINES = 70  # and a function body of at most 70 lines (the signature and docstring left out)
 
 # Bottom to top; a module imports from its own layer or below (docs/architecture.md, "The layers"). A top-level
 # package or module of accelbench that is in no layer fails the test: a new one is placed here on purpose.
@@ -31,8 +31,11 @@ LAYERS = (
 
 # Old import paths a user may rely on (the README of 0.2 names them), kept as modules that only re-export their new
 # home: outside the layers, and nothing inside accelbench imports them.
-SHIMS = {"accelbench.core.derived": "accelbench.sweep.derived", "accelbench.train": None,
-         "accelbench.train.step": "accelbench.scenarios.train.step"}
+SHIMS = {
+    "accelbench.core.derived": "accelbench.sweep.derived",
+    "accelbench.train": None,
+    "accelbench.train.step": "accelbench.scenarios.train.step",
+}
 
 
 def modules(src: Path = SRC) -> dict[str, Path]:
@@ -57,8 +60,13 @@ def _targets(node: ast.AST, package: str, known: dict[str, Path]) -> list[str]:
             parts = package.split(".")[: len(package.split(".")) - node.level + 1]
             base = ".".join(parts + ([base] if base else []))
         return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-    if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
-            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
         return [node.args[0].value]
     return []
 
@@ -104,8 +112,8 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
             elif w in stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            members = set(stack[stack.index(v):])
-            del stack[stack.index(v):]
+            members = set(stack[stack.index(v) :])
+            del stack[stack.index(v) :]
             if len(members) > 1 or v in graph[v]:
                 found.append(_loop(graph, members))
 
@@ -172,8 +180,13 @@ def test_each_layer_imports_only_its_own_layer_or_below():
     tops = {n.split(".")[1] for n in graph if n != "accelbench"}
     placed = set().union(*(t for _, t in LAYERS))
     assert tops <= placed, f"place these in LAYERS: {sorted(tops - placed)}"
-    upward = [f"{n} -> {d} (line {line})" for n, deps in graph.items() if n != "accelbench"
-              for d, line in deps.items() if d != "accelbench" and _layer(d) > _layer(n)]
+    upward = [
+        f"{n} -> {d} (line {line})"
+        for n, deps in graph.items()
+        if n != "accelbench"
+        for d, line in deps.items()
+        if d != "accelbench" and _layer(d) > _layer(n)
+    ]
     assert not [f"{n} -> {d}" for n, deps in graph.items() for d in deps if d in SHIMS]
     assert not upward, "\n".join(sorted(upward))
 
@@ -188,10 +201,14 @@ def test_the_old_documented_paths_only_re_export_their_new_home():
         body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         assert {type(n) for n in body} <= {ast.ImportFrom, ast.Assign}, old  # imports and __all__ only
         assert set(graph[old]) == ({new} if new else set()), old
-    assert importlib.import_module("accelbench.core.derived").derived_columns is \
-        importlib.import_module("accelbench.sweep.derived").derived_columns
-    assert importlib.import_module("accelbench.train.step").build_step is \
-        importlib.import_module("accelbench.scenarios.train.step").build_step
+    assert (
+        importlib.import_module("accelbench.core.derived").derived_columns
+        is importlib.import_module("accelbench.sweep.derived").derived_columns
+    )
+    assert (
+        importlib.import_module("accelbench.train.step").build_step
+        is importlib.import_module("accelbench.scenarios.train.step").build_step
+    )
 
 
 def test_nothing_imports_the_package_root():
@@ -205,9 +222,16 @@ def test_nothing_imports_the_package_root():
 def test_one_autocast_call_site_and_no_precision_names_compared():
     autocast = [p for p in SRC.rglob("*.py") if "torch.autocast(" in p.read_text()]
     assert [p.relative_to(SRC).as_posix() for p in autocast] == ["precisions.py"]
-    compare = re.compile(r"""(precision\w*\s*(==|!=)\s*["'])|(["'](fp32|fp16|bf16|tf32|amp-fp16|amp-bf16)["']\s*(==|!=|in\b))""")
-    found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if p.name != "precisions.py"
-             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    compare = re.compile(
+        r"""(precision\w*\s*(==|!=)\s*["'])|(["'](fp32|fp16|bf16|tf32|amp-fp16|amp-bf16)["']\s*(==|!=|in\b))"""
+    )
+    found = [
+        f"{p.relative_to(SRC)}:{i}"
+        for p in SRC.rglob("*.py")
+        if p.name != "precisions.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if compare.search(line)
+    ]
     assert not found, found
 
 
@@ -217,20 +241,35 @@ def test_statuses_and_run_kinds_are_named_once():
     from accelbench.core import kinds
 
     names = sorted({v for k, v in vars(kinds).items() if k.isupper() and isinstance(v, str)}, key=len, reverse=True)
-    status = re.compile(r"""(\bstatus\b\W{0,3}\s*(==|!=)\s*|"status":\s*|\bstatus=)["'](ok|oom|error|unsupported|skipped|"""
-                        r"""running|complete|interrupted)["']""")
-    kind = re.compile(r"""\b(kind|workload)\b\W{0,3}\s*(==|!=|in|not in)\s*\(?["'](%s)["']""" % "|".join(map(re.escape, names)))
-    declared = re.compile(r"""^\s*(kind|workload|dist_kind|dist_workload)\s*=\s*["'](%s)["']""" % "|".join(map(re.escape, names)))
-    found = [f"{p.relative_to(SRC)}:{i}: {line.strip()}" for p in SRC.rglob("*.py")
-             if p.relative_to(SRC).as_posix() not in ("core/errors.py", "core/kinds.py")
-             for i, line in enumerate(p.read_text().splitlines(), 1)
-             if status.search(line) or kind.search(line) or declared.search(line)]
+    status = re.compile(
+        r"""(\bstatus\b\W{0,3}\s*(==|!=)\s*|"status":\s*|\bstatus=)["'](ok|oom|error|unsupported|skipped|"""
+        r"""running|complete|interrupted)["']"""
+    )
+    kind = re.compile(
+        r"""\b(kind|workload)\b\W{0,3}\s*(==|!=|in|not in)\s*\(?["'](%s)["']""" % "|".join(map(re.escape, names))  # noqa: UP031
+    )
+    declared = re.compile(
+        r"""^\s*(kind|workload|dist_kind|dist_workload)\s*=\s*["'](%s)["']""" % "|".join(map(re.escape, names))  # noqa: UP031
+    )
+    found = [
+        f"{p.relative_to(SRC)}:{i}: {line.strip()}"
+        for p in SRC.rglob("*.py")
+        if p.relative_to(SRC).as_posix() not in ("core/errors.py", "core/kinds.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if status.search(line) or kind.search(line) or declared.search(line)
+    ]
     assert not found, "\n".join(found)
     from accelbench.scenarios import SCENARIOS
 
-    declared_kinds = {k for sc in SCENARIOS.values() for k in (sc.kind, sc.dist_kind, sc.workload, sc.dist_workload) if k}
+    declared_kinds = {
+        k for sc in SCENARIOS.values() for k in (sc.kind, sc.dist_kind, sc.workload, sc.dist_workload) if k
+    }
     assert len(SCENARIOS) >= 7 and declared_kinds <= set(names), declared_kinds - set(names)
-    setters = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if re.search(r"cudnn\.benchmark\s*=[^=]", p.read_text())]
+    setters = [
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.py")
+        if re.search(r"cudnn\.benchmark\s*=[^=]", p.read_text())
+    ]
     assert setters == ["core/device.py"]
 
 
@@ -245,14 +284,24 @@ def test_no_backend_names_compared_outside_the_backends():
     names = "|".join(re.escape(n) for n in sorted(backends.names(), key=len, reverse=True))
     assert names
     compare = re.compile(rf"""((==|!=)\s*["']({names})["'])|(["']({names})["']\s*(==|!=|in\b))""")
-    found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "backends" not in p.relative_to(SRC).parts[:1]
-             for i, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    found = [
+        f"{p.relative_to(SRC)}:{i}"
+        for p in SRC.rglob("*.py")
+        if "backends" not in p.relative_to(SRC).parts[:1]
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if compare.search(line)
+    ]
     assert not found, found
 
 
 def test_only_the_store_touches_its_connection():
-    found = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "store" not in p.relative_to(SRC).parts[:1]
-             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\.conn\b", line)]
+    found = [
+        f"{p.relative_to(SRC)}:{i}"
+        for p in SRC.rglob("*.py")
+        if "store" not in p.relative_to(SRC).parts[:1]
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\.conn\b", line)
+    ]
     assert not found, found
 
 
@@ -271,9 +320,15 @@ def _body_lines(fn: ast.AST) -> int:
 
 
 def test_modules_and_functions_stay_small():
-    big = [f"{p.relative_to(SRC)}: {n} lines" for p in SRC.rglob("*.py")
-           if (n := len(p.read_text().splitlines())) > MODULE_MAX_LINES]
-    long = [f"{p.relative_to(SRC)}:{fn.lineno} {fn.name}: {_body_lines(fn)} lines" for p in SRC.rglob("*.py")
-            for fn in ast.walk(ast.parse(p.read_text())) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and _body_lines(fn) > FUNCTION_MAX_LINES]
+    big = [
+        f"{p.relative_to(SRC)}: {n} lines"
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MODULE_MAX_LINES
+    ]
+    long = [
+        f"{p.relative_to(SRC)}:{fn.lineno} {fn.name}: {_body_lines(fn)} lines"
+        for p in SRC.rglob("*.py")
+        for fn in ast.walk(ast.parse(p.read_text()))
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(fn) > FUNCTION_MAX_LINES
+    ]
     assert not big and not long, big + long

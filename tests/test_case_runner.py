@@ -8,6 +8,8 @@ import json
 import sqlite3
 
 import pytest
+from conftest import run_cli
+from test_distributed import FAST
 
 from accelbench import api, scenarios
 from accelbench.core.errors import OK, OOM, ConfigError
@@ -16,11 +18,17 @@ from accelbench.launchers.case import run_case
 from accelbench.launchers.torchrun.ranks import RankInfo
 from accelbench.launchers.torchrun.worker import RankSink, measure_case
 from accelbench.store import Store
-from conftest import run_cli
-from test_distributed import FAST
 
-TINY = {"models": "helpers:tiny_conv_net", "batch_sizes": "4", "device": "cpu", "data": "synthetic", "images": 8,
-        "min_timed_batches": 2, "warmup_batches": 1, "idle_s": 0}
+TINY = {
+    "models": "helpers:tiny_conv_net",
+    "batch_sizes": "4",
+    "device": "cpu",
+    "data": "synthetic",
+    "images": 8,
+    "min_timed_batches": 2,
+    "warmup_batches": 1,
+    "idle_s": 0,
+}
 
 
 def cli(*args: str):
@@ -55,14 +63,35 @@ def test_train_step_stores_the_cudnn_setting_that_ran(tmp_path, flag, stored):
 
 def test_train_cli_no_cudnn_benchmark_stores_0(tmp_path):
     db = tmp_path / "t.db"
-    cli("train", "--model", "helpers:tiny_conv_net", "-b", "4", "--images", "8", "--no-cudnn-benchmark", "--idle-s",
-        "0", "--db", str(db), *FAST)
+    cli(
+        "train",
+        "--model",
+        "helpers:tiny_conv_net",
+        "-b",
+        "4",
+        "--images",
+        "8",
+        "--no-cudnn-benchmark",
+        "--idle-s",
+        "0",
+        "--db",
+        str(db),
+        *FAST,
+    )
     assert _stored(db, 1, "status") == [OK] and _stored(db, 1, "cudnn_benchmark") == [0]
 
 
 def test_convergence_rows_store_the_cudnn_setting_and_determinism_refuses_autotuning(tmp_path):
-    conv = {"model": "helpers:tiny_conv_net", "batch_sizes": "16", "epochs": 1, "images": 32, "eval_images": 16,
-            "device": "cpu", "idle_s": 0, "checkpoint_dir": str(tmp_path / "ck")}
+    conv = {
+        "model": "helpers:tiny_conv_net",
+        "batch_sizes": "16",
+        "epochs": 1,
+        "images": 32,
+        "eval_images": 16,
+        "device": "cpu",
+        "idle_s": 0,
+        "checkpoint_dir": str(tmp_path / "ck"),
+    }
     out = api.train(api.spec("converge", {**conv, "cudnn_benchmark": False}, cuda=False), Store(tmp_path / "c.db"))
     rows = _stored(tmp_path / "c.db", out.run_id, "row_type || ':' || status || ':' || cudnn_benchmark")
     assert rows == ["epoch:ok:0", "summary:ok:0"]  # stored 1 before: the run's default, set once at prepare
@@ -72,11 +101,24 @@ def test_convergence_rows_store_the_cudnn_setting_and_determinism_refuses_autotu
 
 def test_profile_rows_store_the_cudnn_setting_each_step_ran_under(tmp_path):
     """The profiled training step runs as ``accelbench train`` runs it (autotuning on); it stored 0 while it ran 1."""
-    spec = api.spec("profile", {"model": "helpers:tiny_conv_net", "batch_size": 2, "device": "cpu", "idle_s": 0,
-                                "ncu": "off", "timed_steps": 1, "steps": "inference,train"}, cuda=False)
+    spec = api.spec(
+        "profile",
+        {
+            "model": "helpers:tiny_conv_net",
+            "batch_size": 2,
+            "device": "cpu",
+            "idle_s": 0,
+            "ncu": "off",
+            "timed_steps": 1,
+            "steps": "inference,train",
+        },
+        cuda=False,
+    )
     out, _, _ = api.profile(spec, Store(tmp_path / "p.db"))
     assert {r["step"]: (r["status"], r["cudnn_benchmark"]) for r in out.records} == {
-        "inference": (OK, False), "train": (OK, True)}
+        "inference": (OK, False),
+        "train": (OK, True),
+    }
 
 
 def _inference_case(model: str, flags: dict):
@@ -116,8 +158,25 @@ def test_a_failing_rank_notes_the_row_and_stops_the_job(tmp_path):
 def test_run_gpus2_rows_store_the_cudnn_setting_and_backend_columns(tmp_path):
     """Under ``--gpus`` every row stored ``cudnn_benchmark`` None: the worker ran a case through its own path."""
     db = tmp_path / "g.db"
-    cli("run", "--gpus", "2", "--model", "helpers:tiny_conv_net", "-b", "4", "-n", "8", "--modes", "compile-freeze",
-        "--no-cudnn-benchmark", "--idle-s", "0", "--db", str(db), *FAST)
+    cli(
+        "run",
+        "--gpus",
+        "2",
+        "--model",
+        "helpers:tiny_conv_net",
+        "-b",
+        "4",
+        "-n",
+        "8",
+        "--modes",
+        "compile-freeze",
+        "--no-cudnn-benchmark",
+        "--idle-s",
+        "0",
+        "--db",
+        str(db),
+        *FAST,
+    )
     rows = Store(db).cases().to_dict("records")
     ranks = [r for r in rows if r["aggregate"] == 0]
     assert len(ranks) == 2 and len(rows) == 3

@@ -16,8 +16,16 @@ def _coverage(n: int, j: int, k: int) -> float:
 
 # The standard table of distribution-free 95 % intervals of the median (order statistics and coverage), e.g. n = 10:
 # [x(2), x(9)] 97.9 %, n = 20: [x(6), x(15)] 95.9 %, n = 30: x(10) and x(21).
-MEDIAN_TABLE = {6: (1, 6, 0.969), 9: (2, 8, 0.961), 10: (2, 9, 0.979), 12: (3, 10, 0.961), 15: (4, 12, 0.965),
-                17: (5, 13, 0.951), 20: (6, 15, 0.959), 30: (10, 21, 0.957)}
+MEDIAN_TABLE = {
+    6: (1, 6, 0.969),
+    9: (2, 8, 0.961),
+    10: (2, 9, 0.979),
+    12: (3, 10, 0.961),
+    15: (4, 12, 0.965),
+    17: (5, 13, 0.951),
+    20: (6, 15, 0.959),
+    30: (10, 21, 0.957),
+}
 
 
 @pytest.mark.parametrize("n", sorted(MEDIAN_TABLE))
@@ -52,8 +60,11 @@ def test_quantile_interval_is_scipys_quantile_test():
 def test_window_bootstrap_two_windows_enumerated():
     # Two windows of 100 samples in 1 s and 3 s: resamples {1,1} (p 1/4) -> 100/s, {1,3} (1/2) -> 50/s, {3,3} (1/4) ->
     # 33.3/s; the 2.5 % and 97.5 % quantiles of the replicates are the two extremes.
-    w = ci.Windows(wall_s=np.array([1.0, 3.0]), samples=np.array([100.0, 100.0]),
-                   latency_ms=(np.array([1.0, 2.0]), np.array([3.0, 4.0])))
+    w = ci.Windows(
+        wall_s=np.array([1.0, 3.0]),
+        samples=np.array([100.0, 100.0]),
+        latency_ms=(np.array([1.0, 2.0]), np.array([3.0, 4.0])),
+    )
     out = ci.window_bootstrap(w)
     assert out["throughput"] == pytest.approx((100 / 3, 100.0))
     assert out["latency_p50"] == pytest.approx((1.5, 3.5))  # medians of {1,2,1,2}, {1,2,3,4}, {3,4,3,4}
@@ -62,8 +73,11 @@ def test_window_bootstrap_two_windows_enumerated():
 def _windows(rng, w: int, k: int = 8) -> ci.Windows:
     """``w`` simulated windows of 100 samples: wall times gamma-distributed with mean 1 s (skewed, as a
     contended host makes them), latencies normal around 10 ms."""
-    return ci.Windows(wall_s=rng.gamma(16, 1 / 16, w), samples=np.full(w, 100.0),
-                      latency_ms=tuple(rng.normal(10, 1, k) for _ in range(w)))
+    return ci.Windows(
+        wall_s=rng.gamma(16, 1 / 16, w),
+        samples=np.full(w, 100.0),
+        latency_ms=tuple(rng.normal(10, 1, k) for _ in range(w)),
+    )
 
 
 def test_window_bootstrap_interval_contains_the_estimate_and_narrows_with_more_windows():
@@ -103,8 +117,11 @@ def test_hierarchical_replicates():
     const = ci.Windows.split([2.0, 2.0, 2.0], [50, 50, 50], [4.0] * 30)
     r = ci.hierarchical_replicates(const, n_boot=300)
     assert np.all(r["throughput"] == 25.0) and np.all(r["latency_p50"] == 4.0) and np.all(r["latency_p99"] == 4.0)
-    w = ci.Windows(wall_s=np.array([1.0, 1.1, 0.9, 1.2, 1.0]), samples=np.full(5, 100.0),
-                   latency_ms=tuple(np.array([10.0, 11, 12, 13]) + i for i in range(5)))
+    w = ci.Windows(
+        wall_s=np.array([1.0, 1.1, 0.9, 1.2, 1.0]),
+        samples=np.full(5, 100.0),
+        latency_ms=tuple(np.array([10.0, 11, 12, 13]) + i for i in range(5)),
+    )
     r = ci.hierarchical_replicates(w, seed=0)
     assert ci.percentile_interval(r["latency_p50"]) == (12.0, 15.0)
     lo, hi = ci.percentile_interval(r["throughput"])

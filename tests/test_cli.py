@@ -3,21 +3,49 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import cli_env, run_cli
 
 
 def test_run_end_to_end_on_real_images(tmp_path):
     db, js = tmp_path / "r.db", tmp_path / "r.json"
-    p = run_cli("run", "--model", "cifar-resnet20", "--batch-sizes", "1,16", "--images", "64", "--device", "cpu",
-                "--db", str(db), "--json", str(js), "--min-timed-batches", "4", check=True)
+    p = run_cli(
+        "run",
+        "--model",
+        "cifar-resnet20",
+        "--batch-sizes",
+        "1,16",
+        "--images",
+        "64",
+        "--device",
+        "cpu",
+        "--db",
+        str(db),
+        "--json",
+        str(js),
+        "--min-timed-batches",
+        "4",
+        check=True,
+    )
     assert "img/s" in p.stdout and "cifar10-test: 64 of 10000 real images" in p.stdout
     doc = json.loads(js.read_text())
     assert doc["env"]["torch"] and doc["env"]["cpu_model"] and "git_commit" in doc["env"]
     assert doc["spec"]["batch_sizes"] == [1, 16] and len(doc["results"]) == 2
     for r in doc["results"]:
-        for key in ("model", "batch_size", "precision", "mode", "device", "status", "images", "total_time_s",
-                    "throughput_samples_per_s", "latency_p50_ms", "latency_p99_ms", "top1", "top5"):
+        for key in (
+            "model",
+            "batch_size",
+            "precision",
+            "mode",
+            "device",
+            "status",
+            "images",
+            "total_time_s",
+            "throughput_samples_per_s",
+            "latency_p50_ms",
+            "latency_p99_ms",
+            "top1",
+            "top5",
+        ):
             assert key in r, key
         assert r["status"] == "ok" and r["device"] == "cpu" and r["images"] == 64 and 0.6 < r["top1"] <= 1
     res = run_cli("results", "--db", str(db), check=True)
@@ -30,16 +58,19 @@ def test_run_end_to_end_on_real_images(tmp_path):
     assert json.loads(out.read_text())["run_id"] == doc["run_id"]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["run", "--precisions", "fp64"], "invalid precision 'fp64': allowed fp32, tf32"),
-    (["run", "--batch-sizes", "8,x"], "invalid batch_sizes"),
-    (["run", "--device", "cuda"], "invalid device 'cuda'"),
-    (["export", "--format", "xml"], "invalid format 'xml'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "--precisions", "fp64"], "invalid precision 'fp64': allowed fp32, tf32"),
+        (["run", "--batch-sizes", "8,x"], "invalid batch_sizes"),
+        (["run", "--device", "cuda"], "invalid device 'cuda'"),
+        (["export", "--format", "xml"], "invalid format 'xml'"),
+    ],
+)
 def test_bad_input_one_line_error(tmp_path, args, needle):
     p = run_cli(*args, "--db", str(tmp_path / "x.db")) if args[0] == "run" else run_cli(*args)
     assert p.returncode == 2
-    lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
+    lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], p.stderr
 
 
@@ -60,10 +91,31 @@ def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
 
     db = tmp_path / "t.db"
     gate = Gate(tmp_path, batch=2)
-    cmd = [sys.executable, "-m", "accelbench", "run", "--model", "signal_helpers:gated_net", "--batch-sizes",
-           "1,2,4,8,16,32", "--images", "32", "--device", "cpu", "--min-time-s", "1", "--db", str(db)]
-    proc = subprocess.Popen(cmd, env=cli_env({"OMP_NUM_THREADS": "1", **gate.env()}), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelbench",
+        "run",
+        "--model",
+        "signal_helpers:gated_net",
+        "--batch-sizes",
+        "1,2,4,8,16,32",
+        "--images",
+        "32",
+        "--device",
+        "cpu",
+        "--min-time-s",
+        "1",
+        "--db",
+        str(db),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        env=cli_env({"OMP_NUM_THREADS": "1", **gate.env()}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="batch 1 stored, batch 2 at the gate")
     gate.signal(lambda: proc.send_signal(signal.SIGTERM))
     _, err = proc.communicate(timeout=DEADLINE_S)

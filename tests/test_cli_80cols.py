@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-
 from conftest import flags, run_cli, tiny_case
 
 TINY = flags(tiny_case(model=None, batch_sizes=None))
@@ -77,26 +76,80 @@ def test_compare_fits_80_columns_and_its_json_goes_to_stdout(two_runs):
 
 
 def test_tune_fits_80_columns(tmp_path):
-    p = run_cli("tune", "-m", "cifar-resnet20", "-p", "fp32", "--modes", "eager", "-b", "2",
-                "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0", *TINY,
-                "--telemetry-period-ms", "0", "--db", str(tmp_path / "t.db"), env=NARROW)
+    p = run_cli(
+        "tune",
+        "-m",
+        "cifar-resnet20",
+        "-p",
+        "fp32",
+        "--modes",
+        "eager",
+        "-b",
+        "2",
+        "--final-rounds",
+        "1",
+        "--final-repeats",
+        "2",
+        "--screen-time-s",
+        "0",
+        *TINY,
+        "--telemetry-period-ms",
+        "0",
+        "--db",
+        str(tmp_path / "t.db"),
+        env=NARROW,
+    )
     text = _fits(p)
     assert "winner (throughput)" in text and "run it: accelbench run" in text
     assert " \\\n    --" in text  # the command is continued for the shell, not cut mid-word
 
 
 def test_profile_fits_80_columns(tmp_path):
-    p = run_cli("profile", "-m", "cifar-resnet20", "-b", "2", "--device", "cpu", "--idle-s", "0",
-                "--telemetry-period-ms", "0", "--warmup-steps", "0", "--timed-steps", "1",
-                "--db", str(tmp_path / "p.db"), env=NARROW)
+    p = run_cli(
+        "profile",
+        "-m",
+        "cifar-resnet20",
+        "-b",
+        "2",
+        "--device",
+        "cpu",
+        "--idle-s",
+        "0",
+        "--telemetry-period-ms",
+        "0",
+        "--warmup-steps",
+        "0",
+        "--timed-steps",
+        "1",
+        "--db",
+        str(tmp_path / "p.db"),
+        env=NARROW,
+    )
     text = _fits(p)
     assert "Ceilings of" in text and "Meas/Th" in text
 
 
 def test_loadgen_fits_80_columns(tmp_path):
     pytest.importorskip("mlperf_loadgen")
-    p = run_cli("loadgen", "--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64",
-                "--idle-s", "0", "--min-duration-s", "1", "--max-batch", "16", "--scenarios",
-                "SingleStream,Offline", "--db", str(tmp_path / "l.db"), env=NARROW)
+    p = run_cli(
+        "loadgen",
+        "--model",
+        "helpers:tiny_conv_net",
+        "--device",
+        "cpu",
+        "--images",
+        "64",
+        "--idle-s",
+        "0",
+        "--min-duration-s",
+        "1",
+        "--max-batch",
+        "16",
+        "--scenarios",
+        "SingleStream,Offline",
+        "--db",
+        str(tmp_path / "l.db"),
+        env=NARROW,
+    )
     text = _fits(p)
     assert "SingleStream" in text and "samples/s" in text and " p90" in text

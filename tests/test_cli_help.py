@@ -7,11 +7,26 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import run_cli
 
-COMMANDS = ["run", "train", "input-pipeline", "profile", "loadgen", "tune", "scale", "interconnect", "concurrent",
-            "results", "compare", "report", "export", "telemetry", "cost", "models"]
+COMMANDS = [
+    "run",
+    "train",
+    "input-pipeline",
+    "profile",
+    "loadgen",
+    "tune",
+    "scale",
+    "interconnect",
+    "concurrent",
+    "results",
+    "compare",
+    "report",
+    "export",
+    "telemetry",
+    "cost",
+    "models",
+]
 
 
 def _help(*args: str) -> str:
@@ -58,13 +73,16 @@ def test_profile_takes_the_plural_spellings_and_lists_every_backend():
     assert served and all(name in text for name in served)
 
 
-@pytest.mark.parametrize("command, option, words", [
-    ("train", "--momentum", "SGD momentum"),
-    ("train", "--weight-decay", "Weight decay"),
-    ("interconnect", "--warmup", "Untimed iterations"),
-    ("interconnect", "--iters", "Timed iterations"),
-    ("compare", "--json", "write the comparison as JSON"),
-])
+@pytest.mark.parametrize(
+    "command, option, words",
+    [
+        ("train", "--momentum", "SGD momentum"),
+        ("train", "--weight-decay", "Weight decay"),
+        ("interconnect", "--warmup", "Untimed iterations"),
+        ("interconnect", "--iters", "Timed iterations"),
+        ("compare", "--json", "write the comparison as JSON"),
+    ],
+)
 def test_every_option_has_help(command, option, words):
     text = _help(command)
     assert f"{option} " in text and words in text
@@ -77,14 +95,18 @@ def test_completion_reads_the_registries():
 
     assert complete_precisions("fp32,amp-") == ["fp32,amp-fp16", "fp32,amp-bf16"]
     assert complete_backends("compile-c") == ["compile-cudagraphs"]
-    p = run_cli(env={"_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": "accelbench run -p fp32,bf",
-                     "COMP_CWORD": "3"}, timeout=120)
+    p = run_cli(
+        env={"_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": "accelbench run -p fp32,bf", "COMP_CWORD": "3"},
+        timeout=120,
+    )
     assert p.returncode == 0 and p.stdout.split() == ["fp32,bf16"], p.stdout + p.stderr
 
 
 def test_app_help_imports_no_registry_and_no_torch():
-    code = ("import sys; sys.argv = ['accelbench', '--help']\nfrom accelbench.cli import main\ntry:\n    main()\n"
-            "except SystemExit:\n    pass\n"
-            "print([m for m in ('torch', 'accelbench.scenarios', 'accelbench.models') if m in sys.modules])")
+    code = (
+        "import sys; sys.argv = ['accelbench', '--help']\nfrom accelbench.cli import main\ntry:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        "print([m for m in ('torch', 'accelbench.scenarios', 'accelbench.models') if m in sys.modules])"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.stdout.strip().splitlines()[-1] == "[]", p.stdout + p.stderr

@@ -35,21 +35,38 @@ def layers(monkeypatch):
 
 
 # every shared option of `run`, a value each, and the spec field it must set
-RUN_FLAGS = {"--model": ("models", "m1"), "--batch-sizes": ("batch_sizes", "3,5"), "--precisions": ("precisions", "bf16"),
-             "--modes": ("modes", "compile"), "--images": ("images", "17"), "--device": ("device", "cpu"),
-             "--data": ("data", "synthetic"), "--image-size": ("image_size", "40"), "--label-space": ("label_space", "cifar10"),
-             "--labels": ("labels", "l.txt"), "--mean": ("mean", "cifar10"), "--std": ("std", "imagenet"),
-             "--resize": ("resize", "48"), "--crop-pct": ("crop_pct", "0.5"), "--warmup-batches": ("warmup_batches", "7"),
-             "--min-timed-batches": ("min_timed_batches", "11"), "--min-time-s": ("min_time_s", "0.25"),
-             "--repeats": ("repeats", "3"), "--seed": ("seed", "13"), "--telemetry-period-ms": ("telemetry_period_ms", "50.0"),
-             "--idle-s": ("idle_s", "0.0"), "--price-per-hour": ("price_per_hour", "2.5"), "--kwh-price": ("kwh_price", "0.3")}
+RUN_FLAGS = {
+    "--model": ("models", "m1"),
+    "--batch-sizes": ("batch_sizes", "3,5"),
+    "--precisions": ("precisions", "bf16"),
+    "--modes": ("modes", "compile"),
+    "--images": ("images", "17"),
+    "--device": ("device", "cpu"),
+    "--data": ("data", "synthetic"),
+    "--image-size": ("image_size", "40"),
+    "--label-space": ("label_space", "cifar10"),
+    "--labels": ("labels", "l.txt"),
+    "--mean": ("mean", "cifar10"),
+    "--std": ("std", "imagenet"),
+    "--resize": ("resize", "48"),
+    "--crop-pct": ("crop_pct", "0.5"),
+    "--warmup-batches": ("warmup_batches", "7"),
+    "--min-timed-batches": ("min_timed_batches", "11"),
+    "--min-time-s": ("min_time_s", "0.25"),
+    "--repeats": ("repeats", "3"),
+    "--seed": ("seed", "13"),
+    "--telemetry-period-ms": ("telemetry_period_ms", "50.0"),
+    "--idle-s": ("idle_s", "0.0"),
+    "--price-per-hour": ("price_per_hour", "2.5"),
+    "--kwh-price": ("kwh_price", "0.3"),
+}
 
 
 def test_every_shared_option_reaches_its_own_spec_field(layers):
     args = [x for flag, (_, value) in RUN_FLAGS.items() for x in (flag, value)]
     res = runner.invoke(app, ["run", *args, "--channels-last", "--no-cudnn-benchmark", "--skip-bad-images"])
     assert isinstance(res.exception, Captured), res.output
-    (scenario, (flags,)), = layers
+    ((scenario, (flags,)),) = layers
     assert scenario == "inference"
     assert {field: str(flags[field]) for field, _ in RUN_FLAGS.values()} == {f: v for f, v in RUN_FLAGS.values()}
     assert (flags["channels_last"], flags["cudnn_benchmark"], flags["skip_bad_images"]) == (True, False, True)
@@ -63,8 +80,10 @@ def test_loadgen_max_batch_is_the_batch_size_and_named_as_typed(tmp_path):
     spec = api.spec("loadgen", {"max_batch": "64,256", "device": "cpu"})
     assert spec.batch_sizes == (64, 256)
     db = tmp_path / "lg.db"
-    for value, line in (("abc", "invalid max_batch 'abc': allowed a comma-separated list of integers"),
-                        ("0", "invalid max_batch 0: allowed positive integers")):
+    for value, line in (
+        ("abc", "invalid max_batch 'abc': allowed a comma-separated list of integers"),
+        ("0", "invalid max_batch 0: allowed positive integers"),
+    ):
         res = runner.invoke(app, ["loadgen", "--device", "cpu", "--max-batch", value, "--db", str(db)])
         assert res.exit_code == 2 and line in res.output and "batch_sizes" not in res.output, res.output
     assert not db.exists()

@@ -41,8 +41,11 @@ def screen(monkeypatch):
 
     def make(tty: bool = True):
         out = _Terminal() if tty else io.StringIO()
-        monkeypatch.setattr(terminal, "console", Console(file=out, width=80, markup=False, emoji=False,
-                                                         highlight=False, force_terminal=tty))
+        monkeypatch.setattr(
+            terminal,
+            "console",
+            Console(file=out, width=80, markup=False, emoji=False, highlight=False, force_terminal=tty),
+        )
         monkeypatch.setattr(terminal, "pager", lambda: pages)
         return out, pages
 

@@ -1,13 +1,12 @@
 """Telemetry, validity and cost columns of real CPU sweeps; the `cost` and `telemetry` commands."""
 
 import pytest
-
 from conftest import run_cli, tiny_case
+from specs import build_spec
 
+from accelbench.api import run as run_sweep
 from accelbench.cost.compare import cost_comparison
 from accelbench.cost.prices import load_prices
-from accelbench.api import run as run_sweep
-from specs import build_spec
 from accelbench.store import Store
 
 FAST = tiny_case(batch_sizes="8", images=16, warmup_batches=1, min_timed_batches=3, min_time_s=0.0)
@@ -16,7 +15,9 @@ FAST = tiny_case(batch_sizes="8", images=16, warmup_batches=1, min_timed_batches
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory):
     db = tmp_path_factory.mktemp("tele") / "t.db"
-    over = run_sweep(build_spec({**FAST, "price_per_hour": 3.6, "kwh_price": 0.5, "telemetry_period_ms": 20}, cuda=False), Store(db))
+    over = run_sweep(
+        build_spec({**FAST, "price_per_hour": 3.6, "kwh_price": 0.5, "telemetry_period_ms": 20}, cuda=False), Store(db)
+    )
     listed = run_sweep(build_spec({**FAST, "precisions": "fp32,bf16"}, cuda=False), Store(db))
     return db, over, listed
 
@@ -63,12 +64,18 @@ def test_cost_and_telemetry_commands(store_path):
     assert "CPU proc (%)" in t.stdout and "telemetry" in t.stdout
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["run", "--telemetry-period-ms", "3"], "invalid telemetry_period_ms 3.0: allowed 0 (sampler off) or 5..60000 ms"),
-    (["cost", "--run", "99"], "no run 99"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["run", "--telemetry-period-ms", "3"],
+            "invalid telemetry_period_ms 3.0: allowed 0 (sampler off) or 5..60000 ms",
+        ),
+        (["cost", "--run", "99"], "no run 99"),
+    ],
+)
 def test_bad_input_one_line_error(store_path, tmp_path, args, needle):
     db = tmp_path / "x.db" if args[0] == "run" else store_path[0]
     p = run_cli(*args, "--db", str(db))
-    lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
+    lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], p.stderr

@@ -27,9 +27,11 @@ def _render(table) -> str:
 
 # --- the table -------------------------------------------------------------------------------------------------
 def test_the_table_imports_without_torch_or_pandas():
-    code = ("import sys; from accelbench.core import columns; "
-            "assert 'torch' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules); "
-            "print(len(columns.COLUMNS))")
+    code = (
+        "import sys; from accelbench.core import columns; "
+        "assert 'torch' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules); "
+        "print(len(columns.COLUMNS))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert int(p.stdout) == len(COLUMNS) > 300
@@ -51,8 +53,19 @@ def test_a_family_declaration_names_each_member_and_a_second_declaration_is_refu
 def test_a_store_read_is_typed_and_missing_is_none(tmp_path):
     st = Store(tmp_path / "t.db")
     rid = st.begin_run("inference", {}, "h", {})
-    st.add_case(rid, {"case_key": "a", "workload": "inference", "status": "ok", "batch_size": 8, "top1": 0.5,
-                      "outputs_finite": True, "analytic_flops_by_op": {"aten.mm": 2.0}, "images": "64"})
+    st.add_case(
+        rid,
+        {
+            "case_key": "a",
+            "workload": "inference",
+            "status": "ok",
+            "batch_size": 8,
+            "top1": 0.5,
+            "outputs_finite": True,
+            "analytic_flops_by_op": {"aten.mm": 2.0},
+            "images": "64",
+        },
+    )
     st.add_case(rid, {"case_key": "b", "workload": "inference", "status": "oom", "batch_size": 16})
     a, b = st.records(rid)
     assert a["batch_size"] == 8 and type(a["batch_size"]) is int
@@ -62,7 +75,9 @@ def test_a_store_read_is_typed_and_missing_is_none(tmp_path):
     assert all(not (isinstance(v, float) and math.isnan(v)) for r in (a, b) for v in r.values())
     assert "error" not in a  # a column no selected row has is left out, as the DataFrame read did
     assert columns.typed("top1", float("nan")) is None and columns.typed("latency_p99_ms", float("inf")) is None
-    assert columns.exported(a)["outputs_finite"] == 1 and columns.exported(a)["analytic_flops_by_op"] == '{"aten.mm": 2.0}'
+    assert (
+        columns.exported(a)["outputs_finite"] == 1 and columns.exported(a)["analytic_flops_by_op"] == '{"aten.mm": 2.0}'
+    )
 
 
 def test_energy_per_sample_has_one_format_in_every_table():
@@ -75,14 +90,33 @@ def test_energy_per_sample_has_one_format_in_every_table():
 
 # --- one combiner: ranks and GPUs alike -------------------------------------------------------------------------
 def _gpu(temp_max_c, throttle, **kw):
-    return {"temp_max_c": temp_max_c, "temp_mean_c": temp_max_c - 10, "throttle_sample_frac": throttle,
-            "power_mean_w": 300.0, "energy_j": 10.0, "energy_source": "nvml-counter", "energy_confidence": "ok",
-            "device_mem_used_bytes": 5e9, "gpu_util_mean_pct": 80.0, **kw}
+    return {
+        "temp_max_c": temp_max_c,
+        "temp_mean_c": temp_max_c - 10,
+        "throttle_sample_frac": throttle,
+        "power_mean_w": 300.0,
+        "energy_j": 10.0,
+        "energy_source": "nvml-counter",
+        "energy_confidence": "ok",
+        "device_mem_used_bytes": 5e9,
+        "gpu_util_mean_pct": 80.0,
+        **kw,
+    }
 
 
 def _rank(rank, gpu, **kw):
-    return {"rank": rank, "host": "h", "window_start_epoch_s": 100.0, "window_end_epoch_s": 102.0 + rank,
-            "samples_timed": 64, "workload": "inference-dp", "model": "m", "batch_size": 32, **gpu, **kw}
+    return {
+        "rank": rank,
+        "host": "h",
+        "window_start_epoch_s": 100.0,
+        "window_end_epoch_s": 102.0 + rank,
+        "samples_timed": 64,
+        "workload": "inference-dp",
+        "model": "m",
+        "batch_size": 32,
+        **gpu,
+        **kw,
+    }
 
 
 def test_the_rank_combiner_and_the_gpu_combiner_give_the_same_answer():
@@ -108,10 +142,19 @@ def test_the_rank_combiner_and_the_gpu_combiner_give_the_same_answer():
 def test_a_sum_needs_every_gpu_and_a_setting_of_the_case_survives():
     from accelbench.launchers.torchrun.results import aggregate
 
-    recs = [_rank(0, _gpu(70.0, 0.0), compile_mode="max-autotune", freezing=True, cudnn_benchmark=False,
-                  latency_p50_ms=3.0),
-            _rank(1, _gpu(70.0, 0.0, energy_j=None), compile_mode="max-autotune", freezing=True,
-                  cudnn_benchmark=False, latency_p50_ms=4.0)]
+    recs = [
+        _rank(
+            0, _gpu(70.0, 0.0), compile_mode="max-autotune", freezing=True, cudnn_benchmark=False, latency_p50_ms=3.0
+        ),
+        _rank(
+            1,
+            _gpu(70.0, 0.0, energy_j=None),
+            compile_mode="max-autotune",
+            freezing=True,
+            cudnn_benchmark=False,
+            latency_p50_ms=4.0,
+        ),
+    ]
     agg = aggregate(recs)
     assert (agg["compile_mode"], agg["freezing"], agg["cudnn_benchmark"]) == ("max-autotune", True, False)
     assert agg["energy_j"] is None  # one GPU without energy: no job total
@@ -125,7 +168,9 @@ def test_the_shipped_schema_file_is_the_generated_one_and_the_command_prints_it(
 
     from accelbench.cli import app
 
-    assert DOCS_SCHEMA.read_text() == columns.schema_text(), "regenerate: accelbench schema -o docs/result-row.schema.json"
+    assert DOCS_SCHEMA.read_text() == columns.schema_text(), (
+        "regenerate: accelbench schema -o docs/result-row.schema.json"
+    )
     res = CliRunner().invoke(app, ["schema"])
     assert res.exit_code == 0 and json.loads(res.output) == columns.json_schema()
     out = tmp_path / "s.json"
@@ -137,8 +182,17 @@ def test_the_schema_is_valid_and_refuses_a_wrong_type():
     jsonschema = pytest.importorskip("jsonschema")
     schema = columns.json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    ok = {"case_id": 1, "run_id": 1, "case_key": "k", "workload": "inference", "status": "ok", "batch_size": 8,
-          "outputs_finite": 1, "family_gemm_conv_time_s": 0.5, "someone_elses_column": "x"}
+    ok = {
+        "case_id": 1,
+        "run_id": 1,
+        "case_key": "k",
+        "workload": "inference",
+        "status": "ok",
+        "batch_size": 8,
+        "outputs_finite": 1,
+        "family_gemm_conv_time_s": 0.5,
+        "someone_elses_column": "x",
+    }
     jsonschema.validate(ok, schema)
     for bad in ({"batch_size": "8"}, {"status": "fine"}, {"outputs_finite": 2}, {"family_gemm_conv_time_s": "a"}):
         with pytest.raises(jsonschema.ValidationError):

@@ -10,21 +10,27 @@ import typing
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from specs import build_converge_spec, build_profile_spec, build_spec, build_train_spec, expand
 
 from accelbench import scenarios
+from accelbench.core.config import load_toml
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import SHARED, Spec
-from accelbench.core.config import load_toml
-from specs import build_converge_spec, build_spec, build_profile_spec, build_train_spec, expand
 
-BUILDERS = {"sweep": (build_spec, "inference"), "train": (build_train_spec, "train_step"),
-            "converge": (build_converge_spec, "converge"), "profile": (build_profile_spec, "profile")}
+BUILDERS = {
+    "sweep": (build_spec, "inference"),
+    "train": (build_train_spec, "train_step"),
+    "converge": (build_converge_spec, "converge"),
+    "profile": (build_profile_spec, "profile"),
+}
 
 # TOML's value types: strings, integers, floats (nan, inf too), booleans, arrays and tables.
-scalars = st.one_of(st.text(max_size=12), st.integers(-10**12, 10**12), st.floats(allow_nan=True), st.booleans())
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-                      max_leaves=8)
+scalars = st.one_of(st.text(max_size=12), st.integers(-(10**12), 10**12), st.floats(allow_nan=True), st.booleans())
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=8,
+)
 
 
 def _names(kind: str) -> list[str]:
@@ -33,8 +39,10 @@ def _names(kind: str) -> list[str]:
 
 
 def _keys(kind: str) -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(_names(kind) + ["model", "precision", "mode", "batch_size", "batch-sizes"]),
-                     st.text(max_size=10))
+    return st.one_of(
+        st.sampled_from(_names(kind) + ["model", "precision", "mode", "batch_size", "batch-sizes"]),
+        st.text(max_size=10),
+    )
 
 
 def _matches(value, hint) -> bool:
@@ -97,9 +105,16 @@ def test_any_flag_text_gives_a_spec_or_one_config_error(kind, data):
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=st.one_of(st.text(max_size=80),
-                      st.builds(lambda k, v: f"{k} = {v}\n", st.sampled_from(["model", "batch_sizes", "images", "sweep", "train"]),
-                                st.sampled_from(['"resnet50"', "[1, 2]", "3.5", "nan", "inf", "true", "{a = 1}", "[", "'x"]))))
+@given(
+    text=st.one_of(
+        st.text(max_size=80),
+        st.builds(
+            lambda k, v: f"{k} = {v}\n",
+            st.sampled_from(["model", "batch_sizes", "images", "sweep", "train"]),
+            st.sampled_from(['"resnet50"', "[1, 2]", "3.5", "nan", "inf", "true", "{a = 1}", "[", "'x"]),
+        ),
+    )
+)
 def test_any_toml_document_loads_or_gives_one_config_error(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("toml") / "c.toml"
     path.write_text(text)

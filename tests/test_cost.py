@@ -11,8 +11,9 @@ def entry(key):
 
 
 def test_cost_columns_exact():
-    c = cost_columns(seconds=36.0, samples=1000, usd_per_hour=10.0, price_source="list",
-                     energy_per_sample_j=3.6, usd_per_kwh=0.5)
+    c = cost_columns(
+        seconds=36.0, samples=1000, usd_per_hour=10.0, price_source="list", energy_per_sample_j=3.6, usd_per_kwh=0.5
+    )
     assert c["cost_usd"] == pytest.approx(0.1, abs=1e-15)
     assert c["cost_per_1000_samples_usd"] == pytest.approx(0.1, abs=1e-15)
     # 3.6 J/sample * 1000 samples = 3600 J = 0.001 kWh -> $0.0005
@@ -28,15 +29,29 @@ def test_unknown_price_is_none_never_zero():
     assert quote(device_type="cuda", device_name="NVIDIA RTX PRO 9000 Imaginary") is None
 
 
-@pytest.mark.parametrize("name,mem_gib,key", [
-    ("NVIDIA H100 80GB HBM3", None, "h100"), ("NVIDIA H100 PCIe", None, "h100"), ("NVIDIA H200", None, "h200"),
-    ("NVIDIA H200 NVL", None, "h200"), ("NVIDIA A100-SXM4-40GB", None, "a100-40gb"),
-    ("NVIDIA A100-SXM4-80GB", None, "a100-80gb"), ("NVIDIA A100 80GB PCIe", None, "a100-80gb"),
-    ("NVIDIA A100-PCIE-40GB", None, "a100-40gb"), ("NVIDIA A100", 79.2, "a100-80gb"), ("NVIDIA A100", 39.4, "a100-40gb"),
-    ("NVIDIA L4", None, "l4"), ("Tesla T4", None, "t4"), ("Tesla V100-SXM2-16GB", None, "v100"),
-    ("Tesla V100-PCIE-32GB", None, "v100"), ("Tesla P100-PCIE-16GB", None, "p100"),
-    ("NVIDIA GH200 480GB", None, None), ("NVIDIA L40S", None, None), ("NVIDIA GeForce RTX 4090", None, None),
-])
+@pytest.mark.parametrize(
+    "name,mem_gib,key",
+    [
+        ("NVIDIA H100 80GB HBM3", None, "h100"),
+        ("NVIDIA H100 PCIe", None, "h100"),
+        ("NVIDIA H200", None, "h200"),
+        ("NVIDIA H200 NVL", None, "h200"),
+        ("NVIDIA A100-SXM4-40GB", None, "a100-40gb"),
+        ("NVIDIA A100-SXM4-80GB", None, "a100-80gb"),
+        ("NVIDIA A100 80GB PCIe", None, "a100-80gb"),
+        ("NVIDIA A100-PCIE-40GB", None, "a100-40gb"),
+        ("NVIDIA A100", 79.2, "a100-80gb"),
+        ("NVIDIA A100", 39.4, "a100-40gb"),
+        ("NVIDIA L4", None, "l4"),
+        ("Tesla T4", None, "t4"),
+        ("Tesla V100-SXM2-16GB", None, "v100"),
+        ("Tesla V100-PCIE-32GB", None, "v100"),
+        ("Tesla P100-PCIE-16GB", None, "p100"),
+        ("NVIDIA GH200 480GB", None, None),
+        ("NVIDIA L40S", None, None),
+        ("NVIDIA GeForce RTX 4090", None, None),
+    ],
+)
 def test_nvml_names_match_the_right_entry(name, mem_gib, key):
     e = match_gpu(name, mem_gib * 2**30 if mem_gib else None)
     assert (e.key if e else None) == key
@@ -63,11 +78,51 @@ def test_quote_scales_with_devices_and_override_wins():
 
 def test_best_rows_one_per_device_precision_mode():
     rows = [
-        {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 100.0, "batch_size": 1},
-        {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 300.0, "batch_size": 8},
-        {"device_name": "A", "model": "m", "precision": "fp32", "mode": "eager", "status": "oom", "throughput_samples_per_s": None, "batch_size": 64},
-        {"device_name": "B", "model": "m", "precision": "fp32", "mode": "eager", "status": "ok", "throughput_samples_per_s": 200.0, "batch_size": 8},
-        {"device_name": "A", "model": "m", "precision": "amp-bf16", "mode": "eager", "status": "ok", "throughput_samples_per_s": None, "batch_size": 8},
+        {
+            "device_name": "A",
+            "model": "m",
+            "precision": "fp32",
+            "mode": "eager",
+            "status": "ok",
+            "throughput_samples_per_s": 100.0,
+            "batch_size": 1,
+        },
+        {
+            "device_name": "A",
+            "model": "m",
+            "precision": "fp32",
+            "mode": "eager",
+            "status": "ok",
+            "throughput_samples_per_s": 300.0,
+            "batch_size": 8,
+        },
+        {
+            "device_name": "A",
+            "model": "m",
+            "precision": "fp32",
+            "mode": "eager",
+            "status": "oom",
+            "throughput_samples_per_s": None,
+            "batch_size": 64,
+        },
+        {
+            "device_name": "B",
+            "model": "m",
+            "precision": "fp32",
+            "mode": "eager",
+            "status": "ok",
+            "throughput_samples_per_s": 200.0,
+            "batch_size": 8,
+        },
+        {
+            "device_name": "A",
+            "model": "m",
+            "precision": "amp-bf16",
+            "mode": "eager",
+            "status": "ok",
+            "throughput_samples_per_s": None,
+            "batch_size": 8,
+        },
     ]
     best = best_rows(rows)
     assert [(r["device_name"], r["batch_size"]) for r in best] == [("A", 8), ("B", 8)]

@@ -1,19 +1,39 @@
 """Multi-GPU tests (NCCL): run on a machine with 2 or more GPUs with ``python -m pytest -m multigpu``."""
 
 import pytest
+from conftest import cli_env as env
+from conftest import run_cli
+from test_distributed import check_aggregate, rows  # noqa: F401  (same helpers as the CPU tests)
 
 from accelbench.store import Store
-
-from conftest import cli_env as env, run_cli
-from test_distributed import check_aggregate, rows  # noqa: F401  (same helpers as the CPU tests)
 
 pytestmark = pytest.mark.multigpu
 
 
 def test_nccl_ddp_on_2_gpus_with_per_rank_telemetry(tmp_path):
     db = tmp_path / "g.db"
-    run_cli("scale", "--gpus", "2", "--workload", "train", "--model", "cifar-resnet20", "-b", "128", "-n", "1024",
-            "-p", "amp-bf16", "--modes", "eager", "--min-time-s", "0.5", "--db", str(db), check=True)
+    run_cli(
+        "scale",
+        "--gpus",
+        "2",
+        "--workload",
+        "train",
+        "--model",
+        "cifar-resnet20",
+        "-b",
+        "128",
+        "-n",
+        "1024",
+        "-p",
+        "amp-bf16",
+        "--modes",
+        "eager",
+        "--min-time-s",
+        "0.5",
+        "--db",
+        str(db),
+        check=True,
+    )
     got = rows(db)
     aggs = {r["world_size"]: r for r in got if r["aggregate"] == 1}
     assert aggs[2]["status"] == "ok" and aggs[2]["comm_exposed_share"] is not None
@@ -35,8 +55,11 @@ def test_nccl_interconnect_and_gpu_pair_copies(tmp_path):
     from accelbench.launchers.torchrun.job import DistOptions
 
     os.environ["PYTHONPATH"] = env()["PYTHONPATH"]
-    spec = api.spec("interconnect", {"sizes": (2**20, 2**26), "warmup": 2, "iters": 5, "p2p_bytes": 2**26,
-                                     "p2p_iters": 3, "idle_s": 0}, cuda=True)
+    spec = api.spec(
+        "interconnect",
+        {"sizes": (2**20, 2**26), "warmup": 2, "iters": 5, "p2p_bytes": 2**26, "p2p_iters": 3, "idle_s": 0},
+        cuda=True,
+    )
     run_id = api.interconnect(spec, Store(tmp_path / "i.db"), DistOptions(gpus=2)).run_id
     got = Store(tmp_path / "i.db").cases(run_id).to_dict("records")
     coll = [r for r in got if r["workload"] == "collective"]

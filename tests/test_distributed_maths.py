@@ -3,13 +3,13 @@
 import pytest
 
 from accelbench.core import parallel as maths
+from accelbench.core.errors import ConfigError
 from accelbench.launchers.torchrun import results
 from accelbench.launchers.torchrun.job import DistOptions
 from accelbench.launchers.torchrun.launch import LaunchResult, failure, torchrun_argv
 from accelbench.launchers.torchrun.ranks import SAFE_ENV, child_env, rank_info
 from accelbench.scenarios.interconnect import parse_bytes, sizes_between
 from accelbench.studies.concurrent import gpu_sets, job_work_s
-from accelbench.core.errors import ConfigError
 from accelbench.telemetry.sources.topology import link_label
 
 
@@ -47,22 +47,59 @@ def test_window_straggler_comm_overlap():
 def test_combined_telemetry_sums_energy_maxes_memory_means_the_rest():
     from accelbench.core.columns import combine
 
-    recs = [{"energy_j": 10.0, "power_mean_w": 300.0, "device_mem_used_bytes": 5, "gpu_util_mean_pct": 90.0},
-            {"energy_j": 12.0, "power_mean_w": 200.0, "device_mem_used_bytes": 7, "gpu_util_mean_pct": 80.0}]
-    assert combine(recs) == {"energy_j": 22.0, "power_mean_w": 500.0, "device_mem_used_bytes": 7,
-                             "gpu_util_mean_pct": 85.0}
+    recs = [
+        {"energy_j": 10.0, "power_mean_w": 300.0, "device_mem_used_bytes": 5, "gpu_util_mean_pct": 90.0},
+        {"energy_j": 12.0, "power_mean_w": 200.0, "device_mem_used_bytes": 7, "gpu_util_mean_pct": 80.0},
+    ]
+    assert combine(recs) == {
+        "energy_j": 22.0,
+        "power_mean_w": 500.0,
+        "device_mem_used_bytes": 7,
+        "gpu_util_mean_pct": 85.0,
+    }
 
 
 def _rank(rank, start, end, samples, host="h", **kw):
-    return {"rank": rank, "host": host, "window_start_epoch_s": start, "window_end_epoch_s": end,
-            "samples_timed": samples, "workload": "inference-dp", "model": "m", "batch_size": 32, **kw}
+    return {
+        "rank": rank,
+        "host": host,
+        "window_start_epoch_s": start,
+        "window_end_epoch_s": end,
+        "samples_timed": samples,
+        "workload": "inference-dp",
+        "model": "m",
+        "batch_size": 32,
+        **kw,
+    }
 
 
 def test_aggregate_row_uses_the_common_window_not_a_sum_of_rates():
-    recs = [_rank(1, 100.5, 104.0, 64, top1_correct=7, top5_correct=8, accuracy_samples=8,
-                  step_time_mean_ms=20.0, step_time_nosync_mean_ms=15.0, gpu_util_mean_pct=50.0),
-            _rank(0, 100.0, 102.0, 64, top1_correct=5, top5_correct=8, accuracy_samples=8,
-                  step_time_mean_ms=20.0, step_time_nosync_mean_ms=17.0, gpu_util_mean_pct=70.0)]
+    recs = [
+        _rank(
+            1,
+            100.5,
+            104.0,
+            64,
+            top1_correct=7,
+            top5_correct=8,
+            accuracy_samples=8,
+            step_time_mean_ms=20.0,
+            step_time_nosync_mean_ms=15.0,
+            gpu_util_mean_pct=50.0,
+        ),
+        _rank(
+            0,
+            100.0,
+            102.0,
+            64,
+            top1_correct=5,
+            top5_correct=8,
+            accuracy_samples=8,
+            step_time_mean_ms=20.0,
+            step_time_nosync_mean_ms=17.0,
+            gpu_util_mean_pct=70.0,
+        ),
+    ]
     agg = results.aggregate(recs, barrier_window_s=4.2)
     assert agg["window_s"] == 4.0  # 104.0 - 100.0 (same host: the epoch clocks agree)
     assert agg["throughput_samples_per_s"] == 32.0  # 128 samples / 4 s; the per-rank rates would sum to 50.3
@@ -96,7 +133,14 @@ def test_keys_and_error_row():
 
 def test_rank_detection_from_torchrun_and_slurm_env():
     tr = rank_info({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1"})
-    assert (tr.rank, tr.world_size, tr.local_rank, tr.local_world_size, tr.node_rank, tr.launcher) == (3, 8, 1, 2, 1, "torchrun")
+    assert (tr.rank, tr.world_size, tr.local_rank, tr.local_world_size, tr.node_rank, tr.launcher) == (
+        3,
+        8,
+        1,
+        2,
+        1,
+        "torchrun",
+    )
     slurm = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODEID": "2"}
     assert rank_info(slurm) is None  # no MASTER_ADDR/PORT: cannot join a group
     s = rank_info({**slurm, "MASTER_ADDR": "n0", "MASTER_PORT": "29500"})
@@ -113,8 +157,18 @@ def test_child_env_always_disables_nvls_and_drops_enclosing_ranks():
 
 def test_torchrun_command_lines():
     single = torchrun_argv(DistOptions(gpus=4), "/j.json", python="py")
-    assert single == ["py", "-m", "torch.distributed.run", "--nproc-per-node=4", "--standalone", "--max-restarts=0",
-                      "--log-dir=/torchelastic", "-m", "accelbench.launchers.torchrun.worker", "/j.json"]
+    assert single == [
+        "py",
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=4",
+        "--standalone",
+        "--max-restarts=0",
+        "--log-dir=/torchelastic",
+        "-m",
+        "accelbench.launchers.torchrun.worker",
+        "/j.json",
+    ]
     multi = torchrun_argv(DistOptions(gpus=8, nnodes=2, node_rank=1, rdzv_endpoint="n0:29400"), "/j.json", python="py")
     assert "--nnodes=2" in multi and "--rdzv-endpoint=n0:29400" in multi and "--rdzv-backend=c10d" in multi
     assert "--standalone" not in multi
@@ -125,8 +179,10 @@ def test_torchrun_command_lines():
 
 
 def test_failure_reason_names_the_first_failing_rank():
-    errs = [{"rank": 1, "error": "RuntimeError: boom", "oom": False, "t": 1.0},
-            {"rank": 0, "error": "RuntimeError: Connection closed by peer", "oom": False, "t": 2.0}]
+    errs = [
+        {"rank": 1, "error": "RuntimeError: boom", "oom": False, "t": 1.0},
+        {"rank": 0, "error": "RuntimeError: Connection closed by peer", "oom": False, "t": 2.0},
+    ]
     assert failure(LaunchResult(returncode=1, errors=errs)) == ("error", "rank 1 failed: RuntimeError: boom")
     oom = [{"rank": 2, "error": "OutOfMemoryError: CUDA out of memory", "oom": True, "t": 1.0}]
     assert failure(LaunchResult(returncode=1, errors=oom))[0] == "oom"
@@ -145,8 +201,10 @@ def test_sizes_gpu_sets_links_and_work():
     assert link_label(4, True, 12, 50) == "NV4"  # direct links
     assert link_label(0, False, 0, 10) == "PIX" and link_label(0, False, 0, 50) == "SYS"
     assert link_label(0, False, 0, None) == "?"
-    rows = [{"status": "ok", "images": 100, "throughput_samples_per_s": 50.0},
-            {"status": "ok", "images": 30, "throughput_samples_per_s": 10.0}]
+    rows = [
+        {"status": "ok", "images": 100, "throughput_samples_per_s": 50.0},
+        {"status": "ok", "images": 30, "throughput_samples_per_s": 10.0},
+    ]
     assert job_work_s(rows) == 5.0
     assert job_work_s(rows + [{"status": "error"}]) is None
 

@@ -63,8 +63,15 @@ def test_steps_seen_only_by_a_100ms_sampler_are_not_used():
     assert en.tick_energy(steps, 2.0) is None
 
 
-def _simulated(rng: random.Random, window: float, spread: float = 0.03, period: float = 0.0999,
-               max_bracket: float = 0.009, max_lag: float = 0.015, power: float = 400.0):
+def _simulated(
+    rng: random.Random,
+    window: float,
+    spread: float = 0.03,
+    period: float = 0.0999,
+    max_bracket: float = 0.009,
+    max_lag: float = 0.015,
+    power: float = 400.0,
+):
     """A counter stepping every ``period`` s with per-period powers ``power * (1 + N(0, spread))``, each step published
     ``lag`` (0..max_lag) after its period ends and seen in a bracket up to ``max_bracket`` wide. Returns the steps seen
     during ``[0, window]`` and the true energy of the window (J)."""
@@ -128,8 +135,13 @@ def test_a_gpu_record_reports_the_method_its_uncertainty_and_the_measured_block(
     got = en.tick_energy([(lo - 0.3, hi - 0.3, v) for lo, hi, v in inside], window)
     assert r["energy_j"] == pytest.approx(got["energy_j"])
     # without steps: the plain difference, "low" over 0.5 s, as before
-    plain = gpu_record([{"t_s": 0.0, "energy_mj": 0.0}, {"t_s": 0.1, "energy_mj": 40_000.0}],
-                       {"t": 0.0, "energy_mj": 0.0}, {"t": window, "energy_mj": 200_000.0}, {}, window)
+    plain = gpu_record(
+        [{"t_s": 0.0, "energy_mj": 0.0}, {"t_s": 0.1, "energy_mj": 40_000.0}],
+        {"t": 0.0, "energy_mj": 0.0},
+        {"t": window, "energy_mj": 200_000.0},
+        {},
+        window,
+    )
     assert plain["energy_method"] == "counter-difference" and plain["energy_confidence"] == "low"
 
 

@@ -69,14 +69,22 @@ def _asserts(node: ast.AST) -> list[ast.Assert]:
 def _guarded(it: ast.AST, asserts: list[ast.Assert], loop_asserts: list[ast.Assert]) -> bool:
     """Whether an assert outside the loop names what the loop runs over."""
     text, subjects = ast.unparse(it), _subjects(it)
-    return any(text in ast.unparse(a.test) or subjects & _names(a.test)
-               for a in asserts if not any(a is b for b in loop_asserts))
+    return any(
+        text in ast.unparse(a.test) or subjects & _names(a.test)
+        for a in asserts
+        if not any(a is b for b in loop_asserts)
+    )
 
 
 def _all_calls(test: ast.AST):
     for call in ast.walk(test):
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "all" and call.args
-                and isinstance(call.args[0], (ast.GeneratorExp, ast.ListComp))):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "all"
+            and call.args
+            and isinstance(call.args[0], (ast.GeneratorExp, ast.ListComp))
+        ):
             yield call
 
 
@@ -86,8 +94,13 @@ def vacuous_loops(path: Path) -> list[str]:
     for fn in ast.walk(ast.parse(path.read_text())):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        literals = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and _literal(n.value, set())
-                    for t in n.targets if isinstance(t, ast.Name)}
+        literals = {
+            t.id
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Assign) and _literal(n.value, set())
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         asserts = _asserts(fn)
         for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
             inner = _asserts(loop)
@@ -113,8 +126,13 @@ def pinned_numbers(path: Path) -> list[str]:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not SEEDS.search(ast.unparse(fn)):
             continue
         for a in _asserts(fn):
-            digits = [n.value for n in ast.walk(a.test) if isinstance(n, ast.Constant) and isinstance(n.value, float)
-                      and len(re.sub(r"\D", "", repr(n.value).split("e")[0]).strip("0")) >= 8]
+            digits = [
+                n.value
+                for n in ast.walk(a.test)
+                if isinstance(n, ast.Constant)
+                and isinstance(n.value, float)
+                and len(re.sub(r"\D", "", repr(n.value).split("e")[0]).strip("0")) >= 8
+            ]
             if digits:
                 found.append(f"{path.name}:{a.lineno} {fn.name}: {digits}")
     return found
@@ -124,8 +142,11 @@ def cli_runs(path: Path) -> list[str]:
     """``file:line`` of each ``subprocess.run`` of ``-m accelbench`` outside ``conftest.run_cli``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Call) and ast.unparse(node.func) in ("subprocess.run", "subprocess.check_output")
-                and '"accelbench"' in ast.unparse(node).replace("'", '"')):
+        if (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("subprocess.run", "subprocess.check_output")
+            and '"accelbench"' in ast.unparse(node).replace("'", '"')
+        ):
             found.append(f"{path.name}:{node.lineno}")
     return found
 
@@ -157,7 +178,8 @@ def test_the_scans_find_what_they_look_for(tmp_path):
         "def test_beside(rows):\n    assert rows and all(r for r in rows)\n"
         "def test_literal():\n    for x in (1, 2):\n        assert x\n"
         "def test_pinned():\n    rng = np.random.default_rng(3)\n    assert rng.normal() == 0.123456789\n"
-        "def test_cli():\n    subprocess.run([sys.executable, '-m', 'accelbench', 'run'])\n")
+        "def test_cli():\n    subprocess.run([sys.executable, '-m', 'accelbench', 'run'])\n"
+    )
     line = lambda found: [f.split(":")[1].split()[0] for f in found]  # noqa: E731
     assert line(vacuous_loops(bad)) == ["4", "7"]
     assert line(pinned_numbers(bad)) == ["19"]

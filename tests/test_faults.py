@@ -8,9 +8,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-import pytest
-
 import conftest
+import pytest
 from conftest import cli_env, run_cli
 from fault_harness import Fault, cases, check, no_run, runs, statuses
 
@@ -87,94 +86,306 @@ def _rows(expected: list[str]):
     def check_rows(db: Path, tmp: Path) -> None:
         assert statuses(db) == expected, statuses(db)
         assert [r[2] for r in runs(db)] == ["complete"]
+
     return check_rows
 
 
 FAULTS = [
     # item 1: a mixed sweep (ok + unsupported) prints its summary; unsupported rows are data: exit 0
-    Fault("mixed-sweep-summary", ["run", *TINY, "--precisions", "fp32,fp16", "--modes", "eager,cudagraphs"], 0,
-          stdout="run 1 stored in", store=_rows(["ok", "unsupported", "ok", "unsupported"])),
+    Fault(
+        "mixed-sweep-summary",
+        ["run", *TINY, "--precisions", "fp32,fp16", "--modes", "eager,cudagraphs"],
+        0,
+        stdout="run 1 stored in",
+        store=_rows(["ok", "unsupported", "ok", "unsupported"]),
+    ),
     # a whole-step CUDA graph training mode on a CPU: an unsupported row beside the eager one, exit 0
-    Fault("train-graph-mode-on-cpu", ["train", *TINY, "--precisions", "fp32", "--modes", "eager,cudagraphs"], 0,
-          stdout="run 1 stored in", store=_rows(["ok", "unsupported"])),
+    Fault(
+        "train-graph-mode-on-cpu",
+        ["train", *TINY, "--precisions", "fp32", "--modes", "eager,cudagraphs"],
+        0,
+        stdout="run 1 stored in",
+        store=_rows(["ok", "unsupported"]),
+    ),
     # item 4: typos are found before anything runs: exit 2, one line, no run
-    Fault("unknown-model", ["run", *TINY[2:], "--model", "nosuchmodel"], 2, "unknown model 'nosuchmodel'", no_run, one_line=True),
-    Fault("unknown-factory", ["run", *TINY[2:], "--model", "nosuchpkg.mod:factory"], 2,
-          "cannot import model factory 'nosuchpkg.mod:factory'", no_run, one_line=True),
-    Fault("unknown-timm-model", ["run", *TINY[2:], "--model", "timm:nosuchnet"], 2, "unknown timm model 'nosuchnet'",
-          no_run, one_line=True),
-    Fault("missing-data", ["run", *TINY, "--data", "/nonexistent"], 2, "data '/nonexistent' not found", no_run, one_line=True),
-    Fault("empty-data-folder", ["run", *TINY, "--data", "{tmp}/empty"], 2, "no images in", no_run, _empty_folder, one_line=True),
-    Fault("train-unknown-model", ["train", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"], 2, "unknown model",
-          no_run, one_line=True),
-    Fault("profile-unknown-model", ["profile", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"], 2,
-          "unknown model", no_run, one_line=True),
+    Fault(
+        "unknown-model",
+        ["run", *TINY[2:], "--model", "nosuchmodel"],
+        2,
+        "unknown model 'nosuchmodel'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "unknown-factory",
+        ["run", *TINY[2:], "--model", "nosuchpkg.mod:factory"],
+        2,
+        "cannot import model factory 'nosuchpkg.mod:factory'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "unknown-timm-model",
+        ["run", *TINY[2:], "--model", "timm:nosuchnet"],
+        2,
+        "unknown timm model 'nosuchnet'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "missing-data",
+        ["run", *TINY, "--data", "/nonexistent"],
+        2,
+        "data '/nonexistent' not found",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "empty-data-folder",
+        ["run", *TINY, "--data", "{tmp}/empty"],
+        2,
+        "no images in",
+        no_run,
+        _empty_folder,
+        one_line=True,
+    ),
+    Fault(
+        "train-unknown-model",
+        ["train", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"],
+        2,
+        "unknown model",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "profile-unknown-model",
+        ["profile", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"],
+        2,
+        "unknown model",
+        no_run,
+        one_line=True,
+    ),
     # item 6: one line instead of a traceback
     Fault("device-tpu", ["run", *TINY, "--device", "tpu"], 2, "invalid device 'tpu'", no_run, one_line=True),
-    Fault("device-cuda-without-gpu", ["run", *TINY, "--device", "cuda"], 2, "invalid device 'cuda'", no_run, one_line=True),
-    Fault("store-is-a-text-file", ["run", *TINY[:-1], "{path}"], 2, "is not an accelbench database", setup=_text_file,
-          one_line=True),
+    Fault(
+        "device-cuda-without-gpu", ["run", *TINY, "--device", "cuda"], 2, "invalid device 'cuda'", no_run, one_line=True
+    ),
+    Fault(
+        "store-is-a-text-file",
+        ["run", *TINY[:-1], "{path}"],
+        2,
+        "is not an accelbench database",
+        setup=_text_file,
+        one_line=True,
+    ),
     Fault("store-is-a-directory", ["run", *TINY[:-1], "{tmp}"], 2, "is a directory", one_line=True),
-    Fault("store-in-a-read-only-place", ["run", *TINY[:-1], "/proc/accelbench.db"], 2, "cannot open the results store",
-          one_line=True),
-    Fault("store-under-a-file", ["run", *TINY[:-1], "{path}/sub/accelbench.db"], 2, "is a file, not a folder",
-          setup=_text_file, one_line=True),
-    Fault("store-of-another-application", ["run", *TINY[:-1], "{path}"], 2, "another application's SQLite database",
-          _foreign_untouched, _foreign_db, one_line=True),
-    Fault("store-with-a-newer-schema", ["results", "--db", "{path}"], 2, "newer than this accelbench", setup=_newer_schema,
-          one_line=True),
+    Fault(
+        "store-in-a-read-only-place",
+        ["run", *TINY[:-1], "/proc/accelbench.db"],
+        2,
+        "cannot open the results store",
+        one_line=True,
+    ),
+    Fault(
+        "store-under-a-file",
+        ["run", *TINY[:-1], "{path}/sub/accelbench.db"],
+        2,
+        "is a file, not a folder",
+        setup=_text_file,
+        one_line=True,
+    ),
+    Fault(
+        "store-of-another-application",
+        ["run", *TINY[:-1], "{path}"],
+        2,
+        "another application's SQLite database",
+        _foreign_untouched,
+        _foreign_db,
+        one_line=True,
+    ),
+    Fault(
+        "store-with-a-newer-schema",
+        ["results", "--db", "{path}"],
+        2,
+        "newer than this accelbench",
+        setup=_newer_schema,
+        one_line=True,
+    ),
     Fault("results-without-a-store", ["results", "--db", "{tmp}/none.db"], 2, "no results store", one_line=True),
-    Fault("export-unknown-run", ["export", "--run", "99", "--db", "{path}"], 2, "no run 99", setup=_store_with_one_run,
-          one_line=True),
+    Fault(
+        "export-unknown-run",
+        ["export", "--run", "99", "--db", "{path}"],
+        2,
+        "no run 99",
+        setup=_store_with_one_run,
+        one_line=True,
+    ),
     # usage errors: exit 2, one line
     Fault("unknown-flag", ["run", "--no-such-flag"], 2, "No such option", one_line=True),
-    Fault("bad-precision", ["run", *TINY, "--precisions", "fp64"], 2, "invalid precision 'fp64'", no_run, one_line=True),
-    Fault("malformed-toml", ["run", *TINY, "--config", "{tmp}/bad.toml"], 2, "invalid config", no_run, _bad_toml,
-          one_line=True),
-    Fault("unknown-toml-key", ["run", *TINY, "--config", "{tmp}/typo.toml"], 2, "invalid config key 'modle'", no_run,
-          _bad_toml, one_line=True),
+    Fault(
+        "bad-precision", ["run", *TINY, "--precisions", "fp64"], 2, "invalid precision 'fp64'", no_run, one_line=True
+    ),
+    Fault(
+        "malformed-toml",
+        ["run", *TINY, "--config", "{tmp}/bad.toml"],
+        2,
+        "invalid config",
+        no_run,
+        _bad_toml,
+        one_line=True,
+    ),
+    Fault(
+        "unknown-toml-key",
+        ["run", *TINY, "--config", "{tmp}/typo.toml"],
+        2,
+        "invalid config key 'modle'",
+        no_run,
+        _bad_toml,
+        one_line=True,
+    ),
     Fault("version", ["--version"], 0, stdout="accelbench "),
     # item 7: text in brackets survives (rich markup off)
     Fault("models-keeps-brackets", ["models"], 0, stdout="pip install 'accelbench[timm]'"),
-    Fault("error-keeps-brackets", ["run", *TINY, "--model", "helpers:bracket_error_model"], 1,
-          "[enforce fail at alloc_cpu.cpp:127] data. [timm] kept as written", _rows(["error"])),
+    Fault(
+        "error-keeps-brackets",
+        ["run", *TINY, "--model", "helpers:bracket_error_model"],
+        1,
+        "[enforce fail at alloc_cpu.cpp:127] data. [timm] kept as written",
+        _rows(["error"]),
+    ),
     Fault("train-help-keeps-brackets", ["train", "--help"], 0, stdout="[train]"),
     # exit 1: a case error among finished cases; everything stored, the summary counts the failures
-    Fault("one-case-fails", ["run", *TINY, "--model", "helpers:broken_model,cifar-resnet20"], 1, "1 of 2 cases ended in error",
-          _rows(["error", "ok"])),
+    Fault(
+        "one-case-fails",
+        ["run", *TINY, "--model", "helpers:broken_model,cifar-resnet20"],
+        1,
+        "1 of 2 cases ended in error",
+        _rows(["error", "ok"]),
+    ),
     # item 8: CPU out-of-memory is an oom row with its boundary; oom is data: exit 0
-    Fault("cpu-oom-boundary", ["run", *TINY, "--model", "helpers:cpu_oom_model", "--batch-sizes", "1,2,4,8", "--images", "8"],
-          0, stdout="largest batch that ran 2, out of memory at 4", store=_rows(["ok", "ok", "oom", "skipped"])),
+    Fault(
+        "cpu-oom-boundary",
+        ["run", *TINY, "--model", "helpers:cpu_oom_model", "--batch-sizes", "1,2,4,8", "--images", "8"],
+        0,
+        stdout="largest batch that ran 2, out of memory at 4",
+        store=_rows(["ok", "ok", "oom", "skipped"]),
+    ),
     # item 10: a broken image is named; --skip-bad-images drops and counts it
-    Fault("bad-image-named", ["run", *TINY, "--data", "{tmp}/imgs"], 2, "0000_broken.png: not an image file", no_run,
-          _folder_with_a_bad_image, one_line=True),
-    Fault("train-bad-image-named", ["train", "--epochs", "1", "--device", "cpu", "--data", "{tmp}/imgs", "--eval-data",
-                                    "{tmp}/imgs", "--db", "{db}"], 2, "0000_broken.png: not an image file", no_run,
-          _folder_with_a_bad_image, one_line=True),
-    Fault("bad-image-skipped", ["run", *TINY, "--data", "{tmp}/imgs", "--images", "7", "--skip-bad-images"], 0,
-          store=_skipped_one, setup=_folder_with_a_bad_image),
+    Fault(
+        "bad-image-named",
+        ["run", *TINY, "--data", "{tmp}/imgs"],
+        2,
+        "0000_broken.png: not an image file",
+        no_run,
+        _folder_with_a_bad_image,
+        one_line=True,
+    ),
+    Fault(
+        "train-bad-image-named",
+        [
+            "train",
+            "--epochs",
+            "1",
+            "--device",
+            "cpu",
+            "--data",
+            "{tmp}/imgs",
+            "--eval-data",
+            "{tmp}/imgs",
+            "--db",
+            "{db}",
+        ],
+        2,
+        "0000_broken.png: not an image file",
+        no_run,
+        _folder_with_a_bad_image,
+        one_line=True,
+    ),
+    Fault(
+        "bad-image-skipped",
+        ["run", *TINY, "--data", "{tmp}/imgs", "--images", "7", "--skip-bad-images"],
+        0,
+        store=_skipped_one,
+        setup=_folder_with_a_bad_image,
+    ),
     # the commands and settings added later (loadgen, labels, backends, compare) answer the same way
-    Fault("loadgen-unknown-model", ["loadgen", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"], 2,
-          "unknown model 'nosuchmodel'", no_run, one_line=True),
-    Fault("loadgen-unknown-scenario", ["loadgen", *TINY[:2], "--device", "cpu", "--scenarios", "Batch", "--db", "{db}"],
-          2, "invalid scenario 'Batch'", no_run, one_line=True),
-    Fault("unknown-label-space", ["run", *TINY, "--label-space", "imagenet-21k"], 2, "invalid label_space 'imagenet-21k'",
-          no_run, one_line=True),
-    Fault("missing-labels-file", ["run", *TINY, "--labels", "{tmp}/none.txt"], 2, "cannot read labels file", no_run,
-          one_line=True),
-    Fault("unknown-backend", ["run", *TINY, "--modes", "eager,nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True),
-    Fault("tune-unknown-objective", ["tune", *TINY, "--objective", "speed"], 2, "invalid objective 'speed'", no_run,
-          one_line=True),
+    Fault(
+        "loadgen-unknown-model",
+        ["loadgen", "--model", "nosuchmodel", "--device", "cpu", "--db", "{db}"],
+        2,
+        "unknown model 'nosuchmodel'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "loadgen-unknown-scenario",
+        ["loadgen", *TINY[:2], "--device", "cpu", "--scenarios", "Batch", "--db", "{db}"],
+        2,
+        "invalid scenario 'Batch'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "unknown-label-space",
+        ["run", *TINY, "--label-space", "imagenet-21k"],
+        2,
+        "invalid label_space 'imagenet-21k'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "missing-labels-file",
+        ["run", *TINY, "--labels", "{tmp}/none.txt"],
+        2,
+        "cannot read labels file",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "unknown-backend", ["run", *TINY, "--modes", "eager,nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True
+    ),
+    Fault(
+        "tune-unknown-objective",
+        ["tune", *TINY, "--objective", "speed"],
+        2,
+        "invalid objective 'speed'",
+        no_run,
+        one_line=True,
+    ),
     Fault("tune-zero-budget", ["tune", *TINY, "--budget-s", "0"], 2, "invalid budget_s 0", no_run, one_line=True),
     Fault("tune-unknown-mode", ["tune", *TINY, "--modes", "nosuch"], 2, "invalid mode 'nosuch'", no_run, one_line=True),
-    Fault("tune-train-top1", ["tune", *TINY, "--workload", "train", "--min-top1-ratio", "0.99"], 2,
-          "invalid min_top1_ratio 0.99", no_run, one_line=True),
-    Fault("tune-train-untrainable-mode", ["tune", *TINY, "--workload", "train", "--modes", "compile-freeze"], 2,
-          "invalid mode 'compile-freeze'", no_run, one_line=True),
-    Fault("compare-unknown-run", ["compare", "1", "99", "--db", "{path}"], 2, "no run 99", setup=_store_with_one_run,
-          one_line=True),
-    Fault("report-missing-store", ["report", "--db", "{path}", "--run", "1", "--run", "{tmp}/none.db:1", "--html",
-                                   "{tmp}/r.html"], 2, "no results store at", setup=_store_with_one_run, one_line=True),
+    Fault(
+        "tune-train-top1",
+        ["tune", *TINY, "--workload", "train", "--min-top1-ratio", "0.99"],
+        2,
+        "invalid min_top1_ratio 0.99",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "tune-train-untrainable-mode",
+        ["tune", *TINY, "--workload", "train", "--modes", "compile-freeze"],
+        2,
+        "invalid mode 'compile-freeze'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "compare-unknown-run",
+        ["compare", "1", "99", "--db", "{path}"],
+        2,
+        "no run 99",
+        setup=_store_with_one_run,
+        one_line=True,
+    ),
+    Fault(
+        "report-missing-store",
+        ["report", "--db", "{path}", "--run", "1", "--run", "{tmp}/none.db:1", "--html", "{tmp}/r.html"],
+        2,
+        "no results store at",
+        setup=_store_with_one_run,
+        one_line=True,
+    ),
 ]
 
 
@@ -207,8 +418,10 @@ def test_cpu_contention_is_flagged(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     row = cases(db)[0]
     assert "cpu-contention" in row["validity"] and row["cpu_other_util_pct"] > 10, row["validity"]
-    assert "flagged: other processes used > 10% of the host's CPU time: 1 case of cifar-resnet20: bs=2 fp32 eager" \
-        in p.stdout, p.stdout
+    assert (
+        "flagged: other processes used > 10% of the host's CPU time: 1 case of cifar-resnet20: bs=2 fp32 eager"
+        in p.stdout
+    ), p.stdout
 
 
 def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
@@ -220,11 +433,24 @@ def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
 
     from signal_helpers import DEADLINE_S, stored_rows, wait_for
 
-    args = ["run", *[a.format(db=db) for a in TINY], "--model", "signal_helpers:gated_net", "--batch-sizes",
-            batch_sizes, "--min-time-s", "1"]
+    args = [
+        "run",
+        *[a.format(db=db) for a in TINY],
+        "--model",
+        "signal_helpers:gated_net",
+        "--batch-sizes",
+        batch_sizes,
+        "--min-time-s",
+        "1",
+    ]
     env = cli_env({"OMP_NUM_THREADS": "1", **gate.env()})
-    proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="the first case stored, the next at the gate")
     gate.signal(lambda: proc.send_signal(signal.SIGTERM))
     _, err = proc.communicate(timeout=DEADLINE_S)
@@ -248,11 +474,24 @@ def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
     gate.close()
     gate.rearm()
     env = cli_env({"OMP_NUM_THREADS": "1", **gate.env()})
-    procs = [subprocess.Popen([sys.executable, "-m", "accelbench", *args, "--resume"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "accelbench", *args, "--resume"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     try:
-        wait_for(lambda: all(p.poll() is not None for p in procs) or (gate.reached() and any(
-            p.poll() is not None for p in procs)), label="one resume at the gate, the other ended")
+        wait_for(
+            lambda: (
+                all(p.poll() is not None for p in procs)
+                or (gate.reached() and any(p.poll() is not None for p in procs))
+            ),
+            label="one resume at the gate, the other ended",
+        )
     finally:
         gate.open()
     outs = [p.communicate(timeout=DEADLINE_S) for p in procs]

@@ -13,24 +13,62 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from fault_harness import Fault, cases, check, no_run, runs
-from accelbench.store import Store
+from specs import build_converge_spec, run_convergence
+
 from accelbench.scenarios.train import checkpoint as ckpt
 from accelbench.scenarios.train.converge import default_checkpoint_dir
-from specs import run_convergence
-from specs import build_converge_spec
+from accelbench.store import Store
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 # 128 real training images (4 steps of 32), 100 test images, 3 epochs: a few seconds on one CPU core. The
 # library settings below and the flags of TRAIN give the same spec, so `--resume` finds the killed run.
-SETTINGS = {"model": "cifar-resnet20", "device": "cpu", "epochs": 3, "batch_sizes": "32", "train_images": 128,
-            "eval_images": 100, "placement": "resident"}
-TRAIN = ["train", "--model", "cifar-resnet20", "--device", "cpu", "--epochs", "3", "--batch-sizes", "32",
-         "--images", "128", "--eval-images", "100", "--placement", "resident", "--db", "{db}", "--resume"]
-PIPELINE = ["input-pipeline", "--images", "64", "--workers", "0", "--batch-size", "32", "--min-batches", "1",
-            "--no-resident", "--device", "cpu", "--db", "{db}"]
+SETTINGS = {
+    "model": "cifar-resnet20",
+    "device": "cpu",
+    "epochs": 3,
+    "batch_sizes": "32",
+    "train_images": 128,
+    "eval_images": 100,
+    "placement": "resident",
+}
+TRAIN = [
+    "train",
+    "--model",
+    "cifar-resnet20",
+    "--device",
+    "cpu",
+    "--epochs",
+    "3",
+    "--batch-sizes",
+    "32",
+    "--images",
+    "128",
+    "--eval-images",
+    "100",
+    "--placement",
+    "resident",
+    "--db",
+    "{db}",
+    "--resume",
+]
+PIPELINE = [
+    "input-pipeline",
+    "--images",
+    "64",
+    "--workers",
+    "0",
+    "--batch-size",
+    "32",
+    "--min-batches",
+    "1",
+    "--no-resident",
+    "--device",
+    "cpu",
+    "--db",
+    "{db}",
+]
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 MARKER = "code-ran"  # the file a crafted checkpoint creates if it is ever unpickled with code execution
 
@@ -47,8 +85,16 @@ class _CreatesMarker:
 
 def _crafted(path: Path, marker: Path) -> None:
     """A checkpoint-shaped file whose model state runs code when unpickled without ``weights_only``."""
-    torch.save({"format": ckpt.FORMAT, "spec_hash": "x", "epoch": 2, "history": [{}, {}],
-                "step": {"model": _CreatesMarker(marker)}}, path)
+    torch.save(
+        {
+            "format": ckpt.FORMAT,
+            "spec_hash": "x",
+            "epoch": 2,
+            "history": [{}, {}],
+            "step": {"model": _CreatesMarker(marker)},
+        },
+        path,
+    )
 
 
 def _truncated(path: Path, marker: Path) -> None:
@@ -78,6 +124,7 @@ def _killed_after_epoch_2(*spoil):
         rows = {r["epoch"]: r["case_id"] for r in cases(db) if r["row_type"] == "epoch"}
         (tmp / "before.json").write_text(json.dumps({"files": [str(p) for p in files], "rows": rows}))
         return {}
+
     return setup
 
 
@@ -102,6 +149,7 @@ def _resumed(kept_epochs: list[int], rejected: int):
         assert summary["status"] == "ok" and summary["epochs_done"] == 3
         assert not (tmp / MARKER).exists(), "the crafted checkpoint ran code"
         assert all(Path(f + ".bad").exists() for f in before["files"][:rejected]), list(tmp.rglob("*"))
+
     return check_store
 
 
@@ -111,38 +159,89 @@ def _pipeline_cold(method: str):
         rows = {r["case_key"]: r for r in cases(db)}
         assert all(r["status"] == "ok" for r in rows.values()), rows
         assert rows["storage|cold"]["cold_method"] == method and rows["storage|warm"]["cold_method"] is None
+
     return check_store
 
 
 FAULTS = [
     # a crafted .pt in place of the newest checkpoint: refused unread, the run resumes from the one before
-    Fault("crafted-checkpoint-refused", TRAIN, 0, "refused (not a tensors-only file: Unsupported global",
-          _resumed([1], rejected=1), _killed_after_epoch_2(_crafted), one_line=True, env=ONE_THREAD,
-          stdout="resumed after epoch 1"),
+    Fault(
+        "crafted-checkpoint-refused",
+        TRAIN,
+        0,
+        "refused (not a tensors-only file: Unsupported global",
+        _resumed([1], rejected=1),
+        _killed_after_epoch_2(_crafted),
+        one_line=True,
+        env=ONE_THREAD,
+        stdout="resumed after epoch 1",
+    ),
     # a truncated newest checkpoint (a crash mid-write on a filesystem without ordered writes): the same
-    Fault("truncated-checkpoint", TRAIN, 0, "unreadable (truncated or corrupt:", _resumed([1], rejected=1),
-          _killed_after_epoch_2(_truncated), one_line=True, env=ONE_THREAD, stdout="resumed after epoch 1"),
+    Fault(
+        "truncated-checkpoint",
+        TRAIN,
+        0,
+        "unreadable (truncated or corrupt:",
+        _resumed([1], rejected=1),
+        _killed_after_epoch_2(_truncated),
+        one_line=True,
+        env=ONE_THREAD,
+        stdout="resumed after epoch 1",
+    ),
     # no good checkpoint left: the batch size restarts from epoch 0, every epoch stored exactly once
-    Fault("no-good-checkpoint-left", TRAIN, 0, "no good checkpoint left: bs=32 restarts from epoch 0",
-          _resumed([], rejected=2), _killed_after_epoch_2(_truncated, _crafted), one_line=True, env=ONE_THREAD),
+    Fault(
+        "no-good-checkpoint-left",
+        TRAIN,
+        0,
+        "no good checkpoint left: bs=32 restarts from epoch 0",
+        _resumed([], rejected=2),
+        _killed_after_epoch_2(_truncated, _crafted),
+        one_line=True,
+        env=ONE_THREAD,
+    ),
     # input-pipeline evicts only the files it reads unless asked (the page cache is every job's on a shared host)
-    Fault("input-pipeline-default-fadvise", PIPELINE, 0, store=_pipeline_cold("fadvise"), env=ONE_THREAD,
-          stdout="Next: accelbench results"),
-    Fault("input-pipeline-evict-auto-deprecated", [*PIPELINE, "--evict", "auto"], 0, "--evict auto is deprecated",
-          _pipeline_cold("fadvise"), one_line=True, env=ONE_THREAD),
-    Fault("input-pipeline-bad-evict", [*PIPELINE, "--evict", "everything"], 2, "invalid evict 'everything'",
-          no_run, one_line=True),
+    Fault(
+        "input-pipeline-default-fadvise",
+        PIPELINE,
+        0,
+        store=_pipeline_cold("fadvise"),
+        env=ONE_THREAD,
+        stdout="Next: accelbench results",
+    ),
+    Fault(
+        "input-pipeline-evict-auto-deprecated",
+        [*PIPELINE, "--evict", "auto"],
+        0,
+        "--evict auto is deprecated",
+        _pipeline_cold("fadvise"),
+        one_line=True,
+        env=ONE_THREAD,
+    ),
+    Fault(
+        "input-pipeline-bad-evict",
+        [*PIPELINE, "--evict", "everything"],
+        2,
+        "invalid evict 'everything'",
+        no_run,
+        one_line=True,
+    ),
 ]
 
 # The one line of each resume row, in parts that must appear in this order ({newest}, {previous}: checkpoint paths).
 LINES = {
-    "crafted-checkpoint-refused": ("warning: checkpoint {newest} refused (not a tensors-only file: Unsupported global",
-                                   "; resuming bs=32 from {previous} (epoch 1)"),
-    "truncated-checkpoint": ("warning: checkpoint {newest} unreadable (truncated or corrupt: ",
-                             "; resuming bs=32 from {previous} (epoch 1)"),
-    "no-good-checkpoint-left": ("warning: checkpoint {newest} unreadable (truncated or corrupt: ",
-                                "; checkpoint {previous} refused (not a tensors-only file: ",
-                                "; no good checkpoint left: bs=32 restarts from epoch 0"),
+    "crafted-checkpoint-refused": (
+        "warning: checkpoint {newest} refused (not a tensors-only file: Unsupported global",
+        "; resuming bs=32 from {previous} (epoch 1)",
+    ),
+    "truncated-checkpoint": (
+        "warning: checkpoint {newest} unreadable (truncated or corrupt: ",
+        "; resuming bs=32 from {previous} (epoch 1)",
+    ),
+    "no-good-checkpoint-left": (
+        "warning: checkpoint {newest} unreadable (truncated or corrupt: ",
+        "; checkpoint {previous} refused (not a tensors-only file: ",
+        "; no good checkpoint left: bs=32 restarts from epoch 0",
+    ),
 }
 
 
@@ -176,20 +275,52 @@ def test_the_crafted_file_runs_code_when_loaded_unsafely_and_not_here(tmp_path: 
 
 def _tiny_step(optimizer: str):
     from helpers import TinyConvNet
+
     from accelbench.scenarios.train.step import StepConfig, build_step
 
     torch.manual_seed(0)
-    return build_step(TinyConvNet(), StepConfig(precision="fp32", mode="eager", optimizer=optimizer, lr=0.1),
-                      torch.device("cpu"))
+    return build_step(
+        TinyConvNet(), StepConfig(precision="fp32", mode="eager", optimizer=optimizer, lr=0.1), torch.device("cpu")
+    )
 
 
 # What a checkpoint may reference, a subset of the weights_only allowlist of torch 2.4 (and every later one):
 # the state-dict container, the tensor rebuild function and storage types; no set/bytes opcodes (newer).
 OLD_ALLOWLIST = {"collections OrderedDict", "torch._utils _rebuild_tensor_v2"}
-OLD_OPCODES = {"PROTO", "STOP", "GLOBAL", "REDUCE", "BUILD", "NEWOBJ", "APPEND", "APPENDS", "SETITEM", "SETITEMS",
-               "MARK", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE", "EMPTY_LIST", "EMPTY_DICT", "BINPERSID",
-               "BINUNICODE", "BININT", "BININT1", "BININT2", "LONG1", "BINFLOAT", "NEWTRUE", "NEWFALSE", "NONE",
-               "BINGET", "LONG_BINGET", "BINPUT", "LONG_BINPUT"}
+OLD_OPCODES = {
+    "PROTO",
+    "STOP",
+    "GLOBAL",
+    "REDUCE",
+    "BUILD",
+    "NEWOBJ",
+    "APPEND",
+    "APPENDS",
+    "SETITEM",
+    "SETITEMS",
+    "MARK",
+    "TUPLE",
+    "TUPLE1",
+    "TUPLE2",
+    "TUPLE3",
+    "EMPTY_TUPLE",
+    "EMPTY_LIST",
+    "EMPTY_DICT",
+    "BINPERSID",
+    "BINUNICODE",
+    "BININT",
+    "BININT1",
+    "BININT2",
+    "LONG1",
+    "BINFLOAT",
+    "NEWTRUE",
+    "NEWFALSE",
+    "NONE",
+    "BINGET",
+    "LONG_BINGET",
+    "BINPUT",
+    "LONG_BINPUT",
+}
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
@@ -198,13 +329,33 @@ def test_a_real_checkpoint_round_trips_through_the_safe_loader(optimizer: str, t
 
     step = _tiny_step(optimizer)
     step(torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,)))
-    history = [{"epoch": 1, "case_key": "m|bs=4|epoch=1", "loss": np.float64(1.5), "steps": np.int64(3),
-                "top1": torch.tensor(0.25), "input_bound": np.bool_(False), "clocks": (1, 2), "error": None}]
+    history = [
+        {
+            "epoch": 1,
+            "case_key": "m|bs=4|epoch=1",
+            "loss": np.float64(1.5),
+            "steps": np.int64(3),
+            "top1": torch.tensor(0.25),
+            "input_bound": np.bool_(False),
+            "clocks": (1, 2),
+            "error": None,
+        }
+    ]
     path = ckpt.save(tmp_path, step=step, epoch=1, history=history, spec_hash="h", run_id=7, batch_size=4)
     assert path.name == "h-run7-bs4-epoch0001.pt" and not list(tmp_path.glob("*.tmp"))
     state = ckpt.load(path, "h", 1)
-    assert state["history"] == [{"epoch": 1, "case_key": "m|bs=4|epoch=1", "loss": 1.5, "steps": 3, "top1": 0.25,
-                                 "input_bound": False, "clocks": [1, 2], "error": None}]
+    assert state["history"] == [
+        {
+            "epoch": 1,
+            "case_key": "m|bs=4|epoch=1",
+            "loss": 1.5,
+            "steps": 3,
+            "top1": 0.25,
+            "input_bound": False,
+            "clocks": [1, 2],
+            "error": None,
+        }
+    ]
     assert [type(v) for v in state["history"][0].values()] == [int, str, float, int, float, bool, list, type(None)]
     fresh = _tiny_step(optimizer)
     ckpt.restore(state, fresh, path)
@@ -213,8 +364,11 @@ def test_a_real_checkpoint_round_trips_through_the_safe_loader(optimizer: str, t
     for k, v in saved.items():
         assert torch.equal(v, fresh.state_dict()["model"][k]), k
     saved_opt, loaded_opt = step.optimizer.state_dict()["state"], fresh.optimizer.state_dict()["state"]
-    assert saved_opt and saved_opt.keys() == loaded_opt.keys() and all(
-        torch.equal(saved_opt[i][k], loaded_opt[i][k]) for i in saved_opt for k in saved_opt[i])
+    assert (
+        saved_opt
+        and saved_opt.keys() == loaded_opt.keys()
+        and all(torch.equal(saved_opt[i][k], loaded_opt[i][k]) for i in saved_opt for k in saved_opt[i])
+    )
     with zipfile.ZipFile(path) as z:
         data = z.read(next(n for n in z.namelist() if n.endswith("data.pkl")))
     ops = list(pickletools.genops(data))
@@ -227,8 +381,15 @@ def test_a_real_checkpoint_round_trips_through_the_safe_loader(optimizer: str, t
 def test_the_last_two_checkpoints_are_kept(tmp_path: Path) -> None:
     step = _tiny_step("sgd")
     for epoch in (1, 2, 3):
-        ckpt.save(tmp_path, step=step, epoch=epoch, history=[{"epoch": e} for e in range(1, epoch + 1)],
-                  spec_hash="h", run_id=1, batch_size=4)
+        ckpt.save(
+            tmp_path,
+            step=step,
+            epoch=epoch,
+            history=[{"epoch": e} for e in range(1, epoch + 1)],
+            spec_hash="h",
+            run_id=1,
+            batch_size=4,
+        )
     assert [e for e, _ in ckpt.checkpoints(tmp_path, "h", 1, 4)] == [3, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h-run1-bs4-epoch0002.pt", "h-run1-bs4-epoch0003.pt"]
 
@@ -248,8 +409,9 @@ def test_input_pipeline_default_never_opens_drop_caches(monkeypatch, tmp_path: P
 
     opened, synced = [], []
     real_open = open
-    monkeypatch.setattr(pipeline, "open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k),
-                        raising=False)
+    monkeypatch.setattr(
+        pipeline, "open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k), raising=False
+    )
     monkeypatch.setattr(pipeline.os, "sync", lambda: synced.append(True))
     files = pipeline.dataset_files("cifar10-train-5k")
     assert pipeline.drop_cache(files) == "fadvise" and pipeline.drop_cache(files, "auto") == "fadvise"
@@ -259,8 +421,9 @@ def test_input_pipeline_default_never_opens_drop_caches(monkeypatch, tmp_path: P
 
 
 def _small(tmp: Path, **kw):
-    return build_converge_spec({**SETTINGS, "train_images": 64, "eval_images": 50, "checkpoint_dir": str(tmp / "ck"),
-                                **kw}, cuda=False)
+    return build_converge_spec(
+        {**SETTINGS, "train_images": 64, "eval_images": 50, "checkpoint_dir": str(tmp / "ck"), **kw}, cuda=False
+    )
 
 
 def test_stored_epochs_without_checkpoints_restart_with_a_note(tmp_path: Path) -> None:
@@ -277,8 +440,11 @@ def test_stored_epochs_without_checkpoints_restart_with_a_note(tmp_path: Path) -
     with Store(db) as st:
         out = run_convergence(s, st, resume=True, on_note=notes.append)
         epochs = sorted(r["epoch"] for r in cases(db) if r["row_type"] == "epoch")
-    assert out.notes == notes == [f"no checkpoint of bs=32 in {tmp_path / 'ck'} for its stored epochs 1-1: "
-                                  "bs=32 restarts from epoch 0"]
+    assert (
+        out.notes
+        == notes
+        == [f"no checkpoint of bs=32 in {tmp_path / 'ck'} for its stored epochs 1-1: bs=32 restarts from epoch 0"]
+    )
     assert out.resumed == {} and [r["epoch"] for r in out.epochs] == [1, 2] and epochs == [1, 2]
 
 

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import cli_env, flags, run_cli, tiny_case
 from fault_harness import Fault, cases, check, no_run, runs
 from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
@@ -46,24 +45,75 @@ def _failed_run(db: Path, tmp: Path) -> None:
 
 FAULTS = [
     # typos are found by the launcher before a run exists: exit 2, one line, no ranks started
-    Fault("gpus-unknown-model", ["run", "--gpus", "2", *TINY, "--model", "nosuchmodel"], 2, "unknown model 'nosuchmodel'",
-          no_run, one_line=True),
-    Fault("gpus-missing-data", ["run", "--gpus", "2", *TINY, "--data", "/nonexistent"], 2, "data '/nonexistent' not found",
-          no_run, one_line=True),
-    Fault("train-gpus-unknown-model", ["train", "--gpus", "2", *TINY, "--model", "nosuchmodel"], 2, "unknown model",
-          no_run, one_line=True),
-    Fault("scale-unknown-model", ["scale", "--gpus", "1,2", *TINY, "--model", "nosuchmodel"], 2, "unknown model",
-          no_run, one_line=True),
-    Fault("concurrent-missing-data", ["concurrent", "--models", "cifar-resnet20,cifar-resnet20", "--device", "cpu",
-                                      "--data", "/nonexistent", "--db", "{db}"], 2, "data '/nonexistent' not found",
-          no_run, one_line=True),
+    Fault(
+        "gpus-unknown-model",
+        ["run", "--gpus", "2", *TINY, "--model", "nosuchmodel"],
+        2,
+        "unknown model 'nosuchmodel'",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "gpus-missing-data",
+        ["run", "--gpus", "2", *TINY, "--data", "/nonexistent"],
+        2,
+        "data '/nonexistent' not found",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "train-gpus-unknown-model",
+        ["train", "--gpus", "2", *TINY, "--model", "nosuchmodel"],
+        2,
+        "unknown model",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "scale-unknown-model",
+        ["scale", "--gpus", "1,2", *TINY, "--model", "nosuchmodel"],
+        2,
+        "unknown model",
+        no_run,
+        one_line=True,
+    ),
+    Fault(
+        "concurrent-missing-data",
+        [
+            "concurrent",
+            "--models",
+            "cifar-resnet20,cifar-resnet20",
+            "--device",
+            "cpu",
+            "--data",
+            "/nonexistent",
+            "--db",
+            "{db}",
+        ],
+        2,
+        "data '/nonexistent' not found",
+        no_run,
+        one_line=True,
+    ),
     # a rank that raises: its case is an error row naming the rank, the run completes, exit 1, no traceback shown
-    Fault("gpus-rank-crash", ["run", "--gpus", "2", *CASE, "--model", "multi_helpers:crash_on_rank1", "--batch-sizes", "2",
-                              "--db", "{db}"], 1, "1 of 1 cases ended in error", _crash_row, env=ONE_THREAD),
+    Fault(
+        "gpus-rank-crash",
+        ["run", "--gpus", "2", *CASE, "--model", "multi_helpers:crash_on_rank1", "--batch-sizes", "2", "--db", "{db}"],
+        1,
+        "1 of 1 cases ended in error",
+        _crash_row,
+        env=ONE_THREAD,
+    ),
     # interconnect: a run whose every case fails exits 1. Gloo told to use a network interface that does not exist
     # fails in every rank, every time (a 50 ms timeout, used before, let the smallest ops through on an idle host).
-    Fault("interconnect-failed", ["interconnect", "--gpus", "2", "--device", "cpu", "--max-bytes", "64K", "--db", "{db}"],
-          1, "Unable to find address for: nosuchif0", _failed_run, env={**ONE_THREAD, "GLOO_SOCKET_IFNAME": "nosuchif0"}),
+    Fault(
+        "interconnect-failed",
+        ["interconnect", "--gpus", "2", "--device", "cpu", "--max-bytes", "64K", "--db", "{db}"],
+        1,
+        "Unable to find address for: nosuchif0",
+        _failed_run,
+        env={**ONE_THREAD, "GLOO_SOCKET_IFNAME": "nosuchif0"},
+    ),
 ]
 
 
@@ -80,9 +130,15 @@ GATED = ["--device", "cpu", "--model", "signal_helpers:gated_net", "--images", "
 
 def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
     """accelbench in a session of its own, so that a signal to its process group is a terminal's Ctrl-C."""
-    return subprocess.Popen([sys.executable, "-m", "accelbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=cli_env({**ONE_THREAD, **(env or {})}), start_new_session=True,
-                                preexec_fn=takes_ctrl_c)
+    return subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env({**ONE_THREAD, **(env or {})}),
+        start_new_session=True,
+        preexec_fn=takes_ctrl_c,
+    )
 
 
 def _aggregates(db: Path) -> list[dict]:
@@ -123,7 +179,9 @@ def _workers(proc: subprocess.Popen) -> list:
     for c in _descendants(proc):
         try:
             argv = c.cmdline()
-            if "accelbench.launchers.torchrun.worker" in argv and "torch.distributed.run" not in argv:  # not torchrun's own
+            if (
+                "accelbench.launchers.torchrun.worker" in argv and "torch.distributed.run" not in argv
+            ):  # not torchrun's own
                 out.append(c)
         except psutil.Error:  # ended meanwhile
             pass
@@ -185,7 +243,9 @@ def test_ctrl_c_then_resume_continues_the_same_run(tmp_path: Path) -> None:
     wait_for(lambda: _lease_pid(db) == resumed.pid and gate.reached(), resumed, label="the resumed run at the gate")
     busy = run_cli(*args, "--resume", env=ONE_THREAD)
     assert busy.returncode == 2, busy.stdout + busy.stderr
-    assert busy.stderr.splitlines() == [busy.stderr.strip()] and f"run 1 is being run by pid {resumed.pid}" in busy.stderr
+    assert (
+        busy.stderr.splitlines() == [busy.stderr.strip()] and f"run 1 is being run by pid {resumed.pid}" in busy.stderr
+    )
     gate.open()
     out, err = resumed.communicate(timeout=DEADLINE_S)
     assert resumed.returncode == 0, out + err

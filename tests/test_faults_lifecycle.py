@@ -9,9 +9,8 @@ import sqlite3
 import tarfile
 from pathlib import Path
 
-import pytest
-
 import conftest
+import pytest
 from conftest import run_cli
 from fault_harness import Fault, cases, check, runs, statuses
 
@@ -31,6 +30,7 @@ def _complete(expected: list[str]):
     def check_store(db: Path, tmp: Path) -> None:
         assert statuses(db) == expected, statuses(db)
         assert [r[2] for r in runs(db)] == ["complete"], runs(db)
+
     return check_store
 
 
@@ -75,6 +75,7 @@ def _one_row_per(expected: int):
         rows = cases(db)
         assert len(rows) == expected == len({r["case_key"] for r in rows}), [r["case_key"] for r in rows]
         assert all(r["status"] == "ok" for r in rows) and [r[2] for r in runs(db)] == ["complete"]
+
     return check_store
 
 
@@ -83,6 +84,7 @@ def _error_row(text: str):
         rows = cases(db)
         assert [r["status"] for r in rows] == ["error"] and text in rows[0]["error"], rows
         assert [r[2] for r in runs(db)] == ["complete"], runs(db)
+
     return check_store
 
 
@@ -98,77 +100,238 @@ def _stored_and_complete(db: Path, tmp: Path) -> None:
 
 FAULTS = [
     # item 3: a typo leaves no store file, prints no header (one line only) and suggests the name meant
-    Fault("typo-model-leaves-nothing", ["run", *TINY[2:], "--model", "cifar-resnet2O"], 2,
-          "unknown model 'cifar-resnet2O' (did you mean 'cifar-resnet20'?)", no_file, one_line=True),
-    Fault("typo-precision", ["run", *TINY, "--precisions", "fp23"], 2, "(did you mean 'fp32'?)",
-          no_file, one_line=True),
-    Fault("typo-backend", ["run", *TINY, "--modes", "eager,compil"], 2, "(did you mean 'compile'?)",
-          no_file, one_line=True),
-    Fault("typo-loadgen-scenario", ["loadgen", *TINY[:2], "--device", "cpu", "--scenarios", "Sever", "--db", "{db}"], 2,
-          "(did you mean 'Server'?)", no_file, one_line=True),
-    Fault("typo-config-key", ["run", *TINY, "--config", "{tmp}/typo.toml"], 2,
-          "(did you mean 'precisions'?)", no_file,
-          lambda tmp: (tmp / "typo.toml").write_text('precsions = "fp32"\n') and None, one_line=True),
-    Fault("missing-data-leaves-nothing", ["train", *TINY, "--data", "{tmp}/none"], 2, "not found", no_file,
-          one_line=True),
-    Fault("typo-model-of-a-training-run", ["train", "--epochs", "1", "--model", "cifar-resnet2O", "--device", "cpu", "--db", "{db}"], 2,
-          "(did you mean 'cifar-resnet20'?)", no_file, one_line=True),
+    Fault(
+        "typo-model-leaves-nothing",
+        ["run", *TINY[2:], "--model", "cifar-resnet2O"],
+        2,
+        "unknown model 'cifar-resnet2O' (did you mean 'cifar-resnet20'?)",
+        no_file,
+        one_line=True,
+    ),
+    Fault(
+        "typo-precision", ["run", *TINY, "--precisions", "fp23"], 2, "(did you mean 'fp32'?)", no_file, one_line=True
+    ),
+    Fault(
+        "typo-backend",
+        ["run", *TINY, "--modes", "eager,compil"],
+        2,
+        "(did you mean 'compile'?)",
+        no_file,
+        one_line=True,
+    ),
+    Fault(
+        "typo-loadgen-scenario",
+        ["loadgen", *TINY[:2], "--device", "cpu", "--scenarios", "Sever", "--db", "{db}"],
+        2,
+        "(did you mean 'Server'?)",
+        no_file,
+        one_line=True,
+    ),
+    Fault(
+        "typo-config-key",
+        ["run", *TINY, "--config", "{tmp}/typo.toml"],
+        2,
+        "(did you mean 'precisions'?)",
+        no_file,
+        lambda tmp: (tmp / "typo.toml").write_text('precsions = "fp32"\n') and None,
+        one_line=True,
+    ),
+    Fault(
+        "missing-data-leaves-nothing", ["train", *TINY, "--data", "{tmp}/none"], 2, "not found", no_file, one_line=True
+    ),
+    Fault(
+        "typo-model-of-a-training-run",
+        ["train", "--epochs", "1", "--model", "cifar-resnet2O", "--device", "cpu", "--db", "{db}"],
+        2,
+        "(did you mean 'cifar-resnet20'?)",
+        no_file,
+        one_line=True,
+    ),
     # item 11: a truncated .tar.gz is a data error naming the archive (was "interrupted", exit 130), every command
-    *[Fault(f"truncated-archive-{cmd}", [cmd, "--data", "{arc}", "--device", "cpu", "--db", "{db}"], 2,
-            "cannot read archive", no_file, _truncated, one_line=True)
-      for cmd in ("run", "train", "profile", "loadgen", "input-pipeline")],
+    *[
+        Fault(
+            f"truncated-archive-{cmd}",
+            [cmd, "--data", "{arc}", "--device", "cpu", "--db", "{db}"],
+            2,
+            "cannot read archive",
+            no_file,
+            _truncated,
+            one_line=True,
+        )
+        for cmd in ("run", "train", "profile", "loadgen", "input-pipeline")
+    ],
     # item 14: a duplicate entry runs once, with one note line (was a UNIQUE constraint crash mid-run)
-    Fault("duplicate-batch-size", ["run", *TINY, "--batch-sizes", "2,2"], 0, "note: batch size 2 given more than once",
-          _one_row_per(1), env=ONE_THREAD),
-    Fault("duplicate-model", ["run", *TINY, "--model", "cifar-resnet20,cifar-resnet20"], 0,
-          "note: model cifar-resnet20 given more than once", _one_row_per(1), env=ONE_THREAD),
-    Fault("duplicate-precision-and-mode", ["run", *TINY, "-p", "fp32,fp32", "--modes", "eager,eager"], 0,
-          "note: precision fp32 given more than once", _one_row_per(1), env=ONE_THREAD),
+    Fault(
+        "duplicate-batch-size",
+        ["run", *TINY, "--batch-sizes", "2,2"],
+        0,
+        "note: batch size 2 given more than once",
+        _one_row_per(1),
+        env=ONE_THREAD,
+    ),
+    Fault(
+        "duplicate-model",
+        ["run", *TINY, "--model", "cifar-resnet20,cifar-resnet20"],
+        0,
+        "note: model cifar-resnet20 given more than once",
+        _one_row_per(1),
+        env=ONE_THREAD,
+    ),
+    Fault(
+        "duplicate-precision-and-mode",
+        ["run", *TINY, "-p", "fp32,fp32", "--modes", "eager,eager"],
+        0,
+        "note: precision fp32 given more than once",
+        _one_row_per(1),
+        env=ONE_THREAD,
+    ),
     # item 20: numbers out of range are refused up front (was an internal OverflowError and a `running` run)
-    Fault("huge-batch-size", ["run", *TINY, "-b", "99999999999999999999"], 2,
-          "invalid batch_sizes 99999999999999999999", no_file, one_line=True),
-    Fault("huge-images", ["run", *TINY, "--images", "99999999999999999999"], 2, "invalid images", no_file,
-          one_line=True),
-    Fault("cost-nan-price", ["cost", "--price-per-hour", "nan", "--db", "{path}"], 2, "invalid price_per_hour nan",
-          setup=_store_with_one_run, one_line=True),
-    Fault("report-names-the-missing-store", ["report", "--run", "{tmp}/nonexist.db:1", "--html", "{tmp}/r.html", "--db",
-                                             "{tmp}/default.db"], 2, "no results store at {tmp}/nonexist.db",
-          one_line=True),
-    Fault("gif-and-tif-decoded", ["run", *TINY, "--data", "{tmp}/mixed", "--images", "4"], 0, store=_four_decoded,
-          setup=_gif_and_tif, env=ONE_THREAD),
+    Fault(
+        "huge-batch-size",
+        ["run", *TINY, "-b", "99999999999999999999"],
+        2,
+        "invalid batch_sizes 99999999999999999999",
+        no_file,
+        one_line=True,
+    ),
+    Fault(
+        "huge-images", ["run", *TINY, "--images", "99999999999999999999"], 2, "invalid images", no_file, one_line=True
+    ),
+    Fault(
+        "cost-nan-price",
+        ["cost", "--price-per-hour", "nan", "--db", "{path}"],
+        2,
+        "invalid price_per_hour nan",
+        setup=_store_with_one_run,
+        one_line=True,
+    ),
+    Fault(
+        "report-names-the-missing-store",
+        ["report", "--run", "{tmp}/nonexist.db:1", "--html", "{tmp}/r.html", "--db", "{tmp}/default.db"],
+        2,
+        "no results store at {tmp}/nonexist.db",
+        one_line=True,
+    ),
+    Fault(
+        "gif-and-tif-decoded",
+        ["run", *TINY, "--data", "{tmp}/mixed", "--images", "4"],
+        0,
+        store=_four_decoded,
+        setup=_gif_and_tif,
+        env=ONE_THREAD,
+    ),
     # item 13: user code cannot take accelbench over
-    Fault("factory-exits", ["run", *TINY, "--model", "lifecycle_factories:exits"], 1,
-          "called sys.exit(0)", _error_row("model factory 'lifecycle_factories:exits' called sys.exit(0)")),
-    Fault("factory-argparse-required", ["run", *TINY, "--model", "lifecycle_factories:parses_required"], 1,
-          "the following arguments are required: --width", _error_row("called sys.exit(2)")),
-    Fault("factory-argparse-optional", ["run", *TINY, "--model", "lifecycle_factories:parses_optional"], 0,
-          store=_one_row_per(1), env=ONE_THREAD),
+    Fault(
+        "factory-exits",
+        ["run", *TINY, "--model", "lifecycle_factories:exits"],
+        1,
+        "called sys.exit(0)",
+        _error_row("model factory 'lifecycle_factories:exits' called sys.exit(0)"),
+    ),
+    Fault(
+        "factory-argparse-required",
+        ["run", *TINY, "--model", "lifecycle_factories:parses_required"],
+        1,
+        "the following arguments are required: --width",
+        _error_row("called sys.exit(2)"),
+    ),
+    Fault(
+        "factory-argparse-optional",
+        ["run", *TINY, "--model", "lifecycle_factories:parses_optional"],
+        0,
+        store=_one_row_per(1),
+        env=ONE_THREAD,
+    ),
     # item 19: what the README says a factory's module may declare is read from the module
-    Fault("factory-module-declarations", ["run", *TINY, "--model", "lifecycle_factories:plain"], 0,
-          store=_declared_on_module, env=ONE_THREAD),
+    Fault(
+        "factory-module-declarations",
+        ["run", *TINY, "--model", "lifecycle_factories:plain"],
+        0,
+        store=_declared_on_module,
+        env=ONE_THREAD,
+    ),
     # item 15: outputs that cannot be written are refused before anything runs (exit 2), or after the sweep one line
     # and exit 1 with the run stored; never "internal error ... a bug"
     Fault("json-is-a-directory", ["run", *TINY, "--json", "{tmp}"], 2, "is a directory", no_file, one_line=True),
-    Fault("json-under-a-file", ["run", *TINY, "--json", "{tmp}/f.txt/out.json"], 2, "is a file, not a folder", no_file,
-          lambda tmp: (tmp / "f.txt").write_text("x") and None, one_line=True),
-    Fault("json-read-only-place", ["run", *TINY, "--json", "/proc/out.json"], 2, "cannot write /proc/out.json", no_file,
-          one_line=True),
-    Fault("json-disk-full", ["run", *TINY, "--json", "/dev/full"], 1, "cannot write /dev/full: No space left on device",
-          _stored_and_complete, env=ONE_THREAD),
-    Fault("json-missing-parent-created", ["run", *TINY, "--json", "{tmp}/new/dir/out.json"], 0,
-          store=lambda db, tmp: json_ok(tmp / "new/dir/out.json"), env=ONE_THREAD),
-    Fault("export-to-a-directory", ["export", "-o", "{tmp}/out", "--db", "{path}"], 2, "is a directory",
-          setup=_store_then_folder, one_line=True),
-    Fault("export-json-to-a-directory", ["export", "-f", "json", "-o", "{tmp}/out", "--db", "{path}"], 2,
-          "is a directory", setup=_store_then_folder, one_line=True),
-    Fault("export-disk-full", ["export", "-o", "/dev/full", "--db", "{path}"], 1,
-          "cannot write /dev/full: No space left on device", setup=_store_with_one_run, one_line=True),
-    Fault("export-missing-parent-created", ["export", "-o", "{tmp}/a/b/runs.csv", "--db", "{path}"], 0,
-          store=lambda db, tmp: csv_ok(tmp / "a/b/runs.csv"), setup=_store_with_one_run),
-    Fault("report-html-to-a-directory", ["report", "--html", "{tmp}/out", "--db", "{path}"], 2, "is a directory",
-          setup=_store_then_folder, one_line=True),
-    Fault("compare-json-to-a-directory", ["compare", "1", "1", "--json", "{tmp}/out", "--db", "{path}"], 2,
-          "is a directory", setup=_store_then_folder, one_line=True),
+    Fault(
+        "json-under-a-file",
+        ["run", *TINY, "--json", "{tmp}/f.txt/out.json"],
+        2,
+        "is a file, not a folder",
+        no_file,
+        lambda tmp: (tmp / "f.txt").write_text("x") and None,
+        one_line=True,
+    ),
+    Fault(
+        "json-read-only-place",
+        ["run", *TINY, "--json", "/proc/out.json"],
+        2,
+        "cannot write /proc/out.json",
+        no_file,
+        one_line=True,
+    ),
+    Fault(
+        "json-disk-full",
+        ["run", *TINY, "--json", "/dev/full"],
+        1,
+        "cannot write /dev/full: No space left on device",
+        _stored_and_complete,
+        env=ONE_THREAD,
+    ),
+    Fault(
+        "json-missing-parent-created",
+        ["run", *TINY, "--json", "{tmp}/new/dir/out.json"],
+        0,
+        store=lambda db, tmp: json_ok(tmp / "new/dir/out.json"),
+        env=ONE_THREAD,
+    ),
+    Fault(
+        "export-to-a-directory",
+        ["export", "-o", "{tmp}/out", "--db", "{path}"],
+        2,
+        "is a directory",
+        setup=_store_then_folder,
+        one_line=True,
+    ),
+    Fault(
+        "export-json-to-a-directory",
+        ["export", "-f", "json", "-o", "{tmp}/out", "--db", "{path}"],
+        2,
+        "is a directory",
+        setup=_store_then_folder,
+        one_line=True,
+    ),
+    Fault(
+        "export-disk-full",
+        ["export", "-o", "/dev/full", "--db", "{path}"],
+        1,
+        "cannot write /dev/full: No space left on device",
+        setup=_store_with_one_run,
+        one_line=True,
+    ),
+    Fault(
+        "export-missing-parent-created",
+        ["export", "-o", "{tmp}/a/b/runs.csv", "--db", "{path}"],
+        0,
+        store=lambda db, tmp: csv_ok(tmp / "a/b/runs.csv"),
+        setup=_store_with_one_run,
+    ),
+    Fault(
+        "report-html-to-a-directory",
+        ["report", "--html", "{tmp}/out", "--db", "{path}"],
+        2,
+        "is a directory",
+        setup=_store_then_folder,
+        one_line=True,
+    ),
+    Fault(
+        "compare-json-to-a-directory",
+        ["compare", "1", "1", "--json", "{tmp}/out", "--db", "{path}"],
+        2,
+        "is a directory",
+        setup=_store_then_folder,
+        one_line=True,
+    ),
 ]
 
 
@@ -217,12 +380,15 @@ def test_only_created_stores_that_hold_nothing_are_discarded(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["before.db", "used.db"]
 
 
-@pytest.mark.parametrize("body, why", [
-    ("def broken(:\n", "SyntaxError"),
-    ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
-    ("import sys\nsys.exit(3)\n", "called sys.exit(3)"),
-    ("import argparse\nargparse.ArgumentParser().parse_args()\n", "unrecognized arguments"),
-])
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("def broken(:\n", "SyntaxError"),
+        ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+        ("import sys\nsys.exit(3)\n", "called sys.exit(3)"),
+        ("import argparse\nargparse.ArgumentParser().parse_args()\n", "unrecognized arguments"),
+    ],
+)
 def test_a_factory_module_failing_at_import_is_one_line(body: str, why: str, tmp_path: Path) -> None:
     """Item 13: whatever a factory's module raises at import (not only ImportError) is "cannot import model
     factory", exit 2, one line, no store (was "internal error ... a bug", exit 1, or accelbench's exit)."""
@@ -256,8 +422,14 @@ def test_a_factory_in_the_current_folder_imports_with_the_script_too(tmp_path: P
     script.write_text("import sys\nfrom accelbench.cli import main\nsys.exit(main())\n")  # what pip writes
     db = work / "s.db"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    p = subprocess.run([sys.executable, str(script), "run", *[a.format(db=db) for a in TINY], "--model",
-                        "mymodels:plain"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, str(script), "run", *[a.format(db=db) for a in TINY], "--model", "mymodels:plain"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     assert statuses(db) == ["ok"]
 
@@ -267,8 +439,9 @@ def test_gpus_2_factory_exit_is_an_error_row(tmp_path: Path) -> None:
     (was "no cases ran", run complete, exit 0)."""
 
     db = tmp_path / "g.db"
-    p = run_cli("run", *[a.format(db=db) for a in TINY], "--model", "lifecycle_factories:exits", "--gpus", "2",
-               env=ONE_THREAD)
+    p = run_cli(
+        "run", *[a.format(db=db) for a in TINY], "--model", "lifecycle_factories:exits", "--gpus", "2", env=ONE_THREAD
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     rows = [r for r in cases(db) if r.get("aggregate") == 1]
     assert [r["status"] for r in rows] == ["error"] and "sys.exit(0)" in rows[0]["error"], rows
@@ -284,7 +457,9 @@ def test_a_stale_running_run_reads_interrupted(tmp_path: Path) -> None:
     with Store(db) as st:
         rid = st.begin_run("inference", {}, "h", {})
     with sqlite3.connect(db) as con:  # its process is gone (a pid that cannot exist) and its heartbeat old
-        con.execute("UPDATE runs SET status='running', lease_pid=?, lease_token='gone', lease_heartbeat=0", (2**22 + 7,))
+        con.execute(
+            "UPDATE runs SET status='running', lease_pid=?, lease_token='gone', lease_heartbeat=0", (2**22 + 7,)
+        )
     p = run_cli("results", "--runs", "--db", str(db))
     assert p.returncode == 0 and "interrupted (stale)" in p.stdout, p.stdout
     assert Store(db).run(rid)["status"] == "interrupted (stale)"

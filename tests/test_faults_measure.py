@@ -11,14 +11,31 @@
 from __future__ import annotations
 
 import pytest
+from fault_harness import Fault, cases, check, no_run
 
 from accelbench.core.errors import ConfigError
 from accelbench.scenarios.loadgen import settings as st
 from accelbench.scenarios.loadgen.search import find_peak_qps
-from fault_harness import Fault, cases, check, no_run
 
-LOADGEN = ["loadgen", "--model", "helpers:tiny_conv_net", "--device", "cpu", "--images", "64", "--idle-s", "0",
-           "--min-duration-s", "1", "--max-batch", "16", "--scenarios", "server", "--db", "{db}"]
+LOADGEN = [
+    "loadgen",
+    "--model",
+    "helpers:tiny_conv_net",
+    "--device",
+    "cpu",
+    "--images",
+    "64",
+    "--idle-s",
+    "0",
+    "--min-duration-s",
+    "1",
+    "--max-batch",
+    "16",
+    "--scenarios",
+    "server",
+    "--db",
+    "{db}",
+]
 
 
 def test_server_settings_are_checked_before_anything_runs():
@@ -42,12 +59,17 @@ def test_a_plan_the_model_cannot_meet_is_not_run():
     tight = st.infeasible(st.TestPlan(scenario="Server", server_latency_ms=0.5), forward_s, 16)
     assert "latency bound 0.5 ms is below the least a query takes here (1 ms" in tight
     fast = st.infeasible(st.TestPlan(scenario="Server", server_qps=1e12, min_duration_s=2.0), forward_s, 16)
-    assert "over 4x the capacity measured here (1,600 queries/s at batch 16)" in fast and "2,000,000,000,000 queries" in fast
+    assert (
+        "over 4x the capacity measured here (1,600 queries/s at batch 16)" in fast
+        and "2,000,000,000,000 queries" in fast
+    )
     assert st.infeasible(st.TestPlan(scenario="Server", server_qps=6000.0), forward_s, 16) is None  # under 4x
     # MultiStream: 662 queries of 8 samples at 0.1 s = 66 s, over 4 x 2 s
     slow = st.infeasible(st.TestPlan(scenario="MultiStream", min_duration_s=2.0), {8: 0.1}, 8)
     assert "MultiStream's 662 queries take about 66 s here" in slow
-    assert st.infeasible(st.TestPlan(scenario="MultiStream", min_duration_s=2.0, mlperf_rules=True), {8: 0.1}, 8) is None
+    assert (
+        st.infeasible(st.TestPlan(scenario="MultiStream", min_duration_s=2.0, mlperf_rules=True), {8: 0.1}, 8) is None
+    )
 
 
 def test_the_server_search_never_probes_below_its_floor():
@@ -78,6 +100,7 @@ def _not_run(reason: str):
         assert r["status"] == "unsupported" and reason in r["error"] and r.get("loadgen_log_dir") is None, r
         assert r["forward_ms_at_batch"] > 0  # what was measured before LoadGen would start
         assert not (tmp / "faults-loadgen").exists()  # LoadGen never ran: no logs
+
     return check_store
 
 
@@ -103,20 +126,73 @@ def _resized(db, tmp):
 
 
 FAULTS = [
-    Fault("loadgen-server-qps-zero", [*LOADGEN, "--server-target-qps", "0"], 2,
-          "invalid server_target_qps 0.0: allowed a finite number of queries/s > 0", store=no_run, one_line=True),
-    Fault("loadgen-server-qps-nan", [*LOADGEN, "--server-target-qps", "nan"], 2, "invalid server_target_qps nan",
-          store=no_run, one_line=True),
-    Fault("loadgen-server-qps-too-slow-for-the-duration", [*LOADGEN, "--server-target-qps", "1"], 2,
-          "at least 166 queries/s: the Server test's 662 queries would take 662 s", store=no_run, one_line=True),
-    Fault("loadgen-server-latency-zero", [*LOADGEN, "--server-latency-ms", "0"], 2,
-          "invalid server_latency_ms 0.0: allowed a finite number of milliseconds > 0", store=no_run, one_line=True),
-    Fault("loadgen-server-qps-far-above-capacity", [*LOADGEN, "--server-target-qps", "1e12"], 0,
-          store=_not_run("over 4x the capacity measured here"), stdout="LoadGen would pre-generate 1,000,000,000,000 queries"),
-    Fault("loadgen-server-latency-below-one-query", [*LOADGEN, "--server-latency-ms", "0.0001"], 0,
-          store=_not_run("below the least a query takes here"), stdout="no arrival rate meets it; not run"),
-    Fault("input-pipeline-photos-of-different-sizes", ["input-pipeline", "--data", "{tmp}/photos", "--device", "cpu",
-          "-b", "4", "-w", "0,2", "--min-batches", "2", "--db", "{db}"], 0, setup=_photos, store=_resized),
+    Fault(
+        "loadgen-server-qps-zero",
+        [*LOADGEN, "--server-target-qps", "0"],
+        2,
+        "invalid server_target_qps 0.0: allowed a finite number of queries/s > 0",
+        store=no_run,
+        one_line=True,
+    ),
+    Fault(
+        "loadgen-server-qps-nan",
+        [*LOADGEN, "--server-target-qps", "nan"],
+        2,
+        "invalid server_target_qps nan",
+        store=no_run,
+        one_line=True,
+    ),
+    Fault(
+        "loadgen-server-qps-too-slow-for-the-duration",
+        [*LOADGEN, "--server-target-qps", "1"],
+        2,
+        "at least 166 queries/s: the Server test's 662 queries would take 662 s",
+        store=no_run,
+        one_line=True,
+    ),
+    Fault(
+        "loadgen-server-latency-zero",
+        [*LOADGEN, "--server-latency-ms", "0"],
+        2,
+        "invalid server_latency_ms 0.0: allowed a finite number of milliseconds > 0",
+        store=no_run,
+        one_line=True,
+    ),
+    Fault(
+        "loadgen-server-qps-far-above-capacity",
+        [*LOADGEN, "--server-target-qps", "1e12"],
+        0,
+        store=_not_run("over 4x the capacity measured here"),
+        stdout="LoadGen would pre-generate 1,000,000,000,000 queries",
+    ),
+    Fault(
+        "loadgen-server-latency-below-one-query",
+        [*LOADGEN, "--server-latency-ms", "0.0001"],
+        0,
+        store=_not_run("below the least a query takes here"),
+        stdout="no arrival rate meets it; not run",
+    ),
+    Fault(
+        "input-pipeline-photos-of-different-sizes",
+        [
+            "input-pipeline",
+            "--data",
+            "{tmp}/photos",
+            "--device",
+            "cpu",
+            "-b",
+            "4",
+            "-w",
+            "0,2",
+            "--min-batches",
+            "2",
+            "--db",
+            "{db}",
+        ],
+        0,
+        setup=_photos,
+        store=_resized,
+    ),
 ]
 
 

@@ -82,9 +82,22 @@ def test_layer_flops_and_fp8_eligibility():
 
 # the simulated rows through the inference scenario -----------------------------------------------------------
 def test_fp8_on_the_cpu_gives_simulated_accuracy_rows(tmp_path):
-    spec = api.spec("inference", {"model": "cifar-resnet20", "batch_sizes": "64", "images": 320, "device": "cpu",
-                                  "precisions": "fp32,fp8,fp8-tensor", "modes": "eager", "idle_s": 0,
-                                  "min_time_s": 0, "min_timed_batches": 1, "warmup_batches": 0}, cuda=False)
+    spec = api.spec(
+        "inference",
+        {
+            "model": "cifar-resnet20",
+            "batch_sizes": "64",
+            "images": 320,
+            "device": "cpu",
+            "precisions": "fp32,fp8,fp8-tensor",
+            "modes": "eager",
+            "idle_s": 0,
+            "min_time_s": 0,
+            "min_timed_batches": 1,
+            "warmup_batches": 0,
+        },
+        cuda=False,
+    )
     out = api.run(spec, Store(tmp_path / "f.db"))
     by = {r["precision"]: r for r in out.records}
     for name in ("fp8", "fp8-tensor"):
@@ -113,17 +126,35 @@ def test_int8_simulation_runs_the_pt2e_graph_on_any_device():
 
 # the cheapest precision meeting the target ------------------------------------------------------------------
 def _row(prec, top1, tput, cost=None, status="ok", **kw):
-    return {"model": "m", "precision": prec, "mode": "compile", "batch_size": 32, "top1": top1, "status": status,
-            "throughput_samples_per_s": tput, "cost_per_1000_samples_usd": cost, "accuracy_samples": 100, **kw}
+    return {
+        "model": "m",
+        "precision": prec,
+        "mode": "compile",
+        "batch_size": 32,
+        "top1": top1,
+        "status": status,
+        "throughput_samples_per_s": tput,
+        "cost_per_1000_samples_usd": cost,
+        "accuracy_samples": 100,
+        **kw,
+    }
 
 
 def test_cheapest_meeting_target_by_cost_then_throughput():
     nan = float("nan")  # what a store read gives for a column a row lacks
-    rows = [_row("fp32", 0.90, 100, 1.0, simulated=nan, accuracy_target_met=nan), _row("amp-bf16", 0.895, 300, 0.4),
-            _row("int8", 0.85, 900, 0.1, accuracy_target_met=False, top1_fp32_ref=0.9),
-            _row("fp8", 0.90, None, None, status="unsupported", simulated=True, accuracy_target_met=True)]
+    rows = [
+        _row("fp32", 0.90, 100, 1.0, simulated=nan, accuracy_target_met=nan),
+        _row("amp-bf16", 0.895, 300, 0.4),
+        _row("int8", 0.85, 900, 0.1, accuracy_target_met=False, top1_fp32_ref=0.9),
+        _row("fp8", 0.90, None, None, status="unsupported", simulated=True, accuracy_target_met=True),
+    ]
     (c,) = cheapest_meeting_target(rows)
-    assert (c["precision"], c["by"], c["value"], c["missed"]) == ("amp-bf16", "cost_per_1000_samples_usd", 0.4, ["int8"])
+    assert (c["precision"], c["by"], c["value"], c["missed"]) == (
+        "amp-bf16",
+        "cost_per_1000_samples_usd",
+        0.4,
+        ["int8"],
+    )
     assert c["top1_delta_pts"] == pytest.approx(-0.5)
     no_cost = [{**r, "cost_per_1000_samples_usd": None} for r in rows]
     assert cheapest_meeting_target(no_cost)[0]["precision"] == "amp-bf16"  # by throughput: 300 > 100

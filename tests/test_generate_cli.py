@@ -5,7 +5,6 @@ uniform guessing, the compact table at 80 columns, the HTML report's section; ba
 import json
 
 import pytest
-
 from conftest import run_cli
 
 pytest.importorskip("transformers")
@@ -13,8 +12,25 @@ pytest.importorskip("transformers")
 from accelbench.models.hf import BUNDLED  # noqa: E402
 from accelbench.store import Store  # noqa: E402
 
-ARGS = ["generate", "-m", "hf:tiny-shakespeare", "-b", "1,2", "--prompt-lens", "32", "--new-tokens", "8",
-        "--modes", "hf-generate,static-cache", "--repeats", "5", "--idle-s", "0", "--device", "cpu"]
+ARGS = [
+    "generate",
+    "-m",
+    "hf:tiny-shakespeare",
+    "-b",
+    "1,2",
+    "--prompt-lens",
+    "32",
+    "--new-tokens",
+    "8",
+    "--modes",
+    "hf-generate,static-cache",
+    "--repeats",
+    "5",
+    "--idle-s",
+    "0",
+    "--device",
+    "cpu",
+]
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +109,17 @@ def test_compare_gives_decode_and_prefill_ratios_with_intervals(generated):
 
 def test_generate_help_offers_the_generation_backends_and_precisions_only():
     text = run_cli("generate", "--help", env={"COLUMNS": "1000"}, check=True).stdout
-    for name in ("hf-generate", "static-cache", "static-compile", "static-compile-fused", "int8-weight-only",
-                 "fp8-weight-only", "bf16", "--prompt-lens", "--new-tokens"):
+    for name in (
+        "hf-generate",
+        "static-cache",
+        "static-compile",
+        "static-compile-fused",
+        "int8-weight-only",
+        "fp8-weight-only",
+        "bf16",
+        "--prompt-lens",
+        "--new-tokens",
+    ):
         assert name in text, name
     assert "compile-freeze" not in text and "amp-bf16" not in text and "onnxruntime" not in text
 
@@ -103,9 +128,31 @@ def test_weight_only_int8_keeps_the_trained_models_perplexity_and_the_quality_li
     """The bundled model has real weights: int8 weight-only (one scale a row) stays within 1 % of fp32's held-out
     perplexity, and the run prints the cheapest precision meeting that target."""
     db = tmp_path / "q.db"
-    p = run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1", "--prompt-lens", "16", "--new-tokens", "4",
-                "-p", "fp32,int8-weight-only", "--modes", "static-cache", "--repeats", "1", "--idle-s", "0",
-                "--device", "cpu", "--db", str(db), env={"COLUMNS": "200"}, check=True)
+    p = run_cli(
+        "generate",
+        "-m",
+        "hf:tiny-shakespeare",
+        "-b",
+        "1",
+        "--prompt-lens",
+        "16",
+        "--new-tokens",
+        "4",
+        "-p",
+        "fp32,int8-weight-only",
+        "--modes",
+        "static-cache",
+        "--repeats",
+        "1",
+        "--idle-s",
+        "0",
+        "--device",
+        "cpu",
+        "--db",
+        str(db),
+        env={"COLUMNS": "200"},
+        check=True,
+    )
     ppl = {r["precision"]: r["perplexity"] for r in Store(db).records()}
     assert set(ppl) == {"fp32", "int8-weight-only"} and ppl["fp32"] > 1
     assert abs(ppl["int8-weight-only"] / ppl["fp32"] - 1) < 0.01
@@ -116,8 +163,27 @@ def test_an_oom_on_a_reused_model_is_tried_once_fresh_and_only_a_fresh_oom_is_th
     """Batch 3 runs out of memory only on the model built for batch 1 (memory held for earlier cases): it is tried
     again on a fresh build and runs (``oom_retried``); batch 5 runs out of memory fresh too: the boundary."""
     db = tmp_path / "g.db"
-    run_cli("generate", "-m", "helpers:held_memory_lm", "-b", "1,3,5", "--prompt-lens", "8", "--new-tokens", "4",
-            "--modes", "static-cache", "--repeats", "1", "--idle-s", "0", "--device", "cpu", "--db", str(db))
+    run_cli(
+        "generate",
+        "-m",
+        "helpers:held_memory_lm",
+        "-b",
+        "1,3,5",
+        "--prompt-lens",
+        "8",
+        "--new-tokens",
+        "4",
+        "--modes",
+        "static-cache",
+        "--repeats",
+        "1",
+        "--idle-s",
+        "0",
+        "--device",
+        "cpu",
+        "--db",
+        str(db),
+    )
     rows = {r["batch_size"]: r for r in Store(db).records() if not r.get("row_type")}
     assert sorted(rows) == [1, 3, 5]
     assert rows[1]["status"] == "ok" and not rows[1].get("oom_retried")
@@ -129,9 +195,29 @@ def test_fp8_off_a_gpu_is_an_unsupported_row_with_its_reason(tmp_path):
     """fp8 (W8A8 through torch._scaled_mm) needs FP8 tensor cores: on a CPU the case is an ``unsupported`` row that
     says so (a result, exit 0), before any model is built."""
     db = tmp_path / "f.db"
-    p = run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1", "--prompt-lens", "16", "--new-tokens", "4",
-                "-p", "fp8", "--modes", "static-cache", "--repeats", "1", "--idle-s", "0", "--device", "cpu",
-                "--db", str(db))
+    p = run_cli(
+        "generate",
+        "-m",
+        "hf:tiny-shakespeare",
+        "-b",
+        "1",
+        "--prompt-lens",
+        "16",
+        "--new-tokens",
+        "4",
+        "-p",
+        "fp8",
+        "--modes",
+        "static-cache",
+        "--repeats",
+        "1",
+        "--idle-s",
+        "0",
+        "--device",
+        "cpu",
+        "--db",
+        str(db),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [r for r in Store(db).records() if not r.get("row_type")]
     assert len(rows) == 1 and rows[0]["status"] == "unsupported" and rows[0]["precision"] == "fp8"

@@ -2,7 +2,6 @@
 generate, the weight-only kernels run, every backend and precision gives an ok row."""
 
 import pytest
-
 from conftest import run_cli
 
 pytestmark = pytest.mark.gpu
@@ -96,14 +95,36 @@ def test_every_backend_and_precision_runs(tmp_path):
     from accelbench.store import Store
 
     db = tmp_path / "g.db"
-    run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1,4", "--prompt-lens", "64", "--new-tokens", "16",
-            "-p", "bf16,int8-weight-only,fp8-weight-only", "--modes",
-            "hf-generate,static-cache,static-compile,static-compile-fused", "--repeats", "2", "--idle-s", "0",
-            "--db", str(db), check=True, timeout=900)
+    run_cli(
+        "generate",
+        "-m",
+        "hf:tiny-shakespeare",
+        "-b",
+        "1,4",
+        "--prompt-lens",
+        "64",
+        "--new-tokens",
+        "16",
+        "-p",
+        "bf16,int8-weight-only,fp8-weight-only",
+        "--modes",
+        "hf-generate,static-cache,static-compile,static-compile-fused",
+        "--repeats",
+        "2",
+        "--idle-s",
+        "0",
+        "--db",
+        str(db),
+        check=True,
+        timeout=900,
+    )
     rows = Store(db).records()
     assert len(rows) == 2 * 3 * 4
-    bad = [(r["status"], r["mbu"], r["tpot_p50_ms"], r["perplexity"], r["precision"], r["mode"]) for r in rows
-           if not (r["status"] == "ok" and 0 < r["mbu"] < 1.2 and r["tpot_p50_ms"] > 0 and r["perplexity"] > 1)]
+    bad = [
+        (r["status"], r["mbu"], r["tpot_p50_ms"], r["perplexity"], r["precision"], r["mode"])
+        for r in rows
+        if not (r["status"] == "ok" and 0 < r["mbu"] < 1.2 and r["tpot_p50_ms"] > 0 and r["perplexity"] > 1)
+    ]
     assert not bad, bad
     assert all("Triton 8-bit GEMV" in r["quant_kernels"] for r in rows if "weight-only" in r["precision"])
     bf16 = {r["perplexity"] for r in rows if r["precision"] == "bf16"}
@@ -120,15 +141,36 @@ def test_fp8_reads_8_bit_weights_and_keeps_the_bundled_models_perplexity(tmp_pat
     if torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9")
     db = tmp_path / "f.db"
-    run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1,4", "--prompt-lens", "64", "--new-tokens", "16",
-            "-p", "bf16,fp8", "--modes", "static-cache,static-compile-fused", "--repeats", "2", "--idle-s", "0",
-            "--db", str(db), check=True, timeout=900)
+    run_cli(
+        "generate",
+        "-m",
+        "hf:tiny-shakespeare",
+        "-b",
+        "1,4",
+        "--prompt-lens",
+        "64",
+        "--new-tokens",
+        "16",
+        "-p",
+        "bf16,fp8",
+        "--modes",
+        "static-cache,static-compile-fused",
+        "--repeats",
+        "2",
+        "--idle-s",
+        "0",
+        "--db",
+        str(db),
+        check=True,
+        timeout=900,
+    )
     rows = Store(db).records()
     assert len(rows) == 2 * 2 * 2 and {r["status"] for r in rows} == {"ok"}
     fp8 = [r for r in rows if r["precision"] == "fp8"]
     # q k v o gate up down a layer (fused: qkv o gate_up down) and the LM head
-    assert len(fp8) == 4 and all(r["fp8_linear_layers"] == (4 * 4 if r["mode"] == "static-compile-fused" else 4 * 7) + 1
-                                 for r in fp8)
+    assert len(fp8) == 4 and all(
+        r["fp8_linear_layers"] == (4 * 4 if r["mode"] == "static-compile-fused" else 4 * 7) + 1 for r in fp8
+    )
     assert all(r["fp8_linear_layers_skipped"] == 0 for r in fp8)
     bf16 = {(r["mode"], r["batch_size"]): r for r in rows if r["precision"] == "bf16"}
     for r in fp8:

@@ -6,8 +6,16 @@ import pytest
 
 from accelbench.scenarios.generate import metrics as m
 
-SHAPE = m.Shape(layers=2, heads=4, kv_heads=2, head_dim=8, matmul_params=1000, lm_head_params=500, weight_bytes=4000,
-                kv_bytes_per_value=2)
+SHAPE = m.Shape(
+    layers=2,
+    heads=4,
+    kv_heads=2,
+    head_dim=8,
+    matmul_params=1000,
+    lm_head_params=500,
+    weight_bytes=4000,
+    kv_bytes_per_value=2,
+)
 
 
 def test_kv_cache_bytes_by_hand():
@@ -34,9 +42,11 @@ def test_mean_decode_figures_equal_the_mean_over_every_step():
     contexts = [prompt + k for k in range(1, new)]
     assert m.mean_decode_context(prompt, new) == sum(contexts) / len(contexts) == 12
     assert m.mean_decode_bytes(SHAPE, 2, prompt, new) == pytest.approx(
-        sum(m.decode_bytes(SHAPE, 2, c) for c in contexts) / len(contexts))
+        sum(m.decode_bytes(SHAPE, 2, c) for c in contexts) / len(contexts)
+    )
     assert m.mean_decode_flops(SHAPE, 2, prompt, new) == pytest.approx(
-        sum(m.decode_flops(SHAPE, 2, c) for c in contexts) / len(contexts))
+        sum(m.decode_flops(SHAPE, 2, c) for c in contexts) / len(contexts)
+    )
     with pytest.raises(ValueError):
         m.mean_decode_context(10, 1)
 
@@ -59,8 +69,15 @@ def test_prefill_flops_agree_with_torchs_flop_counter():
 
     from accelbench.scenarios.generate.shape import shape_of
 
-    cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, attn_implementation="eager")
+    cfg = LlamaConfig(
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        attn_implementation="eager",
+    )
     model = LlamaForCausalLM(cfg).eval()
     shape = shape_of(model, torch.float32)
     b, p = 2, 7
@@ -120,13 +137,41 @@ def test_cheapest_precision_within_one_percent_of_the_reference_perplexity():
     from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
 
     rows = [
-        {"model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 1, "status": "ok", "perplexity": 10.0,
-         "cost_per_1000_samples_usd": 0.010},
-        {"model": "m", "precision": "int8-weight-only", "mode": "static-cache", "batch_size": 1, "status": "ok",
-         "perplexity": 10.09, "cost_per_1000_samples_usd": 0.007},
-        {"model": "m", "precision": "fp8-weight-only", "mode": "static-cache", "batch_size": 1, "status": "ok",
-         "perplexity": 10.2, "cost_per_1000_samples_usd": 0.006},  # cheaper, but 2 % worse: misses
-        {"model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 2, "status": "error", "perplexity": None},
+        {
+            "model": "m",
+            "precision": "bf16",
+            "mode": "static-cache",
+            "batch_size": 1,
+            "status": "ok",
+            "perplexity": 10.0,
+            "cost_per_1000_samples_usd": 0.010,
+        },
+        {
+            "model": "m",
+            "precision": "int8-weight-only",
+            "mode": "static-cache",
+            "batch_size": 1,
+            "status": "ok",
+            "perplexity": 10.09,
+            "cost_per_1000_samples_usd": 0.007,
+        },
+        {
+            "model": "m",
+            "precision": "fp8-weight-only",
+            "mode": "static-cache",
+            "batch_size": 1,
+            "status": "ok",
+            "perplexity": 10.2,
+            "cost_per_1000_samples_usd": 0.006,
+        },  # cheaper, but 2 % worse: misses
+        {
+            "model": "m",
+            "precision": "bf16",
+            "mode": "static-cache",
+            "batch_size": 2,
+            "status": "error",
+            "perplexity": None,
+        },
     ]
     got = cheapest_meeting_perplexity(rows)
     assert len(got) == 1

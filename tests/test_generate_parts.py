@@ -8,11 +8,25 @@ import pytest
 pytest.importorskip("transformers")
 
 import torch  # noqa: E402
-from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MistralConfig,  # noqa: E402
-                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,  # noqa: E402
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
 
-SMALL = dict(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2)
+SMALL = dict(
+    vocab_size=300,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 
 def tiny(cls=LlamaForCausalLM, config=LlamaConfig, seed=0, **kw):
@@ -27,7 +41,7 @@ def test_weight_only_int8_and_fp8_stay_within_their_rounding():
     lin = torch.nn.Linear(64, 32, bias=True)
     x = torch.randn(5, 64)
     ref = lin(x)
-    for scheme, step in (("int8", 1 / 127), ("fp8", 2 ** -3)):  # int8: half a step a weight; e4m3: 3 mantissa bits
+    for scheme, step in (("int8", 1 / 127), ("fp8", 2**-3)):  # int8: half a step a weight; e4m3: 3 mantissa bits
         q, scale = quantize_weight(lin.weight, scheme)
         assert q.shape == lin.weight.shape and scale.shape == (32,)
         deq = q.float() * scale[:, None]
@@ -57,7 +71,8 @@ def test_quantized_model_reads_about_half_the_bytes_and_keeps_its_tokens_close()
     linear_bytes = 2 * (before.matmul_params + before.lm_head_params)
     # each linear: int8 weight (1 byte a parameter) and a bf16 scale a row instead of 2 bytes a parameter
     assert before.weight_bytes - after.weight_bytes == linear_bytes // 2 - 2 * sum(
-        m.out_features for m in model.modules() if type(m).__name__ == "WeightOnlyLinear")
+        m.out_features for m in model.modules() if type(m).__name__ == "WeightOnlyLinear"
+    )
 
 
 def test_a_weight_quantized_in_chunks_is_the_whole_weight_quantized_at_once():
@@ -117,9 +132,14 @@ def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():
     assert before.weight_bytes - after.weight_bytes == sum(w.numel() * 2 - stored_bytes(w) for w in weights)
 
 
-@pytest.mark.parametrize("cls,config,kw", [(LlamaForCausalLM, LlamaConfig, {}),
-                                           (Qwen2ForCausalLM, Qwen2Config, {}),
-                                           (MistralForCausalLM, MistralConfig, {"sliding_window": None})])
+@pytest.mark.parametrize(
+    "cls,config,kw",
+    [
+        (LlamaForCausalLM, LlamaConfig, {}),
+        (Qwen2ForCausalLM, Qwen2Config, {}),
+        (MistralForCausalLM, MistralConfig, {"sliding_window": None}),
+    ],
+)
 def test_fused_projections_compute_the_same_function(cls, config, kw):
     from accelbench.scenarios.generate.fuse import fuse_projections
 
@@ -208,7 +228,7 @@ def test_random_and_text_prompts():
     p = text_prompts(CharTokenizer(), 3, 20, seed=0)
     assert p.shape == (3, 20)
     flat = [ord(c) % 300 for c in held]
-    windows = {tuple(flat[i:i + 20]) for i in range(len(flat) - 19)}
+    windows = {tuple(flat[i : i + 20]) for i in range(len(flat) - 19)}
     assert {tuple(row) for row in p.tolist()} <= windows  # each prompt is a window of the held-out text
     with pytest.raises(ValueError):
         text_prompts(CharTokenizer(), 1, len(held) + 1, seed=0)

@@ -5,12 +5,12 @@ the third doing 30 times the work, in time order, with intervals from the window
 from __future__ import annotations
 
 import pytest
+from conftest import run_cli, single_torch_thread, tiny_case
 
 from accelbench import api
 from accelbench.core.errors import AccelbenchError
 from accelbench.core.history import matches, parse_filter
 from accelbench.store import Store
-from conftest import run_cli, single_torch_thread, tiny_case
 
 MODEL = "helpers:work_net"
 
@@ -30,8 +30,11 @@ def three_runs(tmp_path_factory):
         with single_torch_thread():
             for name, work in (("first", "1"), (None, "1"), ("slow", "30")):
                 mp.setenv("ACCELBENCH_TEST_WORK", work)
-                api.run(api.spec("inference", tiny_case(model=MODEL, repeats=5, images=8, min_timed_batches=40)),
-                        st, name=name)
+                api.run(
+                    api.spec("inference", tiny_case(model=MODEL, repeats=5, images=8, min_timed_batches=40)),
+                    st,
+                    name=name,
+                )
     finally:
         mp.undo()
         st.close()
@@ -64,15 +67,26 @@ def test_history_has_three_points_in_time_order_and_compare_s_verdicts(three_run
     assert pts[0].verdict is None
     for prev, p in zip(pts, pts[1:]):
         (c,) = api.compare(st, prev.run_id, [p.run_id])
-        assert p.verdict == c.cases[0].metrics["throughput"].verdict and p.ratio == c.cases[0].metrics["throughput"].ratio
+        assert (
+            p.verdict == c.cases[0].metrics["throughput"].verdict and p.ratio == c.cases[0].metrics["throughput"].ratio
+        )
     assert pts[2].verdict == "slower" and pts[2].ratio < 0.5
     assert api.history(st, cases=["model=resnet50"]) == []
 
 
 def test_report_history_writes_the_charts_table_and_flagged_step(three_runs, tmp_path):
     out = tmp_path / "h.html"
-    p = run_cli("report", "--history", "--case", f"model={MODEL},batch_size=2", "--html", str(out), "--db",
-                str(three_runs), check=True)
+    p = run_cli(
+        "report",
+        "--history",
+        "--case",
+        f"model={MODEL},batch_size=2",
+        "--html",
+        str(out),
+        "--db",
+        str(three_runs),
+        check=True,
+    )
     assert "1 sections" in p.stdout
     html = out.read_text()
     assert html.count("<svg") == 1 and "run 3 &#39;slow&#39; is slower than the run before" in html

@@ -8,10 +8,10 @@ import json
 import os
 
 import pytest
+from conftest import cli_env, run_cli, tiny_case
 
 from accelbench import api
 from accelbench.store import Store
-from conftest import cli_env, run_cli, tiny_case
 
 IGNORED = ("case_id", "run_id")  # numbered by the importing store
 

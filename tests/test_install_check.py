@@ -26,16 +26,20 @@ from fault_harness import TESTS, Fault, cases, check, no_run, runs
 ROOT = TESTS.parent
 TINY = [*flags(tiny_case(model="helpers:tiny_conv_net")), "--db", "{db}"]
 PROFILE = ["--model", "helpers:tiny_conv_net", "--device", "cpu", "--idle-s", "0", "--db", "{db}"]
-SITE = "import os, sys\nfor name in os.environ.get('BLOCK_IMPORTS', '').split(','):\n    if name:\n" \
-       "        sys.modules[name] = None\n"
+SITE = (
+    "import os, sys\nfor name in os.environ.get('BLOCK_IMPORTS', '').split(','):\n    if name:\n"
+    "        sys.modules[name] = None\n"
+)
 
 
 def _blocking(tmp: Path, names: str) -> dict:
     """The environment of a process in which the packages ``names`` (comma-separated) do not import."""
     (tmp / "site").mkdir(exist_ok=True)
     (tmp / "site" / "sitecustomize.py").write_text(SITE)
-    return {"BLOCK_IMPORTS": names, "PYTHONPATH": os.pathsep.join([str(tmp / "site"), str(TESTS),
-                                                                   os.environ.get("PYTHONPATH", "")])}
+    return {
+        "BLOCK_IMPORTS": names,
+        "PYTHONPATH": os.pathsep.join([str(tmp / "site"), str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
 def _torchvision_without_ops(tmp: Path) -> dict:
@@ -55,23 +59,31 @@ QUANT, TIMM = "pip install 'accelbench[quant]'", "pip install 'accelbench[timm]'
 ROWS = [
     # (id, blocked imports, extra args, the one line holds all of these)
     ("int8-without-torchao", "torchao", ["-p", "int8"], ["error: torchao ", "int8 needs it", QUANT]),
-    ("onnxruntime-mode-without-onnxruntime", "onnxruntime", ["--modes", "onnxruntime"],
-     ["error: onnxruntime ", "--modes onnxruntime needs it", QUANT]),
+    (
+        "onnxruntime-mode-without-onnxruntime",
+        "onnxruntime",
+        ["--modes", "onnxruntime"],
+        ["error: onnxruntime ", "--modes onnxruntime needs it", QUANT],
+    ),
     ("timm-model-without-timm", "timm", ["--model", "timm:resnet18"], ["error: timm ", "timm:resnet18 needs it", TIMM]),
 ]
 
 
 @pytest.mark.parametrize("blocked, extra, parts", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_a_missing_extra_is_one_line_and_exit_2_before_anything_runs(tmp_path: Path, blocked, extra, parts):
-    p = check(Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True, env=_blocking(tmp_path, blocked)),
-              tmp_path)
+    p = check(
+        Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True, env=_blocking(tmp_path, blocked)),
+        tmp_path,
+    )
     assert parts and all(part in p.stderr for part in parts), p.stderr
 
 
 def test_profile_charts_without_matplotlib_is_refused_before_anything_runs(tmp_path: Path):
     args = ["profile", *PROFILE, "--charts", "{tmp}/charts"]
-    check(Fault("x", args, 2, "error: matplotlib ", no_run, one_line=True, env=_blocking(tmp_path, "matplotlib")),
-          tmp_path)
+    check(
+        Fault("x", args, 2, "error: matplotlib ", no_run, one_line=True, env=_blocking(tmp_path, "matplotlib")),
+        tmp_path,
+    )
     assert not (tmp_path / "charts").exists()
 
 
@@ -79,9 +91,21 @@ def test_a_torchvision_built_for_another_torch_is_one_line_naming_both_versions(
     import torch
     import torchvision
 
-    p = check(Fault("x", ["run", *TINY], 2, "does not work with torch", no_run, one_line=True,
-                    env=_torchvision_without_ops(tmp_path)), tmp_path)
-    assert f"torchvision {torchvision.__version__.split('+')[0]}" in p.stderr and f"torch {torch.__version__}" in p.stderr
+    p = check(
+        Fault(
+            "x",
+            ["run", *TINY],
+            2,
+            "does not work with torch",
+            no_run,
+            one_line=True,
+            env=_torchvision_without_ops(tmp_path),
+        ),
+        tmp_path,
+    )
+    assert (
+        f"torchvision {torchvision.__version__.split('+')[0]}" in p.stderr and f"torch {torch.__version__}" in p.stderr
+    )
     assert "pip install --force-reinstall torch torchvision --index-url https://download.pytorch.org/whl/" in p.stderr
 
 
@@ -100,8 +124,16 @@ def test_doctor_reports_the_install(tmp_path: Path):
 def test_profile_chart_failure_is_reported_on_stderr_and_exits_1(tmp_path: Path):
     # matplotlib imports (the check passes) but its pyplot does not: drawing fails after the case was measured
     args = ["profile", *PROFILE, "--charts", "{tmp}/charts"]
-    p = check(Fault("x", args, 1, "error: charts not written for helpers:tiny_conv_net inference",
-                    env=_blocking(tmp_path, "matplotlib.pyplot")), tmp_path)
+    p = check(
+        Fault(
+            "x",
+            args,
+            1,
+            "error: charts not written for helpers:tiny_conv_net inference",
+            env=_blocking(tmp_path, "matplotlib.pyplot"),
+        ),
+        tmp_path,
+    )
     assert "matplotlib" in p.stderr
     rows = cases(tmp_path / "faults.db")
     assert rows and all(r["status"] == "ok" for r in rows)  # the measurement is kept
@@ -125,7 +157,9 @@ def test_what_each_spec_needs():
     assert _needs("inference", models="resnet18", precisions="int8") == [("torchao", "int8")]
     # int8 through onnxruntime is onnxruntime's own quantizer: no PT2E
     assert _needs("inference", models="resnet18", precisions="int8", modes="onnxruntime") == [
-        ("onnxruntime", "--modes onnxruntime"), ("onnx", "--modes onnxruntime")]
+        ("onnxruntime", "--modes onnxruntime"),
+        ("onnx", "--modes onnxruntime"),
+    ]
     assert _needs("inference", models="resnet18", precisions="fp8") == []  # simulated on a CPU: no torchao
     assert _needs("train_step", models="resnet18", precisions="int8") == []  # an unsupported row, no quantizing
     assert _needs("loadgen", models="resnet18") == [("mlcommons-loadgen", "accelbench loadgen")]
@@ -151,6 +185,8 @@ def test_the_extras_in_pyproject_agree_with_the_check():
 
 def test_generate_without_transformers_is_one_line_naming_the_llm_extra(tmp_path: Path):
     args = ["generate", "-m", "hf:tiny-shakespeare", "--device", "cpu", "--idle-s", "0", "--db", "{db}"]
-    p = check(Fault("x", args, 2, "error: transformers ", no_run, one_line=True,
-                    env=_blocking(tmp_path, "transformers")), tmp_path)
+    p = check(
+        Fault("x", args, 2, "error: transformers ", no_run, one_line=True, env=_blocking(tmp_path, "transformers")),
+        tmp_path,
+    )
     assert "pip install 'accelbench[llm]'" in p.stderr and "accelbench generate needs it" in p.stderr, p.stderr

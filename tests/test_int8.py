@@ -11,9 +11,9 @@ import json
 
 import pytest
 import torch
+from conftest import run_cli
 
 from accelbench import backends, precisions
-from conftest import run_cli
 from accelbench.quant import calibration
 from accelbench.quant.accuracy import TARGET_RATIO, accuracy_columns
 
@@ -149,10 +149,30 @@ def test_best_provider_prefers_gpu_providers_on_a_gpu_only():
 def test_an_export_failure_is_a_row_not_a_crash(tmp_path):
 
     out = tmp_path / "run.json"
-    proc = run_cli("run", "--model", "test_int8:unexportable_model", "--data", "synthetic", "--images", "4",
-                   "--batch-sizes", "2", "--image-size", "8", "--modes", "eager,onnxruntime",
-                   "--precisions", "fp32,int8-dynamic",
-                   "--device", "cpu", "--db", str(tmp_path / "r.db"), "--json", str(out), timeout=300)
+    proc = run_cli(
+        "run",
+        "--model",
+        "test_int8:unexportable_model",
+        "--data",
+        "synthetic",
+        "--images",
+        "4",
+        "--batch-sizes",
+        "2",
+        "--image-size",
+        "8",
+        "--modes",
+        "eager,onnxruntime",
+        "--precisions",
+        "fp32,int8-dynamic",
+        "--device",
+        "cpu",
+        "--db",
+        str(tmp_path / "r.db"),
+        "--json",
+        str(out),
+        timeout=300,
+    )
     rows = {(r["precision"], r["mode"]): r for r in json.loads(out.read_text())["results"]}
     for prec in ("fp32", "int8-dynamic"):
         assert rows[(prec, "onnxruntime")]["status"] == "error", proc.stderr[-2000:]

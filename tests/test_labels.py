@@ -11,8 +11,14 @@ from typer.testing import CliRunner
 from accelbench.cli import app
 from accelbench.core.errors import ConfigError, DataError
 from accelbench.data import load_images, to_model_input
-from accelbench.data.labels import (NORM_PRESETS, check_labels, imagenet_wnids, parse_norm, read_labels_file,
-                                    target_indices)
+from accelbench.data.labels import (
+    NORM_PRESETS,
+    check_labels,
+    imagenet_wnids,
+    parse_norm,
+    read_labels_file,
+    target_indices,
+)
 from accelbench.data.transforms import EvalTransform, resolve
 
 TESTS = Path(__file__).resolve().parent
@@ -36,9 +42,29 @@ def _tree(root: Path, folders: dict[str, tuple[int, int, int]], per_class: int =
 
 def _run(tmp_path, *args):
     db, js = tmp_path / "r.db", tmp_path / "r.json"
-    res = runner.invoke(app, ["run", "--model", "helpers:color_net", "--batch-sizes", "2", "--device", "cpu",
-                              "--idle-s", "0", "--telemetry-period-ms", "0", "--min-timed-batches", "1",
-                              "--db", str(db), "--json", str(js), *args])
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "--model",
+            "helpers:color_net",
+            "--batch-sizes",
+            "2",
+            "--device",
+            "cpu",
+            "--idle-s",
+            "0",
+            "--telemetry-period-ms",
+            "0",
+            "--min-timed-batches",
+            "1",
+            "--db",
+            str(db),
+            "--json",
+            str(js),
+            *args,
+        ],
+    )
     rows = json.loads(js.read_text())["results"] if js.exists() else []
     return res, rows
 
@@ -58,7 +84,9 @@ def test_wnid_subset_maps_to_its_imagenet_indices(tmp_path):
 def test_index_folders_are_the_index_in_any_label_space():
     classes = tuple(sorted(["3", "12", "7"]))  # ("12", "3", "7"): sorted as strings
     assert target_indices(classes, "imagenet-1k") == ([12, 3, 7], None)
-    assert target_indices(classes, "cifar10")[0] is None and "not a class index" in target_indices(classes, "cifar10")[1]
+    assert (
+        target_indices(classes, "cifar10")[0] is None and "not a class index" in target_indices(classes, "cifar10")[1]
+    )
 
 
 def test_cifar10_names_and_mismatches():
@@ -136,8 +164,19 @@ def test_model_transforms_come_from_their_weights_and_configs():
 # End to end ------------------------------------------------------------------------------------------------
 def test_label_space_and_norm_flags_give_a_user_model_accuracy(tmp_path):
     data = _tree(tmp_path / "idx", {"0": RGB["red"], "1": RGB["green"], "2": RGB["blue"]}, size=(8, 12))
-    res, rows = _run(tmp_path, "--data", str(data), "--label-space", "cifar10", "--mean", "0.5,0.5,0.5",
-                     "--std", "inception", "--crop-pct", "0.5")
+    res, rows = _run(
+        tmp_path,
+        "--data",
+        str(data),
+        "--label-space",
+        "cifar10",
+        "--mean",
+        "0.5,0.5,0.5",
+        "--std",
+        "inception",
+        "--crop-pct",
+        "0.5",
+    )
     assert res.exit_code == 0, res.output
     (r,) = rows
     assert r["top1"] == 1.0 and r["accuracy_samples"] == 6 and r["label_space"] == "cifar10"
@@ -167,12 +206,15 @@ def test_why_no_accuracy_is_one_line_naming_the_flag(tmp_path):
     assert len(lines) == 1 and "helpers:color_net declares no label space: pass --label-space" in lines[0]
 
 
-@pytest.mark.parametrize("content, flags, needle", [
-    ("red\nred\n", [], "names 'red' twice"),
-    ("red\ngreen\nblue\n", ["--label-space", "cifar10"], "has 3 names but label space cifar10 has 10"),
-    ("red\n", [], "does not name 2 data folder"),
-    (None, [], "cannot read labels file"),
-])
+@pytest.mark.parametrize(
+    "content, flags, needle",
+    [
+        ("red\nred\n", [], "names 'red' twice"),
+        ("red\ngreen\nblue\n", ["--label-space", "cifar10"], "has 3 names but label space cifar10 has 10"),
+        ("red\n", [], "does not name 2 data folder"),
+        (None, [], "cannot read labels file"),
+    ],
+)
 def test_bad_labels_file_exits_2_with_one_line_before_a_run(tmp_path, content, flags, needle):
     data = _tree(tmp_path / "named", RGB, per_class=1)
     labels = tmp_path / "labels.txt"
@@ -192,14 +234,29 @@ def test_unknown_label_space_and_toml(tmp_path):
     from accelbench.scenarios import get
 
     inf = get("inference")
-    spec = build_spec(inf, {"models": "m:f", "label_space": "imagenet-1k", "mean": "cifar10", "crop_pct": 0.875},
-                      cuda=False)
+    spec = build_spec(
+        inf, {"models": "m:f", "label_space": "imagenet-1k", "mean": "cifar10", "crop_pct": 0.875}, cuda=False
+    )
     s = spec.settings
     assert s.label_space == "imagenet-1k" and (s.mean, s.std) == NORM_PRESETS["cifar10"] and s.crop_pct == 0.875
     plain = build_spec(inf, {"models": "m:f"}, cuda=False)
-    doc = {k: v for k, v in plain.to_dict().items()
-           if k not in ("label_space", "mean", "std", "resize", "crop_pct", "labels", "repeats", "calibration_images",
-                       "cudnn_benchmark", "telemetry_isolation")}
+    doc = {
+        k: v
+        for k, v in plain.to_dict().items()
+        if k
+        not in (
+            "label_space",
+            "mean",
+            "std",
+            "resize",
+            "crop_pct",
+            "labels",
+            "repeats",
+            "calibration_images",
+            "cudnn_benchmark",
+            "telemetry_isolation",
+        )
+    }
     from accelbench.core.spec import digest
 
     assert plain.spec_hash() == digest(doc)  # the new fields at their defaults leave old runs' hashes alone

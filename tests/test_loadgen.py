@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import cli_env, flags, run_cli, tiny_case
 from fault_harness import cases, runs
 from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
@@ -24,8 +23,16 @@ pytest.importorskip("mlperf_loadgen")
 
 DATA = Path(__file__).with_name("data") / "loadgen"
 # the tiny case as a loadgen: 64 samples, 1 s tests, batches up to 16 (no timed-step count: LoadGen sets the tests)
-TINY = flags(tiny_case(model="helpers:tiny_conv_net", batch_sizes=None, images=64, min_timed_batches=None,
-                       min_duration_s=1, max_batch=16))
+TINY = flags(
+    tiny_case(
+        model="helpers:tiny_conv_net",
+        batch_sizes=None,
+        images=64,
+        min_timed_batches=None,
+        min_duration_s=1,
+        max_batch=16,
+    )
+)
 
 
 # --- pure ---------------------------------------------------------------------------------------------
@@ -39,9 +46,15 @@ def test_detail_logs_read_back_into_columns():
     assert ms["early_stopping_latency_ms"] == 0.999343 and ms["throughput_samples_per_s"] == 12976 / 2.0
 
     srv = result_columns(read_detail(DATA / "server-invalid-detail.txt"), wall_s=1.0)
-    assert srv["invalid_reasons"] == ("latency bound not met (p99 2.38 ms > 0.1 ms); early stopping not met (too few "
-                                      "queries for the percentile); LoadGen: Reduce target QPS to improve latency.")
-    assert (srv["server_target_qps"], srv["server_scheduled_qps"], srv["server_latency_bound_ms"]) == (300, 283.099, 0.1)
+    assert srv["invalid_reasons"] == (
+        "latency bound not met (p99 2.38 ms > 0.1 ms); early stopping not met (too few "
+        "queries for the percentile); LoadGen: Reduce target QPS to improve latency."
+    )
+    assert (srv["server_target_qps"], srv["server_scheduled_qps"], srv["server_latency_bound_ms"]) == (
+        300,
+        283.099,
+        0.1,
+    )
     assert srv["throughput_samples_per_s"] == 282.892 and srv["server_overlatency_queries"] == 288
 
     off = result_columns(read_detail(DATA / "offline-invalid-detail.txt"), wall_s=1.0)
@@ -78,10 +91,20 @@ def test_settings_short_tests_and_mlperf_rules():
     off = build_settings(lg, TestPlan(scenario="Offline", expected_qps=1000.0))
     assert off.offline_expected_qps == 2000.0
     srv = build_settings(lg, TestPlan(scenario="Server", server_qps=250.0, server_latency_ms=15.0))
-    assert (srv.server_target_qps, srv.server_target_latency_ns, srv.server_target_latency_percentile) == (250.0, 15_000_000, 0.99)
+    assert (srv.server_target_qps, srv.server_target_latency_ns, srv.server_target_latency_percentile) == (
+        250.0,
+        15_000_000,
+        0.99,
+    )
     rules = build_settings(lg, TestPlan(scenario="Offline", mlperf_rules=True, model="resnet50"))
     assert (rules.min_duration_ms, rules.min_query_count) == (600_000, 24576)  # LoadGen's mlperf.conf
-    assert batch_sizes_built("Server", 256) == [1, 4, 16, 64, 256] and batch_sizes_built("Server", 100) == [1, 4, 16, 64, 100]
+    assert batch_sizes_built("Server", 256) == [1, 4, 16, 64, 256] and batch_sizes_built("Server", 100) == [
+        1,
+        4,
+        16,
+        64,
+        100,
+    ]
     assert batch_sizes_built("Offline", 256) == [256] and batch_sizes_built("SingleStream", 1) == [1]
 
 
@@ -98,11 +121,13 @@ def test_every_scenario_gives_a_valid_row_with_derived_columns_and_logs(tmp_path
     assert p.returncode == 0, p.stdout + p.stderr
     rows = {r["loadgen_scenario"]: r for r in cases(db)}
     assert sorted(rows) == ["MultiStream", "Offline", "Server", "SingleStream"]
-    assert {r["result_validity"] for r in rows.values()} == {"VALID"}, {k: r["invalid_reasons"] for k, r in rows.items()}
+    assert {r["result_validity"] for r in rows.values()} == {"VALID"}, {
+        k: r["invalid_reasons"] for k, r in rows.items()
+    }
     assert [rows[s]["batch_size"] for s in ("SingleStream", "MultiStream", "Server", "Offline")] == [1, 8, 16, 16]
     assert rows["MultiStream"]["samples_per_query"] == 8 and rows["MultiStream"]["queries"] >= 662
     assert rows["Server"]["server_target_qps"] == 300 and rows["Server"]["queries"] >= 662
-    for sc, r in rows.items():
+    for _sc, r in rows.items():
         assert r["figure_of_merit"] > 0 and r["samples_timed"] > 0 and r["timed_wall_s"] >= 1.0
         assert r["cost_per_1000_samples_usd"] > 0 and r["validity"] is not None and r["price_per_hour_usd"] > 0
         assert (Path(r["loadgen_log_dir"]) / "mlperf_log_summary.txt").exists()
@@ -115,8 +140,19 @@ def test_a_missed_latency_bound_is_invalid_with_the_reason_and_the_search_stores
     # a forward that stalls 20 ms every tenth call misses a 5 ms p99 bound at any rate (a bound below what one
     # query takes here is not run at all: tests/test_faults_measure.py)
     db = tmp_path / "lg.db"
-    p = _loadgen(db, "--scenarios", "server", "--server-latency-ms", "5", "--server-search-steps", "2",
-                 "--min-query-count", "50", "--model", "measure_helpers:jittery")
+    p = _loadgen(
+        db,
+        "--scenarios",
+        "server",
+        "--server-latency-ms",
+        "5",
+        "--server-search-steps",
+        "2",
+        "--min-query-count",
+        "50",
+        "--model",
+        "measure_helpers:jittery",
+    )
     assert p.returncode == 0, p.stdout + p.stderr  # INVALID is a result, not a failure
     probes = [r for r in cases(db) if r["row_type"] == "server-probe"]
     (row,) = [r for r in cases(db) if r["row_type"] is None]
@@ -124,7 +160,9 @@ def test_a_missed_latency_bound_is_invalid_with_the_reason_and_the_search_stores
     assert row["result_validity"] == "INVALID" and row["server_peak_qps"] is None and row["server_search_probes"] == 2
     assert "latency bound not met" in row["invalid_reasons"] and "> 5 ms" in row["invalid_reasons"]
     assert "INVALID: measure_helpers:jittery bs=16 fp32 eager Server: latency bound not met" in p.stdout
-    assert row["server_lowest_invalid_qps"] == pytest.approx(probes[-1]["server_target_qps"], rel=1e-3)  # logged rounded
+    assert row["server_lowest_invalid_qps"] == pytest.approx(
+        probes[-1]["server_target_qps"], rel=1e-3
+    )  # logged rounded
     assert probes[-1]["server_target_qps"] < probes[0]["server_target_qps"]
     # the report: the case's row, every probe, LoadGen's reason; `compare` reads the case, not its probes
     md = tmp_path / "lg.md"
@@ -141,12 +179,43 @@ def test_a_missed_latency_bound_is_invalid_with_the_reason_and_the_search_stores
 
 def test_accuracy_mode_agrees_with_run(tmp_path: Path):
     db = tmp_path / "lg.db"
-    p = run_cli("loadgen", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
-                "--min-duration-s", "0.5", "--scenarios", "Offline", "--max-batch", "32", "--accuracy",
-                "--db", str(db), env={"OMP_NUM_THREADS": "1"})
+    p = run_cli(
+        "loadgen",
+        "--model",
+        "cifar-resnet20",
+        "--device",
+        "cpu",
+        "--images",
+        "64",
+        "--idle-s",
+        "0",
+        "--min-duration-s",
+        "0.5",
+        "--scenarios",
+        "Offline",
+        "--max-batch",
+        "32",
+        "--accuracy",
+        "--db",
+        str(db),
+        env={"OMP_NUM_THREADS": "1"},
+    )
     assert p.returncode == 0, p.stdout + p.stderr
-    r = run_cli("run", "--model", "cifar-resnet20", "--device", "cpu", "--images", "64", "--idle-s", "0",
-                "--batch-sizes", "32", "--db", str(db))
+    r = run_cli(
+        "run",
+        "--model",
+        "cifar-resnet20",
+        "--device",
+        "cpu",
+        "--images",
+        "64",
+        "--idle-s",
+        "0",
+        "--batch-sizes",
+        "32",
+        "--db",
+        str(db),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     lg_row, run_row = cases(db, 1)[0], cases(db, 2)[0]
     assert lg_row["accuracy_samples"] == run_row["accuracy_samples"] == 64
@@ -160,16 +229,34 @@ def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: 
     # always finds SingleStream stored and MultiStream running, however slow the machine.
     db = tmp_path / "lg.db"
     gate = Gate(tmp_path, batch=2)
-    lg = ["loadgen", "--model", "signal_helpers:gated_net", *TINY[2:], "--scenarios", "SingleStream,MultiStream",
-          "--min-duration-s", "2", "--db", str(db)]
-    proc = subprocess.Popen([sys.executable, "-m", "accelbench", *lg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=cli_env({"OMP_NUM_THREADS": "1", **gate.env()}), preexec_fn=takes_ctrl_c)
+    lg = [
+        "loadgen",
+        "--model",
+        "signal_helpers:gated_net",
+        *TINY[2:],
+        "--scenarios",
+        "SingleStream,MultiStream",
+        "--min-duration-s",
+        "2",
+        "--db",
+        str(db),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *lg],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env({"OMP_NUM_THREADS": "1", **gate.env()}),
+        preexec_fn=takes_ctrl_c,
+    )
     wait_for(lambda: stored_rows(db) and gate.reached(), proc, label="SingleStream stored, MultiStream at the gate")
     gate.signal(lambda: proc.send_signal(signal.SIGINT))  # MultiStream then ends its test; the Ctrl-C stops the rest
     out, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in out + err and "rerun with --resume" in err
-    assert runs(db) == [(1, "loadgen", "interrupted")] and [r["loadgen_scenario"] for r in cases(db)] == ["SingleStream"]
+    assert runs(db) == [(1, "loadgen", "interrupted")] and [r["loadgen_scenario"] for r in cases(db)] == [
+        "SingleStream"
+    ]
     p = run_cli(*lg, "--resume", env={"OMP_NUM_THREADS": "1"})
     assert p.returncode == 0, p.stdout + p.stderr
     assert runs(db) == [(1, "loadgen", "complete")]

@@ -27,8 +27,10 @@ def test_each_image_is_resized_and_cropped_on_its_own(tmp_path):
     assert isinstance(raw.images, list) and {tuple(a.shape) for a in raw.images} == {(3, 60, 80), (3, 96, 48)}
     t = EvalTransform(size=32, resize=36)
     x = to_model_input(raw.images, 32, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), transform=t)
-    decoded = [torch.from_numpy(np.asarray(Image.open(f).convert("RGB"))).permute(2, 0, 1)
-               for f in sorted(tmp_path.rglob("*.png"))]
+    decoded = [
+        torch.from_numpy(np.asarray(Image.open(f).convert("RGB"))).permute(2, 0, 1)
+        for f in sorted(tmp_path.rglob("*.png"))
+    ]
     for i, a in enumerate(raw.images):
         # the file this tensor came from, decoded alone: the same pixels, and its own transform is the model input
         (img,) = [d for d in decoded if d.shape == a.shape and torch.equal(d, a)]
@@ -36,8 +38,12 @@ def test_each_image_is_resized_and_cropped_on_its_own(tmp_path):
         assert torch.allclose(x[i], want, atol=1e-6)
     # a shorter-side resize keeps each aspect ratio: a squashed 48x96 image would differ
     tall = next(i for i, a in enumerate(raw.images) if a.shape[1] == 96)
-    squashed = apply(torch.nn.functional.interpolate(raw.images[tall][None].float() / 255, size=(60, 80),
-                                                     mode="bilinear", antialias=True), t)[0]
+    squashed = apply(
+        torch.nn.functional.interpolate(
+            raw.images[tall][None].float() / 255, size=(60, 80), mode="bilinear", antialias=True
+        ),
+        t,
+    )[0]
     assert not torch.allclose(x[tall], squashed, atol=1e-2)
 
 

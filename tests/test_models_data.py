@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from accelbench.data import load_images, to_model_input
 from accelbench.core.errors import DataError, UnknownModelError
+from accelbench.data import load_images, to_model_input
 from accelbench.models import create_model
 
 
@@ -29,6 +29,7 @@ def test_cifar_resnet56_top1_on_full_test_set():
 def test_cifar_resnet_architecture_and_weights():
     m = create_model("cifar-resnet20")
     assert m.info.pretrained and m.info.label_space == "cifar10" and m.info.image_size == 32
+
     def n_tensors(mod):  # the 2016 checkpoints predate BatchNorm's num_batches_tracked buffer
         return sum(not k.endswith("num_batches_tracked") for k in mod.state_dict())
 
@@ -50,12 +51,15 @@ def test_timm_and_user_models():
     assert u.info.source == "user" and u.info.image_size == 32
 
 
-@pytest.mark.parametrize("name, match", [
-    ("resnet9000", "unknown model 'resnet9000'"),
-    ("timm:no_such_net", "unknown timm model"),
-    ("nomodule_xyz:factory", "cannot import model factory"),
-    ("helpers:not_a_module", "not nn.Module"),
-])
+@pytest.mark.parametrize(
+    "name, match",
+    [
+        ("resnet9000", "unknown model 'resnet9000'"),
+        ("timm:no_such_net", "unknown timm model"),
+        ("nomodule_xyz:factory", "cannot import model factory"),
+        ("helpers:not_a_module", "not nn.Module"),
+    ],
+)
 def test_unknown_models_clear_error(name, match):
     with pytest.raises(UnknownModelError, match=match):
         create_model(name)
@@ -77,8 +81,14 @@ def test_image_folder_dir_and_archive(tmp_path):
             Image.new("RGB", (20 + i, 16), (i * 40, 10, 200)).save(tmp_path / "imgs" / cls / f"{i}.png")
     raw = load_images(str(tmp_path / "imgs"), 100)
     # mixed sizes: each image keeps its own (the evaluation transform then runs per image)
-    assert [tuple(a.shape) for a in raw.images] == [(3, 16, 20), (3, 16, 20), (3, 16, 21), (3, 16, 21), (3, 16, 22),
-                                                    (3, 16, 22)]
+    assert [tuple(a.shape) for a in raw.images] == [
+        (3, 16, 20),
+        (3, 16, 20),
+        (3, 16, 21),
+        (3, 16, 21),
+        (3, 16, 22),
+        (3, 16, 22),
+    ]
     assert raw.classes == ("cats", "dogs") and raw.label_space == "folder"
     import tarfile
 

@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from accelbench.store import Store
 from conftest import run_cli
+
+from accelbench.store import Store
 
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"
@@ -52,7 +53,7 @@ class Toy(Backend):
 
 register(Toy())
 '''
-PYPROJECT = '''
+PYPROJECT = """
 [build-system]
 requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
@@ -72,13 +73,18 @@ toy-net = "accelbench_toy_plugin:toy_net"
 
 [tool.setuptools]
 py-modules = ["accelbench_toy_plugin"]
-'''
+"""
 
 
 def _probe(pythonpath: list[Path], mode: str, db: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath)), "OMP_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, str(TESTS / "plugin_probe.py"), mode, str(db)], capture_output=True,
-                       text=True, env=env, timeout=900)
+    p = subprocess.run(
+        [sys.executable, str(TESTS / "plugin_probe.py"), mode, str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "warning:" not in p.stderr and "Warning" not in p.stderr, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -104,8 +110,24 @@ def test_an_installed_plugin_distribution_adds_its_backend_precision_and_model(t
     pkg.mkdir()
     (pkg / "pyproject.toml").write_text(PYPROJECT)
     (pkg / "accelbench_toy_plugin.py").write_text(PLUGIN.format(mode="toy-plugin"))
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-                          "--quiet", "--target", str(target), str(pkg)], capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--target",
+            str(target),
+            str(pkg),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert (target / "accelbench_toy_plugin-0.1.dist-info" / "entry_points.txt").exists()
     got = _probe([target, SRC], "toy-plugin", tmp_path / "p.db")
@@ -131,16 +153,22 @@ def test_a_broken_plugin_is_one_warning_line_naming_it(tmp_path):
     info = site / "broken_plugin-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[accelbench.backends]\nbroken = no_such_module:Thing\n\n"
-                                           "[accelbench.precisions]\nfp-bad = bad_precision:FP_BAD\n")
-    (site / "bad_precision.py").write_text("from accelbench.precisions import Precision\nFP_BAD = Precision('fp-bad')\n")
-    p = run_cli("run", "--help", env={"PYTHONPATH": os.pathsep.join([str(site), str(SRC)]), "COLUMNS": "1000"},
-                timeout=300)
+    (info / "entry_points.txt").write_text(
+        "[accelbench.backends]\nbroken = no_such_module:Thing\n\n"
+        "[accelbench.precisions]\nfp-bad = bad_precision:FP_BAD\n"
+    )
+    (site / "bad_precision.py").write_text(
+        "from accelbench.precisions import Precision\nFP_BAD = Precision('fp-bad')\n"
+    )
+    p = run_cli(
+        "run", "--help", env={"PYTHONPATH": os.pathsep.join([str(site), str(SRC)]), "COLUMNS": "1000"}, timeout=300
+    )
     assert p.returncode == 0 and "eager" in p.stdout, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("warning: plugin ") for line in lines), p.stderr
     assert sorted(line.split(" not loaded: ")[0] for line in lines) == [
         "warning: plugin broken (no_such_module:Thing, from broken-plugin; accelbench.backends)",
-        "warning: plugin fp-bad (bad_precision:FP_BAD, from broken-plugin; accelbench.precisions)"]
+        "warning: plugin fp-bad (bad_precision:FP_BAD, from broken-plugin; accelbench.precisions)",
+    ]
     assert any("ModuleNotFoundError" in line for line in lines)
     assert any("roofline ceiling of precision fp-bad" in line for line in lines)  # no silent fp32 roof

@@ -2,15 +2,25 @@
 
 import pytest
 import torch
+from specs import build_profile_spec, expand
 
 from accelbench.core import analytic
 from accelbench.scenarios.profile.step import build
-from specs import build_profile_spec, expand
 
 
 def _work(step, batch=1, precision="fp32"):
-    spec = build_profile_spec({"model": "helpers:tiny_conv_net", "batch_size": batch, "precision": precision,
-                               "device": "cpu", "images": batch, "data": "synthetic", "steps": step}, cuda=False)
+    spec = build_profile_spec(
+        {
+            "model": "helpers:tiny_conv_net",
+            "batch_size": batch,
+            "precision": precision,
+            "device": "cpu",
+            "images": batch,
+            "data": "synthetic",
+            "steps": step,
+        },
+        cuda=False,
+    )
     case = expand(spec, "cpu")[0]
     return build(case, spec, torch.device("cpu"))
 

@@ -3,20 +3,36 @@
 import gzip
 from pathlib import Path
 
+from accelbench.report import roofline as chart
 from accelbench.scenarios.profile import ncu, results
 from accelbench.scenarios.profile.ceilings import Ceilings
-from accelbench.report import roofline as chart
 
 DATA = Path(__file__).parent / "data" / "ncu"
-CEIL = Ceilings(device_name="NVIDIA H200", matmul_flops_per_s={"fp32": 5.1e13, "bf16": 8.1e14, "int8": 1.3e14},
-                dram_bytes_per_s=4.25e12, datasheet_flops_per_s={"bf16": 9.895e14}, datasheet_dram_bytes_per_s=4.8e12)
+CEIL = Ceilings(
+    device_name="NVIDIA H200",
+    matmul_flops_per_s={"fp32": 5.1e13, "bf16": 8.1e14, "int8": 1.3e14},
+    dram_bytes_per_s=4.25e12,
+    datasheet_flops_per_s={"bf16": 9.895e14},
+    datasheet_dram_bytes_per_s=4.8e12,
+)
 
 
 def test_model_kernel_and_summary_charts(tmp_path):
     kernels = ncu.parse(gzip.open(DATA / "cifar-resnet20-inference-amp-bf16-bs8-eager.csv.gz", "rt").read()).kernels
-    rec = {"model": "cifar-resnet20", "step": "inference", "precision": "amp-bf16", "batch_size": 8, "mode": "eager",
-           "device": "cuda:0", "status": "ok", "ncu_status": "ok", "analytic_flops": 6.5e8, "analytic_min_bytes": 1.4e7,
-           "analytic_intensity_flop_per_byte": 47.6, "achieved_flops_per_s": 2.4e11}
+    rec = {
+        "model": "cifar-resnet20",
+        "step": "inference",
+        "precision": "amp-bf16",
+        "batch_size": 8,
+        "mode": "eager",
+        "device": "cuda:0",
+        "status": "ok",
+        "ncu_status": "ok",
+        "analytic_flops": 6.5e8,
+        "analytic_min_bytes": 1.4e7,
+        "analytic_intensity_flop_per_byte": 47.6,
+        "achieved_flops_per_s": 2.4e11,
+    }
     rec.update(results.ncu_fields(kernels, CEIL, "amp-bf16", 6.5e8))
     rows = [results.kernel_row(k, CEIL) for k in kernels]
     rows.append({**rows[0], "dram_read_bytes": 0.0, "dram_write_bytes": 0.0, "intensity_flop_per_byte": None})

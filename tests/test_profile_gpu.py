@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from conftest import run_cli
 
 
@@ -29,15 +28,25 @@ def test_ceilings_ordered_and_below_datasheet():
 @pytest.mark.gpu
 def test_analytic_counts_do_not_depend_on_device():
     import torch
+    from specs import build_profile_spec, expand
 
     from accelbench.core import analytic
     from accelbench.scenarios.profile.step import build
-    from specs import build_profile_spec, expand
 
     out = []
     for dev in ("cpu", "cuda"):
-        spec = build_profile_spec({"model": "resnet18", "batch_size": 2, "precision": "fp32", "device": dev,
-                                   "images": 2, "image_size": 64, "data": "synthetic"}, cuda=dev == "cuda")
+        spec = build_profile_spec(
+            {
+                "model": "resnet18",
+                "batch_size": 2,
+                "precision": "fp32",
+                "device": dev,
+                "images": 2,
+                "image_size": 64,
+                "data": "synthetic",
+            },
+            cuda=dev == "cuda",
+        )
         case = expand(spec, "cuda:0" if dev == "cuda" else "cpu")[0]
         work = build(case, spec, torch.device(case.device))
         out.append(analytic.count(work, "inference"))
@@ -47,10 +56,26 @@ def test_analytic_counts_do_not_depend_on_device():
 @pytest.mark.ncu
 def test_profile_with_ncu_end_to_end(tmp_path):
     js = tmp_path / "p.json"
-    run_cli("profile", "--model", "cifar-resnet20", "--batch-size", "8", "--precision", "amp-bf16", "--step",
-            "inference",
-            "--ncu", "on", "--db", str(tmp_path / "p.db"), "--json", str(js), "--charts", str(tmp_path / "c"),
-                check=True)
+    run_cli(
+        "profile",
+        "--model",
+        "cifar-resnet20",
+        "--batch-size",
+        "8",
+        "--precision",
+        "amp-bf16",
+        "--step",
+        "inference",
+        "--ncu",
+        "on",
+        "--db",
+        str(tmp_path / "p.db"),
+        "--json",
+        str(js),
+        "--charts",
+        str(tmp_path / "c"),
+        check=True,
+    )
     rec = json.loads(js.read_text())["results"][0]
     assert rec["status"] == "ok" and rec["ncu_status"] == "ok", rec.get("ncu_error")
     kernels = rec["kernels"]
@@ -69,8 +94,24 @@ def test_bf16_and_fp8_steps_each_under_their_own_roof(tmp_path):
     """Issue 22: a precision's roof comes from ``Precision.ceiling``; an fp8 step (Linear layers quantized as ``run``
     quantizes them) is placed under the fp8 ceiling, a bf16 step under bf16's, never the fp32 fallback."""
     js = tmp_path / "p.json"
-    run_cli("profile", "--model", "vit_b_16", "--batch-size", "8", "--precision", "bf16,fp8", "--ncu", "off",
-            "--data", "synthetic", "--db", str(tmp_path / "p.db"), "--json", str(js), check=True)
+    run_cli(
+        "profile",
+        "--model",
+        "vit_b_16",
+        "--batch-size",
+        "8",
+        "--precision",
+        "bf16,fp8",
+        "--ncu",
+        "off",
+        "--data",
+        "synthetic",
+        "--db",
+        str(tmp_path / "p.db"),
+        "--json",
+        str(js),
+        check=True,
+    )
     rows = {r["precision"]: r for r in json.loads(js.read_text())["results"]}
     assert set(rows) == {"bf16", "fp8"}
     assert all(r["status"] == "ok" for r in rows.values()), {p: r.get("error") for p, r in rows.items()}

@@ -5,7 +5,6 @@ names, bad combinations as one line; on a GPU under Nsight Compute (the device m
 import json
 
 import pytest
-
 from conftest import run_cli
 
 pytest.importorskip("transformers")
@@ -28,8 +27,28 @@ def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
     from accelbench.scenarios.generate import metrics
 
     db, js = tmp_path / "p.db", tmp_path / "p.json"
-    p = run_cli("profile", "-m", "hf:tiny-shakespeare", "--step", "prefill,decode", "--prompt-len", "32", "-b", "2",
-                "--ncu", "off", "--device", "cpu", "--timed-steps", "2", "--db", str(db), "--json", str(js), check=True)
+    p = run_cli(
+        "profile",
+        "-m",
+        "hf:tiny-shakespeare",
+        "--step",
+        "prefill,decode",
+        "--prompt-len",
+        "32",
+        "-b",
+        "2",
+        "--ncu",
+        "off",
+        "--device",
+        "cpu",
+        "--timed-steps",
+        "2",
+        "--db",
+        str(db),
+        "--json",
+        str(js),
+        check=True,
+    )
     rows = {r["step"]: r for r in Store(db).records() if r.get("workload") == "profile"}
     assert sorted(rows) == ["decode", "prefill"]
     pre, dec = rows["prefill"], rows["decode"]
@@ -52,13 +71,22 @@ def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
     assert [r["step"] for r in json.loads(js.read_text())["results"]] == ["prefill", "decode"]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["-m", "helpers:tiny_conv_net", "--step", "decode"], "invalid step 'decode': allowed inference, train for helpers:tiny_conv_net"),
-    (["-m", "hf:tiny-shakespeare", "--step", "inference"], "invalid step 'inference': allowed prefill, decode for hf:tiny-shakespeare"),
-    (["-m", "hf:tiny-shakespeare", "--step", "prefill,train"], "not both kinds in one run"),
-    (["-m", "hf:tiny-shakespeare", "--step", "decode", "--mode", "hf-generate"], "invalid mode 'hf-generate'"),
-    (["-m", "hf:tiny-shakespeare", "--step", "decode", "--prompt-len", "100000"], "context"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["-m", "helpers:tiny_conv_net", "--step", "decode"],
+            "invalid step 'decode': allowed inference, train for helpers:tiny_conv_net",
+        ),
+        (
+            ["-m", "hf:tiny-shakespeare", "--step", "inference"],
+            "invalid step 'inference': allowed prefill, decode for hf:tiny-shakespeare",
+        ),
+        (["-m", "hf:tiny-shakespeare", "--step", "prefill,train"], "not both kinds in one run"),
+        (["-m", "hf:tiny-shakespeare", "--step", "decode", "--mode", "hf-generate"], "invalid mode 'hf-generate'"),
+        (["-m", "hf:tiny-shakespeare", "--step", "decode", "--prompt-len", "100000"], "context"),
+    ],
+)
 def test_a_step_of_the_other_kind_of_model_is_one_line(tmp_path, args, needle):
     """An image model has no prefill or decode; a language model's forward pass without its cache is neither phase
     of a generation (what ``generate`` times), so ``inference``/``train`` of an hf: model is refused, not guessed."""
@@ -67,61 +95,123 @@ def test_a_step_of_the_other_kind_of_model_is_one_line(tmp_path, args, needle):
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], p.stderr
 
 
-@pytest.mark.parametrize("name, family", [
-    ("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "gemm"),
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "gemm"),
-    ("void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 4, false, false, "
-     "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<const __nv_bfloat16>, "
-     "cublasGemvTensorStridedBatched<const __nv_bfloat16>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float>>(T13, T6, T6)", "gemm"),
-    ("void internal::gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7, false>(T13)", "gemm"),
-    ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true>(T5)", "gemm"),
-    ("triton_tem_fused_mm_7", "gemm"),
-    ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, "
-     "Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t>>, false, true, false, false, true, true, false, false>"
-     "(pytorch_flash::Flash_fwd_params)", "attention"),
-    ("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, false, "
-     "cutlass::bfloat16_t>, true, false, false, false, true, true, false>(pytorch_flash::Flash_fwd_params)", "attention"),
-    ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, "
-     "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)", "attention"),
-    ("triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0", "norm"),
-    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_3", "norm"),
-    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
-     "float>, unsigned int, float, 4, 4>>(T3)", "norm"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase &)::"
-     "{lambda()#2}::operator ()() const::{lambda(float)#1}, std::array<char *, 2>>(int, T2, T3)", "norm"),
-    ("triton_poi_fused_add_cat_mul_neg_slice_2", "rotary"),
-    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2>, "
-     "unsigned int, 4, 64, 64>(T1 *, T2, int, T2)", "rotary"),
-    ("triton_poi_fused_mul_silu_5", "activation"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::TensorIteratorBase &)::"
-     "{lambda()#1}::operator ()() const::{lambda(c10::BFloat16)#1}, std::array<char *, 2>>(int, T2, T3)", "activation"),
-    ("triton_poi_fused_index_copy_4", "copy"),
-    ("triton_poi_fused__to_copy_0", "copy"),
-    ("void at::native::index_copy_kernel_impl<at::native::OpaqueType<2>>(at::TensorIterator &, long, long, long)", "copy"),
-    ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::"
-     "{lambda()#3}::operator ()() const::{lambda(float)#1}, std::array<char *, 2>, 4>(int, T1, T2)", "copy"),
-    ("triton_poi_fused__to_copy_add_1", "elementwise"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
-     "std::array<char *, 3>>(int, T2, T3)", "elementwise"),
-    ("triton_red_fused_argmax_12", "sampling"),
-    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, "
-     "long, 4, 4>>(T3)", "sampling"),
-    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>(T3 *, const T2 *, int)", "sampling"),
-    ("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>"
-     "(T1 *, const T1 *, const T3 *)", "other"),
-    ("triton_red_fused_sum_2", "other"),
-    # seen in a compiled llama-3.2-1b decode step on an H200 (torch 2.11, ncu 2025.3.1)
-    ("triton_red_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_10", "norm"),
-    ("triton_poi_fused__to_copy__unsafe_view_add_arange_bmm_cat_cos_index_copy_mul_neg_sin_slice_transpose_2", "rotary"),
-    ("triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_clone_mul_neg_4",
-     "rotary"),
-    ("triton_poi_fused__unsafe_view_add_arange_index_copy_transpose_view_3", "copy"),
-    ("triton_poi_fused__unsafe_view_mul_silu_8", "activation"),
-    ("triton_red_fused__unsafe_view_argmax_select_16", "sampling"),
-    ("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x64_1x4x1_cga1x1x1_kernel0_0", "attention"),
-    ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT", "gemm"),
-    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(T1::Params)", "gemm"),
-])
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        ("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "gemm"),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "gemm",
+        ),
+        (
+            "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 4, false, false, "
+            "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<const __nv_bfloat16>, "
+            "cublasGemvTensorStridedBatched<const __nv_bfloat16>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float>>(T13, T6, T6)",
+            "gemm",
+        ),
+        (
+            "void internal::gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7, false>(T13)",
+            "gemm",
+        ),
+        (
+            "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true>(T5)",
+            "gemm",
+        ),
+        ("triton_tem_fused_mm_7", "gemm"),
+        (
+            "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, "
+            "Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t>>, false, true, false, false, true, true, false, false>"
+            "(pytorch_flash::Flash_fwd_params)",
+            "attention",
+        ),
+        (
+            "void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<64, 64, 256, 4, false, false, "
+            "cutlass::bfloat16_t>, true, false, false, false, true, true, false>(pytorch_flash::Flash_fwd_params)",
+            "attention",
+        ),
+        (
+            "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, "
+            "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+            "attention",
+        ),
+        ("triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0", "norm"),
+        ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_3", "norm"),
+        (
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
+            "float>, unsigned int, float, 4, 4>>(T3)",
+            "norm",
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase &)::"
+            "{lambda()#2}::operator ()() const::{lambda(float)#1}, std::array<char *, 2>>(int, T2, T3)",
+            "norm",
+        ),
+        ("triton_poi_fused_add_cat_mul_neg_slice_2", "rotary"),
+        (
+            "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2>, "
+            "unsigned int, 4, 64, 64>(T1 *, T2, int, T2)",
+            "rotary",
+        ),
+        ("triton_poi_fused_mul_silu_5", "activation"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::TensorIteratorBase &)::"
+            "{lambda()#1}::operator ()() const::{lambda(c10::BFloat16)#1}, std::array<char *, 2>>(int, T2, T3)",
+            "activation",
+        ),
+        ("triton_poi_fused_index_copy_4", "copy"),
+        ("triton_poi_fused__to_copy_0", "copy"),
+        (
+            "void at::native::index_copy_kernel_impl<at::native::OpaqueType<2>>(at::TensorIterator &, long, long, long)",
+            "copy",
+        ),
+        (
+            "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::"
+            "{lambda()#3}::operator ()() const::{lambda(float)#1}, std::array<char *, 2>, 4>(int, T1, T2)",
+            "copy",
+        ),
+        ("triton_poi_fused__to_copy_add_1", "elementwise"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+            "std::array<char *, 3>>(int, T2, T3)",
+            "elementwise",
+        ),
+        ("triton_red_fused_argmax_12", "sampling"),
+        (
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, "
+            "long, 4, 4>>(T3)",
+            "sampling",
+        ),
+        (
+            "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>(T3 *, const T2 *, int)",
+            "sampling",
+        ),
+        (
+            "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>"
+            "(T1 *, const T1 *, const T3 *)",
+            "other",
+        ),
+        ("triton_red_fused_sum_2", "other"),
+        # seen in a compiled llama-3.2-1b decode step on an H200 (torch 2.11, ncu 2025.3.1)
+        ("triton_red_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_10", "norm"),
+        (
+            "triton_poi_fused__to_copy__unsafe_view_add_arange_bmm_cat_cos_index_copy_mul_neg_sin_slice_transpose_2",
+            "rotary",
+        ),
+        (
+            "triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_clone_mul_neg_4",
+            "rotary",
+        ),
+        ("triton_poi_fused__unsafe_view_add_arange_index_copy_transpose_view_3", "copy"),
+        ("triton_poi_fused__unsafe_view_mul_silu_8", "activation"),
+        ("triton_red_fused__unsafe_view_argmax_select_16", "sampling"),
+        (
+            "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x64_1x4x1_cga1x1x1_kernel0_0",
+            "attention",
+        ),
+        ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT", "gemm"),
+        ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(T1::Params)", "gemm"),
+    ],
+)
 def test_transformer_kernel_families_from_real_names(name, family):
     assert family in TRANSFORMER_FAMILIES and classify_transformer(name) == family
 
@@ -129,13 +219,25 @@ def test_transformer_kernel_families_from_real_names(name, family):
 def test_the_phase_line_follows_the_measured_intensity_not_the_phase_name():
     from accelbench.report.profile_table import phase_line
 
-    row = {"step": "decode", "status": "ok", "ncu_status": "ok", "ncu_intensity_flop_per_byte": 400.0,
-           "ridge_point_flop_per_byte": 295.0, "ceiling_dram_bytes_per_s": 3e12, "ceiling_flops_per_s": 8e14,
-           "ceiling_name": "bf16", "ncu_kernels": 120, "family_gemm_time_share": 0.8,
-           "family_gemm_achieved_flops_per_s": 4e14, "family_attention_time_share": 0.1}
-    assert phase_line(row).startswith("decode is compute-bound: arithmetic intensity 400 FLOP/B at or above the ridge "
-                                      "point 295 FLOP/B; 80 % of the step time in GEMM/GEMV at 50 % of the bf16 ceiling "
-                                      "(120 kernels a step)")
+    row = {
+        "step": "decode",
+        "status": "ok",
+        "ncu_status": "ok",
+        "ncu_intensity_flop_per_byte": 400.0,
+        "ridge_point_flop_per_byte": 295.0,
+        "ceiling_dram_bytes_per_s": 3e12,
+        "ceiling_flops_per_s": 8e14,
+        "ceiling_name": "bf16",
+        "ncu_kernels": 120,
+        "family_gemm_time_share": 0.8,
+        "family_gemm_achieved_flops_per_s": 4e14,
+        "family_attention_time_share": 0.1,
+    }
+    assert phase_line(row).startswith(
+        "decode is compute-bound: arithmetic intensity 400 FLOP/B at or above the ridge "
+        "point 295 FLOP/B; 80 % of the step time in GEMM/GEMV at 50 % of the bf16 ceiling "
+        "(120 kernels a step)"
+    )
     low = {**row, "ncu_intensity_flop_per_byte": 1.5, "family_gemm_achieved_bytes_per_s": 2.4e12}
     assert "decode is memory-bound" in phase_line(low) and "at 80 % of the measured copy bandwidth" in phase_line(low)
     assert phase_line({**row, "step": "inference"}) is None
@@ -149,9 +251,28 @@ def test_decode_of_llama_under_ncu_is_mostly_gemv(tmp_path, mode):
     kernels fall in the transformer families, the GEMM/GEMV family holds the largest share of the step's time, and the
     step is placed memory-bound from its measured intensity (the compiled step's CUDA graph profiled node by node)."""
     js = tmp_path / "p.json"
-    p = run_cli("profile", "-m", "hf:llama-3.2-1b", "--step", "decode", "--prompt-len", "512", "-b", "1",
-                "--precision", "bf16", "--mode", mode, "--ncu", "on", "--db", str(tmp_path / "p.db"), "--json", str(js),
-                check=True)
+    p = run_cli(
+        "profile",
+        "-m",
+        "hf:llama-3.2-1b",
+        "--step",
+        "decode",
+        "--prompt-len",
+        "512",
+        "-b",
+        "1",
+        "--precision",
+        "bf16",
+        "--mode",
+        mode,
+        "--ncu",
+        "on",
+        "--db",
+        str(tmp_path / "p.db"),
+        "--json",
+        str(js),
+        check=True,
+    )
     rec = json.loads(js.read_text())["results"][0]
     assert rec["status"] == "ok" and rec["ncu_status"] == "ok", rec.get("ncu_error")
     families = {k["family"] for k in rec["kernels"]}

@@ -48,7 +48,9 @@ def test_parse_matches_an_independent_reading(name):
     assert tot.dram_read_bytes == pytest.approx(sum(num(r["dram__bytes_read.sum"]) for r in rows))
     assert tot.dram_write_bytes == pytest.approx(sum(num(r["dram__bytes_write.sum"]) for r in rows))
     sass = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
-    fp32 = sum(num(r[sass.format("fadd")]) + num(r[sass.format("fmul")]) + 2 * num(r[sass.format("ffma")]) for r in rows)
+    fp32 = sum(
+        num(r[sass.format("fadd")]) + num(r[sass.format("fmul")]) + 2 * num(r[sass.format("ffma")]) for r in rows
+    )
     assert tot.flops_fp32 == pytest.approx(fp32)
     tensor = sum(num(r["sm__ops_path_tensor_src_bf16_dst_fp32.sum"]) for r in rows)
     assert tot.flops_tensor == pytest.approx(tensor)  # .avg/.min/.max columns are never summed in
@@ -66,20 +68,37 @@ def test_columns_are_found_by_name_not_position():
     assert out.getvalue().splitlines()[0].split(",")[1] != lines[start].split(",")[1]
     got, want = ncu.parse(out.getvalue()).kernels, ncu.parse(t).kernels
     assert len(got) == len(want) > 0
-    assert [(k.name, k.time_s, k.dram_bytes, k.flops) for k in got] == [(k.name, k.time_s, k.dram_bytes, k.flops) for k in want]
+    assert [(k.name, k.time_s, k.dram_bytes, k.flops) for k in got] == [
+        (k.name, k.time_s, k.dram_bytes, k.flops) for k in want
+    ]
 
 
-@pytest.mark.parametrize("unit, scale", [("ns", 1e-9), ("nsecond", 1e-9), ("usecond", 1e-6), ("us", 1e-6),
-                                         ("msecond", 1e-3), ("second", 1.0), ("byte", 1.0), ("Kbyte", 1e3),
-                                         ("Mbyte", 1e6), ("inst", 1.0), ("", 1.0)])
+@pytest.mark.parametrize(
+    "unit, scale",
+    [
+        ("ns", 1e-9),
+        ("nsecond", 1e-9),
+        ("usecond", 1e-6),
+        ("us", 1e-6),
+        ("msecond", 1e-3),
+        ("second", 1.0),
+        ("byte", 1.0),
+        ("Kbyte", 1e3),
+        ("Mbyte", 1e6),
+        ("inst", 1.0),
+        ("", 1.0),
+    ],
+)
 def test_unit_scale(unit, scale):
     assert ncu.unit_scale(unit) == scale
 
 
 def test_missing_metric_and_na_count_as_zero_and_are_listed():
-    csv_text = ('"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'
-                '"","","usecond","byte"\n'
-                '"0","void copy_kernel(float*)","1.5","n/a"\n')
+    csv_text = (
+        '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'
+        '"","","usecond","byte"\n'
+        '"0","void copy_kernel(float*)","1.5","n/a"\n'
+    )
     prof = ncu.parse(csv_text, metrics=(ncu.TIME, ncu.DRAM_READ, ncu.DRAM_WRITE))
     (k,) = prof.kernels
     assert k.time_s == pytest.approx(1.5e-6) and k.dram_bytes == 0.0 and k.family == "copy_transpose"
@@ -92,15 +111,28 @@ def test_no_table_is_a_one_line_error():
         ncu.parse("==PROF== Disconnected from process 1\n")
 
 
-@pytest.mark.parametrize("output, rc, needle", [
-    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters", 1,
-     "no permission to read the GPU performance counters (ERR_NVGPUCTRPERM)"),
-    ("==WARNING== No kernels were profiled.", 0, "ncu profiled no kernels"),
-    ("accelbench target failed: UnknownModelError: unknown model 'x'\n==ERROR== The application returned an error code (3).",
-     1, "the profiled step failed: UnknownModelError: unknown model 'x'"),
-    ("==ERROR== Failed to find metric sm__foo", 1, "ncu exited with status 1: ==ERROR== Failed to find metric sm__foo"),
-    ("==PROF== Disconnected", 0, None),
-])
+@pytest.mark.parametrize(
+    "output, rc, needle",
+    [
+        (
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters",
+            1,
+            "no permission to read the GPU performance counters (ERR_NVGPUCTRPERM)",
+        ),
+        ("==WARNING== No kernels were profiled.", 0, "ncu profiled no kernels"),
+        (
+            "accelbench target failed: UnknownModelError: unknown model 'x'\n==ERROR== The application returned an error code (3).",
+            1,
+            "the profiled step failed: UnknownModelError: unknown model 'x'",
+        ),
+        (
+            "==ERROR== Failed to find metric sm__foo",
+            1,
+            "ncu exited with status 1: ==ERROR== Failed to find metric sm__foo",
+        ),
+        ("==PROF== Disconnected", 0, None),
+    ],
+)
 def test_diagnose(output, rc, needle):
     got = ncu.diagnose(output, rc)
     assert got == needle if needle is None else (needle in got and "\n" not in got)
@@ -108,14 +140,36 @@ def test_diagnose(output, rc, needle):
 
 def test_tensor_family_is_one_family_on_gh100():
     # names as `ncu --query-metrics` listed them on the H200 (GH100)
-    gh100 = {f"sm__ops_path_tensor_src_{s}" for s in (
-        "bf16_dst_fp32", "fp16", "fp64", "fp8", "fp8_sparsity_off", "fp8_sparsity_on", "int1", "int8", "tf32_dst_fp32")}
+    gh100 = {
+        f"sm__ops_path_tensor_src_{s}"
+        for s in (
+            "bf16_dst_fp32",
+            "fp16",
+            "fp64",
+            "fp8",
+            "fp8_sparsity_off",
+            "fp8_sparsity_on",
+            "int1",
+            "int8",
+            "tf32_dst_fp32",
+        )
+    }
     gh100 |= {"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32", "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32"}
-    assert ncu.tensor_family(frozenset(gh100)) == tuple(sorted(f"sm__ops_path_tensor_src_{s}" for s in (
-        "bf16_dst_fp32", "fp16", "fp64", "fp8", "int8", "tf32_dst_fp32")))
+    assert ncu.tensor_family(frozenset(gh100)) == tuple(
+        sorted(
+            f"sm__ops_path_tensor_src_{s}" for s in ("bf16_dst_fp32", "fp16", "fp64", "fp8", "int8", "tf32_dst_fp32")
+        )
+    )
     # where per-destination splits exist, the per-source aggregate is left out
-    split = {"sm__ops_path_tensor_src_fp16", "sm__ops_path_tensor_src_fp16_dst_fp16", "sm__ops_path_tensor_src_fp16_dst_fp32"}
-    assert ncu.tensor_family(frozenset(split)) == ("sm__ops_path_tensor_src_fp16_dst_fp16", "sm__ops_path_tensor_src_fp16_dst_fp32")
+    split = {
+        "sm__ops_path_tensor_src_fp16",
+        "sm__ops_path_tensor_src_fp16_dst_fp16",
+        "sm__ops_path_tensor_src_fp16_dst_fp32",
+    }
+    assert ncu.tensor_family(frozenset(split)) == (
+        "sm__ops_path_tensor_src_fp16_dst_fp16",
+        "sm__ops_path_tensor_src_fp16_dst_fp32",
+    )
     assert ncu.tensor_source("sm__ops_path_tensor_src_bf16_dst_fp32.sum") == "bf16"
 
 
@@ -128,22 +182,49 @@ def test_command_limits_to_one_nvtx_range_at_native_clocks():
     assert metrics[:3] == [ncu.TIME, ncu.DRAM_READ, ncu.DRAM_WRITE] and len(metrics) == len(set(metrics))
 
 
-@pytest.mark.parametrize("name, family", [
-    ("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8>(T1::Params)", "gemm_conv"),
-    ("nvjet_sm90_tst_64x384_64x3_1x2_h_bz_coopB_TNT", "gemm_conv"),
-    ("void fft2d_r2c_32x32<float, 0, 1, 0>(float2 *, const T1 *, int, int, cudnn::reduced_divisor, bool, int2, int, int)", "gemm_conv"),
-    ("void flip_filter<float, float>(T2 *, const T1 *, int, int, int, int)", "gemm_conv"),
-    ("void at::batch_norm_transform_input_channels_last_kernel<c10::BFloat16, float, float, 4>(int)", "normalization"),
-    ("void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, bool=1, int=1>(float, float)", "normalization"),
-    ("void at::<unnamed>::max_pool_forward_nchw<float, int>(T2, const T1 *, long)", "reduction_pooling"),
-    ("void at::reduce_kernel<512, 1, at::ReduceOp<float, at::MeanOps<float, float, float, float>, unsigned int>>(T3)", "reduction_pooling"),
-    ("void at::vectorized_elementwise_kernel<8, at::bfloat16_copy_kernel_cuda(at::TensorIteratorBase &)>(int, T2, T3)", "copy_transpose"),
-    ("void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true>(cudnn::ops::nchw2nhwc_params_t<float>)", "copy_transpose"),
-    ("void at::vectorized_elementwise_kernel<8, at::<unnamed>::launch_clamp_scalar(at::TensorIteratorBase &)>(int)", "elementwise"),
-    ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<3>>(T1, T2)", "elementwise"),
-    ("void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, 1, 0>(int, int, const T1 *, T2 *, cudnn::reduced_divisor)", "copy_transpose"),
-    ("some_new_kernel", "other"),
-])
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        (
+            "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8>(T1::Params)",
+            "gemm_conv",
+        ),
+        ("nvjet_sm90_tst_64x384_64x3_1x2_h_bz_coopB_TNT", "gemm_conv"),
+        (
+            "void fft2d_r2c_32x32<float, 0, 1, 0>(float2 *, const T1 *, int, int, cudnn::reduced_divisor, bool, int2, int, int)",
+            "gemm_conv",
+        ),
+        ("void flip_filter<float, float>(T2 *, const T1 *, int, int, int, int)", "gemm_conv"),
+        (
+            "void at::batch_norm_transform_input_channels_last_kernel<c10::BFloat16, float, float, 4>(int)",
+            "normalization",
+        ),
+        ("void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, bool=1, int=1>(float, float)", "normalization"),
+        ("void at::<unnamed>::max_pool_forward_nchw<float, int>(T2, const T1 *, long)", "reduction_pooling"),
+        (
+            "void at::reduce_kernel<512, 1, at::ReduceOp<float, at::MeanOps<float, float, float, float>, unsigned int>>(T3)",
+            "reduction_pooling",
+        ),
+        (
+            "void at::vectorized_elementwise_kernel<8, at::bfloat16_copy_kernel_cuda(at::TensorIteratorBase &)>(int, T2, T3)",
+            "copy_transpose",
+        ),
+        (
+            "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true>(cudnn::ops::nchw2nhwc_params_t<float>)",
+            "copy_transpose",
+        ),
+        (
+            "void at::vectorized_elementwise_kernel<8, at::<unnamed>::launch_clamp_scalar(at::TensorIteratorBase &)>(int)",
+            "elementwise",
+        ),
+        ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<3>>(T1, T2)", "elementwise"),
+        (
+            "void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, 1, 0>(int, int, const T1 *, T2 *, cudnn::reduced_divisor)",
+            "copy_transpose",
+        ),
+        ("some_new_kernel", "other"),
+    ],
+)
 def test_classify(name, family):
     assert classify(name) == family
 
@@ -182,7 +263,10 @@ def test_kernel_without_dram_traffic():
     assert row["intensity_flop_per_byte"] is None and row["bound"] == "compute"
     assert row["achieved_bytes_per_s"] == 0.0 and row["achieved_flops_per_s"] == pytest.approx(1e12)
     idle = KernelMetrics(index=1, name="void memset()", family="copy_transpose", time_s=0.0)
-    assert results.kernel_row(idle, CEIL)["bound"] is None and results.kernel_row(idle, CEIL)["achieved_flops_per_s"] is None
+    assert (
+        results.kernel_row(idle, CEIL)["bound"] is None
+        and results.kernel_row(idle, CEIL)["achieved_flops_per_s"] is None
+    )
 
 
 def _r50_calls():

@@ -37,10 +37,21 @@ def test_every_precision_is_placed_under_its_own_roof():
     assert len(placed) == len(precisions.PRECISIONS) >= 10
     for name, (roof, flops) in placed.items():
         assert roof == precisions.get(name).ceiling and flops == c.matmul_flops_per_s[roof], name
-    assert {n: placed[n][0] for n in ("amp-bf16", "bf16", "amp-fp16", "fp16", "fp8", "fp8-tensor", "int8",
-                                       "int8-dynamic", "tf32", "fp32")} == {
-        "amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16", "fp8": "fp8", "fp8-tensor": "fp8",
-        "int8": "int8", "int8-dynamic": "int8", "tf32": "tf32", "fp32": "fp32"}
+    assert {
+        n: placed[n][0]
+        for n in ("amp-bf16", "bf16", "amp-fp16", "fp16", "fp8", "fp8-tensor", "int8", "int8-dynamic", "tf32", "fp32")
+    } == {
+        "amp-bf16": "bf16",
+        "bf16": "bf16",
+        "amp-fp16": "fp16",
+        "fp16": "fp16",
+        "fp8": "fp8",
+        "fp8-tensor": "fp8",
+        "int8": "int8",
+        "int8-dynamic": "int8",
+        "tf32": "tf32",
+        "fp32": "fp32",
+    }
     # the analytic placement of a step reads the same roof
     assert results.analytic_fields(_Counts(), c, "fp8-tensor", [1.0, 1.0, 1.0], 8)["ceiling_name"] == "fp8"
 
@@ -69,8 +80,9 @@ def test_the_backends_say_what_they_are():
     images = {n: b for n, b in by.items() if "inference" in b.workloads}
     assert [n for n, b in images.items() if not b.compiles] == ["eager"] == [backends.reference()]
     assert [n for n, b in by.items() if not b.compiles and "generate" in b.workloads] == ["hf-generate", "static-cache"]
-    assert set(backends.names("train")) == {n for n, b in by.items() if b.trainable} >= {"eager", "compile",
-                                                                                          "cudagraphs"}
+    assert (
+        set(backends.names("train")) == {n for n, b in by.items() if b.trainable} >= {"eager", "compile", "cudagraphs"}
+    )
     assert not any(by[n].trainable for n in by if n.endswith("-freeze"))
     assert {n for n, b in by.items() if b.graph_capture} >= {"cudagraphs", "compile-cudagraphs", "reduce-overhead"}
     assert {n for n, b in by.items() if b.step_graph} == {"cudagraphs", "compile-cudagraphs"}
@@ -107,8 +119,8 @@ def toys():
 def test_what_compiles_is_an_attribute_not_a_name(toys):
     """A backend that compiles nothing, under any name: no compile_s on its training step, no compile in tune's cost
     model (both were decided by ``mode == "eager"``)."""
-    from accelbench.studies import tune_budget as tb
     from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.studies import tune_budget as tb
 
     step = build_step(torch.nn.Linear(4, 3), StepConfig(mode="toy-plain"), CPU)
     step(torch.randn(2, 4), torch.tensor([0, 2]))
@@ -149,8 +161,14 @@ def test_shell_completion_of_modes_follows_the_command_workload():
     from conftest import run_cli
 
     def complete(words: str) -> list[str]:
-        p = run_cli(env={"_ACCELBENCH_COMPLETE": "complete_bash", "COMP_WORDS": words,
-                         "COMP_CWORD": str(len(words.split()) - 1)}, timeout=120)
+        p = run_cli(
+            env={
+                "_ACCELBENCH_COMPLETE": "complete_bash",
+                "COMP_WORDS": words,
+                "COMP_CWORD": str(len(words.split()) - 1),
+            },
+            timeout=120,
+        )
         assert p.returncode == 0, p.stderr
         return p.stdout.split()
 
@@ -162,8 +180,10 @@ def test_shell_completion_of_modes_follows_the_command_workload():
 def test_tune_searches_what_the_attributes_say():
     from accelbench.studies.tune_space import default_space
 
-    assert default_space(True, "throughput") == (("amp-fp16", "amp-bf16", "fp16", "bf16"),
-                                                 ("compile", "compile-freeze", "reduce-overhead-freeze"))
+    assert default_space(True, "throughput") == (
+        ("amp-fp16", "amp-bf16", "fp16", "bf16"),
+        ("compile", "compile-freeze", "reduce-overhead-freeze"),
+    )
     assert set(default_space(True, "latency")[1]) == {"cudagraphs", "reduce-overhead-freeze", "compile-freeze"}
     assert default_space(True, "cost") == default_space(True, "throughput")
     precs, modes = default_space(True, "throughput", "train")
@@ -175,6 +195,7 @@ def test_tune_searches_what_the_attributes_say():
 
 # --- the documentation's tables --------------------------------------------------------------------------------------
 
+
 def _yes(v: bool) -> str:
     return "yes" if v else ""
 
@@ -184,11 +205,16 @@ def _tune_words(tune) -> str:
 
 
 def backends_table() -> str:
-    rows = ["| backend | what | workloads | builds first | GPU only | CUDA graphs | one shape per build | "
-            "tune tries it by default |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    rows += [f"| `{n}` | {b.about} | {', '.join(b.workloads)} | {_yes(b.compiles)} | {_yes(b.needs_cuda)} | "
-             f"{_yes(b.graph_capture)} | {_yes(b.static_shapes)} | {_tune_words(b.tune)} |"
-             for n, b in backends.BACKENDS.items()]
+    rows = [
+        "| backend | what | workloads | builds first | GPU only | CUDA graphs | one shape per build | "
+        "tune tries it by default |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rows += [
+        f"| `{n}` | {b.about} | {', '.join(b.workloads)} | {_yes(b.compiles)} | {_yes(b.needs_cuda)} | "
+        f"{_yes(b.graph_capture)} | {_yes(b.static_shapes)} | {_tune_words(b.tune)} |"
+        for n, b in backends.BACKENDS.items()
+    ]
     return "\n".join(rows)
 
 
@@ -200,10 +226,14 @@ def _runs_on(p) -> str:
 
 
 def precisions_table() -> str:
-    rows = ["| precision | computes in | trains | runs on | roofline ceiling | tune tries it by default |",
-            "| --- | --- | --- | --- | --- | --- |"]
-    rows += [f"| `{n}` | {p.about} | {_yes(p.trainable)} | {_runs_on(p)} | {p.ceiling} | {_tune_words(p.tune or ())} |"
-             for n, p in precisions.PRECISIONS.items()]
+    rows = [
+        "| precision | computes in | trains | runs on | roofline ceiling | tune tries it by default |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    rows += [
+        f"| `{n}` | {p.about} | {_yes(p.trainable)} | {_runs_on(p)} | {p.ceiling} | {_tune_words(p.tune or ())} |"
+        for n, p in precisions.PRECISIONS.items()
+    ]
     return "\n".join(rows)
 
 
@@ -221,10 +251,12 @@ def test_the_readme_tables_are_the_registries(name):
     assert found, f"README has no generated {name} table"
     want = TABLES[name]()
     if os.environ.get("ACCELBENCH_WRITE_README") and found.group(2) != want:
-        README.write_text(text[:found.start(2)] + want + text[found.end(2):])
+        README.write_text(text[: found.start(2)] + want + text[found.end(2) :])
         return
-    assert found.group(2) == want, (f"README's {name} table is not the registry's: "
-                                    "ACCELBENCH_WRITE_README=1 python -m pytest tests/test_registries.py -k readme")
+    assert found.group(2) == want, (
+        f"README's {name} table is not the registry's: "
+        "ACCELBENCH_WRITE_README=1 python -m pytest tests/test_registries.py -k readme"
+    )
 
 
 def _first_column(doc: str) -> set[str]:

@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from accelbench import api
 from accelbench.store import Store
-from conftest import run_cli
 
 TINY = {"device": "cpu", "idle_s": 0, "telemetry_period_ms": 0}
 
@@ -25,8 +25,14 @@ def pair(tmp_path_factory):
     try:
         st = Store(db)
         for _ in range(2):
-            api.run(api.spec("inference", {**TINY, "model": "cifar-resnet20", "batch_sizes": "1,2,4", "images": 8,
-                                           "repeats": 5}, cuda=False), st)
+            api.run(
+                api.spec(
+                    "inference",
+                    {**TINY, "model": "cifar-resnet20", "batch_sizes": "1,2,4", "images": 8, "repeats": 5},
+                    cuda=False,
+                ),
+                st,
+            )
     finally:
         torch.set_num_threads(threads)
     return db
@@ -35,8 +41,9 @@ def pair(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pair_report(pair):
     html, md = pair.parent / "pair.html", pair.parent / "pair.md"
-    run_cli("report", "--db", str(pair), "--run", "1", "--run", "2", "--html", str(html), "--markdown", str(md),
-            check=True)
+    run_cli(
+        "report", "--db", str(pair), "--run", "1", "--run", "2", "--html", str(html), "--markdown", str(md), check=True
+    )
     return html, md
 
 
@@ -54,11 +61,14 @@ def test_headline_counts_are_compares_verdicts(pair, pair_report, tmp_path):
     head = headline(comparison)
     rows = dict(head["rows"])
     for word, label in (("faster", "Faster"), ("slower", "Slower")):
-        assert (rows[label].startswith(f"{count[word]} of 3") if count[word] else label not in rows), (word, rows)
+        assert rows[label].startswith(f"{count[word]} of 3") if count[word] else label not in rows, (word, rows)
     for label, k in (("Equivalent (within 2%)", count["within noise"]), ("Undecided (too few windows)", undecided)):
-        assert (rows[label].startswith(f"{k} of 3") if k else label not in rows), (label, rows)
-    said = [f"{w} on {count[k]}" for k, w in (("faster", "faster"), ("slower", "slower"), ("within noise", "equivalent"))
-            if count[k]] + ([f"undecided on {undecided}"] if undecided else [])
+        assert rows[label].startswith(f"{k} of 3") if k else label not in rows, (label, rows)
+    said = [
+        f"{w} on {count[k]}"
+        for k, w in (("faster", "faster"), ("slower", "slower"), ("within noise", "equivalent"))
+        if count[k]
+    ] + ([f"undecided on {undecided}"] if undecided else [])
     assert head["line"].startswith("run 2 against run 1, 3 matched cases (throughput B/A): ")
     assert [part.split(" (")[0] for part in head["line"].split(": ", 1)[1].split("; ")[0].split(", ")] == said
     faster = [c["metrics"]["throughput"]["ratio"] for c in cases if c["metrics"]["throughput"]["verdict"] == "faster"]
@@ -82,7 +92,9 @@ def test_overlay_and_ratio_chart_plot_compares_figures(pair):
     fig = figure(comparison, "g", cases)
     thr, lat, energy, ratio = fig.axes
     a_line, b_line = thr.get_lines()[:2]
-    assert list(a_line.get_xdata()) == [1, 2, 4] and list(a_line.get_ydata()) == [c.metrics["throughput"].a for c in cases]
+    assert list(a_line.get_xdata()) == [1, 2, 4] and list(a_line.get_ydata()) == [
+        c.metrics["throughput"].a for c in cases
+    ]
     assert list(b_line.get_ydata()) == [c.metrics["throughput"].b for c in cases]
     assert thr.get_xscale() == "linear"  # 1..4 is not a sweep of decades
     lines = {ln.get_label(): ln for ln in ratio.get_lines()}
@@ -106,8 +118,10 @@ def test_overlay_and_ratio_chart_plot_compares_figures(pair):
 
 
 def _rows(sizes, values, **fields):
-    return [{"status": "ok", "model": "m", "precision": "fp32", "mode": "eager", "batch_size": b, "y": v, **fields}
-            for b, v in zip(sizes, values)]
+    return [
+        {"status": "ok", "model": "m", "precision": "fp32", "mode": "eager", "batch_size": b, "y": v, **fields}
+        for b, v in zip(sizes, values)
+    ]
 
 
 def test_batch_charts_show_every_batch():
@@ -115,8 +129,9 @@ def test_batch_charts_show_every_batch():
     from accelbench.report.plots import pyplot
 
     # batch 1 to 1024, latency from 2 ms to 900 ms: log x and log y, so batch 1 does not sit on the axis
-    fig = batch_figure(_rows([1, 8, 64, 1024], [2.0, 9.0, 70.0, 900.0]), "y", "ms", "Latency p50",
-                       context="m on NVIDIA H200, run 3")
+    fig = batch_figure(
+        _rows([1, 8, 64, 1024], [2.0, 9.0, 70.0, 900.0]), "y", "ms", "Latency p50", context="m on NVIDIA H200, run 3"
+    )
     ax = fig.axes[0]
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     assert "m on NVIDIA H200, run 3" in ax.get_title()
@@ -136,9 +151,14 @@ def test_roofline_legend_leaves_no_blank_band():
     from accelbench.report.roofline import Point, figure
     from accelbench.scenarios.profile.ceilings import Ceilings
 
-    ceil = Ceilings(device_name="NVIDIA H200", matmul_flops_per_s={"fp32": 5.1e13, "bf16": 8.1e14},
-                    dram_bytes_per_s=4.25e12, datasheet_flops_per_s={"bf16": 9.895e14}, datasheet_dram_bytes_per_s=4.8e12)
-    pts = [Point(label=f"decode bs={2 ** i}", intensity=2.0 ** i, flops_per_s=1e11 * 2 ** i) for i in range(10)]
+    ceil = Ceilings(
+        device_name="NVIDIA H200",
+        matmul_flops_per_s={"fp32": 5.1e13, "bf16": 8.1e14},
+        dram_bytes_per_s=4.25e12,
+        datasheet_flops_per_s={"bf16": 9.895e14},
+        datasheet_dram_bytes_per_s=4.8e12,
+    )
+    pts = [Point(label=f"decode bs={2**i}", intensity=2.0**i, flops_per_s=1e11 * 2**i) for i in range(10)]
     fig = figure(ceil, pts, "Roofline: m on NVIDIA H200, run 1")
     fig.canvas.draw()
     box = fig.axes[0].get_position()  # figure fractions
@@ -194,8 +214,20 @@ def test_printed_report_keeps_every_column_of_the_widest_table(pair, tmp_path):
     tables = [b for s in doc["sections"] for b in s["blocks"] if b["type"] == "table"]
     widest = max(tables, key=lambda b: len(b["headers"]))
     assert len(widest["headers"]) > 12  # wider than one column group
-    subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
-                    f"--print-to-pdf={pdf}", html.as_uri()], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={pdf}",
+            html.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     text = re.sub(r"\s+", "", "".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages))
     missing = [h for h in widest["headers"] if re.sub(r"\s+", "", h) not in text]
     assert not missing, missing

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from accelbench import api
 from accelbench.store import Store
-from conftest import run_cli
 
 TINY = {"device": "cpu", "idle_s": 0, "telemetry_period_ms": 0}
 EVIL = "<script>alert(1)</script>"
@@ -26,19 +26,63 @@ def store_path(tmp_path_factory):
     st = Store(db)
     try:
         for _ in range(2):  # two inference runs of the same sweep: the report compares them
-            api.run(api.spec("inference", {**TINY, "model": "cifar-resnet20", "batch_sizes": "2,4", "images": 8,
-                                           "repeats": 5}, cuda=False), st)
-        api.train(api.spec("train_step", {**TINY, "model": "cifar-resnet20", "batch_sizes": "4", "images": 8,
-                                          "repeats": 2}, cuda=False), st)
-        api.train(api.spec("converge", {**TINY, "model": "cifar-resnet20", "batch_sizes": "32", "epochs": 2,
-                                        "images": 64, "eval_images": 50, "warmup_epochs": 0,
-                                        "checkpoint_dir": str(db.parent / "ck")}, cuda=False), st)
-        api.profile(api.spec("profile", {**TINY, "model": "helpers:tiny_conv_net", "batch_size": 2, "ncu": "off",
-                                         "timed_steps": 2}, cuda=False), st)
-        run = st.begin_run("inference", {"scenario": "inference", "models": [EVIL]}, "h",
-                           {"device_name": "<b>host</b>", "host": EVIL})
-        st.add_case(run, {"case_key": "evil", "workload": "inference", "status": "error", "model": EVIL, "batch_size": 1,
-                          "precision": "fp32", "mode": "eager", "error": f"RuntimeError: {EVIL}"})
+            api.run(
+                api.spec(
+                    "inference",
+                    {**TINY, "model": "cifar-resnet20", "batch_sizes": "2,4", "images": 8, "repeats": 5},
+                    cuda=False,
+                ),
+                st,
+            )
+        api.train(
+            api.spec(
+                "train_step",
+                {**TINY, "model": "cifar-resnet20", "batch_sizes": "4", "images": 8, "repeats": 2},
+                cuda=False,
+            ),
+            st,
+        )
+        api.train(
+            api.spec(
+                "converge",
+                {
+                    **TINY,
+                    "model": "cifar-resnet20",
+                    "batch_sizes": "32",
+                    "epochs": 2,
+                    "images": 64,
+                    "eval_images": 50,
+                    "warmup_epochs": 0,
+                    "checkpoint_dir": str(db.parent / "ck"),
+                },
+                cuda=False,
+            ),
+            st,
+        )
+        api.profile(
+            api.spec(
+                "profile",
+                {**TINY, "model": "helpers:tiny_conv_net", "batch_size": 2, "ncu": "off", "timed_steps": 2},
+                cuda=False,
+            ),
+            st,
+        )
+        run = st.begin_run(
+            "inference", {"scenario": "inference", "models": [EVIL]}, "h", {"device_name": "<b>host</b>", "host": EVIL}
+        )
+        st.add_case(
+            run,
+            {
+                "case_key": "evil",
+                "workload": "inference",
+                "status": "error",
+                "model": EVIL,
+                "batch_size": 1,
+                "precision": "fp32",
+                "mode": "eager",
+                "error": f"RuntimeError: {EVIL}",
+            },
+        )
         st.finish_run(run, "complete")
     finally:
         torch.set_num_threads(threads)
@@ -57,9 +101,21 @@ def test_report_holds_every_kind_and_the_comparison(report_files):
     html, md, seconds, p = report_files
     text = html.read_text()
     assert "wrote" in p.stdout and seconds < 60
-    for needle in ("Run 1: inference", "Run 3: training", "Run 4: convergence", "Run 5: profile", "Throughput 95% CI",
-                   "Time to accuracy per batch size", "Accuracy per epoch", "Profiled steps", "Roofline",
-                   "Git commit", "Utilisation, power, energy and cost", "<svg", "data:image/png;base64,"):
+    for needle in (
+        "Run 1: inference",
+        "Run 3: training",
+        "Run 4: convergence",
+        "Run 5: profile",
+        "Throughput 95% CI",
+        "Time to accuracy per batch size",
+        "Accuracy per epoch",
+        "Profiled steps",
+        "Roofline",
+        "Git commit",
+        "Utilisation, power, energy and cost",
+        "<svg",
+        "data:image/png;base64,",
+    ):
         assert needle in text, needle
     assert "Comparison" not in text  # several runs: a comparison only when asked for
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing fetched from the network
@@ -84,7 +140,10 @@ def test_runs_of_two_stores_in_one_report(store_path, tmp_path):
     assert f"accelbench report: run 1, {other}:2" in text
     # two stores: each section names its store, so two runs with one id are told apart
     assert f"Run 1 ({store_path.parent.name}/{store_path.name}): inference" in text
-    assert f"Run 2 ({tmp_path.name}/other.db): inference" in text and f"Comparison: {other}:2 (B) against run 1 (A)" in text
+    assert (
+        f"Run 2 ({tmp_path.name}/other.db): inference" in text
+        and f"Comparison: {other}:2 (B) against run 1 (A)" in text
+    )
     p = run_cli("report", "--db", str(store_path), "--run", f"{tmp_path}/missing.db:1", "--html", str(out))
     assert p.returncode == 2 and "no results store at" in p.stderr
 
@@ -118,7 +177,13 @@ def _chromium():
     if not binary or not driver:
         pytest.skip("chromium / chromedriver not found (Debian: apt-get install chromium chromium-driver)")
     opts = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1800"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1800",
+    ):
         opts.add_argument(arg)
     opts.binary_location = binary
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -136,8 +201,10 @@ def test_the_report_renders_in_a_real_browser(report_files, tmp_path):
         assert not severe, severe
         images = drv.execute_script("return [...document.images].map(i => [i.complete, i.naturalWidth])")
         assert images and all(done and width > 0 for done, width in images), images
-        boxes = drv.execute_script("return [...document.querySelectorAll('svg')].map(s => {"
-                                   "const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
+        boxes = drv.execute_script(
+            "return [...document.querySelectorAll('svg')].map(s => {"
+            "const r = s.getBoundingClientRect(); return [r.width, r.height]; })"
+        )
         assert len(boxes) >= 5 and all(w > 0 and h > 0 for w, h in boxes), boxes
         assert drv.execute_script("return document.querySelectorAll('script').length") == 0  # the evil model is text
         shot = tmp_path / "report.png"

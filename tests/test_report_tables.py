@@ -4,8 +4,8 @@ import pytest
 from rich.console import Console
 
 from accelbench.report.table import case_notes, natural_width, results_table
-from accelbench.report.units import ms, number, quantity, si
 from accelbench.report.train import sweep_table
+from accelbench.report.units import ms, number, quantity, si
 
 
 def _render(table, width=80) -> list[str]:
@@ -15,16 +15,31 @@ def _render(table, width=80) -> list[str]:
 
 
 def _row(**kw):
-    base = {"model": "mobilenet_v3_large", "batch_size": 1024, "precision": "amp-bf16", "mode": "max-autotune",
-            "throughput_samples_per_s": 149883.4, "latency_p50_ms": 123.45, "latency_p99_ms": 1234.56, "top1": 0.9173,
-            "energy_per_sample_j": 0.0401, "status": "ok", "validity": "latency-spread,cpu-contention",
-            "step_time_p50_ms": 1234.5, "compile_s": 153.2, "loader_samples_per_s": 10573.0}
+    base = {
+        "model": "mobilenet_v3_large",
+        "batch_size": 1024,
+        "precision": "amp-bf16",
+        "mode": "max-autotune",
+        "throughput_samples_per_s": 149883.4,
+        "latency_p50_ms": 123.45,
+        "latency_p99_ms": 1234.56,
+        "top1": 0.9173,
+        "energy_per_sample_j": 0.0401,
+        "status": "ok",
+        "validity": "latency-spread,cpu-contention",
+        "step_time_p50_ms": 1234.5,
+        "compile_s": 153.2,
+        "loader_samples_per_s": 10573.0,
+    }
     return {**base, **kw}
 
 
 def test_worst_case_inference_and_training_rows_fit_80_columns():
-    rows = [_row(), _row(model="timm:vit_base_patch16_224", status="unsupported", error="x" * 300),
-            _row(status="error", error="RuntimeError: [enforce fail at alloc_cpu.cpp:127] " + "y" * 200)]
+    rows = [
+        _row(),
+        _row(model="timm:vit_base_patch16_224", status="unsupported", error="x" * 300),
+        _row(status="error", error="RuntimeError: [enforce fail at alloc_cpu.cpp:127] " + "y" * 200),
+    ]
     for table in (results_table(rows, compact=True), sweep_table(rows, compact=True)):
         lines = _render(table)
         assert lines and all(len(line) <= 80 for line in lines), "\n".join(lines)
@@ -33,12 +48,20 @@ def test_worst_case_inference_and_training_rows_fit_80_columns():
 
 
 def test_notes_name_the_model_and_case_and_keep_brackets():
-    rows = [_row(status="error", error="RuntimeError: [enforce fail at alloc_cpu.cpp:127] data"),
-            _row(validity="cpu-contention", validity_reason="other processes used 52% of the host's CPU time > 10%")]
+    rows = [
+        _row(status="error", error="RuntimeError: [enforce fail at alloc_cpu.cpp:127] data"),
+        _row(validity="cpu-contention", validity_reason="other processes used 52% of the host's CPU time > 10%"),
+    ]
     assert case_notes(rows) == [
-        ("error:", "mobilenet_v3_large bs=1024 amp-bf16 max-autotune: RuntimeError: [enforce fail at alloc_cpu.cpp:127] data"),
-        ("flagged:", "other processes used > 10% of the host's CPU time: 1 case of mobilenet_v3_large: "
-                     "bs=1024 amp-bf16 max-autotune 52%"),
+        (
+            "error:",
+            "mobilenet_v3_large bs=1024 amp-bf16 max-autotune: RuntimeError: [enforce fail at alloc_cpu.cpp:127] data",
+        ),
+        (
+            "flagged:",
+            "other processes used > 10% of the host's CPU time: 1 case of mobilenet_v3_large: "
+            "bs=1024 amp-bf16 max-autotune 52%",
+        ),
     ]
     table = results_table(rows[:1], compact=False)
     wide = "\n".join(_render(table, natural_width(table, Console(width=80))))
@@ -48,48 +71,100 @@ def test_notes_name_the_model_and_case_and_keep_brackets():
 def test_a_contended_sweep_gets_one_flagged_line_per_reason_with_the_count_and_the_cases():
     spread = "latency spread (IQR/median) {}% > 5%"
     cpu = "other processes used {}% of the host's CPU time > 10%"
-    rows = [_row(batch_size=1, validity="cpu-contention", validity_reason=cpu.format(83)),
-            _row(batch_size=2, validity="latency-spread,cpu-contention",
-                 validity_reason=f"{spread.format(7.2)}; {cpu.format(81)}"),
-            _row(batch_size=4, validity="latency-spread,cpu-contention",
-                 validity_reason=f"{spread.format(11.9)}; {cpu.format(90)}"),
-            _row(batch_size=8, validity="ok", validity_reason=None)]
+    rows = [
+        _row(batch_size=1, validity="cpu-contention", validity_reason=cpu.format(83)),
+        _row(
+            batch_size=2,
+            validity="latency-spread,cpu-contention",
+            validity_reason=f"{spread.format(7.2)}; {cpu.format(81)}",
+        ),
+        _row(
+            batch_size=4,
+            validity="latency-spread,cpu-contention",
+            validity_reason=f"{spread.format(11.9)}; {cpu.format(90)}",
+        ),
+        _row(batch_size=8, validity="ok", validity_reason=None),
+    ]
     notes = case_notes(rows)
     assert notes == [
-        ("flagged:", "other processes used > 10% of the host's CPU time: 3 cases of mobilenet_v3_large: "
-                     "bs=1 amp-bf16 max-autotune 83%, bs=2 amp-bf16 max-autotune 81%, bs=4 amp-bf16 max-autotune 90%"),
-        ("flagged:", "latency spread (IQR/median) > 5%: 2 cases of mobilenet_v3_large: "
-                     "bs=2 amp-bf16 max-autotune 7.2%, bs=4 amp-bf16 max-autotune 11.9%"),
+        (
+            "flagged:",
+            "other processes used > 10% of the host's CPU time: 3 cases of mobilenet_v3_large: "
+            "bs=1 amp-bf16 max-autotune 83%, bs=2 amp-bf16 max-autotune 81%, bs=4 amp-bf16 max-autotune 90%",
+        ),
+        (
+            "flagged:",
+            "latency spread (IQR/median) > 5%: 2 cases of mobilenet_v3_large: "
+            "bs=2 amp-bf16 max-autotune 7.2%, bs=4 amp-bf16 max-autotune 11.9%",
+        ),
     ]
     two_models = case_notes([rows[0], {**rows[1], "model": "resnet50"}])
-    assert two_models[0] == ("flagged:", "other processes used > 10% of the host's CPU time: 2 cases: "
-                                         "mobilenet_v3_large bs=1 amp-bf16 max-autotune 83%, "
-                                         "resnet50 bs=2 amp-bf16 max-autotune 81%")
+    assert two_models[0] == (
+        "flagged:",
+        "other processes used > 10% of the host's CPU time: 2 cases: "
+        "mobilenet_v3_large bs=1 amp-bf16 max-autotune 83%, "
+        "resnet50 bs=2 amp-bf16 max-autotune 81%",
+    )
 
 
-@pytest.mark.parametrize("value, unit, text", [
-    (1.0704, "s", "1.07 s"), (1070.4, "s", "1,070 s"), (0.00107, "s", "1.07 ms"), (2.5e-7, "s", "250 ns"),
-    (9.39e-5, "USD", "$93.9µ"), (0.0939, "USD", "$0.0939"), (12.345, "USD", "$12.35"), (0, "USD", "$0"),
-    (3.2e9, "B", "3.20 GB"), (999_960, "B", "1.00 MB"), (7.9e14, "FLOP/s", "790 TFLOP/s"), (0.0401, "J", "40.1 mJ"),
-    (250.0, "W", "250 W"), (0, "J", "0 J"), (1234.5, "samples/s", "1,234 samples/s"), (12.34, "samples/s", "12.3 samples/s"),
-    (None, "W", "-"), (float("nan"), "s", "-"),
-])
+@pytest.mark.parametrize(
+    "value, unit, text",
+    [
+        (1.0704, "s", "1.07 s"),
+        (1070.4, "s", "1,070 s"),
+        (0.00107, "s", "1.07 ms"),
+        (2.5e-7, "s", "250 ns"),
+        (9.39e-5, "USD", "$93.9µ"),
+        (0.0939, "USD", "$0.0939"),
+        (12.345, "USD", "$12.35"),
+        (0, "USD", "$0"),
+        (3.2e9, "B", "3.20 GB"),
+        (999_960, "B", "1.00 MB"),
+        (7.9e14, "FLOP/s", "790 TFLOP/s"),
+        (0.0401, "J", "40.1 mJ"),
+        (250.0, "W", "250 W"),
+        (0, "J", "0 J"),
+        (1234.5, "samples/s", "1,234 samples/s"),
+        (12.34, "samples/s", "12.3 samples/s"),
+        (None, "W", "-"),
+        (float("nan"), "s", "-"),
+    ],
+)
 def test_a_value_reaches_the_user_with_its_unit_and_never_in_exponent_form(value, unit, text):
     assert quantity(value, unit) == text and "e+" not in text and "e-" not in text
 
 
 def test_numbers_keep_three_significant_digits_without_an_exponent():
     assert [number(v) for v in (1070.4, 8.417, 0.01234, 9.996, 149_883.4, 0.000123, 0)] == [
-        "1,070", "8.42", "0.0123", "10.0", "149,883", "0.000123", "0"]
+        "1,070",
+        "8.42",
+        "0.0123",
+        "10.0",
+        "149,883",
+        "0.000123",
+        "0",
+    ]
     assert ms(1070.4) == "1.07 s" and ms(8.417) == "8.42 ms" and si(9.39e-5) == "93.9µ"
 
 
 def test_cheapest_line_prices_in_si_not_exponent_form():
     from accelbench.report.table import cheapest_lines
 
-    rows = [_row(model="m", precision=p, mode="eager", batch_size=8, validity="ok", top1=t, top1_fp32_ref=0.9,
-                 top1_delta_pts=100 * (t - 0.9), accuracy_target_met=t >= 0.891, cost_per_1000_samples_usd=c)
-            for p, t, c in (("fp32", 0.9, 9.39e-4), ("bf16", 0.899, 9.39e-5))]
+    rows = [
+        _row(
+            model="m",
+            precision=p,
+            mode="eager",
+            batch_size=8,
+            validity="ok",
+            top1=t,
+            top1_fp32_ref=0.9,
+            top1_delta_pts=100 * (t - 0.9),
+            accuracy_target_met=t >= 0.891,
+            cost_per_1000_samples_usd=c,
+        )
+        for p, t, c in (("fp32", 0.9, 9.39e-4), ("bf16", 0.899, 9.39e-5))
+    ]
     (line,) = cheapest_lines(rows)
     assert "bf16" in line and "$93.9µ/1k img" in line and "e-0" not in line, line
 
@@ -105,9 +180,19 @@ def test_provenance_values_reach_the_reader_formatted():
     """Issue 24: `Idle power 74.94297529945904` and raw byte counts reached the report."""
     from accelbench.report.sections import provenance
 
-    run = {"run_id": 3, "kind": "inference", "status": "complete", "created_at": 0.0,
-           "env": {"idle_power_w": 74.94297529945904, "power_limit_w": 700.0, "sm_clock_max_mhz": 1980,
-                   "device_name": "NVIDIA H200", "cpu_count": 16}}
+    run = {
+        "run_id": 3,
+        "kind": "inference",
+        "status": "complete",
+        "created_at": 0.0,
+        "env": {
+            "idle_power_w": 74.94297529945904,
+            "power_limit_w": 700.0,
+            "sm_clock_max_mhz": 1980,
+            "device_name": "NVIDIA H200",
+            "cpu_count": 16,
+        },
+    }
     got = dict(provenance(run))
     assert got["Idle power (W)"] == "74.94" and got["Power limit (W)"] == "700.0"
     assert got["SM clock max (MHz)"] == "1980" and got["Device"] == "NVIDIA H200" and got["CPU count"] == "16"
@@ -116,11 +201,11 @@ def test_provenance_values_reach_the_reader_formatted():
 def test_latency_histogram_bins_are_numpys_and_the_cli_prints_them(tmp_path):
     """Issue 24: the stored per-batch latencies are never plotted; `results --hist CASE` shows their distribution."""
     import numpy as np
+    from conftest import run_cli
+    from test_compare import add_run
 
     from accelbench.report.histogram import bins, lines
     from accelbench.store import Store
-    from conftest import run_cli
-    from test_compare import add_run
 
     rng = np.random.default_rng(1)
     values = list(rng.lognormal(0.0, 0.3, 500))
@@ -142,13 +227,15 @@ def test_latency_histogram_bins_are_numpys_and_the_cli_prints_them(tmp_path):
 
 def test_the_runs_list_names_model_and_device(tmp_path):
     """Issue 24: `results --runs` listed no model or device."""
-    from accelbench.store import Store
     from conftest import run_cli
+
+    from accelbench.store import Store
 
     db = tmp_path / "r.db"
     s = Store(db)
-    rid = s.begin_run("inference", {"scenario": "inference", "models": ["resnet50", "vit_b_16"]}, "h",
-                      {"device_name": "NVIDIA H200"})
+    rid = s.begin_run(
+        "inference", {"scenario": "inference", "models": ["resnet50", "vit_b_16"]}, "h", {"device_name": "NVIDIA H200"}
+    )
     s.finish_run(rid, "complete")
     (run,) = s.runs()
     assert run["models"] == "resnet50,vit_b_16" and run["device"] == "NVIDIA H200"
@@ -160,12 +247,25 @@ def test_a_reason_shared_by_many_cases_is_one_line():
     """Issue 24: per-case notes repeated the same sentence dozens of times."""
     from accelbench.report.notes import case_notes
 
-    rows = [{"status": "unsupported", "error": "cudagraphs needs a CUDA GPU", "model": "resnet50", "batch_size": b,
-             "precision": "fp32", "mode": "cudagraphs"} for b in (1, 8, 32)]
-    rows.append({"status": "error", "error": "boom", "model": "resnet50", "batch_size": 4, "precision": "fp32",
-                 "mode": "eager"})
+    rows = [
+        {
+            "status": "unsupported",
+            "error": "cudagraphs needs a CUDA GPU",
+            "model": "resnet50",
+            "batch_size": b,
+            "precision": "fp32",
+            "mode": "cudagraphs",
+        }
+        for b in (1, 8, 32)
+    ]
+    rows.append(
+        {"status": "error", "error": "boom", "model": "resnet50", "batch_size": 4, "precision": "fp32", "mode": "eager"}
+    )
     notes = case_notes(rows)
     assert len(notes) == 2
-    assert notes[0] == ("unsupported:", "cudagraphs needs a CUDA GPU: 3 cases: resnet50 bs=1 fp32 cudagraphs, "
-                                        "resnet50 bs=8 fp32 cudagraphs, resnet50 bs=32 fp32 cudagraphs")
+    assert notes[0] == (
+        "unsupported:",
+        "cudagraphs needs a CUDA GPU: 3 cases: resnet50 bs=1 fp32 cudagraphs, "
+        "resnet50 bs=8 fp32 cudagraphs, resnet50 bs=32 fp32 cudagraphs",
+    )
     assert notes[1] == ("error:", "resnet50 bs=4 fp32 eager: boom")

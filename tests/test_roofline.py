@@ -17,12 +17,17 @@ def test_ridge_point_and_attainable():
     assert rl.attainable_flops_per_s(0.0, 800e12, 4e12) == 0.0
 
 
-@pytest.mark.parametrize("flops, nbytes, expect", [
-    (199.0, 1.0, "memory"), (200.0, 1.0, "compute"), (201.0, 1.0, "compute"),
-    (0.0, 4096.0, "memory"),  # a copy kernel
-    (1e9, 0.0, "compute"),  # arithmetic without DRAM traffic
-    (0.0, 0.0, None),  # nothing at all
-])
+@pytest.mark.parametrize(
+    "flops, nbytes, expect",
+    [
+        (199.0, 1.0, "memory"),
+        (200.0, 1.0, "compute"),
+        (201.0, 1.0, "compute"),
+        (0.0, 4096.0, "memory"),  # a copy kernel
+        (1e9, 0.0, "compute"),  # arithmetic without DRAM traffic
+        (0.0, 0.0, None),  # nothing at all
+    ],
+)
 def test_bound_classification(flops, nbytes, expect):
     assert rl.bound(flops, nbytes, 200.0) == expect
 

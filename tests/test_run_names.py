@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import TINY, run_cli, tiny_case
 from typer.testing import CliRunner
 
 from accelbench import api
@@ -16,7 +17,6 @@ from accelbench.cli import app
 from accelbench.core.errors import ConfigError
 from accelbench.core.runlabel import RunLabel, check_name, parse_tags, run_label
 from accelbench.store import SCHEMA_VERSION, Store
-from conftest import TINY, run_cli, tiny_case
 
 BEFORE_COLUMNS = Path(__file__).with_name("data") / "store-before-columns.db"
 
@@ -85,7 +85,9 @@ def test_a_named_run_is_listed_exported_and_titled(tmp_path):
     assert p.returncode == 0, p.stderr
     runs = Store(db).runs()
     assert [(r["name"], r["tags"]) for r in runs] == [
-        ("from-toml", {"team": "perf", "branch": "main", "pr": "12"}), ("nightly", {})]
+        ("from-toml", {"team": "perf", "branch": "main", "pr": "12"}),
+        ("nightly", {}),
+    ]
     listed = run_cli("results", "--runs", "--db", str(db), check=True).stdout
     assert "from-toml" in listed and "nightly" in listed and "branch=main" in listed
     out = tmp_path / "2.json"
@@ -108,8 +110,9 @@ def test_the_api_names_a_run(tmp_path):
     assert len(st.runs()) == 1  # refused before a run was opened
 
 
-@pytest.mark.parametrize("command", [["run"], ["train"], ["generate", "-m", "hf:tiny-shakespeare"], ["loadgen"],
-                                     ["tune"], ["profile"]])
+@pytest.mark.parametrize(
+    "command", [["run"], ["train"], ["generate", "-m", "hf:tiny-shakespeare"], ["loadgen"], ["tune"], ["profile"]]
+)
 def test_every_measuring_command_refuses_a_tag_without_value(command, tmp_path):
     db = tmp_path / "x.db"
     res = CliRunner().invoke(app, [*command, "--tag", "novalue", "--device", "cpu", "--db", str(db)])

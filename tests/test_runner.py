@@ -2,15 +2,15 @@ import gc
 
 import pytest
 
+from accelbench import precisions
 from accelbench.api import run as run_sweep
 from accelbench.report.table import oom_boundary
-from accelbench import precisions
 
 PRECISIONS = precisions.names()  # the image workload's: the weight-only ones are generate's
-from specs import build_spec
-from accelbench.store import Store
+from helpers import stop_after  # tests/helpers.py  # noqa: E402
+from specs import build_spec  # noqa: E402
 
-from helpers import stop_after  # tests/helpers.py
+from accelbench.store import Store  # noqa: E402
 
 FAST = {"warmup_batches": 1, "min_timed_batches": 3, "min_time_s": 0.0, "device": "cpu"}
 
@@ -20,7 +20,9 @@ def spec(**kw):
 
 
 def test_every_precision_eager_on_cpu_or_unsupported(db):
-    s = spec(model="cifar-resnet20", batch_sizes="4", precisions=",".join(PRECISIONS), modes="eager,cudagraphs", images=16)
+    s = spec(
+        model="cifar-resnet20", batch_sizes="4", precisions=",".join(PRECISIONS), modes="eager,cudagraphs", images=16
+    )
     out = run_sweep(s, Store(db))
     by = {(r["precision"], r["mode"]): r for r in out.records}
     assert len(by) == len(PRECISIONS) * 2
@@ -111,8 +113,16 @@ def test_window_is_the_steps_asked_for_cycling_and_no_accuracy_pass_without_labe
 
     CountingNet.calls.clear()
     frozen = []
-    s = spec(model="helpers:counting_net", batch_sizes="1,2", images=8, data="synthetic", warmup_batches=2,
-             min_timed_batches=5, telemetry_period_ms=0, idle_s=0)
+    s = spec(
+        model="helpers:counting_net",
+        batch_sizes="1,2",
+        images=8,
+        data="synthetic",
+        warmup_batches=2,
+        min_timed_batches=5,
+        telemetry_period_ms=0,
+        idle_s=0,
+    )
     r1, r2 = run_sweep(s, Store(db), on_case=lambda *a: frozen.append(gc.get_freeze_count())).records
     # what lived before the first case is kept out of the per-case collections, until the sweep ends
     assert min(frozen) > 0 and gc.get_freeze_count() == 0

@@ -1,9 +1,9 @@
 import pytest
-
-from accelbench.core.errors import ConfigError
-from accelbench.core.config import load_toml, parse_list
-from accelbench.scenarios.inference import CPU_DEFAULTS, GPU_DEFAULTS
 from specs import build_spec, expand
+
+from accelbench.core.config import load_toml, parse_list
+from accelbench.core.errors import ConfigError
+from accelbench.scenarios.inference import CPU_DEFAULTS, GPU_DEFAULTS
 
 
 def test_gpu_default_is_full_study():

@@ -1,9 +1,8 @@
 import math
 
+import numpy as np
 import pytest
 import torch
-
-import numpy as np
 
 from accelbench.core.stats import stat_columns, summarize, topk_correct
 
@@ -36,6 +35,13 @@ def test_topk_correct():
 
 def test_stat_columns_prefix():
     cols = stat_columns(summarize([1.0, 2.0, 3.0, 4.0, 5.0]), "step_time")
-    assert cols == {"step_time_mean_ms": 3.0, "step_time_min_ms": 1.0, "step_time_p50_ms": 3.0, "step_time_p90_ms": pytest.approx(4.6),
-                    "step_time_p99_ms": pytest.approx(4.96), "step_time_max_ms": 5.0,
-                    "step_time_spread": pytest.approx(2 / 3), "step_time_noisy": True}
+    assert cols == {
+        "step_time_mean_ms": 3.0,
+        "step_time_min_ms": 1.0,
+        "step_time_p50_ms": 3.0,
+        "step_time_p90_ms": pytest.approx(4.6),
+        "step_time_p99_ms": pytest.approx(4.96),
+        "step_time_max_ms": 5.0,
+        "step_time_spread": pytest.approx(2 / 3),
+        "step_time_noisy": True,
+    }

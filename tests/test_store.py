@@ -8,11 +8,21 @@ from accelbench.store import SCHEMA_VERSION, Store, StoreError
 def test_round_trip_columns_and_series(db):
     with Store(db) as st:
         rid = st.begin_run("inference", {"models": ["m"]}, "abc", {"torch": "x"})
-        cid = st.add_case(rid, {"case_key": "k1", "workload": "inference", "status": "ok",
-                                "latency_p99_ms": 1.5, "peak_mem_bytes": 123, "noisy": False},
-                          {"latency_ms": [1.0, 2.0, 1.5]})
-        st.add_case(rid, {"case_key": "k2", "workload": "inference", "status": "oom", "error": "boom",
-                          "new_metric_j": 2.0})
+        cid = st.add_case(
+            rid,
+            {
+                "case_key": "k1",
+                "workload": "inference",
+                "status": "ok",
+                "latency_p99_ms": 1.5,
+                "peak_mem_bytes": 123,
+                "noisy": False,
+            },
+            {"latency_ms": [1.0, 2.0, 1.5]},
+        )
+        st.add_case(
+            rid, {"case_key": "k2", "workload": "inference", "status": "oom", "error": "boom", "new_metric_j": 2.0}
+        )
         st.finish_run(rid, "complete")
     with Store(db) as st:
         df = st.cases(rid)
@@ -40,8 +50,15 @@ def test_a_row_reads_in_the_tables_order_whatever_order_the_store_added_its_colu
     """A store adds a column when a first row has it, so two stores holding the same rows can order their
     columns differently (an import, a flagged case first); records() reads every row in the table's order."""
     first = {"case_key": "a", "workload": "inference", "status": "ok", "validity_reason": None, "zz_theirs": 1}
-    second = {"case_key": "b", "workload": "inference", "status": "ok", "validity_reason": "spread", "aa_theirs": 2,
-              "latency_p99_ms": 1.5, "throughput_samples_per_s": 10.0}
+    second = {
+        "case_key": "b",
+        "workload": "inference",
+        "status": "ok",
+        "validity_reason": "spread",
+        "aa_theirs": 2,
+        "latency_p99_ms": 1.5,
+        "throughput_samples_per_s": 10.0,
+    }
     keys = []
     for name, order in (("x.db", (first, second)), ("y.db", (second, first))):
         with Store(tmp_path / name) as st:
@@ -92,8 +109,10 @@ def _set_lease(db, run_id, pid, heartbeat, host=None):
     import sqlite3
 
     with sqlite3.connect(db) as con:
-        con.execute("UPDATE runs SET lease_pid=?, lease_host=?, lease_token='other', lease_heartbeat=? WHERE run_id=?",
-                    (pid, host or socket.gethostname(), heartbeat, run_id))
+        con.execute(
+            "UPDATE runs SET lease_pid=?, lease_host=?, lease_token='other', lease_heartbeat=? WHERE run_id=?",
+            (pid, host or socket.gethostname(), heartbeat, run_id),
+        )
 
 
 def test_one_row_per_case_key(db):

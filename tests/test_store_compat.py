@@ -10,9 +10,9 @@ from csv import reader as csv_rows
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from accelbench.store import Store
-from conftest import run_cli
 
 OLD = Path(__file__).with_name("data") / "store-before-renovation.db"
 KINDS = ["inference", "training", "convergence", "profile", "input-pipeline", "inference-dp"]
@@ -33,8 +33,9 @@ def test_every_old_run_opens_shows_and_exports(old, tmp_path):
         p = run_cli("results", "--run", rid, "--db", str(old))
         assert p.returncode == 0 and f"run {rid} ({run['kind']}, complete)" in p.stdout, p.stderr
         out = tmp_path / f"{rid}.json"
-        assert run_cli("export", "--run", rid, "--format", "json", "--output", str(out), "--db",
-                       str(old)).returncode == 0
+        assert (
+            run_cli("export", "--run", rid, "--format", "json", "--output", str(out), "--db", str(old)).returncode == 0
+        )
         doc = json.loads(out.read_text())
         assert doc["kind"] == run["kind"] and len(doc["results"]) == run["cases"]
         csv = run_cli("export", "--run", rid, "--format", "csv", "--db", str(old)).stdout
@@ -44,8 +45,21 @@ def test_every_old_run_opens_shows_and_exports(old, tmp_path):
 
 
 def test_an_old_store_takes_new_runs_and_its_cost_comparison_spans_both(old):
-    p = run_cli("run", "--model", "cifar-resnet20", "--batch-sizes", "2", "--images", "4", "--device", "cpu",
-                "--idle-s", "0", "--db", str(old))
+    p = run_cli(
+        "run",
+        "--model",
+        "cifar-resnet20",
+        "--batch-sizes",
+        "2",
+        "--images",
+        "4",
+        "--device",
+        "cpu",
+        "--idle-s",
+        "0",
+        "--db",
+        str(old),
+    )
     assert p.returncode == 0, p.stderr
     st = Store(old)
     assert [r["kind"] for r in st.runs()] == KINDS + ["inference"]
@@ -56,8 +70,17 @@ def test_an_old_store_takes_new_runs_and_its_cost_comparison_spans_both(old):
 # A store written just before issue 22 (commit 34fe6e4, tests/data/make-store-before-columns.sh): one run of each
 # kind, read now through the column table.
 BEFORE_COLUMNS = Path(__file__).with_name("data") / "store-before-columns.db"
-KINDS_22 = ["inference", "training", "convergence", "profile", "loadgen", "input-pipeline", "interconnect", "tune",
-            "inference-dp"]
+KINDS_22 = [
+    "inference",
+    "training",
+    "convergence",
+    "profile",
+    "loadgen",
+    "input-pipeline",
+    "interconnect",
+    "tune",
+    "inference-dp",
+]
 
 
 def test_a_store_written_before_the_column_table_reads_typed_with_every_column_declared(tmp_path):
@@ -97,7 +120,10 @@ def test_a_store_written_before_the_column_table_shows_and_exports_valid_rows(tm
             res = runner.invoke(app, ["results", "--run", rid, "--db", str(db), *wide])
             assert res.exit_code == 0 and f"run {rid} ({run['kind']}, complete)" in res.output, res.output
         out = tmp_path / f"{rid}.json"
-        assert runner.invoke(app, ["export", "--run", rid, "--format", "json", "-o", str(out), "--db", str(db)]).exit_code == 0
+        assert (
+            runner.invoke(app, ["export", "--run", rid, "--format", "json", "-o", str(out), "--db", str(db)]).exit_code
+            == 0
+        )
         results = json.loads(out.read_text())["results"]
         assert len(results) == run["cases"]
         errors = [f"{e.path}: {e.message}" for r in results for e in validator.iter_errors(r)]

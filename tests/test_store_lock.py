@@ -30,8 +30,13 @@ con.execute("COMMIT")
 
 def _sweep(db: Path, wait_s: str, extra: list[str] = ()) -> subprocess.Popen:
     env = cli_env({"OMP_NUM_THREADS": "1", "ACCELBENCH_STORE_LOCK_WAIT_S": wait_s})
-    return subprocess.Popen([sys.executable, "-m", "accelbench", *ARGS, "--db", str(db), *extra], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *ARGS, "--db", str(db), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _stored(db: Path) -> int:
@@ -48,8 +53,9 @@ def _lock_after_first_case(db: Path, proc: subprocess.Popen) -> subprocess.Popen
         assert time.monotonic() < deadline, "no case stored in 300 s"
         time.sleep(0.05)
     assert proc.poll() is None, proc.communicate()
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert locker.stdout.readline().strip() == "locked"
     return locker
 
@@ -112,11 +118,17 @@ def test_a_full_disk_mid_sweep_is_an_interruption_with_the_rows_kept(tmp_path: P
         "Store.add_case = add_case\n"
         "from accelbench.cli import main\n"
         "sys.argv[0] = 'accelbench'\n"
-        "main()\n")
+        "main()\n"
+    )
     db = tmp_path / "full.db"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
-    p = subprocess.run([sys.executable, str(script), "run", *flags(tiny_case(batch_sizes="1,2,3", images=6)), "--db", str(db)], env=env,
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, str(script), "run", *flags(tiny_case(batch_sizes="1,2,3", images=6)), "--db", str(db)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 130, p.stdout + p.stderr
     assert "its disk is full" in p.stderr and "rerun with --resume" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr

@@ -64,12 +64,24 @@ def test_idle_power_is_below_loaded_power():
 
 
 def test_sweep_rows_carry_telemetry_energy_validity_cost(db):
-    from accelbench.api import run as run_sweep
     from specs import build_spec
+
+    from accelbench.api import run as run_sweep
     from accelbench.store import Store
 
-    spec = build_spec({"model": "cifar-resnet20", "batch_sizes": "32", "precisions": "fp32,amp-bf16", "modes": "eager",
-                       "images": 256, "min_time_s": 1.0, "idle_s": 1.0, "kwh_price": 0.2}, cuda=True)
+    spec = build_spec(
+        {
+            "model": "cifar-resnet20",
+            "batch_sizes": "32",
+            "precisions": "fp32,amp-bf16",
+            "modes": "eager",
+            "images": 256,
+            "min_time_s": 1.0,
+            "idle_s": 1.0,
+            "kwh_price": 0.2,
+        },
+        cuda=True,
+    )
     out = run_sweep(spec, Store(db))
     for r in out.records:
         assert r["status"] == "ok", r.get("error")
@@ -77,7 +89,9 @@ def test_sweep_rows_carry_telemetry_energy_validity_cost(db):
         assert r["validity"] and {"spread", "throttle", "clocks"} <= set(r["validity_checks"].split(","))
         assert r["idle_power_w"] > 0 and r["energy_above_idle_j"] < r["energy_j"]
         assert r["price_per_hour_usd"] is not None and r["cost_per_1000_samples_usd"] > 0
-        assert r["electricity_cost_per_1000_samples_usd"] == pytest.approx(r["energy_per_sample_j"] * 1000 / 3.6e6 * 0.2)
+        assert r["electricity_cost_per_1000_samples_usd"] == pytest.approx(
+            r["energy_per_sample_j"] * 1000 / 3.6e6 * 0.2
+        )
     st = Store(db)
     case = out.records[0]["case_id"]
     assert len(st.series(case, "nvml_power_w")) == out.records[0]["telemetry_samples"]

@@ -11,7 +11,6 @@ import time
 import psutil
 import pytest
 import torch
-
 from conftest import run_cli
 
 from accelbench import backends
@@ -115,8 +114,9 @@ sys.stdin.read()  # until the test kills us
 
 def test_the_child_ends_when_its_parent_dies():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=env)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         child = int(parent.stdout.readline())
         assert psutil.Process(child).ppid() == parent.pid
@@ -168,9 +168,29 @@ def test_auto_isolates_host_bound_backends_only():
 
 def _generate(db, modes: str):
     pytest.importorskip("transformers")
-    run_cli("generate", "-m", "hf:tiny-shakespeare", "-b", "1", "--prompt-lens", "16", "--new-tokens", "4",
-            "--modes", modes, "--repeats", "1", "--idle-s", "0", "--no-perplexity", "--device", "cpu", "--db", str(db),
-            check=True)
+    run_cli(
+        "generate",
+        "-m",
+        "hf:tiny-shakespeare",
+        "-b",
+        "1",
+        "--prompt-lens",
+        "16",
+        "--new-tokens",
+        "4",
+        "--modes",
+        modes,
+        "--repeats",
+        "1",
+        "--idle-s",
+        "0",
+        "--no-perplexity",
+        "--device",
+        "cpu",
+        "--db",
+        str(db),
+        check=True,
+    )
     return {r["mode"]: r for r in Store(db).records()}
 
 
@@ -190,6 +210,15 @@ def test_auto_keeps_the_thread_for_a_compiled_generate_case(tmp_path):
 
 
 def test_an_isolation_the_cli_does_not_know_is_one_line(tmp_path):
-    p = run_cli("generate", "-m", "hf:tiny-shakespeare", "--telemetry-isolation", "fork", "--device", "cpu",
-                "--db", str(tmp_path / "g.db"))
+    p = run_cli(
+        "generate",
+        "-m",
+        "hf:tiny-shakespeare",
+        "--telemetry-isolation",
+        "fork",
+        "--device",
+        "cpu",
+        "--db",
+        str(tmp_path / "g.db"),
+    )
     assert p.returncode != 0 and "invalid telemetry_isolation 'fork'" in p.stderr + p.stdout

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.sweep.derived import SweepContext, derived_columns
+from accelbench.core.validity import assess
 from accelbench.store import Store
+from accelbench.sweep.derived import SweepContext, derived_columns
 from accelbench.telemetry import _columns
 from accelbench.telemetry.aggregate import SIGNALS, combine, gpu_record
-from accelbench.telemetry.sources.cpu import cpu_record
 from accelbench.telemetry.energy import counter_update_s, integrate_power_j
-from accelbench.core.validity import assess
+from accelbench.telemetry.sources.cpu import cpu_record
 
 DATA = json.loads((Path(__file__).parent / "data" / "nvml_samples_h200.json").read_text())
 WINDOWS = DATA["windows"]
@@ -48,7 +48,9 @@ def test_min_mean_max_and_energy_match_the_raw_samples(name):
     upd = counter_update_s([x["t_s"] for x in s], [x["energy_mj"] for x in s])
     assert r["energy_uncertainty_pct"] == pytest.approx(100 * upd / window)
     assert r["energy_confidence"] == ("ok" if upd / window <= 0.05 else "low")
-    assert r["power_source"] == w["info"]["gpu0"]["power_source"] and r["pcie_source"] == w["info"]["gpu0"]["pcie_source"]
+    assert (
+        r["power_source"] == w["info"]["gpu0"]["power_source"] and r["pcie_source"] == w["info"]["gpu0"]["pcie_source"]
+    )
     for k, v in c["end"]["gpm_window"].items():
         assert r.get(k, v) == v
     assert r["device_mem_used_bytes"] == max(x["mem_used_bytes"] for x in s)
@@ -82,27 +84,43 @@ def test_validity_on_replayed_windows_and_an_injected_power_cap():
     r = replay("load_100ms")
     base = {**r, "latency_spread": 0.01, "telemetry_window_s": WINDOWS["load_100ms"]["window_s"]}
     if r["throttle_samples"] == 0 and (r["sm_clock_variation"] or 0) <= 0.05:
-        assert assess(base) == {"validity": "ok", "validity_reason": None, "validity_checks": "spread,throttle,clocks,processes"}
+        assert assess(base) == {
+            "validity": "ok",
+            "validity_reason": None,
+            "validity_checks": "spread,throttle,clocks,processes",
+        }
     s = [dict(x) for x in WINDOWS["load_100ms"]["samples"]["gpu0"]]
-    for x in s[len(s) // 2:]:
+    for x in s[len(s) // 2 :]:
         x["clocks_event_reasons"] |= 0x4  # SW power cap on the second half
     capped = replay("load_100ms", s)
     n_capped = len(s) - len(s) // 2
     assert capped["throttle_samples"] == n_capped and capped["throttle_sample_frac"] == pytest.approx(n_capped / len(s))
     out = assess({**capped, "latency_spread": 0.01})
     assert out["validity"] == "throttled"
-    assert f"for {100 * n_capped / len(s):.1f}% of the window" in out["validity_reason"] and "sw_power_cap" in out["validity_reason"]
+    assert (
+        f"for {100 * n_capped / len(s):.1f}% of the window" in out["validity_reason"]
+        and "sw_power_cap" in out["validity_reason"]
+    )
 
 
 def test_derived_columns_on_a_replayed_case():
     idle = replay("idle_100ms")
     idle_w = idle["energy_j"] / idle["energy_window_s"]
     r = replay("load_100ms")
-    rec = {**r, "status": "ok", "samples_timed": 5000, "total_time_s": 0.5, "images": 1000, "latency_spread": 0.01,
-           "telemetry_window_s": r["energy_window_s"]}
+    rec = {
+        **r,
+        "status": "ok",
+        "samples_timed": 5000,
+        "total_time_s": 0.5,
+        "images": 1000,
+        "latency_spread": 0.01,
+        "telemetry_window_s": r["energy_window_s"],
+    }
     from accelbench.cost.prices import quote
 
-    price = quote(device_type="cuda", device_name=DATA["device"]["gpu_name"], mem_bytes=DATA["device"]["gpu_mem_total_bytes"])
+    price = quote(
+        device_type="cuda", device_name=DATA["device"]["gpu_name"], mem_bytes=DATA["device"]["gpu_mem_total_bytes"]
+    )
     ctx = SweepContext(device_name="NVIDIA H200", idle={"idle_power_w": idle_w}, price=price, kwh_price_usd=0.25)
     d = derived_columns(rec, ctx)
     assert d["energy_per_sample_j"] == pytest.approx(r["energy_j"] / 5000)
@@ -128,7 +146,9 @@ def test_cpu_side_of_the_capture():
     c = w["counters"]["cpu"]
     r = cpu_record(w["samples"]["cpu"], c["begin"], c["end"])
     wall = c["end"]["t"] - c["begin"]["t"]
-    assert r["process_cpu_util_pct"] == pytest.approx(100 * (c["end"]["process_cpu_s"] - c["begin"]["process_cpu_s"]) / wall)
+    assert r["process_cpu_util_pct"] == pytest.approx(
+        100 * (c["end"]["process_cpu_s"] - c["begin"]["process_cpu_s"]) / wall
+    )
     assert r["process_rss_max_bytes"] >= max(x["rss_bytes"] for x in w["samples"]["cpu"])
 
 

@@ -18,8 +18,8 @@ def test_energy_helpers_exact():
     assert en.integrate_power_j([0.0, 0.1, 0.15, 0.2], [100, 200, None, 300]) == pytest.approx(40.0)
     assert en.integrate_power_j([0.0], [100]) is None
     # counter changes 3 times over 0.6 s of samples -> 0.2 s between updates
-    assert en.counter_update_s([0, .1, .2, .3, .4, .5, .6], [0, 0, 5, 5, 9, 9, 12]) == pytest.approx(0.2)
-    assert en.counter_update_s([0, .1], [7, 7]) is None
+    assert en.counter_update_s([0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 5, 5, 9, 9, 12]) == pytest.approx(0.2)
+    assert en.counter_update_s([0, 0.1], [7, 7]) is None
     assert en.confidence(2.0, 0.02) == (pytest.approx(0.01), "ok")
     assert en.confidence(0.25, 0.02) == (pytest.approx(0.08), "low")
     assert en.confidence(2.0, None) == (pytest.approx(0.05), "ok")  # the default 100 ms, exactly at the limit
@@ -55,23 +55,55 @@ def test_clock_variation_ignores_idle_samples():
 
 
 SAMPLES = [
-    {"t_s": 0.0, "power_w": 100.0, "gpu_util_pct": 50.0, "temp_c": 40, "sm_clock_mhz": 1980, "mem_used_bytes": 1e9,
-     "clocks_event_reasons": 0, "energy_mj": 1000},
-    {"t_s": 0.1, "power_w": 200.0, "gpu_util_pct": 100.0, "temp_c": 42, "sm_clock_mhz": 1980, "mem_used_bytes": 3e9,
-     "clocks_event_reasons": 0x4, "energy_mj": 1000},
-    {"t_s": 0.2, "power_w": 300.0, "gpu_util_pct": 90.0, "temp_c": 44, "sm_clock_mhz": 1980, "mem_used_bytes": 2e9,
-     "clocks_event_reasons": 0, "energy_mj": 1050},
+    {
+        "t_s": 0.0,
+        "power_w": 100.0,
+        "gpu_util_pct": 50.0,
+        "temp_c": 40,
+        "sm_clock_mhz": 1980,
+        "mem_used_bytes": 1e9,
+        "clocks_event_reasons": 0,
+        "energy_mj": 1000,
+    },
+    {
+        "t_s": 0.1,
+        "power_w": 200.0,
+        "gpu_util_pct": 100.0,
+        "temp_c": 42,
+        "sm_clock_mhz": 1980,
+        "mem_used_bytes": 3e9,
+        "clocks_event_reasons": 0x4,
+        "energy_mj": 1000,
+    },
+    {
+        "t_s": 0.2,
+        "power_w": 300.0,
+        "gpu_util_pct": 90.0,
+        "temp_c": 44,
+        "sm_clock_mhz": 1980,
+        "mem_used_bytes": 2e9,
+        "clocks_event_reasons": 0,
+        "energy_mj": 1050,
+    },
 ]
 INFO = {"power_source": "instant", "pcie_source": "not available", "gpm_status": "not available: test", "own_pid": 42}
 
 
 def test_gpu_record_exact():
     begin = {"t": 10.0, "energy_mj": 990, "violation_power_ns": 0, "violation_thermal_ns": 5, "processes": [42]}
-    end = {"t": 10.25, "energy_mj": 1090, "violation_power_ns": 50_000_000, "violation_thermal_ns": 5, "processes": [42, 7],
-           "gpm_window": {}}
+    end = {
+        "t": 10.25,
+        "energy_mj": 1090,
+        "violation_power_ns": 50_000_000,
+        "violation_thermal_ns": 5,
+        "processes": [42, 7],
+        "gpm_window": {},
+    }
     r = gpu_record(SAMPLES, begin, end, INFO)
     assert (r["power_min_w"], r["power_mean_w"], r["power_max_w"]) == (100.0, 200.0, 300.0)
-    assert (r["gpu_util_min_pct"], r["gpu_util_max_pct"]) == (50.0, 100.0) and r["gpu_util_mean_pct"] == pytest.approx(80.0)
+    assert (r["gpu_util_min_pct"], r["gpu_util_max_pct"]) == (50.0, 100.0) and r["gpu_util_mean_pct"] == pytest.approx(
+        80.0
+    )
     assert r["temp_max_c"] == 44 and r["device_mem_used_bytes"] == 3e9 and r["device_mem_used_mean_bytes"] == 2e9
     assert r["energy_j"] == 0.1 and r["energy_source"] == "nvml-counter" and r["energy_window_s"] == pytest.approx(0.25)
     # one counter change over 0.2 s of samples -> 0.2 / 0.25 = 80 % uncertainty: low confidence
@@ -98,10 +130,28 @@ def test_gpu_record_falls_back_to_power_integration_and_container_pids():
 
 
 def test_combine_sums_power_and_energy_and_keeps_extremes():
-    a = {"power_mean_w": 300.0, "energy_j": 10.0, "temp_max_c": 60, "gpu_util_mean_pct": 80.0, "gpu_util_min_pct": 10.0,
-         "power_source": "instant", "energy_confidence": "ok", "sm_clock_variation": 0.01, "other_gpu_processes": 0}
-    b = {"power_mean_w": 200.0, "energy_j": 6.0, "temp_max_c": 70, "gpu_util_mean_pct": 60.0, "gpu_util_min_pct": 5.0,
-         "power_source": "instant", "energy_confidence": "low", "sm_clock_variation": 0.03, "other_gpu_processes": 1}
+    a = {
+        "power_mean_w": 300.0,
+        "energy_j": 10.0,
+        "temp_max_c": 60,
+        "gpu_util_mean_pct": 80.0,
+        "gpu_util_min_pct": 10.0,
+        "power_source": "instant",
+        "energy_confidence": "ok",
+        "sm_clock_variation": 0.01,
+        "other_gpu_processes": 0,
+    }
+    b = {
+        "power_mean_w": 200.0,
+        "energy_j": 6.0,
+        "temp_max_c": 70,
+        "gpu_util_mean_pct": 60.0,
+        "gpu_util_min_pct": 5.0,
+        "power_source": "instant",
+        "energy_confidence": "low",
+        "sm_clock_variation": 0.03,
+        "other_gpu_processes": 1,
+    }
     c = combine([a, b])
     assert c["power_mean_w"] == 500.0 and c["energy_j"] == 16.0 and c["temp_max_c"] == 70
     assert c["gpu_util_mean_pct"] == 70.0 and c["gpu_util_min_pct"] == 5.0 and c["sm_clock_variation"] == 0.03
@@ -182,8 +232,14 @@ def test_cpu_monitor_real_process_util_rss_and_energy_status():
 
 def test_cpu_record_exact():
     b = {"t": 1.0, "process_cpu_s": 2.0, "system_busy_s": 10.0, "system_total_s": 40.0, "rapl": [(0, 10**9)]}
-    e = {"t": 3.0, "process_cpu_s": 5.0, "system_busy_s": 13.0, "system_total_s": 44.0, "rapl": [(50_000_000, 10**9)],
-         "rss_bytes": 7.0}
+    e = {
+        "t": 3.0,
+        "process_cpu_s": 5.0,
+        "system_busy_s": 13.0,
+        "system_total_s": 44.0,
+        "rapl": [(50_000_000, 10**9)],
+        "rss_bytes": 7.0,
+    }
     r = cpu_record([{"rss_bytes": 9.0}], b, e)
     assert r["process_cpu_util_pct"] == 150.0 and r["system_cpu_util_pct"] == 75.0 and r["process_rss_max_bytes"] == 9.0
     assert r["cpu_energy_j"] == 50.0 and r["cpu_power_mean_w"] == 25.0 and r["cpu_energy_source"] == "rapl"
@@ -203,8 +259,15 @@ def test_rapl_source_meters_a_cpu_run_from_the_zone_counters(tmp_path):
     end = {**src.end(), "t": begin["t"] + 0.5}
     r = src.record([], begin, end, 0.5)
     assert r["cpu_energy_j"] == pytest.approx(0.500001) and r["cpu_power_mean_w"] == pytest.approx(1.000002)
-    assert (r["energy_j"], r["energy_source"], r["energy_window_s"], r["energy_confidence"]) == (r["cpu_energy_j"], "rapl", 0.5, "ok")
-    assert "energy_j" not in RaplSource([], meters_device=False).record([], begin, end, 0.5)  # a GPU run: NVML meters it
+    assert (r["energy_j"], r["energy_source"], r["energy_window_s"], r["energy_confidence"]) == (
+        r["cpu_energy_j"],
+        "rapl",
+        0.5,
+        "ok",
+    )
+    assert "energy_j" not in RaplSource([], meters_device=False).record(
+        [], begin, end, 0.5
+    )  # a GPU run: NVML meters it
 
 
 def test_a_registered_source_is_read_by_monitor():

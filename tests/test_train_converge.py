@@ -6,17 +6,24 @@ import sys
 
 import pytest
 import torch
-
-from accelbench.store import Store
 from conftest import cli_env, run_cli
-from accelbench.scenarios.train import checkpoint as ckpt
 from signal_helpers import wait_for
-from specs import run_convergence
-from specs import build_converge_spec
+from specs import build_converge_spec, run_convergence
+
+from accelbench.scenarios.train import checkpoint as ckpt
+from accelbench.store import Store
 
 # 256 real training images, 200 real test images, 2 epochs: seconds on one CPU core
-SMALL = {"device": "cpu", "train_images": 256, "eval_images": 200, "epochs": 2, "batch_sizes": "32",
-         "warmup_epochs": 0, "base_lr": 0.2, "placement": "resident"}
+SMALL = {
+    "device": "cpu",
+    "train_images": 256,
+    "eval_images": 200,
+    "epochs": 2,
+    "batch_sizes": "32",
+    "warmup_epochs": 0,
+    "base_lr": 0.2,
+    "placement": "resident",
+}
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -76,8 +83,15 @@ def test_loader_and_resident_paths_train_identically(tmp_path):
 
 def test_batch_size_failure_is_a_row_and_the_next_one_runs(tmp_path):
     # helpers:oom_model raises a real torch.OutOfMemoryError for batches above 4
-    s = spec(tmp_path, model="helpers:oom_model", batch_sizes="8,4", epochs=1, train_images=32, eval_images=20,
-             eval_batch_size=4)
+    s = spec(
+        tmp_path,
+        model="helpers:oom_model",
+        batch_sizes="8,4",
+        epochs=1,
+        train_images=32,
+        eval_images=20,
+        eval_batch_size=4,
+    )
     out = run_convergence(s, Store(tmp_path / "a.db"))
     by = {r["batch_size"]: r for r in out.summaries}
     assert by[8]["status"] == "oom" and "out of memory" in by[8]["error"].lower()
@@ -86,10 +100,29 @@ def test_batch_size_failure_is_a_row_and_the_next_one_runs(tmp_path):
 
 @pytest.mark.slow
 def test_killed_cli_run_resumes_from_its_checkpoint(tmp_path):
-    args = ["train", "--device", "cpu", "--epochs", "3", "-b", "32", "-n", "256", "--eval-images", "100", "--placement",
-            "resident", "--db", str(tmp_path / "k.db")]
-    proc = subprocess.Popen([sys.executable, "-m", "accelbench", *args], env=cli_env({"OMP_NUM_THREADS": "1"}),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        "train",
+        "--device",
+        "cpu",
+        "--epochs",
+        "3",
+        "-b",
+        "32",
+        "-n",
+        "256",
+        "--eval-images",
+        "100",
+        "--placement",
+        "resident",
+        "--db",
+        str(tmp_path / "k.db"),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *args],
+        env=cli_env({"OMP_NUM_THREADS": "1"}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     ck_dir = tmp_path / "k-checkpoints"
     wait_for(lambda: any(ck_dir.glob("*.pt")), proc, label="the first checkpoint")  # a state, not a time
     proc.send_signal(signal.SIGKILL)  # a hard kill: no handler runs

@@ -4,19 +4,27 @@ import math
 
 import pytest
 import torch
+from specs import build_converge_spec, build_train_spec, run_convergence
 
-from accelbench.store import Store
-from specs import run_convergence
-from specs import build_converge_spec, build_train_spec
 from accelbench.api import train as run_train_sweep
+from accelbench.store import Store
 
 pytestmark = pytest.mark.gpu
-FAST = {"warmup_batches": 2, "min_timed_batches": 5, "min_time_s": 0.0, "device": "cuda", "images": 64, "modes": "eager"}
+FAST = {
+    "warmup_batches": 2,
+    "min_timed_batches": 5,
+    "min_time_s": 0.0,
+    "device": "cuda",
+    "images": 64,
+    "modes": "eager",
+}
 
 
 def test_every_training_precision_on_gpu(db):
-    s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "32",
-                          "precisions": "fp32,tf32,amp-fp16,amp-bf16,bf16"}, cuda=True)
+    s = build_train_spec(
+        {**FAST, "models": "cifar-resnet20", "batch_sizes": "32", "precisions": "fp32,tf32,amp-fp16,amp-bf16,bf16"},
+        cuda=True,
+    )
     out = run_train_sweep(s, Store(db))
     by = {r["precision"]: r for r in out.records}
     for p, r in by.items():
@@ -31,8 +39,16 @@ def test_every_training_precision_on_gpu(db):
 
 @pytest.mark.slow
 def test_compiled_step_on_gpu(db):
-    s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-bf16,amp-fp16",
-                          "modes": "compile"}, cuda=True)
+    s = build_train_spec(
+        {
+            **FAST,
+            "models": "cifar-resnet20",
+            "batch_sizes": "16",
+            "precisions": "amp-bf16,amp-fp16",
+            "modes": "compile",
+        },
+        cuda=True,
+    )
     rows = run_train_sweep(s, Store(db)).records
     assert sorted(r["precision"] for r in rows) == ["amp-bf16", "amp-fp16"]
     for r in rows:
@@ -63,18 +79,37 @@ def test_oom_boundary_on_gpu(db):
     # ResNet-50 fp32 training needs ~100 MB an image (54 GB at 512 on an H200): 2048 exceeds 141 GB while
     # every activation stays below 2**31 elements (conv1 output 2048x64x112x112 = 1.6e9), so the
     # failure is the allocator's, not a 32-bit indexing limit
-    big = build_train_spec({**FAST, "models": "resnet50", "batch_sizes": "2048,4096", "images": 1,
-                            "data": "synthetic", "precisions": "fp32"}, cuda=True)
+    big = build_train_spec(
+        {
+            **FAST,
+            "models": "resnet50",
+            "batch_sizes": "2048,4096",
+            "images": 1,
+            "data": "synthetic",
+            "precisions": "fp32",
+        },
+        cuda=True,
+    )
     rows = run_train_sweep(big, Store(db)).records
     assert [x["status"] for x in rows] == ["oom", "skipped"] and "out of memory" in rows[0]["error"].lower()
     torch.cuda.empty_cache()
 
 
 def test_gpu_resident_and_loader_training(tmp_path):
-    base = {"device": "cuda", "train_images": 512, "eval_images": 500, "epochs": 2, "batch_sizes": "64",
-            "checkpoint_dir": str(tmp_path / "ck"), "deterministic": True, "precision": "fp32"}
+    base = {
+        "device": "cuda",
+        "train_images": 512,
+        "eval_images": 500,
+        "epochs": 2,
+        "batch_sizes": "64",
+        "checkpoint_dir": str(tmp_path / "ck"),
+        "deterministic": True,
+        "precision": "fp32",
+    }
     res = run_convergence(build_converge_spec({**base, "placement": "resident"}, cuda=True), Store(tmp_path / "a.db"))
-    ld = run_convergence(build_converge_spec({**base, "placement": "loader", "workers": 2}, cuda=True), Store(tmp_path / "b.db"))
+    ld = run_convergence(
+        build_converge_spec({**base, "placement": "loader", "workers": 2}, cuda=True), Store(tmp_path / "b.db")
+    )
     for out in (res, ld):
         e1, e2 = out.epochs
         assert out.summaries[0]["status"] == "ok", out.summaries[0].get("error")
@@ -94,13 +129,18 @@ def _graph_vs_eager(precision: str, steps: int = 8):
 
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(0)
-    batches = [(torch.randn(16, 3, 32, 32, generator=g).to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
-               for _ in range(steps)]
+    batches = [
+        (torch.randn(16, 3, 32, 32, generator=g).to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
+        for _ in range(steps)
+    ]
     out = {}
     for mode in ("eager", "cudagraphs"):
         torch.manual_seed(0)
-        step = build_step(create_model("cifar-resnet20", pretrained=False).module,
-                          StepConfig(precision=precision, mode=mode, lr=0.05), dev)
+        step = build_step(
+            create_model("cifar-resnet20", pretrained=False).module,
+            StepConfig(precision=precision, mode=mode, lr=0.05),
+            dev,
+        )
         losses = []
         for i, (x, y) in enumerate(batches):
             step.set_lr(0.05 / (1 + i))  # a schedule: reaches the captured graph through the lr tensor
@@ -123,7 +163,7 @@ def test_whole_step_cuda_graph_trains_like_the_eager_step():
 
 def test_whole_step_cuda_graph_keeps_the_grad_scaler_inside():
     """amp-fp16: GradScaler's inf check, skipped step and scale update run inside the graph (no host sync)."""
-    (_, step), = [v for k, v in _graph_vs_eager("amp-fp16", steps=5).items() if k == "cudagraphs"]
+    ((_, step),) = [v for k, v in _graph_vs_eager("amp-fp16", steps=5).items() if k == "cudagraphs"]
     assert step._graph is not None
     x, y = step._static[0].clone(), step._static[1].clone()
     before = [p.detach().clone() for p in step.module.parameters()]
@@ -136,8 +176,16 @@ def test_whole_step_cuda_graph_keeps_the_grad_scaler_inside():
 
 @pytest.mark.slow
 def test_whole_step_graph_modes_in_the_sweep(db):
-    s = build_train_spec({**FAST, "models": "cifar-resnet20", "batch_sizes": "16", "precisions": "amp-fp16,amp-bf16",
-                          "modes": "cudagraphs,compile-cudagraphs"}, cuda=True)
+    s = build_train_spec(
+        {
+            **FAST,
+            "models": "cifar-resnet20",
+            "batch_sizes": "16",
+            "precisions": "amp-fp16,amp-bf16",
+            "modes": "cudagraphs,compile-cudagraphs",
+        },
+        cuda=True,
+    )
     rows = run_train_sweep(s, Store(db)).records
     assert len(rows) == 4  # 2 precisions x 2 modes
     for r in rows:

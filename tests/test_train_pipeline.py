@@ -6,12 +6,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from accelbench import api
 from accelbench.cli import app
 from accelbench.core.errors import DataError
-from accelbench.store import Store
 from accelbench.scenarios.train import pipeline
 from accelbench.scenarios.train.datasets import DecodeDataset, load_encoded
-from accelbench import api
+from accelbench.store import Store
 
 runner = CliRunner()
 
@@ -42,7 +42,10 @@ def test_loader_throughput_with_workers_on_real_pngs():
 def test_storage_read_cold_then_warm():
     files = pipeline.dataset_files("cifar10-train-5k")
     size = files[0].stat().st_size
-    cold, warm = pipeline.storage_cold(files, repeats=2, method="fadvise"), pipeline.storage_warm(files, min_warm_s=0.05)
+    cold, warm = (
+        pipeline.storage_cold(files, repeats=2, method="fadvise"),
+        pipeline.storage_warm(files, min_warm_s=0.05),
+    )
     assert cold["cache_state"] == "cold" and cold["cold_method"] == "fadvise" and cold["passes"] == 2
     assert cold["read_bytes"] == warm["read_bytes"] == size
     assert cold["read_mb_per_s"] == pytest.approx(size / 1e6 / cold["read_s"])
@@ -51,8 +54,13 @@ def test_storage_read_cold_then_warm():
 
 
 def test_input_pipeline_run_is_stored(db):
-    out = api.input_pipeline(api.spec("input_pipeline", {"images": 128, "workers": (0,), "batch_size": 32,
-                                                         "min_batches": 2, "evict": "fadvise", "device": "cpu"}), Store(db))
+    out = api.input_pipeline(
+        api.spec(
+            "input_pipeline",
+            {"images": 128, "workers": (0,), "batch_size": 32, "min_batches": 2, "evict": "fadvise", "device": "cpu"},
+        ),
+        Store(db),
+    )
     rid, recs = out.run_id, out.records
     by = {r["case_key"]: r for r in recs}
     assert set(by) == {"loader|workers=0", "resident", "storage|cold", "storage|warm"}
@@ -63,31 +71,74 @@ def test_input_pipeline_run_is_stored(db):
     assert len(st.series(by["storage|warm"]["case_id"], "read_mb_per_s")) == by["storage|warm"]["passes"]
     # missing data is an input error found before a run is created (exit 2 in the CLI), not error rows
     with pytest.raises(DataError, match="data '/nonexistent' not found"):
-        api.input_pipeline(api.spec("input_pipeline", {"data": "/nonexistent", "workers": "0", "device": "cpu"}),
-                           Store(db))
+        api.input_pipeline(
+            api.spec("input_pipeline", {"data": "/nonexistent", "workers": "0", "device": "cpu"}), Store(db)
+        )
     assert [r["run_id"] for r in Store(db).runs()] == [rid]
 
 
 def test_cli_train_sweep_and_json(tmp_path):
     db, js = tmp_path / "r.db", tmp_path / "r.json"
-    res = runner.invoke(app, ["train", "--device", "cpu", "-b", "4", "-n", "8", "--warmup-batches", "1",
-                              "--min-timed-batches", "2", "--db", str(db), "--json", str(js)])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "--device",
+            "cpu",
+            "-b",
+            "4",
+            "-n",
+            "8",
+            "--warmup-batches",
+            "1",
+            "--min-timed-batches",
+            "2",
+            "--db",
+            str(db),
+            "--json",
+            str(js),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "img/s" in res.output and "run 1 stored in" in res.output
     doc = json.loads(js.read_text())
     assert doc["kind"] == "training" and doc["results"][0]["status"] == "ok"
     assert doc["results"][0]["model"] == "cifar-resnet20"
     # training rows carry the same derived columns as inference rows, and `results` shows training columns
-    assert set(doc["results"][0]["validity"].split(",")) <= {"ok", "latency-spread", "cpu-contention"} and "cost_usd" in doc["results"][0]
+    assert (
+        set(doc["results"][0]["validity"].split(",")) <= {"ok", "latency-spread", "cpu-contention"}
+        and "cost_usd" in doc["results"][0]
+    )
     shown = runner.invoke(app, ["results", "--db", str(db), "--wide"])
     assert shown.exit_code == 0 and "Step p50 (ms)" in shown.output, shown.output
 
 
 def test_cli_train_epochs_table_and_plot(tmp_path):
     png = tmp_path / "acc.png"
-    res = runner.invoke(app, ["train", "--device", "cpu", "--epochs", "1", "-b", "32,64", "-n", "128",
-                              "--eval-images", "50", "--placement", "resident", "--target-top1", "5",
-                              "--db", str(tmp_path / "c.db"), "--plot", str(png)])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "--device",
+            "cpu",
+            "--epochs",
+            "1",
+            "-b",
+            "32,64",
+            "-n",
+            "128",
+            "--eval-images",
+            "50",
+            "--placement",
+            "resident",
+            "--target-top1",
+            "5",
+            "--db",
+            str(tmp_path / "c.db"),
+            "--plot",
+            str(png),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "bs=32 Top-1" in res.output and "bs=64 Top-1" in res.output and "cuDNN determinism off" in res.output
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
@@ -95,21 +146,42 @@ def test_cli_train_epochs_table_and_plot(tmp_path):
     assert sorted(df[df.row_type == "summary"].batch_size.tolist()) == [32, 64]
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["train", "--epochs", "1", "--loader-workers", "2"], "loader-workers applies to a step-throughput sweep"),
-    (["train", "--eval-data", "cifar10-test"], "eval-data applies to a convergence run"),
-    (["train", "--epochs", "1", "-p", "fp16"], "invalid precision 'fp16'"),
-    (["train", "--epochs", "1", "-m", "a,b"], "invalid model"),
-    (["train", "--device", "cuda:7"], "invalid device"),
-    (["input-pipeline", "--workers", "x"], "invalid workers 'x'"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["train", "--epochs", "1", "--loader-workers", "2"], "loader-workers applies to a step-throughput sweep"),
+        (["train", "--eval-data", "cifar10-test"], "eval-data applies to a convergence run"),
+        (["train", "--epochs", "1", "-p", "fp16"], "invalid precision 'fp16'"),
+        (["train", "--epochs", "1", "-m", "a,b"], "invalid model"),
+        (["train", "--device", "cuda:7"], "invalid device"),
+        (["input-pipeline", "--workers", "x"], "invalid workers 'x'"),
+    ],
+)
 def test_cli_bad_input_is_one_line(args, msg, tmp_path):
     res = runner.invoke(app, args + ["--db", str(tmp_path / "x.db")])
     assert res.exit_code == 2 and msg in res.output and len(res.output.strip().splitlines()) == 1
 
 
 def test_cli_input_pipeline(tmp_path):
-    res = runner.invoke(app, ["input-pipeline", "-n", "64", "-w", "0", "-b", "32", "--min-batches", "1",
-                              "--evict", "fadvise", "--device", "cpu", "--db", str(tmp_path / "p.db")])
+    res = runner.invoke(
+        app,
+        [
+            "input-pipeline",
+            "-n",
+            "64",
+            "-w",
+            "0",
+            "-b",
+            "32",
+            "--min-batches",
+            "1",
+            "--evict",
+            "fadvise",
+            "--device",
+            "cpu",
+            "--db",
+            str(tmp_path / "p.db"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "loader" in res.output and "resident" in res.output and "cold" in res.output and "warm" in res.output

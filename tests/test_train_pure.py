@@ -5,13 +5,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from specs import build_converge_spec, build_train_spec, expand
 
 from accelbench.core.errors import ConfigError
 from accelbench.report.train import epoch_markdown
 from accelbench.scenarios.train.augment import crop_flip, epoch_plan, scaled_pad
 from accelbench.scenarios.train.convergence import lr_for, time_to_target
 from accelbench.scenarios.train.schedule import lr_at
-from specs import build_converge_spec, build_train_spec, expand
 
 
 def test_warmup_then_cosine():
@@ -52,25 +52,41 @@ def test_epoch_plan_is_a_function_of_seed_and_epoch():
 
 
 def test_time_to_target_is_first_crossing():
-    h = [{"epoch": e, "eval_top1": a, "elapsed_s": 10.0 * e, "elapsed_train_s": 8.0 * e}
-         for e, a in ((1, 0.5), (2, 0.72), (3, 0.69), (4, 0.8))]
+    h = [
+        {"epoch": e, "eval_top1": a, "elapsed_s": 10.0 * e, "elapsed_train_s": 8.0 * e}
+        for e, a in ((1, 0.5), (2, 0.72), (3, 0.69), (4, 0.8))
+    ]
     assert time_to_target(h, 0.7) == {"epochs_to_target": 2, "time_to_target_s": 20.0, "time_to_target_train_s": 16.0}
     assert time_to_target(h, 0.9)["time_to_target_s"] is None
 
 
 def test_linear_lr_scaling_and_converge_spec_parsing():
-    s = build_converge_spec({"batch_sizes": "64,256", "lr": 0.1, "target_top1": 80, "models": "cifar-resnet20"}, cuda=False)
+    s = build_converge_spec(
+        {"batch_sizes": "64,256", "lr": 0.1, "target_top1": 80, "models": "cifar-resnet20"}, cuda=False
+    )
     assert s.batch_sizes == (64, 256) and s.settings.target_top1 == pytest.approx(0.8)
     assert lr_for(s.settings, 64) == pytest.approx(0.05) and lr_for(s.settings, 256) == pytest.approx(0.2)
     assert build_converge_spec({}, cuda=True).precisions == ("amp-bf16",)
     # the checkpoint folder does not change the identity of a run (resume finds it from anywhere)
-    assert s.spec_hash() == build_converge_spec({"batch_sizes": "64,256", "target_top1": 0.8, "checkpoint_dir": "/x"}, cuda=False).spec_hash()
+    assert (
+        s.spec_hash()
+        == build_converge_spec(
+            {"batch_sizes": "64,256", "target_top1": 0.8, "checkpoint_dir": "/x"}, cuda=False
+        ).spec_hash()
+    )
 
 
-@pytest.mark.parametrize("layer, field", [
-    ({"precisions": "fp8x"}, "precision"), ({"modes": "jit"}, "mode"), ({"batch_sizes": "0"}, "batch_sizes"),
-    ({"optimizer": "lamb"}, "optimizer"), ({"loader_workers": -1}, "loader_workers"), ({"nope": 1}, "config key"),
-])
+@pytest.mark.parametrize(
+    "layer, field",
+    [
+        ({"precisions": "fp8x"}, "precision"),
+        ({"modes": "jit"}, "mode"),
+        ({"batch_sizes": "0"}, "batch_sizes"),
+        ({"optimizer": "lamb"}, "optimizer"),
+        ({"loader_workers": -1}, "loader_workers"),
+        ({"nope": 1}, "config key"),
+    ],
+)
 def test_train_spec_rejects_bad_values(layer, field):
     with pytest.raises(ConfigError) as err:
         build_train_spec(layer, cuda=False)
@@ -84,16 +100,28 @@ def test_a_step_that_cannot_train_is_an_unsupported_case_in_either_launcher():
     from accelbench import scenarios
 
     s = build_train_spec({"precisions": "fp32,fp16", "modes": "eager,compile-freeze"}, cuda=False)
-    why = {(c.precision, c.mode): scenarios.get("train_step").unsupported_reason(c, torch.device("cpu"))
-           for c in expand(s, "cpu")}
-    assert "not a training precision" in why[("fp16", "eager")] and "not a training mode" in why[("fp32", "compile-freeze")]
+    why = {
+        (c.precision, c.mode): scenarios.get("train_step").unsupported_reason(c, torch.device("cpu"))
+        for c in expand(s, "cpu")
+    }
+    assert (
+        "not a training precision" in why[("fp16", "eager")]
+        and "not a training mode" in why[("fp32", "compile-freeze")]
+    )
     assert why[("fp32", "eager")] is None
 
 
-@pytest.mark.parametrize("layer, field", [
-    ({"precision": "fp32,bf16"}, "precision"), ({"schedule": "poly"}, "schedule"), ({"epochs": 0}, "epochs"),
-    ({"placement": "disk"}, "placement"), ({"target_top1": 0}, "target_top1"), ({"eval_data": None, "warmup_batches": 3}, "config key"),
-])
+@pytest.mark.parametrize(
+    "layer, field",
+    [
+        ({"precision": "fp32,bf16"}, "precision"),
+        ({"schedule": "poly"}, "schedule"),
+        ({"epochs": 0}, "epochs"),
+        ({"placement": "disk"}, "placement"),
+        ({"target_top1": 0}, "target_top1"),
+        ({"eval_data": None, "warmup_batches": 3}, "config key"),
+    ],
+)
 def test_converge_spec_rejects_bad_values(layer, field):
     with pytest.raises(ConfigError) as err:
         build_converge_spec(layer, cuda=False)
@@ -110,10 +138,23 @@ def test_sweep_plan_order_and_keys():
 
 
 def test_epoch_markdown_table():
-    rows = [{"row_type": "epoch", "batch_size": b, "epoch": e, "eval_top1": 0.1 * e, "train_loss": 2.0 / e, "elapsed_s": 3.0 * e}
-            for b in (64, 256) for e in (1, 2)] + [{"row_type": "summary", "batch_size": 64}]
+    rows = [
+        {
+            "row_type": "epoch",
+            "batch_size": b,
+            "epoch": e,
+            "eval_top1": 0.1 * e,
+            "train_loss": 2.0 / e,
+            "elapsed_s": 3.0 * e,
+        }
+        for b in (64, 256)
+        for e in (1, 2)
+    ] + [{"row_type": "summary", "batch_size": 64}]
     md = epoch_markdown(rows).splitlines()
-    assert md[0] == "| Epoch | bs=64 top-1 | bs=64 train loss | bs=64 time (s) | bs=256 top-1 | bs=256 train loss | bs=256 time (s) |"
+    assert (
+        md[0]
+        == "| Epoch | bs=64 top-1 | bs=64 train loss | bs=64 time (s) | bs=256 top-1 | bs=256 train loss | bs=256 time (s) |"
+    )
     assert md[3] == "| 2 | 20.00% | 1.000 | 6.0 | 20.00% | 1.000 | 6.0 |"
 
 

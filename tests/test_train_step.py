@@ -5,16 +5,15 @@ import math
 
 import pytest
 import torch
+from helpers import stop_after  # tests/helpers.py
+from specs import build_train_spec
 
+from accelbench.api import train as run_train_sweep
 from accelbench.models import create_model
 from accelbench.report.table import oom_boundary
-from accelbench.store import Store
 from accelbench.scenarios.train.datasets import num_outputs, set_num_classes
-from specs import build_train_spec
 from accelbench.scenarios.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
-from accelbench.api import train as run_train_sweep
-
-from helpers import stop_after  # tests/helpers.py
+from accelbench.store import Store
 
 CPU = torch.device("cpu")
 FAST = {"warmup_batches": 1, "min_timed_batches": 2, "min_time_s": 0.0, "device": "cpu"}
@@ -30,9 +29,15 @@ def _batch(n=16):
     return to_model_input(raw.images, 32, (0.5,) * 3, (0.25,) * 3), raw.labels
 
 
-@pytest.mark.parametrize("cfg", [StepConfig(lr=0.05), StepConfig(precision="amp-bf16", lr=0.05),
-                                 StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.01),
-                                 StepConfig(precision="bf16", lr=0.05, channels_last=True)])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        StepConfig(lr=0.05),
+        StepConfig(precision="amp-bf16", lr=0.05),
+        StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.01),
+        StepConfig(precision="bf16", lr=0.05, channels_last=True),
+    ],
+)
 def test_step_fits_a_real_batch(cfg):
     torch.manual_seed(0)
     step = build_step(create_model("cifar-resnet20", pretrained=False).module, cfg, CPU)
@@ -70,8 +75,9 @@ def test_unsupported_training_configs():
     assert "not a training mode" in unsupported_reason(StepConfig(mode="compile-freeze"), CPU)
     assert "needs a CUDA GPU" in unsupported_reason(StepConfig(mode="cudagraphs"), CPU)
     cuda = torch.device("cuda")  # the rule itself, asked without a GPU: a whole-step graph needs the fused optimizer
-    assert "fused optimizer" in unsupported_reason(StepConfig(precision="amp-fp16", mode="compile-cudagraphs",
-                                                              fused=False), cuda)
+    assert "fused optimizer" in unsupported_reason(
+        StepConfig(precision="amp-fp16", mode="compile-cudagraphs", fused=False), cuda
+    )
     assert "CUDA" in unsupported_reason(StepConfig(precision="tf32"), CPU)
     assert unsupported_reason(StepConfig(precision="amp-fp16"), CPU) is None
     with pytest.raises(ValueError):
@@ -166,8 +172,16 @@ def test_sweep_rows_on_real_images(db):
 
 
 def test_sweep_failures_are_rows_and_oom_boundary(db):
-    s = build_train_spec({**FAST, "models": "helpers:oom_model,helpers:broken_model", "batch_sizes": "2,4,8,16",
-                          "images": 16, "data": "synthetic"}, cuda=False)
+    s = build_train_spec(
+        {
+            **FAST,
+            "models": "helpers:oom_model,helpers:broken_model",
+            "batch_sizes": "2,4,8,16",
+            "images": 16,
+            "data": "synthetic",
+        },
+        cuda=False,
+    )
     out = run_train_sweep(s, Store(db))
     rows = {(r["model"], r["batch_size"]): r for r in out.records}
     assert [rows[("helpers:oom_model", b)]["status"] for b in (2, 4, 8, 16)] == ["ok", "ok", "oom", "skipped"]

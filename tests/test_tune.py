@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import flags, tiny_case
 
 from accelbench.core.errors import ConfigError
 from accelbench.studies import tune_search as ts
-from conftest import flags, tiny_case
 
 TINY = tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0, warmup_batches=0)
 
@@ -47,8 +47,12 @@ def test_a_survivor_peaking_below_its_start_halves_down_while_it_gains():
 
 
 def test_dominated_configurations_are_pruned():
-    scores = {"fp32": {8: 100.0, 16: 150.0}, "bf16": {8: 200.0, 16: 300.0}, "fp16": {8: 250.0, 16: None},
-              "alone": {1: 5.0}}
+    scores = {
+        "fp32": {8: 100.0, 16: 150.0},
+        "bf16": {8: 200.0, 16: 300.0},
+        "fp16": {8: 250.0, 16: None},
+        "alone": {1: 5.0},
+    }
     assert ts.dominated(scores) == {"fp32"}  # fp16 loses at 16 (failed) but wins at 8; no common batch for alone
     assert ts.dominated({"a": {8: 1.0}, "b": {8: 1.0}}) == set()  # a tie dominates nothing
     assert ts.dominated({"a": {8: 100.0}, "b": {8: 106.0}, "c": {8: 110.0}}, margin=0.05) == {"a"}  # b: within 5 %
@@ -61,8 +65,14 @@ def test_halving_keeps_the_best():
 
 
 def test_scores_and_constraints():
-    row = {"status": "ok", "throughput_samples_per_s": 500.0, "latency_p50_ms": 2.0, "latency_p99_ms": 4.0,
-           "process_rss_bytes": 1000, "top1": 0.90}
+    row = {
+        "status": "ok",
+        "throughput_samples_per_s": 500.0,
+        "latency_p50_ms": 2.0,
+        "latency_p99_ms": 4.0,
+        "process_rss_bytes": 1000,
+        "top1": 0.90,
+    }
     assert ts.score(row, "throughput") == 500.0 and ts.score(row, "latency") == -2.0
     assert ts.score(row, "energy") == 500.0  # no energy counter: throughput stands in
     assert ts.score({**row, "status": "oom"}, "throughput") is None
@@ -75,29 +85,53 @@ def test_scores_and_constraints():
 
 def test_explain_names_what_got_the_winner_there():
     def row(stage, p, m, b, thr):
-        return {"tune_stage": stage, "precision": p, "mode": m, "batch_size": b, "status": "ok",
-                "throughput_samples_per_s": thr}
+        return {
+            "tune_stage": stage,
+            "precision": p,
+            "mode": m,
+            "batch_size": b,
+            "status": "ok",
+            "throughput_samples_per_s": thr,
+        }
 
-    rows = [row("screen", "bf16", "compile", 256, 100.0), row("screen", "bf16", "compile-freeze", 256, 120.0),
-            row("screen", "bf16", "compile-freeze", 128, 96.0), row("screen", "amp-bf16", "compile-freeze", 256, 80.0)]
+    rows = [
+        row("screen", "bf16", "compile", 256, 100.0),
+        row("screen", "bf16", "compile-freeze", 256, 120.0),
+        row("screen", "bf16", "compile-freeze", 128, 96.0),
+        row("screen", "amp-bf16", "compile-freeze", 256, 80.0),
+    ]
     lines = ts.explain(rows, rows[1], "throughput")
-    assert lines == ["precision bf16 vs amp-bf16: x1.500 throughput_samples_per_s (screen)",
-                     "mode compile-freeze vs compile: x1.200 throughput_samples_per_s (screen)",
-                     "batch_size 256 vs 128: x1.250 throughput_samples_per_s (screen)"]
+    assert lines == [
+        "precision bf16 vs amp-bf16: x1.500 throughput_samples_per_s (screen)",
+        "mode compile-freeze vs compile: x1.200 throughput_samples_per_s (screen)",
+        "batch_size 256 vs 128: x1.250 throughput_samples_per_s (screen)",
+    ]
     # no energy counter (a CPU without RAPL): throughput stands in for energy, and the better row still shows > 1
-    assert ts.explain(rows, rows[1], "energy")[1] == "mode compile-freeze vs compile: x1.200 energy_per_sample_j (screen)"
+    assert (
+        ts.explain(rows, rows[1], "energy")[1] == "mode compile-freeze vs compile: x1.200 energy_per_sample_j (screen)"
+    )
     lower = [{**r, "latency_p50_ms": 1000.0 / r["throughput_samples_per_s"]} for r in rows]
     assert ts.explain(lower, lower[1], "latency")[1] == "mode compile-freeze vs compile: x1.200 latency_p50_ms (screen)"
 
 
 def test_pareto_front():
-    rows = [{"throughput_samples_per_s": 100.0, "latency_p99_ms": 1.0}, {"throughput_samples_per_s": 300.0,
-            "latency_p99_ms": 5.0}, {"throughput_samples_per_s": 200.0, "latency_p99_ms": 6.0}]
+    rows = [
+        {"throughput_samples_per_s": 100.0, "latency_p99_ms": 1.0},
+        {"throughput_samples_per_s": 300.0, "latency_p99_ms": 5.0},
+        {"throughput_samples_per_s": 200.0, "latency_p99_ms": 6.0},
+    ]
     assert [r["throughput_samples_per_s"] for r in ts.pareto_front(rows)] == [300.0, 100.0]
 
 
-@pytest.mark.parametrize("kw, field", [({"objective": "speed"}, "objective"), ({"budget_s": 0}, "budget_s"),
-                                       ({"budget_s": -5.0}, "budget_s"), ({"eta": 1}, "eta")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"objective": "speed"}, "objective"),
+        ({"budget_s": 0}, "budget_s"),
+        ({"budget_s": -5.0}, "budget_s"),
+        ({"eta": 1}, "eta"),
+    ],
+)
 def test_bad_settings(kw, field):
     with pytest.raises(ConfigError, match=f"invalid {field}"):
         ts.TuneSettings(**kw)
@@ -109,8 +143,9 @@ def _measured(thr_per_window: list[float], seed: int):
 
     rng = np.random.default_rng(seed)
     lat = tuple(np.full(20, 8 / t * 1e3) * rng.normal(1, 0.01, 20) for t in thr_per_window)
-    win = Windows(wall_s=np.array([20 * 8 / t for t in thr_per_window]), samples=np.full(len(lat), 160.0),
-                  latency_ms=lat)
+    win = Windows(
+        wall_s=np.array([20 * 8 / t for t in thr_per_window]), samples=np.full(len(lat), 160.0), latency_ms=lat
+    )
     return Measured(record={"case_id": seed, "throughput_samples_per_s": win.throughput()}, windows=win)
 
 
@@ -132,8 +167,9 @@ def _tune(tmp_path, model="cifar-resnet20", resume=False, on_trial=None, **kw):
     # 8 timed steps a window (a whole pass of the 8 images at batch 1, as windows were before they counted steps):
     # one-step windows let a single scheduler hiccup rank batch 1 above batch 2
     spec = api.spec("inference", {**TINY, "model": model, "min_timed_batches": 8})
-    settings = ts.TuneSettings(**{"modes": ("eager",), "screen_time_s": 0.0, "final_rounds": 2,
-                                  "final_repeats": 2, "budget_s": 60.0, **kw})
+    settings = ts.TuneSettings(
+        **{"modes": ("eager",), "screen_time_s": 0.0, "final_rounds": 2, "final_repeats": 2, "budget_s": 60.0, **kw}
+    )
     store = Store(tmp_path / "tune.db")
     return api.tune(spec, store, settings, resume=resume, on_trial=on_trial), store
 
@@ -164,8 +200,12 @@ def test_a_tune_made_through_the_api_has_its_winner_in_the_html_report(tmp_path)
     out, store = _tune(tmp_path, precisions=("fp32",), batch_sizes=(1, 2), final_rounds=1)
     assert out.winner is not None and out.command.startswith("accelbench run ")
     assert out.summary[0].startswith("winner (throughput): fp32 eager batch ")
-    assert out.report_lines == [*out.summary, *out.notes, *("what got it there: " + w for w in out.explain),
-                                f"run it: {out.command}"]
+    assert out.report_lines == [
+        *out.summary,
+        *out.notes,
+        *("what got it there: " + w for w in out.explain),
+        f"run it: {out.command}",
+    ]
     page = tmp_path / "r.html"
     doc = api.report(store, [out.run_id], html=page)
     blocks = [b for s in doc["sections"] for b in s["blocks"] if b and b.get("title") == "Winner"]
@@ -206,12 +246,20 @@ def test_the_winner_round_trips_through_run_config(tmp_path):
     path = tmp_path / "best.toml"
     path.write_text(toml_text(spec, rec, "winner\nsecond line"))
     back = api.spec("inference", *layers(path, "sweep", {}))
-    assert (back.models, back.batch_sizes, back.precisions, back.modes, back.channels_last, back.device) == \
-        (("cifar-resnet20",), (4,), ("bf16",), ("compile-freeze",), "off", "cpu")
+    assert (back.models, back.batch_sizes, back.precisions, back.modes, back.channels_last, back.device) == (
+        ("cifar-resnet20",),
+        (4,),
+        ("bf16",),
+        ("compile-freeze",),
+        "off",
+        "cpu",
+    )
     train = api.spec("train_step", *layers(path, "train", {}))
     assert train.batch_sizes == (4,) and train.channels_last == "off"
-    assert command(spec, rec).startswith("accelbench run --model cifar-resnet20 --batch-sizes 4 --precisions bf16 "
-                                         "--modes compile-freeze --no-channels-last --device cpu")
+    assert command(spec, rec).startswith(
+        "accelbench run --model cifar-resnet20 --batch-sizes 4 --precisions bf16 "
+        "--modes compile-freeze --no-channels-last --device cpu"
+    )
 
 
 def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
@@ -222,9 +270,33 @@ def test_cli_tune_writes_a_toml_that_run_accepts(tmp_path):
 
     db, toml, png, js = (str(tmp_path / n) for n in ("t.db", "best.toml", "front.png", "t.json"))
     tiny = [*flags(tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0)), "--db", db]
-    res = CliRunner().invoke(app, ["tune", "-m", "cifar-resnet20", "-p", "fp32,bf16", "--modes", "eager", "-b", "2",
-                                   "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
-                                   "--out-toml", toml, "--plot", png, "--json", js, *tiny])
+    res = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            "-m",
+            "cifar-resnet20",
+            "-p",
+            "fp32,bf16",
+            "--modes",
+            "eager",
+            "-b",
+            "2",
+            "--final-rounds",
+            "1",
+            "--final-repeats",
+            "2",
+            "--screen-time-s",
+            "0",
+            "--out-toml",
+            toml,
+            "--plot",
+            png,
+            "--json",
+            js,
+            *tiny,
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "winner (throughput)" in res.output and "run it: accelbench run --model cifar-resnet20" in res.output
     tuned = json.loads(Path(js).read_text())["tune"]
@@ -259,8 +331,15 @@ def test_a_real_train_tune_brackets_the_step_to_the_cpu_oom_boundary(tmp_path):
     from accelbench.store import Store
 
     spec = api.spec("train_step", {**TINY, "model": "helpers:cpu_oom_model"})
-    settings = ts.TuneSettings(workload="train", precisions=("fp32",), modes=("eager",), screen_time_s=0.0,
-                               final_rounds=2, final_repeats=2, budget_s=60.0)
+    settings = ts.TuneSettings(
+        workload="train",
+        precisions=("fp32",),
+        modes=("eager",),
+        screen_time_s=0.0,
+        final_rounds=2,
+        final_repeats=2,
+        budget_s=60.0,
+    )
     out = api.tune(spec, Store(tmp_path / "t.db"), settings)
     screen = [(int(r["batch_size"]), r["status"]) for r in out.trials if r["tune_stage"] == "screen"]
     assert screen[:3] == [(1, "ok"), (2, "ok"), (4, "oom")]  # the backward pass of batch 4 does not fit
@@ -278,15 +357,28 @@ def test_train_rejects_the_accuracy_constraint_in_one_line(tmp_path):
 
     with pytest.raises(ConfigError, match="invalid min_top1_ratio"):
         ts.TuneSettings(workload="train", min_top1_ratio=0.99)
-    res = CliRunner().invoke(app, ["tune", "--workload", "train", "-m", "cifar-resnet20", "--device", "cpu",
-                                   "--min-top1-ratio", "0.99", "--db", str(tmp_path / "t.db")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            "--workload",
+            "train",
+            "-m",
+            "cifar-resnet20",
+            "--device",
+            "cpu",
+            "--min-top1-ratio",
+            "0.99",
+            "--db",
+            str(tmp_path / "t.db"),
+        ],
+    )
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     assert "min_top1_ratio" in res.output and not (tmp_path / "t.db").exists()
 
 
 def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
     import tomllib
-
     from typer.testing import CliRunner
 
     from accelbench.cli import app
@@ -294,10 +386,37 @@ def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
 
     db, toml = str(tmp_path / "t.db"), tmp_path / "best.toml"
     tiny = [*flags(tiny_case(model=None, batch_sizes=None, telemetry_period_ms=0, warmup_batches=0)), "--db", db]
-    res = CliRunner().invoke(app, ["tune", "--workload", "train", "-m", "cifar-resnet20", "-p", "fp32", "--modes",
-                                   "eager", "-b", "2", "--optimizer", "adamw", "--fused-optimizers", "on",
-                                   "--final-rounds", "1", "--final-repeats", "2", "--screen-time-s", "0",
-                                   "--objective", "latency", "--out-toml", str(toml), *tiny])
+    res = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            "--workload",
+            "train",
+            "-m",
+            "cifar-resnet20",
+            "-p",
+            "fp32",
+            "--modes",
+            "eager",
+            "-b",
+            "2",
+            "--optimizer",
+            "adamw",
+            "--fused-optimizers",
+            "on",
+            "--final-rounds",
+            "1",
+            "--final-repeats",
+            "2",
+            "--screen-time-s",
+            "0",
+            "--objective",
+            "latency",
+            "--out-toml",
+            str(toml),
+            *tiny,
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "winner (latency): fp32 eager fused batch 2" in res.output and "run it: accelbench train" in res.output
     run = max(Store(db).runs(), key=lambda r: r["run_id"])
@@ -312,8 +431,12 @@ def test_cli_train_tune_stores_step_trials_and_its_toml_runs_in_train(tmp_path):
     assert res.exit_code == 0, res.output
     assert "<td>eager fused" in html.read_text() and "Pareto front" in html.read_text()  # step time as latency
     doc = tomllib.loads(toml.read_text())
-    assert (doc["optimizer"], doc["fused_optimizer"], doc["batch_sizes"], doc["modes"]) == \
-        ("adamw", True, [2], ["eager"])
+    assert (doc["optimizer"], doc["fused_optimizer"], doc["batch_sizes"], doc["modes"]) == (
+        "adamw",
+        True,
+        [2],
+        ["eager"],
+    )
     res = CliRunner().invoke(app, ["train", "-c", str(toml), *tiny])
     assert res.exit_code == 0, res.output
     trained = Store(db).cases(max(r["run_id"] for r in Store(db).runs()))

@@ -9,12 +9,12 @@ import re
 import time
 
 import pytest
+from conftest import tiny_case
+from fault_harness import Fault, check, no_run
 
 from accelbench.core.errors import ConfigError
 from accelbench.studies import tune_budget as tb
 from accelbench.studies import tune_search as ts
-from conftest import tiny_case
-from fault_harness import Fault, check, no_run
 
 TINY = tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0, min_timed_batches=4, warmup_batches=1)
 
@@ -38,7 +38,8 @@ def test_the_cost_model_predicts_from_the_trials_measured():
     train = tb.CostModel(warmup=0, min_steps=3, images=8, whole_passes=True, probe=tb.Probe(setup_s=1.0, step_s=0.1))
     # nothing measured: the probe's build + an accuracy pass (8 steps of 0.1) + one whole pass a window (8 steps)
     assert train.predict(("fp32", "eager"), 1, window_s=0.0, repeats=1) == pytest.approx(
-        1.0 + tb.LOOP_OVERHEAD_S + 0.8 + 0.8)
+        1.0 + tb.LOOP_OVERHEAD_S + 0.8 + 0.8
+    )
 
 
 def test_the_final_rounds_fit_what_is_left():
@@ -64,8 +65,17 @@ def _tune(tmp_path, budget_s: float, model: str = "cifar-resnet20", name: str = 
     from accelbench.store import Store
 
     spec = api.spec("inference", {**TINY, "model": model})
-    settings = ts.TuneSettings(**{"precisions": ("fp32", "bf16"), "modes": ("eager",), "screen_time_s": 0.05,
-                                  "final_rounds": 2, "final_repeats": 2, "budget_s": budget_s, **kw})
+    settings = ts.TuneSettings(
+        **{
+            "precisions": ("fp32", "bf16"),
+            "modes": ("eager",),
+            "screen_time_s": 0.05,
+            "final_rounds": 2,
+            "final_repeats": 2,
+            "budget_s": budget_s,
+            **kw,
+        }
+    )
     store = Store(tmp_path / f"{name}.db")
     return api.tune(spec, store, settings), store
 
@@ -113,8 +123,9 @@ def test_a_real_tune_keeps_its_budget_and_refuses_one_too_small(tmp_path):
 def test_a_trial_running_past_the_budget_is_stopped(tmp_path):
     # batches 1 and 2 take milliseconds, batch 4 sleeps 30 s a step: nothing measured before predicts it
     budget = _minimum(tmp_path, "measure_helpers:slow_above_two") + 12.0
-    out, store, budget = _accepted(tmp_path, budget, "slow", model="measure_helpers:slow_above_two",
-                                   precisions=("fp32",))
+    out, store, budget = _accepted(
+        tmp_path, budget, "slow", model="measure_helpers:slow_above_two", precisions=("fp32",)
+    )
     _honest(out, store, budget)
     stopped = [r for r in out.trials if r["status"] == "skipped"]
     assert stopped and all(int(r["batch_size"]) > 2 and "stopped at the tune's budget" in r["error"] for r in stopped)
@@ -122,8 +133,14 @@ def test_a_trial_running_past_the_budget_is_stopped(tmp_path):
 
 
 FAULTS = [
-    Fault("tune-budget-too-small", ["tune", "-m", "cifar-resnet20", "--device", "cpu", "--images", "8", "--budget-s",
-          "0.5", "--db", "{db}"], 2, "invalid budget_s 0.5: allowed at least", store=no_run, one_line=True),
+    Fault(
+        "tune-budget-too-small",
+        ["tune", "-m", "cifar-resnet20", "--device", "cpu", "--images", "8", "--budget-s", "0.5", "--db", "{db}"],
+        2,
+        "invalid budget_s 0.5: allowed at least",
+        store=no_run,
+        one_line=True,
+    ),
 ]
 
 

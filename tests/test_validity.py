@@ -4,20 +4,33 @@ from accelbench.core.validity import assess
 
 
 def gpu_rec(**kw):
-    base = {"latency_spread": 0.02, "telemetry_window_s": 2.0, "throttle_sample_frac": 0.0, "throttle_power_s": 0.0,
-            "throttle_thermal_s": 0.0, "clocks_event_reasons": "none", "sm_clock_variation": 0.01,
-            "other_gpu_processes": 0}
+    base = {
+        "latency_spread": 0.02,
+        "telemetry_window_s": 2.0,
+        "throttle_sample_frac": 0.0,
+        "throttle_power_s": 0.0,
+        "throttle_thermal_s": 0.0,
+        "clocks_event_reasons": "none",
+        "sm_clock_variation": 0.01,
+        "other_gpu_processes": 0,
+    }
     return {**base, **kw}
 
 
 def test_clean_gpu_case_is_ok_and_lists_every_check():
-    assert assess(gpu_rec()) == {"validity": "ok", "validity_reason": None,
-                                 "validity_checks": "spread,throttle,clocks,processes"}
+    assert assess(gpu_rec()) == {
+        "validity": "ok",
+        "validity_reason": None,
+        "validity_checks": "spread,throttle,clocks,processes",
+    }
 
 
 def test_cpu_case_checks_only_the_spread():
     assert assess({"latency_spread": 0.051}) == {
-        "validity": "latency-spread", "validity_reason": "latency spread (IQR/median) 5.1% > 5%", "validity_checks": "spread"}
+        "validity": "latency-spread",
+        "validity_reason": "latency spread (IQR/median) 5.1% > 5%",
+        "validity_checks": "spread",
+    }
     assert assess({"latency_spread": 0.05})["validity"] == "ok"  # the threshold itself passes
 
 
@@ -45,8 +58,10 @@ def test_violation_counter_past_the_window_is_capped_at_the_whole_window():
 def test_several_flags_join_in_order():
     out = assess(gpu_rec(latency_spread=0.08, sm_clock_variation=0.07, other_gpu_processes=2))
     assert out["validity"] == "latency-spread,clock-variation,other-process"
-    assert out["validity_reason"] == ("latency spread (IQR/median) 8.0% > 5%; SM clock varied 7.0% (p95-p5)/median > 5%; "
-                                      "2 other compute process(es) on the GPU")
+    assert out["validity_reason"] == (
+        "latency spread (IQR/median) 8.0% > 5%; SM clock varied 7.0% (p95-p5)/median > 5%; "
+        "2 other compute process(es) on the GPU"
+    )
 
 
 def test_nan_and_missing_inputs_skip_checks():
@@ -58,8 +73,11 @@ def test_nan_and_missing_inputs_skip_checks():
 
 def test_cpu_contention_above_a_tenth_of_the_host():
     out = assess({"latency_spread": 0.01, "cpu_other_util_pct": 52.4})
-    assert out == {"validity": "cpu-contention", "validity_checks": "spread,cpu",
-                   "validity_reason": "other processes used 52% of the host's CPU time > 10%"}
+    assert out == {
+        "validity": "cpu-contention",
+        "validity_checks": "spread,cpu",
+        "validity_reason": "other processes used 52% of the host's CPU time > 10%",
+    }
     assert assess({"cpu_other_util_pct": 10.0})["validity"] == "ok"  # the threshold itself passes
 
 

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 
-
 # The roofline ceilings: dense matmul throughput measured per kind (:mod:`accelbench.scenarios.profile.ceilings` measures each).
 # Every precision names the one that bounds it (the tensor-core path of a reduced precision).
 ROOFS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -121,30 +120,104 @@ def register(precision: Precision) -> Precision:
 
 
 for _p in (
-    Precision("fp32", ceiling="fp32", workloads=("inference", "train", "generate"), about="IEEE float32, TF32 off", tune=("cpu",)),
-    Precision("tf32", tf32=True, needs_cuda=True, min_capability=(8, 0), ceiling="tf32",
-              about="float32 through TF32 tensor cores"),
-    Precision("amp-fp16", autocast_dtype="float16", grad_scaler=True, ceiling="fp16",
-              about="torch.autocast to float16 (training: GradScaler)", tune=("cuda",)),
-    Precision("amp-bf16", autocast_dtype="bfloat16", ceiling="bf16", about="torch.autocast to bfloat16",
-              tune=("cuda",)),
-    Precision("fp16", cast_dtype="float16", trainable=False, ceiling="fp16", workloads=("inference", "train", "generate"), about="model and inputs cast to float16",
-              tune=("cuda",)),
-    Precision("bf16", cast_dtype="bfloat16", ceiling="bf16", workloads=("inference", "train", "generate"), about="model and inputs cast to bfloat16",
-              tune=("cpu", "cuda")),
-    Precision("int8", trainable=False, ceiling="int8", quant="static", needs_cpu=True,
-              about="int8 weights and activations, static (calibrated)"),
-    Precision("int8-dynamic", trainable=False, ceiling="int8", quant="dynamic", needs_cpu=True,
-              about="int8 weights, activations quantized per batch"),
-    Precision("fp8", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8", quant="float8",
-              granularity="row", workloads=("inference", "generate"),
-              about="float8 e4m3 Linear layers, per-row scales (torchao)"),
-    Precision("fp8-tensor", trainable=False, needs_cuda=True, min_capability=(8, 9), ceiling="fp8",
-              quant="float8", granularity="tensor", about="float8 e4m3 Linear layers, per-tensor scales (torchao)"),
-    Precision("int8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="int8",
-              workloads=("generate",), about="language model: int8 linear weights (one scale a row), bf16 activations"),
-    Precision("fp8-weight-only", cast_dtype="bfloat16", trainable=False, ceiling="bf16", weight_only="fp8",
-              workloads=("generate",), about="language model: float8 e4m3 linear weights (one scale a row), bf16 activations"),
+    Precision(
+        "fp32",
+        ceiling="fp32",
+        workloads=("inference", "train", "generate"),
+        about="IEEE float32, TF32 off",
+        tune=("cpu",),
+    ),
+    Precision(
+        "tf32",
+        tf32=True,
+        needs_cuda=True,
+        min_capability=(8, 0),
+        ceiling="tf32",
+        about="float32 through TF32 tensor cores",
+    ),
+    Precision(
+        "amp-fp16",
+        autocast_dtype="float16",
+        grad_scaler=True,
+        ceiling="fp16",
+        about="torch.autocast to float16 (training: GradScaler)",
+        tune=("cuda",),
+    ),
+    Precision(
+        "amp-bf16", autocast_dtype="bfloat16", ceiling="bf16", about="torch.autocast to bfloat16", tune=("cuda",)
+    ),
+    Precision(
+        "fp16",
+        cast_dtype="float16",
+        trainable=False,
+        ceiling="fp16",
+        workloads=("inference", "train", "generate"),
+        about="model and inputs cast to float16",
+        tune=("cuda",),
+    ),
+    Precision(
+        "bf16",
+        cast_dtype="bfloat16",
+        ceiling="bf16",
+        workloads=("inference", "train", "generate"),
+        about="model and inputs cast to bfloat16",
+        tune=("cpu", "cuda"),
+    ),
+    Precision(
+        "int8",
+        trainable=False,
+        ceiling="int8",
+        quant="static",
+        needs_cpu=True,
+        about="int8 weights and activations, static (calibrated)",
+    ),
+    Precision(
+        "int8-dynamic",
+        trainable=False,
+        ceiling="int8",
+        quant="dynamic",
+        needs_cpu=True,
+        about="int8 weights, activations quantized per batch",
+    ),
+    Precision(
+        "fp8",
+        trainable=False,
+        needs_cuda=True,
+        min_capability=(8, 9),
+        ceiling="fp8",
+        quant="float8",
+        granularity="row",
+        workloads=("inference", "generate"),
+        about="float8 e4m3 Linear layers, per-row scales (torchao)",
+    ),
+    Precision(
+        "fp8-tensor",
+        trainable=False,
+        needs_cuda=True,
+        min_capability=(8, 9),
+        ceiling="fp8",
+        quant="float8",
+        granularity="tensor",
+        about="float8 e4m3 Linear layers, per-tensor scales (torchao)",
+    ),
+    Precision(
+        "int8-weight-only",
+        cast_dtype="bfloat16",
+        trainable=False,
+        ceiling="bf16",
+        weight_only="int8",
+        workloads=("generate",),
+        about="language model: int8 linear weights (one scale a row), bf16 activations",
+    ),
+    Precision(
+        "fp8-weight-only",
+        cast_dtype="bfloat16",
+        trainable=False,
+        ceiling="bf16",
+        weight_only="fp8",
+        workloads=("generate",),
+        about="language model: float8 e4m3 linear weights (one scale a row), bf16 activations",
+    ),
 ):
     register(_p)
 
@@ -179,8 +252,10 @@ def granularity(name: str) -> str | None:
     return get(name).granularity
 
 
-_FP8_DEVICE = ("fp8 needs a CUDA GPU with FP8 tensor cores, compute capability 8.9 or newer (Ada, Hopper, "
-               "Blackwell: torchao float8 docs)")
+_FP8_DEVICE = (
+    "fp8 needs a CUDA GPU with FP8 tensor cores, compute capability 8.9 or newer (Ada, Hopper, "
+    "Blackwell: torchao float8 docs)"
+)
 
 
 def simulated_reason(name: str, device) -> str | None:
@@ -210,14 +285,20 @@ def unsupported_reason(name: str, device, training: bool = False) -> str | None:
     if training and p.quant:
         return f"{name} is post-training quantization: inference only"
     if training and not p.trainable:
-        return (f"{name} is not a training precision: pure fp16 loses small updates without fp32 master weights "
-                f"(use one of {', '.join(names(trainable=True))})")
+        return (
+            f"{name} is not a training precision: pure fp16 loses small updates without fp32 master weights "
+            f"(use one of {', '.join(names(trainable=True))})"
+        )
     if p.needs_cuda and device.type != "cuda":
-        return _FP8_DEVICE if p.quant == "float8" else f"{name} needs a CUDA GPU with TF32 tensor cores (Ampere or newer)"
+        return (
+            _FP8_DEVICE if p.quant == "float8" else f"{name} needs a CUDA GPU with TF32 tensor cores (Ampere or newer)"
+        )
     if p.needs_cpu and device.type != "cpu":
-        return (f"{name} runs on CPUs only: PyTorch has no INT8 convolution kernel path on {device.type} GPUs "
-                "(Hopper included), and the x86 Inductor quantizer targets CPUs (PyTorch tutorial 'PyTorch 2 Export "
-                "Quantization with X86 Backend through Inductor'); use --device cpu")
+        return (
+            f"{name} runs on CPUs only: PyTorch has no INT8 convolution kernel path on {device.type} GPUs "
+            "(Hopper included), and the x86 Inductor quantizer targets CPUs (PyTorch tutorial 'PyTorch 2 Export "
+            "Quantization with X86 Backend through Inductor'); use --device cpu"
+        )
     if device.type == "cuda":
         if p.min_capability and torch.cuda.get_device_capability(device) < p.min_capability:
             return f"{name} needs compute capability {p.min_capability[0]}.{p.min_capability[1]} or newer"

@@ -17,14 +17,39 @@ result (:mod:`accelbench.api.results`): the run id, the store, how it ended, the
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from accelbench.api.reading import compare, export_json, history, import_run, report
 from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
 
-__all__ = ["Result", "RunResult", "ProfileResult", "StudyResult", "TuneResult", "spec", "launcher", "check", "sweep",
-           "run", "train", "generate", "profile", "input_pipeline", "loadgen", "interconnect", "scale", "concurrent", "tune",
-           "compare", "report", "history", "export_json", "import_run", "cuda_available"]
+__all__ = [
+    "Result",
+    "RunResult",
+    "ProfileResult",
+    "StudyResult",
+    "TuneResult",
+    "spec",
+    "launcher",
+    "check",
+    "sweep",
+    "run",
+    "train",
+    "generate",
+    "profile",
+    "input_pipeline",
+    "loadgen",
+    "interconnect",
+    "scale",
+    "concurrent",
+    "tune",
+    "compare",
+    "report",
+    "history",
+    "export_json",
+    "import_run",
+    "cuda_available",
+]
 
 
 def cuda_available() -> bool:
@@ -50,8 +75,9 @@ def spec(scenario: str, *layers: dict[str, Any], cuda: bool | None = None):
     from accelbench.core.spec import build_spec
 
     if cuda is None:
-        device = next((lay.get("device") for lay in reversed(layers) if isinstance(lay, dict) and lay.get("device")),
-                      "auto")
+        device = next(
+            (lay.get("device") for lay in reversed(layers) if isinstance(lay, dict) and lay.get("device")), "auto"
+        )
         cuda = device != "cpu" and cuda_available()
     sc = scenarios.get(scenario)
     try:
@@ -67,7 +93,7 @@ def _given_name(scenario, layers: tuple, field: str) -> str:
     """How the last layer that set ``field`` spelled it: one of ``scenario``'s own aliases of it, or ``field``."""
     own = {k for k, v in getattr(scenario, "aliases", {}).items() if v == field}
     for layer in reversed(layers):
-        for key, value in (layer.items() if isinstance(layer, dict) else ()):
+        for key, value in layer.items() if isinstance(layer, dict) else ():
             name = key.replace("-", "_") if isinstance(key, str) else key
             if value is not None and name in own | {field}:
                 return name
@@ -103,8 +129,8 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
         ConfigError, UnknownModelError, MissingDependencyError, DataError, OutputError: one line each.
     """
     from accelbench import scenarios
-    from accelbench.sweep import loop
     from accelbench.core.outputs import check_writable
+    from accelbench.sweep import loop
 
     loop.check(scenarios.get(spec.scenario), spec, launcher(gpus, opts))
     for path in outputs:
@@ -112,9 +138,18 @@ def check(spec, *, gpus: int | None = None, opts=None, outputs=()) -> None:
             check_writable(path)
 
 
-def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = False,
-          on_case: Callable | None = None, on_row: Callable | None = None, name: str | None = None,
-          tags=None) -> RunResult | None:
+def sweep(
+    spec,
+    store,
+    *,
+    gpus: int | None = None,
+    opts=None,
+    resume: bool = False,
+    on_case: Callable | None = None,
+    on_row: Callable | None = None,
+    name: str | None = None,
+    tags=None,
+) -> RunResult | None:
     """Run ``spec``'s scenario over its cases and store every row (the loop; see the module docstring).
 
     Under a user's torchrun or srun (rank variables set), this process runs as one rank and rank 0 stores.
@@ -131,10 +166,9 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         ConfigError: a bad name or tag (before anything runs).
     """
     from accelbench import scenarios
-    from accelbench.sweep import loop
-    from accelbench.launchers.torchrun.ranks import rank_info
-
     from accelbench.core.runlabel import run_label
+    from accelbench.launchers.torchrun.ranks import rank_info
+    from accelbench.sweep import loop
 
     scenario = scenarios.get(spec.scenario)
     label = run_label(name, tags)
@@ -143,8 +177,19 @@ def sweep(spec, store, *, gpus: int | None = None, opts=None, resume: bool = Fal
         from accelbench.sweep.here import run_here
 
         return RunResult.of(run_here(scenario, spec, store.path, info, opts, on_case=on_case, label=label), store)
-    return RunResult.of(loop.run(scenario, spec, store, launcher=launcher(gpus, opts), resume=resume, on_case=on_case,
-                                 on_row=on_row, label=label), store)
+    return RunResult.of(
+        loop.run(
+            scenario,
+            spec,
+            store,
+            launcher=launcher(gpus, opts),
+            resume=resume,
+            on_case=on_case,
+            on_row=on_row,
+            label=label,
+        ),
+        store,
+    )
 
 
 def run(spec, store, **kw) -> RunResult:
@@ -175,8 +220,8 @@ def profile(spec, store, **kw) -> ProfileResult:
     import dataclasses
 
     from accelbench import scenarios
-    from accelbench.core.device import resolve_device
     from accelbench.api.charting import charting
+    from accelbench.core.device import resolve_device
     from accelbench.scenarios.profile.scenario import get_ceilings
 
     device = resolve_device(spec.device)
@@ -213,12 +258,17 @@ def scale(spec, store, counts: list[int], opts=None, *, resume: bool = False, on
     from accelbench.launchers.torchrun.job import DistOptions
     from accelbench.studies.scale import run_scale
 
-    return StudyResult.of(run_scale(scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts,
-                                    resume=resume, on_case=on_case), store)
+    return StudyResult.of(
+        run_scale(
+            scenarios.get(spec.scenario), spec, store, opts or DistOptions(), counts, resume=resume, on_case=on_case
+        ),
+        store,
+    )
 
 
-def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_gpus: int | None = None,
-               resume: bool = False) -> StudyResult:
+def concurrent(
+    specs: list, gpus_per_job: int, store, opts=None, *, sequential_gpus: int | None = None, resume: bool = False
+) -> StudyResult:
     """``accelbench concurrent``: the specs as jobs at once on disjoint GPU sets, then one after another;
     see :func:`accelbench.studies.concurrent.run_concurrent`."""
     from accelbench import scenarios
@@ -229,8 +279,9 @@ def concurrent(specs: list, gpus_per_job: int, store, opts=None, *, sequential_g
     return StudyResult.of(run_concurrent(jobs, store, opts or DistOptions(), sequential_gpus, resume=resume), store)
 
 
-def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None, name: str | None = None,
-         tags=None) -> TuneResult:
+def tune(
+    spec, store, settings, *, resume: bool = False, on_trial: Callable | None = None, name: str | None = None, tags=None
+) -> TuneResult:
     """``accelbench tune``: search precisions x backends x batch sizes of ``spec``'s model (an inference spec;
     a ``train_step`` spec with ``settings.workload="train"``: the training step, fused vs foreach optimizer
     kernels too) for ``settings.objective`` within ``settings.budget_s``; see
@@ -249,8 +300,9 @@ def tune(spec, store, settings, *, resume: bool = False, on_trial: Callable | No
     from accelbench.studies.tune import run_tune
 
     label = run_label(name, tags)
-    out = TuneResult.of(run_tune(spec, settings, store, resume=resume, on_trial=on_trial, named=label), spec, settings,
-                        store)
+    out = TuneResult.of(
+        run_tune(spec, settings, store, resume=resume, on_trial=on_trial, named=label), spec, settings, store
+    )
     if out.winner is not None and out.winner.get("case_id") is not None:
         store.update_case(int(out.winner["case_id"]), {"tune_summary": "\n".join(out.report_lines)})
     return out

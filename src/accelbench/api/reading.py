@@ -7,8 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 
-def compare(store, a=None, b=None, *, baseline: str | None = None, margin: float | None = None,
-            ignore: tuple[str, ...] = (), n_boot: int | None = None):
+def compare(
+    store,
+    a=None,
+    b=None,
+    *,
+    baseline: str | None = None,
+    margin: float | None = None,
+    ignore: tuple[str, ...] = (),
+    n_boot: int | None = None,
+):
     """``accelbench compare``: run B (or each of several) against run A, case by case.
 
     Args:
@@ -36,13 +44,22 @@ def compare(store, a=None, b=None, *, baseline: str | None = None, margin: float
         a = latest_named(store, baseline)
         b = b if b else newest_other(store, a)
     base = load_ref(store, a)
-    kw = {"margin": cmp.MARGIN if margin is None else margin, "ignore": tuple(ignore),
-          "n_boot": cmp.N_BOOT if n_boot is None else n_boot}
+    kw = {
+        "margin": cmp.MARGIN if margin is None else margin,
+        "ignore": tuple(ignore),
+        "n_boot": cmp.N_BOOT if n_boot is None else n_boot,
+    }
     return [cmp.compare_runs(base, load_ref(store, r), **kw) for r in (b if isinstance(b, (list, tuple)) else [b])]
 
 
-def history(store, run_ids: list[int | str] | None = None, cases: list[str] = (), *, margin: float | None = None,
-            n_boot: int | None = None) -> list:
+def history(
+    store,
+    run_ids: list[int | str] | None = None,
+    cases: list[str] = (),
+    *,
+    margin: float | None = None,
+    n_boot: int | None = None,
+) -> list:
     """The history of cases across runs (``accelbench report --history``): each case's throughput (a generate case:
     decode tokens/s and time per output token p50) in every run, in time order, with 95 % intervals, and the verdict
     ``compare`` gives each step between consecutive runs (:func:`accelbench.core.history.history`).
@@ -56,17 +73,30 @@ def history(store, run_ids: list[int | str] | None = None, cases: list[str] = ()
         AccelbenchError: a run that does not exist, a malformed filter (one line).
     """
     from accelbench.core import compare as cmp
-    from accelbench.core.history import history as series_of, parse_filter
+    from accelbench.core.history import history as series_of
+    from accelbench.core.history import parse_filter
     from accelbench.store.refs import load_ref
 
     filters = [parse_filter(c) for c in cases]
     refs = run_ids if run_ids else [r["run_id"] for r in store.runs()]
-    return series_of([load_ref(store, r) for r in refs], filters, margin=cmp.MARGIN if margin is None else margin,
-                     n_boot=cmp.N_BOOT if n_boot is None else n_boot)
+    return series_of(
+        [load_ref(store, r) for r in refs],
+        filters,
+        margin=cmp.MARGIN if margin is None else margin,
+        n_boot=cmp.N_BOOT if n_boot is None else n_boot,
+    )
 
 
-def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown=None, compare: tuple | None = None,
-           margin: float | None = None, history_of: list[str] | None = None) -> dict:
+def report(
+    store,
+    run_ids: list[int | str] | None = None,
+    *,
+    html=None,
+    markdown=None,
+    compare: tuple | None = None,
+    margin: float | None = None,
+    history_of: list[str] | None = None,
+) -> dict:
     """``accelbench report``: one self-contained HTML file and/or a markdown file over stored runs.
 
     Args:
@@ -85,8 +115,8 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
         OutputError: an output that cannot be written (checked first: exit 2; a write that fails: exit 1).
     """
     from accelbench.core.outputs import check_writable
-    from accelbench.store.refs import open_ref
     from accelbench.report import document
+    from accelbench.store.refs import open_ref
 
     for path in (html, markdown):  # before minutes of charts
         if path:
@@ -98,8 +128,10 @@ def report(store, run_ids: list[int | str] | None = None, *, html=None, markdown
 
         found = history(store, run_ids, history_of, margin=margin)
         doc = document.build(store, None, [], runs=[])
-        doc.update(title="accelbench report: history", sections=[history_section(
-            found, margin=0.02 if margin is None else margin, cases=history_of)])
+        doc.update(
+            title="accelbench report: history",
+            sections=[history_section(found, margin=0.02 if margin is None else margin, cases=history_of)],
+        )
         return _write(doc, html, markdown)
     comparisons, pair = [], None
     if compare is not None:

@@ -86,15 +86,25 @@ class RunResult(Result):
     stop_reason: str | None = None
 
     @classmethod
-    def of(cls, outcome, store, **more) -> "RunResult | None":
+    def of(cls, outcome, store, **more) -> RunResult | None:
         """The result of a loop's :class:`accelbench.sweep.loop.Outcome` stored in ``store`` (None stays None: a
         rank other than 0 of a user's torchrun job)."""
         if outcome is None:
             return None
-        return cls(run_id=outcome.run_id, store_path=Path(store.path), records=list(outcome.records),
-                   statuses=[r["status"] for r in outcome.records], interrupted=outcome.interrupted,
-                   skipped_done=outcome.skipped_done, notes=list(outcome.notes), resumed=dict(outcome.resumed),
-                   already_complete=outcome.already_complete, resume_new=outcome.resume_new, stop_reason=outcome.stop_reason, **more)
+        return cls(
+            run_id=outcome.run_id,
+            store_path=Path(store.path),
+            records=list(outcome.records),
+            statuses=[r["status"] for r in outcome.records],
+            interrupted=outcome.interrupted,
+            skipped_done=outcome.skipped_done,
+            notes=list(outcome.notes),
+            resumed=dict(outcome.resumed),
+            already_complete=outcome.already_complete,
+            resume_new=outcome.resume_new,
+            stop_reason=outcome.stop_reason,
+            **more,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,11 +142,16 @@ class StudyResult(Result):
         return self.rows
 
     @classmethod
-    def of(cls, outcome, store) -> "StudyResult":
+    def of(cls, outcome, store) -> StudyResult:
         """The result of a :class:`accelbench.studies.scale.StudyOutcome` stored in ``store``."""
-        return cls(run_id=outcome.run_id, store_path=Path(store.path), rows=list(outcome.rows),
-                   statuses=list(outcome.statuses), interrupted=outcome.interrupted,
-                   skipped_done=outcome.skipped_done)
+        return cls(
+            run_id=outcome.run_id,
+            store_path=Path(store.path),
+            rows=list(outcome.rows),
+            statuses=list(outcome.statuses),
+            interrupted=outcome.interrupted,
+            skipped_done=outcome.skipped_done,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -184,19 +199,32 @@ class TuneResult(Result):
     def report_lines(self) -> list[str]:
         """What the HTML report's "Winner" block shows (stored as the winner's ``tune_summary``): the summary,
         the notes, what got it there and the command."""
-        return [*self.summary, *self.notes, *("what got it there: " + w for w in self.explain),
-                *([f"run it: {self.command}"] if self.command else [])]
+        return [
+            *self.summary,
+            *self.notes,
+            *("what got it there: " + w for w in self.explain),
+            *([f"run it: {self.command}"] if self.command else []),
+        ]
 
     def json_section(self) -> dict[str, Any]:
         """The ``tune`` section of the run's JSON (``accelbench tune --json``): settings, winner, runner-up,
         baseline, command, seconds spent, pruned configurations, notes, Pareto front, explanations, verdicts."""
         import dataclasses
 
-        return {"settings": self.settings.to_dict(), "winner": self.winner, "runner_up": self.runner_up,
-                "baseline": self.baseline, "command": self.command, "spent_s": self.spent_s,
-                "pruned": self.pruned, "notes": self.notes, "pareto": self.pareto, "explain": self.explain,
-                "verdict": dataclasses.asdict(self.verdict) if self.verdict else None,
-                "gain": dataclasses.asdict(self.gain) if self.gain else None}
+        return {
+            "settings": self.settings.to_dict(),
+            "winner": self.winner,
+            "runner_up": self.runner_up,
+            "baseline": self.baseline,
+            "command": self.command,
+            "spent_s": self.spent_s,
+            "pruned": self.pruned,
+            "notes": self.notes,
+            "pareto": self.pareto,
+            "explain": self.explain,
+            "verdict": dataclasses.asdict(self.verdict) if self.verdict else None,
+            "gain": dataclasses.asdict(self.gain) if self.gain else None,
+        }
 
     def toml_text(self) -> str | None:
         """The winner as a TOML file ``accelbench run -c`` reads (``train -c`` for a training step), headed by a
@@ -209,7 +237,7 @@ class TuneResult(Result):
         return tune_final.toml_text(self.spec, self.winner, comment)
 
     @classmethod
-    def of(cls, outcome, spec, settings, store) -> "TuneResult":
+    def of(cls, outcome, spec, settings, store) -> TuneResult:
         """The result of :func:`accelbench.studies.tune.run_tune`'s outcome: its summary, explanations and
         command made here, once."""
         from accelbench.report.tune import summary_lines
@@ -218,10 +246,25 @@ class TuneResult(Result):
 
         w = outcome.winner
         why = explain(outcome.trials, w, settings.objective, explain_axes(settings.workload)) if w else []
-        return cls(run_id=outcome.run_id, store_path=Path(store.path), interrupted=outcome.interrupted,
-                   skipped_done=outcome.skipped_done, statuses=list(outcome.statuses), spec=spec, settings=settings,
-                   trials=list(outcome.trials), pareto=list(outcome.pareto), winner=w, runner_up=outcome.runner_up,
-                   baseline=outcome.baseline, verdict=outcome.verdict, gain=outcome.gain, spent_s=outcome.spent_s,
-                   pruned=list(outcome.pruned), notes=list(outcome.notes),
-                   summary=summary_lines(outcome, settings.objective), explain=list(why),
-                   command=command(spec, w) if w else None)
+        return cls(
+            run_id=outcome.run_id,
+            store_path=Path(store.path),
+            interrupted=outcome.interrupted,
+            skipped_done=outcome.skipped_done,
+            statuses=list(outcome.statuses),
+            spec=spec,
+            settings=settings,
+            trials=list(outcome.trials),
+            pareto=list(outcome.pareto),
+            winner=w,
+            runner_up=outcome.runner_up,
+            baseline=outcome.baseline,
+            verdict=outcome.verdict,
+            gain=outcome.gain,
+            spent_s=outcome.spent_s,
+            pruned=list(outcome.pruned),
+            notes=list(outcome.notes),
+            summary=summary_lines(outcome, settings.objective),
+            explain=list(why),
+            command=command(spec, w) if w else None,
+        )

@@ -27,10 +27,14 @@ Everything else asks the registry and the backends' attributes: the names a spec
 needs a GPU, what compiles, what ``tune`` tries.
 """
 
+# The import order is the registration order: help lists the backends in it.
+# isort: off
 from accelbench.backends.base import BACKENDS, Backend, adopt, get, names, reference, register
 from accelbench.backends import eager, compile, cudagraphs, onnxruntime  # noqa: E402,F401  (built-ins, in help's order)
 from accelbench.backends import generation  # noqa: E402,F401  (language models: accelbench generate)
 from accelbench.core import plugins as _plugins  # noqa: E402
+
+# isort: on
 
 _plugins.import_drop_ins(__name__, __path__)
 _plugins.load("accelbench.backends", adopt)

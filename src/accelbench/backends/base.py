@@ -1,13 +1,11 @@
 """The backend base class and the registry (:data:`BACKENDS`); each backend is a module beside this one."""
 
-
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from accelbench.core.config import pick, put
-
 
 INFERENCE, TRAIN = "inference", "train"  # the workloads of today's scenarios (issue 23 adds "generate")
 
@@ -73,7 +71,9 @@ class Backend:
         """Why this backend cannot run a ``workload`` case on ``device`` (a torch.device), or None."""
         if workload not in self.workloads:
             what = "is not a training mode" if workload == TRAIN else f"does not run {workload} cases"
-            return f"{self.name} {what} (it serves {', '.join(self.workloads)}; use one of {', '.join(names(workload))})"
+            return (
+                f"{self.name} {what} (it serves {', '.join(self.workloads)}; use one of {', '.join(names(workload))})"
+            )
         if self.needs_cuda and device.type != "cuda":
             return f"{self.name} needs a CUDA GPU"
         return None
@@ -115,8 +115,9 @@ class Backend:
         sync(device)
         return fns, time.perf_counter() - t0
 
-    def quantize(self, module, scheme: str, calibration: list, example, device,
-                 granularity: str | None = None) -> tuple[object, dict]:
+    def quantize(
+        self, module, scheme: str, calibration: list, example, device, granularity: str | None = None
+    ) -> tuple[object, dict]:
         """Quantize ``module`` for this backend (default: int8 through PT2E, :func:`accelbench.quant.pt2e.quantize`;
         fp8 through torchao, :func:`accelbench.quant.fp8.quantize`).
 

@@ -37,8 +37,16 @@ class Compile(Backend):
 
     static_shapes = True
 
-    def __init__(self, name: str, compile_mode: str | None, *, trainable: bool = True, freezing: bool = False,
-                 about: str = "", tune: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        name: str,
+        compile_mode: str | None,
+        *,
+        trainable: bool = True,
+        freezing: bool = False,
+        about: str = "",
+        tune: tuple[str, ...] = (),
+    ):
         self.name, self.compile_mode, self.freezing, self.tune = name, compile_mode, freezing, tune
         self.workloads = (INFERENCE, TRAIN) if trainable else (INFERENCE,)
         self.graph_capture = compile_mode in GRAPH_MODES
@@ -100,9 +108,13 @@ class CompileCudaGraphs(Compile):
     step_graph = True
 
     def __init__(self):
-        super().__init__("compile-cudagraphs", None, tune=("cuda train",),
-                         about="the default-mode compiled module captured into one CUDA graph by hand (training: the "
-                               "whole step with the fused optimizer)")
+        super().__init__(
+            "compile-cudagraphs",
+            None,
+            tune=("cuda train",),
+            about="the default-mode compiled module captured into one CUDA graph by hand (training: the "
+            "whole step with the fused optimizer)",
+        )
         self.needs_cuda = self.graph_capture = True  # compile_mode "default" in the row; the mode name says the graph
 
     build_sizes = Backend.build_sizes  # one capture per batch size

@@ -11,8 +11,8 @@ graph ("whole-network capture" in the same notes; MLPerf Training's ResNet-50 su
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
 
 from accelbench.backends.base import INFERENCE, TRAIN, Backend, register
 
@@ -64,8 +64,10 @@ def capture_forward(fn: Callable, example, device) -> Callable:
 
 class CudaGraphs(Backend):
     name = "cudagraphs"
-    about = ("the eager module captured once into a torch.cuda.CUDAGraph and replayed (training: the whole step); "
-             "PyTorch CUDA semantics, \"CUDA Graphs\"")
+    about = (
+        "the eager module captured once into a torch.cuda.CUDAGraph and replayed (training: the whole step); "
+        'PyTorch CUDA semantics, "CUDA Graphs"'
+    )
     workloads = (INFERENCE, TRAIN)
     needs_cuda = True
     static_shapes = True

@@ -33,16 +33,30 @@ class Generation(Backend):
         self.host_bound = not compiles
 
     def options(self) -> dict:
-        return {"compile_mode": ("reduce-overhead on CUDA, default on CPU" if self.compiles else None),
-                "freezing": False, "fused_projections": self.fused}
+        return {
+            "compile_mode": ("reduce-overhead on CUDA, default on CPU" if self.compiles else None),
+            "freezing": False,
+            "fused_projections": self.fused,
+        }
 
 
 for backend in (
     Generation("hf-generate", "generate", "language models: Hugging Face generate with its default (dynamic) KV cache"),
-    Generation("static-cache", "static", "language models: a pre-allocated static KV cache, one eager decode step a token"),
-    Generation("static-compile", "static", "language models: the static-cache decode step torch.compile-d (CUDA: "
-               "one CUDA graph a step, as gpt-fast)", compiles=True),
-    Generation("static-compile-fused", "static", "language models: static-compile with q/k/v and gate/up fused into "
-               "one matmul each", compiles=True, fused=True),
+    Generation(
+        "static-cache", "static", "language models: a pre-allocated static KV cache, one eager decode step a token"
+    ),
+    Generation(
+        "static-compile",
+        "static",
+        "language models: the static-cache decode step torch.compile-d (CUDA: one CUDA graph a step, as gpt-fast)",
+        compiles=True,
+    ),
+    Generation(
+        "static-compile-fused",
+        "static",
+        "language models: static-compile with q/k/v and gate/up fused into one matmul each",
+        compiles=True,
+        fused=True,
+    ),
 ):
     register(backend)

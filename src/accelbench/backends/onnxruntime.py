@@ -21,8 +21,10 @@ from pathlib import Path
 from accelbench.backends.base import INFERENCE, Backend, register
 
 OPSET = 17
-PREFERENCE = {"cuda": ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"),
-              "cpu": ("CPUExecutionProvider",)}
+PREFERENCE = {
+    "cuda": ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"),
+    "cpu": ("CPUExecutionProvider",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +58,21 @@ def export(module, example) -> OnnxModel:
     tmp = tempfile.TemporaryDirectory(prefix="accelbench-onnx-")
     path = Path(tmp.name) / "model.onnx"
     try:
-        torch.onnx.export(module.eval(), (example.cpu(),), str(path), dynamo=False, opset_version=OPSET,
-                          input_names=["input"], output_names=["logits"],
-                          dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+        torch.onnx.export(
+            module.eval(),
+            (example.cpu(),),
+            str(path),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=["input"],
+            output_names=["logits"],
+            dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+        )
     except Exception as exc:  # every exporter failure becomes the row's one-line reason
         tmp.cleanup()
-        raise RuntimeError(f"torch.onnx export failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
+        raise RuntimeError(
+            f"torch.onnx export failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        ) from exc
     return OnnxModel(path, tmp)
 
 
@@ -77,8 +88,10 @@ class _Reader:
 
 class OnnxRuntime(Backend):
     name = "onnxruntime"
-    about = ("torch.onnx export run by an onnxruntime InferenceSession on the best execution provider; int8 through "
-             "onnxruntime's QDQ quantization")
+    about = (
+        "torch.onnx export run by an onnxruntime InferenceSession on the best execution provider; int8 through "
+        "onnxruntime's QDQ quantization"
+    )
     tune = ()
     requires = ("onnxruntime", "onnx")
     torch_quantizer = False
@@ -97,21 +110,36 @@ class OnnxRuntime(Backend):
         from accelbench.core.errors import Unsupported
 
         if granularity is not None:
-            raise Unsupported("fp8 through onnxruntime is not built in accelbench (its FP8 paths need a TensorRT or "
-                              "CUDA build and a GPU run to claim): use the torch modes")
+            raise Unsupported(
+                "fp8 through onnxruntime is not built in accelbench (its FP8 paths need a TensorRT or "
+                "CUDA build and a GPU run to claim): use the torch modes"
+            )
 
         fp32 = export(module, example)
         source, pre = _preprocessed(fp32.path)
         path = fp32.path.with_name("model.int8.onnx")
         if scheme == "static":
-            q.quantize_static(str(source), str(path), _Reader(calibration), quant_format=q.QuantFormat.QDQ,
-                              per_channel=True, activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+            q.quantize_static(
+                str(source),
+                str(path),
+                _Reader(calibration),
+                quant_format=q.QuantFormat.QDQ,
+                per_channel=True,
+                activation_type=q.QuantType.QUInt8,
+                weight_type=q.QuantType.QInt8,
+            )
         else:
             q.quantize_dynamic(str(source), str(path), per_channel=True, weight_type=q.QuantType.QInt8)
-        config = ("weights int8 per-channel symmetric, activations uint8 per-tensor "
-                  + ("static QDQ (MinMax calibration)" if scheme == "static" else "dynamic") + f"; {pre}")
-        return OnnxModel(path, fp32.keep), {"quant_api": "onnxruntime.quantization", "quant_config": config,
-                                            "quant_kernels": self.quant_kernels}
+        config = (
+            "weights int8 per-channel symmetric, activations uint8 per-tensor "
+            + ("static QDQ (MinMax calibration)" if scheme == "static" else "dynamic")
+            + f"; {pre}"
+        )
+        return OnnxModel(path, fp32.keep), {
+            "quant_api": "onnxruntime.quantization",
+            "quant_config": config,
+            "quant_kernels": self.quant_kernels,
+        }
 
     def _build(self, module, example, device):
         import onnxruntime as ort

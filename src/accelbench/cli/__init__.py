@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Optional
 
 import typer
 
+from accelbench.cli import compare, doctor, generate, loadgen, multi, profile, results, run, train, tune  # noqa: E402,F401  (each registers its commands)
 from accelbench.cli.common import app, console, err_console, styled
 from accelbench.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, AccelbenchError
 from accelbench.core.signals import raise_interrupt
-from accelbench.cli import compare, doctor, loadgen, profile, results, run, train, multi, tune, generate  # noqa: E402,F401  (each registers its commands)
 
 __all__ = ["app", "main"]
 
@@ -29,9 +28,12 @@ def _version(value: bool) -> None:
 
 
 @app.callback(invoke_without_command=True)
-def _root(ctx: typer.Context,
-          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     if ctx.invoked_subcommand is None:
         console.print(ctx.get_help())
 
@@ -51,7 +53,7 @@ def _click_exceptions() -> tuple[tuple, tuple]:
     return aborts, tuple({m.ClickException for m in mods})
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and exit with the contract's code (:mod:`accelbench.core.errors`).
 
     Every error that escapes a command is one line on stderr: an input error (:class:`AccelbenchError`) or a
@@ -65,8 +67,10 @@ def main(argv: Optional[list[str]] = None) -> None:
     # `timeout`, `kill` and a batch scheduler's time limit send SIGTERM: stop as Ctrl-C does (finished cases
     # are stored already; the run is marked interrupted and `--resume` continues it)
     signal.signal(signal.SIGTERM, raise_interrupt)
-    quiet.install(lambda text: err_console.print(styled("note:", "yellow", " " + text)),
-                  lambda text: err_console.print(styled("warning:", "yellow", " " + text)))
+    quiet.install(
+        lambda text: err_console.print(styled("note:", "yellow", " " + text)),
+        lambda text: err_console.print(styled("warning:", "yellow", " " + text)),
+    )
     try:
         code = _run(argv)
     finally:
@@ -74,7 +78,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     sys.exit(code)
 
 
-def _run(argv: Optional[list[str]]) -> int:
+def _run(argv: list[str] | None) -> int:
     """The app's exit code, every escaping error printed as one line (see :func:`main`)."""
     aborts, usage_errors = _click_exceptions()
     try:
@@ -103,8 +107,13 @@ def _internal(exc: BaseException) -> int:
         raise exc
     from accelbench.core.errors import one_line
 
-    err_console.print(styled("internal error:", "red", f" {one_line(exc)} (a bug: please report it; "
-                             "ACCELBENCH_TRACEBACK=1 shows the traceback)"))
+    err_console.print(
+        styled(
+            "internal error:",
+            "red",
+            f" {one_line(exc)} (a bug: please report it; ACCELBENCH_TRACEBACK=1 shows the traceback)",
+        )
+    )
     return 1
 
 

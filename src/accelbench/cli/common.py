@@ -11,21 +11,40 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from accelbench.cli.help import PANEL_OF, HelpCommand, OrderedGroup
 from accelbench.cli.options import expand
-from accelbench.cli.terminal import (console, err_console, is_stdout, json_to_stdout, print_command,  # noqa: F401
-                                     print_table, styled, write_output)
-from accelbench.cli.outcome import (print_cheapest, print_ci_note, print_notes, print_outcome,  # noqa: F401
-                                    run_with_progress)
+from accelbench.cli.outcome import (
+    print_cheapest,  # noqa: F401
+    print_ci_note,  # noqa: F401
+    print_notes,  # noqa: F401
+    print_outcome,  # noqa: F401
+    run_with_progress,  # noqa: F401
+)
+from accelbench.cli.terminal import (
+    console,
+    err_console,
+    is_stdout,
+    json_to_stdout,  # noqa: F401
+    print_command,  # noqa: F401
+    print_table,  # noqa: F401
+    styled,
+    write_output,
+)
 from accelbench.core.errors import ERROR, EXIT_CASE_ERRORS, AccelbenchError, OutputError, exit_code
 
-app = typer.Typer(cls=OrderedGroup, add_completion=True, no_args_is_help=False, rich_markup_mode="rich",
-                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
-                  help="How fast, how efficient and how costly is this model on this hardware, and why.")
+app = typer.Typer(
+    cls=OrderedGroup,
+    add_completion=True,
+    no_args_is_help=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="How fast, how efficient and how costly is this model on this hardware, and why.",
+)
 
 
 def command(name: str | None = None):
@@ -63,7 +82,7 @@ def where(spec, opts) -> str:
     return f"{opts.world_size} ranks" if opts else str(resolve_device(spec.device))
 
 
-def layers(config: Optional[Path], table: str, flags: dict[str, Any]) -> list[dict[str, Any]]:
+def layers(config: Path | None, table: str, flags: dict[str, Any]) -> list[dict[str, Any]]:
     """The spec layers: the TOML file's ``[table]`` (or its top level), then the flags."""
     from accelbench.core.config import load_toml
     from accelbench.core.config import table as toml_table
@@ -91,12 +110,13 @@ def before_run(spec, opts, db: Path, outputs=()) -> tuple[str, Any]:
     """``(where the cases run, the store)`` for a measuring command, before it prints its header: what can refuse
     it (device, models, data, output files: :func:`accelbench.api.check`) is checked before the store exists."""
     from accelbench import api
+
     place = where(spec, opts)
     api.check(spec, opts=opts, outputs=outputs)
     return place, open_store(db, create=True)
 
 
-def open_run(store, run_id: Optional[int]) -> dict:
+def open_run(store, run_id: int | None) -> dict:
     """Run ``run_id`` of ``store`` (None: the newest); a one-line error (exit 2) when it does not exist."""
     try:
         return store.run(run_id)
@@ -104,7 +124,7 @@ def open_run(store, run_id: Optional[int]) -> dict:
         fail(str(exc.args[0]))
 
 
-def run_ref(db: Path, ref: Optional[str]) -> tuple[Any, dict]:
+def run_ref(db: Path, ref: str | None) -> tuple[Any, dict]:
     """``(store, run)`` a ``--run`` names: an id in ``db`` (None: the newest run), ``PATH:ID`` (a run in
     another store) or ``[PATH:]name:NAME``, parsed as ``compare`` and ``report`` parse it (:func:`accelbench.store.refs.open_ref`);
     a one-line error (exit 2) when the store or the run does not exist."""
@@ -120,8 +140,9 @@ def run_ref(db: Path, ref: Optional[str]) -> tuple[Any, dict]:
     return store, store.run(run_id)
 
 
-def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional[Path] = None,
-           statuses: Optional[list] = None) -> None:
+def finish(
+    store, run_id: int, *, interrupted: bool = False, json_path: Path | None = None, statuses: list | None = None
+) -> None:
     """End a command that ran cases: failures counted, JSON written (one line when it cannot be: exit 1, the run
     stays stored), the next commands named; raises typer.Exit with :func:`accelbench.core.errors.exit_code`'s code.
 
@@ -133,8 +154,13 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
     statuses = [r["status"] for r in store.records(run_id)] if statuses is None else statuses
     failed, code = sum(s == ERROR for s in statuses), exit_code(statuses, interrupted)
     if failed:
-        err_console.print(styled("failed:", "red", f" {failed} of {len(statuses)} cases ended in error (their reasons "
-                                 "are above); every result is stored"))
+        err_console.print(
+            styled(
+                "failed:",
+                "red",
+                f" {failed} of {len(statuses)} cases ended in error (their reasons are above); every result is stored",
+            )
+        )
     try:
         if json_path:
             write_output(json_path, lambda path: api.export_json(store, run_id, path))
@@ -144,17 +170,25 @@ def finish(store, run_id: int, *, interrupted: bool = False, json_path: Optional
         code = code or EXIT_CASE_ERRORS
     if interrupted:
         err_console.print(f"interrupted: {len(statuses)} finished cases stored in run {run_id}; rerun with --resume")
-    db = "" if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".") else f" --db {store.path}"
-    console.print(f"run {run_id} stored in {store.path}. Next: accelbench results --run {run_id}{db} --wide (every column) | "
-                  f"accelbench export --run {run_id}{db} --format csv")
+    db = (
+        ""
+        if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".")
+        else f" --db {store.path}"
+    )
+    console.print(
+        f"run {run_id} stored in {store.path}. Next: accelbench results --run {run_id}{db} --wide (every column) | "
+        f"accelbench export --run {run_id}{db} --format csv"
+    )
     raise typer.Exit(code)
 
 
-def finish_outcome(out, store, *, json_path: Optional[Path] = None, wide: bool = False) -> None:
+def finish_outcome(out, store, *, json_path: Path | None = None, wide: bool = False) -> None:
     """Print a sweep's outcome and end the command; a ``--resume`` that found the run complete says so, exit 0."""
     if out.already_complete:
-        console.print(f"nothing to resume: run {out.run_id} in {store.path} is complete with these settings ("
-                      f"{out.skipped_done} cases): accelbench results --run {out.run_id} --db {store.path} shows it")
+        console.print(
+            f"nothing to resume: run {out.run_id} in {store.path} is complete with these settings ("
+            f"{out.skipped_done} cases): accelbench results --run {out.run_id} --db {store.path} shows it"
+        )
         raise typer.Exit(0)
     if out.resume_new:
         console.print(f"--resume: no earlier run of these settings in {store.path}: ran them as new run {out.run_id}")
@@ -162,5 +196,10 @@ def finish_outcome(out, store, *, json_path: Optional[Path] = None, wide: bool =
         err_console.print(styled("error:", "red", f" the sweep stopped: {out.stop_reason}"))
     else:
         print_outcome(store, out.run_id, wide=wide, resumed=out.skipped_done, notes=out.notes)
-    finish(store, out.run_id, interrupted=out.interrupted, json_path=None if out.stop_reason else json_path,
-           statuses=[r["status"] for r in out.records])
+    finish(
+        store,
+        out.run_id,
+        interrupted=out.interrupted,
+        json_path=None if out.stop_reason else json_path,
+        statuses=[r["status"] for r in out.records],
+    )

@@ -23,7 +23,8 @@ def doctor() -> None:
     for r in rows:
         if not r.ok and r.note:
             (err_console if r.required else console).print(
-                styled("error:" if r.required else "optional:", "red" if r.required else "yellow", " " + r.note))
+                styled("error:" if r.required else "optional:", "red" if r.required else "yellow", " " + r.note)
+            )
     broken = any(r.required and not r.ok for r in rows)
     console.print("accelbench cannot run: fix the errors above" if broken else "ready: accelbench run")
     raise typer.Exit(2 if broken else 0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,29 +14,75 @@ from accelbench.cli.options import Cost, How, Label, Output, What, config_option
 
 @command()
 def generate(
-    what: What = What.take(only=("model", "batch_sizes", "precisions", "modes", "device"),
-                           model=typer.Option(None, "--model", "-m", rich_help_panel=WHAT, help="Language model(s): hf:<architecture> (random weights), hf:tiny-shakespeare (bundled, trained), hf:/path/to/checkpoint, pkg.mod:factory."),
-                           batch_sizes=typer.Option(None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Sequences generated together.")),
-    prompt_lens: Optional[str] = typer.Option(None, "--prompt-lens", rich_help_panel=WHAT, help="Prompt lengths in tokens."),
-    new_tokens: Optional[str] = typer.Option(None, "--new-tokens", rich_help_panel=WHAT, help="Tokens generated a sequence, >= 2."),
-    prompt_source: Optional[str] = typer.Option(None, "--prompt-source", rich_help_panel=WHAT, help="random (token ids) or text (windows of the shipped text; needs a tokenizer)."),
-    perplexity: Optional[bool] = typer.Option(None, "--perplexity/--no-perplexity", rich_help_panel=ACCURACY, help="Perplexity on the held-out text for models with real weights and a tokenizer."),
-    perplexity_window: Optional[int] = typer.Option(None, "--perplexity-window", rich_help_panel=ACCURACY, help="Tokens a perplexity window."),
-    how: How = How.take(only=("repeats", "seed"), repeats=typer.Option(None, "--repeats", rich_help_panel=HOW, help="Timed generations a case; each is a window of the confidence intervals.")),
-    cost: Cost = Cost.take(), config: Optional[Path] = config_option("generate"), out: Output = Output.take(),
+    what: What = What.take(
+        only=("model", "batch_sizes", "precisions", "modes", "device"),
+        model=typer.Option(
+            None,
+            "--model",
+            "-m",
+            rich_help_panel=WHAT,
+            help="Language model(s): hf:<architecture> (random weights), hf:tiny-shakespeare (bundled, trained), hf:/path/to/checkpoint, pkg.mod:factory.",
+        ),
+        batch_sizes=typer.Option(
+            None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Sequences generated together."
+        ),
+    ),
+    prompt_lens: str | None = typer.Option(
+        None, "--prompt-lens", rich_help_panel=WHAT, help="Prompt lengths in tokens."
+    ),
+    new_tokens: str | None = typer.Option(
+        None, "--new-tokens", rich_help_panel=WHAT, help="Tokens generated a sequence, >= 2."
+    ),
+    prompt_source: str | None = typer.Option(
+        None,
+        "--prompt-source",
+        rich_help_panel=WHAT,
+        help="random (token ids) or text (windows of the shipped text; needs a tokenizer).",
+    ),
+    perplexity: bool | None = typer.Option(
+        None,
+        "--perplexity/--no-perplexity",
+        rich_help_panel=ACCURACY,
+        help="Perplexity on the held-out text for models with real weights and a tokenizer.",
+    ),
+    perplexity_window: int | None = typer.Option(
+        None, "--perplexity-window", rich_help_panel=ACCURACY, help="Tokens a perplexity window."
+    ),
+    how: How = How.take(
+        only=("repeats", "seed"),
+        repeats=typer.Option(
+            None,
+            "--repeats",
+            rich_help_panel=HOW,
+            help="Timed generations a case; each is a window of the confidence intervals.",
+        ),
+    ),
+    cost: Cost = Cost.take(),
+    config: Path | None = config_option("generate"),
+    out: Output = Output.take(),
     label: Label = Label.take(),
 ) -> None:
     """Language-model generation: time to first token, time per output token, tokens/s, KV cache, MBU/MFU, energy and cost per token."""
     from accelbench import api
 
-    flags = {**what.fields(), **how.fields(), **cost.fields(), "prompt_lens": prompt_lens, "new_tokens": new_tokens,
-             "prompt_source": prompt_source, "perplexity": perplexity, "perplexity_window": perplexity_window}
+    flags = {
+        **what.fields(),
+        **how.fields(),
+        **cost.fields(),
+        "prompt_lens": prompt_lens,
+        "new_tokens": new_tokens,
+        "prompt_source": prompt_source,
+        "perplexity": perplexity,
+        "perplexity_window": perplexity_window,
+    }
     layers = a.layers(config, "generate", flags)
     named = label.of(layers)
     spec = api.spec("generate", *layers)
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
-    console.print(f"accelbench generate: {', '.join(spec.models)} on {where}, prompts "
-                  f"{','.join(map(str, spec.settings.prompt_lens))} + {','.join(map(str, spec.settings.new_tokens))} "
-                  f"new tokens ({spec.settings.prompt_source}), db {out.db}")
+    console.print(
+        f"accelbench generate: {', '.join(spec.models)} on {where}, prompts "
+        f"{','.join(map(str, spec.settings.prompt_lens))} + {','.join(map(str, spec.settings.new_tokens))} "
+        f"new tokens ({spec.settings.prompt_source}), db {out.db}"
+    )
     result = a.run_with_progress(api.generate, spec, store, resume=out.resume, name=named.name, tags=named.tags)
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)

@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
@@ -36,8 +37,16 @@ ORDER = [name for names in COMMAND_PANELS.values() for name in names]
 PANEL_OF = {name: panel for panel, names in COMMAND_PANELS.items() for name in names}
 
 # the scenario whose defaults a command's help states (commands not named here state their own)
-SCENARIO_OF = {"run": "inference", "train": "train_step", "loadgen": "loadgen", "profile": "profile", "generate": "generate",
-               "scale": "inference", "concurrent": "inference", "input-pipeline": "input_pipeline"}
+SCENARIO_OF = {
+    "run": "inference",
+    "train": "train_step",
+    "loadgen": "loadgen",
+    "profile": "profile",
+    "generate": "generate",
+    "scale": "inference",
+    "concurrent": "inference",
+    "input-pipeline": "input_pipeline",
+}
 # how a command's help names the defaults it states (train's are the step sweep's; --epochs has its own)
 DEFAULT_WORDS = {"train": "default of the step sweep"}
 # option (parameter) name -> spec field, where they differ

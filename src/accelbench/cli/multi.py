@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -37,10 +37,14 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
     console.print(scale_table(rows))
     ok = [r for r in rows if r.get("status") == OK]
     if workload == "train" and ok:
-        console.print(f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
-                      "all-reduce against the same step under no_sync()")
+        console.print(
+            f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
+            "all-reduce against the same step under no_sync()"
+        )
     if ok and not any(r.get("scaling_efficiency") is not None for r in rows):
-        console.print("no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up")
+        console.print(
+            "no 1-GPU result of these cases in the store yet: run with --gpus 1 (or accelbench scale) for speed-up"
+        )
     for r in rows:
         for label, text in case_notes([r]):
             style = "yellow" if label in ("unsupported:", "skipped:", "flagged:") else "red"
@@ -50,12 +54,20 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
 
 @command()
 def scale(
-    gpus: str = typer.Option("1,2", "--gpus", rich_help_panel=DIST, help="Process counts, e.g. 1,2,4 (GPUs; CPU processes without GPUs)."),
-    workload: str = WORKLOAD, what: What = What.take(), inputs: Inputs = Inputs.take(only=("data", "image_size")),
-    how: How = How.take(only=("warmup_batches", "min_timed_batches", "min_time_s")), cost: Cost = Cost.take(),
-    launch: Launch = Launch.take(only=("global_batch", "timeout_s")), config: Optional[Path] = CONFIG,
+    gpus: str = typer.Option(
+        "1,2", "--gpus", rich_help_panel=DIST, help="Process counts, e.g. 1,2,4 (GPUs; CPU processes without GPUs)."
+    ),
+    workload: str = WORKLOAD,
+    what: What = What.take(),
+    inputs: Inputs = Inputs.take(only=("data", "image_size")),
+    how: How = How.take(only=("warmup_batches", "min_timed_batches", "min_time_s")),
+    cost: Cost = Cost.take(),
+    launch: Launch = Launch.take(only=("global_batch", "timeout_s")),
+    config: Path | None = CONFIG,
     out: Output = Output.take(only=("db", "json_path")),
-    plot: Optional[Path] = typer.Option(None, "--plot", rich_help_panel=STORE, help="Save throughput vs GPUs as an image (needs matplotlib)."),
+    plot: Path | None = typer.Option(
+        None, "--plot", rich_help_panel=STORE, help="Save throughput vs GPUs as an image (needs matplotlib)."
+    ),
     resume: bool = RESUME,
 ) -> None:
     """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting."""
@@ -79,16 +91,22 @@ def scale(
 
 @command()
 def interconnect(
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="Ranks (default: every visible GPU; 2 CPU processes without GPUs)."),
+    gpus: int | None = typer.Option(
+        None, "--gpus", help="Ranks (default: every visible GPU; 2 CPU processes without GPUs)."
+    ),
     ops: str = typer.Option("all_reduce,all_gather,broadcast", "--ops", help="Collectives to time."),
     min_bytes: str = typer.Option("1K", "--min-bytes", help="Smallest message (nccl-tests -b)."),
-    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Largest message (default 1G on GPUs, 4M on CPUs)."),
+    max_bytes: str | None = typer.Option(None, "--max-bytes", help="Largest message (default 1G on GPUs, 4M on CPUs)."),
     factor: int = typer.Option(2, "--factor", help="Size multiplier between steps (nccl-tests -f)."),
-    warmup: int = typer.Option(5, "--warmup", help="Untimed iterations of each op and size before timing (nccl-tests -w)."),
+    warmup: int = typer.Option(
+        5, "--warmup", help="Untimed iterations of each op and size before timing (nccl-tests -w)."
+    ),
     iters: int = typer.Option(20, "--iters", help="Timed iterations of each op and size (nccl-tests -n)."),
     p2p_bytes: str = typer.Option("256M", "--p2p-bytes", help="Buffer copied between each GPU pair (0: skip)."),
-    what: What = What.take(only=("device",)), launch: Launch = Launch.take(omit=("gpus", "global_batch")),
-    cost: Cost = Cost.take(only=("idle_s",)), out: Output = Output.take(only=("db", "json_path")),
+    what: What = What.take(only=("device",)),
+    launch: Launch = Launch.take(omit=("gpus", "global_batch")),
+    cost: Cost = Cost.take(only=("idle_s",)),
+    out: Output = Output.take(only=("db", "json_path")),
 ) -> None:
     """Interconnect: collective time, algorithm and bus bandwidth over sizes; GPU pair copies; NVLink/PCIe topology."""
     if gpus is not None and gpus < 1:
@@ -106,9 +124,18 @@ def interconnect(
         sizes = sizes_between(parse_bytes(min_bytes), parse_bytes(max_bytes or ("1G" if cuda else "4M")), factor)
     except ValueError as exc:
         raise ConfigError("sizes", f"{min_bytes}..{max_bytes}", str(exc)) from None
-    spec = api.spec("interconnect", {"ops": tuple(o.strip() for o in ops.split(",") if o.strip()), "sizes": tuple(sizes),
-                                     "warmup": warmup, "iters": iters, "p2p_bytes": parse_bytes(p2p_bytes),
-                                     "device": device, "idle_s": cost.idle_s})
+    spec = api.spec(
+        "interconnect",
+        {
+            "ops": tuple(o.strip() for o in ops.split(",") if o.strip()),
+            "sizes": tuple(sizes),
+            "warmup": warmup,
+            "iters": iters,
+            "p2p_bytes": parse_bytes(p2p_bytes),
+            "device": device,
+            "idle_s": cost.idle_s,
+        },
+    )
     opts = launch.options(device, gpus=n)
     store = a.open_store(out.db, create=True)
     result = api.interconnect(spec, store, opts)
@@ -126,13 +153,20 @@ def interconnect(
 
 @command()
 def concurrent(
-    models: str = typer.Option(..., "--models", help="One job per model, e.g. resnet50,vit_b_16 (repeat a name for copies)."),
+    models: str = typer.Option(
+        ..., "--models", help="One job per model, e.g. resnet50,vit_b_16 (repeat a name for copies)."
+    ),
     gpus_per_job: int = typer.Option(1, "--gpus-per-job", help="GPUs (processes) of each job; sets are disjoint."),
-    sequential_gpus: Optional[int] = typer.Option(None, "--sequential-gpus", help="GPUs per job when run alone (default: the same)."),
-    workload: str = WORKLOAD, what: What = What.take(omit=("model",)),
+    sequential_gpus: int | None = typer.Option(
+        None, "--sequential-gpus", help="GPUs per job when run alone (default: the same)."
+    ),
+    workload: str = WORKLOAD,
+    what: What = What.take(omit=("model",)),
     inputs: Inputs = Inputs.take(only=("data", "image_size")),
-    how: How = How.take(only=("warmup_batches", "min_timed_batches", "min_time_s")), cost: Cost = Cost.take(only=("idle_s",)),
-    launch: Launch = Launch.take(only=("timeout_s",)), config: Optional[Path] = CONFIG,
+    how: How = How.take(only=("warmup_batches", "min_timed_batches", "min_time_s")),
+    cost: Cost = Cost.take(only=("idle_s",)),
+    launch: Launch = Launch.take(only=("timeout_s",)),
+    config: Path | None = CONFIG,
     out: Output = Output.take(only=("db", "resume")),
 ) -> None:
     """Concurrent jobs: K jobs at once on disjoint GPU sets vs one after another (total time compared)."""
@@ -155,8 +189,10 @@ def concurrent(
     if "comparison" in summary:
         c, over = summary["comparison"], summary["concurrent"].get("overlap_fraction")
         work = f"{c['work_speedup']:.2f}x on work time, " if c.get("work_speedup") is not None else ""
-        console.print(f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
-                      + (f" (timed windows overlapped {100 * over:.0f}%)" if over is not None else ""))
+        console.print(
+            f"concurrent vs sequential: {work}{c['makespan_speedup']:.2f}x on wall time"
+            + (f" (timed windows overlapped {100 * over:.0f}%)" if over is not None else "")
+        )
     if result.skipped_done:
         console.print(f"resumed run {result.run_id}: {result.skipped_done} phases were already done")
     a.finish(store, result.run_id, interrupted=result.interrupted, statuses=result.statuses)

@@ -11,10 +11,25 @@ from accelbench.core import kinds
 
 def progress_bar():
     """The sweep progress bar: case, bar, done/total, elapsed and remaining time (from the cases so far)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def run_with_progress(fn, *args, **kwargs):
@@ -25,8 +40,13 @@ def run_with_progress(fn, *args, **kwargs):
         task = progress.add_task("checking the models and data", total=None)
 
         def on_case(i: int, n: int, case, rec) -> None:
-            label = case_label({"model": case.model, "batch_size": case.batch_size, "precision": case.precision,
-                                "mode": case.mode}) if case.model else case.key
+            label = (
+                case_label(
+                    {"model": case.model, "batch_size": case.batch_size, "precision": case.precision, "mode": case.mode}
+                )
+                if case.model
+                else case.key
+            )
             progress.update(task, total=n, completed=i, description=label)
 
         return fn(*args, on_case=on_case, **kwargs)
@@ -50,7 +70,9 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     where = r0.get("device_name") or r0.get("device") or run["env"].get("device_name")
     data = r0.get("data_description") or r0.get("data")
     # above the table, not its title: a title wraps at the table's width
-    console.print(f"Run {run_id} ({run['kind']}): {models + ' on ' if models else ''}{where}" + (f" | {data}" if data else ""))
+    console.print(
+        f"Run {run_id} ({run['kind']}): {models + ' on ' if models else ''}{where}" + (f" | {data}" if data else "")
+    )
     print_table(table_for(run["kind"])(records, compact=not wide), wide)
     if wide:
         print_ci_note(run["kind"], records)
@@ -58,7 +80,9 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     why = {str(r["model"]): r["accuracy_note"] for r in records if isinstance(r.get("accuracy_note"), str)}
     for name, w in sorted(weights):
         plain = w != "random" or name in why
-        console.print(f"{name}: weights {w}" + ("" if plain else " (random weights: accuracy not meaningful, not reported)"))
+        console.print(
+            f"{name}: weights {w}" + ("" if plain else " (random weights: accuracy not meaningful, not reported)")
+        )
     for note in dict.fromkeys(why.values()):
         console.print(f"no accuracy: {note}")
     print_cheapest(run["kind"], records)
@@ -87,7 +111,9 @@ def print_cheapest(kind: str, records: list[dict]) -> None:
         for row in cheapest_meeting_perplexity(r for r in records if not is_detail(r)):
             console.print(Text(quality_line(row)))
         return
-    for line in cheapest_lines(r for r in records if not is_detail(r)) if kind in (kinds.INFERENCE, kinds.INFERENCE_DP) else ():
+    for line in (
+        cheapest_lines(r for r in records if not is_detail(r)) if kind in (kinds.INFERENCE, kinds.INFERENCE_DP) else ()
+    ):
         console.print(Text(line))
 
 
@@ -104,17 +130,29 @@ def print_notes(records: list[dict], env: dict | None = None, failures: bool = T
 
     env = env or {}
     if env.get("idle_power_w") is not None:
-        console.print(f"idle power {env['idle_power_w']:.1f} W ({env.get('idle_power_source')}, "
-                      f"{env.get('idle_window_s') or 0:.1f} s before the sweep)")
-    for key, label in (("power_source", "power"), ("energy_source", "energy"), ("gpm_status", "GPM"),
-                       ("cpu_energy_source", "CPU energy")):
+        console.print(
+            f"idle power {env['idle_power_w']:.1f} W ({env.get('idle_power_source')}, "
+            f"{env.get('idle_window_s') or 0:.1f} s before the sweep)"
+        )
+    for key, label in (
+        ("power_source", "power"),
+        ("energy_source", "energy"),
+        ("gpm_status", "GPM"),
+        ("cpu_energy_source", "CPU energy"),
+    ):
         vals = {r.get(key) for r in records if isinstance(r.get(key), str)}
         if vals:
             console.print(f"{label}: {', '.join(sorted(vals))}")
     low = [r for r in records if r.get("energy_confidence") == "low"]
     if low:
-        console.print(styled("note:", "yellow", f" energy of {len(low)} case(s) is low-confidence (window too short "
-                             "for the energy counter's update interval): raise --min-time-s"))
+        console.print(
+            styled(
+                "note:",
+                "yellow",
+                f" energy of {len(low)} case(s) is low-confidence (window too short "
+                "for the energy counter's update interval): raise --min-time-s",
+            )
+        )
     if not failures:
         return
     for label, text in case_notes(r for r in records if not is_detail(r)):

@@ -4,47 +4,92 @@ decode step (parsing only)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.options import Cost, Inputs, Label, Output, What
 from accelbench.cli.common import command, console, styled
 from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_models, complete_precisions
+from accelbench.cli.options import Cost, Inputs, Label, Output, What
 from accelbench.core.errors import OK
 
 
 @command()
 def profile(
-    model: str = typer.Option("resnet50", "--model", "-m", rich_help_panel=WHAT, autocompletion=complete_models,
-                              help="Model(s), comma-separated, as for `run`; hf:<model> (as for `generate`) for --step prefill/decode."),
-    batch_sizes: str = typer.Option("32", "--batch-sizes", "--batch-size", "-b", rich_help_panel=WHAT,
-                                    help="Batch size(s), e.g. 32 or 32,256."),
-    precisions: Optional[str] = typer.Option(None, "--precisions", "--precision", "-p", rich_help_panel=WHAT,
-                                             autocompletion=complete_precisions, help="Precisions, comma-separated: {precisions}."),
-    modes: Optional[str] = typer.Option(None, "--modes", "--mode", "--backend", rich_help_panel=WHAT,
-                                        autocompletion=complete_backends,
-                                        help="Backends (execution modes), comma-separated: {backends}. Default eager; "
-                                             "static-cache for prefill/decode (static-compile: the compiled decode step)."),
-    step: str = typer.Option("inference", "--step", rich_help_panel=WHAT,
-                             help="inference, train, or both: inference,train (an image model); prefill, decode, or "
-                                  "both (a language model, hf:<model>)."),
-    prompt_len: Optional[str] = typer.Option(None, "--prompt-len", "--prompt-lens", rich_help_panel=WHAT,
-                                             help="prefill/decode: prompt tokens a sequence; for decode the KV-cache "
-                                                  "positions filled before the step (default 128)."),
+    model: str = typer.Option(
+        "resnet50",
+        "--model",
+        "-m",
+        rich_help_panel=WHAT,
+        autocompletion=complete_models,
+        help="Model(s), comma-separated, as for `run`; hf:<model> (as for `generate`) for --step prefill/decode.",
+    ),
+    batch_sizes: str = typer.Option(
+        "32", "--batch-sizes", "--batch-size", "-b", rich_help_panel=WHAT, help="Batch size(s), e.g. 32 or 32,256."
+    ),
+    precisions: str | None = typer.Option(
+        None,
+        "--precisions",
+        "--precision",
+        "-p",
+        rich_help_panel=WHAT,
+        autocompletion=complete_precisions,
+        help="Precisions, comma-separated: {precisions}.",
+    ),
+    modes: str | None = typer.Option(
+        None,
+        "--modes",
+        "--mode",
+        "--backend",
+        rich_help_panel=WHAT,
+        autocompletion=complete_backends,
+        help="Backends (execution modes), comma-separated: {backends}. Default eager; "
+        "static-cache for prefill/decode (static-compile: the compiled decode step).",
+    ),
+    step: str = typer.Option(
+        "inference",
+        "--step",
+        rich_help_panel=WHAT,
+        help="inference, train, or both: inference,train (an image model); prefill, decode, or "
+        "both (a language model, hf:<model>).",
+    ),
+    prompt_len: str | None = typer.Option(
+        None,
+        "--prompt-len",
+        "--prompt-lens",
+        rich_help_panel=WHAT,
+        help="prefill/decode: prompt tokens a sequence; for decode the KV-cache "
+        "positions filled before the step (default 128).",
+    ),
     what: What = What.take(only=("channels_last", "device")),
     inputs: Inputs = Inputs.take(only=("data", "image_size", "mean", "std", "resize", "crop_pct")),
     ncu: str = typer.Option("auto", "--ncu", rich_help_panel=HOW, help="auto (on a GPU when ncu is found), on, off"),
-    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", rich_help_panel=HOW, help="Untimed steps (GPU 5, CPU 1)."),
-    timed_steps: Optional[int] = typer.Option(None, "--timed-steps", rich_help_panel=HOW, help="Timed steps (GPU 20, CPU 3)."),
-    charts: Optional[Path] = typer.Option(None, "--charts", rich_help_panel=STORE, help="Write roofline charts (PNG + SVG) to this folder."),
-    ncu_csv: Optional[Path] = typer.Option(None, "--ncu-csv", rich_help_panel=STORE, help="Keep ncu's raw CSV files in this folder."),
-    remeasure_ceilings: bool = typer.Option(False, "--remeasure-ceilings", rich_help_panel=HOW, help="Measure the machine ceilings again."),
+    warmup_steps: int | None = typer.Option(
+        None, "--warmup-steps", rich_help_panel=HOW, help="Untimed steps (GPU 5, CPU 1)."
+    ),
+    timed_steps: int | None = typer.Option(
+        None, "--timed-steps", rich_help_panel=HOW, help="Timed steps (GPU 20, CPU 3)."
+    ),
+    charts: Path | None = typer.Option(
+        None, "--charts", rich_help_panel=STORE, help="Write roofline charts (PNG + SVG) to this folder."
+    ),
+    ncu_csv: Path | None = typer.Option(
+        None, "--ncu-csv", rich_help_panel=STORE, help="Keep ncu's raw CSV files in this folder."
+    ),
+    remeasure_ceilings: bool = typer.Option(
+        False, "--remeasure-ceilings", rich_help_panel=HOW, help="Measure the machine ceilings again."
+    ),
     cost: Cost = Cost.take(),
-    out: Output = Output.take(omit=("resume",), json_path=typer.Option(
-        None, "--json", rich_help_panel=STORE, callback=a.json_to_stdout,
-        help="Also write the run (spec, env, results, kernels) as JSON; - for stdout.")),
+    out: Output = Output.take(
+        omit=("resume",),
+        json_path=typer.Option(
+            None,
+            "--json",
+            rich_help_panel=STORE,
+            callback=a.json_to_stdout,
+            help="Also write the run (spec, env, results, kernels) as JSON; - for stdout.",
+        ),
+    ),
     label: Label = Label.take(),
 ) -> None:
     """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
@@ -52,30 +97,47 @@ def profile(
 
     if charts is not None and charts.exists() and not charts.is_dir():
         a.fail(f"--charts {charts} is a file: give a folder for the charts")
-    flags = dict(models=model, batch_sizes=batch_sizes, precisions=precisions, modes=modes, steps=step,
-                 prompt_lens=prompt_len,
-                 **what.fields(), **inputs.fields(), **cost.fields(), ncu=ncu, warmup_steps=warmup_steps,
-                 timed_steps=timed_steps, chart_dir=str(charts) if charts else None,
-                 ncu_csv_dir=str(ncu_csv) if ncu_csv else None, remeasure_ceilings=remeasure_ceilings)
+    flags = dict(
+        models=model,
+        batch_sizes=batch_sizes,
+        precisions=precisions,
+        modes=modes,
+        steps=step,
+        prompt_lens=prompt_len,
+        **what.fields(),
+        **inputs.fields(),
+        **cost.fields(),
+        ncu=ncu,
+        warmup_steps=warmup_steps,
+        timed_steps=timed_steps,
+        chart_dir=str(charts) if charts else None,
+        ncu_csv_dir=str(ncu_csv) if ncu_csv else None,
+        remeasure_ceilings=remeasure_ceilings,
+    )
     named = label.of()
     spec = api.spec("profile", flags)
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
-    console.print(f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {out.db}")
+    console.print(
+        f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {out.db}"
+    )
     result = api.profile(spec, store, on_case=_progress, name=named.name, tags=named.tags)
     _report(result, result.ceilings, result.ceilings_cached, out.wide)
     chart_errors = [f"{r['model']} {r['step']}: {r['chart_error']}" for r in result.records if r.get("chart_error")]
     for text in chart_errors:  # the rows are stored and measured; only the charts failed: exit 1
         a.err_console.print(a.styled("error:", "red", f" charts not written for {text}"))
     try:
-        a.finish(store, result.run_id, interrupted=result.interrupted, json_path=out.json_path,
-                 statuses=result.statuses)
+        a.finish(
+            store, result.run_id, interrupted=result.interrupted, json_path=out.json_path, statuses=result.statuses
+        )
     except typer.Exit as done:
         raise typer.Exit(done.exit_code or int(bool(chart_errors))) from None
 
 
 def _progress(i: int, n: int, case, rec) -> None:
     if rec is None:
-        console.print(f"[{i + 1}/{n}] {case.model} {case.extras.step} bs={case.batch_size} {case.precision} {case.mode} ...")
+        console.print(
+            f"[{i + 1}/{n}] {case.model} {case.extras.step} bs={case.batch_size} {case.precision} {case.mode} ..."
+        )
 
 
 def _report(out, ceilings, cached: bool, wide: bool) -> None:
@@ -94,7 +156,9 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
         if rec.get("analytic_uncounted_ops"):
             from accelbench.core.analytic import AnalyticCounts
 
-            text = AnalyticCounts(flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]).uncounted_text()
+            text = AnalyticCounts(
+                flops=0, forward_flops=0, uncounted_ops=rec["analytic_uncounted_ops"]
+            ).uncounted_text()
             console.print(f"{rec['model']} {rec['step']}: ops FlopCounterMode does not count: {text}")
         line = phase_line(rec)
         if line:

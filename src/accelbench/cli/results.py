@@ -5,24 +5,32 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.options import DB, WIDE
 from accelbench.cli.common import command, console
+from accelbench.cli.options import DB, WIDE
 from accelbench.core import kinds
 
-RUN = typer.Option(None, "--run", help="Run id in --db, or PATH:ID for a run in another store (default: the newest in --db).")
+RUN = typer.Option(
+    None, "--run", help="Run id in --db, or PATH:ID for a run in another store (default: the newest in --db)."
+)
 
 
 @command()
-def results(run_id: Optional[str] = RUN, db: Path = DB,
-            all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
-            wide: bool = WIDE,
-            hist: Optional[int] = typer.Option(None, "--hist", help="A case id of the run (in its export; a wrong one lists them): its latency distribution as a histogram (a generate case: its inter-token latencies)."),
-            compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts).")) -> None:
+def results(
+    run_id: str | None = RUN,
+    db: Path = DB,
+    all_runs: bool = typer.Option(False, "--runs", help="List the runs instead."),
+    wide: bool = WIDE,
+    hist: int | None = typer.Option(
+        None,
+        "--hist",
+        help="A case id of the run (in its export; a wrong one lists them): its latency distribution as a histogram (a generate case: its inter-token latencies).",
+    ),
+    compact: bool = typer.Option(False, "--compact", hidden=True, help="The default now (kept for old scripts)."),
+) -> None:
     """Print a stored run: the compact table (--wide: every column), the notes, the cheapest precision; --hist CASE:
     one case's latency histogram."""
     from accelbench.report import table_for
@@ -39,8 +47,10 @@ def results(run_id: Optional[str] = RUN, db: Path = DB,
     env = run["env"]
     named = f" '{run['name']}'" if run.get("name") else ""
     tags = "".join(f" {k}={v}" for k, v in run["tags"].items())
-    console.print(f"run {run['run_id']}{named} ({run['kind']}, {run['status']}{tags}) on {env.get('device_name')} | "
-                  f"torch {env.get('torch')} | commit {env.get('git_commit')}")
+    console.print(
+        f"run {run['run_id']}{named} ({run['kind']}, {run['status']}{tags}) on {env.get('device_name')} | "
+        f"torch {env.get('torch')} | commit {env.get('git_commit')}"
+    )
     a.print_table(table_for(run["kind"])(records, compact=not wide), wide)
     if wide:
         a.print_ci_note(run["kind"], records)
@@ -50,15 +60,19 @@ def results(run_id: Optional[str] = RUN, db: Path = DB,
 
 
 @command()
-def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format", "-f", help="csv, json or parquet (pip install 'accelbench[parquet]')"),
-           output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout; parquet needs a file)."),
-           db: Path = DB) -> None:
+def export(
+    run_id: str | None = RUN,
+    fmt: str = typer.Option("csv", "--format", "-f", help="csv, json or parquet (pip install 'accelbench[parquet]')"),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="File (default, or -: stdout; parquet needs a file)."
+    ),
+    db: Path = DB,
+) -> None:
     """Export one run's results as CSV (one row per case), JSON (spec, environment, results, raw series) or Parquet
     (one row per case, the run's metadata inside); accelbench import loads JSON and Parquet back."""
     from accelbench import api
-    from accelbench.store.export import csv_text, parquet_bytes, pyarrow
-
     from accelbench.core.outputs import check_writable, write_bytes, write_text
+    from accelbench.store.export import csv_text, parquet_bytes, pyarrow
 
     if fmt not in ("csv", "json", "parquet"):
         a.fail(f"invalid format {fmt!r}: allowed csv, json, parquet")
@@ -81,8 +95,9 @@ def export(run_id: Optional[str] = RUN, fmt: str = typer.Option("csv", "--format
 
 
 @command("import")
-def import_cmd(files: List[Path] = typer.Argument(..., help="JSON or Parquet files written by accelbench export."),
-               db: Path = DB) -> None:
+def import_cmd(
+    files: list[Path] = typer.Argument(..., help="JSON or Parquet files written by accelbench export."), db: Path = DB
+) -> None:
     """Load exported runs (JSON or Parquet; CSV holds no run metadata) into --db, each as a new run with its
     provenance, name and tags, and a note of the file it came from."""
     from accelbench import api
@@ -95,7 +110,7 @@ def import_cmd(files: List[Path] = typer.Argument(..., help="JSON or Parquet fil
 
 
 @command()
-def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="File (default, or -: stdout).")) -> None:
+def schema(output: Path | None = typer.Option(None, "--output", "-o", help="File (default, or -: stdout).")) -> None:
     """Print the JSON Schema (draft 2020-12) of an exported result row: every column, its type, label and rule."""
     from accelbench.core.columns import schema_text
     from accelbench.core.outputs import check_writable, write_text
@@ -116,16 +131,23 @@ def models_cmd() -> None:
 
 
 @command()
-def cost(run_id: Optional[str] = typer.Option(None, "--run", help="One run: an id in --db, or PATH:ID (default: every run in --db)."),
-         price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour", help="Re-price every row at this USD per device-hour."),
-         kwh_price: Optional[float] = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
-         all_rows: bool = typer.Option(False, "--all", help="Every case, not only the best per (device, model, precision, mode)."),
-         db: Path = DB) -> None:
+def cost(
+    run_id: str | None = typer.Option(
+        None, "--run", help="One run: an id in --db, or PATH:ID (default: every run in --db)."
+    ),
+    price_per_hour: float | None = typer.Option(
+        None, "--price-per-hour", help="Re-price every row at this USD per device-hour."
+    ),
+    kwh_price: float | None = typer.Option(None, "--kwh-price", help="USD per kWh: adds the electricity cost."),
+    all_rows: bool = typer.Option(
+        False, "--all", help="Every case, not only the best per (device, model, precision, mode)."
+    ),
+    db: Path = DB,
+) -> None:
     """Cost comparison across stored runs: time, throughput, $/hour, total cost, $/1,000 images."""
+    from accelbench.core.config import check_number
     from accelbench.cost.compare import cost_comparison
     from accelbench.report.telemetry import cost_table
-
-    from accelbench.core.config import check_number
 
     for name, price in (("price_per_hour", price_per_hour), ("kwh_price", kwh_price)):
         if price is not None:  # a finite number >= 0: nan and inf are refused
@@ -150,7 +172,7 @@ def _ref(db: Path, ref: str) -> tuple:
 
 
 @command()
-def telemetry(run_id: Optional[str] = RUN, db: Path = DB) -> None:
+def telemetry(run_id: str | None = RUN, db: Path = DB) -> None:
     """Per-case telemetry of a run: utilisation, power min/avg/max, idle power, temperature, energy, cost, validity."""
     from accelbench.report.telemetry import telemetry_table
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 from rich.text import Text
@@ -24,8 +23,14 @@ def _console(stream, stderr: bool = False) -> Console:
     import os
 
     sized = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()
-    return Console(stderr=stderr, width=None if sized else 200, markup=False, emoji=False, highlight=False,
-                   soft_wrap=stderr or not sized)
+    return Console(
+        stderr=stderr,
+        width=None if sized else 200,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=stderr or not sized,
+    )
 
 
 console = _console(sys.stdout)
@@ -37,14 +42,14 @@ def styled(label: str, style: str, rest: str = "") -> Text:
     return Text.assemble((label, style), rest)
 
 
-def json_to_stdout(value: Optional[Path]) -> Optional[Path]:
+def json_to_stdout(value: Path | None) -> Path | None:
     """``--json -``: the JSON goes to stdout, so everything else this command prints goes to stderr."""
     if value is not None and str(value) == "-":
         console.stderr = True
     return value
 
 
-def is_stdout(path: Optional[Path]) -> bool:
+def is_stdout(path: Path | None) -> bool:
     return path is not None and str(path) == "-"
 
 

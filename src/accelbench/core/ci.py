@@ -23,10 +23,10 @@ drift together), so the *window* is the statistical unit: ``--repeats N`` times 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 from math import comb
-from typing import Sequence
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class Windows:
     latency_ms: tuple[np.ndarray, ...]
 
     @classmethod
-    def split(cls, wall_s: Sequence[float], samples: Sequence[float], latency_ms: Sequence[float]) -> "Windows":
+    def split(cls, wall_s: Sequence[float], samples: Sequence[float], latency_ms: Sequence[float]) -> Windows:
         """Windows from the stored series: per-window walls and samples, and every batch latency in window
         order (cut into ``len(wall_s)`` equal parts).
 
@@ -63,8 +63,9 @@ class Windows:
         if w == 0 or len(samples) != w or len(latency_ms) % w or not latency_ms:
             raise ValueError(f"{len(latency_ms)} latencies do not split into {w} windows")
         lat = np.asarray(latency_ms, dtype=float).reshape(w, -1)
-        return cls(wall_s=np.asarray(wall_s, dtype=float), samples=np.asarray(samples, dtype=float),
-                   latency_ms=tuple(lat))
+        return cls(
+            wall_s=np.asarray(wall_s, dtype=float), samples=np.asarray(samples, dtype=float), latency_ms=tuple(lat)
+        )
 
     @property
     def n(self) -> int:
@@ -88,8 +89,9 @@ def _pct(reps: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def window_bootstrap(win: Windows, *, n_boot: int = N_BOOT, level: float = LEVEL,
-                     seed: int = SEED) -> dict[str, tuple[float, float]] | None:
+def window_bootstrap(
+    win: Windows, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = SEED
+) -> dict[str, tuple[float, float]] | None:
     """BCa bootstrap intervals over whole windows (``scipy.stats.bootstrap``, ``method="BCa"``; module docstring).
 
     Statistics, recomputed on each resample of the windows: throughput = sum(samples) / sum(wall_s)
@@ -109,8 +111,10 @@ def window_bootstrap(win: Windows, *, n_boot: int = N_BOOT, level: float = LEVEL
         return np.median(lat[idx].reshape(*idx.shape[:-1], -1), axis=-1)
 
     batch = max(1, _CHUNK_CELLS // lat.size)
-    return {name: _bca(stat, win.n, n_boot=n_boot, level=level, seed=seed, batch=batch)
-            for name, stat in (("throughput", throughput), ("latency_p50", median))}
+    return {
+        name: _bca(stat, win.n, n_boot=n_boot, level=level, seed=seed, batch=batch)
+        for name, stat in (("throughput", throughput), ("latency_p50", median))
+    }
 
 
 def _bca(statistic, n: int, *, n_boot: int, level: float, seed: int, batch: int) -> tuple[float, float]:
@@ -120,8 +124,16 @@ def _bca(statistic, n: int, *, n_boot: int, level: float, seed: int, batch: int)
 
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", DegenerateDataWarning)  # a 0/0 acceleration: handled below
-        res = bootstrap((np.arange(n),), statistic, n_resamples=n_boot, batch=batch, vectorized=True,
-                        confidence_level=level, method="BCa", rng=seed)
+        res = bootstrap(
+            (np.arange(n),),
+            statistic,
+            n_resamples=n_boot,
+            batch=batch,
+            vectorized=True,
+            confidence_level=level,
+            method="BCa",
+            rng=seed,
+        )
     lo, hi = res.confidence_interval
     if np.isnan(lo) or np.isnan(hi):  # every replicate equal (BCa's acceleration is 0/0): the point itself
         return _pct(res.bootstrap_distribution, level)
@@ -212,10 +224,10 @@ def hierarchical_replicates(win: Windows, *, n_boot: int = N_BOOT, seed: int = S
         bi = rng.integers(0, k, size=(b, w, k))
         res = lat[wi[..., None], bi]  # (b, W, K)
         wall = win.wall_s[wi] * res.mean(axis=2) / means[wi]
-        out["throughput"][s:s + b] = win.samples[wi].sum(axis=1) / wall.sum(axis=1)
+        out["throughput"][s : s + b] = win.samples[wi].sum(axis=1) / wall.sum(axis=1)
         flat = res.reshape(b, -1)
-        out["latency_p50"][s:s + b] = np.median(flat, axis=1)
-        out["latency_p99"][s:s + b] = np.quantile(flat, 0.99, axis=1)
+        out["latency_p50"][s : s + b] = np.median(flat, axis=1)
+        out["latency_p99"][s : s + b] = np.quantile(flat, 0.99, axis=1)
     return out
 
 
@@ -224,8 +236,9 @@ def percentile_interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, 
     return _pct(np.asarray(reps, dtype=float), level)
 
 
-def window_columns(windows: Sequence[tuple[Sequence[float], float]], batch_size: int, prefix: str = "latency",
-                   level: float = LEVEL) -> tuple[dict[str, object], dict[str, list[float]]]:
+def window_columns(
+    windows: Sequence[tuple[Sequence[float], float]], batch_size: int, prefix: str = "latency", level: float = LEVEL
+) -> tuple[dict[str, object], dict[str, list[float]]]:
     """The per-case interval columns and per-window series of ``--repeats N`` (N >= 2; one window: nothing).
 
     Args:
@@ -241,23 +254,32 @@ def window_columns(windows: Sequence[tuple[Sequence[float], float]], batch_size:
     if len(windows) < 2:
         return {}, {}
     lat = [list(w[0]) for w in windows]
-    win = Windows(wall_s=np.array([w[1] for w in windows], dtype=float),
-                  samples=np.array([len(x) * batch_size for x in lat], dtype=float),
-                  latency_ms=tuple(np.asarray(x, dtype=float) for x in lat))
+    win = Windows(
+        wall_s=np.array([w[1] for w in windows], dtype=float),
+        samples=np.array([len(x) * batch_size for x in lat], dtype=float),
+        latency_ms=tuple(np.asarray(x, dtype=float) for x in lat),
+    )
     boot = window_bootstrap(win, level=level)
     pooled = [v for x in lat for v in x]
     p99 = quantile_ci(pooled, 0.99, level)
     cols: dict[str, object] = {
-        "windows": win.n, "window_batches": len(lat[0]),
+        "windows": win.n,
+        "window_batches": len(lat[0]),
         "throughput_ci95_low_samples_per_s": boot["throughput"][0],
         "throughput_ci95_high_samples_per_s": boot["throughput"][1],
-        f"{prefix}_p50_ci95_low_ms": boot["latency_p50"][0], f"{prefix}_p50_ci95_high_ms": boot["latency_p50"][1],
-        f"{prefix}_p99_ci95_low_ms": p99[0] if p99 else None, f"{prefix}_p99_ci95_high_ms": p99[1] if p99 else None,
+        f"{prefix}_p50_ci95_low_ms": boot["latency_p50"][0],
+        f"{prefix}_p50_ci95_high_ms": boot["latency_p50"][1],
+        f"{prefix}_p99_ci95_low_ms": p99[0] if p99 else None,
+        f"{prefix}_p99_ci95_high_ms": p99[1] if p99 else None,
     }
     if p99 is None:
-        cols["ci95_note"] = (f"p99 interval needs >= {min_samples_for_quantile_ci(0.99, level)} timed batches "
-                             f"(have {len(pooled)})")
-    series = {"window_wall_s": win.wall_s.tolist(), "window_samples": win.samples.tolist(),
-              "window_throughput_samples_per_s": win.window_throughputs().tolist(),
-              f"window_{prefix}_p50_ms": win.window_quantiles(0.5).tolist()}
+        cols["ci95_note"] = (
+            f"p99 interval needs >= {min_samples_for_quantile_ci(0.99, level)} timed batches (have {len(pooled)})"
+        )
+    series = {
+        "window_wall_s": win.wall_s.tolist(),
+        "window_samples": win.samples.tolist(),
+        "window_throughput_samples_per_s": win.window_throughputs().tolist(),
+        f"window_{prefix}_p50_ms": win.window_quantiles(0.5).tolist(),
+    }
     return cols, series

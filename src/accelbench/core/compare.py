@@ -27,20 +27,56 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.core.ci import (LEVEL, N_BOOT, SEED, hierarchical_replicates, mann_whitney_p, min_attainable_p,
-                                percentile_interval)
 from accelbench.core import kinds
+from accelbench.core.ci import (
+    LEVEL,
+    N_BOOT,
+    SEED,
+    hierarchical_replicates,
+    mann_whitney_p,
+    min_attainable_p,
+    percentile_interval,
+)
 from accelbench.core.rundata import Measured, latency_prefix
 from accelbench.core.validity import VALID
 
 MARGIN = 0.02
 ALPHA = 1 - LEVEL
-MATCH_FIELDS = ("workload", "model", "batch_size", "precision", "mode", "channels_last", "image_size", "optimizer",
-                "include_transfer", "world_size", "prompt_len", "new_tokens")
+MATCH_FIELDS = (
+    "workload",
+    "model",
+    "batch_size",
+    "precision",
+    "mode",
+    "channels_last",
+    "image_size",
+    "optimizer",
+    "include_transfer",
+    "world_size",
+    "prompt_len",
+    "new_tokens",
+)
 # Provenance that changes results; a difference is listed beside the verdicts.
-ENV_KEYS = ("device_name", "gpu_name", "driver_version", "cuda", "cudnn", "torch", "torchvision", "accelbench",
-            "git_commit", "python", "cpu_model", "cpu_count", "torch_threads", "power_limit_w", "sm_clock_max_mhz",
-            "mem_clock_max_mhz", "gpu_mem_total_bytes", "host")
+ENV_KEYS = (
+    "device_name",
+    "gpu_name",
+    "driver_version",
+    "cuda",
+    "cudnn",
+    "torch",
+    "torchvision",
+    "accelbench",
+    "git_commit",
+    "python",
+    "cpu_model",
+    "cpu_count",
+    "torch_threads",
+    "power_limit_w",
+    "sm_clock_max_mhz",
+    "mem_clock_max_mhz",
+    "gpu_mem_total_bytes",
+    "host",
+)
 CLOCK_DIFF = 0.02  # mean SM clocks further apart than this are noted per case
 
 
@@ -128,8 +164,9 @@ def case_label(key: tuple) -> str:
     return " ".join(parts)
 
 
-def verdict(ratio: float, p_value: float | None, min_p: float, metric: Metric, *, margin: float = MARGIN,
-            alpha: float = ALPHA) -> str:
+def verdict(
+    ratio: float, p_value: float | None, min_p: float, metric: Metric, *, margin: float = MARGIN, alpha: float = ALPHA
+) -> str:
     """The verdict of one metric (module docstring): ``too few windows``, ``within noise``, or the metric's
     better/worse word."""
     if min_p >= alpha or p_value is None:
@@ -178,8 +215,16 @@ def _replicates(m: Measured, metric: Metric, column: str, reps: dict[str, np.nda
     return m.record[column] * m.windows.throughput() / reps["throughput"]
 
 
-def compare_metric(a: Measured, b: Measured, metric: Metric, reps_a: dict | None, reps_b: dict | None, *,
-                   margin: float = MARGIN, alpha: float = ALPHA) -> MetricResult:
+def compare_metric(
+    a: Measured,
+    b: Measured,
+    metric: Metric,
+    reps_a: dict | None,
+    reps_b: dict | None,
+    *,
+    margin: float = MARGIN,
+    alpha: float = ALPHA,
+) -> MetricResult:
     """One metric of a matched pair (see the module docstring); ``reps_*``: :func:`hierarchical_replicates`
     of each side (None: no per-batch samples stored)."""
     col_a = metric.column.format(**_columns(a.record))
@@ -198,11 +243,14 @@ def compare_metric(a: Measured, b: Measured, metric: Metric, reps_a: dict | None
     if min_p < alpha:
         res.p_value = mann_whitney_p(_window_values(a, metric, col_a), _window_values(b, metric, col_b))
     else:
-        res.note = (f"{n_a} vs {n_b} windows: the smallest attainable Mann-Whitney p is {min_p:.3g} >= {alpha:g}; "
-                    "use --repeats 5 or more")
+        res.note = (
+            f"{n_a} vs {n_b} windows: the smallest attainable Mann-Whitney p is {min_p:.3g} >= {alpha:g}; "
+            "use --repeats 5 or more"
+        )
     if min(n_a, n_b) == 1:
-        res.note = "one window on a side: the interval resamples its batches only (their autocorrelation ignored); " \
-                   + (res.note or "")
+        res.note = "one window on a side: the interval resamples its batches only (their autocorrelation ignored); " + (
+            res.note or ""
+        )
     res.verdict = verdict(res.ratio, res.p_value, min_p, metric, margin=margin, alpha=alpha)
     return res
 
@@ -217,9 +265,11 @@ def normalised(rec: dict[str, Any]) -> dict[str, float | None]:
     """
     thr, price = rec.get("throughput_samples_per_s"), rec.get("price_per_hour_usd")
     e, p = rec.get("energy_per_sample_j"), rec.get("power_mean_w")
-    return {"samples_per_usd": 3600 * thr / price if thr and price else None,
-            "samples_per_j": 1 / e if e else None,
-            "throughput_per_w": thr / p if thr and p else None}
+    return {
+        "samples_per_usd": 3600 * thr / price if thr and price else None,
+        "samples_per_j": 1 / e if e else None,
+        "throughput_per_w": thr / p if thr and p else None,
+    }
 
 
 def env_diff(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -232,8 +282,16 @@ def _flags(rec: dict[str, Any], side: str) -> list[str]:
     return [f"{side}: {rec.get('validity_reason') or v}"] if isinstance(v, str) and v != VALID else []
 
 
-def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN, alpha: float = ALPHA,
-                 n_boot: int = N_BOOT, seed: int = SEED) -> CaseComparison:
+def compare_case(
+    a: Measured,
+    b: Measured,
+    key: tuple,
+    *,
+    margin: float = MARGIN,
+    alpha: float = ALPHA,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+) -> CaseComparison:
     """Every metric of one matched pair, the normalised figures, validity flags and clock notes."""
     reps_a = hierarchical_replicates(a.windows, n_boot=n_boot, seed=seed) if a.windows else None
     reps_b = hierarchical_replicates(b.windows, n_boot=n_boot, seed=seed + 1) if b.windows else None
@@ -241,9 +299,13 @@ def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN
     if generation and reps_a is not None and reps_b is not None:
         reps_a["ttft_p50"] = ttft_replicates(a.ttft_ms, n_boot=n_boot, seed=seed + 2)
         reps_b["ttft_p50"] = ttft_replicates(b.ttft_ms, n_boot=n_boot, seed=seed + 3)
-    out = CaseComparison(key=dict(key), label=case_label(key), a_case_id=a.record["case_id"],
-                         b_case_id=b.record["case_id"],
-                         windows=(a.windows.n if a.windows else 0, b.windows.n if b.windows else 0))
+    out = CaseComparison(
+        key=dict(key),
+        label=case_label(key),
+        a_case_id=a.record["case_id"],
+        b_case_id=b.record["case_id"],
+        windows=(a.windows.n if a.windows else 0, b.windows.n if b.windows else 0),
+    )
     for m in METRICS:
         if m.rep == "ttft_p50" and not generation:
             continue
@@ -254,11 +316,15 @@ def compare_case(a: Measured, b: Measured, key: tuple, *, margin: float = MARGIN
     if ca and cb and abs(cb / ca - 1) > CLOCK_DIFF:
         out.notes.append(f"mean SM clock {ca:.0f} vs {cb:.0f} MHz")
     thr = out.metrics["throughput"].verdict.replace(" (ambiguous)", "")
-    if thr in ("faster", "slower") and any("autotune" in str(r.get("compile_mode") or "") for r in (a.record, b.record)):
+    if thr in ("faster", "slower") and any(
+        "autotune" in str(r.get("compile_mode") or "") for r in (a.record, b.record)
+    ):
         # Inductor's max-autotune times candidate kernels in each process and keeps the fastest of that moment:
         # two processes can run different kernels (PyTorch docs, torch.compile "max-autotune")
-        out.notes.append("max-autotune chose its kernels by timing them in each process: A and B may run different "
-                         "kernels (the difference can be the choice, not the change)")
+        out.notes.append(
+            "max-autotune chose its kernels by timing them in each process: A and B may run different "
+            "kernels (the difference can be the choice, not the change)"
+        )
     ka, kb = a.record.get("quant_kernels"), b.record.get("quant_kernels")
     if ka != kb and (ka or kb):  # e.g. the 8-bit GEMV's int8 conversion, chosen by timing in each process
         out.notes.append(f"the quantized matmuls ran different kernels: A {ka or 'none named'}; B {kb or 'none named'}")
@@ -302,10 +368,19 @@ class Comparison:
         return out
 
 
-def compare_runs(a, b, *, margin: float = MARGIN, alpha: float = ALPHA, ignore: tuple[str, ...] = (),
-                 n_boot: int = N_BOOT, seed: int = SEED) -> Comparison:
+def compare_runs(
+    a,
+    b,
+    *,
+    margin: float = MARGIN,
+    alpha: float = ALPHA,
+    ignore: tuple[str, ...] = (),
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+) -> Comparison:
     """Match the cases of two :class:`accelbench.core.rundata.RunData` by :func:`match_key` (less ``ignore``)
     and compare every pair (:func:`compare_case`). A key seen twice on one side keeps its first case."""
+
     def index(run) -> dict[tuple, Measured]:
         out: dict[tuple, Measured] = {}
         for m in run.cases:
@@ -314,6 +389,13 @@ def compare_runs(a, b, *, margin: float = MARGIN, alpha: float = ALPHA, ignore: 
 
     ia, ib = index(a), index(b)
     cases = [compare_case(ia[k], ib[k], k, margin=margin, alpha=alpha, n_boot=n_boot, seed=seed) for k in ia if k in ib]
-    return Comparison(a=a.label, b=b.label, margin=margin, alpha=alpha, env_diff=env_diff(a.run["env"], b.run["env"]),
-                      cases=cases, only_a=[case_label(k) for k in ia if k not in ib],
-                      only_b=[case_label(k) for k in ib if k not in ia])
+    return Comparison(
+        a=a.label,
+        b=b.label,
+        margin=margin,
+        alpha=alpha,
+        env_diff=env_diff(a.run["env"], b.run["env"]),
+        cases=cases,
+        only_a=[case_label(k) for k in ia if k not in ib],
+        only_b=[case_label(k) for k in ib if k not in ia],
+    )

@@ -13,7 +13,14 @@ from typing import Any
 
 from accelbench.core.errors import ConfigError, SettingsNote
 
-LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str, "prompt_lens": int, "new_tokens": int}
+LIST_FIELDS = {
+    "models": str,
+    "batch_sizes": int,
+    "precisions": str,
+    "modes": str,
+    "prompt_lens": int,
+    "new_tokens": int,
+}
 # The largest integer the store holds (SQLite INTEGER: 8 bytes, signed); a count beyond it cannot be a row.
 INT_MAX = 2**63 - 1
 
@@ -123,7 +130,9 @@ def unique(name: str, values: tuple) -> tuple:
         return values
     if len(kept) < len(values):
         twice = [str(v) for v in kept if values.count(v) > 1]
-        what = {"batch_sizes": "batch size", "models": "model", "precisions": "precision", "modes": "mode"}.get(name, name)
+        what = {"batch_sizes": "batch size", "models": "model", "precisions": "precision", "modes": "mode"}.get(
+            name, name
+        )
         warnings.warn(SettingsNote(f"{what} {', '.join(twice)} given more than once: each runs once"), stacklevel=2)
     return kept
 

@@ -42,8 +42,14 @@ def did_you_mean(value: object, choices) -> str:
 
     if not isinstance(value, str) or not value:
         return ""
-    scored = sorted(((difflib.SequenceMatcher(None, value.lower(), str(c).lower()).ratio(), str(c))
-                     for c in dict.fromkeys(choices) if str(c) != value), key=lambda t: -t[0])
+    scored = sorted(
+        (
+            (difflib.SequenceMatcher(None, value.lower(), str(c).lower()).ratio(), str(c))
+            for c in dict.fromkeys(choices)
+            if str(c) != value
+        ),
+        key=lambda t: -t[0],
+    )
     close = [c for r, c in scored if r >= max(0.6, scored[0][0] - 0.05)][:3] if scored else []
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 

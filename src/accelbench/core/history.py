@@ -69,8 +69,10 @@ def parse_filter(text: str) -> dict[str, str]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         name, eq, value = part.partition("=")
         if not eq or name.strip() not in MATCH_FIELDS:
-            raise AccelbenchError(f"invalid --case {text!r}: allowed field=value pairs, comma-separated, of the "
-                                  f"fields {', '.join(MATCH_FIELDS)}")
+            raise AccelbenchError(
+                f"invalid --case {text!r}: allowed field=value pairs, comma-separated, of the "
+                f"fields {', '.join(MATCH_FIELDS)}"
+            )
         out[name.strip()] = value.strip()
     return out
 
@@ -89,12 +91,20 @@ def _point(run: RunData, m: Measured, metric: tuple[str, str, str], column: str,
     low = high = None
     if reps is not None:
         low, high = percentile_interval(reps[metric[1]])
-    return Point(run_id=int(run.run["run_id"]), label=run.label, created_at=float(run.run["created_at"]),
-                 commit=run.run["env"].get("git_commit"), value=float(m.record[column]), ci_low=low, ci_high=high)
+    return Point(
+        run_id=int(run.run["run_id"]),
+        label=run.label,
+        created_at=float(run.run["created_at"]),
+        commit=run.run["env"].get("git_commit"),
+        value=float(m.record[column]),
+        ci_low=low,
+        ci_high=high,
+    )
 
 
-def history(runs: list[RunData], filters: list[dict[str, str]] = (), *, margin: float = MARGIN,
-            n_boot: int = N_BOOT) -> list[Series]:
+def history(
+    runs: list[RunData], filters: list[dict[str, str]] = (), *, margin: float = MARGIN, n_boot: int = N_BOOT
+) -> list[Series]:
     """The series of every case of ``runs`` that matches ``filters`` (:func:`matches`), runs sorted by start time
     (then id); a run without the case leaves no point, and the next step is judged against the last point before.
 
@@ -117,8 +127,10 @@ def history(runs: list[RunData], filters: list[dict[str, str]] = (), *, margin: 
                 column = metric_column(metric[0], m.record)
                 if m.record.get(column) is None:
                     continue
-                s = series.setdefault((key, metric[0]), Series(key=dict(key), label=case_label(key), metric=metric[0],
-                                                               column=column, title=metric[2]))
+                s = series.setdefault(
+                    (key, metric[0]),
+                    Series(key=dict(key), label=case_label(key), metric=metric[0], column=column, title=metric[2]),
+                )
                 p = _point(run, m, metric, column, reps)
                 if step is not None and metric[0] in step.metrics:
                     res = step.metrics[metric[0]]
@@ -126,4 +138,3 @@ def history(runs: list[RunData], filters: list[dict[str, str]] = (), *, margin: 
                 s.points.append(p)
             last[key] = m
     return list(series.values())
-

@@ -15,8 +15,8 @@ Definitions:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,

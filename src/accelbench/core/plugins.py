@@ -29,7 +29,7 @@ import importlib
 import pkgutil
 import types
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from accelbench.core.errors import PluginWarning, one_line
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from accelbench.core.errors import PluginWarning, SettingsNote
 

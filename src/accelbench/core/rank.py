@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Rank:
@@ -78,8 +79,12 @@ class Rank:
         self.sync()
         end = time.time()
         self.barrier()
-        clocks = {"window_start_epoch_s": start, "window_end_epoch_s": end, "rank_window_s": end - start,
-                  "barrier_window_s": time.perf_counter() - t0 if self.rank == 0 else None}
+        clocks = {
+            "window_start_epoch_s": start,
+            "window_end_epoch_s": end,
+            "rank_window_s": end - start,
+            "barrier_window_s": time.perf_counter() - t0 if self.rank == 0 else None,
+        }
         return result, clocks
 
 
@@ -94,8 +99,10 @@ def memory_fields(device) -> dict[str, Any]:
     import torch
 
     if device.type == "cuda":
-        return {"peak_mem_bytes": torch.cuda.max_memory_allocated(device),
-                "peak_mem_reserved_bytes": torch.cuda.max_memory_reserved(device)}
+        return {
+            "peak_mem_bytes": torch.cuda.max_memory_allocated(device),
+            "peak_mem_reserved_bytes": torch.cuda.max_memory_reserved(device),
+        }
     import psutil
 
     return {"peak_mem_bytes": None, "process_rss_bytes": psutil.Process(os.getpid()).memory_info().rss}

@@ -77,8 +77,9 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def roof_fraction(achieved_flops_per_s: float | None, intensity: float | None,
-                  peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float | None:
+def roof_fraction(
+    achieved_flops_per_s: float | None, intensity: float | None, peak_flops_per_s: float, bandwidth_bytes_per_s: float
+) -> float | None:
     """Achieved FLOP/s as a fraction of the attainable roofline at that intensity (1.0 = on the roof)."""
     if achieved_flops_per_s is None:
         return None

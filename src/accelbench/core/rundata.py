@@ -100,9 +100,15 @@ def load_run(store, run_id: int, label: str | None = None) -> RunData:
     """
     run = store.run(run_id)
     rows = store.records(run_id)
-    cases = [Measured(record=r, windows=windows_of(store, r),
-                      ttft_ms=tuple(store.series(r["case_id"], "ttft_ms")) or None if latency_prefix(r) == "tpot" else None)
-             for r in rows if measured(r)]
+    cases = [
+        Measured(
+            record=r,
+            windows=windows_of(store, r),
+            ttft_ms=tuple(store.series(r["case_id"], "ttft_ms")) or None if latency_prefix(r) == "tpot" else None,
+        )
+        for r in rows
+        if measured(r)
+    ]
     return RunData(run=run, label=label or f"run {run_id}", cases=cases)
 
 

@@ -8,8 +8,9 @@ one-line :class:`accelbench.core.errors.ConfigError` (exit 2).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from accelbench.core.errors import ConfigError
 
@@ -98,4 +99,3 @@ def label_text(name: str | None, tags: Mapping[str, str] | None) -> str:
     parts = [f"'{name}'"] if name else []
     parts += [f"{k}={v}" for k, v in (tags or {}).items()]
     return " ".join(parts)
-

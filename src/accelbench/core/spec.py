@@ -20,8 +20,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from accelbench.core.config import (LIST_FIELDS, check_bool, check_int, check_number, check_types, is_int, is_number,
-                                   parse_list, unique)
+from accelbench.core.config import (
+    LIST_FIELDS,
+    check_bool,
+    check_int,
+    check_number,
+    check_types,
+    is_int,
+    is_number,
+    parse_list,
+    unique,
+)
 from accelbench.core.errors import ConfigError
 
 CHANNELS_LAST = ("auto", "on", "off")
@@ -131,11 +140,12 @@ class Spec:
         """
         st = type(self.settings)
         defaults = {**SHARED_HASH_DEFAULTS, **st.hash_defaults}
-        doc = {k: v for k, v in self.to_dict().items()
-               if k not in st.volatile and not (k in defaults and v == defaults[k])}
+        doc = {
+            k: v for k, v in self.to_dict().items() if k not in st.volatile and not (k in defaults and v == defaults[k])
+        }
         return digest({**doc, **extra})
 
-    def replace(self, **changes: Any) -> "Spec":
+    def replace(self, **changes: Any) -> Spec:
         return dataclasses.replace(self, **changes)
 
 
@@ -297,8 +307,10 @@ class Case:
         """``model|bs=B|precision|mode|cl=C`` plus the extras' suffix (the keys stores have always used)."""
         if self.name is not None:
             return self.name + self.extras.key_suffix()
-        return (f"{self.model}|bs={self.batch_size}|{self.precision}|{self.mode}|cl={self.channels_last}"
-                + self.extras.key_suffix())
+        return (
+            f"{self.model}|bs={self.batch_size}|{self.precision}|{self.mode}|cl={self.channels_last}"
+            + self.extras.key_suffix()
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extras"}
@@ -306,7 +318,7 @@ class Case:
         out["key"] = self.key
         return out
 
-    def replace(self, **changes: Any) -> "Case":
+    def replace(self, **changes: Any) -> Case:
         return dataclasses.replace(self, **changes)
 
 
@@ -324,7 +336,18 @@ def grid(spec: Spec, device: str, extras: Extras | None = None) -> list[Case]:
 
     ex = extras if extras is not None else Extras()
     return [
-        Case(scenario=spec.scenario, model=m, batch_size=b, precision=p, mode=mode, channels_last=spec.channels_last,
-             images=spec.images, data=spec.data, image_size=spec.image_size, device=device, extras=ex)
+        Case(
+            scenario=spec.scenario,
+            model=m,
+            batch_size=b,
+            precision=p,
+            mode=mode,
+            channels_last=spec.channels_last,
+            images=spec.images,
+            data=spec.data,
+            image_size=spec.image_size,
+            device=device,
+            extras=ex,
+        )
         for m, p, mode, b in itertools.product(spec.models, spec.precisions, spec.modes, spec.batch_sizes)
     ]

@@ -8,8 +8,8 @@ ranks, Hyndman & Fan 1996 definition 7). Spread is IQR / median, the robust rela
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

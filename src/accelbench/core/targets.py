@@ -11,8 +11,8 @@ Pure: rows are plain dicts (typed store rows: missing is None).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 COST = "cost_per_1000_samples_usd"
 
@@ -91,7 +91,15 @@ def cheapest_meeting(records: Iterable[dict], target: Target) -> list[Cheapest]:
         key = COST if costed else target.speed
         pool = costed or [r for r in good if r.get(key) is not None]
         best = (min(pool, key=lambda r: r[key]) if costed else max(pool, key=lambda r: r[key])) if pool else None
-        out.append(Cheapest(model=model, reference=name, reference_value=ref, best=best, by=key,
-                            value=None if best is None else best[key],
-                            missed=sorted({str(r.get("precision")) for r in rows if not target.met(r, ref)})))
+        out.append(
+            Cheapest(
+                model=model,
+                reference=name,
+                reference_value=ref,
+                best=best,
+                by=key,
+                value=None if best is None else best[key],
+                missed=sorted({str(r.get("precision")) for r in rows if not target.met(r, ref)}),
+            )
+        )
     return out

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def sync(device) -> None:
@@ -59,8 +60,9 @@ def time_passes(step: Callable[[Any], Any], items: Sequence, n_passes: int, devi
     return time_steps(step, items, n_passes * len(items), device)
 
 
-def time_windows(step: Callable[[Any], Any], items: Sequence, n_steps: int, device,
-                 repeats: int = 1) -> list[tuple[list[float], float]]:
+def time_windows(
+    step: Callable[[Any], Any], items: Sequence, n_steps: int, device, repeats: int = 1
+) -> list[tuple[list[float], float]]:
     """``repeats`` timed windows of :func:`time_steps` (``n_steps`` each), one after another:
     ``[(latencies_ms, wall_s), ...]``."""
     return [time_steps(step, items, n_steps, device) for _ in range(repeats)]

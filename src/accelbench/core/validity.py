@@ -42,12 +42,26 @@ THROTTLE_FRAC_MAX = 0.01
 CPU_OTHER_MAX_PCT = 10.0
 # (column, check, flag, reason) of the numerics checks: a false column flags the row
 _FINITE = (
-    ("outputs_finite", "outputs", "non-finite-output",
-     lambda r: "model outputs hold NaN or inf: the numerics are broken (no accuracy), the speed is of broken maths"),
-    ("loss_finite", "loss", "non-finite-loss",
-     lambda r: f"training loss is not finite (last loss {r.get('loss_last')}): the step diverged"),
+    (
+        "outputs_finite",
+        "outputs",
+        "non-finite-output",
+        lambda r: "model outputs hold NaN or inf: the numerics are broken (no accuracy), the speed is of broken maths",
+    ),
+    (
+        "loss_finite",
+        "loss",
+        "non-finite-loss",
+        lambda r: f"training loss is not finite (last loss {r.get('loss_last')}): the step diverged",
+    ),
 )
-_THROTTLE_NAMES = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+_THROTTLE_NAMES = (
+    "sw_power_cap",
+    "hw_slowdown",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+)
 
 
 def _value(rec: dict, key: str) -> Any:
@@ -91,7 +105,9 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
             seen = [n for n in str(_value(rec, "clocks_event_reasons") or "").split(",") if n in _THROTTLE_NAMES]
             why = ", ".join(seen) or "power/thermal violation counters"
             flags.append("throttled")
-            reasons.append(f"clocks limited ({why}) for {100 * frac:.1f}% of the window > {100 * THROTTLE_FRAC_MAX:.0f}%")
+            reasons.append(
+                f"clocks limited ({why}) for {100 * frac:.1f}% of the window > {100 * THROTTLE_FRAC_MAX:.0f}%"
+            )
     var = _value(rec, "sm_clock_variation")
     if var is not None:
         checks.append("clocks")
@@ -117,5 +133,8 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
             if not v:
                 flags.append(flag)
                 reasons.append(what(rec))
-    return {"validity": ",".join(flags) or VALID, "validity_reason": "; ".join(reasons) or None,
-            "validity_checks": ",".join(checks) or "none"}
+    return {
+        "validity": ",".join(flags) or VALID,
+        "validity_reason": "; ".join(reasons) or None,
+        "validity_checks": ",".join(checks) or "none",
+    }

@@ -10,16 +10,23 @@ Unknown inputs give None, never 0. Prices: :mod:`accelbench.cost.prices`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from accelbench.core.errors import OK
 
 J_PER_KWH = 3.6e6
 
 
-def cost_columns(*, seconds: float | None, samples: int | None, usd_per_hour: float | None,
-                 price_source: str | None = None, energy_per_sample_j: float | None = None,
-                 usd_per_kwh: float | None = None) -> dict[str, Any]:
+def cost_columns(
+    *,
+    seconds: float | None,
+    samples: int | None,
+    usd_per_hour: float | None,
+    price_source: str | None = None,
+    energy_per_sample_j: float | None = None,
+    usd_per_kwh: float | None = None,
+) -> dict[str, Any]:
     """Cost columns of one case.
 
     Args:
@@ -41,9 +48,14 @@ def cost_columns(*, seconds: float | None, samples: int | None, usd_per_hour: fl
         el = energy_per_sample_j * samples / J_PER_KWH * usd_per_kwh if samples else None
     return {
         "price_per_hour_usd": usd_per_hour,
-        "price_source": price_source if usd_per_hour is not None else "unknown: device not in the price list, pass --price-per-hour",
-        "cost_usd": cost, "cost_per_1000_samples_usd": per_1000,
-        "electricity_cost_usd": el, "electricity_cost_per_1000_samples_usd": el_1000, "kwh_price_usd": usd_per_kwh,
+        "price_source": price_source
+        if usd_per_hour is not None
+        else "unknown: device not in the price list, pass --price-per-hour",
+        "cost_usd": cost,
+        "cost_per_1000_samples_usd": per_1000,
+        "electricity_cost_usd": el,
+        "electricity_cost_per_1000_samples_usd": el_1000,
+        "kwh_price_usd": usd_per_kwh,
     }
 
 
@@ -66,11 +78,19 @@ def _rank(r: dict) -> tuple:
     return (r["throughput_samples_per_s"], -c if c is not None else float("-inf"))
 
 
-def recost(record: dict, *, usd_per_hour: float | None, price_source: str | None,
-           usd_per_kwh: float | None = None) -> dict[str, Any]:
+def recost(
+    record: dict, *, usd_per_hour: float | None, price_source: str | None, usd_per_kwh: float | None = None
+) -> dict[str, Any]:
     """A copy of a stored inference case with its cost columns recomputed for another price."""
     out = dict(record)
-    out.update(cost_columns(seconds=record.get("total_time_s"), samples=record.get("images"),
-                            usd_per_hour=usd_per_hour, price_source=price_source,
-                            energy_per_sample_j=record.get("energy_per_sample_j"), usd_per_kwh=usd_per_kwh))
+    out.update(
+        cost_columns(
+            seconds=record.get("total_time_s"),
+            samples=record.get("images"),
+            usd_per_hour=usd_per_hour,
+            price_source=price_source,
+            energy_per_sample_j=record.get("energy_per_sample_j"),
+            usd_per_kwh=usd_per_kwh,
+        )
+    )
     return out

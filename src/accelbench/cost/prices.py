@@ -75,7 +75,9 @@ def match_gpu(name: str, mem_bytes: float | None = None, entries=None) -> PriceE
     Several matches (A100 40GB and 80GB) are resolved by the ``<N>GB`` in the name, else by the
     entry whose ``mem_gib`` is closest to ``mem_bytes``, else the first.
     """
-    cands = [e for e in (entries or load_prices()) if e.per == "gpu" and e.match and re.search(e.match, name or "", re.I)]
+    cands = [
+        e for e in (entries or load_prices()) if e.per == "gpu" and e.match and re.search(e.match, name or "", re.I)
+    ]
     if len(cands) <= 1:
         return cands[0] if cands else None
     m = re.search(r"(\d+)\s*GB", name, re.I)
@@ -88,8 +90,16 @@ def match_gpu(name: str, mem_bytes: float | None = None, entries=None) -> PriceE
     return cands[0]
 
 
-def quote(*, device_type: str, device_name: str | None, n_devices: int = 1, mem_bytes: float | None = None,
-          vcpus: int | None = None, override_usd_per_hour: float | None = None, entries=None) -> PriceQuote | None:
+def quote(
+    *,
+    device_type: str,
+    device_name: str | None,
+    n_devices: int = 1,
+    mem_bytes: float | None = None,
+    vcpus: int | None = None,
+    override_usd_per_hour: float | None = None,
+    entries=None,
+) -> PriceQuote | None:
     """The hourly price of the devices a case used.
 
     Args:

@@ -62,8 +62,10 @@ def source_path(data: str) -> Path | None:
         return None
     path = BUNDLED.get(data, Path(data).expanduser())
     if not path.exists():
-        raise DataError(f"data {data!r} not found: use {', '.join(BUNDLED)}, synthetic, or an ImageFolder "
-                        "directory / .tar / .tar.gz")
+        raise DataError(
+            f"data {data!r} not found: use {', '.join(BUNDLED)}, synthetic, or an ImageFolder "
+            "directory / .tar / .tar.gz"
+        )
     return path
 
 
@@ -226,9 +228,7 @@ def _balanced(files: list[tuple[str, str]], classes: tuple[str, ...], n: int) ->
     by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in classes}
     for item in files:
         by_class[item[0]].append(item)
-    order = sorted(
-        ((k, ci), item) for ci, c in enumerate(classes) for k, item in enumerate(by_class[c])
-    )
+    order = sorted(((k, ci), item) for ci, c in enumerate(classes) for k, item in enumerate(by_class[c]))
     return [item for _, item in order[:n]]
 
 

@@ -27,7 +27,7 @@ class Inputs:
     cache: dict = field(default_factory=dict)
 
     @classmethod
-    def for_spec(cls, spec, device) -> "Inputs":
+    def for_spec(cls, spec, device) -> Inputs:
         return cls(spec.data, spec.images, spec.seed, device, spec.skip_bad_images)
 
     def raw_images(self):
@@ -54,8 +54,9 @@ class Inputs:
             if raw.labels is None and raw.images.shape[-1] != size:  # synthetic: draw at the final size
                 raw = load_images("synthetic", self.images or raw.images.shape[0], image_size=size, seed=self.seed)
             self.cache.clear()
-            self.cache[key] = to_model_input(raw.images, size, mean, std, device="cpu" if on_host else self.device,
-                                             transform=transform)
+            self.cache[key] = to_model_input(
+                raw.images, size, mean, std, device="cpu" if on_host else self.device, transform=transform
+            )
         return self.cache[key]
 
 

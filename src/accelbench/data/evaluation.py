@@ -15,14 +15,14 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class EvalInputs:
     """Attributes:
-        info: the model's :class:`accelbench.models.ModelInfo` with the user's overrides.
-        x_all: float32 ``(N, 3, S, S)`` model inputs.
-        labels: int64 ``(N,)`` model output index of each image, or None.
-        transform: the :class:`accelbench.data.transforms.EvalTransform` used.
-        reason: why there are no labels (one line saying what to pass), or None.
-        raw: the :class:`accelbench.data.RawImages` the inputs came from.
-        n_classes: the outputs a model needs for its outputs to be scored against ``labels`` (the label space's
-            classes, the data's folders for ``folder``, the labels file's lines), or None (not known: no labels).
+    info: the model's :class:`accelbench.models.ModelInfo` with the user's overrides.
+    x_all: float32 ``(N, 3, S, S)`` model inputs.
+    labels: int64 ``(N,)`` model output index of each image, or None.
+    transform: the :class:`accelbench.data.transforms.EvalTransform` used.
+    reason: why there are no labels (one line saying what to pass), or None.
+    raw: the :class:`accelbench.data.RawImages` the inputs came from.
+    n_classes: the outputs a model needs for its outputs to be scored against ``labels`` (the label space's
+        classes, the data's folders for ``folder``, the labels file's lines), or None (not known: no labels).
     """
 
     info: Any
@@ -35,8 +35,11 @@ class EvalInputs:
 
     def columns(self) -> dict[str, Any]:
         """The row's columns: ``transform``, ``label_space``, ``accuracy_note`` (why there is no accuracy)."""
-        return {"transform": self.transform.describe(), "label_space": self.info.label_space,
-                "accuracy_note": self.reason}
+        return {
+            "transform": self.transform.describe(),
+            "label_space": self.info.label_space,
+            "accuracy_note": self.reason,
+        }
 
 
 def eval_inputs(info, settings, inputs, size: int, on_host: bool = False) -> EvalInputs:
@@ -60,8 +63,13 @@ def eval_inputs(info, settings, inputs, size: int, on_host: bool = False) -> Eva
 
     s = settings
     info = with_overrides(info, getattr(s, "label_space", None), getattr(s, "mean", None), getattr(s, "std", None))
-    t = resolve(size, resize=getattr(s, "resize", None), crop_pct=getattr(s, "crop_pct", None),
-                model_crop_pct=info.crop_pct, interpolation=info.interpolation)
+    t = resolve(
+        size,
+        resize=getattr(s, "resize", None),
+        crop_pct=getattr(s, "crop_pct", None),
+        model_crop_pct=info.crop_pct,
+        interpolation=info.interpolation,
+    )
     x_all, raw = inputs.get(size, info.mean, info.std, on_host=on_host, transform=t), inputs.raw_images()
     names = read_labels_file(s.labels) if getattr(s, "labels", None) else None
     if names is None and info.label_space is None and info.weights == "random":
@@ -105,9 +113,14 @@ class Scored:
         """A row's accuracy columns: ``top1``, ``top5`` (fractions of the ``n_real`` samples), ``accuracy_samples``,
         ``outputs_finite``, ``accuracy_note`` (this pass's note, else why ``ev`` has no labels) and ``ev``'s."""
         h = self.hits
-        return {**ev.columns(), "top1": h[1] / n_real if h else None, "top5": h[5] / n_real if h else None,
-                "accuracy_samples": n_real if h else None, "accuracy_note": self.note or ev.reason,
-                "outputs_finite": self.finite}
+        return {
+            **ev.columns(),
+            "top1": h[1] / n_real if h else None,
+            "top5": h[5] / n_real if h else None,
+            "accuracy_samples": n_real if h else None,
+            "accuracy_note": self.note or ev.reason,
+            "outputs_finite": self.finite,
+        }
 
 
 def output_problem(out, batch: int, n_classes: int | None) -> str | None:
@@ -121,8 +134,10 @@ def output_problem(out, batch: int, n_classes: int | None) -> str | None:
     if out.shape[0] != batch:
         return f"the model returned {out.shape[0]} outputs for a batch of {batch} inputs"
     if n_classes is not None and out.shape[1] < n_classes:
-        return (f"the model has {out.shape[1]} outputs, fewer than the {n_classes} classes of its labels "
-                "(pass --label-space or --labels matching its outputs)")
+        return (
+            f"the model has {out.shape[1]} outputs, fewer than the {n_classes} classes of its labels "
+            "(pass --label-space or --labels matching its outputs)"
+        )
     return None
 
 
@@ -167,8 +182,7 @@ def accuracy_pass(fwd, batches, blabels, n_real: int, feed, n_classes: int | Non
 
 # The accuracy settings, shared by the commands that read images for a model (run, loadgen, train, profile);
 # at None they leave the spec hash of runs stored before a command had them unchanged.
-EVAL_HASH_DEFAULTS = {"label_space": None, "mean": None, "std": None, "resize": None, "crop_pct": None,
-                      "labels": None}
+EVAL_HASH_DEFAULTS = {"label_space": None, "mean": None, "std": None, "resize": None, "crop_pct": None, "labels": None}
 
 
 def check_eval_settings(s) -> None:

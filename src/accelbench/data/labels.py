@@ -109,8 +109,10 @@ def check_labels(names: tuple[str, ...], path, label_space: str | None, classes:
         raise DataError(f"labels file {path} has {len(names)} names but label space {label_space} has {want} classes")
     missing = [c for c in classes or () if c not in names]
     if missing:
-        raise DataError(f"labels file {path} does not name {len(missing)} data folder(s), e.g. {missing[0]!r}: "
-                        "give every folder's name on the line of its model output")
+        raise DataError(
+            f"labels file {path} does not name {len(missing)} data folder(s), e.g. {missing[0]!r}: "
+            "give every folder's name on the line of its model output"
+        )
 
 
 def layout(classes: tuple[str, ...]) -> str:
@@ -124,8 +126,9 @@ def layout(classes: tuple[str, ...]) -> str:
     return "names"
 
 
-def target_indices(classes: tuple[str, ...], model_space: str | None, labels: tuple[str, ...] | None = None,
-                   model: str = "the model") -> tuple[list[int] | None, str | None]:
+def target_indices(
+    classes: tuple[str, ...], model_space: str | None, labels: tuple[str, ...] | None = None, model: str = "the model"
+) -> tuple[list[int] | None, str | None]:
     """The model output index of each data class, or the one-line reason there is none.
 
     Args:
@@ -146,8 +149,10 @@ def target_indices(classes: tuple[str, ...], model_space: str | None, labels: tu
         return [labels.index(c) for c in classes], None
     kind = layout(classes)
     if model_space is None:
-        return None, (f"{model} declares no label space: pass --label-space imagenet-1k|cifar10|folder "
-                      "(or --labels FILE) if its outputs are trained classes")
+        return None, (
+            f"{model} declares no label space: pass --label-space imagenet-1k|cifar10|folder "
+            "(or --labels FILE) if its outputs are trained classes"
+        )
     if kind == "index":
         n = SPACE_CLASSES.get(model_space)
         idx = [int(c) for c in classes]
@@ -165,5 +170,7 @@ def target_indices(classes: tuple[str, ...], model_space: str | None, labels: tu
     if model_space == "cifar10" and kind == "cifar10":
         return [CIFAR10_CLASSES.index(c) for c in classes], None
     what = {"wnid": "WordNet-ID", "cifar10": "CIFAR-10", "names": "named"}[kind]
-    return None, (f"{model} predicts {model_space} classes but the data has {what} folders: pass --label-space "
-                  "matching the data, or --labels FILE naming the folders in the model's output order")
+    return None, (
+        f"{model} predicts {model_space} classes but the data has {what} folders: pass --label-space "
+        "matching the data, or --labels FILE naming the folders in the model's output order"
+    )

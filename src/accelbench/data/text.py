@@ -61,8 +61,9 @@ def text_prompts(tokenizer, batch_size: int, prompt_len: int, seed: int, device=
 
     ids = torch.tensor(tokenizer(held_out_text())["input_ids"], dtype=torch.long)
     if len(ids) < prompt_len:
-        raise ValueError(f"the held-out text has {len(ids)} tokens for this tokenizer, fewer than the prompt length "
-                         f"{prompt_len}")
+        raise ValueError(
+            f"the held-out text has {len(ids)} tokens for this tokenizer, fewer than the prompt length {prompt_len}"
+        )
     gen = torch.Generator().manual_seed(seed)
     starts = torch.randint(0, len(ids) - prompt_len + 1, (batch_size,), generator=gen)
-    return torch.stack([ids[s:s + prompt_len] for s in starts.tolist()]).to(device or "cpu")
+    return torch.stack([ids[s : s + prompt_len] for s in starts.tolist()]).to(device or "cpu")

@@ -39,8 +39,14 @@ class EvalTransform:
         return f"resize {self.resize} {self.interpolation}, center-crop {self.size}"
 
 
-def resolve(size: int, *, resize: int | None = None, crop_pct: float | None = None,
-            model_crop_pct: float | None = None, interpolation: str | None = None) -> EvalTransform:
+def resolve(
+    size: int,
+    *,
+    resize: int | None = None,
+    crop_pct: float | None = None,
+    model_crop_pct: float | None = None,
+    interpolation: str | None = None,
+) -> EvalTransform:
     """The transform of a case: the user's ``resize``/``crop_pct`` first, else the model's crop fraction.
 
     Args:

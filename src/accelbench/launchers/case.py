@@ -17,8 +17,9 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 from accelbench.core.device import cudnn_benchmark, sync_if_context
 from accelbench.core.errors import ERROR, OK, OOM, UNSUPPORTED, StopSweep, Unsupported, is_oom, one_line
@@ -30,7 +31,9 @@ def cleanup(device, reset_compiled: bool = True) -> None:
     import torch
 
     gc.collect()
-    if reset_compiled and "torch._dynamo" in sys.modules:  # only a compiled case needs it; importing dynamo costs seconds
+    if (
+        reset_compiled and "torch._dynamo" in sys.modules
+    ):  # only a compiled case needs it; importing dynamo costs seconds
         try:
             torch._dynamo.reset()
         except Exception:  # a reset that fails leaves nothing worse than before
@@ -57,8 +60,13 @@ def setup_frozen():
         gc.unfreeze()
 
 
-def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], device,
-            failed: Callable[[dict], None] | None = None, reset_compiled: bool = True) -> tuple[dict, dict]:
+def guarded(
+    rec: dict[str, Any],
+    measure: Callable[[], tuple[dict, dict]],
+    device,
+    failed: Callable[[dict], None] | None = None,
+    reset_compiled: bool = True,
+) -> tuple[dict, dict]:
     """Run ``measure() -> (metrics, series)`` for a case whose identity columns are ``rec``.
 
     Every failure becomes data: ``status`` ``oom`` (an allocation failure, also wrapped) or ``error`` with a
@@ -98,8 +106,9 @@ def guarded(rec: dict[str, Any], measure: Callable[[], tuple[dict, dict]], devic
     return rec, series
 
 
-def run_case(scenario, case, spec, state, rank, sink,
-             failed: Callable[[dict], None] | None = None) -> tuple[dict, dict]:
+def run_case(
+    scenario, case, spec, state, rank, sink, failed: Callable[[dict], None] | None = None
+) -> tuple[dict, dict]:
     """One case on ``rank`` (:class:`accelbench.core.rank.Rank`, or a torchrun rank's context): an ``unsupported``
     row, or the scenario's measurement guarded, with the settings it ran under (see the module docstring).
 
@@ -121,8 +130,13 @@ def run_case(scenario, case, spec, state, rank, sink,
         return rec, {}
     with cudnn_benchmark(scenario.cudnn_benchmark(case, spec)) as on:
         rec["cudnn_benchmark"] = on
-        return guarded(rec, lambda: scenario.measure(case, spec, state, rank, sink), rank.device, failed,
-                       reset_compiled=not getattr(scenario, "keeps_compiled", False))
+        return guarded(
+            rec,
+            lambda: scenario.measure(case, spec, state, rank, sink),
+            rank.device,
+            failed,
+            reset_compiled=not getattr(scenario, "keeps_compiled", False),
+        )
 
 
 def _reason(exc: BaseException) -> str:

@@ -80,8 +80,8 @@ class Inline:
         return case.key
 
     def execute(self, sweep, cases: list, state) -> None:
-        from accelbench.launchers.case import run_case
         from accelbench.core.rank import Rank
+        from accelbench.launchers.case import run_case
 
         rank, sink = Rank(sweep.device), RowSink(sweep)
         for case in cases:

@@ -25,8 +25,9 @@ and its ``sys.exit`` (an ``argparse`` parser's refusal) is a :class:`ModelFactor
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from accelbench.core.config import put
 from accelbench.core.errors import MissingDependencyError, UnknownModelError, did_you_mean
@@ -94,8 +95,12 @@ def _cifar(depth: int) -> Callable[[bool], LoadedModel]:
         module = cifar_resnet(depth, pretrained=pretrained)
         has = pretrained and depth in WEIGHT_FILES
         info = ModelInfo(
-            name=f"cifar-resnet{depth}", source="registry", pretrained=has,
-            weights=WEIGHT_FILES[depth] if has else "random", label_space="cifar10", image_size=32,
+            name=f"cifar-resnet{depth}",
+            source="registry",
+            pretrained=has,
+            weights=WEIGHT_FILES[depth] if has else "random",
+            label_space="cifar10",
+            image_size=32,
         )
         return LoadedModel(module, info)
 
@@ -224,9 +229,16 @@ def _timm_model(name: str, timm_name: str) -> LoadedModel:
     cfg = getattr(module, "pretrained_cfg", {}) or {}
     size = int(cfg.get("input_size", (3, 224, 224))[-1])
     info = ModelInfo(
-        name=name, source="timm", pretrained=False, weights="random", label_space=None,
-        image_size=size, mean=tuple(cfg.get("mean", IMAGENET_MEAN)), std=tuple(cfg.get("std", IMAGENET_STD)),
-        crop_pct=cfg.get("crop_pct"), interpolation=cfg.get("interpolation") or "bilinear",
+        name=name,
+        source="timm",
+        pretrained=False,
+        weights="random",
+        label_space=None,
+        image_size=size,
+        mean=tuple(cfg.get("mean", IMAGENET_MEAN)),
+        std=tuple(cfg.get("std", IMAGENET_STD)),
+        crop_pct=cfg.get("crop_pct"),
+        interpolation=cfg.get("interpolation") or "bilinear",
     )
     return LoadedModel(module, info)
 
@@ -240,13 +252,20 @@ def _user_factory(name: str) -> Callable:
 def _user_model(name: str) -> LoadedModel:
     from accelbench.models.user import build
 
-    module, declared = build(name, ("label_space", "default_image_size", "input_mean", "input_std", "crop_pct",
-                                    "interpolation"))
+    module, declared = build(
+        name, ("label_space", "default_image_size", "input_mean", "input_std", "crop_pct", "interpolation")
+    )
     info = ModelInfo(
-        name=name, source="user", pretrained=False, weights="as built by the factory",
-        label_space=declared.get("label_space"), image_size=int(declared.get("default_image_size", 224)),
-        mean=tuple(declared.get("input_mean", IMAGENET_MEAN)), std=tuple(declared.get("input_std", IMAGENET_STD)),
-        crop_pct=declared.get("crop_pct"), interpolation=declared.get("interpolation", "bilinear"),
+        name=name,
+        source="user",
+        pretrained=False,
+        weights="as built by the factory",
+        label_space=declared.get("label_space"),
+        image_size=int(declared.get("default_image_size", 224)),
+        mean=tuple(declared.get("input_mean", IMAGENET_MEAN)),
+        std=tuple(declared.get("input_std", IMAGENET_STD)),
+        crop_pct=declared.get("crop_pct"),
+        interpolation=declared.get("interpolation", "bilinear"),
     )
     return LoadedModel(module, info)
 
@@ -278,9 +297,14 @@ def _torchvision_model(name: str, pretrained: bool) -> LoadedModel:
     size = 299 if name == "inception_v3" else 224
     crop_pct, interp = _weights_transform(weights)
     info = ModelInfo(
-        name=name, source="torchvision", pretrained=bool(cached),
-        weights=str(weights) if cached else "random", label_space="imagenet-1k" if cached else None,
-        image_size=size, crop_pct=crop_pct, interpolation=interp,
+        name=name,
+        source="torchvision",
+        pretrained=bool(cached),
+        weights=str(weights) if cached else "random",
+        label_space="imagenet-1k" if cached else None,
+        image_size=size,
+        crop_pct=crop_pct,
+        interpolation=interp,
     )
     return LoadedModel(module, info)
 

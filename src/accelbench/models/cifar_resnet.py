@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "assets" / "cifar10" / "weights"
 WEIGHT_FILES = {20: "resnet20-12fca82f.th", 56: "resnet56-4bfd9763.th"}

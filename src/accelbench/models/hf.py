@@ -27,8 +27,13 @@ from accelbench.core.errors import MissingDependencyError, UnknownModelError, di
 
 PREFIX = "hf:"
 BUNDLED = Path(__file__).resolve().parents[1] / "assets" / "llm"
-_LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 8192}
+_LLAMA3_ROPE = {
+    "rope_type": "llama3",
+    "rope_theta": 500000.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,30 +46,93 @@ class Architecture:
 
 
 ARCHITECTURES: dict[str, Architecture] = {
-    "llama-3.2-1b": Architecture(config_class="LlamaConfig", source="meta-llama/Llama-3.2-1B config.json", values=dict(
-        vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=64, max_position_embeddings=131072, rms_norm_eps=1e-5,
-        tie_word_embeddings=True, rope_parameters={**_LLAMA3_ROPE, "factor": 32.0})),
-    "llama-3.1-8b": Architecture(config_class="LlamaConfig", source="meta-llama/Llama-3.1-8B config.json", values=dict(
-        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, max_position_embeddings=131072, rms_norm_eps=1e-5, tie_word_embeddings=False,
-        rope_parameters={**_LLAMA3_ROPE, "factor": 8.0})),
-    "qwen2.5-0.5b": Architecture(config_class="Qwen2Config", source="Qwen/Qwen2.5-0.5B config.json", values=dict(
-        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-        num_key_value_heads=2, max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True,
-        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
-    "qwen2.5-7b": Architecture(config_class="Qwen2Config", source="Qwen/Qwen2.5-7B config.json", values=dict(
-        vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-        num_key_value_heads=4, max_position_embeddings=131072, rms_norm_eps=1e-6, tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
-    "mistral-7b": Architecture(config_class="MistralConfig", source="mistralai/Mistral-7B-v0.3 config.json",
-                               values=dict(vocab_size=32768, hidden_size=4096, intermediate_size=14336,
-                                           num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
-                                           max_position_embeddings=32768, rms_norm_eps=1e-5, sliding_window=None,
-                                           tie_word_embeddings=False,
-                                           rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
-    "gpt2": Architecture(config_class="GPT2Config", source="openai-community/gpt2 config.json (124M)", values=dict(
-        vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, tie_word_embeddings=True)),
+    "llama-3.2-1b": Architecture(
+        config_class="LlamaConfig",
+        source="meta-llama/Llama-3.2-1B config.json",
+        values=dict(
+            vocab_size=128256,
+            hidden_size=2048,
+            intermediate_size=8192,
+            num_hidden_layers=16,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=64,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=True,
+            rope_parameters={**_LLAMA3_ROPE, "factor": 32.0},
+        ),
+    ),
+    "llama-3.1-8b": Architecture(
+        config_class="LlamaConfig",
+        source="meta-llama/Llama-3.1-8B config.json",
+        values=dict(
+            vocab_size=128256,
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=32,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=False,
+            rope_parameters={**_LLAMA3_ROPE, "factor": 8.0},
+        ),
+    ),
+    "qwen2.5-0.5b": Architecture(
+        config_class="Qwen2Config",
+        source="Qwen/Qwen2.5-0.5B config.json",
+        values=dict(
+            vocab_size=151936,
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            max_position_embeddings=32768,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        ),
+    ),
+    "qwen2.5-7b": Architecture(
+        config_class="Qwen2Config",
+        source="Qwen/Qwen2.5-7B config.json",
+        values=dict(
+            vocab_size=152064,
+            hidden_size=3584,
+            intermediate_size=18944,
+            num_hidden_layers=28,
+            num_attention_heads=28,
+            num_key_value_heads=4,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        ),
+    ),
+    "mistral-7b": Architecture(
+        config_class="MistralConfig",
+        source="mistralai/Mistral-7B-v0.3 config.json",
+        values=dict(
+            vocab_size=32768,
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=32,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            max_position_embeddings=32768,
+            rms_norm_eps=1e-5,
+            sliding_window=None,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        ),
+    ),
+    "gpt2": Architecture(
+        config_class="GPT2Config",
+        source="openai-community/gpt2 config.json (124M)",
+        values=dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, tie_word_embeddings=True),
+    ),
 }
 BUNDLED_MODELS = ("tiny-shakespeare",)
 
@@ -115,7 +183,7 @@ def require_transformers():
 
 
 def _checkpoint_dir(name: str) -> Path | None:
-    rest = name[len(PREFIX):]
+    rest = name[len(PREFIX) :]
     if rest in BUNDLED_MODELS:
         return BUNDLED / rest
     return Path(rest).expanduser() if ("/" in rest or rest.startswith(".")) else None
@@ -129,8 +197,9 @@ def check_checkpoint(path: Path) -> None:
             ``.bin`` weights, which are refused: unpickling runs code).
     """
     if not path.is_dir():
-        raise UnknownModelError(f"no checkpoint directory {path} (hf:PATH needs a folder with config.json and "
-                                "safetensors weights)")
+        raise UnknownModelError(
+            f"no checkpoint directory {path} (hf:PATH needs a folder with config.json and safetensors weights)"
+        )
     if not (path / "config.json").is_file():
         raise UnknownModelError(f"checkpoint {path} has no config.json")
     index = path / "model.safetensors.index.json"
@@ -144,8 +213,12 @@ def check_checkpoint(path: Path) -> None:
         return
     if not (path / "model.safetensors").is_file():
         pickled = sorted(p.name for p in path.glob("*.bin"))
-        why = (f"only pickled weights ({pickled[0]}), which accelbench does not load (unpickling runs code): "
-               "convert them to safetensors" if pickled else "no model.safetensors")
+        why = (
+            f"only pickled weights ({pickled[0]}), which accelbench does not load (unpickling runs code): "
+            "convert them to safetensors"
+            if pickled
+            else "no model.safetensors"
+        )
         raise UnknownModelError(f"checkpoint {path} has {why}")
 
 
@@ -161,11 +234,13 @@ def check_lm(name: str) -> None:
     if path is not None:
         check_checkpoint(path)
         return
-    arch = name[len(PREFIX):]
+    arch = name[len(PREFIX) :]
     if arch not in ARCHITECTURES:
         known = [*ARCHITECTURES, *BUNDLED_MODELS]
-        raise UnknownModelError(f"unknown language model {name!r}{did_you_mean(name, [PREFIX + k for k in known])}: "
-                                f"hf:<{'|'.join(known)}>, hf:/path/to/checkpoint or package.module:factory")
+        raise UnknownModelError(
+            f"unknown language model {name!r}{did_you_mean(name, [PREFIX + k for k in known])}: "
+            f"hf:<{'|'.join(known)}>, hf:/path/to/checkpoint or package.module:factory"
+        )
 
 
 def architecture_config(arch: str):
@@ -207,23 +282,39 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
     check_lm(name)
     path = _checkpoint_dir(name)
     if path is None:
-        config = architecture_config(name[len(PREFIX):])
+        config = architecture_config(name[len(PREFIX) :])
         torch.manual_seed(seed)
         with torch.device(device):
             model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
-        info = LMInfo(name=name, source="architecture", pretrained=False, weights="random",
-                      context_len=_context_len(config), vocab_size=config.vocab_size)
+        info = LMInfo(
+            name=name,
+            source="architecture",
+            pretrained=False,
+            weights="random",
+            context_len=_context_len(config),
+            vocab_size=config.vocab_size,
+        )
         return LoadedLM(model.eval(), None, info)
     with _no_progress_bar(transformers):
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype, use_safetensors=True,
-                                                                  trust_remote_code=False).to(device).eval()
+        model = (
+            transformers.AutoModelForCausalLM.from_pretrained(
+                path, dtype=dtype, use_safetensors=True, trust_remote_code=False
+            )
+            .to(device)
+            .eval()
+        )
     tokenizer = None
     if any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     bundled = path.parent == BUNDLED
-    info = LMInfo(name=name, source="bundled" if bundled else "checkpoint", pretrained=True,
-                  weights=f"assets/llm/{path.name}" if bundled else str(path),
-                  context_len=_context_len(model.config), vocab_size=model.config.vocab_size)
+    info = LMInfo(
+        name=name,
+        source="bundled" if bundled else "checkpoint",
+        pretrained=True,
+        weights=f"assets/llm/{path.name}" if bundled else str(path),
+        context_len=_context_len(model.config),
+        vocab_size=model.config.vocab_size,
+    )
     return LoadedLM(model, tokenizer, info)
 
 
@@ -234,5 +325,7 @@ def check_tokenizer(loaded: LoadedLM) -> None:
         UnknownModelError: the tokenizer has more tokens than the model's embedding table.
     """
     if loaded.tokenizer is not None and len(loaded.tokenizer) > loaded.info.vocab_size:
-        raise UnknownModelError(f"{loaded.info.name}: its tokenizer has {len(loaded.tokenizer)} tokens, more than "
-                                f"the model's {loaded.info.vocab_size} (a tokenizer of another model)")
+        raise UnknownModelError(
+            f"{loaded.info.name}: its tokenizer has {len(loaded.tokenizer)} tokens, more than "
+            f"the model's {loaded.info.vocab_size} (a tokenizer of another model)"
+        )

@@ -19,7 +19,8 @@ import importlib
 import io
 import os
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from accelbench.core.errors import ModelFactoryError, UnknownModelError, one_line
 
@@ -47,8 +48,11 @@ def as_user_code(name: str):
             sys.stderr.write(err.getvalue())
     if exited is not None:
         said = [line.strip() for line in err.getvalue().splitlines() if line.strip()]
-        raise ModelFactoryError(f"model factory {name!r} called sys.exit({exited.code!r})"
-                                + (f": {said[-1]}" if said else "") + " (a factory must return an nn.Module)")
+        raise ModelFactoryError(
+            f"model factory {name!r} called sys.exit({exited.code!r})"
+            + (f": {said[-1]}" if said else "")
+            + " (a factory must return an nn.Module)"
+        )
 
 
 def factory(name: str) -> Callable:

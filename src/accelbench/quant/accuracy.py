@@ -14,8 +14,11 @@ def accuracy_columns(top1: float | None, top1_ref: float | None, ratio: float = 
     (``top1 >= ratio * top1_ref``); empty without both accuracies (fractions in 0..1)."""
     if top1 is None or top1_ref is None:
         return {}
-    return {"top1_fp32_ref": top1_ref, "top1_delta_pts": (top1 - top1_ref) * 100.0,
-            "accuracy_target_met": bool(top1 >= ratio * top1_ref)}
+    return {
+        "top1_fp32_ref": top1_ref,
+        "top1_delta_pts": (top1 - top1_ref) * 100.0,
+        "accuracy_target_met": bool(top1 >= ratio * top1_ref),
+    }
 
 
 def fp32_reference(rows: list[dict]) -> float | None:
@@ -52,17 +55,39 @@ def cheapest_meeting_target(records, ratio: float = TARGET_RATIO) -> list[dict]:
         ref = fp32_reference(rows)
         return None if ref is None else ("fp32", ref)
 
-    target = Target(metric="top1", higher_is_better=True, ratio=ratio, reference=reference,
-                    speed="throughput_samples_per_s", verdict="accuracy_target_met",
-                    include=lambda r: not is_detail(r) and r.get("outputs_finite") != 0,
-                    candidate=lambda r: (r.get("status") == OK and not r.get("simulated")
-                                         and r.get("throughput_samples_per_s") is not None))
+    target = Target(
+        metric="top1",
+        higher_is_better=True,
+        ratio=ratio,
+        reference=reference,
+        speed="throughput_samples_per_s",
+        verdict="accuracy_target_met",
+        include=lambda r: not is_detail(r) and r.get("outputs_finite") != 0,
+        candidate=lambda r: (
+            r.get("status") == OK and not r.get("simulated") and r.get("throughput_samples_per_s") is not None
+        ),
+    )
     out = []
     for c in cheapest_meeting(records, target):
-        row = {"model": c.model, "precision": None, "mode": None, "batch_size": None, "by": c.by, "value": c.value,
-               "top1": None, "top1_fp32_ref": c.reference_value, "top1_delta_pts": None, "missed": c.missed}
+        row = {
+            "model": c.model,
+            "precision": None,
+            "mode": None,
+            "batch_size": None,
+            "by": c.by,
+            "value": c.value,
+            "top1": None,
+            "top1_fp32_ref": c.reference_value,
+            "top1_delta_pts": None,
+            "missed": c.missed,
+        }
         if c.best is not None:
-            row.update(precision=c.best.get("precision"), mode=c.best.get("mode"), batch_size=c.best.get("batch_size"),
-                       top1=c.best["top1"], top1_delta_pts=(c.best["top1"] - c.reference_value) * 100)
+            row.update(
+                precision=c.best.get("precision"),
+                mode=c.best.get("mode"),
+                batch_size=c.best.get("batch_size"),
+                top1=c.best["top1"],
+                top1_delta_pts=(c.best["top1"] - c.reference_value) * 100,
+            )
         out.append(row)
     return out

@@ -44,12 +44,23 @@ def plan(data: str, n_eval: int, n_calib: int = DEFAULT_IMAGES, seed: int = 0) -
         raise ValueError(f"calibration_images must be >= 1, got {n_calib}")
     if data in DISJOINT_SPLIT:
         other = DISJOINT_SPLIT[data]
-        return CalibrationPlan(other, 0, n_calib, seed, f"{other}: first {n_calib} (class-balanced) of the train "
-                               f"split, disjoint from {data}")
+        return CalibrationPlan(
+            other,
+            0,
+            n_calib,
+            seed,
+            f"{other}: first {n_calib} (class-balanced) of the train split, disjoint from {data}",
+        )
     if data == "synthetic":
         return CalibrationPlan(data, 0, n_calib, seed + 1, f"synthetic: {n_calib} random images, seed {seed + 1}")
-    return CalibrationPlan(data, n_eval, n_calib, seed, f"{data}: images {n_eval}..{n_eval + n_calib - 1} of its "
-                           f"class-balanced order, disjoint from the {n_eval} measured")
+    return CalibrationPlan(
+        data,
+        n_eval,
+        n_calib,
+        seed,
+        f"{data}: images {n_eval}..{n_eval + n_calib - 1} of its "
+        f"class-balanced order, disjoint from the {n_eval} measured",
+    )
 
 
 def load(p: CalibrationPlan, image_size: int, mean, std, transform=None):
@@ -67,14 +78,16 @@ def load(p: CalibrationPlan, image_size: int, mean, std, transform=None):
     from accelbench.data import load_images, to_model_input
 
     raw = load_images(p.data, p.skip + p.count, image_size=image_size, seed=p.seed)
-    imgs = raw.images[p.skip:]
+    imgs = raw.images[p.skip :]
     if len(imgs) == 0:
-        raise DataError(f"no calibration images: {p.data} holds no images beyond the {p.skip} measured "
-                        "(pass fewer --images, or another source)")
+        raise DataError(
+            f"no calibration images: {p.data} holds no images beyond the {p.skip} measured "
+            "(pass fewer --images, or another source)"
+        )
     desc = p.description if len(imgs) == p.count else f"{p.description} (only {len(imgs)} available)"
     return to_model_input(imgs, image_size, mean, std, transform=transform), desc
 
 
 def batches(x, batch_size: int) -> list:
     """``x`` (N, ...) in batches of ``batch_size`` (the last one shorter)."""
-    return [x[i:i + batch_size] for i in range(0, x.shape[0], batch_size)]
+    return [x[i : i + batch_size] for i in range(0, x.shape[0], batch_size)]

@@ -16,8 +16,10 @@ def unsupported_here(precision: str, module, example, device) -> str | None:
         return reason
     share = fp8.conv_dominated(fp8.layer_flops(module, example))
     if share is not None:
-        return (f"fp8 on a convolutional model ({100 * share:.0f} % of its Conv2d + Linear FLOPs are convolutions): "
-                "torchao's FP8 convolution needs SM100 (Blackwell), and accelbench converts Linear layers only")
+        return (
+            f"fp8 on a convolutional model ({100 * share:.0f} % of its Conv2d + Linear FLOPs are convolutions): "
+            "torchao's FP8 convolution needs SM100 (Blackwell), and accelbench converts Linear layers only"
+        )
     return fp8.missing_reason()
 
 
@@ -29,7 +31,8 @@ def quantized(case, spec, module, info, size, backend, data, dev, transform=None
 
     from accelbench import precisions
     from accelbench.data.evaluation import accuracy_pass
-    from accelbench.quant import calibration, simulate as sim
+    from accelbench.quant import calibration
+    from accelbench.quant import simulate as sim
 
     batches, blabels, n_real, feed = data
     ref = None
@@ -49,8 +52,13 @@ def quantized(case, spec, module, info, size, backend, data, dev, transform=None
     else:
         out, cols = backend.quantize(module, scheme, calib, example, dev, granularity=gran)
         cols = {**cols, "simulated": str(cols.get("quant_kernels", "")).startswith("simulated")}
-    cols = {**cols, "calibration_data": desc, "calibration_images": sum(int(b.shape[0]) for b in calib),
-            "calibration_s": time.perf_counter() - t0, "_top1_ref_hits": ref[1] if ref else None}
+    cols = {
+        **cols,
+        "calibration_data": desc,
+        "calibration_images": sum(int(b.shape[0]) for b in calib),
+        "calibration_s": time.perf_counter() - t0,
+        "_top1_ref_hits": ref[1] if ref else None,
+    }
     return out, cols
 
 
@@ -74,8 +82,13 @@ def simulated_row(case, spec, module, info, size, data, dev, ev, reason: str):
     from accelbench.data.evaluation import accuracy_pass
 
     batches, blabels, n_real, feed = data
-    rec = {"weights": info.weights, "pretrained": info.pretrained, "image_size": size,
-           "data_description": ev.raw.description, **ev.columns()}
+    rec = {
+        "weights": info.weights,
+        "pretrained": info.pretrained,
+        "image_size": size,
+        "data_description": ev.raw.description,
+        **ev.columns(),
+    }
     if not (blabels and blabels[0] is not None):  # nothing to simulate for: say why there is no accuracy either
         raise Unsupported(f"{reason}; no simulated accuracy: {ev.reason or 'the data has no labels'}", rec)
     try:

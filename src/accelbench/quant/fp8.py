@@ -43,6 +43,7 @@ def layer_flops(module, example) -> list[tuple[str, str, float, bool]]:
             else:
                 k = math.prod(mod.kernel_size) * mod.in_channels // mod.groups
                 rows.append((name, "conv", 2.0 * out.numel() * k, False))
+
         return fn
 
     for name, m in module.named_modules():
@@ -182,10 +183,15 @@ def _convert(module, granularity: str, keep) -> tuple[dict, set[str]]:
     plain = (torch.Tensor, torch.nn.Parameter)
     every = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)}
     done = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear) and type(m.weight) not in plain}
-    cols = {"quant_api": "torchao.quantization.quantize_ Float8DynamicActivationFloat8WeightConfig",
-            "quant_config": (f"float8 e4m3 weights and activations, per-{granularity} scaling, dynamic activations; "
-                             "Linear layers only; the rest bf16 (model cast to bfloat16)"),
-            "fp8_linear_layers": len(done), "fp8_linear_layers_skipped": len(every - done),
-            "quant_kernels": "fp8: torch._scaled_mm (FP8 tensor cores) through torchao",
-            "compute_dtype": COMPUTE_DTYPE}
+    cols = {
+        "quant_api": "torchao.quantization.quantize_ Float8DynamicActivationFloat8WeightConfig",
+        "quant_config": (
+            f"float8 e4m3 weights and activations, per-{granularity} scaling, dynamic activations; "
+            "Linear layers only; the rest bf16 (model cast to bfloat16)"
+        ),
+        "fp8_linear_layers": len(done),
+        "fp8_linear_layers_skipped": len(every - done),
+        "quant_kernels": "fp8: torch._scaled_mm (FP8 tensor cores) through torchao",
+        "compute_dtype": COMPUTE_DTYPE,
+    }
     return cols, done

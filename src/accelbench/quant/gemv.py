@@ -90,10 +90,20 @@ def _autotune_options(via_bits: tuple[bool, ...]) -> dict:
 
     import triton
 
-    configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
-               for bits in via_bits
-               for n, k, w, s in ((8, 512, 4, 3), (16, 256, 4, 3), (16, 512, 4, 3), (16, 512, 8, 3),
-                                  (32, 256, 4, 3), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3))]
+    configs = [
+        triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
+        for bits in via_bits
+        for n, k, w, s in (
+            (8, 512, 4, 3),
+            (16, 256, 4, 3),
+            (16, 512, 4, 3),
+            (16, 512, 8, 3),
+            (32, 256, 4, 3),
+            (32, 512, 8, 3),
+            (64, 128, 4, 4),
+            (64, 256, 8, 3),
+        )
+    ]
     timer = {"do_bench": _graph_bench} if "do_bench" in inspect.signature(triton.autotune).parameters else {}
     return {"configs": configs, "prune_configs_by": {"early_config_prune": _prune}, **timer}
 
@@ -108,8 +118,19 @@ def _kernel(via_bits: tuple[bool, ...]):
     # dtypes are part of Triton's key
     @triton.autotune(key=["N", "K", "ROWS"], **_autotune_options(via_bits))
     @triton.jit
-    def gemv_8bit(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, ROWS: tl.constexpr, INT8_VIA_BITS: tl.constexpr,
-                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    def gemv_8bit(
+        x_ptr,
+        w_ptr,
+        s_ptr,
+        y_ptr,
+        M,
+        N,
+        K,
+        ROWS: tl.constexpr,
+        INT8_VIA_BITS: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+    ):
         rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         cols = tl.arange(0, BLOCK_K)
         in_rows = rows < N
@@ -122,8 +143,9 @@ def _kernel(via_bits: tuple[bool, ...]):
         for k0 in range(0, K, BLOCK_K):
             k = k0 + cols
             in_k = k < K
-            w = tl.load(w_ptr + rows[:, None].to(tl.int64) * K + k[None, :], mask=in_rows[:, None] & in_k[None, :],
-                        other=0.0)
+            w = tl.load(
+                w_ptr + rows[:, None].to(tl.int64) * K + k[None, :], mask=in_rows[:, None] & in_k[None, :], other=0.0
+            )
             if INT8_VIA_BITS:
                 # w + 128 (0..255) in the low mantissa bits of the float32 2**23 is exactly 2**23 + 128 + w: one
                 # integer add and one float subtraction, no integer-to-float conversion (module docstring)
@@ -137,16 +159,20 @@ def _kernel(via_bits: tuple[bool, ...]):
                 # TF32 tensor cores: exact for bf16 and fp16 activations and for int8 and e4m3 weights (8, 11, 8 and
                 # 4 significant bits against TF32's 11); float32 activations take the exact ("ieee") product
                 x = tl.load(x_ptr + ms[:, None] * K + k[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
-                acc = tl.dot(x.to(tl.float32), tl.trans(wf), acc,
-                             input_precision="ieee" if x.dtype == tl.float32 else "tf32")
+                acc = tl.dot(
+                    x.to(tl.float32), tl.trans(wf), acc, input_precision="ieee" if x.dtype == tl.float32 else "tf32"
+                )
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
         if ROWS == 1:
             y = tl.sum(acc, axis=1) * s
             tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
         else:
             y = acc * s[None, :]
-            tl.store(y_ptr + ms[:, None] * N + rows[None, :], y.to(y_ptr.dtype.element_ty),
-                     mask=in_m[:, None] & in_rows[None, :])
+            tl.store(
+                y_ptr + ms[:, None] * N + rows[None, :],
+                y.to(y_ptr.dtype.element_ty),
+                mask=in_m[:, None] & in_rows[None, :],
+            )
 
     return gemv_8bit
 
@@ -183,12 +209,16 @@ def int8_conversions() -> dict[tuple[int, int], str]:
     ``"auto"`` mode (empty before any int8 weight was run here): ``{(N, K): "instruction" | "bits"}``."""
     if available() is not None:
         return {}
-    return {(key[0], key[1]): INT8_CONVERSIONS[cfg.kwargs["INT8_VIA_BITS"]]
-            for key, cfg in _kernel((False, True)).cache.items() if key[2] == 1}
+    return {
+        (key[0], key[1]): INT8_CONVERSIONS[cfg.kwargs["INT8_VIA_BITS"]]
+        for key, cfg in _kernel((False, True)).cache.items()
+        if key[2] == 1
+    }
 
 
-@torch.library.custom_op("accelbench::gemv_8bit", mutates_args=(),
-                         schema="(Tensor x, Tensor weight, Tensor scale) -> Tensor")
+@torch.library.custom_op(
+    "accelbench::gemv_8bit", mutates_args=(), schema="(Tensor x, Tensor weight, Tensor scale) -> Tensor"
+)
 def _op(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     out = torch.empty(x.shape[0], weight.shape[0], device=x.device, dtype=x.dtype)

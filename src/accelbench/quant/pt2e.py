@@ -87,6 +87,7 @@ def quantize(module, scheme: str, calibration: list, example):
             prepared(xb.to(example.device))
     converted = convert_pt2e(prepared)
     setattr(converted, FREEZE_ATTR, True)
-    config = ("weights int8 per-channel symmetric, activations uint8 per-tensor "
-              + ("dynamic (per batch)" if scheme == "dynamic" else "static (calibrated)"))
+    config = "weights int8 per-channel symmetric, activations uint8 per-tensor " + (
+        "dynamic (per batch)" if scheme == "dynamic" else "static (calibrated)"
+    )
     return converted, {"quant_api": f"{source} X86InductorQuantizer", "quant_config": config}

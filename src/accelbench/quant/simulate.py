@@ -68,19 +68,23 @@ def fake_quantize_fp8(module, granularity: str = "row", example=None):
 
     called = None if example is None else {r[0] for r in layer_flops(module, example)}
     module = copy.deepcopy(module).eval()
-    names = [n for n, m in module.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and n
-             and (called is None or n in called)]
+    names = [
+        n
+        for n, m in module.named_modules()
+        if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and n and (called is None or n in called)
+    ]
     for name in names:
         parent, _, leaf = name.rpartition(".")
         owner = module.get_submodule(parent) if parent else module
         setattr(owner, leaf, _wrap(getattr(owner, leaf), granularity))
     weights = "per output channel" if granularity == "row" else "per tensor"
     acts = "per row (dynamic)" if granularity == "row" else "per tensor (dynamic)"
-    return module, {"quant_api": "accelbench fake-quant (float8_e4m3fn round trip)",
-                    "quant_config": f"float8 e4m3 weights {weights}, activations {acts}; Conv2d and Linear layers; "
-                                    "the rest fp32",
-                    "quant_kernels": "simulated: float8 round trip around fp32 Conv2d/Linear (no fp8 kernels)",
-                    "fp8_simulated_layers": len(names)}
+    return module, {
+        "quant_api": "accelbench fake-quant (float8_e4m3fn round trip)",
+        "quant_config": f"float8 e4m3 weights {weights}, activations {acts}; Conv2d and Linear layers; the rest fp32",
+        "quant_kernels": "simulated: float8 round trip around fp32 Conv2d/Linear (no fp8 kernels)",
+        "fp8_simulated_layers": len(names),
+    }
 
 
 def simulated(module, scheme: str, granularity: str | None, calibration: list, example):

@@ -51,13 +51,13 @@ def quantize_weight(weight, scheme: str):
     scale = torch.empty(n, device=weight.device, dtype=torch.float32)
     rows = max(1, CHUNK_ELEMENTS // max(k, 1))
     for i in range(0, n, rows):
-        w = weight[i:i + rows].detach().to(torch.float32, copy=True)  # a copy even of float32: worked in place
+        w = weight[i : i + rows].detach().to(torch.float32, copy=True)  # a copy even of float32: worked in place
         s = (w.abs().amax(dim=1) / SCHEMES[scheme]).clamp(min=1e-12)
         w.div_(s[:, None])
         if scheme == "int8":
             w.round_().clamp_(-127, 127)
-        q[i:i + rows] = w  # the cast: exact for int8's whole numbers, round-to-nearest for fp8
-        scale[i:i + rows] = s
+        q[i : i + rows] = w  # the cast: exact for int8's whole numbers, round-to-nearest for fp8
+        scale[i : i + rows] = s
     return q, scale
 
 
@@ -131,8 +131,12 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     use_gemv = p.device.type == "cuda" and gemv.available() is None
     # names, not modules: a list of the modules would keep every full-precision weight alive until the last one is
     # quantized (an 8B model's bf16 and int8 weights at once, 24 GB); replaced one at a time, each is freed as it goes
-    targets = [(name, child_name) for name, mod in model.named_modules() for child_name, child in mod.named_children()
-               if isinstance(child, torch.nn.Linear) and not f"{name}.{child_name}".lstrip(".").endswith(skip)]
+    targets = [
+        (name, child_name)
+        for name, mod in model.named_modules()
+        for child_name, child in mod.named_children()
+        if isinstance(child, torch.nn.Linear) and not f"{name}.{child_name}".lstrip(".").endswith(skip)
+    ]
     for name, child_name in targets:
         parent = model.get_submodule(name)
         setattr(parent, child_name, WeightOnlyLinear(getattr(parent, child_name), scheme, int8_kernel, use_gemv))

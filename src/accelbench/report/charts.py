@@ -21,7 +21,7 @@ def svg(fig) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     text = re.sub(r"<!--.*?-->", "", buf.getvalue(), flags=re.S)
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def png_base64(fig, dpi: int = 110) -> str:
@@ -74,9 +74,18 @@ def batch_chart(records: list[dict], column: str, ylabel: str, title: str, **kw)
     return svg(fig) if fig is not None else None
 
 
-def batch_figure(records: list[dict], column: str, ylabel: str, title: str, *, scale: float = 1.0,
-                 ci: tuple[str, str] | None = None, group=("model", "precision", "mode"), logy: bool | None = None,
-                 context: str = ""):
+def batch_figure(
+    records: list[dict],
+    column: str,
+    ylabel: str,
+    title: str,
+    *,
+    scale: float = 1.0,
+    ci: tuple[str, str] | None = None,
+    group=("model", "precision", "mode"),
+    logy: bool | None = None,
+    context: str = "",
+):
     """``column`` (times ``scale``) against batch size, one line per ``group``; the ``ci`` columns (low,
     high) as error bars where stored. x: log base 2 when the batch sizes span more than 8x; ``logy``: a log y axis
     (None: where the values span more than a decade); ``context``: a second title line naming the model, device and
@@ -98,8 +107,15 @@ def batch_figure(records: list[dict], column: str, ylabel: str, title: str, *, s
             bars = [(x, y, r.get(ci[0]), r.get(ci[1])) for x, y, r in zip(xs, ys, rs)]
             bars = [(x, y, lo * scale, hi * scale) for x, y, lo, hi in bars if lo is not None and hi is not None]
             if bars:
-                ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[max(b[1] - b[2], 0) for b in bars],
-                            [max(b[3] - b[1], 0) for b in bars]], fmt="none", ecolor=color, capsize=2.5, lw=0.9)
+                ax.errorbar(
+                    [b[0] for b in bars],
+                    [b[1] for b in bars],
+                    yerr=[[max(b[1] - b[2], 0) for b in bars], [max(b[3] - b[1], 0) for b in bars]],
+                    fmt="none",
+                    ecolor=color,
+                    capsize=2.5,
+                    lw=0.9,
+                )
     log_batch_axis(ax, sorted({int(r["batch_size"]) for rs in groups.values() for r in rs}))
     if logy or (logy is None and spans_decades(values)):
         ax.set_yscale("log")

@@ -19,10 +19,18 @@ A_COLOR, B_COLOR = "#1f77b4", "#d62728"
 RATIO_COLORS = ("#2ca02c", "#9467bd", "#ff7f0e")
 # (metric name, unit, title, scale): inference and training cases, then generate cases (their throughput is decode
 # tokens/s, their latency the time per output token)
-PANELS = ((("throughput", "samples/s", "Throughput", 1.0), ("latency_p50", "ms", "Latency p50", 1.0),
-           ("energy_per_sample", "mJ", "Energy per sample", 1e3)),
-          (("throughput", "tokens/s", "Decode tokens/s", 1.0), ("latency_p50", "ms", "TPOT p50", 1.0),
-           ("ttft_p50", "ms", "TTFT p50", 1.0)))
+PANELS = (
+    (
+        ("throughput", "samples/s", "Throughput", 1.0),
+        ("latency_p50", "ms", "Latency p50", 1.0),
+        ("energy_per_sample", "mJ", "Energy per sample", 1e3),
+    ),
+    (
+        ("throughput", "tokens/s", "Decode tokens/s", 1.0),
+        ("latency_p50", "ms", "TPOT p50", 1.0),
+        ("ttft_p50", "ms", "TTFT p50", 1.0),
+    ),
+)
 
 
 def groups(comparison) -> dict[str, list]:
@@ -56,8 +64,15 @@ def _whiskers(ax, xs, ys, recs, metric: str, scale: float, color: str) -> None:
         if y is not None and lo is not None and hi is not None:
             bars.append((x, y, max(y - lo * scale, 0), max(hi * scale - y, 0)))
     if bars:
-        ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[b[2] for b in bars], [b[3] for b in bars]],
-                    fmt="none", ecolor=color, capsize=2.5, lw=0.9)
+        ax.errorbar(
+            [b[0] for b in bars],
+            [b[1] for b in bars],
+            yerr=[[b[2] for b in bars], [b[3] for b in bars]],
+            fmt="none",
+            ecolor=color,
+            capsize=2.5,
+            lw=0.9,
+        )
 
 
 def _overlay(ax, comparison, cases, panel, sides) -> None:
@@ -65,19 +80,38 @@ def _overlay(ax, comparison, cases, panel, sides) -> None:
     xs = [c.key["batch_size"] for c in cases]
     shown = []
     for side, name, color in (("a", comparison.a, A_COLOR), ("b", comparison.b, B_COLOR)):
-        ys = [getattr(c.metrics[metric], side) * scale if metric in c.metrics and getattr(c.metrics[metric], side)
-              is not None else None for c in cases]
+        ys = [
+            getattr(c.metrics[metric], side) * scale
+            if metric in c.metrics and getattr(c.metrics[metric], side) is not None
+            else None
+            for c in cases
+        ]
         pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3.5, lw=1.3, color=color,
-                label=f"{'A' if side == 'a' else 'B'}: {name}")
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            "o-",
+            ms=3.5,
+            lw=1.3,
+            color=color,
+            label=f"{'A' if side == 'a' else 'B'}: {name}",
+        )
         rows = (sides or ({}, {}))[0 if side == "a" else 1]
         _whiskers(ax, xs, ys, [rows.get(getattr(c, f"{side}_case_id")) for c in cases], metric, scale, color)
         shown += [p[1] for p in pts]
     set_log_y_if_decades(ax, shown)
     ax.set(ylabel=unit, title=title)
     if not shown:  # no energy counter (a CPU), no price: say so rather than draw empty axes
-        ax.text(0.5, 0.5, "not measured on either run", transform=ax.transAxes, ha="center", va="center", fontsize=8,
-                color="0.4")
+        ax.text(
+            0.5,
+            0.5,
+            "not measured on either run",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="0.4",
+        )
         ax.set_yticks([])
 
 
@@ -94,8 +128,9 @@ def _ratios(ax, comparison, cases, panels) -> None:
         ax.plot([x for x, _ in pts], [r.ratio for _, r in pts], "o-", ms=3, lw=1.2, color=color, label=title)
         band = [(x, r.ci_low, r.ci_high) for x, r in pts if r.ci_low is not None and r.ci_high is not None]
         if band:
-            ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color, alpha=0.2,
-                            lw=0)
+            ax.fill_between(
+                [b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color, alpha=0.2, lw=0
+            )
     ax.set(ylabel="B / A", title="Ratio B/A, 95% interval")
 
 
@@ -124,5 +159,8 @@ def figure(comparison, label: str, cases: list, sides=None, context: str = ""):
 def comparison_charts(comparison, sides=None, context: str = "") -> list[dict]:
     """The report's chart items (``title``, ``svg``, ``natural``: drawn at the figure's own size) of a comparison: one figure per group of matched cases
     with two batch sizes or more (a group of one batch size is a table row, not a chart)."""
-    return [{"title": label, "svg": svg(figure(comparison, label, cases, sides, context)), "natural": True}
-            for label, cases in groups(comparison).items() if len({c.key["batch_size"] for c in cases}) >= 2]
+    return [
+        {"title": label, "svg": svg(figure(comparison, label, cases, sides, context)), "natural": True}
+        for label, cases in groups(comparison).items()
+        if len({c.key["batch_size"] for c in cases}) >= 2
+    ]

@@ -13,11 +13,23 @@ from accelbench.core.compare import METRICS
 from accelbench.report.notes import group_cases, grouped_flags
 from accelbench.report.units import number
 
-_LABELS = {"throughput": "Throughput", "latency_p50": "Latency p50", "latency_p99": "Latency p99",
-           "energy_per_sample": "Energy/sample", "cost_per_1000": "$/1k samples", "ttft_p50": "TTFT p50"}
+_LABELS = {
+    "throughput": "Throughput",
+    "latency_p50": "Latency p50",
+    "latency_p99": "Latency p99",
+    "energy_per_sample": "Energy/sample",
+    "cost_per_1000": "$/1k samples",
+    "ttft_p50": "TTFT p50",
+}
 # a generate case's metrics: its throughput is decode tokens/s, its latency the time per output token, a sample a token
-_GEN_LABELS = {**_LABELS, "throughput": "Decode tok/s", "latency_p50": "TPOT p50", "latency_p99": "TPOT p99",
-               "energy_per_sample": "Energy/token", "cost_per_1000": "$/1k tokens"}
+_GEN_LABELS = {
+    **_LABELS,
+    "throughput": "Decode tok/s",
+    "latency_p50": "TPOT p50",
+    "latency_p99": "TPOT p99",
+    "energy_per_sample": "Energy/token",
+    "cost_per_1000": "$/1k tokens",
+}
 
 
 def is_generation(case) -> bool:
@@ -28,8 +40,16 @@ def is_generation(case) -> bool:
 def metric_label(case, name: str) -> str:
     """A metric's name as the case's table words it."""
     return (_GEN_LABELS if is_generation(case) else _LABELS)[name]
-_VERDICT_STYLE = {"faster": "green", "better": "green", "slower": "red", "worse": "red", "within noise": "",
-                  "too few windows": "yellow"}
+
+
+_VERDICT_STYLE = {
+    "faster": "green",
+    "better": "green",
+    "slower": "red",
+    "worse": "red",
+    "within noise": "",
+    "too few windows": "yellow",
+}
 
 
 def ratio_text(r) -> str:
@@ -113,9 +133,17 @@ def compact_rows(comparison) -> tuple[list[str], list[list[str]]]:
             ratio = "-" if r.ratio is None else f"{r.ratio:.3f}x"
             ci = f"{r.ci_low:.3f}..{r.ci_high:.3f}" if r.ci_low is not None else "-"
             verdict = r.verdict + (AMBIGUOUS_MARK if c.ambiguous and r.verdict != "not measured" else "")
-            label = c.label[len(model) + 1:] if model else c.label
-            out.append([label if i == 0 else "", f"{c.windows[0]}/{c.windows[1]}" if i == 0 else "",
-                        metric_label(c, n), ratio, ci, verdict])
+            label = c.label[len(model) + 1 :] if model else c.label
+            out.append(
+                [
+                    label if i == 0 else "",
+                    f"{c.windows[0]}/{c.windows[1]}" if i == 0 else "",
+                    metric_label(c, n),
+                    ratio,
+                    ci,
+                    verdict,
+                ]
+            )
     return heads, out
 
 
@@ -125,19 +153,23 @@ def compare_table(comparison, wide: bool = False) -> Table:
     heads, body = rows(comparison, True) if wide else compact_rows(comparison)
     t = Table(box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD, padding=(0, 1) if wide else (0, 0), show_edge=wide)
     for h in heads:
-        t.add_column(h, justify="left" if h in ("Case", "Verdict", "Metric") else "right", no_wrap=h != "Case",
-                     overflow="fold")
+        t.add_column(
+            h, justify="left" if h in ("Case", "Verdict", "Metric") else "right", no_wrap=h != "Case", overflow="fold"
+        )
     for row in body:
-        t.add_row(*[Text(v, style=_VERDICT_STYLE.get(v.replace(" (ambiguous)", "").rstrip(AMBIGUOUS_MARK), ""))
-                    for v in row])
+        t.add_row(
+            *[Text(v, style=_VERDICT_STYLE.get(v.replace(" (ambiguous)", "").rstrip(AMBIGUOUS_MARK), "")) for v in row]
+        )
     return t
 
 
 def _grouped(pairs: list[tuple[str, str]]) -> list[str]:
     """``note: text: N cases: a, b`` for a note several cases share; ``note: case: text`` for one (:func:`group_cases`)."""
     lines = group_cases((text, label, label, None, "") for label, text in pairs)
-    return [f"note: {cases[0]}: {text}" if len(cases) == 1 else f"note: {text}: {n}: {', '.join(cases)}"
-            for text, n, cases in lines]
+    return [
+        f"note: {cases[0]}: {text}" if len(cases) == 1 else f"note: {text}: {n}: {', '.join(cases)}"
+        for text, n, cases in lines
+    ]
 
 
 def notes(comparison) -> list[str]:
@@ -160,7 +192,12 @@ def slower_line(comparison) -> str | None:
     found = comparison.slower()
     if not found:
         return None
-    parts = [f"{c.label} ({metric_label(c, n).lower()} {ratio_text(c.metrics[n])}"
-             + (", ambiguous" if c.ambiguous else "") + ")" for c, n in found]
-    return (f"{comparison.b} is slower than {comparison.a} beyond the {100 * comparison.margin:g}% margin: "
-            + "; ".join(parts))
+    parts = [
+        f"{c.label} ({metric_label(c, n).lower()} {ratio_text(c.metrics[n])}"
+        + (", ambiguous" if c.ambiguous else "")
+        + ")"
+        for c, n in found
+    ]
+    return f"{comparison.b} is slower than {comparison.a} beyond the {100 * comparison.margin:g}% margin: " + "; ".join(
+        parts
+    )

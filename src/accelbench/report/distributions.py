@@ -22,8 +22,11 @@ MAX_PANELS = 64  # a larger run's grid would be taller than a page of panels a r
 def _fields(r: dict, several_models: bool) -> list[str]:
     """A case's identity as short texts: model (when the run has several), batch size, precision, mode, and prompt +
     new tokens for a generate case."""
-    parts = ([str(r.get("model"))] if several_models else []) + [f"bs={r.get('batch_size')}", str(r.get("precision")),
-                                                                  str(r.get("mode"))]
+    parts = ([str(r.get("model"))] if several_models else []) + [
+        f"bs={r.get('batch_size')}",
+        str(r.get("precision")),
+        str(r.get("mode")),
+    ]
     if r.get("prompt_len") is not None:
         parts.append(f"p={r['prompt_len']}+{r.get('new_tokens')}")
     return parts
@@ -63,8 +66,9 @@ def histogram_figure(cases: list[tuple[str, list[float]]], title: str):
     plt = pyplot()
     ncols = min(NCOLS, len(cases))
     nrows = -(-len(cases) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(max(1.7 * ncols, 4.8), 0.5 + 1.15 * nrows), constrained_layout=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(max(1.7 * ncols, 4.8), 0.5 + 1.15 * nrows), constrained_layout=True, squeeze=False
+    )
     for ax, (label, values) in zip(axes.flat, cases):
         edges, counts = bins(values)
         ax.stairs(counts, edges, fill=True, color="#1f77b4", alpha=0.75)
@@ -73,7 +77,7 @@ def histogram_figure(cases: list[tuple[str, list[float]]], title: str):
         ax.set_title(label, fontsize=7)
         ax.tick_params(labelsize=6)
         ax.set_yticks([])
-    for ax in list(axes.flat)[len(cases):]:
+    for ax in list(axes.flat)[len(cases) :]:
         ax.set_axis_off()
     fig.suptitle(title, fontsize=9)
     fig.supxlabel("ms", fontsize=7)

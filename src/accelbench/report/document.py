@@ -30,20 +30,40 @@ def comparison_section(comparison, sides: tuple[dict, dict] | None = None) -> di
     heads, body = rows(comparison, wide=True)
     lines = notes(comparison) or ["same environment, no flags"]
     head = headline(comparison)
-    return {"id": "compare",
-            "title": f"Comparison: {comparison.b} (B) against {comparison.a} (A)", "provenance": [], "spec": None,
-            "headline": head["line"],
-            "blocks": [b for b in (
+    return {
+        "id": "compare",
+        "title": f"Comparison: {comparison.b} (B) against {comparison.a} (A)",
+        "provenance": [],
+        "spec": None,
+        "headline": head["line"],
+        "blocks": [
+            b
+            for b in (
                 {"type": "headline", "title": None, **head},
                 charts_block(comparison_charts(comparison, sides)),
-                {"type": "table", "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
-                 "headers": heads, "rows": body, "notes": [], "unit": METRIC_COLUMNS,
-                 "max_columns": {"screen": 12}},  # two metrics a group: its interval cells are wide
-                {"type": "notes", "title": "Environment differences and flags", "lines": lines}) if b]}
+                {
+                    "type": "table",
+                    "title": f"Matched cases (margin {100 * comparison.margin:g}%, 95% intervals)",
+                    "headers": heads,
+                    "rows": body,
+                    "notes": [],
+                    "unit": METRIC_COLUMNS,
+                    "max_columns": {"screen": 12},
+                },  # two metrics a group: its interval cells are wide
+                {"type": "notes", "title": "Environment differences and flags", "lines": lines},
+            )
+            if b
+        ],
+    }
 
 
-def build(store, run_ids: list[int] | None = None, comparisons: list | None = None,
-          runs: list[tuple[Any, int, str]] | None = None, sides: list | None = None) -> dict[str, Any]:
+def build(
+    store,
+    run_ids: list[int] | None = None,
+    comparisons: list | None = None,
+    runs: list[tuple[Any, int, str]] | None = None,
+    sides: list | None = None,
+) -> dict[str, Any]:
     """The report document: a section per run (all runs of the store when neither ``run_ids`` nor ``runs`` is
     given, in id order) and one per comparison, whose headlines also head the page (``headlines``: ``href`` and
     ``line``). ``runs``: ``(store, run_id, label)`` triples, for runs of several stores
@@ -59,7 +79,7 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
         runs = [(store, i, f"run {i}") for i in ids]
     sections = [run_section(s, i) for s, i, _ in runs]
     if len({str(s.path) for s, _, _ in runs}) > 1:  # runs of several stores: "Run 1" twice would not say which
-        for sec, (s, i, _) in zip(sections, runs):
+        for sec, (s, i, _) in zip(sections, runs):  # noqa: B007
             where = "/".join(Path(str(s.path)).parts[-2:])  # the store's folder and file: llm-h100/llm.db
             sec["title"] = sec["title"].replace(":", f" ({where}):", 1)  # after the run's name, if it has one
     comparisons = comparisons or []
@@ -67,9 +87,14 @@ def build(store, run_ids: list[int] | None = None, comparisons: list | None = No
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice
         s["id"] = f"{s['id']}-{i}"
     headlines = [{"href": f"#{s['id']}", "line": s["headline"]} for s in sections if s.get("headline")]
-    return {"title": "accelbench report: " + ", ".join(label for _, _, label in runs), "version": __version__,
-            "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "store": store.path,
-            "sections": sections, "headlines": headlines}
+    return {
+        "title": "accelbench report: " + ", ".join(label for _, _, label in runs),
+        "version": __version__,
+        "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "store": store.path,
+        "sections": sections,
+        "headlines": headlines,
+    }
 
 
 def _verdict_class(cell: Any) -> str:
@@ -81,12 +106,23 @@ def _verdict_class(cell: Any) -> str:
 
 # a table wider than this is split into column groups, so a screen (1,400 px) or an A4 page holds every column
 MAX_COLUMNS = {"screen": 18, "print": 11}
-KEY_HEADERS = ("Case", "Windows A/B", "Model", "Batch Size", "Prompt (tokens)", "New tokens", "Precision", "Mode",
-               "NHWC", "Stage")
+KEY_HEADERS = (
+    "Case",
+    "Windows A/B",
+    "Model",
+    "Batch Size",
+    "Prompt (tokens)",
+    "New tokens",
+    "Precision",
+    "Mode",
+    "NHWC",
+    "Stage",
+)
 
 
-def column_groups(headers: list[str], rows: list[list[str]], limit: int = MAX_COLUMNS["print"],
-                  unit: int = 1) -> list[dict[str, Any]]:
+def column_groups(
+    headers: list[str], rows: list[list[str]], limit: int = MAX_COLUMNS["print"], unit: int = 1
+) -> list[dict[str, Any]]:
     """A wide table as tables of at most ``limit`` columns (``headers``, ``rows`` each), every one repeating the
     leading key columns (:data:`KEY_HEADERS`: which case a row is), so no column hides behind a scroll bar on a
     screenshot or a printed page; groups hold whole runs of ``unit`` columns (a comparison's five columns a metric),
@@ -101,8 +137,10 @@ def column_groups(headers: list[str], rows: list[list[str]], limit: int = MAX_CO
     parts = -(-others // max((limit - keys) // unit * unit, unit))
     step = -(-others // parts)  # balanced: no last group holding one column
     step = -(-step // unit) * unit
-    return [{"headers": headers[:keys] + headers[i:i + step], "rows": [r[:keys] + r[i:i + step] for r in rows]}
-            for i in range(keys, len(headers), step)]
+    return [
+        {"headers": headers[:keys] + headers[i : i + step], "rows": [r[:keys] + r[i : i + step] for r in rows]}
+        for i in range(keys, len(headers), step)
+    ]
 
 
 def table_layouts(block: dict[str, Any]) -> list[tuple[str | None, list[dict[str, Any]]]]:
@@ -127,8 +165,13 @@ def render_html(doc: dict[str, Any]) -> str:
         import jinja2
     except ImportError:
         raise MissingDependencyError("jinja2") from None
-    env = jinja2.Environment(loader=jinja2.PackageLoader("accelbench.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("accelbench.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["verdict_class"] = _verdict_class
     env.filters["layouts"] = table_layouts
     return env.get_template("report.html.j2").render(doc=doc)
@@ -163,8 +206,12 @@ def compare_markdown(comparisons: list, gate: str | None = None) -> str:
 
 def render_markdown(doc: dict[str, Any]) -> str:
     """The document as GitHub markdown: the same tables and notes; charts are in the HTML report only."""
-    out = [f"# {_md(doc['title'])}", "", f"accelbench {_md(doc['version'])}; generated {_md(doc['generated'])}; "
-           f"store {_md(doc['store'])}", ""]
+    out = [
+        f"# {_md(doc['title'])}",
+        "",
+        f"accelbench {_md(doc['version'])}; generated {_md(doc['generated'])}; store {_md(doc['store'])}",
+        "",
+    ]
     out += [f"**{_md(h['line'])}**" for h in doc.get("headlines", [])] + ([""] if doc.get("headlines") else [])
     for s in doc["sections"]:
         out += [f"## {_md(s['title'])}", ""]

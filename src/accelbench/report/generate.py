@@ -4,7 +4,7 @@ the ``generate`` views (:mod:`accelbench.report.views`), their headers and forma
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from accelbench.core.errors import OK
 from accelbench.report.table import is_detail, results_table
@@ -16,8 +16,9 @@ GROUP = ("model", "precision", "mode", "prompt_len", "new_tokens")  # one line o
 def generate_table(records: Iterable[dict], compact: bool = False, title: str | None = None):
     """The case rows of a generate run as a rich table; compact fits 80 columns."""
     rows = [r for r in records if not is_detail(r)]
-    return results_table(rows, title=title, columns=view("generate-compact" if compact else "generate"),
-                         compact=compact)
+    return results_table(
+        rows, title=title, columns=view("generate-compact" if compact else "generate"), compact=compact
+    )
 
 
 def oom_lines(records: list[dict]) -> list[str]:
@@ -25,9 +26,12 @@ def oom_lines(records: list[dict]) -> list[str]:
     of memory, as lines (only where a batch ran out of memory; :func:`accelbench.report.table.oom_boundary`)."""
     from accelbench.report.table import oom_boundary
 
-    return [f"{m} {p} {mode} prompt {pl} + {n}: batch {b['largest_ok'] or 'none'} ran, batch {b['smallest_oom']} ran "
-            "out of memory" for (m, p, mode, pl, n), b in oom_boundary(records, GROUP).items()
-            if b["smallest_oom"] is not None]
+    return [
+        f"{m} {p} {mode} prompt {pl} + {n}: batch {b['largest_ok'] or 'none'} ran, batch {b['smallest_oom']} ran "
+        "out of memory"
+        for (m, p, mode, pl, n), b in oom_boundary(records, GROUP).items()
+        if b["smallest_oom"] is not None
+    ]
 
 
 def roofline_points(records: list[dict]) -> list:
@@ -40,13 +44,28 @@ def roofline_points(records: list[dict]) -> list:
     for r in records:
         if r.get("status") != OK or is_detail(r):
             continue
-        label = f"{r.get('model')} {r.get('precision')} {r.get('mode')} bs={r.get('batch_size')} p={r.get('prompt_len')}"
+        label = (
+            f"{r.get('model')} {r.get('precision')} {r.get('mode')} bs={r.get('batch_size')} p={r.get('prompt_len')}"
+        )
         if r.get("prefill_flops") and r.get("prefill_min_bytes") and r.get("prefill_flops_per_s"):
-            pts.append(Point(label=f"prefill {label}", intensity=r["prefill_flops"] / r["prefill_min_bytes"],
-                             flops_per_s=r["prefill_flops_per_s"], color="#1f77b4", marker="s"))
+            pts.append(
+                Point(
+                    label=f"prefill {label}",
+                    intensity=r["prefill_flops"] / r["prefill_min_bytes"],
+                    flops_per_s=r["prefill_flops_per_s"],
+                    color="#1f77b4",
+                    marker="s",
+                )
+            )
         if r.get("decode_step_flops") and r.get("decode_step_bytes") and r.get("tpot_mean_ms"):
-            pts.append(Point(label=f"decode {label}", intensity=r["decode_step_flops"] / r["decode_step_bytes"],
-                             flops_per_s=r["decode_step_flops"] / (r["tpot_mean_ms"] / 1e3), color="#d62728"))
+            pts.append(
+                Point(
+                    label=f"decode {label}",
+                    intensity=r["decode_step_flops"] / r["decode_step_bytes"],
+                    flops_per_s=r["decode_step_flops"] / (r["tpot_mean_ms"] / 1e3),
+                    color="#d62728",
+                )
+            )
     return pts
 
 
@@ -60,11 +79,13 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
     rows = [r for r in records if not is_detail(r)]
     ok = [r for r in rows if r.get("status") == OK]
     items = []
-    for column, ylabel, title, scale in (("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
-                                         ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
-                                         ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),
-                                         ("mbu", "%", "MBU (decode) against batch size", 100.0),
-                                         ("mfu", "%", "MFU (prefill) against batch size", 100.0)):
+    for column, ylabel, title, scale in (
+        ("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
+        ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
+        ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),
+        ("mbu", "%", "MBU (decode) against batch size", 100.0),
+        ("mfu", "%", "MFU (prefill) against batch size", 100.0),
+    ):
         chart = charts.batch_chart(ok, column, ylabel, title, scale=scale, group=GROUP, context=context)
         if chart:
             items.append({"title": title, "svg": chart})

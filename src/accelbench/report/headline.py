@@ -61,10 +61,19 @@ def _who(t: Tally, a: str, b: str, what: str) -> str | None:
     (1.02x)``, or None without any case measured on both sides."""
     if not t.counts:
         return None
-    parts = sorted(((t.n(w), f"{name} on {t.n(w)} ({_range(t.ratios[w])})") for name, w in ((b, "better"), (a, "worse"))
-                    if t.n(w)), key=lambda p: -p[0])
-    rest = [f"{t.n(w)} {w}" + (f" ({_range(t.ratios[w])})" if w == "undecided" else "")
-            for w in ("within noise", "undecided") if t.n(w)]
+    parts = sorted(
+        (
+            (t.n(w), f"{name} on {t.n(w)} ({_range(t.ratios[w])})")
+            for name, w in ((b, "better"), (a, "worse"))
+            if t.n(w)
+        ),
+        key=lambda p: -p[0],
+    )
+    rest = [
+        f"{t.n(w)} {w}" + (f" ({_range(t.ratios[w])})" if w == "undecided" else "")
+        for w in ("within noise", "undecided")
+        if t.n(w)
+    ]
     return f"{what}: " + ", ".join([p for _, p in parts] + rest)
 
 
@@ -80,9 +89,12 @@ def headline(comparison) -> dict:
     # a case without a throughput on a side is undecided too ("not measured")
     speed.counts["undecided"] = n - sum(v for k, v in speed.counts.items() if k != "undecided")
     figure = "decode tokens/s" if gen else "throughput"
-    words = (("faster", "Faster", "faster"), ("slower", "Slower", "slower"),
-             ("within noise", f"Equivalent (within {100 * comparison.margin:g}%)", "equivalent"),
-             ("undecided", "Undecided (too few windows)", "undecided"))
+    words = (
+        ("faster", "Faster", "faster"),
+        ("slower", "Slower", "slower"),
+        ("within noise", f"Equivalent (within {100 * comparison.margin:g}%)", "equivalent"),
+        ("undecided", "Undecided (too few windows)", "undecided"),
+    )
     rows, said = [], []
     for word, label, short in words:
         if not speed.n(word):
@@ -95,6 +107,10 @@ def headline(comparison) -> dict:
     money = _who(tally(comparison, "cost_per_1000"), a, b, f"cheaper per {unit} (cost B/A)")
     joule = _who(tally(comparison, "energy_per_sample"), a, b, f"more {sample}s per joule (energy per {sample} B/A)")
     rows += [(text[0].upper() + text[1:].split(": ", 1)[0], text.split(": ", 1)[1]) for text in (money, joule) if text]
-    line = (f"{b} against {a}, {n} matched cases ({figure} B/A): " + ", ".join(said)
-            + "".join(f"; {t}" for t in (money, joule) if t) + ".")
+    line = (
+        f"{b} against {a}, {n} matched cases ({figure} B/A): "
+        + ", ".join(said)
+        + "".join(f"; {t}" for t in (money, joule) if t)
+        + "."
+    )
     return {"line": line, "rows": rows}

@@ -7,7 +7,7 @@ estimates), capped at ``max_bins``; bars are scaled to the fullest bin.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def bins(values: Sequence[float], max_bins: int = 20) -> tuple[list[float], list[int]]:
@@ -41,5 +41,7 @@ def lines(values: Sequence[float], unit: str = "ms", width: int = 40, max_bins: 
     pad = max(len(x) for x in labels)
     out = [f"{lab:>{pad}} |{'#' * round(width * c / top):<{width}} {c:,}" for lab, c in zip(labels, counts)]
     v = np.asarray(values, dtype=float)
-    return out + [f"{v.size:,} samples, p50 {number(float(np.percentile(v, 50)))} {unit}, "
-                  f"p99 {number(float(np.percentile(v, 99)))} {unit}"]
+    return out + [
+        f"{v.size:,} samples, p50 {number(float(np.percentile(v, 50)))} {unit}, "
+        f"p99 {number(float(np.percentile(v, 99)))} {unit}"
+    ]

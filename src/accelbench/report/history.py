@@ -41,16 +41,29 @@ def history_chart(series) -> str:
     ax.plot(xs, ys, "o-", ms=4, lw=1.2, color=LINE)
     bars = [(x, p) for x, p in zip(xs, pts) if p.ci_low is not None and p.ci_high is not None]
     if bars:
-        ax.errorbar([x for x, _ in bars], [p.value for _, p in bars],
-                    yerr=[[max(p.value - p.ci_low, 0) for _, p in bars], [max(p.ci_high - p.value, 0) for _, p in bars]],
-                    fmt="none", ecolor=LINE, capsize=3, lw=0.9)
+        ax.errorbar(
+            [x for x, _ in bars],
+            [p.value for _, p in bars],
+            yerr=[[max(p.value - p.ci_low, 0) for _, p in bars], [max(p.ci_high - p.value, 0) for _, p in bars]],
+            fmt="none",
+            ecolor=LINE,
+            capsize=3,
+            lw=0.9,
+        )
     for i in range(1, len(pts)):
         color = STEP_COLORS.get(pts[i].verdict or "")
         if color is None:
             continue
-        ax.plot(xs[i - 1:i + 1], ys[i - 1:i + 1], "-", lw=2.6, color=color)
-        ax.annotate(f"{pts[i].verdict} x{number(pts[i].ratio)}", (xs[i], ys[i]), textcoords="offset points",
-                    xytext=(0, 8), ha="center", fontsize=7, color=color)
+        ax.plot(xs[i - 1 : i + 1], ys[i - 1 : i + 1], "-", lw=2.6, color=color)
+        ax.annotate(
+            f"{pts[i].verdict} x{number(pts[i].ratio)}",
+            (xs[i], ys[i]),
+            textcoords="offset points",
+            xytext=(0, 8),
+            ha="center",
+            fontsize=7,
+            color=color,
+        )
     ax.set_xticks(xs)
     ax.set_xticklabels([_tick(p) for p in pts], fontsize=7)
     ax.set(ylabel=series.title, title=f"{series.label}: {series.title}")
@@ -79,14 +92,34 @@ def history_section(series_list, *, margin: float, cases: list[str] = ()) -> dic
     the significant steps (the document's section format: ``id``, ``title``, ``provenance``, ``spec``,
     ``blocks``)."""
     heads, rows = history_rows(series_list)
-    steps = [f"{s.label} ({s.title}): {p.label} is {p.verdict} than the run before (x{number(p.ratio)})"
-             for s in series_list for p in s.points if p.verdict in STEP_COLORS]
+    steps = [
+        f"{s.label} ({s.title}): {p.label} is {p.verdict} than the run before (x{number(p.ratio)})"
+        for s in series_list
+        for p in s.points
+        if p.verdict in STEP_COLORS
+    ]
     which = f" of cases {' | '.join(cases)}" if cases else ""
-    blocks = [{"type": "charts", "title": "History (95% whiskers; coloured steps: compare's verdict)",
-               "items": [{"title": f"{s.label}: {s.title}", "svg": history_chart(s)} for s in series_list]},
-              {"type": "table", "title": f"Every run (margin {100 * margin:g}%)", "headers": heads, "rows": rows,
-               "notes": []},
-              {"type": "notes", "title": "Significant steps", "lines": steps}]
-    return {"id": "history", "title": f"History{which}: {len(series_list)} series", "provenance": [], "spec": None,
-            "blocks": blocks if series_list else [{"type": "notes", "title": "History", "lines": [
-                "no case matched (see --case)"]}]}
+    blocks = [
+        {
+            "type": "charts",
+            "title": "History (95% whiskers; coloured steps: compare's verdict)",
+            "items": [{"title": f"{s.label}: {s.title}", "svg": history_chart(s)} for s in series_list],
+        },
+        {
+            "type": "table",
+            "title": f"Every run (margin {100 * margin:g}%)",
+            "headers": heads,
+            "rows": rows,
+            "notes": [],
+        },
+        {"type": "notes", "title": "Significant steps", "lines": steps},
+    ]
+    return {
+        "id": "history",
+        "title": f"History{which}: {len(series_list)} series",
+        "provenance": [],
+        "spec": None,
+        "blocks": blocks
+        if series_list
+        else [{"type": "notes", "title": "History", "lines": ["no case matched (see --case)"]}],
+    }

@@ -4,7 +4,7 @@ Server search probes (detail rows) are left out; ``accelbench export`` has them.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from accelbench.report.table import is_detail, results_table
 from accelbench.report.views import figure_text, view  # noqa: F401  (figure_text re-exported)

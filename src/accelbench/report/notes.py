@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from accelbench.core.errors import OK
 from accelbench.core.validity import VALID
@@ -37,13 +38,15 @@ def flag_texts() -> dict[str, str]:
     from accelbench.core.stats import SPREAD_WARN
     from accelbench.core.validity import CLOCK_VARIATION_MAX, CPU_OTHER_MAX_PCT, THROTTLE_FRAC_MAX
 
-    return {"latency-spread": f"latency spread (IQR/median) > {100 * SPREAD_WARN:.0f}%",
-            "throttled": f"clocks limited for > {100 * THROTTLE_FRAC_MAX:.0f}% of the window",
-            "clock-variation": f"SM clock varied > {100 * CLOCK_VARIATION_MAX:.0f}% (p95-p5)/median",
-            "other-process": "other compute processes on the GPU",
-            "cpu-contention": f"other processes used > {CPU_OTHER_MAX_PCT:.0f}% of the host's CPU time",
-            "non-finite-output": "model outputs hold NaN or inf (no accuracy reported)",
-            "non-finite-loss": "training loss is not finite (the step diverged)"}
+    return {
+        "latency-spread": f"latency spread (IQR/median) > {100 * SPREAD_WARN:.0f}%",
+        "throttled": f"clocks limited for > {100 * THROTTLE_FRAC_MAX:.0f}% of the window",
+        "clock-variation": f"SM clock varied > {100 * CLOCK_VARIATION_MAX:.0f}% (p95-p5)/median",
+        "other-process": "other compute processes on the GPU",
+        "cpu-contention": f"other processes used > {CPU_OTHER_MAX_PCT:.0f}% of the host's CPU time",
+        "non-finite-output": "model outputs hold NaN or inf (no accuracy reported)",
+        "non-finite-loss": "training loss is not finite (the step diverged)",
+    }
 
 
 def _flags(r: dict) -> list[tuple[str, str]]:
@@ -81,7 +84,9 @@ def group_cases(entries: Iterable[tuple[str, str, str, str | None, str]]) -> lis
 
 def _grouped(flagged: list[tuple[dict, str, str]]) -> list[tuple[str, str]]:
     """One ``flagged:`` line per flag: ``what: N cases [of model]: case figure, ...``."""
-    entries = [(what, case_label(r), case_label(r, model=False), str(r.get("model")), figure) for r, what, figure in flagged]
+    entries = [
+        (what, case_label(r), case_label(r, model=False), str(r.get("model")), figure) for r, what, figure in flagged
+    ]
     return [("flagged:", f"{what}: {n}: {', '.join(cases)}") for what, n, cases in group_cases(entries)]
 
 
@@ -103,8 +108,13 @@ def case_notes(records: Iterable[dict]) -> list[tuple[str, str]]:
         if status == OK and r.get("result_validity") == "INVALID":
             out.append(("INVALID:", f"{case_label(r)}: {r.get('invalid_reasons')}"))
     # one line a reason: "unsupported: cudagraphs needs a CUDA GPU: 12 cases: ..." rather than the sentence 12 times
-    failures = [(f"{status}:", f"{labels[0]}: {error}" if len(labels) == 1 else
-                 f"{error}: {len(labels)} cases: {', '.join(labels)}") for (status, error), labels in failed.items()]
+    failures = [
+        (
+            f"{status}:",
+            f"{labels[0]}: {error}" if len(labels) == 1 else f"{error}: {len(labels)} cases: {', '.join(labels)}",
+        )
+        for (status, error), labels in failed.items()
+    ]
     return failures + out + _grouped(flagged)
 
 
@@ -132,9 +142,11 @@ def grouped_flags(pairs: Iterable[tuple[str, str]], word: str = "ambiguous") -> 
         where = f"{side}: " if side else ""
         for flag in reasons.split("; "):
             m = _DIGITS.search(flag)
-            figure = m.group(0) + ("%" if flag[m.end():m.end() + 1] == "%" else "") if m else ""
+            figure = m.group(0) + ("%" if flag[m.end() : m.end() + 1] == "%" else "") if m else ""
             what = where + _DIGITS.sub("N", flag, count=1)
             entries.append((what, label, label, None, figure))
             own.setdefault(what, f"{label}: {where}{flag}")
-    return [f"{word}: {own[what]}" if len(cases) == 1 else f"{word}: {what}: {n}: {', '.join(cases)}"
-            for what, n, cases in group_cases(entries)]
+    return [
+        f"{word}: {own[what]}" if len(cases) == 1 else f"{word}: {what}: {n}: {', '.join(cases)}"
+        for what, n, cases in group_cases(entries)
+    ]

@@ -20,7 +20,9 @@ def _f(fmt: str):
 
 def profile_table(records: list[dict], title: str = "Profile", compact: bool = False) -> Table:
     """One row per profiled case (columns without any value are left out); compact fits 80 columns."""
-    return results_table(records, title=title, columns=view("profile-compact" if compact else "profile"), compact=compact)
+    return results_table(
+        records, title=title, columns=view("profile-compact" if compact else "profile"), compact=compact
+    )
 
 
 def ceilings_table(c, cached: bool = False) -> Table:
@@ -31,11 +33,19 @@ def ceilings_table(c, cached: bool = False) -> Table:
     for name, v in c.matmul_flops_per_s.items():
         sheet = c.datasheet_flops_per_s.get(name)
         unit = "OP/s" if name == "int8" else "FLOP/s"
-        t.add_row(f"{name} matmul (n={c.matmul_n})", rate(v, unit), rate(sheet, unit) if sheet else "-",
-                  f"{100 * v / sheet:.0f}%" if sheet else "-")
+        t.add_row(
+            f"{name} matmul (n={c.matmul_n})",
+            rate(v, unit),
+            rate(sheet, unit) if sheet else "-",
+            f"{100 * v / sheet:.0f}%" if sheet else "-",
+        )
     sheet = c.datasheet_dram_bytes_per_s
-    t.add_row("DRAM copy (read + write)", rate(c.dram_bytes_per_s, "B/s"), rate(sheet, "B/s") if sheet else "-",
-              f"{100 * c.dram_bytes_per_s / sheet:.0f}%" if sheet else "-")
+    t.add_row(
+        "DRAM copy (read + write)",
+        rate(c.dram_bytes_per_s, "B/s"),
+        rate(sheet, "B/s") if sheet else "-",
+        f"{100 * c.dram_bytes_per_s / sheet:.0f}%" if sheet else "-",
+    )
     for name, why in c.unsupported.items():
         t.add_row(f"{name} matmul", "-", "-", f"not measured: {why}")
     return t
@@ -54,8 +64,16 @@ FAMILY_COLUMNS = [
     ("Bound", "bound", str),
     ("% roof", "roof_fraction", lambda v: f"{100 * v:.0f}%"),
 ]
-COMPACT_FAMILY = ("family", "kernels", "time_s", "time_share", "achieved_flops_per_s", "achieved_bytes_per_s",
-                  "bound", "roof_fraction")
+COMPACT_FAMILY = (
+    "family",
+    "kernels",
+    "time_s",
+    "time_share",
+    "achieved_flops_per_s",
+    "achieved_bytes_per_s",
+    "bound",
+    "roof_fraction",
+)
 
 
 def family_table(rec: dict, compact: bool = False) -> Table:
@@ -63,11 +81,16 @@ def family_table(rec: dict, compact: bool = False) -> Table:
     from accelbench.scenarios.profile.kernels import ALL_FAMILIES
 
     keys = [k for _, k, _ in FAMILY_COLUMNS if k != "family"]
-    rows = [{"family": fam, **{k: rec.get(f"family_{fam}_{k}") for k in keys}}
-            for fam in ALL_FAMILIES if rec.get(f"family_{fam}_kernels") is not None]
+    rows = [
+        {"family": fam, **{k: rec.get(f"family_{fam}_{k}") for k in keys}}
+        for fam in ALL_FAMILIES
+        if rec.get(f"family_{fam}_kernels") is not None
+    ]
     cols = [c for c in FAMILY_COLUMNS if not compact or c[1] in COMPACT_FAMILY]
-    title = (f"Kernel families: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} "
-             f"({rec.get('ncu_kernels')} kernels)")
+    title = (
+        f"Kernel families: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} "
+        f"({rec.get('ncu_kernels')} kernels)"
+    )
     return results_table(rows, title=title, columns=cols, compact=compact)
 
 
@@ -98,15 +121,20 @@ def phase_line(rec: dict) -> str | None:
     if intensity is None or ridge is None:
         return f"{rec['step']}: no DRAM bytes {'measured' if ncu else 'counted'}: not placed on the roofline"
     memory = intensity < ridge
-    head = (f"{rec['step']} is {'memory' if memory else 'compute'}-bound: arithmetic intensity {number(intensity)} "
-            f"FLOP/B {'below' if memory else 'at or above'} the ridge point {number(ridge)} FLOP/B")
+    head = (
+        f"{rec['step']} is {'memory' if memory else 'compute'}-bound: arithmetic intensity {number(intensity)} "
+        f"FLOP/B {'below' if memory else 'at or above'} the ridge point {number(ridge)} FLOP/B"
+    )
     bw, peak = rec.get("ceiling_dram_bytes_per_s"), rec.get("ceiling_flops_per_s")
     if not ncu:
         achieved = rec.get("achieved_bytes_per_s") if memory else rec.get("achieved_flops_per_s")
         roof = bw if memory else peak
         where = "the measured copy bandwidth" if memory else f"the {rec.get('ceiling_name')} ceiling"
-        tail = f"; {si(achieved, 'B/s' if memory else 'FLOP/s')} = {_pct(achieved / roof)} of {where}" \
-            if achieved and roof else ""
+        tail = (
+            f"; {si(achieved, 'B/s' if memory else 'FLOP/s')} = {_pct(achieved / roof)} of {where}"
+            if achieved and roof
+            else ""
+        )
         return head + tail + " (analytic: the FLOP and byte counts of generate, no kernel counters)"
     shares = {f: rec.get(f"family_{f}_time_share") for f in TRANSFORMER_FAMILIES}
     shares = {f: s for f, s in shares.items() if s is not None}
@@ -117,5 +145,6 @@ def phase_line(rec: dict) -> str | None:
     roof = bw if memory else peak
     where = "the measured copy bandwidth" if memory else f"the {rec.get('ceiling_name')} ceiling"
     at = f" at {_pct(achieved / roof)} of {where}" if achieved and roof else ""
-    return (f"{head}; {_pct(shares[top])} of the step time in {LABELS[top]}{at} "
-            f"({rec.get('ncu_kernels')} kernels a step)")
+    return (
+        f"{head}; {_pct(shares[top])} of the step time in {LABELS[top]}{at} ({rec.get('ncu_kernels')} kernels a step)"
+    )

@@ -15,13 +15,31 @@ from typing import Any
 from accelbench.core.errors import OK
 from accelbench.report.plots import pyplot
 
-_COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd", "int8": "#8c564b"}
+_COLORS = {
+    "fp32": "#1f77b4",
+    "tf32": "#17becf",
+    "fp16": "#ff7f0e",
+    "bf16": "#d62728",
+    "fp8": "#9467bd",
+    "int8": "#8c564b",
+}
 _POINT_COLORS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf", "#999999", "#000000")
-_FAMILY_COLORS = {"gemm_conv": "#d62728", "normalization": "#2ca02c", "reduction_pooling": "#9467bd",
-                  "copy_transpose": "#7f7f7f", "elementwise": "#1f77b4", "other": "#bcbd22",
-                  # a transformer step's (kernels.TRANSFORMER_FAMILIES)
-                  "gemm": "#d62728", "attention": "#ff7f0e", "norm": "#2ca02c", "rotary": "#e377c2",
-                  "activation": "#17becf", "copy": "#7f7f7f", "sampling": "#9467bd"}
+_FAMILY_COLORS = {
+    "gemm_conv": "#d62728",
+    "normalization": "#2ca02c",
+    "reduction_pooling": "#9467bd",
+    "copy_transpose": "#7f7f7f",
+    "elementwise": "#1f77b4",
+    "other": "#bcbd22",
+    # a transformer step's (kernels.TRANSFORMER_FAMILIES)
+    "gemm": "#d62728",
+    "attention": "#ff7f0e",
+    "norm": "#2ca02c",
+    "rotary": "#e377c2",
+    "activation": "#17becf",
+    "copy": "#7f7f7f",
+    "sampling": "#9467bd",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,8 +61,9 @@ def _fmt_rate(v: float) -> str:
     return f"{v:.3g} "
 
 
-def draw(ceilings, points: list[Point], title: str, stem: str | Path, background: list[Point] = (),
-         notes: list[str] = ()) -> list[Path]:
+def draw(
+    ceilings, points: list[Point], title: str, stem: str | Path, background: list[Point] = (), notes: list[str] = ()
+) -> list[Path]:
     """Draw a roofline with ``points`` over faint ``background`` points; write ``stem.png`` and ``stem.svg``.
 
     Raises:
@@ -84,8 +103,14 @@ def figure(ceilings, points: list[Point], title: str, background: list[Point] = 
     ax.set_ylabel("FLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.text(0.01, 0.99, f"DRAM {_fmt_rate(bw)}B/s measured (copy, read + write)", transform=ax.transAxes,
-            va="top", fontsize=8)
+    ax.text(
+        0.01,
+        0.99,
+        f"DRAM {_fmt_rate(bw)}B/s measured (copy, read + write)",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=8,
+    )
     fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=ncol, frameon=False)
     return fig
 
@@ -95,8 +120,13 @@ def _roofs(ax, ceilings, peaks: dict, x_lo: float, x_hi: float) -> None:
     bw = ceilings.dram_bytes_per_s
     grid = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
     for name, peak in peaks.items():
-        ax.plot(grid, [min(peak, x * bw) for x in grid], color=_COLORS.get(name, "k"), lw=1.6,
-                label=f"{name} matmul {_fmt_rate(peak)}FLOP/s (measured)")
+        ax.plot(
+            grid,
+            [min(peak, x * bw) for x in grid],
+            color=_COLORS.get(name, "k"),
+            lw=1.6,
+            label=f"{name} matmul {_fmt_rate(peak)}FLOP/s (measured)",
+        )
         sheet = ceilings.datasheet_flops_per_s.get(name)
         sbw = ceilings.datasheet_dram_bytes_per_s or bw
         if sheet:
@@ -111,25 +141,50 @@ def _scatter(ax, points: list[Point], background: list[Point], x_hi: float) -> N
             ax.scatter([p.intensity or x_hi / 1.5], [p.flops_per_s], s=p.size, c=p.color, alpha=0.25, lw=0)
     for p in points:
         if p.flops_per_s and p.flops_per_s > 0:
-            ax.scatter([p.intensity or x_hi / 1.5], [p.flops_per_s], s=p.size, c=p.color,
-                       marker=p.marker if p.intensity else ">", edgecolors="k", linewidths=0.6, zorder=3, label=p.label)
+            ax.scatter(
+                [p.intensity or x_hi / 1.5],
+                [p.flops_per_s],
+                s=p.size,
+                c=p.color,
+                marker=p.marker if p.intensity else ">",
+                edgecolors="k",
+                linewidths=0.6,
+                zorder=3,
+                label=p.label,
+            )
 
 
 def _case_title(rec: dict, what: str) -> str:
-    return (f"{what}: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} {rec['mode']} "
-            f"on {rec.get('device_name') or rec['device']}")
+    return (
+        f"{what}: {rec['model']} {rec['step']} {rec['precision']} bs={rec['batch_size']} {rec['mode']} "
+        f"on {rec.get('device_name') or rec['device']}"
+    )
 
 
 def model_chart(rec: dict, ceilings, stem) -> list[Path]:
     """The step as points: analytic (FLOPs / minimum bytes, at the measured step time) and, when ncu
     ran, measured (counter FLOPs / DRAM bytes, at the summed kernel time)."""
-    pts = [Point(label=f"analytic: {rec['analytic_flops'] / 1e9:.4g} GFLOP / {rec['analytic_min_bytes'] / 1e6:.4g} MB",
-                 intensity=rec.get("analytic_intensity_flop_per_byte"), flops_per_s=rec.get("achieved_flops_per_s"),
-                 color="white", marker="s", size=70)]
+    pts = [
+        Point(
+            label=f"analytic: {rec['analytic_flops'] / 1e9:.4g} GFLOP / {rec['analytic_min_bytes'] / 1e6:.4g} MB",
+            intensity=rec.get("analytic_intensity_flop_per_byte"),
+            flops_per_s=rec.get("achieved_flops_per_s"),
+            color="white",
+            marker="s",
+            size=70,
+        )
+    ]
     if rec.get("ncu_status") == "ok":
-        pts.append(Point(label=f"measured (ncu): {rec['ncu_flops'] / 1e9:.4g} GFLOP / {rec['ncu_dram_bytes'] / 1e6:.4g} MB",
-                         intensity=rec.get("ncu_intensity_flop_per_byte"), flops_per_s=rec.get("ncu_achieved_flops_per_s"),
-                         color="gold", marker="o", size=90))
+        pts.append(
+            Point(
+                label=f"measured (ncu): {rec['ncu_flops'] / 1e9:.4g} GFLOP / {rec['ncu_dram_bytes'] / 1e6:.4g} MB",
+                intensity=rec.get("ncu_intensity_flop_per_byte"),
+                flops_per_s=rec.get("ncu_achieved_flops_per_s"),
+                color="gold",
+                marker="o",
+                size=90,
+            )
+        )
     return draw(ceilings, pts, _case_title(rec, "Model roofline"), stem)
 
 
@@ -147,11 +202,25 @@ def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
         if flops <= 0:
             notes.append(f"{label}: no FLOPs, not on the chart")
             continue
-        pts.append(Point(label=label, intensity=rec.get(f"family_{fam}_intensity_flop_per_byte"),
-                         flops_per_s=rec.get(f"family_{fam}_achieved_flops_per_s"), size=40 + 900 * share,
-                         color=_FAMILY_COLORS[fam]))
-    bg = [Point(label="", intensity=r["intensity_flop_per_byte"], flops_per_s=r["achieved_flops_per_s"], size=8,
-                color=_FAMILY_COLORS.get(r["family"], "k")) for r in rows]
+        pts.append(
+            Point(
+                label=label,
+                intensity=rec.get(f"family_{fam}_intensity_flop_per_byte"),
+                flops_per_s=rec.get(f"family_{fam}_achieved_flops_per_s"),
+                size=40 + 900 * share,
+                color=_FAMILY_COLORS[fam],
+            )
+        )
+    bg = [
+        Point(
+            label="",
+            intensity=r["intensity_flop_per_byte"],
+            flops_per_s=r["achieved_flops_per_s"],
+            size=8,
+            color=_FAMILY_COLORS.get(r["family"], "k"),
+        )
+        for r in rows
+    ]
     zero = sum(1 for r in rows if not (r["dram_read_bytes"] or r["dram_write_bytes"]))
     if zero:
         notes.append(f"{zero} kernels moved no DRAM bytes (unbounded intensity): drawn at the right edge")
@@ -188,6 +257,14 @@ def summary_points(records: list[dict]) -> list[Point]:
         x = r.get("ncu_intensity_flop_per_byte") if ncu else r.get("analytic_intensity_flop_per_byte")
         y = r.get("ncu_achieved_flops_per_s") if ncu else r.get("achieved_flops_per_s")
         color = _POINT_COLORS[i % len(_POINT_COLORS)]
-        pts.append(Point(label=f"{r['model']} {r['step']} {r['precision']} bs={r['batch_size']}" + ("" if ncu else " (analytic)"),
-                         intensity=x, flops_per_s=y, color=color, marker="o" if ncu else "s"))
+        pts.append(
+            Point(
+                label=f"{r['model']} {r['step']} {r['precision']} bs={r['batch_size']}"
+                + ("" if ncu else " (analytic)"),
+                intensity=x,
+                flops_per_s=y,
+                color=color,
+                marker="o" if ncu else "s",
+            )
+        )
     return pts

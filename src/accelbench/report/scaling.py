@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.table import Table
 
@@ -18,7 +18,9 @@ def scale_table(rows: Iterable[dict], title: str | None = None) -> Table:
 
 
 def collective_table(rows: Iterable[dict], title: str | None = None) -> Table:
-    return results_table([r for r in rows if r.get("workload") == kinds.COLLECTIVE], title=title, columns=view("collective"))
+    return results_table(
+        [r for r in rows if r.get("workload") == kinds.COLLECTIVE], title=title, columns=view("collective")
+    )
 
 
 def p2p_table(rows: Iterable[dict], title: str = "GPU pair copy bandwidth, GB/s (link)") -> Table | None:
@@ -35,7 +37,9 @@ def p2p_table(rows: Iterable[dict], title: str = "GPU pair copy bandwidth, GB/s 
         cells = []
         for j in range(n):
             r = pairs.get((i, j))
-            cells.append("X" if i == j else (f"{r['bandwidth_bytes_per_s'] / 1e9:,.1f} ({r.get('link') or '?'})" if r else "-"))
+            cells.append(
+                "X" if i == j else (f"{r['bandwidth_bytes_per_s'] / 1e9:,.1f} ({r.get('link') or '?'})" if r else "-")
+            )
         t.add_row(f"GPU{i}", *cells)
     return t
 
@@ -72,4 +76,3 @@ def plot_scaling(rows: list[dict], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-

@@ -19,12 +19,26 @@ from accelbench.report.blocks import charts_block, table_block
 from accelbench.report.table import case_notes, is_detail, oom_boundary
 from accelbench.report.views import view
 
-PROVENANCE = (("Device", "device_name"), ("GPU", "gpu_name"), ("Driver", "driver_version"), ("CUDA", "cuda"),
-              ("cuDNN", "cudnn"), ("torch", "torch"), ("torchvision", "torchvision"), ("Python", "python"),
-              ("accelbench", "accelbench"), ("Git commit", "git_commit"), ("CPU", "cpu_model"),
-              ("CPU count", "cpu_count"), ("Host", "host"), ("OS", "os"), ("Power limit (W)", "power_limit_w"),
-              ("SM clock max (MHz)", "sm_clock_max_mhz"), ("Memory clock max (MHz)", "mem_clock_max_mhz"),
-              ("Idle power (W)", "idle_power_w"))
+PROVENANCE = (
+    ("Device", "device_name"),
+    ("GPU", "gpu_name"),
+    ("Driver", "driver_version"),
+    ("CUDA", "cuda"),
+    ("cuDNN", "cudnn"),
+    ("torch", "torch"),
+    ("torchvision", "torchvision"),
+    ("Python", "python"),
+    ("accelbench", "accelbench"),
+    ("Git commit", "git_commit"),
+    ("CPU", "cpu_model"),
+    ("CPU count", "cpu_count"),
+    ("Host", "host"),
+    ("OS", "os"),
+    ("Power limit (W)", "power_limit_w"),
+    ("SM clock max (MHz)", "sm_clock_max_mhz"),
+    ("Memory clock max (MHz)", "mem_clock_max_mhz"),
+    ("Idle power (W)", "idle_power_w"),
+)
 
 
 def _shown(value: Any) -> str:
@@ -55,16 +69,19 @@ def _ci_lines(kind: str, records: list[dict]) -> list[str]:
     from accelbench.report.notes import fold_similar
 
     notes = fold_similar(sorted({r["ci95_note"] for r in records if isinstance(r.get("ci95_note"), str)}))
-    return ["95% intervals: bootstrap over the timed windows (throughput, p50); order statistics over every "
-            "batch (p99)."] + notes
+    return [
+        "95% intervals: bootstrap over the timed windows (throughput, p50); order statistics over every batch (p99)."
+    ] + notes
 
 
 def _flag_lines(records: list[dict]) -> list[str]:
     lines = [f"{label} {text}" for label, text in case_notes(r for r in records if not is_detail(r))]
     for (m, p, mode), b in oom_boundary(records).items():
         if b["smallest_oom"] is not None:
-            lines.append(f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, "
-                         f"out of memory at {b['smallest_oom']}")
+            lines.append(
+                f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, "
+                f"out of memory at {b['smallest_oom']}"
+            )
     return lines
 
 
@@ -74,26 +91,53 @@ def sweep_blocks(kind: str, records: list[dict], context: str = "") -> list[dict
     train = kind == kinds.TRAINING
     lat = "step_time" if train else "latency"
     rows = [r for r in records if r.get("aggregate") != 0]
-    blocks = [table_block(rows, view("training" if train else "inference"), "Results", _ci_lines(kind, rows)),
-              table_block([r for r in rows if r.get("status") == OK],
-                          [c for c in view("telemetry") if c[1] not in ("validity", "status")],
-                          "Utilisation, power, energy and cost")]
-    specs = [("throughput_samples_per_s", "samples/s", "Throughput", 1.0,
-              ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s")),
-             (f"{lat}_p50_ms", "ms", "Step time p50" if train else "Latency p50", 1.0,
-              (f"{lat}_p50_ci95_low_ms", f"{lat}_p50_ci95_high_ms")),
-             (f"{lat}_p99_ms", "ms", "Step time p99" if train else "Latency p99", 1.0,
-              (f"{lat}_p99_ci95_low_ms", f"{lat}_p99_ci95_high_ms")),
-             ("peak_mem_bytes", "MB", "Peak allocated memory", 1e-6, None),
-             ("device_mem_used_bytes", "MB", "Device memory used (NVML)", 1e-6, None),
-             ("process_rss_max_bytes", "MB", "Process RSS (CPU)", 1e-6, None),
-             ("gpu_util_mean_pct", "%", "GPU utilisation", 1.0, None),
-             ("power_mean_w", "W", "Mean power", 1.0, None),
-             ("energy_per_sample_j", "mJ", "Energy per sample", 1e3, None),
-             ("cost_per_1000_samples_usd", "USD", "Cost per 1,000 samples", 1.0, None)]
-    items = [{"title": title, "svg": charts.batch_chart(rows, col, unit, f"{title} against batch size", scale=scale, ci=ci,
-                                                        context=context)}
-             for col, unit, title, scale, ci in specs]
+    blocks = [
+        table_block(rows, view("training" if train else "inference"), "Results", _ci_lines(kind, rows)),
+        table_block(
+            [r for r in rows if r.get("status") == OK],
+            [c for c in view("telemetry") if c[1] not in ("validity", "status")],
+            "Utilisation, power, energy and cost",
+        ),
+    ]
+    specs = [
+        (
+            "throughput_samples_per_s",
+            "samples/s",
+            "Throughput",
+            1.0,
+            ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"),
+        ),
+        (
+            f"{lat}_p50_ms",
+            "ms",
+            "Step time p50" if train else "Latency p50",
+            1.0,
+            (f"{lat}_p50_ci95_low_ms", f"{lat}_p50_ci95_high_ms"),
+        ),
+        (
+            f"{lat}_p99_ms",
+            "ms",
+            "Step time p99" if train else "Latency p99",
+            1.0,
+            (f"{lat}_p99_ci95_low_ms", f"{lat}_p99_ci95_high_ms"),
+        ),
+        ("peak_mem_bytes", "MB", "Peak allocated memory", 1e-6, None),
+        ("device_mem_used_bytes", "MB", "Device memory used (NVML)", 1e-6, None),
+        ("process_rss_max_bytes", "MB", "Process RSS (CPU)", 1e-6, None),
+        ("gpu_util_mean_pct", "%", "GPU utilisation", 1.0, None),
+        ("power_mean_w", "W", "Mean power", 1.0, None),
+        ("energy_per_sample_j", "mJ", "Energy per sample", 1e3, None),
+        ("cost_per_1000_samples_usd", "USD", "Cost per 1,000 samples", 1.0, None),
+    ]
+    items = [
+        {
+            "title": title,
+            "svg": charts.batch_chart(
+                rows, col, unit, f"{title} against batch size", scale=scale, ci=ci, context=context
+            ),
+        }
+        for col, unit, title, scale, ci in specs
+    ]
     blocks.append(charts_block([i for i in items if i["svg"]]))
     from accelbench.report.table import cheapest_lines
 
@@ -105,17 +149,20 @@ def sweep_blocks(kind: str, records: list[dict], context: str = "") -> list[dict
 def convergence_blocks(records: list[dict], context: str = "") -> list[dict]:
     """Convergence: the summary per batch size (time to accuracy), accuracy per epoch (table and chart)."""
     epochs = sorted((r for r in records if r.get("row_type") == "epoch"), key=lambda r: (r["batch_size"], r["epoch"]))
-    blocks = [table_block([r for r in records if r.get("row_type") == "summary"], view("summary"),
-                          "Time to accuracy per batch size"),
-              table_block(epochs, view("epoch"), "Accuracy per epoch")]
+    blocks = [
+        table_block(
+            [r for r in records if r.get("row_type") == "summary"], view("summary"), "Time to accuracy per batch size"
+        ),
+        table_block(epochs, view("epoch"), "Accuracy per epoch"),
+    ]
     chart = charts.epoch_chart(records, context)
     return blocks + [charts_block([{"title": "Accuracy per epoch", "svg": chart}] if chart else [])]
 
 
 def profile_blocks(store, run: dict, records: list[dict], context: str = "") -> list[dict]:
     """Profile: the per-case table and the model roofline against the device's cached ceilings."""
-    from accelbench.scenarios.profile import storage
     from accelbench.report.roofline import figure, summary_points
+    from accelbench.scenarios.profile import storage
 
     blocks = [table_block(records, view("profile"), "Profiled steps")]
     name = run["env"].get("device_name")
@@ -138,17 +185,26 @@ def multi_blocks(kind: str, records: list[dict], context: str = "") -> list[dict
     """Multi-GPU runs: scaling (aggregate rows), collectives and GPU pairs, concurrent jobs, input pipeline."""
     aggs = [r for r in records if r.get("aggregate") == 1]
     if kind == kinds.INTERCONNECT:
-        blocks = [table_block([r for r in records if r.get("workload") == kinds.COLLECTIVE], view("collective"),
-                              "Collectives"),
-                  table_block([r for r in records if r.get("workload") == kinds.P2P], view("p2p"), "GPU pair copies")]
+        blocks = [
+            table_block(
+                [r for r in records if r.get("workload") == kinds.COLLECTIVE], view("collective"), "Collectives"
+            ),
+            table_block([r for r in records if r.get("workload") == kinds.P2P], view("p2p"), "GPU pair copies"),
+        ]
     elif kind == kinds.CONCURRENT:
         blocks = [table_block(aggs, view("concurrent"), "Concurrent and sequential jobs")]
     elif kind == kinds.INPUT_PIPELINE:
         blocks = [table_block(records, view("pipeline"), "Input pipeline")]
     else:
         blocks = [table_block(aggs, view("scale"), "Scaling (aggregate rows)")]
-        chart = charts.batch_chart(aggs, "throughput_samples_per_s", "samples/s", "Throughput against batch size",
-                                   group=("model", "precision", "mode", "world_size"), context=context)
+        chart = charts.batch_chart(
+            aggs,
+            "throughput_samples_per_s",
+            "samples/s",
+            "Throughput against batch size",
+            group=("model", "precision", "mode", "world_size"),
+            context=context,
+        )
         blocks.append(charts_block([{"title": "Throughput", "svg": chart}] if chart else []))
     return blocks
 
@@ -157,9 +213,11 @@ def loadgen_blocks(records: list[dict]) -> list[dict]:
     """MLPerf LoadGen scenarios: the results row per case, the Server search's probes, INVALID reasons."""
     rows = [r for r in records if not is_detail(r)]
     probes = [r for r in records if r.get("row_type") == "server-probe"]
-    return [table_block(rows, view("loadgen"), "MLPerf LoadGen scenarios"),
-            table_block(probes, view("loadgen"), "Server search: every probe"),
-            {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(records)}]
+    return [
+        table_block(rows, view("loadgen"), "MLPerf LoadGen scenarios"),
+        table_block(probes, view("loadgen"), "Server search: every probe"),
+        {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(records)},
+    ]
 
 
 def run_section(store, run_id: int) -> dict[str, Any]:
@@ -198,6 +256,10 @@ def run_section(store, run_id: int) -> dict[str, Any]:
         hist = latency_items(store, records, context)
         blocks.append({**charts_block(hist), "title": "Latency distributions"} if hist else None)
     named = f" '{run['name']}'" if run.get("name") else ""
-    return {"id": f"run-{run_id}", "title": f"Run {run_id}{named}: {kind}" + (f", {models}" if models else "") + f" on {where}",
-            "provenance": provenance(run), "spec": json.dumps(run["spec"], indent=1, default=str),
-            "blocks": [b for b in blocks if b is not None]}
+    return {
+        "id": f"run-{run_id}",
+        "title": f"Run {run_id}{named}: {kind}" + (f", {models}" if models else "") + f" on {where}",
+        "provenance": provenance(run),
+        "spec": json.dumps(run["spec"], indent=1, default=str),
+        "blocks": [b for b in blocks if b is not None],
+    }

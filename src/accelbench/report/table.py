@@ -10,7 +10,8 @@ message with ``[brackets]`` prints as it is.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich import box
 from rich.table import Table
@@ -29,8 +30,21 @@ def _int(v: Any) -> str:
 
 
 _STATUS_STYLE = {OK: "green", OOM: "red", ERROR: "red", UNSUPPORTED: "yellow", SKIPPED: "dim"}
-_TEXT_KEYS = ("model", "precision", "mode", "status", "validity", "source", "step", "schedule", "op", "link",
-              "loadgen_scenario", "result_validity", "figure_of_merit_text")
+_TEXT_KEYS = (
+    "model",
+    "precision",
+    "mode",
+    "status",
+    "validity",
+    "source",
+    "step",
+    "schedule",
+    "op",
+    "link",
+    "loadgen_scenario",
+    "result_validity",
+    "figure_of_merit_text",
+)
 
 
 def _present(v: Any) -> bool:
@@ -79,21 +93,33 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
 
         parts = [] if title is None else [Text(title)]
         for m in models:
-            parts += [Text(m, style="bold"), results_table([r for r in rows if str(r.get("model")) == m],
-                                                          columns=columns, compact=True)]
+            parts += [
+                Text(m, style="bold"),
+                results_table([r for r in rows if str(r.get("model")) == m], columns=columns, compact=True),
+            ]
         return Group(*parts)
     default = view("inference-compact") if compact else view("inference")
     cols = [c for c in (columns or default) if c[1] == "status" or any(_present(cell_value(r, c[1])) for r in rows)]
     if len(models) <= 1:
         cols = [c for c in cols if c[1] != "model"]
     # Compact: one space between columns (the box's blank rule), no outer edge.
-    table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
-                  padding=(0, 0) if compact else (0, 1), show_edge=not compact)
+    table = Table(
+        title=title,
+        show_lines=False,
+        box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+        padding=(0, 0) if compact else (0, 1),
+        show_edge=not compact,
+    )
     for header, key, _ in cols:
         text = is_text(key)
         # Wide tables never squeeze a column below its header; compact ones are sized to fit 80 columns.
-        table.add_column(header, justify="left" if text else "right", no_wrap=not (text and key in ("model", "status")),
-                         overflow="fold", min_width=None if compact else len(header))
+        table.add_column(
+            header,
+            justify="left" if text else "right",
+            no_wrap=not (text and key in ("model", "status")),
+            overflow="fold",
+            min_width=None if compact else len(header),
+        )
     for r in rows:
         cells = []
         for _, key, fmt in cols:
@@ -108,8 +134,9 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
     return table
 
 
-def oom_boundary(records: list[dict], group: tuple[str, ...] = ("model", "precision", "mode")
-                 ) -> dict[tuple, dict[str, int | None]]:
+def oom_boundary(
+    records: list[dict], group: tuple[str, ...] = ("model", "precision", "mode")
+) -> dict[tuple, dict[str, int | None]]:
     """Per ``group`` (default model, precision, mode; a generate run adds prompt and new tokens): the largest batch
     size that ran and the smallest that ran out of memory."""
     out: dict[tuple, dict[str, int | None]] = {}
@@ -144,8 +171,17 @@ def runs_table(runs: list[dict]) -> Table:
     for r in runs:
         when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
         tags = " ".join(f"{k}={v}" for k, v in (r.get("tags") or {}).items())
-        t.add_row(str(r["run_id"]), r.get("name") or "-", when, r["kind"], r.get("models") or "-", r.get("device") or "-",
-                  r["status"], str(r["cases"]), tags or "-")
+        t.add_row(
+            str(r["run_id"]),
+            r.get("name") or "-",
+            when,
+            r["kind"],
+            r.get("models") or "-",
+            r.get("device") or "-",
+            r["status"],
+            str(r["cases"]),
+            tags or "-",
+        )
     return t
 
 
@@ -156,14 +192,21 @@ def cheapest_lines(records: Iterable[dict]) -> list[str]:
 
     out = []
     for c in cheapest_meeting_target(list(records)):
-        head = f"{c['model']}: cheapest precision meeting the target (top-1 at least {100 * TARGET_RATIO:.0f} % of fp32 " \
-               f"{100 * c['top1_fp32_ref']:.2f} %): "
+        head = (
+            f"{c['model']}: cheapest precision meeting the target (top-1 at least {100 * TARGET_RATIO:.0f} % of fp32 "
+            f"{100 * c['top1_fp32_ref']:.2f} %): "
+        )
         missed = f"; below target: {', '.join(c['missed'])}" if c["missed"] else ""
         if c["precision"] is None:
             out.append(head + "none measured (simulated and failed cases have no speed)" + missed)
             continue
-        what = (f"{usd(c['value'])}/1k img" if c["by"] == "cost_per_1000_samples_usd"
-                else f"{rate(c['value'])} img/s (no price: by throughput)")
-        out.append(head + f"{c['precision']} ({c['mode']}, batch {_int(c['batch_size'])}), {what}, top-1 "
-                   f"{100 * c['top1']:.2f} % ({c['top1_delta_pts']:+.2f} pts){missed}")
+        what = (
+            f"{usd(c['value'])}/1k img"
+            if c["by"] == "cost_per_1000_samples_usd"
+            else f"{rate(c['value'])} img/s (no price: by throughput)"
+        )
+        out.append(
+            head + f"{c['precision']} ({c['mode']}, batch {_int(c['batch_size'])}), {what}, top-1 "
+            f"{100 * c['top1']:.2f} % ({c['top1_delta_pts']:+.2f} pts){missed}"
+        )
     return out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from rich.table import Table
 
@@ -17,8 +17,9 @@ def _pct(v: float) -> str:
 
 def sweep_table(records: Iterable[dict], title: str | None = None, compact: bool = False) -> Table:
     """The step-throughput sweep, one row per case (``compact``: the columns that fit 80 columns)."""
-    return results_table(records, title=title, columns=view("training-compact" if compact else "training"),
-                         compact=compact)
+    return results_table(
+        records, title=title, columns=view("training-compact" if compact else "training"), compact=compact
+    )
 
 
 def summary_table(records: Iterable[dict], title: str | None = None) -> Table:

@@ -34,7 +34,9 @@ def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "mode": mode_label(r), "latency_p99_ms": _p99(r)} for r in rows]
 
 
-def front_table(rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99", compact: bool = True):
+def front_table(
+    rows: list[dict[str, Any]], title: str = "Pareto front: throughput vs latency p99", compact: bool = True
+):
     """One line per Pareto-optimal trial: configuration, throughput, p50/p99 latency, energy per sample, memory;
     compact fits 80 columns."""
     return results_table(_shown(rows), title=title, columns=view("tune-front", compact=True), compact=compact)
@@ -53,16 +55,22 @@ def summary_lines(out, objective: str) -> list[str]:
     w = out.winner
     if w is None:
         return ["no winner: " + "; ".join(out.notes or ["no trial finished"])]
-    lines.append(f"winner ({objective}): {w['precision']} {mode_label(w)} batch {int(w['batch_size'])}: "
-                 f"{rate(w['throughput_samples_per_s'])} samples/s, p50 {ms(w['latency_p50_ms'])}, "
-                 f"p99 {ms(w['latency_p99_ms'])} over {w['final_windows']} windows")
+    lines.append(
+        f"winner ({objective}): {w['precision']} {mode_label(w)} batch {int(w['batch_size'])}: "
+        f"{rate(w['throughput_samples_per_s'])} samples/s, p50 {ms(w['latency_p50_ms'])}, "
+        f"p99 {ms(w['latency_p99_ms'])} over {w['final_windows']} windows"
+    )
     if out.verdict is not None and out.runner_up is not None:
         v, r = out.verdict, out.runner_up
         ci = interval(v.ci_low, v.ci_high) if v.ci_low is not None else "no interval"
-        word = {"within noise": "the top two are within noise",
-                "too few windows": "too few windows to tell the top two apart"}.get(v.verdict, v.verdict)
-        lines.append(f"vs runner-up {r['precision']} {mode_label(r)} batch {int(r['batch_size'])}: ratio {v.ratio:.3f} "
-                     f"(95% CI {ci}): {word}")
+        word = {
+            "within noise": "the top two are within noise",
+            "too few windows": "too few windows to tell the top two apart",
+        }.get(v.verdict, v.verdict)
+        lines.append(
+            f"vs runner-up {r['precision']} {mode_label(r)} batch {int(r['batch_size'])}: ratio {v.ratio:.3f} "
+            f"(95% CI {ci}): {word}"
+        )
     if out.gain is not None and out.baseline is not None:
         g, b = out.gain, out.baseline
         ci = interval(g.ci_low, g.ci_high) if g.ci_low is not None else "no interval"
@@ -70,9 +78,11 @@ def summary_lines(out, objective: str) -> list[str]:
 
         column, higher = OBJECTIVES[objective]
         gain = g.ratio if higher or not g.ratio else 1 / g.ratio  # "x N better" whichever way the metric points
-        lines.append(f"gain over the default ({b['precision']} {mode_label(b)} batch {int(b['batch_size'])}): "
-                     f"x{gain:.3f} {'higher' if higher else 'lower'} {column} (ratio winner/default {g.ratio:.3f}, "
-                     f"95% CI {ci}, {g.verdict})")
+        lines.append(
+            f"gain over the default ({b['precision']} {mode_label(b)} batch {int(b['batch_size'])}): "
+            f"x{gain:.3f} {'higher' if higher else 'lower'} {column} (ratio winner/default {g.ratio:.3f}, "
+            f"95% CI {ci}, {g.verdict})"
+        )
     elif out.baseline is not None:
         lines.append("the winner is the default configuration")
     return lines
@@ -82,11 +92,16 @@ def front_title(trials: list[dict[str, Any]], objective: str | None = None) -> s
     """``Pareto front, objective throughput`` and a line naming the model, the device and the run (from the trials'
     rows), so a chart shared alone says what it is."""
     models = ", ".join(dict.fromkeys(str(r["model"]) for r in trials if r.get("model")))
-    device = next((r.get("device_name") or r.get("device") for r in trials if r.get("device_name") or r.get("device")), None)
+    device = next(
+        (r.get("device_name") or r.get("device") for r in trials if r.get("device_name") or r.get("device")), None
+    )
     run = next((r["run_id"] for r in trials if r.get("run_id") is not None), None)
     where = " ".join(p for p in (models, f"on {device}" if device else "", f"(run {run})" if run else "") if p)
-    return "Pareto front: throughput vs latency p99" + (f", objective {objective}" if objective else "") \
+    return (
+        "Pareto front: throughput vs latency p99"
+        + (f", objective {objective}" if objective else "")
         + (f"\n{where}" if where else "")
+    )
 
 
 def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]], objective: str | None = None):
@@ -97,14 +112,20 @@ def front_figure(rows: list[dict[str, Any]], trials: list[dict[str, Any]], objec
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.7), constrained_layout=True)
     ok = [r for r in trials if r.get("status") == OK and r.get("latency_p99_ms") is not None]
-    ax.scatter([r["latency_p99_ms"] for r in ok], [r["throughput_samples_per_s"] for r in ok], c="0.75", s=14,
-               label="trials")
+    ax.scatter(
+        [r["latency_p99_ms"] for r in ok], [r["throughput_samples_per_s"] for r in ok], c="0.75", s=14, label="trials"
+    )
     xs = [r["latency_p99_ms"] for r in rows]
     ys = [r["throughput_samples_per_s"] for r in rows]
     ax.plot(xs, ys, "o-", color="tab:blue", label="Pareto front")
     for i, (r, x, y) in enumerate(zip(rows, xs, ys)):  # alternate above/below: near-equal points stay legible
-        ax.annotate(f"{r['precision']} {mode_label(r)} bs{int(r['batch_size'])}", (x, y), fontsize=7,
-                    xytext=(4, 4 if i % 2 == 0 else -10), textcoords="offset points")
+        ax.annotate(
+            f"{r['precision']} {mode_label(r)} bs{int(r['batch_size'])}",
+            (x, y),
+            fontsize=7,
+            xytext=(4, 4 if i % 2 == 0 else -10),
+            textcoords="offset points",
+        )
     ax.set_xlabel("latency p99 (ms)")
     ax.set_ylabel("throughput (samples/s)")
     ax.set_title(front_title(trials, objective), fontsize=9)
@@ -137,7 +158,9 @@ def tune_blocks(run: dict, records: list[dict[str, Any]]) -> list[dict]:
     shown = lambda rs: [{**r, "mode": mode_label(r)} for r in rs]  # noqa: E731  (fused / foreach in the mode cell)
     # the winner, verdict, gain and command `accelbench tune` printed, stored on the winner's last final trial
     summary = next((str(r["tune_summary"]).split("\n") for r in reversed(records) if r.get("tune_summary")), [])
-    return [{"type": "notes", "title": "Winner", "lines": summary} if summary else None,
-            table_block(shown(rows), view("tune", compact=True), "Trials"),
-            table_block(shown(front), view("tune", compact=True), "Pareto front: throughput vs latency p99"),
-            charts_block([{"title": "Pareto front", "svg": chart}] if chart else [])]
+    return [
+        {"type": "notes", "title": "Winner", "lines": summary} if summary else None,
+        table_block(shown(rows), view("tune", compact=True), "Trials"),
+        table_block(shown(front), view("tune", compact=True), "Pareto front: throughput vs latency p99"),
+        charts_block([{"title": "Pareto front", "svg": chart}] if chart else []),
+    ]

@@ -12,8 +12,18 @@ import math
 from typing import Any
 
 # (scale, prefix), largest first: engineering notation (exponents that are multiples of 3)
-PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"),
-            (1e-9, "n"), (1e-12, "p"))
+PREFIXES = (
+    (1e15, "P"),
+    (1e12, "T"),
+    (1e9, "G"),
+    (1e6, "M"),
+    (1e3, "k"),
+    (1.0, ""),
+    (1e-3, "m"),
+    (1e-6, "µ"),
+    (1e-9, "n"),
+    (1e-12, "p"),
+)
 # Units shown with an SI prefix; any other unit (samples/s, QPS, img/s) is a count: digits and separators only.
 PREFIXED = ("s", "B", "B/s", "W", "J", "FLOP", "FLOP/s", "OP/s", "Hz")
 MISSING = "-"
@@ -52,7 +62,7 @@ def si(v: float, unit: str = "", digits: int = 3, *, largest: str = "P") -> str:
         return MISSING
     if v == 0:
         return f"0 {unit}" if unit else "0"
-    scales = PREFIXES[[p for _, p in PREFIXES].index(largest):]
+    scales = PREFIXES[[p for _, p in PREFIXES].index(largest) :]
     i = next((i for i, (s, _) in enumerate(scales) if abs(v) >= s), len(scales) - 1)
     if i > 0 and abs(float(f"{v / scales[i][0]:.{digits}g}")) >= 1000:  # 999.96 k rounds to 1.00 M
         i -= 1

@@ -10,7 +10,8 @@ with its unit); they are never stored.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from accelbench.core import columns
 from accelbench.core.columns import FLOAT, STR, Column, col
@@ -54,74 +55,87 @@ def _configuration(r: dict) -> str:
 
 
 # display cells: name -> (their column, the function of a row that gives the value)
-DISPLAY: dict[str, tuple[Column, Callable[[dict], Any]]] = dict((
-    _interval("ci_throughput", "Throughput 95% CI", "throughput", ("ci95_low_samples_per_s", "ci95_high_samples_per_s")),
-    _interval("ci_latency_p50", "Latency p50 95% CI (ms)", "latency_p50"),
-    _interval("ci_latency_p99", "Latency p99 95% CI (ms)", "latency_p99"),
-    _interval("ci_step_time_p50", "Step p50 95% CI (ms)", "step_time_p50"),
-    _interval("ci_step_time_p99", "Step p99 95% CI (ms)", "step_time_p99"),
-    ("fp8_linear", (col("fp8_linear", STR, "FP8 Linear", stored=False), _fp8)),
-    ("power_range", (col("power_range", STR, "Power min/avg/max (W)", stored=False), _power)),
-    ("configuration", (col("configuration", STR, "Configuration", stored=False), _configuration)),
-    ("figure_of_merit_text", (col("figure_of_merit_text", STR, "Result", stored=False), figure_text)),
-    ("cost_per_million_tokens", (col("cost_per_million_tokens", FLOAT, "$/1M tokens", "usd", stored=False),
-                                 lambda r: None if r.get("cost_per_1000_samples_usd") is None
-                                 else 1000 * r["cost_per_1000_samples_usd"])),  # a generate row's sample: a token
-    ("memory_bytes", (col("memory_bytes", FLOAT, "Memory (MB)", "number", short="MB", scale=1e-6, stored=False),
-                      lambda r: r.get("peak_mem_bytes") or r.get("process_rss_bytes"))),
-))
+DISPLAY: dict[str, tuple[Column, Callable[[dict], Any]]] = dict(
+    (
+        _interval(
+            "ci_throughput", "Throughput 95% CI", "throughput", ("ci95_low_samples_per_s", "ci95_high_samples_per_s")
+        ),
+        _interval("ci_latency_p50", "Latency p50 95% CI (ms)", "latency_p50"),
+        _interval("ci_latency_p99", "Latency p99 95% CI (ms)", "latency_p99"),
+        _interval("ci_step_time_p50", "Step p50 95% CI (ms)", "step_time_p50"),
+        _interval("ci_step_time_p99", "Step p99 95% CI (ms)", "step_time_p99"),
+        ("fp8_linear", (col("fp8_linear", STR, "FP8 Linear", stored=False), _fp8)),
+        ("power_range", (col("power_range", STR, "Power min/avg/max (W)", stored=False), _power)),
+        ("configuration", (col("configuration", STR, "Configuration", stored=False), _configuration)),
+        ("figure_of_merit_text", (col("figure_of_merit_text", STR, "Result", stored=False), figure_text)),
+        (
+            "cost_per_million_tokens",
+            (
+                col("cost_per_million_tokens", FLOAT, "$/1M tokens", "usd", stored=False),
+                lambda r: None if r.get("cost_per_1000_samples_usd") is None else 1000 * r["cost_per_1000_samples_usd"],
+            ),
+        ),  # a generate row's sample: a token
+        (
+            "memory_bytes",
+            (
+                col("memory_bytes", FLOAT, "Memory (MB)", "number", short="MB", scale=1e-6, stored=False),
+                lambda r: r.get("peak_mem_bytes") or r.get("process_rss_bytes"),
+            ),
+        ),
+    )
+)
 
 LAYOUTS: dict[str, str] = {
     "inference": "model batch_size precision mode channels_last total_time_s throughput_samples_per_s latency_p50_ms "
-                 "latency_p99_ms latency_spread ci_throughput ci_latency_p50 ci_latency_p99 gpu_util_mean_pct "
-                 "device_mem_used_bytes peak_mem_bytes top1 top1_fp32_ref top1_delta_pts accuracy_target_met simulated "
-                 "fp8_linear fp8_flops_share power_mean_w energy_per_sample_j cost_per_1000_samples_usd validity status",
+    "latency_p99_ms latency_spread ci_throughput ci_latency_p50 ci_latency_p99 gpu_util_mean_pct "
+    "device_mem_used_bytes peak_mem_bytes top1 top1_fp32_ref top1_delta_pts accuracy_target_met simulated "
+    "fp8_linear fp8_flops_share power_mean_w energy_per_sample_j cost_per_1000_samples_usd validity status",
     "inference-compact": "model batch_size precision mode throughput_samples_per_s latency_p50_ms latency_p99_ms top1 "
-                         "top1_delta_pts energy_per_sample_j status",
+    "top1_delta_pts energy_per_sample_j status",
     "training": "model batch_size precision mode channels_last throughput_samples_per_s step_time_p50_ms step_time_p99_ms "
-                "step_time_spread ci_throughput ci_step_time_p50 ci_step_time_p99 compile_s gpu_util_mean_pct "
-                "peak_mem_bytes loader_samples_per_s input_bound status",
+    "step_time_spread ci_throughput ci_step_time_p50 ci_step_time_p99 compile_s gpu_util_mean_pct "
+    "peak_mem_bytes loader_samples_per_s input_bound status",
     "training-compact": "model batch_size precision mode throughput_samples_per_s step_time_p50_ms compile_s "
-                        "loader_samples_per_s energy_per_sample_j status",
+    "loader_samples_per_s energy_per_sample_j status",
     "telemetry": "model batch_size precision mode throughput_samples_per_s gpu_util_mean_pct gpm_sm_util_pct "
-                 "gpm_tensor_util_pct gpm_dram_bw_util_pct device_mem_used_bytes power_range idle_power_w temp_max_c "
-                 "sm_clock_mean_mhz process_cpu_util_pct energy_per_sample_j energy_above_idle_per_sample_j "
-                 "energy_confidence cost_per_1000_samples_usd validity status",
+    "gpm_tensor_util_pct gpm_dram_bw_util_pct device_mem_used_bytes power_range idle_power_w temp_max_c "
+    "sm_clock_mean_mhz process_cpu_util_pct energy_per_sample_j energy_above_idle_per_sample_j "
+    "energy_confidence cost_per_1000_samples_usd validity status",
     "cost": "device_name configuration total_time_s throughput_samples_per_s price_per_hour_usd cost_usd "
-            "cost_per_1000_samples_usd electricity_cost_per_1000_samples_usd validity status",
+    "cost_per_1000_samples_usd electricity_cost_per_1000_samples_usd validity status",
     "scale": "model workload precision mode world_size batch_size rank_batch_size throughput_samples_per_s "
-             "throughput_per_gpu_samples_per_s speedup scaling_efficiency straggler_gap_share comm_exposed_share "
-             "gpu_util_mean_pct status",
+    "throughput_per_gpu_samples_per_s speedup scaling_efficiency straggler_gap_share comm_exposed_share "
+    "gpu_util_mean_pct status",
     "collective": "op size_bytes world_size backend time_s algbw_bytes_per_s busbw_bytes_per_s status",
     "p2p": "src_device dst_device link bandwidth_bytes_per_s",
     "concurrent": "schedule job model workload world_size throughput_samples_per_s status",
     "profile": "model step batch_size precision mode step_time_s analytic_flops analytic_min_bytes theoretical_time_s "
-               "measured_vs_theoretical achieved_flops_per_s ncu_flops ncu_dram_bytes ncu_intensity_flop_per_byte "
-               "ncu_achieved_flops_per_s ncu_bound ncu_roof_fraction flops_agreement ncu_wall_s status",
+    "measured_vs_theoretical achieved_flops_per_s ncu_flops ncu_dram_bytes ncu_intensity_flop_per_byte "
+    "ncu_achieved_flops_per_s ncu_bound ncu_roof_fraction flops_agreement ncu_wall_s status",
     "profile-compact": "model step batch_size precision mode step_time_s measured_vs_theoretical achieved_flops_per_s "
-                       "ncu_bound ncu_roof_fraction status",
+    "ncu_bound ncu_roof_fraction status",
     "loadgen": "model loadgen_scenario batch_size precision mode figure_of_merit_text result_validity "
-               "throughput_samples_per_s throughput_qps server_target_qps latency_p50_ms latency_p90_ms latency_p99_ms "
-               "latency_p999_ms early_stopping_latency_ms batch_size_mean sut_host_us_per_batch sut_host_share top1 "
-               "power_mean_w energy_per_query_j cost_per_1000_samples_usd validity status",
+    "throughput_samples_per_s throughput_qps server_target_qps latency_p50_ms latency_p90_ms latency_p99_ms "
+    "latency_p999_ms early_stopping_latency_ms batch_size_mean sut_host_us_per_batch sut_host_share top1 "
+    "power_mean_w energy_per_query_j cost_per_1000_samples_usd validity status",
     "loadgen-compact": "model loadgen_scenario batch_size precision mode figure_of_merit_text latency_p99_ms "
-                       "result_validity energy_per_sample_j status",
+    "result_validity energy_per_sample_j status",
     "pipeline": "source loader_workers loader_pin_memory batch_size image_size loader_samples_per_s loader_startup_s "
-                "cache_state cold_method read_bytes read_mb_per_s page_cache_resident_fraction status",
+    "cache_state cold_method read_bytes read_mb_per_s page_cache_resident_fraction status",
     "summary": "batch_size lr_peak epochs_done final_eval_top1 best_eval_top1 best_epoch epochs_to_target "
-               "time_to_target_s samples_per_s_mean total_wall_s input_bound_epochs status",
+    "time_to_target_s samples_per_s_mean total_wall_s input_bound_epochs status",
     "epoch": "batch_size epoch eval_top1 train_loss elapsed_s samples_per_s",
     "generate": "model batch_size prompt_len new_tokens precision mode ttft_p50_ms ttft_p99_ms tpot_p50_ms tpot_p99_ms "
-                "e2e_latency_p50_ms prefill_tokens_per_s decode_tokens_per_s output_tokens_per_s mbu mbu_datasheet mfu "
-                "kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j cost_per_million_tokens perplexity "
-                "validity status",
+    "e2e_latency_p50_ms prefill_tokens_per_s decode_tokens_per_s output_tokens_per_s mbu mbu_datasheet mfu "
+    "kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j cost_per_million_tokens perplexity "
+    "validity status",
     "generate-compact": "model batch_size prompt_len precision mode ttft_p50_ms tpot_p50_ms decode_tokens_per_s mbu "
-                        "status",
+    "status",
     "tune": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p50_ms latency_p99_ms "
-            "energy_per_sample_j case_wall_s",
+    "energy_per_sample_j case_wall_s",
     "tune-compact": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p99_ms case_wall_s",
     "tune-front": "precision mode batch_size throughput_samples_per_s latency_p50_ms latency_p99_ms energy_per_sample_j "
-                  "memory_bytes tune_stage",
+    "memory_bytes tune_stage",
 }
 _TAIL = ("validity", "status")
 

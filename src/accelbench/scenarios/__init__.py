@@ -19,11 +19,16 @@ A scenario's ``measure(case, spec, state, rank, sink)`` runs one case on a :clas
 group ``accelbench.scenarios`` (:mod:`accelbench.core.plugins`); ``api.run(api.spec(name, ...))`` runs it.
 """
 
-from accelbench.scenarios.base import SCENARIOS, Scenario, adopt, by_kind, get, register
-from accelbench.scenarios import (  # noqa: E402,F401  (each registers its scenarios: one line per module)
-    generate, inference, interconnect, loadgen, profile, train,
-)
 from accelbench.core import plugins as _plugins  # noqa: E402
+from accelbench.scenarios import (  # noqa: E402,F401  (each registers its scenarios: one line per module)
+    generate,
+    inference,
+    interconnect,
+    loadgen,
+    profile,
+    train,
+)
+from accelbench.scenarios.base import SCENARIOS, Scenario, adopt, by_kind, get, register
 
 _plugins.load("accelbench.scenarios", adopt)  # scenarios of installed distributions (accelbench.core.plugins)
 

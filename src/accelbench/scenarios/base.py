@@ -1,6 +1,5 @@
 """The scenario base class and the registry (:data:`SCENARIOS`); each scenario is a module beside this one."""
 
-
 from __future__ import annotations
 
 import time
@@ -109,9 +108,11 @@ class Scenario:
         """Why ``case`` cannot run on ``device``: its precision's or its backend's reason, or None."""
         from accelbench import backends, precisions
 
-        return (quant_reason(self, case.precision, self.training)
-                or precisions.unsupported_reason(case.precision, device, self.training)
-                or backends.get(case.mode).unsupported_reason(device, self.backend_workload))
+        return (
+            quant_reason(self, case.precision, self.training)
+            or precisions.unsupported_reason(case.precision, device, self.training)
+            or backends.get(case.mode).unsupported_reason(device, self.backend_workload)
+        )
 
     # running ---------------------------------------------------------------------------------------
     def cudnn_benchmark(self, case, spec) -> bool | None:
@@ -132,9 +133,19 @@ class Scenario:
         """The identity columns of a case's row."""
         import dataclasses
 
-        rec = {"case_key": case.key, "workload": self.workload, "model": case.model, "batch_size": case.batch_size,
-               "precision": case.precision, "mode": case.mode, "channels_last_setting": case.channels_last,
-               "device": str(device), "data": case.data, "images": case.images, "started_at": time.time()}
+        rec = {
+            "case_key": case.key,
+            "workload": self.workload,
+            "model": case.model,
+            "batch_size": case.batch_size,
+            "precision": case.precision,
+            "mode": case.mode,
+            "channels_last_setting": case.channels_last,
+            "device": str(device),
+            "data": case.data,
+            "images": case.images,
+            "started_at": time.time(),
+        }
         rec.update(dataclasses.asdict(case.extras))
         if case.mode is not None:
             from accelbench import backends

@@ -23,37 +23,57 @@ from accelbench.data.evaluation import accuracy_pass
 from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
-    "data": "cifar10-test", "batch_sizes": tuple(2**i for i in range(11)),  # 1..1024
-    "precisions": ("fp32", "tf32", "amp-fp16", "amp-bf16"), "modes": ("eager", "compile"), "images": 1000,
-    "warmup_batches": 5, "min_timed_batches": 30, "min_time_s": 0.5, "models": ("resnet50",),
+    "data": "cifar10-test",
+    "batch_sizes": tuple(2**i for i in range(11)),  # 1..1024
+    "precisions": ("fp32", "tf32", "amp-fp16", "amp-bf16"),
+    "modes": ("eager", "compile"),
+    "images": 1000,
+    "warmup_batches": 5,
+    "min_timed_batches": 30,
+    "min_time_s": 0.5,
+    "models": ("resnet50",),
 }
 CPU_DEFAULTS: dict[str, Any] = {
     # About a minute for ResNet-50 at 224x224 on 2 cores (~0.1 s an image).
-    "data": "cifar10-test", "batch_sizes": (1, 8, 32), "precisions": ("fp32",), "modes": ("eager",), "images": 32,
-    "warmup_batches": 1, "min_timed_batches": 3, "min_time_s": 0.0, "models": ("resnet50",),
+    "data": "cifar10-test",
+    "batch_sizes": (1, 8, 32),
+    "precisions": ("fp32",),
+    "modes": ("eager",),
+    "images": 32,
+    "warmup_batches": 1,
+    "min_timed_batches": 3,
+    "min_time_s": 0.0,
+    "models": ("resnet50",),
 }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class InferenceSettings(Windowed):
     """Attributes:
-        include_transfer: time the host-to-device copy of each batch as well (pinned host memory).
-        repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
-        calibration_images: images that calibrate a static int8 precision, disjoint from the measured ones
-            (:func:`accelbench.quant.calibration.plan`).
-        label_space: which class each model output is (``imagenet-1k``, ``cifar10``, ``folder``), for every
-            model; None: the model's own (:mod:`accelbench.models`).
-        mean, std: input normalisation, 3 floats on the 0..1 scale (TOML/flags also take a preset name,
-            :data:`accelbench.data.labels.NORM_PRESETS`); None: the model's own.
-        resize: shorter side in pixels before the center crop to the input size; crop_pct: input side / that
-            side (timm's crop_pct); None: the model's own (torchvision weights, timm pretrained_cfg) or no crop.
-        labels: a labels file, line k naming output k (:func:`accelbench.data.labels.read_labels_file`).
+    include_transfer: time the host-to-device copy of each batch as well (pinned host memory).
+    repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
+    calibration_images: images that calibrate a static int8 precision, disjoint from the measured ones
+        (:func:`accelbench.quant.calibration.plan`).
+    label_space: which class each model output is (``imagenet-1k``, ``cifar10``, ``folder``), for every
+        model; None: the model's own (:mod:`accelbench.models`).
+    mean, std: input normalisation, 3 floats on the 0..1 scale (TOML/flags also take a preset name,
+        :data:`accelbench.data.labels.NORM_PRESETS`); None: the model's own.
+    resize: shorter side in pixels before the center crop to the input size; crop_pct: input side / that
+        side (timm's crop_pct); None: the model's own (torchvision weights, timm pretrained_cfg) or no crop.
+    labels: a labels file, line k naming output k (:func:`accelbench.data.labels.read_labels_file`).
     """
 
     # Added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
-    hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults, "calibration_images": 512,
-                                               "label_space": None, "mean": None, "std": None, "resize": None,
-                                               "crop_pct": None, "labels": None}
+    hash_defaults: ClassVar[dict[str, Any]] = {
+        **Windowed.hash_defaults,
+        "calibration_images": 512,
+        "label_space": None,
+        "mean": None,
+        "std": None,
+        "resize": None,
+        "crop_pct": None,
+        "labels": None,
+    }
     include_transfer: bool = False
     calibration_images: int = 512
     label_space: str | None = None
@@ -134,8 +154,8 @@ class Inference(Scenario):
         import torch
 
         from accelbench import backends, precisions
-        from accelbench.core.rank import add_telemetry
         from accelbench.core.ci import window_columns
+        from accelbench.core.rank import add_telemetry
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import steps_needed, time_windows, warm_up
         from accelbench.quant import case as quant_case
@@ -164,22 +184,38 @@ class Inference(Scenario):
             n_steps = int(rank.agree_max(steps_needed(spec.min_timed_batches, spec.min_time_s, batch_s)))
             with case_monitor(spec, case, dev, rank.pids()) as mon:
                 windows, clocks = rank.timed_window(
-                    lambda: time_windows(step, batches, n_steps, dev, spec.settings.repeats))
+                    lambda: time_windows(step, batches, n_steps, dev, spec.settings.repeats)
+                )
         hits = scored.hits
         lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         samples = len(lat_ms) * bs
         throughput = samples / wall_s
         rec = {
-            "weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
-            "data_description": raw.description, "compile_s": compile_s, "pass_batches": len(batches),
-            "batches_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
-            "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": throughput,
-            "total_time_s": case.images / throughput, **stat_columns(summarize(lat_ms), "latency"),
+            "weights": info.weights,
+            "pretrained": info.pretrained,
+            "image_size": size,
+            "channels_last": cl,
+            "data_description": raw.description,
+            "compile_s": compile_s,
+            "pass_batches": len(batches),
+            "batches_timed": len(lat_ms),
+            "samples_timed": samples,
+            "timed_wall_s": wall_s,
+            "device_time_s": sum(lat_ms) / 1e3,
+            "throughput_samples_per_s": throughput,
+            "total_time_s": case.images / throughput,
+            **stat_columns(summarize(lat_ms), "latency"),
             **scored.columns(n_real, ev),
         }
         if rank.distributed:
-            rec.update(clocks, rank_batch_size=bs, rank_images=images, top1_correct=hits[1] if hits else None,
-                       top5_correct=hits[5] if hits else None, **rank.fields())
+            rec.update(
+                clocks,
+                rank_batch_size=bs,
+                rank_images=images,
+                top1_correct=hits[1] if hits else None,
+                top5_correct=hits[5] if hits else None,
+                **rank.fields(),
+            )
         rec.update(backend.columns(fwd), **quant_case.with_reference(qcols, hits, n_real))
         add_telemetry(rec, mon, dev)
         ci_cols, ci_series = window_columns(windows, bs, "latency")
@@ -220,8 +256,9 @@ def _batches(case, spec, inputs, rank, info, size: int, cl: bool):
     xs, ys = rank.shard(ev.x_all, ev.labels)
     bs = rank.per_rank_batch(case.batch_size)
     images = xs.shape[0] if rank.distributed else case.images
-    batches, blabels, n_real = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl,
-                                            pin=transfer and dev.type == "cuda")
+    batches, blabels, n_real = make_batches(
+        xs, ys, bs, images, precisions.input_dtype(case.precision), cl, pin=transfer and dev.type == "cuda"
+    )
     feed = (lambda xb: xb.to(dev, non_blocking=True)) if transfer else (lambda xb: xb)
     return ev, bs, images, (batches, blabels, n_real, feed)
 

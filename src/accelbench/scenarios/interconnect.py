@@ -19,8 +19,9 @@ beside it) and ``p2p`` (one row per GPU pair).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_int
@@ -33,8 +34,19 @@ OPS = ("all_reduce", "all_gather", "broadcast")
 KIB = 1024
 
 
-_UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": KIB**2, "MB": KIB**2, "MIB": KIB**2,
-          "G": KIB**3, "GB": KIB**3, "GIB": KIB**3}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": KIB,
+    "KB": KIB,
+    "KIB": KIB,
+    "M": KIB**2,
+    "MB": KIB**2,
+    "MIB": KIB**2,
+    "G": KIB**3,
+    "GB": KIB**3,
+    "GIB": KIB**3,
+}
 
 
 def parse_bytes(text: str | int) -> int:
@@ -50,7 +62,7 @@ def parse_bytes(text: str | int) -> int:
     s = str(text).strip().upper().replace(" ", "")
     num = s.rstrip("KMGIB")
     try:
-        value = float(num) * _UNITS[s[len(num):]]
+        value = float(num) * _UNITS[s[len(num) :]]
     except (ValueError, KeyError):
         raise ConfigError("size", text, "bytes with an optional K, M or G suffix, e.g. 1K, 256M, 1G") from None
     return int(value)
@@ -124,16 +136,31 @@ def collective_rows(ctx, ops, sizes, warmup: int, iters: int, on_op=None) -> lis
     return rows
 
 
-def collective_row(name: str, size: int, counted: int, times: list[float], ctx,
-                   warmup: int, iters: int) -> dict[str, Any]:
+def collective_row(
+    name: str, size: int, counted: int, times: list[float], ctx, warmup: int, iters: int
+) -> dict[str, Any]:
     """One stored row: the slowest rank's time, algorithm and bus bandwidth (bytes/s)."""
     t = max(times)
     algbw, busbw = bandwidths(name, counted, t, ctx.world)
-    return {"case_key": f"{name}|{size}|n={ctx.world}", "workload": kinds.COLLECTIVE, "status": OK, "error": None,
-            "op": name, "size_bytes": counted, "requested_bytes": size, "dtype": "float32",
-            "world_size": ctx.world, "nnodes": ctx.opts.nnodes, "backend": ctx.backend,
-            "time_s": t, "time_min_rank_s": min(times), "algbw_bytes_per_s": algbw,
-            "busbw_bytes_per_s": busbw, "warmup": warmup, "iters": iters}
+    return {
+        "case_key": f"{name}|{size}|n={ctx.world}",
+        "workload": kinds.COLLECTIVE,
+        "status": OK,
+        "error": None,
+        "op": name,
+        "size_bytes": counted,
+        "requested_bytes": size,
+        "dtype": "float32",
+        "world_size": ctx.world,
+        "nnodes": ctx.opts.nnodes,
+        "backend": ctx.backend,
+        "time_s": t,
+        "time_min_rank_s": min(times),
+        "algbw_bytes_per_s": algbw,
+        "busbw_bytes_per_s": busbw,
+        "warmup": warmup,
+        "iters": iters,
+    }
 
 
 def p2p_rows(p2p_bytes: int, iters: int = 10) -> list[dict[str, Any]]:
@@ -151,10 +178,21 @@ def p2p_rows(p2p_bytes: int, iters: int = 10) -> list[dict[str, Any]]:
         for j in range(n):
             if i != j:
                 bw = copy_bandwidth(i, j, p2p_bytes, iters)
-                rows.append({"case_key": f"p2p|{i}->{j}", "workload": kinds.P2P, "status": OK, "error": None,
-                             "src_device": i, "dst_device": j, "size_bytes": p2p_bytes, "iters": iters,
-                             "bandwidth_bytes_per_s": bw, "peer_access": torch.cuda.can_device_access_peer(i, j),
-                             **links.get((i, j), {})})
+                rows.append(
+                    {
+                        "case_key": f"p2p|{i}->{j}",
+                        "workload": kinds.P2P,
+                        "status": OK,
+                        "error": None,
+                        "src_device": i,
+                        "dst_device": j,
+                        "size_bytes": p2p_bytes,
+                        "iters": iters,
+                        "bandwidth_bytes_per_s": bw,
+                        "peer_access": torch.cuda.can_device_access_peer(i, j),
+                        **links.get((i, j), {}),
+                    }
+                )
     return rows
 
 
@@ -222,8 +260,10 @@ class Interconnect(Scenario):
 
     def cases(self, spec, device: str) -> list[Case]:
         s = spec.settings
-        ops = [Case(scenario=self.name, device=device, name=f"interconnect|{op}", extras=InterconnectExtras(op=op))
-               for op in s.ops]
+        ops = [
+            Case(scenario=self.name, device=device, name=f"interconnect|{op}", extras=InterconnectExtras(op=op))
+            for op in s.ops
+        ]
         p2p = [Case(scenario=self.name, device=device, name="interconnect|p2p", extras=InterconnectExtras(op="p2p"))]
         return ops + (p2p if s.p2p_bytes and device == "cuda" else [])
 

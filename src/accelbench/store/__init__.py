@@ -33,18 +33,35 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from accelbench.core.errors import COMPLETE, RUNNING
 from accelbench.store.labels import Labels, label_cells, tags_of, what_and_where
 from accelbench.store.lease import HEARTBEAT_S, STALE_S, Lease
-from accelbench.store.schema import (SCHEMA_VERSION, RunBusyError, Schema, StoreError, StoreWriteError, _cell, _sql_type,
-                                     discard_created)
+from accelbench.store.schema import (
+    SCHEMA_VERSION,
+    RunBusyError,
+    Schema,
+    StoreError,
+    StoreWriteError,
+    _cell,
+    _sql_type,
+    discard_created,
+)
 from accelbench.store.tables import Tables
 
-__all__ = ["Store", "StoreError", "StoreWriteError", "RunBusyError", "SCHEMA_VERSION", "HEARTBEAT_S", "STALE_S",
-           "discard_created"]
+__all__ = [
+    "Store",
+    "StoreError",
+    "StoreWriteError",
+    "RunBusyError",
+    "SCHEMA_VERSION",
+    "HEARTBEAT_S",
+    "STALE_S",
+    "discard_created",
+]
 
 
 class Store(Schema, Lease, Tables, Labels):
@@ -77,14 +94,17 @@ class Store(Schema, Lease, Tables, Labels):
         if self._leased:
             try:
                 with self.conn:
-                    self.conn.execute("UPDATE runs SET lease_pid=NULL, lease_host=NULL, lease_token=NULL, "
-                                      "lease_heartbeat=NULL WHERE lease_token=?", (self.token,))
+                    self.conn.execute(
+                        "UPDATE runs SET lease_pid=NULL, lease_host=NULL, lease_token=NULL, "
+                        "lease_heartbeat=NULL WHERE lease_token=?",
+                        (self.token,),
+                    )
             except sqlite3.Error:
                 pass
             self._leased.clear()
         self.conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -106,8 +126,20 @@ class Store(Schema, Lease, Tables, Labels):
                 cur = self.conn.execute(
                     "INSERT INTO runs (created_at, kind, status, spec_hash, spec_json, env_json, lease_host, lease_pid, "
                     "lease_token, lease_heartbeat, name, tags) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (time.time(), kind, RUNNING, spec_hash, json.dumps(spec, default=str), json.dumps(env, default=str),
-                     socket.gethostname(), os.getpid(), self.token, time.time(), name, tags),
+                    (
+                        time.time(),
+                        kind,
+                        RUNNING,
+                        spec_hash,
+                        json.dumps(spec, default=str),
+                        json.dumps(env, default=str),
+                        socket.gethostname(),
+                        os.getpid(),
+                        self.token,
+                        time.time(),
+                        name,
+                        tags,
+                    ),
                 )
             return int(cur.lastrowid)
 
@@ -123,10 +155,14 @@ class Store(Schema, Lease, Tables, Labels):
         Raises:
             StoreWriteError: the store cannot be written.
         """
+
         def update() -> None:
             with self.conn:
-                self.conn.execute("UPDATE runs SET status=?, finished_at=?, lease_pid=NULL, lease_host=NULL, "
-                                  "lease_token=NULL, lease_heartbeat=NULL WHERE run_id=?", (status, time.time(), run_id))
+                self.conn.execute(
+                    "UPDATE runs SET status=?, finished_at=?, lease_pid=NULL, lease_host=NULL, "
+                    "lease_token=NULL, lease_heartbeat=NULL WHERE run_id=?",
+                    (status, time.time(), run_id),
+                )
 
         self._write(update, wait_s=wait_s)
         self._leased.discard(run_id)
@@ -136,8 +172,7 @@ class Store(Schema, Lease, Tables, Labels):
     def resumable_run(self, kind: str, spec_hash: str) -> int | None:
         """The newest run of this kind and spec that did not complete, or None."""
         row = self.conn.execute(
-            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status!=? "
-            "ORDER BY run_id DESC LIMIT 1",
+            "SELECT run_id FROM runs WHERE kind=? AND spec_hash=? AND status!=? ORDER BY run_id DESC LIMIT 1",
             (kind, spec_hash, COMPLETE),
         ).fetchone()
         return int(row[0]) if row else None
@@ -178,8 +213,10 @@ class Store(Schema, Lease, Tables, Labels):
             "FROM runs r ORDER BY r.run_id"
         ).fetchall()
         keep = ("run_id", "created_at", "kind", "status", "cases", "name")
-        return [{**{k: r[k] for k in keep}, "status": self.shown_status(r), "tags": tags_of(r["tags"]),
-                 **what_and_where(r)} for r in rows]
+        return [
+            {**{k: r[k] for k in keep}, "status": self.shown_status(r), "tags": tags_of(r["tags"]), **what_and_where(r)}
+            for r in rows
+        ]
 
     # cases ----------------------------------------------------------------------------------------
     def _columns(self, table: str) -> set[str]:
@@ -209,7 +246,9 @@ class Store(Schema, Lease, Tables, Labels):
             with self.conn:
                 self._ensure_columns("cases", rec)
                 cols = ", ".join(f'"{k}"' for k in rec)
-                cur = self.conn.execute(f"INSERT INTO cases ({cols}) VALUES ({', '.join('?' * len(rec))})", list(rec.values()))
+                cur = self.conn.execute(
+                    f"INSERT INTO cases ({cols}) VALUES ({', '.join('?' * len(rec))})", list(rec.values())
+                )
                 case_id = int(cur.lastrowid)
                 for name, values in (series or {}).items():
                     self.conn.executemany(
@@ -226,8 +265,12 @@ class Store(Schema, Lease, Tables, Labels):
         def delete() -> int:
             with self.conn:
                 q = ",".join("?" * len(keys))
-                ids = [r[0] for r in self.conn.execute(f"SELECT case_id FROM cases WHERE run_id=? AND case_key IN ({q})",
-                                                       (run_id, *keys))]
+                ids = [
+                    r[0]
+                    for r in self.conn.execute(
+                        f"SELECT case_id FROM cases WHERE run_id=? AND case_key IN ({q})", (run_id, *keys)
+                    )
+                ]
                 self.conn.executemany("DELETE FROM samples WHERE case_id=?", [(i,) for i in ids])
                 self.conn.executemany("DELETE FROM cases WHERE case_id=?", [(i,) for i in ids])
             return len(ids)
@@ -264,13 +307,17 @@ class Store(Schema, Lease, Tables, Labels):
 
         self._write(update)
 
-    def find_cases(self, *, key_like: str | None = None, workload: str | None = None,
-                   status: str | None = None) -> list[dict[str, Any]]:
+    def find_cases(
+        self, *, key_like: str | None = None, workload: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
         """Cases of every run matching a ``LIKE`` pattern on the key (``\\`` escapes), a workload and a status,
         newest first (an empty list on a store without such columns yet)."""
         where, args = [], []
-        for col, op, val in (("case_key", "LIKE ? ESCAPE '\\'", key_like), ("workload", "= ?", workload),
-                             ("status", "= ?", status)):
+        for col, op, val in (
+            ("case_key", "LIKE ? ESCAPE '\\'", key_like),
+            ("workload", "= ?", workload),
+            ("status", "= ?", status),
+        ):
             if val is not None:
                 where.append(f"{col} {op}")
                 args.append(val)
@@ -305,7 +352,7 @@ class Store(Schema, Lease, Tables, Labels):
 
         q, args = self._select(run_id, workload)
         df = pd.read_sql_query(q, self.conn, params=args).dropna(axis=1, how="all")
-        for col in df.columns[df.dtypes == object]:
+        for col in df.columns[df.dtypes == object]:  # noqa: E721
             try:  # numbers kept as text by an older store
                 df[col] = pd.to_numeric(df[col])
             except (ValueError, TypeError):
@@ -315,7 +362,9 @@ class Store(Schema, Lease, Tables, Labels):
     def all_series(self, case_id: int) -> dict[str, list[float]]:
         """Every raw series of a case, by name."""
         out: dict[str, list[float]] = {}
-        for r in self.conn.execute("SELECT series, value FROM samples WHERE case_id=? ORDER BY series, idx", (case_id,)):
+        for r in self.conn.execute(
+            "SELECT series, value FROM samples WHERE case_id=? ORDER BY series, idx", (case_id,)
+        ):
             out.setdefault(r[0], []).append(r[1])
         return out
 
@@ -324,4 +373,3 @@ class Store(Schema, Lease, Tables, Labels):
             "SELECT value FROM samples WHERE case_id=? AND series=? ORDER BY idx", (case_id, name)
         ).fetchall()
         return [r[0] for r in rows]
-

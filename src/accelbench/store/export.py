@@ -13,8 +13,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def results(store, run_id: int) -> list[dict[str, Any]]:
@@ -43,9 +44,19 @@ def run_meta(store, run_id: int) -> dict:
     """The run document (:func:`run_document`) without its results: what a Parquet file keeps in its metadata."""
     run = store.run(run_id)
     series = {r["case_key"]: s for r in store.records(run_id) if (s := store.all_series(r["case_id"]))}
-    return {"run_id": run_id, "name": run.get("name"), "tags": run.get("tags") or {}, "kind": run["kind"],
-            "status": run["status"], "created_at": run["created_at"], "finished_at": run.get("finished_at"),
-            "spec_hash": run["spec_hash"], "spec": run["spec"], "env": run["env"], "series": series}
+    return {
+        "run_id": run_id,
+        "name": run.get("name"),
+        "tags": run.get("tags") or {},
+        "kind": run["kind"],
+        "status": run["status"],
+        "created_at": run["created_at"],
+        "finished_at": run.get("finished_at"),
+        "spec_hash": run["spec_hash"],
+        "spec": run["spec"],
+        "env": run["env"],
+        "series": series,
+    }
 
 
 PARQUET_META = b"accelbench.run"  # the key of the run's metadata (JSON) in a Parquet export

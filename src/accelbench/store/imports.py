@@ -36,8 +36,10 @@ def read_export(path: str | Path) -> dict[str, Any]:
         raise ExportFileError(f"cannot import {p}: no such file")
     suffix = p.suffix.lower()
     if suffix == ".csv":
-        raise ExportFileError(f"cannot import {p}: a CSV export holds no run metadata (spec, environment, raw series); "
-                           "export the run with --format json or --format parquet")
+        raise ExportFileError(
+            f"cannot import {p}: a CSV export holds no run metadata (spec, environment, raw series); "
+            "export the run with --format json or --format parquet"
+        )
     if suffix == ".json":
         try:
             doc = json.loads(p.read_text(encoding="utf-8"))
@@ -57,7 +59,9 @@ def _parquet(p: Path) -> dict[str, Any]:
     try:
         table = pa.parquet.read_table(p)
     except (OSError, pa.ArrowException) as exc:
-        raise ExportFileError(f"cannot import {p}: not a readable Parquet file ({' '.join(str(exc).split())})") from None
+        raise ExportFileError(
+            f"cannot import {p}: not a readable Parquet file ({' '.join(str(exc).split())})"
+        ) from None
     meta = (table.schema.metadata or {}).get(PARQUET_META)
     if meta is None:
         raise ExportFileError(f"cannot import {p}: no accelbench run metadata in it (not written by accelbench export)")
@@ -70,16 +74,25 @@ def _parquet(p: Path) -> dict[str, Any]:
 
 
 def _checked(p: Path, doc: Any) -> dict[str, Any]:
-    ok = (isinstance(doc, dict) and isinstance(doc.get("kind"), str) and isinstance(doc.get("status"), str)
-          and isinstance(doc.get("spec"), dict) and isinstance(doc.get("env"), dict)
-          and isinstance(doc.get("results"), list)
-          and all(isinstance(r, dict) and all(isinstance(r.get(k), str) for k in REQUIRED) for r in doc["results"]))
+    ok = (
+        isinstance(doc, dict)
+        and isinstance(doc.get("kind"), str)
+        and isinstance(doc.get("status"), str)
+        and isinstance(doc.get("spec"), dict)
+        and isinstance(doc.get("env"), dict)
+        and isinstance(doc.get("results"), list)
+        and all(isinstance(r, dict) and all(isinstance(r.get(k), str) for k in REQUIRED) for r in doc["results"])
+    )
     if not ok:
-        raise ExportFileError(f"cannot import {p}: not an accelbench run export (needs kind, status, spec, env and "
-                           "results rows with case_key, workload, status)")
+        raise ExportFileError(
+            f"cannot import {p}: not an accelbench run export (needs kind, status, spec, env and "
+            "results rows with case_key, workload, status)"
+        )
     series = doc.get("series")
-    if series is not None and not (isinstance(series, dict) and all(
-            isinstance(s, dict) and all(isinstance(v, list) for v in s.values()) for s in series.values())):
+    if series is not None and not (
+        isinstance(series, dict)
+        and all(isinstance(s, dict) and all(isinstance(v, list) for v in s.values()) for s in series.values())
+    ):
         raise ExportFileError(f"cannot import {p}: its raw series are not a table of lists")
     return doc
 
@@ -95,13 +108,22 @@ def import_run(store, path: str | Path) -> int:
     from accelbench.core.runlabel import RunLabel
 
     doc = read_export(path)
-    origin = {"file": str(Path(path).resolve()), "run_id": doc.get("run_id"),
-              "host": doc["env"].get("host") or doc["env"].get("hostname")}
+    origin = {
+        "file": str(Path(path).resolve()),
+        "run_id": doc.get("run_id"),
+        "host": doc["env"].get("host") or doc["env"].get("hostname"),
+    }
     label = RunLabel(name=doc.get("name"), tags=doc.get("tags") or {})
-    run_id = store.insert_run(kind=doc["kind"], status=doc["status"], spec=doc["spec"],
-                              env={**doc["env"], "imported_from": origin},
-                              spec_hash=str(doc.get("spec_hash") or "imported"), label=label,
-                              created_at=doc.get("created_at"), finished_at=doc.get("finished_at"))
+    run_id = store.insert_run(
+        kind=doc["kind"],
+        status=doc["status"],
+        spec=doc["spec"],
+        env={**doc["env"], "imported_from": origin},
+        spec_hash=str(doc.get("spec_hash") or "imported"),
+        label=label,
+        created_at=doc.get("created_at"),
+        finished_at=doc.get("finished_at"),
+    )
     series = doc.get("series") or {}
     for row in doc["results"]:
         rec = {k: v for k, v in row.items() if k not in NOT_COPIED}

@@ -30,13 +30,25 @@ class Labels:
 
         def update() -> None:
             with self.conn:
-                self.conn.execute("UPDATE runs SET name=COALESCE(?, name), tags=? WHERE run_id=?",
-                                  (label.name, json.dumps(tags) if tags else None, run_id))
+                self.conn.execute(
+                    "UPDATE runs SET name=COALESCE(?, name), tags=? WHERE run_id=?",
+                    (label.name, json.dumps(tags) if tags else None, run_id),
+                )
 
         self._write(update)
 
-    def insert_run(self, *, kind: str, status: str, spec: dict, env: dict, spec_hash: str, label=None,
-                   created_at: float | None = None, finished_at: float | None = None) -> int:
+    def insert_run(
+        self,
+        *,
+        kind: str,
+        status: str,
+        spec: dict,
+        env: dict,
+        spec_hash: str,
+        label=None,
+        created_at: float | None = None,
+        finished_at: float | None = None,
+    ) -> int:
         """Insert a finished run as it was measured elsewhere (``accelbench import``): its status and times kept
         (None: now), no lease. Returns its id.
 
@@ -51,8 +63,18 @@ class Labels:
                 cur = self.conn.execute(
                     "INSERT INTO runs (created_at, finished_at, kind, status, spec_hash, spec_json, env_json, name, tags) "
                     "VALUES (?,?,?,?,?,?,?,?,?)",
-                    (now if created_at is None else float(created_at), finished_at, kind, status, spec_hash,
-                     json.dumps(spec, default=str), json.dumps(env, default=str), name, tags))
+                    (
+                        now if created_at is None else float(created_at),
+                        finished_at,
+                        kind,
+                        status,
+                        spec_hash,
+                        json.dumps(spec, default=str),
+                        json.dumps(env, default=str),
+                        name,
+                        tags,
+                    ),
+                )
             return int(cur.lastrowid)
 
         return self._write(insert)
@@ -93,4 +115,3 @@ def what_and_where(row) -> dict[str, Any]:
     models = ",".join(map(str, models)) if isinstance(models, list) and models else None
     device = (env.get("device_name") or env.get("device")) if isinstance(env, dict) else None
     return {"models": models, "device": device}
-

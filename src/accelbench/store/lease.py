@@ -32,7 +32,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-
 class Lease:
     """The lease methods of :class:`accelbench.store.Store` (a mixin)."""
 
@@ -46,19 +45,23 @@ class Lease:
         Raises:
             RunBusyError: a live process holds the lease (its heartbeat is recent and, on this host, its pid lives).
         """
+
         def take() -> None:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                row = self.conn.execute("SELECT lease_host, lease_pid, lease_token, lease_heartbeat FROM runs "
-                                        "WHERE run_id=?", (run_id,)).fetchone()
+                row = self.conn.execute(
+                    "SELECT lease_host, lease_pid, lease_token, lease_heartbeat FROM runs WHERE run_id=?", (run_id,)
+                ).fetchone()
                 if row is None:
                     raise KeyError(f"no run {run_id}")
                 busy = self._busy_reason(run_id, row)
                 if busy:
                     raise RunBusyError(busy)
-                self.conn.execute("UPDATE runs SET status=?, finished_at=NULL, lease_host=?, lease_pid=?, "
-                                  "lease_token=?, lease_heartbeat=? WHERE run_id=?",
-                                  (RUNNING, socket.gethostname(), os.getpid(), self.token, time.time(), run_id))
+                self.conn.execute(
+                    "UPDATE runs SET status=?, finished_at=NULL, lease_host=?, lease_pid=?, "
+                    "lease_token=?, lease_heartbeat=? WHERE run_id=?",
+                    (RUNNING, socket.gethostname(), os.getpid(), self.token, time.time(), run_id),
+                )
             except BaseException:
                 self.conn.rollback()
                 raise
@@ -72,8 +75,10 @@ class Lease:
         if token == self.token or not self._alive(row):
             return None  # ours, or stale: the holder stopped heart-beating or its process is gone
         age = time.time() - (beat or 0.0)
-        return (f"run {run_id} is being run by pid {pid} on {host} (heartbeat {age:.0f} s ago): wait for it, or "
-                f"stop it and resume again (a lease is taken over after {STALE_S:.0f} s without a heartbeat)")
+        return (
+            f"run {run_id} is being run by pid {pid} on {host} (heartbeat {age:.0f} s ago): wait for it, or "
+            f"stop it and resume again (a lease is taken over after {STALE_S:.0f} s without a heartbeat)"
+        )
 
     def _alive(self, row) -> bool:
         """The lease of a run row (``lease_*`` columns) is held by a live process: this one, or one whose
@@ -94,7 +99,9 @@ class Lease:
 
     def lease(self, run_id: int) -> dict[str, Any]:
         """The run's lease: ``host``, ``pid``, ``heartbeat`` (epoch s), all None when nobody holds it."""
-        row = self.conn.execute("SELECT lease_host, lease_pid, lease_heartbeat FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT lease_host, lease_pid, lease_heartbeat FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
         return {"host": row[0], "pid": row[1], "heartbeat": row[2]} if row else {}
 
     def _hold(self, run_id: int) -> None:
@@ -123,4 +130,3 @@ class Lease:
         if self._beat is not None and self._beat is not threading.current_thread():
             self._beat.join(timeout=5)
         self._beat = None
-

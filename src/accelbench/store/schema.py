@@ -55,7 +55,12 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE INDEX IF NOT EXISTS samples_case ON samples(case_id, series);
 """
 _UNIQUE = "CREATE UNIQUE INDEX IF NOT EXISTS cases_run_key ON cases(run_id, case_key)"
-_LEASE_COLUMNS = (("lease_host", "TEXT"), ("lease_pid", "INTEGER"), ("lease_token", "TEXT"), ("lease_heartbeat", "REAL"))
+_LEASE_COLUMNS = (
+    ("lease_host", "TEXT"),
+    ("lease_pid", "INTEGER"),
+    ("lease_token", "TEXT"),
+    ("lease_heartbeat", "REAL"),
+)
 _LABEL_COLUMNS = (("name", "TEXT"), ("tags", "TEXT"))  # schema 3: a run's name and its tags (a JSON object)
 
 
@@ -117,8 +122,6 @@ def _reason(exc: sqlite3.Error) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-
-
 _CREATED: list[str] = []  # the store files this process created
 
 
@@ -135,8 +138,9 @@ def _discard_if_empty(path: str) -> bool:
     try:
         with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if "meta" not in tables or any(conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()
-                                           for t in tables - {"meta", "sqlite_sequence"}):
+            if "meta" not in tables or any(
+                conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() for t in tables - {"meta", "sqlite_sequence"}
+            ):
                 return False
     except sqlite3.Error:
         return False
@@ -191,18 +195,24 @@ class Schema:
     def _init_schema(self) -> None:
         tables = self._tables()
         if tables and "meta" not in tables:
-            raise StoreError(f"{self.path} is another application's SQLite database (tables: "
-                             f"{', '.join(sorted(tables - {'sqlite_sequence'}))}): use another --db")
+            raise StoreError(
+                f"{self.path} is another application's SQLite database (tables: "
+                f"{', '.join(sorted(tables - {'sqlite_sequence'}))}): use another --db"
+            )
         version = None
         if "meta" in tables:
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
-                raise StoreError(f"{self.path} is another application's SQLite database (no accelbench "
-                                 "schema version): use another --db")
+                raise StoreError(
+                    f"{self.path} is another application's SQLite database (no accelbench "
+                    "schema version): use another --db"
+                )
             version = int(row[0])
             if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path} has schema {version}, newer than this accelbench "
-                                 f"({SCHEMA_VERSION}): upgrade accelbench")
+                raise StoreError(
+                    f"{self.path} has schema {version}, newer than this accelbench "
+                    f"({SCHEMA_VERSION}): upgrade accelbench"
+                )
         if version == SCHEMA_VERSION:
             return  # nothing to write: a read-only store can still be read
         with self.conn:
@@ -220,7 +230,8 @@ class Schema:
         self._add_columns(_LEASE_COLUMNS)
         self.conn.execute(
             "UPDATE cases SET case_key = case_key || '|dup=' || case_id WHERE case_id NOT IN "
-            "(SELECT MIN(case_id) FROM cases GROUP BY run_id, case_key)")
+            "(SELECT MIN(case_id) FROM cases GROUP BY run_id, case_key)"
+        )
 
     def _add_columns(self, columns: tuple[tuple[str, str], ...]) -> None:
         """Add the ``runs`` columns a store of an older schema lacks (schema 2 -> 3: ``name``, ``tags``)."""
@@ -249,11 +260,17 @@ class Schema:
                     raise StoreWriteError(self._describe(exc)) from None
             waited = time.monotonic() - start
             if waited >= wait:
-                raise StoreWriteError(f"the results store {self.path} stayed locked by another process for "
-                                      f"{waited:.0f} s ({LOCK_WAIT_ENV} sets how long to wait)") from None
+                raise StoreWriteError(
+                    f"the results store {self.path} stayed locked by another process for "
+                    f"{waited:.0f} s ({LOCK_WAIT_ENV} sets how long to wait)"
+                ) from None
             if delay == 0.05:
-                print(f"waiting: the results store {self.path} is locked by another process; retrying for up to "
-                      f"{wait:.0f} s", file=sys.stderr, flush=True)
+                print(
+                    f"waiting: the results store {self.path} is locked by another process; retrying for up to "
+                    f"{wait:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             time.sleep(min(delay, max(0.0, wait - waited)))
             delay = min(2 * delay, 5.0)
 

@@ -17,6 +17,7 @@ class Tables:
     def ensure_table(self, ddl: str, table: str, columns: dict[str, str] | None = None) -> None:
         """Create an extension table (``ddl``: ``CREATE TABLE IF NOT EXISTS ...`` and its indexes) and add any
         of ``columns`` (name -> SQL type) that a store written by an older accelbench lacks."""
+
         def create() -> None:
             with self.conn:
                 self.conn.executescript(ddl)
@@ -35,17 +36,24 @@ class Tables:
 
         def insert() -> int:
             with self.conn:
-                self.conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                                      [[_cell(r.get(c)) for c in cols] for r in rows])
+                self.conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    [[_cell(r.get(c)) for c in cols] for r in rows],
+                )
                 return int(self.conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
         return self._write(insert)
 
-    def rows(self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None,
-             limit: int | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         """Rows of an extension table matching ``where`` (column -> value), as dicts."""
         cond = " AND ".join(f'"{k}"=?' for k in (where or {}))
-        q = f"SELECT * FROM {table}" + (f" WHERE {cond}" if cond else "") + (f" ORDER BY {order_by}" if order_by else "")
+        q = (
+            f"SELECT * FROM {table}"
+            + (f" WHERE {cond}" if cond else "")
+            + (f" ORDER BY {order_by}" if order_by else "")
+        )
         q += f" LIMIT {int(limit)}" if limit else ""
         return [dict(r) for r in self.conn.execute(q, list((where or {}).values()))]
 
@@ -58,4 +66,3 @@ class Tables:
                 self.conn.execute(f"DELETE FROM {table} WHERE {cond}", list(where.values()))
 
         self._write(delete)
-

@@ -20,6 +20,7 @@ from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, ConfigError
 from accelbench.core.parallel import overlap_fraction
 from accelbench.studies.scale import StudyOutcome
 
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ConcurrentJob:
     """One job of a concurrent study: a scenario's sweep (usually one case) and its GPU count."""
@@ -41,11 +42,20 @@ def gpu_sets(counts: list[int]) -> list[str]:
 SCHEDULES = ("concurrent", "sequential")
 
 
-def _run_job(job: ConcurrentJob, k: int, schedule: str, gpus: int, visible: str | None, tmp: str,
-             opts, echo: bool, stop: threading.Event | None = None) -> dict[str, Any]:
-    from accelbench.sweep import loop
+def _run_job(
+    job: ConcurrentJob,
+    k: int,
+    schedule: str,
+    gpus: int,
+    visible: str | None,
+    tmp: str,
+    opts,
+    echo: bool,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
     from accelbench.launchers.torchrun import Torchrun
     from accelbench.store import Store
+    from accelbench.sweep import loop
 
     db = str(Path(tmp) / f"job{k}-{schedule}.db")
     t0 = time.monotonic()
@@ -55,8 +65,9 @@ def _run_job(job: ConcurrentJob, k: int, schedule: str, gpus: int, visible: str 
     return {"db": db, "run_id": out.run_id, "wall_s": time.monotonic() - t0, "interrupted": out.interrupted}
 
 
-def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int | None = None,
-                   echo: bool = True, resume: bool = False) -> StudyOutcome:
+def run_concurrent(
+    jobs: list[ConcurrentJob], store, opts, sequential_gpus: int | None = None, echo: bool = True, resume: bool = False
+) -> StudyOutcome:
     """Run ``jobs`` at once on disjoint GPU sets, then one after another; store both and the comparison.
 
     Each phase's rows and its summary row are stored as soon as the phase ends, so a study stopped in
@@ -73,11 +84,10 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
         UnknownModelError / DataError: a model or data source that cannot be used (before any run exists).
         RunBusyError: ``resume`` found the run being run by another live process.
     """
-    from accelbench.sweep import provenance
-    from accelbench.sweep import loop
     from accelbench.core.spec import digest
     from accelbench.launchers.torchrun import Torchrun, device_kind
     from accelbench.launchers.torchrun.launch import sigterm_as_interrupt
+    from accelbench.sweep import loop, provenance
 
     if len(jobs) < 2:
         raise ConfigError("jobs", len(jobs), "two or more jobs")
@@ -91,8 +101,13 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
     if run_id is None:
         launcher = Torchrun(dataclasses.replace(opts, gpus=total))
         device = launcher.device(jobs[0].spec)
-        run_id = loop.open_run(store, kinds.CONCURRENT, {**doc, **launcher.doc(jobs[0].scenario)}, spec_hash,
-                               {**provenance.collect(device), **launcher.env()})
+        run_id = loop.open_run(
+            store,
+            kinds.CONCURRENT,
+            {**doc, **launcher.doc(jobs[0].scenario)},
+            spec_hash,
+            {**provenance.collect(device), **launcher.env()},
+        )
     tmp, out = tempfile.mkdtemp(prefix="accelbench-concurrent-"), StudyOutcome(run_id=run_id)
     summary = _stored_summaries(store, run_id)
     out.skipped_done = len(summary)
@@ -101,7 +116,9 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
             for schedule in (s for s in SCHEDULES if s not in summary):
                 _drop_phase(store, run_id, schedule)
                 found, wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo)
-                per_job = {k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()}
+                per_job = {
+                    k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()
+                }
                 out.statuses += [r["status"] for rows in per_job.values() for r in rows]
                 summary[schedule] = summary_row(schedule, jobs, per_job, wall)
                 store.add_case(run_id, summary[schedule])
@@ -119,17 +136,21 @@ def run_concurrent(jobs: list[ConcurrentJob], store, opts, sequential_gpus: int 
 def _stored_summaries(store, run_id: int) -> dict[str, dict[str, Any]]:
     """The summary rows of the phases a resumed run finished, by schedule (empty values dropped)."""
     rows = store.records(run_id, workload=kinds.CONCURRENT_SUMMARY)
-    return {r["schedule"]: {k: v for k, v in r.items() if v is not None}
-            for r in rows if r.get("schedule") in SCHEDULES}
+    return {
+        r["schedule"]: {k: v for k, v in r.items() if v is not None} for r in rows if r.get("schedule") in SCHEDULES
+    }
 
 
 def _drop_phase(store, run_id: int, schedule: str) -> None:
     """Remove rows merged by a phase that was stopped before its summary row (it runs again, whole)."""
-    store.delete_cases(run_id, [k for k in store.done_keys(run_id) if k.startswith("job") and k.split("|")[1] == schedule])
+    store.delete_cases(
+        run_id, [k for k in store.done_keys(run_id) if k.startswith("job") and k.split("|")[1] == schedule]
+    )
 
 
-def _phase(schedule: str, jobs: list[ConcurrentJob], cuda: bool, sequential_gpus: int | None, tmp: str,
-           opts, echo: bool) -> tuple[dict[int, dict], float]:
+def _phase(
+    schedule: str, jobs: list[ConcurrentJob], cuda: bool, sequential_gpus: int | None, tmp: str, opts, echo: bool
+) -> tuple[dict[int, dict], float]:
     """Run every job (at once on disjoint sets, or one after another); ``({job: store info}, wall s)``.
 
     Raises:
@@ -176,8 +197,15 @@ def _at_once(jobs: list[ConcurrentJob], cuda: bool, tmp: str, opts, echo: bool, 
 
 def comparison_row(conc: dict[str, Any], seq: dict[str, Any]) -> dict[str, Any]:
     """Sequential over concurrent: wall makespan ratio and work-time ratio (> 1: running at once wins)."""
-    row = {"case_key": "summary|comparison", "workload": kinds.CONCURRENT_SUMMARY, "status": OK, "error": None,
-           "schedule": "comparison", "jobs": conc["jobs"], "makespan_speedup": seq["makespan_s"] / conc["makespan_s"]}
+    row = {
+        "case_key": "summary|comparison",
+        "workload": kinds.CONCURRENT_SUMMARY,
+        "status": OK,
+        "error": None,
+        "schedule": "comparison",
+        "jobs": conc["jobs"],
+        "makespan_speedup": seq["makespan_s"] / conc["makespan_s"],
+    }
     if conc.get("work_time_s") and seq.get("work_time_s"):
         row["work_speedup"] = seq["work_time_s"] / conc["work_time_s"]
     return row
@@ -213,14 +241,24 @@ def summary_row(schedule: str, jobs: list[ConcurrentJob], per_job: dict[int, lis
     """One row per schedule: wall makespan, the work-based time, and (concurrent) the window overlap."""
     rows = {k: per_job.get(k, []) for k in range(len(jobs))}
     work = [job_work_s(r) for r in rows.values()]
-    row: dict[str, Any] = {"case_key": f"summary|{schedule}", "workload": kinds.CONCURRENT_SUMMARY, "status": OK,
-                           "error": None, "schedule": schedule, "jobs": len(jobs), "makespan_s": wall_s,
-                           "job_models": ",".join(",".join(j.spec.models) for j in jobs),
-                           "job_workloads": ",".join(j.scenario.dist_kind for j in jobs)}
+    row: dict[str, Any] = {
+        "case_key": f"summary|{schedule}",
+        "workload": kinds.CONCURRENT_SUMMARY,
+        "status": OK,
+        "error": None,
+        "schedule": schedule,
+        "jobs": len(jobs),
+        "makespan_s": wall_s,
+        "job_models": ",".join(",".join(j.spec.models) for j in jobs),
+        "job_workloads": ",".join(j.scenario.dist_kind for j in jobs),
+    }
     if all(w is not None for w in work):
         row["work_time_s"] = max(work) if schedule == "concurrent" else sum(work)
-    windows = [(min(r["window_start_epoch_s"] for r in rs), max(r["window_end_epoch_s"] for r in rs))
-               for rs in rows.values() if rs and all(r.get("window_start_epoch_s") for r in rs)]
+    windows = [
+        (min(r["window_start_epoch_s"] for r in rs), max(r["window_end_epoch_s"] for r in rs))
+        for rs in rows.values()
+        if rs and all(r.get("window_start_epoch_s") for r in rs)
+    ]
     if schedule == "concurrent" and len(windows) == len(jobs):
         row["overlap_fraction"] = overlap_fraction(windows)
     return row

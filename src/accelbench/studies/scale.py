@@ -32,8 +32,9 @@ class StudyOutcome:
     skipped_done: int = 0
 
 
-def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = False, echo: bool = True,
-              on_case=None) -> StudyOutcome:
+def run_scale(
+    scenario, spec, store, opts, counts: list[int], *, resume: bool = False, echo: bool = True, on_case=None
+) -> StudyOutcome:
     """Run ``spec`` on each process count in ``counts`` (ascending) in one run of kind ``scale``.
 
     Args:
@@ -46,9 +47,8 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
         UnknownModelError / DataError: found before the run is opened. RunBusyError: ``resume`` found the run
             leased by another live process.
     """
-    from accelbench.sweep import provenance
-    from accelbench.sweep import loop
     from accelbench.launchers.torchrun import Torchrun
+    from accelbench.sweep import loop, provenance
 
     counts = sorted(set(counts))
     if not counts or counts[0] < 1:
@@ -65,8 +65,15 @@ def run_scale(scenario, spec, store, opts, counts: list[int], *, resume: bool = 
     out, before = StudyOutcome(run_id=run_id), store.done_keys(run_id)
     try:
         for n in counts:
-            res = loop.run(scenario, spec, store, launcher=Torchrun(dataclasses.replace(opts, gpus=n), echo=echo),
-                           run_id=run_id, finish=False, on_case=on_case)
+            res = loop.run(
+                scenario,
+                spec,
+                store,
+                launcher=Torchrun(dataclasses.replace(opts, gpus=n), echo=echo),
+                run_id=run_id,
+                finish=False,
+                on_case=on_case,
+            )
             out.skipped_done += res.skipped_done
             if res.interrupted:
                 raise KeyboardInterrupt

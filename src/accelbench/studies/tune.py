@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.errors import COMPLETE, INTERRUPTED
@@ -96,11 +97,16 @@ class Tuner:
     def trial_spec(self, cfg: tuple, batch: int, stage: str, repeats: int = 1):
         """The spec of one trial and its stored key: ``(spec, key)``."""
         s = self.settings
-        scale = s.eta ** int(stage[4:]) if stage.startswith("rung") else s.eta ** 3 if stage.startswith("final") else 1
+        scale = s.eta ** int(stage[4:]) if stage.startswith("rung") else s.eta**3 if stage.startswith("final") else 1
         own = {"repeats": repeats, **({"fused_optimizer": cfg[2]} if len(cfg) > 2 else {})}
-        spec = self.spec.replace(batch_sizes=(batch,), precisions=(cfg[0],), modes=(cfg[1],), idle_s=0,
-                                 min_time_s=s.screen_time_s * scale,
-                                 settings=dataclasses.replace(self.spec.settings, **own))
+        spec = self.spec.replace(
+            batch_sizes=(batch,),
+            precisions=(cfg[0],),
+            modes=(cfg[1],),
+            idle_s=0,
+            min_time_s=s.screen_time_s * scale,
+            settings=dataclasses.replace(self.spec.settings, **own),
+        )
         return spec, f"{self.scenario.cases(spec, 'x')[0].key}|trial={stage}"
 
     def cost(self, cfg: tuple, batch: int, stage: str, repeats: int = 1) -> float:
@@ -166,8 +172,7 @@ class Tuner:
                 return None
             self.launcher.stage, self.launcher.window_s = stage, spec.min_time_s
             self.launcher.deadline_at, self.launcher.t0 = self.deadline(stage), time.perf_counter()
-            res = loop.run(self.scenario, spec, self.store, launcher=self.launcher, run_id=self.run_id,
-                           finish=False)
+            res = loop.run(self.scenario, spec, self.store, launcher=self.launcher, run_id=self.run_id, finish=False)
             if res.interrupted:
                 raise KeyboardInterrupt
             self.done = self.rows()
@@ -197,8 +202,9 @@ def scenario_name(workload: str) -> str:
     return "train_step" if workload == "train" else "inference"
 
 
-def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
-             on_trial: Callable | None = None, named=None) -> TuneOutcome:
+def run_tune(
+    spec, settings: ts.TuneSettings, store, *, resume: bool = False, on_trial: Callable | None = None, named=None
+) -> TuneOutcome:
     """Tune ``spec``'s model (an inference spec: data, images, device, timing; a ``train_step`` spec for
     ``settings.workload`` ``train``, whose optimizer settings every trial keeps) over ``settings``' space, within
     ``settings.budget_s`` seconds of wall time (:mod:`accelbench.studies.tune_budget`: ``spent_s`` at most 10 %
@@ -217,12 +223,12 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
         ``resume`` found the run leased by another live process.
     """
     from accelbench import backends, precisions, scenarios
-    from accelbench.core.device import resolve_device
-    from accelbench.sweep import loop, provenance
     from accelbench.core.config import check_choices
+    from accelbench.core.device import resolve_device
     from accelbench.core.errors import ConfigError
     from accelbench.studies.tune_final import final, front
     from accelbench.studies.tune_stages import check_budget, halving, probe, reference_top1, screen
+    from accelbench.sweep import loop, provenance
 
     clock = tb.Clock(settings.budget_s)
     if len(spec.models) != 1:
@@ -236,17 +242,33 @@ def run_tune(spec, settings: ts.TuneSettings, store, *, resume: bool = False,
     check_choices("precision", tuple(c[0] for c in cfgs), precisions.names(trainable=train))
     check_choices("mode", tuple(c[1] for c in cfgs), backends.names(settings.workload))
     scenarios.get(name).check(spec)
-    t = Tuner(spec=spec, settings=settings, store=store, run_id=None, cuda=cuda, clock=clock, on_trial=on_trial,
-              costs=tb.CostModel(warmup=spec.warmup_batches, min_steps=spec.min_timed_batches, images=spec.images,
-                                 whole_passes=train), base=default_config(cuda, settings.workload))
+    t = Tuner(
+        spec=spec,
+        settings=settings,
+        store=store,
+        run_id=None,
+        cuda=cuda,
+        clock=clock,
+        on_trial=on_trial,
+        costs=tb.CostModel(
+            warmup=spec.warmup_batches, min_steps=spec.min_timed_batches, images=spec.images, whole_passes=train
+        ),
+        base=default_config(cuda, settings.workload),
+    )
     state = t.launcher.prepare(t.scenario, spec, device, store)  # the images, decoded once for every trial
     t.costs.probe = probe(spec, device, train, state)
     check_budget(t, cfgs)
     spec_hash = spec.spec_hash(tune=settings.to_dict())
     t.run_id = loop.reopen(store, "tune", spec_hash) if resume else None
     if t.run_id is None:
-        t.run_id = loop.open_run(store, kinds.TUNE, {**spec.to_dict(), "tune": settings.to_dict()}, spec_hash,
-                                 provenance.collect(device), label=named)
+        t.run_id = loop.open_run(
+            store,
+            kinds.TUNE,
+            {**spec.to_dict(), "tune": settings.to_dict()},
+            spec_hash,
+            provenance.collect(device),
+            label=named,
+        )
     else:
         store.label_run(t.run_id, named)
     t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()

@@ -36,9 +36,10 @@ import math
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from accelbench.core.errors import SKIPPED
 from accelbench.launchers.inline import Inline
@@ -67,8 +68,7 @@ def deadline(seconds: float | None) -> Iterator[None]:
     main one, or a platform without ``setitimer``: no deadline)."""
     from accelbench.core.signals import handlers
 
-    if seconds is None or threading.current_thread() is not threading.main_thread() \
-            or not hasattr(signal, "setitimer"):
+    if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
@@ -104,9 +104,9 @@ class TrialLauncher(Inline):
         return self._inputs
 
     def execute(self, sweep, cases: list, state) -> None:
-        from accelbench.sweep.loop import run_case
         from accelbench.core.rank import Rank
         from accelbench.launchers.inline import RowSink
+        from accelbench.sweep.loop import run_case
 
         rank, sink = Rank(sweep.device), RowSink(sweep)
         for case in cases:

@@ -26,11 +26,20 @@ def pooled(store, rows: list[dict[str, Any]]):
     if not wins:
         return None
     n = min(len(x) for w in wins for x in w.latency_ms)
-    win = Windows(wall_s=np.concatenate([w.wall_s for w in wins]), samples=np.concatenate([w.samples for w in wins]),
-                  latency_ms=tuple(_thinned(x[:n]) for w in wins for x in w.latency_ms))
+    win = Windows(
+        wall_s=np.concatenate([w.wall_s for w in wins]),
+        samples=np.concatenate([w.samples for w in wins]),
+        latency_ms=tuple(_thinned(x[:n]) for w in wins for x in w.latency_ms),
+    )
     lat = np.concatenate([x for w in wins for x in w.latency_ms])
-    rec = {**rows[-1], "throughput_samples_per_s": win.throughput(), "latency_p50_ms": float(np.median(lat)),
-           "latency_p99_ms": float(np.quantile(lat, 0.99)), "final_windows": win.n, "final_rounds": len(rows)}
+    rec = {
+        **rows[-1],
+        "throughput_samples_per_s": win.throughput(),
+        "latency_p50_ms": float(np.median(lat)),
+        "latency_p99_ms": float(np.quantile(lat, 0.99)),
+        "final_windows": win.n,
+        "final_rounds": len(rows),
+    }
     for col in ("energy_per_sample_j", "cost_per_1000_samples_usd"):
         vals = [r[col] for r in rows if r.get(col) is not None]
         rec[col] = float(np.mean(vals)) if vals else None
@@ -67,21 +76,22 @@ def final(t, finalists: list[tuple], base_cfg: tuple) -> None:
     rounds of as many candidates as the budget left fits (:func:`accelbench.studies.tune_budget.fit_final`:
     without the default configuration, then without the runner-up, before none); with no final round at all, the
     winner is the leader's own search trial."""
-    from accelbench.studies.tune_budget import fit_final
-
-    from accelbench.studies.tune_budget import STOPPED
+    from accelbench.studies.tune_budget import STOPPED, fit_final
 
     s, out = t.settings, t.out
     if not finalists:
         cut = [r for r in out.trials if str(r.get("error") or "").startswith(STOPPED)]
-        out.notes.append(f"no trial finished within the budget ({len(cut)} stopped at it, the longest after "
-                         f"{max(r['case_wall_s'] for r in cut):.0f} s): nothing to recommend; give a larger --budget-s"
-                         if cut and len(cut) == len(out.trials) else
-                         "no configuration met the constraints: nothing to recommend")
+        out.notes.append(
+            f"no trial finished within the budget ({len(cut)} stopped at it, the longest after "
+            f"{max(r['case_wall_s'] for r in cut):.0f} s): nothing to recommend; give a larger --budget-s"
+            if cut and len(cut) == len(out.trials)
+            else "no configuration met the constraints: nothing to recommend"
+        )
         return
     wanted = list(dict.fromkeys([*finalists, (base_cfg, finalists[0][1])]))
-    cands, n_rounds = fit_final(wanted, lambda c: t.cost(c[0], c[1], "final0", s.final_repeats), t.clock.left(),
-                                s.final_rounds)
+    cands, n_rounds = fit_final(
+        wanted, lambda c: t.cost(c[0], c[1], "final0", s.final_repeats), t.clock.left(), s.final_rounds
+    )
     if not cands:
         out.notes.append("the budget left no time for a final round: the winner's figures are from its search trial")
         return _search_winner(t, finalists[0])
@@ -92,8 +102,10 @@ def final(t, finalists: list[tuple], base_cfg: tuple) -> None:
             if row is not None and row.get("status") == OK:
                 rows[c].append(row)
     if len(cands) < len(wanted) or any(len(v) < s.final_rounds for v in rows.values()):
-        out.notes.append(f"the budget allowed {n_rounds} of {s.final_rounds} final round(s) of {len(cands)} of "
-                         f"{len(wanted)} candidate(s): fewer windows, wider intervals")
+        out.notes.append(
+            f"the budget allowed {n_rounds} of {s.final_rounds} final round(s) of {len(cands)} of "
+            f"{len(wanted)} candidate(s): fewer windows, wider intervals"
+        )
     measured = {c: m for c, v in rows.items() if v and (m := pooled(t.store, v)) is not None}
     ok = {c: m for c, m in measured.items() if t.score(m.record) is not None and c in finalists}
     if not ok:
@@ -128,9 +140,15 @@ def front(trials: list[dict[str, Any]], t) -> list[dict[str, Any]]:
 def run_flags(spec, rec: dict[str, Any]) -> list[tuple[str, Any]]:
     """The winner's settings as ``(TOML key, value)``: what ``run``, ``loadgen`` and ``train`` share; a
     ``train_step`` spec adds its optimizer and, when the trial set it, ``fused_optimizer``."""
-    out = [("model", rec["model"]), ("batch_sizes", [int(rec["batch_size"])]), ("precisions", [rec["precision"]]),
-           ("modes", [rec["mode"]]), ("channels_last", spec.channels_last), ("device", spec.device),
-           ("data", spec.data)]
+    out = [
+        ("model", rec["model"]),
+        ("batch_sizes", [int(rec["batch_size"])]),
+        ("precisions", [rec["precision"]]),
+        ("modes", [rec["mode"]]),
+        ("channels_last", spec.channels_last),
+        ("device", spec.device),
+        ("data", spec.data),
+    ]
     if spec.image_size is not None:
         out.append(("image_size", spec.image_size))
     if spec.cudnn_benchmark is not None:

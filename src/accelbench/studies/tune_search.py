@@ -27,8 +27,12 @@ OBJECTIVES: dict[str, tuple[str, bool]] = {
     "energy": ("energy_per_sample_j", False),
 }
 # the compare metric (accelbench.core.compare.METRICS) that gives the final verdict of each objective
-VERDICT_METRIC = {"throughput": "throughput", "latency": "latency_p50", "cost": "cost_per_1000",
-                  "energy": "energy_per_sample"}
+VERDICT_METRIC = {
+    "throughput": "throughput",
+    "latency": "latency_p50",
+    "cost": "cost_per_1000",
+    "energy": "energy_per_sample",
+}
 WORKLOADS = ("inference", "train")  # what a trial measures: an inference case or a training step (train_step)
 # A training step's "latency" is its step time: train rows get these aliases (:func:`as_trial`), so the score,
 # the constraints, the Pareto front and the final pooling read one set of column names.
@@ -85,8 +89,11 @@ class TuneSettings:
         if self.workload not in WORKLOADS:
             raise ConfigError("workload", self.workload, ", ".join(WORKLOADS))
         if self.workload == "train" and self.min_top1_ratio is not None:
-            raise ConfigError("min_top1_ratio", self.min_top1_ratio,
-                              "only with --workload inference (a training step measures no accuracy)")
+            raise ConfigError(
+                "min_top1_ratio",
+                self.min_top1_ratio,
+                "only with --workload inference (a training step measures no accuracy)",
+            )
         if self.workload != "train" and self.fused_optimizers is not None:
             raise ConfigError("fused_optimizers", self.fused_optimizers, "only with --workload train")
         if not is_number(self.budget_s) or self.budget_s <= 0:
@@ -244,7 +251,7 @@ def dominated(scores: dict[Any, dict[int, float | None]], margin: float = 0.0) -
 def halve(scores: dict[Any, float | None], eta: int, keep_min: int = 1) -> list:
     """The best ``ceil(n / eta)`` candidates (at least ``keep_min``), best first; failed ones (None) are dropped."""
     ranked = sorted((k for k, s in scores.items() if s is not None), key=lambda k: scores[k], reverse=True)
-    return ranked[:max(keep_min, math.ceil(len(scores) / eta))]
+    return ranked[: max(keep_min, math.ceil(len(scores) / eta))]
 
 
 def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -280,8 +287,12 @@ def explain_axes(workload: str) -> tuple[str, ...]:
     return ("precision", "mode", "batch_size") + (("fused_optimizer",) if workload == "train" else ())
 
 
-def explain(rows: list[dict[str, Any]], winner: dict[str, Any], objective: str,
-            axes: tuple[str, ...] = ("precision", "mode", "batch_size")) -> list[str]:
+def explain(
+    rows: list[dict[str, Any]],
+    winner: dict[str, Any],
+    objective: str,
+    axes: tuple[str, ...] = ("precision", "mode", "batch_size"),
+) -> list[str]:
     """What got the winner there: per axis (precision, mode, batch size; a train tune adds ``fused_optimizer``),
     the winner's figure over the best trial that differs from it on that axis only, in the same stage (same
     window length). Lines such as ``mode compile-freeze vs compile: x1.17 (screen)``; none where no such pair was
@@ -292,8 +303,11 @@ def explain(rows: list[dict[str, Any]], winner: dict[str, Any], objective: str,
         for stage in dict.fromkeys(r.get("tune_stage") for r in rows):
             same = [r for r in rows if r.get("tune_stage") == stage and score(r, objective) is not None]
             mine = next((r for r in same if all(r.get(a) == winner.get(a) for a in axes)), None)
-            others = [r for r in same if r.get(axis) != winner.get(axis)
-                      and all(r.get(a) == winner.get(a) for a in axes if a != axis)]
+            others = [
+                r
+                for r in same
+                if r.get(axis) != winner.get(axis) and all(r.get(a) == winner.get(a) for a in axes if a != axis)
+            ]
             if mine is not None and others:
                 best = max(others, key=lambda r: score(r, objective))
                 pairs.append((stage, best, _ratio(mine, best, objective)))

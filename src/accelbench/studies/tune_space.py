@@ -37,10 +37,16 @@ def default_space(cuda: bool, objective: str, workload: str = "inference") -> tu
     from accelbench import backends, precisions
 
     words, device = search_words(cuda, objective, workload), "cuda" if cuda else "cpu"
-    precs = [p for p in precisions.PRECISIONS.values()
-             if _wanted(p.tune, words) and p.runs_on(device) and (p.trainable or workload != "train")]
-    modes = tuple(n for n, b in backends.BACKENDS.items()
-                  if workload in b.workloads and b.runs_on(device) and _wanted(b.tune, words))
+    precs = [
+        p
+        for p in precisions.PRECISIONS.values()
+        if _wanted(p.tune, words) and p.runs_on(device) and (p.trainable or workload != "train")
+    ]
+    modes = tuple(
+        n
+        for n, b in backends.BACKENDS.items()
+        if workload in b.workloads and b.runs_on(device) and _wanted(b.tune, words)
+    )
     return tuple(p.name for p in precs), modes
 
 
@@ -64,11 +70,17 @@ def describe_defaults(field: str) -> str:
     train: ...); CPU ...``, from the registries."""
     parts = []
     for cuda in (True, False):
-        spaces = {(w, o): default_space(cuda, o, w)[0 if field == "precisions" else 1]
-                  for w in ts.WORKLOADS for o in ("throughput", "latency")}
+        spaces = {
+            (w, o): default_space(cuda, o, w)[0 if field == "precisions" else 1]
+            for w in ts.WORKLOADS
+            for o in ("throughput", "latency")
+        }
         base = spaces[("inference", "throughput")]
-        extra = [f"{w if w != 'inference' else ''} {o if o != 'throughput' else ''}".strip() + ": " + ",".join(v)
-                 for (w, o), v in spaces.items() if v != base and not (o == "latency" and v == spaces[(w, "throughput")])]
+        extra = [
+            f"{w if w != 'inference' else ''} {o if o != 'throughput' else ''}".strip() + ": " + ",".join(v)
+            for (w, o), v in spaces.items()
+            if v != base and not (o == "latency" and v == spaces[(w, "throughput")])
+        ]
         parts.append(f"{'CUDA' if cuda else 'CPU'} {','.join(base)}" + (f" ({'; '.join(extra)})" if extra else ""))
     return "; ".join(parts)
 

@@ -32,8 +32,10 @@ def reference_config(cfgs: list) -> tuple:
     backend that compiles nothing (eager)."""
     from accelbench import backends, precisions
 
-    return next((c for c in cfgs if precisions.is_reference(c[0])),
-                (next(n for n in precisions.names() if precisions.is_reference(n)), backends.reference()))
+    return next(
+        (c for c in cfgs if precisions.is_reference(c[0])),
+        (next(n for n in precisions.names() if precisions.is_reference(n)), backends.reference()),
+    )
 
 
 def reference_batch(s: ts.TuneSettings) -> int:
@@ -125,10 +127,17 @@ def check_budget(t, cfgs: list) -> None:
     from accelbench.core.errors import ConfigError
 
     s = t.settings
-    first = (reference_config(cfgs), reference_batch(s), "reference") if s.min_top1_ratio is not None \
+    first = (
+        (reference_config(cfgs), reference_batch(s), "reference")
+        if s.min_top1_ratio is not None
         else (cfgs[0], first_batch(s, t.cuda), "screen")
+    )
     spent, cost = t.clock.spent(), t.cost(*first)
     if spent + cost > s.budget_s:
-        raise ConfigError("budget_s", s.budget_s, f"at least {math.ceil(spent + cost)} s here (decoding the images "
-                          f"and a probe of the model took {spent:.1f} s; one {label(first[0])} trial at batch "
-                          f"{first[1]} needs about {cost:.1f} s)")
+        raise ConfigError(
+            "budget_s",
+            s.budget_s,
+            f"at least {math.ceil(spent + cost)} s here (decoding the images "
+            f"and a probe of the model took {spent:.1f} s; one {label(first[0])} trial at batch "
+            f"{first[1]} needs about {cost:.1f} s)",
+        )

@@ -37,8 +37,15 @@ class SweepContext:
     kwh_price_usd: float | None = None
 
 
-def sweep_context(device, env: dict[str, Any], *, idle_s: float = 3.0, price_per_hour: float | None = None,
-                  kwh_price: float | None = None, telemetry_period_ms: float = 100.0) -> SweepContext:
+def sweep_context(
+    device,
+    env: dict[str, Any],
+    *,
+    idle_s: float = 3.0,
+    price_per_hour: float | None = None,
+    kwh_price: float | None = None,
+    telemetry_period_ms: float = 100.0,
+) -> SweepContext:
     """Measure idle power (``idle_s`` seconds with nothing running) and look up the price, once per sweep.
 
     Args:
@@ -58,14 +65,26 @@ def sweep_context(device, env: dict[str, Any], *, idle_s: float = 3.0, price_per
     idle = measure_idle(devs, idle_s, period_s)
     dtype = devs[0].type
     name = env.get("gpu_name") or env.get("device_name")
-    price = quote(device_type=dtype, device_name=name, n_devices=len(devs), mem_bytes=env.get("gpu_mem_total_bytes"),
-                  vcpus=env.get("cpu_count"), override_usd_per_hour=price_per_hour)
+    price = quote(
+        device_type=dtype,
+        device_name=name,
+        n_devices=len(devs),
+        mem_bytes=env.get("gpu_mem_total_bytes"),
+        vcpus=env.get("cpu_count"),
+        override_usd_per_hour=price_per_hour,
+    )
     return SweepContext(device_name=name, idle=idle, price=price, kwh_price_usd=kwh_price)
 
 
-def derived_columns(rec: dict[str, Any], ctx: SweepContext, *, samples_key: str = "samples_timed",
-                    work_seconds_key: str = "total_time_s", work_samples_key: str = "images",
-                    spread_key: str = "latency_spread") -> dict[str, Any]:
+def derived_columns(
+    rec: dict[str, Any],
+    ctx: SweepContext,
+    *,
+    samples_key: str = "samples_timed",
+    work_seconds_key: str = "total_time_s",
+    work_samples_key: str = "images",
+    spread_key: str = "latency_spread",
+) -> dict[str, Any]:
     """Energy-per-sample, idle, validity and cost columns for one case record.
 
     Args:
@@ -81,12 +100,24 @@ def derived_columns(rec: dict[str, Any], ctx: SweepContext, *, samples_key: str 
     out: dict[str, Any] = {"device_name": ctx.device_name, **ctx.idle}
     if rec.get("status") != OK:
         return out
-    out.update(per_sample_columns(rec.get("energy_j"), rec.get(samples_key), window_s=rec.get("energy_window_s"),
-                                  idle_power_w=ctx.idle.get("idle_power_w")))
+    out.update(
+        per_sample_columns(
+            rec.get("energy_j"),
+            rec.get(samples_key),
+            window_s=rec.get("energy_window_s"),
+            idle_power_w=ctx.idle.get("idle_power_w"),
+        )
+    )
     out.update(validity.assess(rec, spread_key))
     price = ctx.price
-    out.update(cost_columns(seconds=rec.get(work_seconds_key), samples=rec.get(work_samples_key),
-                            usd_per_hour=price.usd_per_hour if price else None,
-                            price_source=price.source if price else None,
-                            energy_per_sample_j=out["energy_per_sample_j"], usd_per_kwh=ctx.kwh_price_usd))
+    out.update(
+        cost_columns(
+            seconds=rec.get(work_seconds_key),
+            samples=rec.get(work_samples_key),
+            usd_per_hour=price.usd_per_hour if price else None,
+            price_source=price.source if price else None,
+            energy_per_sample_j=out["energy_per_sample_j"],
+            usd_per_kwh=ctx.kwh_price_usd,
+        )
+    )
     return out

@@ -23,8 +23,9 @@ too before it propagates: a run is never left ``running``. A failure inside a ca
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, OOM, SKIPPED, SettingsNote, StopSweep
 from accelbench.launchers.case import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
@@ -183,8 +184,19 @@ def check(scenario, spec, launcher=None) -> tuple[Any, list]:
     return device, list(cases.values())
 
 
-def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: Callable | None = None,
-        on_row: Callable | None = None, run_id: int | None = None, finish: bool = True, label=None) -> Outcome:
+def run(
+    scenario,
+    spec,
+    store,
+    *,
+    launcher=None,
+    resume: bool = False,
+    on_case: Callable | None = None,
+    on_row: Callable | None = None,
+    run_id: int | None = None,
+    finish: bool = True,
+    label=None,
+) -> Outcome:
     """Run every case of ``spec`` not yet stored, storing each as it finishes (see the module docstring).
 
     Args:
@@ -225,23 +237,41 @@ def run(scenario, spec, store, *, launcher=None, resume: bool = False, on_case: 
     try:
         env, ctx = _context(spec, launcher, device)
         if out.run_id is None:
-            out.run_id = open_run(store, kind, {**spec.to_dict(), **launcher.doc(scenario)}, spec_hash,
-                                  {**env, **ctx.idle}, label=label)
+            out.run_id = open_run(
+                store, kind, {**spec.to_dict(), **launcher.doc(scenario)}, spec_hash, {**env, **ctx.idle}, label=label
+            )
         elif reopened and label:
             store.label_run(out.run_id, label)
         done = store.done_keys(out.run_id)
         todo = [c for c in cases if launcher.key(c) not in done]
         out.skipped_done = len(cases) - len(todo)
-        sweep = Sweep(scenario=scenario, spec=spec, store=store, run_id=out.run_id, device=device, ctx=ctx, out=out,
-                      on_case=on_case, on_row=on_row, total=len(todo), resumed=reopened, key=launcher.key)
+        sweep = Sweep(
+            scenario=scenario,
+            spec=spec,
+            store=store,
+            run_id=out.run_id,
+            device=device,
+            ctx=ctx,
+            out=out,
+            on_case=on_case,
+            on_row=on_row,
+            total=len(todo),
+            resumed=reopened,
+            key=launcher.key,
+        )
         _execute(launcher, sweep, todo, state)
     except BaseException:  # a bug, or Ctrl-C before the cases began: never leave the run `running`
         if out.run_id is not None:
             _end(store, out.run_id, INTERRUPTED, wait_s=0.0)
         raise
     if finish or out.interrupted:
-        _end(store, out.run_id, INTERRUPTED if out.interrupted else COMPLETE, out,
-             wait_s=0.0 if out.stop_reason else None)
+        _end(
+            store,
+            out.run_id,
+            INTERRUPTED if out.interrupted else COMPLETE,
+            out,
+            wait_s=0.0 if out.stop_reason else None,
+        )
     return out
 
 
@@ -251,8 +281,14 @@ def _context(spec, launcher, device) -> tuple[dict, Any]:
     from accelbench.sweep.derived import sweep_context
 
     env = {**provenance.collect(launcher.env_device(device)), **launcher.env()}
-    return env, sweep_context(launcher.devices(device), env, idle_s=spec.idle_s, price_per_hour=spec.price_per_hour,
-                              kwh_price=spec.kwh_price, telemetry_period_ms=spec.telemetry_period_ms)
+    return env, sweep_context(
+        launcher.devices(device),
+        env,
+        idle_s=spec.idle_s,
+        price_per_hour=spec.price_per_hour,
+        kwh_price=spec.kwh_price,
+        telemetry_period_ms=spec.telemetry_period_ms,
+    )
 
 
 def _execute(launcher, sweep: Sweep, todo: list, state) -> None:

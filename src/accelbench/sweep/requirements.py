@@ -16,17 +16,23 @@ The extras named here are ``pyproject.toml``'s ``[project.optional-dependencies]
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from accelbench.core.errors import InstallError, install_command, one_line
 
 # pip distribution -> (import name, extra that installs it; None: the base install)
 PACKAGES: dict[str, tuple[str, str | None]] = {
-    "torch": ("torch", None), "torchvision": ("torchvision", None), "matplotlib": ("matplotlib", None),
-    "timm": ("timm", "timm"), "mlcommons-loadgen": ("mlperf_loadgen", "loadgen"),
-    "torchao": ("torchao", "quant"), "onnxruntime": ("onnxruntime", "quant"), "onnx": ("onnx", "quant"),
-    "transformers": ("transformers", "llm"), "pyarrow": ("pyarrow", "parquet"),
+    "torch": ("torch", None),
+    "torchvision": ("torchvision", None),
+    "matplotlib": ("matplotlib", None),
+    "timm": ("timm", "timm"),
+    "mlcommons-loadgen": ("mlperf_loadgen", "loadgen"),
+    "torchao": ("torchao", "quant"),
+    "onnxruntime": ("onnxruntime", "quant"),
+    "onnx": ("onnx", "quant"),
+    "transformers": ("transformers", "llm"),
+    "pyarrow": ("pyarrow", "parquet"),
 }
 TORCH_INDEX = "https://download.pytorch.org/whl/"
 
@@ -76,18 +82,24 @@ def torch_pair() -> tuple[str, str]:
     try:
         import torch
     except Exception as exc:
-        raise InstallError(f"torch {version('torch') or '(not installed)'} cannot be imported ({one_line(exc)}): "
-                           f"{install_command('torch')}") from None
+        raise InstallError(
+            f"torch {version('torch') or '(not installed)'} cannot be imported ({one_line(exc)}): "
+            f"{install_command('torch')}"
+        ) from None
     cuda = torch.version.cuda
-    fix = (f"install a matching pair from one index: pip install --force-reinstall torch torchvision "
-           f"--index-url {TORCH_INDEX}{'cu' + cuda.replace('.', '') if cuda else 'cpu'}")
+    fix = (
+        f"install a matching pair from one index: pip install --force-reinstall torch torchvision "
+        f"--index-url {TORCH_INDEX}{'cu' + cuda.replace('.', '') if cuda else 'cpu'}"
+    )
     try:
         import torchvision  # noqa: F401
 
         torch.ops.torchvision.nms  # noqa: B018  (registered when torchvision's C++ library loaded)
     except Exception as exc:
-        raise InstallError(f"torchvision {version('torchvision') or '(not installed)'} does not work with torch "
-                           f"{torch.__version__} ({one_line(exc)}): {fix}") from None
+        raise InstallError(
+            f"torchvision {version('torchvision') or '(not installed)'} does not work with torch "
+            f"{torch.__version__} ({one_line(exc)}): {fix}"
+        ) from None
     return torch.__version__, version("torchvision") or torchvision.__version__
 
 
@@ -172,12 +184,21 @@ def report() -> list[Row]:
     rows = []
     try:
         tv = torch_pair()
-        rows += [Row(package="torch", version=tv[0], required=True, ok=True, note=_torch_note()),
-                 Row(package="torchvision", version=tv[1], required=True, ok=True,
-                     note="C++ operators loaded (torchvision::nms)")]
+        rows += [
+            Row(package="torch", version=tv[0], required=True, ok=True, note=_torch_note()),
+            Row(
+                package="torchvision",
+                version=tv[1],
+                required=True,
+                ok=True,
+                note="C++ operators loaded (torchvision::nms)",
+            ),
+        ]
     except InstallError as exc:
-        rows += [Row(package="torch", version=version("torch"), required=True, ok=False, note=""),
-                 Row(package="torchvision", version=version("torchvision"), required=True, ok=False, note=str(exc))]
+        rows += [
+            Row(package="torch", version=version("torch"), required=True, ok=False, note=""),
+            Row(package="torchvision", version=version("torchvision"), required=True, ok=False, note=str(exc)),
+        ]
     for package, (module, extra) in PACKAGES.items():
         if package in ("torch", "torchvision"):
             continue
@@ -186,8 +207,15 @@ def report() -> list[Row]:
             importlib.import_module(module)
             rows.append(Row(package=package, version=version(package), required=extra is None, ok=True, note=why))
         except Exception as exc:
-            rows.append(Row(package=package, version=version(package), required=extra is None, ok=False,
-                            note=_missing(package, exc)))
+            rows.append(
+                Row(
+                    package=package,
+                    version=version(package),
+                    required=extra is None,
+                    ok=False,
+                    note=_missing(package, exc),
+                )
+            )
     return rows
 
 

@@ -49,8 +49,9 @@ def isolation_for(setting: str, host_bound: bool) -> str:
     return setting
 
 
-def monitor(device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = (),
-            isolation: str = "thread") -> Monitor | ProcessMonitor:
+def monitor(
+    device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = (), isolation: str = "thread"
+) -> Monitor | ProcessMonitor:
     """A monitor for ``device``; use it as a context manager around the timed region.
 
     Args:
@@ -89,6 +90,12 @@ def measure_idle(device, seconds: float = 3.0, period_s: float = DEFAULT_PERIOD_
         power, source = rec["power_mean_w"], f"mean of {rec.get('power_source')} power samples"
     else:
         return none
-    return {"idle_power_w": power, "idle_power_source": source, "idle_window_s": rec.get("telemetry_window_s"),
-            "idle_temp_c": rec.get("temp_mean_c"), "idle_sm_clock_mhz": rec.get("sm_clock_mean_mhz"),
-            "idle_gpu_util_pct": rec.get("gpu_util_mean_pct"), "idle_other_gpu_processes": rec.get("other_gpu_processes")}
+    return {
+        "idle_power_w": power,
+        "idle_power_source": source,
+        "idle_window_s": rec.get("telemetry_window_s"),
+        "idle_temp_c": rec.get("temp_mean_c"),
+        "idle_sm_clock_mhz": rec.get("sm_clock_mean_mhz"),
+        "idle_gpu_util_pct": rec.get("gpu_util_mean_pct"),
+        "idle_other_gpu_processes": rec.get("other_gpu_processes"),
+    }

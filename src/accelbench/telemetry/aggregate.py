@@ -9,7 +9,8 @@ are None and the ``*_source`` / ``gpm_status`` columns say why.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,18 +20,29 @@ from accelbench.telemetry.sources.gpm import GPM_METRICS
 
 # nvml.h nvmlClocksEventReason* bits (the older name: nvmlClocksThrottleReason*).
 REASON_BITS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
 }
 # Reasons that mean the clocks were pulled down by power or heat (what makes a measurement suspect).
 THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 # (sample key, column prefix, unit suffix) for min/mean/max columns.
 SIGNALS = [
-    ("gpu_util_pct", "gpu_util", "pct"), ("mem_util_pct", "mem_util", "pct"), ("power_w", "power", "w"),
-    ("temp_c", "temp", "c"), ("sm_clock_mhz", "sm_clock", "mhz"), ("mem_clock_mhz", "mem_clock", "mhz"),
-    ("pcie_tx_bytes_per_s", "pcie_tx", "bytes_per_s"), ("pcie_rx_bytes_per_s", "pcie_rx", "bytes_per_s"),
+    ("gpu_util_pct", "gpu_util", "pct"),
+    ("mem_util_pct", "mem_util", "pct"),
+    ("power_w", "power", "w"),
+    ("temp_c", "temp", "c"),
+    ("sm_clock_mhz", "sm_clock", "mhz"),
+    ("mem_clock_mhz", "mem_clock", "mhz"),
+    ("pcie_tx_bytes_per_s", "pcie_tx", "bytes_per_s"),
+    ("pcie_rx_bytes_per_s", "pcie_rx", "bytes_per_s"),
 ]
 
 
@@ -70,8 +82,11 @@ def min_mean_max(values: Sequence[float]) -> tuple[float | None, float | None, f
 def clock_variation(samples: Sequence[dict]) -> float | None:
     """Relative SM clock variation: (p95 - p5) / median of the SM clock over the samples in which the
     GPU was not idle (idle samples run at idle clocks by design). None with fewer than 2 samples."""
-    clocks = [s["sm_clock_mhz"] for s in samples if s.get("sm_clock_mhz") is not None
-              and not (s.get("clocks_event_reasons") or 0) & 0x1]
+    clocks = [
+        s["sm_clock_mhz"]
+        for s in samples
+        if s.get("sm_clock_mhz") is not None and not (s.get("clocks_event_reasons") or 0) & 0x1
+    ]
     if len(clocks) < 2:
         return None
     med = statistics.median(clocks)
@@ -128,25 +143,49 @@ def _energy(samples: Sequence[dict], begin: dict, end: dict, window_s: float | N
         frac, conf = en.confidence(win, update)
         if steps is not None and (frac is None or steps["uncertainty"] < frac):
             rel = steps["uncertainty"]
-            return {"energy_j": steps["energy_j"], "energy_source": "nvml-counter", "energy_method": "counter-steps",
-                    "energy_window_s": end["body_t"][1] - end["body_t"][0], "energy_uncertainty_pct": 100 * rel,
-                    "energy_confidence": "low" if rel > en.UNCERTAINTY_MAX else "ok",
-                    "energy_counter_update_s": update}
-        return {"energy_j": e_j, "energy_source": "nvml-counter", "energy_method": "counter-difference",
-                "energy_window_s": win, "energy_uncertainty_pct": 100 * frac if frac is not None else None,
-                "energy_confidence": conf, "energy_counter_update_s": update}
+            return {
+                "energy_j": steps["energy_j"],
+                "energy_source": "nvml-counter",
+                "energy_method": "counter-steps",
+                "energy_window_s": end["body_t"][1] - end["body_t"][0],
+                "energy_uncertainty_pct": 100 * rel,
+                "energy_confidence": "low" if rel > en.UNCERTAINTY_MAX else "ok",
+                "energy_counter_update_s": update,
+            }
+        return {
+            "energy_j": e_j,
+            "energy_source": "nvml-counter",
+            "energy_method": "counter-difference",
+            "energy_window_s": win,
+            "energy_uncertainty_pct": 100 * frac if frac is not None else None,
+            "energy_confidence": conf,
+            "energy_counter_update_s": update,
+        }
     e_j = en.integrate_power_j(t, [s.get("power_w") for s in samples])
     if e_j is not None:
         n = len(_vals(samples, "power_w"))
         conf = "ok" if n >= en.MIN_INTEGRATION_SAMPLES else "low"
-        return {"energy_j": e_j, "energy_source": "power-integration", "energy_method": "power-integration",
-                "energy_window_s": t[-1] - t[0], "energy_uncertainty_pct": None, "energy_confidence": conf}
-    return {"energy_j": None, "energy_source": "not available", "energy_method": None, "energy_window_s": None,
-            "energy_uncertainty_pct": None, "energy_confidence": None}
+        return {
+            "energy_j": e_j,
+            "energy_source": "power-integration",
+            "energy_method": "power-integration",
+            "energy_window_s": t[-1] - t[0],
+            "energy_uncertainty_pct": None,
+            "energy_confidence": conf,
+        }
+    return {
+        "energy_j": None,
+        "energy_source": "not available",
+        "energy_method": None,
+        "energy_window_s": None,
+        "energy_uncertainty_pct": None,
+        "energy_confidence": None,
+    }
 
 
-def gpu_record(samples: Sequence[dict], begin: dict, end: dict, info: dict,
-               window_s: float | None = None) -> dict[str, Any]:
+def gpu_record(
+    samples: Sequence[dict], begin: dict, end: dict, info: dict, window_s: float | None = None
+) -> dict[str, Any]:
     """Per-case columns for one GPU.
 
     Args:
@@ -162,7 +201,9 @@ def gpu_record(samples: Sequence[dict], begin: dict, end: dict, info: dict,
     """
     rec: dict[str, Any] = {}
     for key, prefix, unit in SIGNALS:
-        rec[f"{prefix}_min_{unit}"], rec[f"{prefix}_mean_{unit}"], rec[f"{prefix}_max_{unit}"] = min_mean_max(_vals(samples, key))
+        rec[f"{prefix}_min_{unit}"], rec[f"{prefix}_mean_{unit}"], rec[f"{prefix}_max_{unit}"] = min_mean_max(
+            _vals(samples, key)
+        )
     used = _vals(samples, "mem_used_bytes")
     rec["device_mem_used_bytes"] = max(used) if used else None
     rec["device_mem_used_mean_bytes"] = sum(used) / len(used) if used else None

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 UNCERTAINTY_MAX = 0.05  # above this relative uncertainty the energy figure is flagged "low" confidence
 DEFAULT_UPDATE_S = 0.1  # assumed counter update interval when no update could be observed (conservative)
@@ -112,8 +112,9 @@ def _placed(ticks: Sequence[Sequence[float]], u: float) -> list:
     return out
 
 
-def tick_energy(ticks: Sequence[Sequence[float]], window_s: float,
-                known: Sequence[float] | None = None) -> dict[str, float] | None:
+def tick_energy(
+    ticks: Sequence[Sequence[float]], window_s: float, known: Sequence[float] | None = None
+) -> dict[str, float] | None:
     """The ``counter-steps`` energy of a window (module docstring).
 
     Args:
@@ -141,12 +142,19 @@ def tick_energy(ticks: Sequence[Sequence[float]], window_s: float,
     m = max(window_s / u, n)
     spread = statistics.stdev(powers) / power if len(powers) >= 2 and power > 0 else 0.0
     rel = du / u + spread * math.sqrt(max(0.0, 1 / n - 1 / m))
-    return {"energy_j": power * window_s, "power_w": power, "span_s": n * u, "periods": n, "update_s": u,
-            "uncertainty": rel}
+    return {
+        "energy_j": power * window_s,
+        "power_w": power,
+        "span_s": n * u,
+        "periods": n,
+        "update_s": u,
+        "uncertainty": rel,
+    }
 
 
-def per_sample_columns(energy_j: float | None, samples: int | None, *, window_s: float | None = None,
-                       idle_power_w: float | None = None) -> dict[str, float | None]:
+def per_sample_columns(
+    energy_j: float | None, samples: int | None, *, window_s: float | None = None, idle_power_w: float | None = None
+) -> dict[str, float | None]:
     """Energy per sample and energy above idle for a window that processed ``samples`` samples.
 
     Args:
@@ -158,8 +166,11 @@ def per_sample_columns(energy_j: float | None, samples: int | None, *, window_s:
         ``energy_per_sample_j`` = energy / samples; ``energy_above_idle_j`` = energy - idle power *
         window; ``energy_above_idle_per_sample_j``. Missing inputs give None, never 0.
     """
-    out: dict[str, float | None] = {"energy_per_sample_j": None, "energy_above_idle_j": None,
-                                    "energy_above_idle_per_sample_j": None}
+    out: dict[str, float | None] = {
+        "energy_per_sample_j": None,
+        "energy_above_idle_j": None,
+        "energy_above_idle_per_sample_j": None,
+    }
     if energy_j is None or not samples:
         return out
     out["energy_per_sample_j"] = energy_j / samples

@@ -25,15 +25,23 @@ class Monitor:
 
     isolation = "thread"
 
-    def __init__(self, device, period_s: float | None = DEFAULT_PERIOD_S, pids: tuple[int, ...] = (),
-                 factories: dict[str, SourceFactory] | None = None, watch: int | None = None):
+    def __init__(
+        self,
+        device,
+        period_s: float | None = DEFAULT_PERIOD_S,
+        pids: tuple[int, ...] = (),
+        factories: dict[str, SourceFactory] | None = None,
+        watch: int | None = None,
+    ):
         """``factories``: the source registry to ask (default :data:`SOURCES`); ``watch``: the pid the sources
         read for (default this process; the sampler process gives the measured one's, :meth:`Source.watch`)."""
         devs = _devices(device)
         self.device = devs[0]
         self.period_s = float(period_s or 0.0)
-        self.groups: dict[str, list[Source]] = {name: list(factory(devs, self.period_s, tuple(pids)))
-                                                for name, factory in (SOURCES if factories is None else factories).items()}
+        self.groups: dict[str, list[Source]] = {
+            name: list(factory(devs, self.period_s, tuple(pids)))
+            for name, factory in (SOURCES if factories is None else factories).items()
+        }
         self.sources = [src for group in self.groups.values() for src in group]
         names = [src.name for src in self.sources]
         if len(set(names)) != len(names):
@@ -43,7 +51,7 @@ class Monitor:
                 src.watch(watch)
         self.sampler = Sampler(self.sources, self.period_s)
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         self.sampler.__enter__()
         return self
 
@@ -66,10 +74,13 @@ class Monitor:
         (:func:`accelbench.telemetry.sources.rapl.rapl_record`). On a CPU device ``energy_j`` is the
         RAPL package energy (the RAPL source meters it), or None with ``energy_source`` "not available"."""
         s = self.sampler
-        rec: dict[str, Any] = {"telemetry_period_ms": 1000 * self.period_s, "telemetry_isolation": self.isolation,
-                               "telemetry_window_s": s.window_s,
-                               "telemetry_samples": max(map(len, s.samples.values()), default=0),
-                               "telemetry_busy_pct": 100 * s.busy_s / s.window_s if s.window_s else None}
+        rec: dict[str, Any] = {
+            "telemetry_period_ms": 1000 * self.period_s,
+            "telemetry_isolation": self.isolation,
+            "telemetry_window_s": s.window_s,
+            "telemetry_samples": max(map(len, s.samples.values()), default=0),
+            "telemetry_busy_pct": 100 * s.busy_s / s.window_s if s.window_s else None,
+        }
         for group in self.groups.values():
             if group:
                 rec.update(group[0].combine([self._record(src) for src in group]))
@@ -89,6 +100,12 @@ class Monitor:
         """Everything the sampler read, JSON-serialisable: what the replay tests feed to the aggregation."""
         s = self.sampler
         info = {src.name: src.info() for src in self.sources}
-        return {"period_s": self.period_s, "window_s": s.window_s, "busy_s": s.busy_s, "samples": s.samples,
-                "counters": s.counters,
-                "info": {k: v for k, v in info.items() if v}, "errors": s.errors}
+        return {
+            "period_s": self.period_s,
+            "window_s": s.window_s,
+            "busy_s": s.busy_s,
+            "samples": s.samples,
+            "counters": s.counters,
+            "info": {k: v for k, v in info.items() if v},
+            "errors": s.errors,
+        }

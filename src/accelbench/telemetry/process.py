@@ -85,9 +85,14 @@ class _Child:
         ours, theirs = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", ENTRY, str(theirs.fileno()), str(os.getpid())],
-                                         pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", ENTRY, str(theirs.fileno()), str(os.getpid())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         finally:
             theirs.close()  # only the child holds its end: the child sees EOF when this process dies
         self.pipe = Connection(ours.detach())
@@ -114,7 +119,9 @@ class _Child:
             ok, value = self.pipe.recv()
         except (EOFError, OSError, TimeoutError) as exc:
             self.close()
-            raise Lost(f"the sampler process is gone ({type(exc).__name__}: {exc}; exit code {self.proc.returncode})")
+            raise Lost(
+                f"the sampler process is gone ({type(exc).__name__}: {exc}; exit code {self.proc.returncode})"
+            ) from exc
         if not ok:
             raise RuntimeError(value)
         return value
@@ -171,7 +178,9 @@ def _factories() -> tuple[dict, dict[str, str]]:
             pickle.dumps(factory)
             ok[name] = factory
         except Exception:
-            errors[name] = "not read in the sampler process: its factory cannot be pickled (register a module-level function)"
+            errors[name] = (
+                "not read in the sampler process: its factory cannot be pickled (register a module-level function)"
+            )
     return ok, errors
 
 
@@ -201,8 +210,9 @@ class ProcessMonitor:
             with _LOCK:
                 child = _child()
                 self.child_pid = child.pid
-                child.ask("open", [_ref(d) for d in devs], self.period_s, tuple(pids), factories, os.getpid(),
-                          timeout=OPEN_S)
+                child.ask(
+                    "open", [_ref(d) for d in devs], self.period_s, tuple(pids), factories, os.getpid(), timeout=OPEN_S
+                )
             self._child = child
         except Exception as exc:  # a telemetry failure never ends the measured case
             self.errors["sampler process"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Lost) else str(exc)
@@ -218,7 +228,7 @@ class ProcessMonitor:
             self._child = None
             return None
 
-    def __enter__(self) -> "ProcessMonitor":
+    def __enter__(self) -> ProcessMonitor:
         self._ask("begin")
         self._body = (time.perf_counter(), 0.0)
         return self
@@ -236,8 +246,14 @@ class ProcessMonitor:
         no energy (``energy_source`` "not available") and the reason in ``telemetry_errors``."""
         if self.result is None:
             body_s = self._body[1] - self._body[0]
-            rec = {"telemetry_period_ms": 1000 * self.period_s, "telemetry_window_s": body_s if body_s > 0 else None,
-                   "telemetry_samples": 0, "telemetry_busy_pct": None, "energy_j": None, "energy_source": "not available"}
+            rec = {
+                "telemetry_period_ms": 1000 * self.period_s,
+                "telemetry_window_s": body_s if body_s > 0 else None,
+                "telemetry_samples": 0,
+                "telemetry_busy_pct": None,
+                "energy_j": None,
+                "energy_source": "not available",
+            }
         else:
             rec = dict(self.result["record"])
         rec["telemetry_isolation"] = self.isolation
@@ -255,8 +271,15 @@ class ProcessMonitor:
         """:meth:`Monitor.raw` of the child's window (empty samples and counters without it)."""
         if self.result is not None:
             return {**self.result["raw"], "errors": {**self.result["raw"]["errors"], **self.errors}}
-        return {"period_s": self.period_s, "window_s": None, "busy_s": 0.0, "samples": {}, "counters": {}, "info": {},
-                "errors": dict(self.errors)}
+        return {
+            "period_s": self.period_s,
+            "window_s": None,
+            "busy_s": 0.0,
+            "samples": {},
+            "counters": {},
+            "info": {},
+            "errors": dict(self.errors),
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ class Sampler:
             if self._stop.wait(max(delay, 0.0)):
                 return
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         for s in self.sources:
             self.counters[s.name]["begin"] = s.begin()
         self._t0 = time.perf_counter()

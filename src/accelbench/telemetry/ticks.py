@@ -17,7 +17,8 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from accelbench.telemetry.energy import counter_period
 
@@ -43,7 +44,7 @@ class CounterWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "CounterWatch":
+    def start(self) -> CounterWatch:
         self._thread = threading.Thread(target=self._run, name="accelbench-energy-ticks", daemon=True)
         self._thread.start()
         return self

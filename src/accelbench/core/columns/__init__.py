@@ -14,12 +14,59 @@ To add a column: one ``col(...)`` line in the area module that fills it (``views
 Pure: no torch, no pandas, no store.
 """
 
-from accelbench.core.columns.column import (ANY, BOOL, FIRST, FLOAT, INT, JOIN, JSON, MAX, MEAN, MIN, RANK, RULES, STR,
-                                            SUM, TYPES, Column, col, default_label, fold)
-from accelbench.core.columns.registry import (COLUMNS, combine, declare, exported, get, in_view, rule, typed,
-                                              typed_row)
+from accelbench.core.columns.column import (
+    ANY,
+    BOOL,
+    FIRST,
+    FLOAT,
+    INT,
+    JOIN,
+    JSON,
+    MAX,
+    MEAN,
+    MIN,
+    RANK,
+    RULES,
+    STR,
+    SUM,
+    TYPES,
+    Column,
+    col,
+    default_label,
+    fold,
+)
+from accelbench.core.columns.registry import COLUMNS, combine, declare, exported, get, in_view, rule, typed, typed_row
 from accelbench.core.columns.schema import json_schema, schema_text
 
-__all__ = ["Column", "COLUMNS", "col", "declare", "get", "rule", "typed", "typed_row", "exported", "combine",
-           "fold", "in_view", "json_schema", "schema_text", "default_label", "TYPES", "RULES", "INT", "FLOAT", "STR",
-           "BOOL", "JSON", "SUM", "MEAN", "MAX", "MIN", "FIRST", "ANY", "JOIN", "RANK"]
+__all__ = [
+    "Column",
+    "COLUMNS",
+    "col",
+    "declare",
+    "get",
+    "rule",
+    "typed",
+    "typed_row",
+    "exported",
+    "combine",
+    "fold",
+    "in_view",
+    "json_schema",
+    "schema_text",
+    "default_label",
+    "TYPES",
+    "RULES",
+    "INT",
+    "FLOAT",
+    "STR",
+    "BOOL",
+    "JSON",
+    "SUM",
+    "MEAN",
+    "MAX",
+    "MIN",
+    "FIRST",
+    "ANY",
+    "JOIN",
+    "RANK",
+]

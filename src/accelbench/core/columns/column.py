@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 INT, FLOAT, STR, BOOL, JSON = "int", "float", "str", "bool", "json"
 TYPES = (INT, FLOAT, STR, BOOL, JSON)
@@ -87,9 +88,24 @@ class Column:
 
 
 # unit suffixes of column names -> the unit a default label shows
-UNITS = (("_flop_per_byte", "FLOP/B"), ("_bytes_per_s", "B/s"), ("_samples_per_s", "samples/s"), ("_per_s", "/s"),
-         ("_bytes", "B"), ("_usd", "USD"), ("_pct", "%"), ("_mhz", "MHz"), ("_ms", "ms"), ("_us", "µs"), ("_ns", "ns"),
-         ("_s", "s"), ("_w", "W"), ("_j", "J"), ("_c", "°C"), ("_pts", "points"))
+UNITS = (
+    ("_flop_per_byte", "FLOP/B"),
+    ("_bytes_per_s", "B/s"),
+    ("_samples_per_s", "samples/s"),
+    ("_per_s", "/s"),
+    ("_bytes", "B"),
+    ("_usd", "USD"),
+    ("_pct", "%"),
+    ("_mhz", "MHz"),
+    ("_ms", "ms"),
+    ("_us", "µs"),
+    ("_ns", "ns"),
+    ("_s", "s"),
+    ("_w", "W"),
+    ("_j", "J"),
+    ("_c", "°C"),
+    ("_pts", "points"),
+)
 
 
 def default_label(name: str) -> str:

@@ -7,16 +7,41 @@ from __future__ import annotations
 from accelbench.core.columns.column import FLOAT, RANK, STR, col
 
 DECLARED = (
-    col("energy_per_sample_j", FLOAT, "Energy/img (mJ)", "number", short="mJ/img", scale=1e3, combine=RANK,
+    col(
+        "energy_per_sample_j",
+        FLOAT,
+        "Energy/img (mJ)",
+        "number",
+        short="mJ/img",
+        scale=1e3,
+        combine=RANK,
         titles=(("generate", "Energy/token (mJ)"),),
-        doc="Energy of the timed window / the samples it ran (a generate row's samples: its output tokens)."),
-    col("energy_above_idle_j", FLOAT, "Energy above idle (J)", "si:J", combine=RANK,
-        doc="Energy minus idle power x the window."),
+        doc="Energy of the timed window / the samples it ran (a generate row's samples: its output tokens).",
+    ),
+    col(
+        "energy_above_idle_j",
+        FLOAT,
+        "Energy above idle (J)",
+        "si:J",
+        combine=RANK,
+        doc="Energy minus idle power x the window.",
+    ),
     col("energy_above_idle_per_sample_j", FLOAT, "Above idle/img (mJ)", "number", scale=1e3, combine=RANK),
-    col("validity", STR, "Validity", combine=RANK, doc="ok, or the flags: latency-spread, throttled, "
-        "clock-variation, other-process, cpu-contention, non-finite-output, non-finite-loss."),
-    col("validity_reason", STR, "Validity reason", combine=RANK, doc="Each flag's reason with its figure, "
-        "joined with '; '."),
+    col(
+        "validity",
+        STR,
+        "Validity",
+        combine=RANK,
+        doc="ok, or the flags: latency-spread, throttled, "
+        "clock-variation, other-process, cpu-contention, non-finite-output, non-finite-loss.",
+    ),
+    col(
+        "validity_reason",
+        STR,
+        "Validity reason",
+        combine=RANK,
+        doc="Each flag's reason with its figure, joined with '; '.",
+    ),
     col("validity_checks", STR, "Validity checks", combine=RANK, doc="The checks that could run."),
     col("price_per_hour_usd", FLOAT, "$/hour", "fixed:.3f", combine=RANK),
     col("price_source", STR, "Price source", combine=RANK),

@@ -18,12 +18,31 @@ GP = "generate profile"  # also a language model's profiled step (accelbench pro
 def _stats(prefix: str, what: str, short: str, doc: str) -> tuple:
     """``<prefix>_{mean,min,p50,p90,p99,max}_ms``, ``<prefix>_spread`` and ``<prefix>_noisy``
     (:func:`accelbench.core.stats.stat_columns`)."""
-    out = [col(f"{prefix}_{k}_ms", FLOAT, f"{what} {k} (ms)", "number",
-               short=f"{short} ms" if k == "p50" else f"{short} {k} ms", combine=RANK,
-               scenarios=G, doc=doc if k == "p50" else "") for k in ("mean", "min", "p50", "p90", "p99", "max")]
-    out += [col(f"{prefix}_spread", FLOAT, f"{what} spread", "pct:1", combine=MAX, scenarios=G,
-                doc="IQR / median of the observations."),
-            col(f"{prefix}_noisy", BOOL, f"{what} noisy", "yesno", scenarios=G)]
+    out = [
+        col(
+            f"{prefix}_{k}_ms",
+            FLOAT,
+            f"{what} {k} (ms)",
+            "number",
+            short=f"{short} ms" if k == "p50" else f"{short} {k} ms",
+            combine=RANK,
+            scenarios=G,
+            doc=doc if k == "p50" else "",
+        )
+        for k in ("mean", "min", "p50", "p90", "p99", "max")
+    ]
+    out += [
+        col(
+            f"{prefix}_spread",
+            FLOAT,
+            f"{what} spread",
+            "pct:1",
+            combine=MAX,
+            scenarios=G,
+            doc="IQR / median of the observations.",
+        ),
+        col(f"{prefix}_noisy", BOOL, f"{what} noisy", "yesno", scenarios=G),
+    ]
     return tuple(out)
 
 
@@ -34,51 +53,137 @@ DECLARED = (
     col("prompt_source", STR, "Prompt source", scenarios=G, levels="random text"),
     col("vocab_size", INT, "Vocabulary", "int", scenarios=GP),
     col("context_len", INT, "Context (tokens)", "int", scenarios=GP),
-    col("fused_projections", BOOL, "Fused projections", "yesno", scenarios=G,
-        doc="q/k/v and gate/up projections fused into one matmul each (static-compile-fused)."),
+    col(
+        "fused_projections",
+        BOOL,
+        "Fused projections",
+        "yesno",
+        scenarios=G,
+        doc="q/k/v and gate/up projections fused into one matmul each (static-compile-fused).",
+    ),
     col("generations_timed", INT, "Generations timed", "int", scenarios=G, doc="Timed generations: the windows."),
-    col("oom_retried", BOOL, "OOM retried", "yesno", scenarios=G,
+    col(
+        "oom_retried",
+        BOOL,
+        "OOM retried",
+        "yesno",
+        scenarios=G,
         doc="The case ran out of memory on the model built for earlier cases (their CUDA graphs' memory) and ran "
-            "on a fresh build."),
+        "on a fresh build.",
+    ),
     col("output_tokens_timed", INT, "Output tokens timed", "int", scenarios=G),
     # prefill and the first token
-    *_stats("ttft", "TTFT", "TTFT", "Time to first token: prefill of the prompt plus the first token, one "
-            "observation a timed generation."),
-    col("prefill_tokens_per_s", FLOAT, "Prefill (tok/s)", "rate", combine=RANK, scenarios=G,
-        doc="Prompt tokens of the batch over the median TTFT."),
-    col("prefill_flops", FLOAT, "Prefill FLOPs", "si:FLOP", scenarios=G,
-        doc="2 x parameters x prompt tokens plus attention (causal), the batch's."),
-    col("prefill_min_bytes", FLOAT, "Prefill bytes", "si:B", scenarios=G,
-        doc="The least bytes prefill moves: the weights read once plus the prompt's KV cache written."),
+    *_stats(
+        "ttft",
+        "TTFT",
+        "TTFT",
+        "Time to first token: prefill of the prompt plus the first token, one observation a timed generation.",
+    ),
+    col(
+        "prefill_tokens_per_s",
+        FLOAT,
+        "Prefill (tok/s)",
+        "rate",
+        combine=RANK,
+        scenarios=G,
+        doc="Prompt tokens of the batch over the median TTFT.",
+    ),
+    col(
+        "prefill_flops",
+        FLOAT,
+        "Prefill FLOPs",
+        "si:FLOP",
+        scenarios=G,
+        doc="2 x parameters x prompt tokens plus attention (causal), the batch's.",
+    ),
+    col(
+        "prefill_min_bytes",
+        FLOAT,
+        "Prefill bytes",
+        "si:B",
+        scenarios=G,
+        doc="The least bytes prefill moves: the weights read once plus the prompt's KV cache written.",
+    ),
     col("prefill_flops_per_s", FLOAT, "Prefill FLOP/s", "si:FLOP/s", combine=RANK, scenarios=G),
-    col("mfu", FLOAT, "MFU", "pct:1", combine=RANK, scenarios=G,
+    col(
+        "mfu",
+        FLOAT,
+        "MFU",
+        "pct:1",
+        combine=RANK,
+        scenarios=G,
         doc="Model FLOP utilisation of prefill: prefill FLOPs / median TTFT over the precision's measured matmul "
-            "roof (None where no roof was measured)."),
+        "roof (None where no roof was measured).",
+    ),
     col("mfu_datasheet", FLOAT, "MFU (datasheet)", "pct:1", combine=RANK, scenarios=G),
     # decode
-    *_stats("tpot", "TPOT", "TPOT", "Time per output token: one decode step (the inter-token latency), over every "
-            "step of every timed generation."),
-    col("decode_tokens_per_s", FLOAT, "Decode (tok/s)", "rate", short="tok/s", combine=RANK, scenarios=G,
-        doc="Batch size over the mean TPOT: the tokens the batch gains a second while decoding."),
-    col("output_tokens_per_s", FLOAT, "Output (tok/s)", "rate", combine=RANK, scenarios=G,
-        doc="Batch x new tokens over the median end-to-end latency (prefill included)."),
-    col("decode_step_bytes", FLOAT, "Decode step bytes", "si:B", scenarios=G,
-        doc="Bytes a decode step must read: the weights plus the KV cache filled so far (mean over the steps)."),
+    *_stats(
+        "tpot",
+        "TPOT",
+        "TPOT",
+        "Time per output token: one decode step (the inter-token latency), over every step of every timed generation.",
+    ),
+    col(
+        "decode_tokens_per_s",
+        FLOAT,
+        "Decode (tok/s)",
+        "rate",
+        short="tok/s",
+        combine=RANK,
+        scenarios=G,
+        doc="Batch size over the mean TPOT: the tokens the batch gains a second while decoding.",
+    ),
+    col(
+        "output_tokens_per_s",
+        FLOAT,
+        "Output (tok/s)",
+        "rate",
+        combine=RANK,
+        scenarios=G,
+        doc="Batch x new tokens over the median end-to-end latency (prefill included).",
+    ),
+    col(
+        "decode_step_bytes",
+        FLOAT,
+        "Decode step bytes",
+        "si:B",
+        scenarios=G,
+        doc="Bytes a decode step must read: the weights plus the KV cache filled so far (mean over the steps).",
+    ),
     col("decode_step_flops", FLOAT, "Decode step FLOPs", "si:FLOP", scenarios=G),
     col("decode_bytes_per_s", FLOAT, "Decode bandwidth", "si:B/s", combine=RANK, scenarios=G),
-    col("mbu", FLOAT, "MBU", "pct:1", combine=RANK, scenarios=G,
+    col(
+        "mbu",
+        FLOAT,
+        "MBU",
+        "pct:1",
+        combine=RANK,
+        scenarios=G,
         doc="Memory-bandwidth utilisation of decode: decode step bytes / mean TPOT over the measured copy "
-            "bandwidth (Databricks' MBU)."),
+        "bandwidth (Databricks' MBU).",
+    ),
     col("mbu_datasheet", FLOAT, "MBU (datasheet)", "pct:1", combine=RANK, scenarios=G),
     *_stats("e2e_latency", "End-to-end", "E2E", "One generation, prompt in to last token out."),
     # memory
-    col("kv_cache_bytes", INT, "KV cache", "si:B", scenarios=GP,
-        doc="Keys and values of every layer for batch x (prompt + new tokens), in the cache's dtype."),
+    col(
+        "kv_cache_bytes",
+        INT,
+        "KV cache",
+        "si:B",
+        scenarios=GP,
+        doc="Keys and values of every layer for batch x (prompt + new tokens), in the cache's dtype.",
+    ),
     col("kv_bytes_per_token", INT, "KV bytes/token", "si:B", scenarios=GP),
     col("weight_bytes", INT, "Weights", "si:B", scenarios=GP, doc="Bytes of the weights as stored for the run."),
     # energy and quality
-    col("perplexity", FLOAT, "Perplexity", "number", scenarios=G,
-        doc="exp(mean next-token cross-entropy) on the held-out shipped text (models with real weights)."),
+    col(
+        "perplexity",
+        FLOAT,
+        "Perplexity",
+        "number",
+        scenarios=G,
+        doc="exp(mean next-token cross-entropy) on the held-out shipped text (models with real weights).",
+    ),
     col("perplexity_tokens", INT, "Perplexity tokens", "int", scenarios=G),
     col("perplexity_window", INT, "Perplexity window", "int", scenarios=G),
     col("perplexity_text", STR, "Perplexity text", scenarios=G),

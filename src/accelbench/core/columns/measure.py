@@ -14,14 +14,34 @@ QUANT_LM = QUANT + " generate"  # what the fp8 precision of a language model sto
 def _latency(prefix: str, what: str, scenarios: str, stats: str) -> tuple:
     """``<prefix>_<stat>_ms`` of one timed quantity (per rank: the aggregate row has none)."""
     words = {"p999": "p99.9"}
-    return tuple(col(f"{prefix}_{k}_ms", FLOAT, f"{what} {words.get(k, k)} (ms)", "number", short=f"{words.get(k, k)} ms",
-                     combine=RANK, scenarios=scenarios) for k in stats.split())
+    return tuple(
+        col(
+            f"{prefix}_{k}_ms",
+            FLOAT,
+            f"{what} {words.get(k, k)} (ms)",
+            "number",
+            short=f"{words.get(k, k)} ms",
+            combine=RANK,
+            scenarios=scenarios,
+        )
+        for k in stats.split()
+    )
 
 
 def _intervals(prefix: str, what: str, scenarios: str) -> tuple:
     """The 95 % interval bounds of ``<prefix>`` p50 and p99 (``--repeats`` >= 2)."""
-    return tuple(col(f"{prefix}_{p}_ci95_{end}_ms", FLOAT, f"{what} {p} 95% CI {end} (ms)", "number", combine=RANK,
-                     scenarios=scenarios) for p in ("p50", "p99") for end in ("low", "high"))
+    return tuple(
+        col(
+            f"{prefix}_{p}_ci95_{end}_ms",
+            FLOAT,
+            f"{what} {p} 95% CI {end} (ms)",
+            "number",
+            combine=RANK,
+            scenarios=scenarios,
+        )
+        for p in ("p50", "p99")
+        for end in ("low", "high")
+    )
 
 
 DECLARED = (
@@ -34,50 +54,127 @@ DECLARED = (
     col("timed_wall_s", FLOAT, "Timed wall time (s)", "fixed:.3f", combine=MAX),
     col("device_time_s", FLOAT, "Device time (s)", "fixed:.3f", combine=RANK),
     col("first_step_s", FLOAT, "First step (s)", "fixed:.2f", combine=MAX, scenarios="train_step"),
-    col("compile_s", FLOAT, "Compile (s)", "fixed:.1f", short="Comp. s", combine=MAX,
-        doc="Time the backend took to build the model (compile, capture, export)."),
+    col(
+        "compile_s",
+        FLOAT,
+        "Compile (s)",
+        "fixed:.1f",
+        short="Comp. s",
+        combine=MAX,
+        doc="Time the backend took to build the model (compile, capture, export).",
+    ),
     col("windows", INT, "Windows", "int", doc="Timed windows of the case (--repeats)."),
     col("window_batches", INT, "Batches per window", "int"),
     # throughput
-    col("throughput_samples_per_s", FLOAT, "Throughput (img/s)", "rate", short="img/s", combine=RANK,
-        titles=(("loadgen", "Samples/s"), ("scale", "Throughput (samples/s)"), ("concurrent", "Throughput (samples/s)"),
-                ("tune", "samples/s"), ("tune-compact", "samples/s"), ("tune-front", "samples/s")),
+    col(
+        "throughput_samples_per_s",
+        FLOAT,
+        "Throughput (img/s)",
+        "rate",
+        short="img/s",
+        combine=RANK,
+        titles=(
+            ("loadgen", "Samples/s"),
+            ("scale", "Throughput (samples/s)"),
+            ("concurrent", "Throughput (samples/s)"),
+            ("tune", "samples/s"),
+            ("tune-compact", "samples/s"),
+            ("tune-front", "samples/s"),
+        ),
         doc="Samples per second over the timed window (the aggregate row: every rank's samples over the common "
-            "window)."),
-    col("total_time_s", FLOAT, "Inference Time (s)", "fixed:.3f", combine=RANK, titles=(("cost", "Time (s)"),),
-        doc="The time the images of one pass take at the measured throughput."),
+        "window).",
+    ),
+    col(
+        "total_time_s",
+        FLOAT,
+        "Inference Time (s)",
+        "fixed:.3f",
+        combine=RANK,
+        titles=(("cost", "Time (s)"),),
+        doc="The time the images of one pass take at the measured throughput.",
+    ),
     col("throughput_ci95_low_samples_per_s", FLOAT, "Throughput 95% CI low (samples/s)", "rate", combine=RANK),
     col("throughput_ci95_high_samples_per_s", FLOAT, "Throughput 95% CI high (samples/s)", "rate", combine=RANK),
     col("ci95_note", STR, "CI note", combine=RANK),
     # latency (inference, loadgen) and step time (training)
     *_latency("latency", "Latency", INFER, "mean min p50 p90 p95 p97 p99 p999 max"),
-    col("latency_spread", FLOAT, "Spread", "pct:1", combine=MAX, scenarios=INFER,
-        doc="IQR / median of the batch latencies (the worst rank's)."),
+    col(
+        "latency_spread",
+        FLOAT,
+        "Spread",
+        "pct:1",
+        combine=MAX,
+        scenarios=INFER,
+        doc="IQR / median of the batch latencies (the worst rank's).",
+    ),
     col("latency_noisy", BOOL, "Latency noisy", "yesno", combine=ANY, scenarios=INFER),
     *_intervals("latency", "Latency", INFER),
     *_latency("step_time", "Step", "train_step", "mean min p50 p90 p99 max"),
     col("step_time_spread", FLOAT, "Spread", "pct:1", combine=MAX, scenarios="train_step profile"),
     col("step_time_noisy", BOOL, "Step time noisy", "yesno", combine=ANY, scenarios="train_step"),
     *_intervals("step_time", "Step", "train_step"),
-    col("step_time_nosync_mean_ms", FLOAT, "Step without all-reduce mean (ms)", "number", combine=RANK,
-        scenarios="train_step", doc="The DDP step under no_sync() (the aggregate row: the ranks' mean)."),
+    col(
+        "step_time_nosync_mean_ms",
+        FLOAT,
+        "Step without all-reduce mean (ms)",
+        "number",
+        combine=RANK,
+        scenarios="train_step",
+        doc="The DDP step under no_sync() (the aggregate row: the ranks' mean).",
+    ),
     # accuracy
-    col("top1", FLOAT, "Top-1", "pct:2", short_fmt="pct:1", combine=RANK, scenarios=INFER,
-        doc="Top-1 accuracy (0..1) on the labelled images (the aggregate row: every rank's)."),
+    col(
+        "top1",
+        FLOAT,
+        "Top-1",
+        "pct:2",
+        short_fmt="pct:1",
+        combine=RANK,
+        scenarios=INFER,
+        doc="Top-1 accuracy (0..1) on the labelled images (the aggregate row: every rank's).",
+    ),
     col("top5", FLOAT, "Top-5", "pct:2", combine=RANK, scenarios=INFER),
     col("accuracy_samples", INT, "Accuracy samples", "int", combine=SUM, scenarios=INFER),
     col("top1_correct", INT, "Top-1 correct", "int", combine=SUM, scenarios="inference"),
     col("top5_correct", INT, "Top-5 correct", "int", combine=SUM, scenarios="inference"),
-    col("outputs_finite", BOOL, "Outputs finite", "yesno", combine=MIN, scenarios=INFER,
-        doc="False when the model's outputs held NaN or inf (on any rank)."),
+    col(
+        "outputs_finite",
+        BOOL,
+        "Outputs finite",
+        "yesno",
+        combine=MIN,
+        scenarios=INFER,
+        doc="False when the model's outputs held NaN or inf (on any rank).",
+    ),
     col("top1_fp32_ref", FLOAT, "Top-1 fp32", "pct:2", combine=RANK, scenarios=QUANT),
-    col("top1_delta_pts", FLOAT, "Top-1 Δ (pts)", "signed:2", short="Δ pts", combine=RANK, scenarios=QUANT,
-        doc="Top-1 minus the fp32 reference's, in percentage points."),
-    col("accuracy_target_met", BOOL, "Target Met", "yesno", combine=RANK, scenarios=QUANT,
-        doc="Top-1 at least 99 % of the fp32 reference (MLPerf's closed-division rule)."),
+    col(
+        "top1_delta_pts",
+        FLOAT,
+        "Top-1 Δ (pts)",
+        "signed:2",
+        short="Δ pts",
+        combine=RANK,
+        scenarios=QUANT,
+        doc="Top-1 minus the fp32 reference's, in percentage points.",
+    ),
+    col(
+        "accuracy_target_met",
+        BOOL,
+        "Target Met",
+        "yesno",
+        combine=RANK,
+        scenarios=QUANT,
+        doc="Top-1 at least 99 % of the fp32 reference (MLPerf's closed-division rule).",
+    ),
     # quantized precisions
-    col("simulated", BOOL, "Simulated", "yesno", scenarios=QUANT,
-        doc="The precision has no kernel path here: accuracy measured in simulation, no speed."),
+    col(
+        "simulated",
+        BOOL,
+        "Simulated",
+        "yesno",
+        scenarios=QUANT,
+        doc="The precision has no kernel path here: accuracy measured in simulation, no speed.",
+    ),
     col("quant_api", STR, "Quantization API", scenarios=QUANT_LM),
     col("quant_config", STR, "Quantization config", scenarios=QUANT_LM),
     col("quant_kernels", STR, "Quantized kernels", scenarios=QUANT_LM),

@@ -8,37 +8,72 @@ from accelbench.core.columns.column import FLOAT, INT, JSON, STR, col
 P = "profile"
 
 # (suffix, type, label, format, scale) of the totals of a kernel set: the step's (ncu_) and each family's
-TOTALS = (("kernels", INT, "kernels", "int", 1.0), ("time_s", FLOAT, "time (ms)", "number:4", 1e3),
-          ("time_share", FLOAT, "time share", "pct:1", 1.0), ("flops", FLOAT, "GFLOP", "fixed:,.2f", 1e-9),
-          ("flops_fp32", FLOAT, "fp32 GFLOP", "fixed:,.2f", 1e-9), ("flops_fp16", FLOAT, "fp16 GFLOP", "fixed:,.2f", 1e-9),
-          ("flops_fp64", FLOAT, "fp64 GFLOP", "fixed:,.2f", 1e-9),
-          ("flops_tensor", FLOAT, "tensor GFLOP", "fixed:,.2f", 1e-9),
-          ("dram_read_bytes", FLOAT, "DRAM read MB", "fixed:,.1f", 1e-6),
-          ("dram_write_bytes", FLOAT, "DRAM write MB", "fixed:,.1f", 1e-6),
-          ("dram_bytes", FLOAT, "DRAM MB", "fixed:,.1f", 1e-6), ("intensity_flop_per_byte", FLOAT, "FLOP/B", "fixed:.1f", 1.0),
-          ("achieved_flops_per_s", FLOAT, "FLOP/s", "si:FLOP/s", 1.0), ("achieved_bytes_per_s", FLOAT, "B/s", "si:B/s", 1.0),
-          ("ceiling_name", STR, "ceiling", "text", 1.0), ("bound", STR, "Bound", "text", 1.0),
-          ("roof_fraction", FLOAT, "% roof", "pct:0", 1.0))
+TOTALS = (
+    ("kernels", INT, "kernels", "int", 1.0),
+    ("time_s", FLOAT, "time (ms)", "number:4", 1e3),
+    ("time_share", FLOAT, "time share", "pct:1", 1.0),
+    ("flops", FLOAT, "GFLOP", "fixed:,.2f", 1e-9),
+    ("flops_fp32", FLOAT, "fp32 GFLOP", "fixed:,.2f", 1e-9),
+    ("flops_fp16", FLOAT, "fp16 GFLOP", "fixed:,.2f", 1e-9),
+    ("flops_fp64", FLOAT, "fp64 GFLOP", "fixed:,.2f", 1e-9),
+    ("flops_tensor", FLOAT, "tensor GFLOP", "fixed:,.2f", 1e-9),
+    ("dram_read_bytes", FLOAT, "DRAM read MB", "fixed:,.1f", 1e-6),
+    ("dram_write_bytes", FLOAT, "DRAM write MB", "fixed:,.1f", 1e-6),
+    ("dram_bytes", FLOAT, "DRAM MB", "fixed:,.1f", 1e-6),
+    ("intensity_flop_per_byte", FLOAT, "FLOP/B", "fixed:.1f", 1.0),
+    ("achieved_flops_per_s", FLOAT, "FLOP/s", "si:FLOP/s", 1.0),
+    ("achieved_bytes_per_s", FLOAT, "B/s", "si:B/s", 1.0),
+    ("ceiling_name", STR, "ceiling", "text", 1.0),
+    ("bound", STR, "Bound", "text", 1.0),
+    ("roof_fraction", FLOAT, "% roof", "pct:0", 1.0),
+)
 
 
 def _totals(prefix: str, who: str) -> tuple:
-    return tuple(col(f"{prefix}_{suffix}", typ, f"{who} {label}".strip(), fmt, scale=scale, scenarios=P)
-                 for suffix, typ, label, fmt, scale in TOTALS)
+    return tuple(
+        col(f"{prefix}_{suffix}", typ, f"{who} {label}".strip(), fmt, scale=scale, scenarios=P)
+        for suffix, typ, label, fmt, scale in TOTALS
+    )
 
 
 _NCU = {c.name: c for c in _totals("ncu", "ncu")}
-_NCU["ncu_bound"] = col("ncu_bound", STR, "Bound", scenarios=P, levels="memory compute",
-                        doc="memory or compute: the step against its precision's ridge point.")
-_NCU["ncu_roof_fraction"] = col("ncu_roof_fraction", FLOAT, "% roof", "pct:0", scenarios=P,
-                                doc="Achieved FLOP/s over the attainable roof at the step's intensity.")
+_NCU["ncu_bound"] = col(
+    "ncu_bound",
+    STR,
+    "Bound",
+    scenarios=P,
+    levels="memory compute",
+    doc="memory or compute: the step against its precision's ridge point.",
+)
+_NCU["ncu_roof_fraction"] = col(
+    "ncu_roof_fraction",
+    FLOAT,
+    "% roof",
+    "pct:0",
+    scenarios=P,
+    doc="Achieved FLOP/s over the attainable roof at the step's intensity.",
+)
 
 DECLARED = (
-    col("step", STR, "Step", scenarios=P, doc="inference or train (an image model), prefill or decode (a language model): the profiled step."),
+    col(
+        "step",
+        STR,
+        "Step",
+        scenarios=P,
+        doc="inference or train (an image model), prefill or decode (a language model): the profiled step.",
+    ),
     # analytic counts and the roofline of the step's precision
     col("analytic_flops", FLOAT, "Analytic GFLOP", "fixed:,.2f", scale=1e-9, scenarios=P),
     col("analytic_forward_flops", FLOAT, "Analytic forward GFLOP", "fixed:,.2f", scale=1e-9, scenarios=P),
-    col("analytic_min_bytes", INT, "Min MB", "fixed:,.1f", scale=1e-6, scenarios=P,
-        doc="The fewest DRAM bytes the step must move: parameters, inputs, activations once."),
+    col(
+        "analytic_min_bytes",
+        INT,
+        "Min MB",
+        "fixed:,.1f",
+        scale=1e-6,
+        scenarios=P,
+        doc="The fewest DRAM bytes the step must move: parameters, inputs, activations once.",
+    ),
     col("analytic_activation_bytes", INT, "Activation bytes", "si:B", scenarios=P),
     col("analytic_input_bytes", INT, "Input bytes", "si:B", scenarios=P),
     col("analytic_intensity_flop_per_byte", FLOAT, "Analytic FLOP/B", "fixed:.1f", scenarios=P),
@@ -56,15 +91,31 @@ DECLARED = (
     col("theoretical_compute_time_s", FLOAT, "Theory compute (ms)", "number:4", scale=1e3, scenarios=P),
     col("theoretical_memory_time_s", FLOAT, "Theory memory (ms)", "number:4", scale=1e3, scenarios=P),
     # the measured step
-    col("step_time_s", FLOAT, "Step (ms)", "number:4", short="ms", short_fmt="number", scale=1e3, scenarios=P,
-        doc="The median step time."),
+    col(
+        "step_time_s",
+        FLOAT,
+        "Step (ms)",
+        "number:4",
+        short="ms",
+        short_fmt="number",
+        scale=1e3,
+        scenarios=P,
+        doc="The median step time.",
+    ),
     col("step_time_mean_s", FLOAT, "Step mean (ms)", "number:4", scale=1e3, scenarios=P),
     col("step_time_min_s", FLOAT, "Step min (ms)", "number:4", scale=1e3, scenarios=P),
     col("step_time_p99_s", FLOAT, "Step p99 (ms)", "number:4", scale=1e3, scenarios=P),
     col("measured_vs_theoretical", FLOAT, "Meas/Theory", "times:2", short="Meas/Th", scenarios=P),
     col("achieved_flops_per_s", FLOAT, "Achieved FLOP/s", "si:FLOP/s", short="FLOP/s", scenarios=P),
-    col("achieved_bytes_per_s", FLOAT, "Achieved B/s", "si:B/s", short="B/s", scenarios=P,
-        doc="The analytic least bytes over the median step time: the bandwidth the step needed at least."),
+    col(
+        "achieved_bytes_per_s",
+        FLOAT,
+        "Achieved B/s",
+        "si:B/s",
+        short="B/s",
+        scenarios=P,
+        doc="The analytic least bytes over the median step time: the bandwidth the step needed at least.",
+    ),
     col("roof_fraction", FLOAT, "Analytic % roof", "pct:0", scenarios=P),
     col("charts", JSON, "Charts", scenarios=P, doc="The chart files written for the case."),
     col("chart_error", STR, "Chart error", scenarios=P),
@@ -78,8 +129,14 @@ DECLARED = (
     col("ncu_tensor_source", STR, "ncu tensor source", scenarios=P),
     col("ncu_zero_dram_kernels", INT, "ncu kernels without DRAM traffic", "int", scenarios=P),
     col("ncu_gemm_conv_flops", FLOAT, "ncu GEMM/conv GFLOP", "fixed:,.2f", scale=1e-9, scenarios=P),
-    col("flops_agreement", FLOAT, "GEMM/conv vs analytic", "spct:2", scenarios=P,
-        doc="(GEMM/convolution kernels' FLOPs - analytic FLOPs) / analytic FLOPs."),
+    col(
+        "flops_agreement",
+        FLOAT,
+        "GEMM/conv vs analytic",
+        "spct:2",
+        scenarios=P,
+        doc="(GEMM/convolution kernels' FLOPs - analytic FLOPs) / analytic FLOPs.",
+    ),
     col("ncu_flops_vs_analytic", FLOAT, "ncu vs analytic FLOPs", "spct:2", scenarios=P),
     col("layers_paired", INT, "Layers paired", "int", scenarios=P),
     col("layers_within_2pct", INT, "Layers within 2%", "int", scenarios=P),

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from functools import cache, lru_cache
+from typing import Any
 
 from accelbench.core.columns.case import DECLARED as CASE
 from accelbench.core.columns.column import BOOL, FIRST, FLOAT, INT, JSON, RANK, STR, WORD, Column, fold, pattern
@@ -39,11 +40,21 @@ def declare(*columns: Column) -> None:
         COLUMNS[c.name] = c
 
 
-for _area in (CASE, MEASURE, TELEMETRY, DERIVED, TRAIN, PROFILE, LOADGEN, GENERATE, MULTI):  # the areas, in pipeline order
+for _area in (
+    CASE,
+    MEASURE,
+    TELEMETRY,
+    DERIVED,
+    TRAIN,
+    PROFILE,
+    LOADGEN,
+    GENERATE,
+    MULTI,
+):  # the areas, in pipeline order
     declare(*_area)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _family(template: str):
     return pattern(template)
 
@@ -147,5 +158,19 @@ def in_view(view: str) -> list[Column]:
     return [c for c in COLUMNS.values() if view in c.views]
 
 
-__all__ = ["COLUMNS", "declare", "get", "rule", "typed", "typed_row", "exported", "combine", "in_view",
-           "BOOL", "FLOAT", "INT", "JSON", "STR"]
+__all__ = [
+    "COLUMNS",
+    "declare",
+    "get",
+    "rule",
+    "typed",
+    "typed_row",
+    "exported",
+    "combine",
+    "in_view",
+    "BOOL",
+    "FLOAT",
+    "INT",
+    "JSON",
+    "STR",
+]

@@ -47,7 +47,7 @@ def json_schema() -> dict[str, Any]:
         "$schema": DRAFT,
         "title": "accelbench result row",
         "description": "One case of a run as `accelbench export` writes it (a JSON export's `results` entry, a CSV "
-                       "row). Units are in the column names; values are in base units; null is missing.",
+        "row). Units are in the column names; values are in base units; null is missing.",
         "type": "object",
         "required": list(REQUIRED),
         "properties": {c.name: property_schema(c) for c in stored if WORD not in c.name},

@@ -56,8 +56,9 @@ class Torchrun:
 
     distributed = True
 
-    def __init__(self, opts: DistOptions, visible_devices: str | None = None, echo: bool = True, prefix: str = "",
-                 stop=None):
+    def __init__(
+        self, opts: DistOptions, visible_devices: str | None = None, echo: bool = True, prefix: str = "", stop=None
+    ):
         self.opts, self.visible, self.echo, self.prefix, self.stop = opts, visible_devices, echo, prefix, stop
         self.launches = 0
 
@@ -100,10 +101,14 @@ class Torchrun:
         import torch
 
         cuda = torch.cuda.is_available() and self.opts.device != "cpu"
-        return {"distributed": {"world_size": self.opts.world_size, "nnodes": self.opts.nnodes,
-                                "torch_distributed": torch.__version__,
-                                "gpu_names": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-                                if cuda else []}}
+        return {
+            "distributed": {
+                "world_size": self.opts.world_size,
+                "nnodes": self.opts.nnodes,
+                "torch_distributed": torch.__version__,
+                "gpu_names": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+            }
+        }
 
     def doc(self, scenario) -> dict[str, Any]:
         """What the run's stored spec adds: the workload (``inference``/``train``, as ``--workload`` names it) and
@@ -124,11 +129,22 @@ class Torchrun:
 
         todo = self._runnable(sweep, cases)
         while todo:
-            job = Job(scenario=sweep.scenario.name, spec=sweep.spec.to_dict(), cases=[c.to_dict() for c in todo],
-                      options=self.opts.to_dict())
+            job = Job(
+                scenario=sweep.scenario.name,
+                spec=sweep.spec.to_dict(),
+                cases=[c.to_dict() for c in todo],
+                options=self.opts.to_dict(),
+            )
             seen: set[str] = set()
-            res = launch(job, self.opts, self.visible, self.prefix, self.echo, stop=self.stop,
-                         on_result=lambda doc: self._store(sweep, todo, doc, seen))
+            res = launch(
+                job,
+                self.opts,
+                self.visible,
+                self.prefix,
+                self.echo,
+                stop=self.stop,
+                on_result=lambda doc: self._store(sweep, todo, doc, seen),  # noqa: B023
+            )
             self.launches += 1
             if res.ok and self.opts.nnodes > 1:  # global rank 0 may sit on another node: its store has the rows
                 return
@@ -142,8 +158,13 @@ class Torchrun:
             todo = self._runnable(sweep, [c for c in left if c is not failed])
 
     def _row(self, sweep, case) -> dict[str, Any]:
-        return {**sweep.scenario.base_record(case, sweep.device), "world_size": self.opts.world_size,
-                "rank": None, "aggregate": True, "workload": sweep.scenario.dist_workload or sweep.scenario.workload}
+        return {
+            **sweep.scenario.base_record(case, sweep.device),
+            "world_size": self.opts.world_size,
+            "rank": None,
+            "aggregate": True,
+            "workload": sweep.scenario.dist_workload or sweep.scenario.workload,
+        }
 
     def _runnable(self, sweep, cases: list) -> list:
         """Store the rows of cases that cannot or need not run (unsupported, an uneven global batch, past an
@@ -152,7 +173,9 @@ class Torchrun:
         for case in cases:
             reason = sweep.scenario.unsupported_reason(case, sweep.device) or _simulated_only(case, sweep.device)
             if self.opts.global_batch and case.batch_size and case.batch_size % self.opts.world_size:
-                reason = reason or f"global batch {case.batch_size} does not split evenly over {self.opts.world_size} ranks"
+                reason = (
+                    reason or f"global batch {case.batch_size} does not split evenly over {self.opts.world_size} ranks"
+                )
             if reason:
                 sweep.finished(case, {**self._row(sweep, case), "status": UNSUPPORTED, "error": reason})
             elif sweep.skip_reason(case):
@@ -177,8 +200,11 @@ class Torchrun:
         ranks, agg = rows_of(doc["ranks"], case.key)
         for rec, series in ranks:
             sweep.add_row(rec, series, derived=False)
-        base = agg if agg["world_size"] == 1 else find_baseline(sweep.store, sweep.run_id, agg["workload"], case.key,
-                                                                 agg.get("device_name"))
+        base = (
+            agg
+            if agg["world_size"] == 1
+            else find_baseline(sweep.store, sweep.run_id, agg["workload"], case.key, agg.get("device_name"))
+        )
         sweep.finished(case, with_scaling(agg, base))
         seen.add(case.key)
         if self.echo:

@@ -28,8 +28,15 @@ class RankContext(Rank):
 
     distributed = True
 
-    def __init__(self, info: RankInfo, device, backend: str, opts: DistOptions, workdir: str | None = None,
-                 host_group: Any = None):
+    def __init__(
+        self,
+        info: RankInfo,
+        device,
+        backend: str,
+        opts: DistOptions,
+        workdir: str | None = None,
+        host_group: Any = None,
+    ):
         super().__init__(device)
         self.info, self.backend, self.opts, self.workdir, self.host_group = info, backend, opts, workdir, host_group
         self.rank, self.world = info.rank, info.world_size
@@ -45,7 +52,7 @@ class RankContext(Rank):
         """
         if x.shape[0] < self.world:
             raise ConfigError("images", x.shape[0], f"at least one image per rank ({self.world})")
-        return x[self.rank::self.world], (labels[self.rank::self.world] if labels is not None else None)
+        return x[self.rank :: self.world], (labels[self.rank :: self.world] if labels is not None else None)
 
     def barrier(self) -> None:
         """All ranks reach this point with their device queues drained."""
@@ -118,11 +125,21 @@ class RankContext(Rank):
             from accelbench.telemetry.sources.nvml import device_info
 
             uuid = device_info(self.device.index).get("gpu_uuid")
-        return {"gpu_uuid": uuid, "rank": self.rank, "local_rank": self.info.local_rank, "node_rank": self.info.node_rank,
-                "world_size": self.world, "nnodes": self.opts.nnodes, "backend": self.backend,
-                "host": socket.gethostname(), "device": str(self.device), "device_type": self.device.type,
-                "device_name": device_name(self.device), "aggregate": False,
-                "scaling_mode": "strong" if self.global_batch else "weak"}
+        return {
+            "gpu_uuid": uuid,
+            "rank": self.rank,
+            "local_rank": self.info.local_rank,
+            "node_rank": self.info.node_rank,
+            "world_size": self.world,
+            "nnodes": self.opts.nnodes,
+            "backend": self.backend,
+            "host": socket.gethostname(),
+            "device": str(self.device),
+            "device_type": self.device.type,
+            "device_name": device_name(self.device),
+            "aggregate": False,
+            "scaling_mode": "strong" if self.global_batch else "weak",
+        }
 
 
 def init(info: RankInfo, opts: DistOptions, workdir: str | None = None) -> RankContext:

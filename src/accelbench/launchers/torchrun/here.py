@@ -26,8 +26,13 @@ class Here(Torchrun):
         todo = self._runnable(sweep, cases)
         self.ctx_broadcast([c.to_dict() for c in todo])
         seen: set[str] = set()
-        run_cases(self.ctx, sweep.scenario, sweep.spec, todo,
-                  lambda i, case, gathered: self._store(sweep, todo, {"key": case.key, "ranks": gathered}, seen))
+        run_cases(
+            self.ctx,
+            sweep.scenario,
+            sweep.spec,
+            todo,
+            lambda i, case, gathered: self._store(sweep, todo, {"key": case.key, "ranks": gathered}, seen),
+        )
 
     def ctx_broadcast(self, obj):
         import torch.distributed as dist
@@ -43,5 +48,12 @@ def options_for(info: RankInfo, opts: DistOptions | None) -> DistOptions:
 
     nnodes = max(1, info.world_size // max(info.local_world_size, 1))
     base = dataclasses.asdict(opts) if opts else {}
-    return DistOptions(**{**base, "gpus": info.local_world_size, "nnodes": nnodes, "node_rank": info.node_rank,
-                          "rdzv_endpoint": base.get("rdzv_endpoint") or ("env" if nnodes > 1 else None)})
+    return DistOptions(
+        **{
+            **base,
+            "gpus": info.local_world_size,
+            "nnodes": nnodes,
+            "node_rank": info.node_rank,
+            "rdzv_endpoint": base.get("rdzv_endpoint") or ("env" if nnodes > 1 else None),
+        }
+    )

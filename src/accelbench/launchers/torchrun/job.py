@@ -94,7 +94,7 @@ class Job:
         Path(path).write_text(json.dumps(dataclasses.asdict(self), default=str))
 
     @classmethod
-    def load(cls, path: str | Path) -> "Job":
+    def load(cls, path: str | Path) -> Job:
         return cls(**json.loads(Path(path).read_text()))
 
     def dist_options(self) -> DistOptions:

@@ -49,8 +49,12 @@ def torchrun_argv(opts: DistOptions, job_path: str, python: str | None = None) -
     if opts.nnodes == 1 and not opts.rdzv_endpoint:
         argv.append("--standalone")
     else:
-        argv += [f"--nnodes={opts.nnodes}", f"--rdzv-backend={opts.rdzv_backend}",
-                 f"--rdzv-endpoint={opts.rdzv_endpoint}", f"--rdzv-id={opts.rdzv_id}"]
+        argv += [
+            f"--nnodes={opts.nnodes}",
+            f"--rdzv-backend={opts.rdzv_backend}",
+            f"--rdzv-endpoint={opts.rdzv_endpoint}",
+            f"--rdzv-id={opts.rdzv_id}",
+        ]
         if opts.rdzv_backend == "static":  # c10d assigns node ranks itself and warns about --node-rank
             argv.append(f"--node-rank={opts.node_rank}")
     # torchelastic's per-rank log folders go beside the job file (else one /tmp/torchelastic_* per launch is
@@ -98,8 +102,9 @@ class Torchrun:
         echo: print the ranks' output as it comes (else only keep the tail).
     """
 
-    def __init__(self, job: Job, opts: DistOptions, visible_devices: str | None = None,
-                 prefix: str = "", echo: bool = True):
+    def __init__(
+        self, job: Job, opts: DistOptions, visible_devices: str | None = None, prefix: str = "", echo: bool = True
+    ):
         self.workdir = tempfile.mkdtemp(prefix="accelbench-dist-")
         self.job = Job(**{**_fields(job), "workdir": self.workdir, "options": opts.to_dict()})
         self.opts, self.visible, self.prefix, self.echo = opts, visible_devices, prefix, echo
@@ -111,7 +116,7 @@ class Torchrun:
         self._stopping = threading.Event()  # set before any signal is sent: mutes the echo
         self._rank_failed = False
 
-    def start(self) -> "Torchrun":
+    def start(self) -> Torchrun:
         path = str(Path(self.workdir) / "job.json")
         self.job.save(path)
         extra = {"PYTHONUNBUFFERED": "1"}
@@ -121,9 +126,23 @@ class Torchrun:
         self._t0 = time.monotonic()
         # Own session: a terminal's Ctrl-C reaches accelbench only, which stops torchrun itself (module
         # docstring); the tether stops torchrun when accelbench dies without a chance to do so.
-        argv = [sys.executable, "-m", "accelbench.launchers.torchrun.tether", str(os.getpid()), *torchrun_argv(self.opts, path)]
-        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "accelbench.launchers.torchrun.tether",
+            str(os.getpid()),
+            *torchrun_argv(self.opts, path),
+        ]
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         self._reader = threading.Thread(target=self._pump, daemon=True)
         self._reader.start()
         return self
@@ -175,10 +194,16 @@ class Torchrun:
         done = [e["key"] for e in events if e["event"] == "done"]
         started = [e["key"] for e in events if e["event"] == "start"]
         current = next((k for k in reversed(started) if k not in done), None)
-        return LaunchResult(returncode=code, timed_out=self._timed_out, current=current, done=done,
-                            errors=read_errors(self.workdir), tail=list(self.tail),
-                            wall_s=time.monotonic() - self._t0,
-                            timeout_s=self.opts.timeout_s if current else self.opts.startup_timeout_s)
+        return LaunchResult(
+            returncode=code,
+            timed_out=self._timed_out,
+            current=current,
+            done=done,
+            errors=read_errors(self.workdir),
+            tail=list(self.tail),
+            wall_s=time.monotonic() - self._t0,
+            timeout_s=self.opts.timeout_s if current else self.opts.startup_timeout_s,
+        )
 
     def kill(self) -> None:
         """Stop torchrun and every process it started: SIGTERM, then SIGKILL after ``GRACE_S``.
@@ -237,9 +262,16 @@ def shielded():
     return handlers(signal.SIG_IGN)
 
 
-def launch(job: Job, opts: DistOptions, visible_devices: str | None = None, prefix: str = "",
-           echo: bool = True, poll_s: float = 0.2, stop: threading.Event | None = None,
-           on_result=None) -> LaunchResult:
+def launch(
+    job: Job,
+    opts: DistOptions,
+    visible_devices: str | None = None,
+    prefix: str = "",
+    echo: bool = True,
+    poll_s: float = 0.2,
+    stop: threading.Event | None = None,
+    on_result=None,
+) -> LaunchResult:
     """Run ``job`` under torchrun and wait for it.
 
     Args:

@@ -9,8 +9,8 @@ torchrun docs, "Environment Variables") or by Slurm's ``srun`` with the user's s
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 # NVLink SHARP / multicast must stay off on the lent 2/4/8-GPU H200 machines (device KINDS.md); they are
 # set in every child accelbench starts and, when missing, in every rank before the process group exists.
@@ -62,25 +62,41 @@ def rank_info(env: Mapping[str, str] | None = None) -> RankInfo | None:
     rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE")
     if rank is not None and world is not None:
         local = _int(env, "LOCAL_RANK", 0)
-        return RankInfo(rank=rank, world_size=world, local_rank=local,
-                        local_world_size=_int(env, "LOCAL_WORLD_SIZE", world),
-                        node_rank=_int(env, "GROUP_RANK", 0), launcher="torchrun")
+        return RankInfo(
+            rank=rank,
+            world_size=world,
+            local_rank=local,
+            local_world_size=_int(env, "LOCAL_WORLD_SIZE", world),
+            node_rank=_int(env, "GROUP_RANK", 0),
+            launcher="torchrun",
+        )
     rank, world = _int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS")
     if rank is not None and world and world > 1 and env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
-        return RankInfo(rank=rank, world_size=world, local_rank=_int(env, "SLURM_LOCALID", 0),
-                        local_world_size=_int(env, "SLURM_NTASKS_PER_NODE", world),
-                        node_rank=_int(env, "SLURM_NODEID", 0), launcher="slurm")
+        return RankInfo(
+            rank=rank,
+            world_size=world,
+            local_rank=_int(env, "SLURM_LOCALID", 0),
+            local_world_size=_int(env, "SLURM_NTASKS_PER_NODE", world),
+            node_rank=_int(env, "SLURM_NODEID", 0),
+            launcher="slurm",
+        )
     return None
 
 
 def torch_env(info: RankInfo) -> dict[str, str]:
     """The torch.distributed ``env://`` variables for ``info`` (what a Slurm task lacks)."""
-    return {"RANK": str(info.rank), "WORLD_SIZE": str(info.world_size), "LOCAL_RANK": str(info.local_rank),
-            "LOCAL_WORLD_SIZE": str(info.local_world_size), "GROUP_RANK": str(info.node_rank)}
+    return {
+        "RANK": str(info.rank),
+        "WORLD_SIZE": str(info.world_size),
+        "LOCAL_RANK": str(info.local_rank),
+        "LOCAL_WORLD_SIZE": str(info.local_world_size),
+        "GROUP_RANK": str(info.node_rank),
+    }
 
 
-def child_env(base: Mapping[str, str] | None = None, visible_devices: str | None = None,
-              extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def child_env(
+    base: Mapping[str, str] | None = None, visible_devices: str | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Environment for a child process: ``base`` (default ``os.environ``) + :data:`SAFE_ENV` (always).
 
     Args:
@@ -89,8 +105,17 @@ def child_env(base: Mapping[str, str] | None = None, visible_devices: str | None
     Rank variables of an enclosing job are removed so a child torchrun starts its own job.
     """
     env = dict(os.environ if base is None else base)
-    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-                "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT"):
+    for key in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "TORCHELASTIC_RUN_ID",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    ):
         env.pop(key, None)
     env.update(SAFE_ENV)
     if visible_devices is not None:

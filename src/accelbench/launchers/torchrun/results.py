@@ -12,7 +12,8 @@ its latency percentiles) stay on the rank rows.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from accelbench.core import columns
 from accelbench.core.errors import OK
@@ -50,8 +51,9 @@ def aggregate(records: Sequence[dict], barrier_window_s: float | None = None) ->
     """
     recs = sorted(records, key=lambda r: r["rank"])
     r0 = recs[0]
-    start, end, window = common_window([r["window_start_epoch_s"] for r in recs],
-                                       [r["window_end_epoch_s"] for r in recs])
+    start, end, window = common_window(
+        [r["window_start_epoch_s"] for r in recs], [r["window_end_epoch_s"] for r in recs]
+    )
     if not _same_host(recs) and barrier_window_s is not None:
         window = barrier_window_s
     samples = sum(r["samples_timed"] for r in recs)
@@ -62,12 +64,23 @@ def aggregate(records: Sequence[dict], barrier_window_s: float | None = None) ->
     if r0.get("rank_batch_size") is not None:
         out["global_batch_size"] = r0["rank_batch_size"] * len(recs)
     out.update(
-        rank=None, aggregate=True, world_size=len(recs), hosts=len({r.get("host") for r in recs}),
-        samples_timed=samples, window_s=window, window_start_epoch_s=start, window_end_epoch_s=end,
-        barrier_window_s=barrier_window_s, throughput_samples_per_s=total,
-        throughput_per_gpu_samples_per_s=total / len(recs), straggler_rank=recs[slow]["rank"],
-        straggler_gap_share=gap, rank_window_max_s=max(windows), rank_window_min_s=min(windows),
-        status=OK, error=None,
+        rank=None,
+        aggregate=True,
+        world_size=len(recs),
+        hosts=len({r.get("host") for r in recs}),
+        samples_timed=samples,
+        window_s=window,
+        window_start_epoch_s=start,
+        window_end_epoch_s=end,
+        barrier_window_s=barrier_window_s,
+        throughput_samples_per_s=total,
+        throughput_per_gpu_samples_per_s=total / len(recs),
+        straggler_rank=recs[slow]["rank"],
+        straggler_gap_share=gap,
+        rank_window_max_s=max(windows),
+        rank_window_min_s=min(windows),
+        status=OK,
+        error=None,
     )
     # what the derived columns read: the work cost is quoted for
     out["timed_wall_s"] = window
@@ -82,8 +95,11 @@ def _accuracy(recs: Sequence[dict]) -> dict[str, Any]:
     if not all(r.get("accuracy_samples") for r in recs):
         return {}
     n = sum(r["accuracy_samples"] for r in recs)
-    return {"accuracy_samples": n, "top1": sum(r["top1_correct"] for r in recs) / n,
-            "top5": sum(r["top5_correct"] for r in recs) / n}
+    return {
+        "accuracy_samples": n,
+        "top1": sum(r["top1_correct"] for r in recs) / n,
+        "top5": sum(r["top5_correct"] for r in recs) / n,
+    }
 
 
 def _comm(recs: Sequence[dict]) -> dict[str, Any]:
@@ -104,11 +120,20 @@ def with_scaling(agg: dict[str, Any], baseline: dict[str, Any] | None) -> dict[s
     """
     if not baseline or not baseline.get("throughput_samples_per_s") or agg.get("status") != OK:
         return {**agg, "speedup": None, "scaling_efficiency": None}
-    s = scaling(agg["throughput_samples_per_s"], agg["world_size"],
-                baseline["throughput_samples_per_s"], int(baseline["world_size"]))
-    return {**agg, "speedup": s.speedup, "scaling_efficiency": s.scaling_efficiency,
-            "baseline_throughput_samples_per_s": baseline["throughput_samples_per_s"],
-            "baseline_world_size": int(baseline["world_size"]), "baseline_case_id": baseline.get("case_id")}
+    s = scaling(
+        agg["throughput_samples_per_s"],
+        agg["world_size"],
+        baseline["throughput_samples_per_s"],
+        int(baseline["world_size"]),
+    )
+    return {
+        **agg,
+        "speedup": s.speedup,
+        "scaling_efficiency": s.scaling_efficiency,
+        "baseline_throughput_samples_per_s": baseline["throughput_samples_per_s"],
+        "baseline_world_size": int(baseline["world_size"]),
+        "baseline_case_id": baseline.get("case_id"),
+    }
 
 
 def rows_of(gathered: list[dict], key: str) -> tuple[list[tuple[dict, dict]], dict]:
@@ -116,8 +141,16 @@ def rows_of(gathered: list[dict], key: str) -> tuple[list[tuple[dict, dict]], di
     every rank's ``{"record", "series"}`` (:func:`accelbench.launchers.torchrun.worker.measure_case`)."""
     recs = [g["record"] for g in gathered]
     world = len(recs)
-    ranks = [({**{k: v for k, v in g["record"].items() if not k.startswith("_")},
-               "case_key": rank_key(key, world, g["record"]["rank"])}, g["series"]) for g in gathered]
+    ranks = [
+        (
+            {
+                **{k: v for k, v in g["record"].items() if not k.startswith("_")},
+                "case_key": rank_key(key, world, g["record"]["rank"]),
+            },
+            g["series"],
+        )
+        for g in gathered
+    ]
     agg = aggregate(recs, barrier_window_s=recs[0].get("barrier_window_s"))
     agg["case_key"] = aggregate_key(key, world)
     return ranks, agg
@@ -130,8 +163,11 @@ def find_baseline(store, run_id: int | None, workload: str, key: str, device_nam
     study), else the newest 1-process row of the same case on the same device model in any run.
     """
     pattern = key.replace("%", r"\%").replace("_", r"\_") + "|gpus=%|all"
-    rows = [r for r in store.find_cases(key_like=pattern, workload=workload, status=OK)
-            if device_name is None or r.get("device_name") == device_name]
+    rows = [
+        r
+        for r in store.find_cases(key_like=pattern, workload=workload, status=OK)
+        if device_name is None or r.get("device_name") == device_name
+    ]
     same_run = [r for r in rows if r["run_id"] == run_id]
     if same_run:
         return min(same_run, key=lambda r: (r["world_size"], -r["case_id"]))
@@ -145,5 +181,7 @@ def summary_line(agg: dict) -> str:
     what = f"{agg.get('model')} bs={agg.get('batch_size')} {agg.get('precision')} {agg.get('mode')}"
     if agg.get("throughput_samples_per_s") is None:
         return f"{agg.get('workload')} {agg.get('case_key')} on {agg.get('world_size')} ranks"
-    return (f"{agg['workload']} {what} on {agg['world_size']} ranks: {agg['throughput_samples_per_s']:,.1f} samples/s "
-            f"({agg['throughput_per_gpu_samples_per_s']:,.1f} per rank){tail}")
+    return (
+        f"{agg['workload']} {what} on {agg['world_size']} ranks: {agg['throughput_samples_per_s']:,.1f} samples/s "
+        f"({agg['throughput_per_gpu_samples_per_s']:,.1f} per rank){tail}"
+    )

@@ -11,7 +11,8 @@ and raw series go to global rank 0 by ``gather_object``, and rank 0 hands them o
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from accelbench.core.errors import OOM, one_line
 from accelbench.launchers.torchrun.job import Job, note_error, note_progress, write_result
@@ -46,8 +47,15 @@ def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
 
     if ctx.info.local_rank == 0:
         note_progress(ctx.workdir, "start", case.key)
-    rec, series = run_case(scenario, case, spec, state, ctx, sink, failed=lambda row: note_error(
-        ctx.workdir, ctx.rank, case.key, row["error"], row["status"] == OOM))
+    rec, series = run_case(
+        scenario,
+        case,
+        spec,
+        state,
+        ctx,
+        sink,
+        failed=lambda row: note_error(ctx.workdir, ctx.rank, case.key, row["error"], row["status"] == OOM),
+    )
     return {"record": rec, "series": series, "rows": sink.take()}
 
 
@@ -82,8 +90,13 @@ def run_job(job: Job, info: RankInfo) -> None:
         scenario = scenarios.get(job.scenario)
         spec = spec_from_dict(scenario, job.spec)
         cases = [case_from_dict(scenario, c) for c in job.cases]
-        run_cases(ctx, scenario, spec, cases,
-                  lambda i, case, gathered: write_result(job.workdir, i, {"key": case.key, "ranks": gathered}))
+        run_cases(
+            ctx,
+            scenario,
+            spec,
+            cases,
+            lambda i, case, gathered: write_result(job.workdir, i, {"key": case.key, "ranks": gathered}),
+        )
     finally:
         dist.destroy_process_group()
 
@@ -95,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     quiet.install(lambda text: print(f"note: {text}", file=sys.stderr))  # the same filtered noise as the launcher
     argv = sys.argv[1:] if argv is None else argv
     job = Job.load(argv[0])
-    info = rank_info() or RankInfo(rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0,
-                                   launcher="torchrun")
+    info = rank_info() or RankInfo(
+        rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0, launcher="torchrun"
+    )
     run_job(job, info)
     return 0
 

@@ -23,27 +23,38 @@ from accelbench.core.spec import Extras, Windowed
 from accelbench.scenarios.base import Scenario, register
 
 GPU_DEFAULTS: dict[str, Any] = {
-    "models": ("hf:llama-3.2-1b", "hf:llama-3.1-8b"), "batch_sizes": (1, 2, 4, 8, 16, 32, 64),
-    "prompt_lens": (128, 2048), "new_tokens": (128,), "precisions": ("bf16",), "modes": ("static-compile",),
-    "repeats": 3, "idle_s": 3.0,
+    "models": ("hf:llama-3.2-1b", "hf:llama-3.1-8b"),
+    "batch_sizes": (1, 2, 4, 8, 16, 32, 64),
+    "prompt_lens": (128, 2048),
+    "new_tokens": (128,),
+    "precisions": ("bf16",),
+    "modes": ("static-compile",),
+    "repeats": 3,
+    "idle_s": 3.0,
 }
 CPU_DEFAULTS: dict[str, Any] = {
     # About a minute on 2 cores: the bundled tiny model, what users get and the static-cache loop.
-    "models": ("hf:tiny-shakespeare",), "batch_sizes": (1, 8), "prompt_lens": (64,), "new_tokens": (32,),
-    "precisions": ("fp32",), "modes": ("hf-generate", "static-cache"), "repeats": 3, "idle_s": 0.0,
+    "models": ("hf:tiny-shakespeare",),
+    "batch_sizes": (1, 8),
+    "prompt_lens": (64,),
+    "new_tokens": (32,),
+    "precisions": ("fp32",),
+    "modes": ("hf-generate", "static-cache"),
+    "repeats": 3,
+    "idle_s": 0.0,
 }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GenerateSettings(Windowed):
     """Attributes:
-        prompt_lens: prompt lengths in tokens (each a case axis).
-        new_tokens: tokens generated a sequence (each a case axis; 2 or more: one decode step at least).
-        prompt_source: ``random`` (token ids drawn uniformly, seeded) or ``text`` (windows of the held-out shipped
-            text, tokenized by the model's tokenizer: needs a checkpoint with one).
-        perplexity: measure the perplexity of models with real weights and a tokenizer on the held-out text.
-        perplexity_window: tokens a perplexity window (at most the model's context).
-        repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
+    prompt_lens: prompt lengths in tokens (each a case axis).
+    new_tokens: tokens generated a sequence (each a case axis; 2 or more: one decode step at least).
+    prompt_source: ``random`` (token ids drawn uniformly, seeded) or ``text`` (windows of the held-out shipped
+        text, tokenized by the model's tokenizer: needs a checkpoint with one).
+    perplexity: measure the perplexity of models with real weights and a tokenizer on the held-out text.
+    perplexity_window: tokens a perplexity window (at most the model's context).
+    repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
     """
 
     hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults}
@@ -84,12 +95,30 @@ class Generate(Scenario):
     name = kind = workload = backend_workload = kinds.GENERATE
     requires = {"transformers": "accelbench generate"}  # its loops and caches are transformers' (accelbench[llm])
     settings_type, extras_type = GenerateSettings, GenerateExtras
-    rejects = ("channels_last", "images", "data", "image_size", "skip_bad_images", "warmup_batches",
-               "min_timed_batches", "min_time_s", "cudnn_benchmark")
-    aliases = {"prompt_len": "prompt_lens", "prompt_length": "prompt_lens", "prompt_lengths": "prompt_lens",
-               "max_new_tokens": "new_tokens", "output_len": "new_tokens"}
-    derived_keys = {"samples_key": "output_tokens_timed", "work_seconds_key": "timed_wall_s",
-                    "work_samples_key": "output_tokens_timed", "spread_key": "tpot_spread"}
+    rejects = (
+        "channels_last",
+        "images",
+        "data",
+        "image_size",
+        "skip_bad_images",
+        "warmup_batches",
+        "min_timed_batches",
+        "min_time_s",
+        "cudnn_benchmark",
+    )
+    aliases = {
+        "prompt_len": "prompt_lens",
+        "prompt_length": "prompt_lens",
+        "prompt_lengths": "prompt_lens",
+        "max_new_tokens": "new_tokens",
+        "output_len": "new_tokens",
+    }
+    derived_keys = {
+        "samples_key": "output_tokens_timed",
+        "work_seconds_key": "timed_wall_s",
+        "work_samples_key": "output_tokens_timed",
+        "spread_key": "tpot_spread",
+    }
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
     keeps_compiled = True  # the cases of one model reuse its compiled decode step (SweepState)
 
@@ -98,8 +127,11 @@ class Generate(Scenario):
         from accelbench.core.config import check_choices
 
         if not spec.models or not spec.batch_sizes:
-            raise ConfigError("model" if not spec.models else "batch_sizes", spec.models or spec.batch_sizes,
-                              "one or more names / positive integers")
+            raise ConfigError(
+                "model" if not spec.models else "batch_sizes",
+                spec.models or spec.batch_sizes,
+                "one or more names / positive integers",
+            )
         check_choices("precision", spec.precisions, precisions.names(workload="generate"))
         check_choices("mode", spec.modes, backends.names(workload="generate"))
 
@@ -111,10 +143,20 @@ class Generate(Scenario):
         from accelbench.core.spec import Case
 
         st = spec.settings
-        return [Case(scenario=self.name, model=m, batch_size=b, precision=p, mode=mode, device=device,
-                     extras=GenerateExtras(prompt_len=pl, new_tokens=n, prompt_source=st.prompt_source))
-                for m, p, mode, pl, n, b in itertools.product(spec.models, spec.precisions, spec.modes, st.prompt_lens,
-                                                             st.new_tokens, spec.batch_sizes)]
+        return [
+            Case(
+                scenario=self.name,
+                model=m,
+                batch_size=b,
+                precision=p,
+                mode=mode,
+                device=device,
+                extras=GenerateExtras(prompt_len=pl, new_tokens=n, prompt_source=st.prompt_source),
+            )
+            for m, p, mode, pl, n, b in itertools.product(
+                spec.models, spec.precisions, spec.modes, st.prompt_lens, st.new_tokens, spec.batch_sizes
+            )
+        ]
 
     def check(self, spec) -> None:
         """Every model resolves, every prompt plus its new tokens fits its context, text prompts have a tokenizer.
@@ -135,8 +177,9 @@ class Generate(Scenario):
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
 
-        return (precisions.unsupported_reason(case.precision, device)
-                or backends.get(case.mode).unsupported_reason(device, self.backend_workload))
+        return precisions.unsupported_reason(case.precision, device) or backends.get(case.mode).unsupported_reason(
+            device, self.backend_workload
+        )
 
     def prepare(self, spec, device, store):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:

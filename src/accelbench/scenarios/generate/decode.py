@@ -49,8 +49,9 @@ def _generation(marks, t0: float, tokens) -> Generation:
     sync(marks.device)
     e2e = time.perf_counter() - t0
     times = marks.seconds()
-    return Generation(ttft_s=times[1], itl_s=tuple(b - a for a, b in zip(times[1:], times[2:])), e2e_s=e2e,
-                      tokens=tokens.cpu())
+    return Generation(
+        ttft_s=times[1], itl_s=tuple(b - a for a, b in zip(times[1:], times[2:])), e2e_s=e2e, tokens=tokens.cpu()
+    )
 
 
 class HFGenerate:
@@ -80,11 +81,20 @@ class HFGenerate:
         t0 = time.perf_counter()
         marks.mark()
         with torch.inference_mode():
-            out = self.model.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=self.new_tokens,
-                                      min_new_tokens=self.new_tokens, do_sample=False, temperature=None, top_p=None,
-                                      top_k=None, logits_processor=LogitsProcessorList([mark]), pad_token_id=pad,
-                                      **extra)
-        return _generation(marks, t0, out[:, prompts.shape[1]:])
+            out = self.model.generate(
+                prompts,
+                attention_mask=torch.ones_like(prompts),
+                max_new_tokens=self.new_tokens,
+                min_new_tokens=self.new_tokens,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                logits_processor=LogitsProcessorList([mark]),
+                pad_token_id=pad,
+                **extra,
+            )
+        return _generation(marks, t0, out[:, prompts.shape[1] :])
 
 
 def cache_argument(model) -> str:
@@ -102,8 +112,9 @@ def decode_step(model, cache, tokens, cache_position, cache_arg: str):
     model and cache are arguments, so one compiled step serves every case of a model: Dynamo specialises on the
     first shapes and recompiles once with dynamic batch and cache lengths when they change; a CUDA graph is
     recorded per shape."""
-    logits = model(tokens, cache_position=cache_position, position_ids=cache_position[None], use_cache=True,
-                   **{cache_arg: cache}).logits
+    logits = model(
+        tokens, cache_position=cache_position, position_ids=cache_position[None], use_cache=True, **{cache_arg: cache}
+    ).logits
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
@@ -138,8 +149,9 @@ class StaticLoop:
         step: the decode step (:func:`compiled_step`); graphs: it replays CUDA graphs (``reduce-overhead``).
     """
 
-    def __init__(self, model, batch_size: int, prompt_len: int, new_tokens: int, device, step=decode_step,
-                 graphs: bool = False):
+    def __init__(
+        self, model, batch_size: int, prompt_len: int, new_tokens: int, device, step=decode_step, graphs: bool = False
+    ):
         import torch
         from transformers import StaticCache
 
@@ -155,8 +167,14 @@ class StaticLoop:
         under ``torch.no_grad``; it overwrites the cache's prompt positions (``accelbench profile --step prefill``
         runs it alone)."""
         p = self.prompt_len
-        logits = self.model(prompts, cache_position=self.positions[:p], position_ids=self.positions[None, :p],
-                            use_cache=True, logits_to_keep=1, **{self.cache_arg: self.cache}).logits
+        logits = self.model(
+            prompts,
+            cache_position=self.positions[:p],
+            position_ids=self.positions[None, :p],
+            use_cache=True,
+            logits_to_keep=1,
+            **{self.cache_arg: self.cache},
+        ).logits
         return logits[:, -1].argmax(-1, keepdim=True)
 
     def decode(self, token, i: int):
@@ -168,7 +186,7 @@ class StaticLoop:
         p = self.prompt_len
         if self.graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        token = self.step(self.model, self.cache, token, self.positions[p + i:p + i + 1], self.cache_arg)
+        token = self.step(self.model, self.cache, token, self.positions[p + i : p + i + 1], self.cache_arg)
         return token.clone() if self.graphs else token  # the next replay overwrites the graph's output
 
     def rewind(self, position: int) -> None:
@@ -179,8 +197,11 @@ class StaticLoop:
         cache writes where ``cache_position`` says and needs nothing."""
         import torch
 
-        lengths = [layer.cumulative_length for layer in getattr(self.cache, "layers", ())
-                   if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
+        lengths = [
+            layer.cumulative_length
+            for layer in getattr(self.cache, "layers", ())
+            if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)
+        ]
         if lengths:
             torch._foreach_copy_(lengths, [torch.full_like(lengths[0], position)] * len(lengths))
 

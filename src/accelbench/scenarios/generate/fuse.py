@@ -43,8 +43,9 @@ def _concat(linears):
     return out.requires_grad_(False)
 
 
-def _attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
-                       cache=None, **kwargs):
+def _attention_forward(
+    self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None, cache=None, **kwargs
+):
     """The attention forward of ``transformers``' Llama-like layers with q/k/v as one matmul. The KV cache comes as
     ``cache`` in the ``transformers`` releases that renamed it, as ``past_key_values`` before (5.17)."""
     cache = cache if cache is not None else past_key_values
@@ -59,8 +60,9 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         k, v = cache.update(k, v, self.layer_idx)
     attend = hf.ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, hf.eager_attention_forward)
     window = getattr(self, "sliding_window", getattr(self.config, "sliding_window", None))
-    out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, sliding_window=window,
-                          **kwargs)
+    out, weights = attend(
+        self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, sliding_window=window, **kwargs
+    )
     return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
 

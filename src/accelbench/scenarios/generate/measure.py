@@ -48,8 +48,9 @@ def warm_up(run, prompts, warmup: int, device) -> float:
     return first_s
 
 
-def generation_columns(gens: list, shape: metrics.Shape, *, batch_size: int, prompt_len: int, new_tokens: int,
-                       ceilings: Ceilings) -> tuple[dict[str, Any], dict[str, list[float]]]:
+def generation_columns(
+    gens: list, shape: metrics.Shape, *, batch_size: int, prompt_len: int, new_tokens: int, ceilings: Ceilings
+) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """The row's columns and series of ``gens`` (timed generations of one case); see the module docstring.
 
     Raises:
@@ -71,19 +72,25 @@ def generation_columns(gens: list, shape: metrics.Shape, *, batch_size: int, pro
     step_bytes = metrics.mean_decode_bytes(shape, batch_size, prompt_len, new_tokens)
     prefill = metrics.prefill_flops(shape, batch_size, prompt_len)
     rec = {
-        **stat_columns(summarize(ttft_ms), "ttft"), **stat_columns(summarize(itl_ms), "tpot"),
+        **stat_columns(summarize(ttft_ms), "ttft"),
+        **stat_columns(summarize(itl_ms), "tpot"),
         **stat_columns(summarize(e2e_ms), "e2e_latency"),
-        "generations_timed": len(gens), "output_tokens_timed": len(gens) *
-        batch_size * new_tokens, "prefill_tokens_per_s": rates.prefill_tokens_per_s,
-        "decode_tokens_per_s": rates.decode_tokens_per_s, "output_tokens_per_s": rates.output_tokens_per_s,
+        "generations_timed": len(gens),
+        "output_tokens_timed": len(gens) * batch_size * new_tokens,
+        "prefill_tokens_per_s": rates.prefill_tokens_per_s,
+        "decode_tokens_per_s": rates.decode_tokens_per_s,
+        "output_tokens_per_s": rates.output_tokens_per_s,
         "throughput_samples_per_s": rates.output_tokens_per_s,  # a sample of text generation is an output token
         "timed_wall_s": sum(g.e2e_s for g in gens),
         "kv_cache_bytes": metrics.kv_cache_bytes(shape, batch_size, prompt_len + new_tokens),
-        "kv_bytes_per_token": shape.kv_bytes_per_token, "weight_bytes": shape.weight_bytes,
-        "decode_step_bytes": step_bytes, "prefill_flops": prefill,
+        "kv_bytes_per_token": shape.kv_bytes_per_token,
+        "weight_bytes": shape.weight_bytes,
+        "decode_step_bytes": step_bytes,
+        "prefill_flops": prefill,
         "prefill_min_bytes": shape.weight_bytes + metrics.kv_cache_bytes(shape, batch_size, prompt_len),
         "decode_step_flops": metrics.mean_decode_flops(shape, batch_size, prompt_len, new_tokens),
-        "decode_bytes_per_s": step_bytes / tpot_s, "prefill_flops_per_s": prefill / ttft_s,
+        "decode_bytes_per_s": step_bytes / tpot_s,
+        "prefill_flops_per_s": prefill / ttft_s,
         "mbu": metrics.utilisation(step_bytes, tpot_s, ceilings.dram_bytes_per_s),
         "mbu_datasheet": metrics.utilisation(step_bytes, tpot_s, ceilings.datasheet_dram_bytes_per_s),
         "mfu": metrics.utilisation(prefill, ttft_s, ceilings.flops_per_s),

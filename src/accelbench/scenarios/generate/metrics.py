@@ -143,14 +143,17 @@ class Rates:
     output_tokens_per_s: float | None
 
 
-def rates(batch_size: int, prompt_len: int, new_tokens: int, ttft_s: float | None, tpot_s: float | None,
-          e2e_s: float | None) -> Rates:
+def rates(
+    batch_size: int, prompt_len: int, new_tokens: int, ttft_s: float | None, tpot_s: float | None, e2e_s: float | None
+) -> Rates:
     """Prefill tokens/s (``B x P / TTFT``), decode tokens/s (``B / TPOT``: each step makes one token a
     sequence) and output tokens/s over the whole generation (``B x N / end-to-end``)."""
 
     def div(a: float, b: float | None) -> float | None:
         return a / b if b and b > 0 else None
 
-    return Rates(prefill_tokens_per_s=div(batch_size * prompt_len, ttft_s),
-                 decode_tokens_per_s=div(batch_size, tpot_s),
-                 output_tokens_per_s=div(batch_size * new_tokens, e2e_s))
+    return Rates(
+        prefill_tokens_per_s=div(batch_size * prompt_len, ttft_s),
+        decode_tokens_per_s=div(batch_size, tpot_s),
+        output_tokens_per_s=div(batch_size * new_tokens, e2e_s),
+    )

@@ -70,7 +70,7 @@ def check_model_name(name: str) -> tuple[int | None, bool | None]:
     hf.check_lm(name)
     path = hf._checkpoint_dir(name)
     if path is None:
-        values = hf.ARCHITECTURES[name[len(hf.PREFIX):]].values
+        values = hf.ARCHITECTURES[name[len(hf.PREFIX) :]].values
         return values.get("max_position_embeddings") or values.get("n_positions"), False
     config = json.loads((path / "config.json").read_text())
     context = config.get("max_position_embeddings") or config.get("n_positions")
@@ -85,8 +85,11 @@ def check_fits(name: str, context: int | None, prompt_len: int, new_tokens: int)
         ConfigError: naming the model, the lengths and the context.
     """
     if context and prompt_len + new_tokens > context:
-        raise ConfigError("prompt_lens", prompt_len, f"prompt + new tokens <= {name}'s context of {context} tokens "
-                          f"(asked {prompt_len} + {new_tokens})")
+        raise ConfigError(
+            "prompt_lens",
+            prompt_len,
+            f"prompt + new tokens <= {name}'s context of {context} tokens (asked {prompt_len} + {new_tokens})",
+        )
 
 
 def _dtype(precision: str):
@@ -96,7 +99,6 @@ def _dtype(precision: str):
     import torch
 
     from accelbench import precisions
-
     from accelbench.quant import fp8
 
     p = precisions.get(precision)
@@ -147,8 +149,14 @@ def load(name: str, device, dtype, seed: int):
 
     torch.manual_seed(seed)
     module = create_model(name).module.to(device=device, dtype=dtype).eval()
-    info = hf.LMInfo(name=name, source="user", pretrained=False, weights="from the factory",
-                     context_len=hf._context_len(module.config), vocab_size=module.config.vocab_size)
+    info = hf.LMInfo(
+        name=name,
+        source="user",
+        pretrained=False,
+        weights="from the factory",
+        context_len=hf._context_len(module.config),
+        vocab_size=module.config.vocab_size,
+    )
     return hf.LoadedLM(module, getattr(module, "tokenizer", None), info)
 
 
@@ -191,8 +199,9 @@ def runner(case, built: Built, device):
     ex = case.extras
     if backends.get(case.mode).loop == "generate":
         return HFGenerate(built.loaded.module, ex.new_tokens, device)
-    return StaticLoop(built.loaded.module, case.batch_size, ex.prompt_len, ex.new_tokens, device, step=built.step,
-                      graphs=built.graphs)
+    return StaticLoop(
+        built.loaded.module, case.batch_size, ex.prompt_len, ex.new_tokens, device, step=built.step, graphs=built.graphs
+    )
 
 
 def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
@@ -206,18 +215,21 @@ def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
         return {}
     import torch
 
+    from accelbench import backends
     from accelbench.data.text import held_out_text
     from accelbench.scenarios.generate.perplexity import perplexity
-
-    from accelbench import backends
 
     key = (case.model, case.precision, backends.get(case.mode).fused, spec.settings.perplexity_window)
     if key not in cache:
         ids = torch.tensor(loaded.tokenizer(held_out_text())["input_ids"], dtype=torch.long)
         window = min(spec.settings.perplexity_window, loaded.info.context_len or spec.settings.perplexity_window)
         p = perplexity(loaded.module, ids, window=window, batch_size=8, device=device)
-        cache[key] = {"perplexity": p.perplexity, "perplexity_tokens": p.tokens, "perplexity_window": p.window,
-                      "perplexity_text": "tinyshakespeare held-out 10 %"}
+        cache[key] = {
+            "perplexity": p.perplexity,
+            "perplexity_tokens": p.tokens,
+            "perplexity_window": p.window,
+            "perplexity_text": "tinyshakespeare held-out 10 %",
+        }
     return cache[key]
 
 
@@ -255,9 +267,9 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
 
     from accelbench import backends
     from accelbench.core.rank import add_telemetry
+    from accelbench.scenarios.base import case_monitor
     from accelbench.scenarios.generate.measure import generation_columns, warm_up
     from accelbench.scenarios.generate.shape import shape_of
-    from accelbench.scenarios.base import case_monitor
 
     dev, ex = rank.device, case.extras
     if dev.type == "cuda":
@@ -277,13 +289,27 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         del run
         state.release()
         raise
-    rec, series = generation_columns(gens, shape, batch_size=case.batch_size, prompt_len=ex.prompt_len,
-                                     new_tokens=ex.new_tokens, ceilings=_ceilings(state.ceilings, case.precision))
-    rec.update(cols, weights=loaded.info.weights, pretrained=loaded.info.pretrained, prompt_len=ex.prompt_len,
-               new_tokens=ex.new_tokens, prompt_source=ex.prompt_source, vocab_size=loaded.info.vocab_size,
-               context_len=loaded.info.context_len, params=sum(p.numel() for p in loaded.module.parameters()),
-               compile_s=first_s if backends.get(case.mode).compiles else None,
-               samples_timed=rec["output_tokens_timed"])
+    rec, series = generation_columns(
+        gens,
+        shape,
+        batch_size=case.batch_size,
+        prompt_len=ex.prompt_len,
+        new_tokens=ex.new_tokens,
+        ceilings=_ceilings(state.ceilings, case.precision),
+    )
+    rec.update(
+        cols,
+        weights=loaded.info.weights,
+        pretrained=loaded.info.pretrained,
+        prompt_len=ex.prompt_len,
+        new_tokens=ex.new_tokens,
+        prompt_source=ex.prompt_source,
+        vocab_size=loaded.info.vocab_size,
+        context_len=loaded.info.context_len,
+        params=sum(p.numel() for p in loaded.module.parameters()),
+        compile_s=first_s if backends.get(case.mode).compiles else None,
+        samples_timed=rec["output_tokens_timed"],
+    )
     if dev.type == "cuda":
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
         rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)
@@ -299,5 +325,9 @@ def _ceilings(c, precision: str):
     if c is None:
         return Ceilings()
     roof = precisions.get(precision).ceiling
-    return Ceilings(dram_bytes_per_s=c.dram_bytes_per_s, datasheet_dram_bytes_per_s=c.datasheet_dram_bytes_per_s,
-                    flops_per_s=c.matmul_flops_per_s.get(roof), datasheet_flops_per_s=c.datasheet_flops_per_s.get(roof))
+    return Ceilings(
+        dram_bytes_per_s=c.dram_bytes_per_s,
+        datasheet_dram_bytes_per_s=c.datasheet_dram_bytes_per_s,
+        flops_per_s=c.matmul_flops_per_s.get(roof),
+        datasheet_flops_per_s=c.datasheet_flops_per_s.get(roof),
+    )

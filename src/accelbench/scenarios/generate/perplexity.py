@@ -60,12 +60,12 @@ def perplexity(model, ids, *, window: int, batch_size: int = 8, device=None, con
     device = device or next(model.parameters()).device
     spans = windows(len(ids), window)
     full = [s for s in spans if s[1] - s[0] == window]
-    groups = [full[i:i + batch_size] for i in range(0, len(full), batch_size)] + [[s] for s in spans if s not in full]
+    groups = [full[i : i + batch_size] for i in range(0, len(full), batch_size)] + [[s] for s in spans if s not in full]
     nll, count = 0.0, 0
     with torch.no_grad():
         for group in groups:
             x = torch.stack([ids[a:b] for a, b in group]).to(device)
-            with (context() if context else contextlib.nullcontext()):
+            with context() if context else contextlib.nullcontext():
                 logits = model(input_ids=x).logits
             logp = F.log_softmax(logits[:, :-1].float(), dim=-1)
             nll -= logp.gather(-1, x[:, 1:, None]).sum().item()

@@ -37,16 +37,35 @@ def cheapest_meeting_perplexity(records, ratio: float = TARGET_RATIO) -> list[di
         ``mode``, ``batch_size``, ``perplexity``, ``by``, ``value``, ``missed`` (precisions above the target);
         ``precision`` None when none meets it.
     """
-    target = Target(metric="perplexity", higher_is_better=False, ratio=ratio, reference=reference_perplexity,
-                    speed="decode_tokens_per_s", include=lambda r: r.get("status") == OK)
+    target = Target(
+        metric="perplexity",
+        higher_is_better=False,
+        ratio=ratio,
+        reference=reference_perplexity,
+        speed="decode_tokens_per_s",
+        include=lambda r: r.get("status") == OK,
+    )
     out = []
     for c in cheapest_meeting(records, target):
-        row = {"model": c.model, "reference": c.reference, "reference_perplexity": c.reference_value,
-               "precision": None, "mode": None, "batch_size": None, "perplexity": None, "by": c.by, "value": c.value,
-               "missed": c.missed}
+        row = {
+            "model": c.model,
+            "reference": c.reference,
+            "reference_perplexity": c.reference_value,
+            "precision": None,
+            "mode": None,
+            "batch_size": None,
+            "perplexity": None,
+            "by": c.by,
+            "value": c.value,
+            "missed": c.missed,
+        }
         if c.best is not None:
-            row.update(precision=c.best["precision"], mode=c.best.get("mode"), batch_size=c.best.get("batch_size"),
-                       perplexity=c.best["perplexity"])
+            row.update(
+                precision=c.best["precision"],
+                mode=c.best.get("mode"),
+                batch_size=c.best.get("batch_size"),
+                perplexity=c.best["perplexity"],
+            )
         out.append(row)
     return out
 
@@ -57,5 +76,7 @@ def quality_line(row: dict) -> str:
     if row["precision"] is None:
         return f"{row['model']}: no precision meets the target ({target})"
     missed = f"; above it: {', '.join(row['missed'])}" if row["missed"] else ""
-    return (f"{row['model']}: cheapest precision meeting the target ({target}): {row['precision']} ({row['mode']}, "
-            f"batch {row['batch_size']}), perplexity {row['perplexity']:.3f}{missed}")
+    return (
+        f"{row['model']}: cheapest precision meeting the target ({target}): {row['precision']} ({row['mode']}, "
+        f"batch {row['batch_size']}), perplexity {row['perplexity']:.3f}{missed}"
+    )

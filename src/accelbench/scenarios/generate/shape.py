@@ -63,6 +63,13 @@ def shape_of(model, kv_dtype) -> Shape:
             continue
         seen.add(id(t))
         weight_bytes += stored_bytes(t)
-    return Shape(layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim, matmul_params=matmul,
-                 lm_head_params=head.weight.numel(), weight_bytes=weight_bytes,
-                 kv_bytes_per_value=torch.tensor([], dtype=kv_dtype).element_size())
+    return Shape(
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        matmul_params=matmul,
+        lm_head_params=head.weight.numel(),
+        weight_bytes=weight_bytes,
+        kv_bytes_per_value=torch.tensor([], dtype=kv_dtype).element_size(),
+    )

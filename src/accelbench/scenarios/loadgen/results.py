@@ -35,7 +35,7 @@ def read_detail(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for line in Path(path).read_text().splitlines():
         if line.startswith(":::MLLOG "):
-            event = json.loads(line[len(":::MLLOG "):])
+            event = json.loads(line[len(":::MLLOG ") :])
             out[event["key"]] = event["value"]
     return out
 
@@ -53,11 +53,16 @@ def invalid_reasons(d: dict[str, Any]) -> str | None:
         pct = d.get("effective_target_latency_percentile") or 0.99
         seen = _ms(d.get(f"result_{100 * pct:.2f}_percentile_latency_ns"))
         bound = _ms(d.get("effective_target_latency_ns"))
-        reasons.append(f"latency bound not met (p{100 * pct:g} {seen:.3g} ms > {bound:g} ms)"
-                       if seen is not None and bound else "latency bound not met")
-    for key, text in (("result_min_duration_met", "minimum duration not met"),
-                      ("result_min_queries_met", "minimum query count not met"),
-                      ("early_stopping_met", "early stopping not met (too few queries for the percentile)")):
+        reasons.append(
+            f"latency bound not met (p{100 * pct:g} {seen:.3g} ms > {bound:g} ms)"
+            if seen is not None and bound
+            else "latency bound not met"
+        )
+    for key, text in (
+        ("result_min_duration_met", "minimum duration not met"),
+        ("result_min_queries_met", "minimum query count not met"),
+        ("early_stopping_met", "early stopping not met (too few queries for the percentile)"),
+    ):
         if d.get(key) is False:
             reasons.append(text)
     advice = str(d.get("result_invalid_reason") or "").strip()
@@ -81,12 +86,17 @@ def result_columns(d: dict[str, Any], wall_s: float) -> dict[str, Any]:
     queries = int(d.get("result_query_count") or 0)
     samples = queries * per_query
     cols: dict[str, Any] = {
-        "loadgen_scenario": scenario, "loadgen_mode": d.get("effective_test_mode"),
-        "result_validity": d.get("result_validity"), "invalid_reasons": invalid_reasons(d),
-        "queries": queries, "samples_per_query": per_query, "samples_timed": samples,
+        "loadgen_scenario": scenario,
+        "loadgen_mode": d.get("effective_test_mode"),
+        "result_validity": d.get("result_validity"),
+        "invalid_reasons": invalid_reasons(d),
+        "queries": queries,
+        "samples_per_query": per_query,
+        "samples_timed": samples,
         "throughput_qps": queries / wall_s if wall_s and scenario != "Offline" else None,  # Offline: one query
         "min_duration_s": (d.get("effective_min_duration_ms") or 0) / 1e3,
-        "min_query_count": d.get("effective_min_query_count"), "loadgen_version": d.get("loadgen_version"),
+        "min_query_count": d.get("effective_min_query_count"),
+        "loadgen_version": d.get("loadgen_version"),
     }
     offline = scenario == "Offline"
     for pct, name in PERCENTILES.items():
@@ -95,14 +105,19 @@ def result_columns(d: dict[str, Any], wall_s: float) -> dict[str, Any]:
         cols[f"latency_{stat}_ms"] = None if offline else _ms(d.get(f"result_{stat}_latency_ns"))
     early = d.get("early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms")
     cols["early_stopping_latency_ms"] = _ms(early) if scenario in ("SingleStream", "MultiStream") else None
-    rate = {"Offline": d.get("result_samples_per_second"), "Server": d.get("result_completed_samples_per_sec"),
-            "SingleStream": d.get("result_qps_with_loadgen_overhead")}.get(scenario)
+    rate = {
+        "Offline": d.get("result_samples_per_second"),
+        "Server": d.get("result_completed_samples_per_sec"),
+        "SingleStream": d.get("result_qps_with_loadgen_overhead"),
+    }.get(scenario)
     cols["throughput_samples_per_s"] = rate if rate is not None else (samples / wall_s if wall_s else None)
     if scenario == "Server":
-        cols.update(server_target_qps=d.get("effective_target_qps"),
-                    server_latency_bound_ms=_ms(d.get("effective_target_latency_ns")),
-                    server_scheduled_qps=d.get("result_scheduled_samples_per_sec"),
-                    server_overlatency_queries=d.get("result_overlatency_query_count"))
+        cols.update(
+            server_target_qps=d.get("effective_target_qps"),
+            server_latency_bound_ms=_ms(d.get("effective_target_latency_ns")),
+            server_scheduled_qps=d.get("result_scheduled_samples_per_sec"),
+            server_overlatency_queries=d.get("result_overlatency_query_count"),
+        )
     key, name = FIGURE_OF_MERIT.get(scenario, (None, None))
     cols["figure_of_merit"] = cols.get(key) if key else None
     cols["figure_of_merit_name"] = name

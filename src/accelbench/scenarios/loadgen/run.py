@@ -61,19 +61,28 @@ def prepare_case(lg, case, spec, inputs, rank) -> Prepared:
     backend = backends.get(case.mode)
     context = lambda: precisions.context(case.precision, dev)  # noqa: E731
     runner = Runner({}, backend.static_shapes, images, cl, context)
-    examples = [runner.gather(list(range(b)) if b <= images.shape[0] else [i % images.shape[0] for i in range(b)])
-                for b in batch_sizes_built(case.extras.loadgen_scenario, case.batch_size)]
+    examples = [
+        runner.gather(list(range(b)) if b <= images.shape[0] else [i % images.shape[0] for i in range(b)])
+        for b in batch_sizes_built(case.extras.loadgen_scenario, case.batch_size)
+    ]
     with context():
         runner.forwards, build_s = backend.build_sizes(module, examples, dev)
     runner.sizes = sorted(runner.forwards)
     runner.calibrate(dev, reps=max(3, spec.warmup_batches))
     library = SampleLibrary(images)
     labels = ev.labels[: images.shape[0]].tolist() if labelled else None
-    cols = {"weights": info.weights, "pretrained": info.pretrained, "image_size": size, "channels_last": cl,
-            "data_description": raw.description, "compile_s": build_s if backend.static_shapes else None,
-            "qsl_samples": library.count, "batch_sizes_built": ",".join(map(str, runner.sizes)),
-            "forward_ms_at_batch": 1e3 * runner.model_s[runner.sizes[-1]],
-            **ev.columns()}
+    cols = {
+        "weights": info.weights,
+        "pretrained": info.pretrained,
+        "image_size": size,
+        "channels_last": cl,
+        "data_description": raw.description,
+        "compile_s": build_s if backend.static_shapes else None,
+        "qsl_samples": library.count,
+        "batch_sizes_built": ",".join(map(str, runner.sizes)),
+        "forward_ms_at_batch": 1e3 * runner.model_s[runner.sizes[-1]],
+        **ev.columns(),
+    }
     return Prepared(lg, runner, library.construct(lg), library, labels, case, spec, rank, cols)
 
 
@@ -111,10 +120,10 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
     Raises:
         whatever the model raised inside the SUT (an OOM becomes the case's ``oom`` row).
     """
+    from accelbench.scenarios.base import case_monitor
     from accelbench.scenarios.loadgen.results import read_detail, result_columns
     from accelbench.scenarios.loadgen.settings import build_settings, log_settings
     from accelbench.scenarios.loadgen.sut import SUT
-    from accelbench.scenarios.base import case_monitor
 
     lg, s = p.lg, p.spec.settings
     sut = SUT(lg, p.runner, p.case.batch_size, s.batch_timeout_us / 1e6 if plan.scenario == "Server" else 0.0)
@@ -133,8 +142,12 @@ def run_test(p: Prepared, plan, folder: Path) -> tuple[dict[str, Any], Any]:
         sut.close()
     if sut.error is not None:
         raise sut.error
-    cols = {**result_columns(read_detail(folder / "mlperf_log_detail.txt"), wall_s), **sut.columns(wall_s),
-            "timed_wall_s": wall_s, "loadgen_log_dir": str(folder)}
+    cols = {
+        **result_columns(read_detail(folder / "mlperf_log_detail.txt"), wall_s),
+        **sut.columns(wall_s),
+        "timed_wall_s": wall_s,
+        "loadgen_log_dir": str(folder),
+    }
     return cols, mon
 
 
@@ -152,11 +165,9 @@ def with_telemetry(cols: dict[str, Any], mon, device) -> dict[str, Any]:
 def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]:
     """The highest VALID Server QPS; each probe stored as a detail row. Returns the reported test's
     ``(record, series)``: the best VALID probe (or, when none was VALID, the last one)."""
-    from accelbench.scenarios.loadgen.settings import plan_for
-    from accelbench.scenarios.loadgen.search import find_peak_qps
-
     from accelbench.core.errors import Unsupported
-    from accelbench.scenarios.loadgen.settings import MAX_DURATION_FACTOR, slowest_server_qps
+    from accelbench.scenarios.loadgen.search import find_peak_qps
+    from accelbench.scenarios.loadgen.settings import MAX_DURATION_FACTOR, plan_for, slowest_server_qps
 
     s = p.spec.settings
     upper = p.case.batch_size / p.runner.model_s[p.runner.sizes[-1]]
@@ -167,30 +178,49 @@ def server_search(p: Prepared, folder: Path, sink) -> tuple[dict[str, Any], Any]
         cols, mon = run_test(p, plan_for(p.case, p.spec, server_qps=qps), folder / f"qps-{qps:.1f}")
         rec = with_telemetry(cols, mon, p.rank.device)
         recs[qps] = (rec, mon.series())
-        sink.add({**p.info, **rec, "case_key": f"{p.case.key}|qps={qps:.6g}", "workload": kinds.LOADGEN_PROBE,
-                  "row_type": "server-probe", "model": p.case.model, "precision": p.case.precision,
-                  "mode": p.case.mode, "batch_size": p.case.batch_size, "status": OK, "error": None})
+        sink.add(
+            {
+                **p.info,
+                **rec,
+                "case_key": f"{p.case.key}|qps={qps:.6g}",
+                "workload": kinds.LOADGEN_PROBE,
+                "row_type": "server-probe",
+                "model": p.case.model,
+                "precision": p.case.precision,
+                "mode": p.case.mode,
+                "batch_size": p.case.batch_size,
+                "status": OK,
+                "error": None,
+            }
+        )
         return rec["result_validity"] == "VALID", qps
 
     found = find_peak_qps(probe, upper, s.server_search_steps, floor)
     if not found.probes:
-        raise Unsupported(f"the Server search's first rate, {upper / 2:.3g} queries/s (half the capacity measured "
-                          f"here), is below {floor:.3g} queries/s: its tests would run past {MAX_DURATION_FACTOR:g}x the "
-                          f"{s.min_duration_s:g} s minimum duration; not run", {**p.info, "server_capacity_qps": upper})
+        raise Unsupported(
+            f"the Server search's first rate, {upper / 2:.3g} queries/s (half the capacity measured "
+            f"here), is below {floor:.3g} queries/s: its tests would run past {MAX_DURATION_FACTOR:g}x the "
+            f"{s.min_duration_s:g} s minimum duration; not run",
+            {**p.info, "server_capacity_qps": upper},
+        )
     rec, series = recs[found.best_qps if found.best_qps is not None else found.probes[-1][0]]
-    rec = {**rec, "server_capacity_qps": upper, "server_search_probes": len(found.probes),
-           "server_lowest_invalid_qps": found.lowest_invalid_qps, "server_peak_qps": found.best_qps,
-           "server_search_floor_qps": floor if found.floor_reached else None}
+    rec = {
+        **rec,
+        "server_capacity_qps": upper,
+        "server_search_probes": len(found.probes),
+        "server_lowest_invalid_qps": found.lowest_invalid_qps,
+        "server_peak_qps": found.best_qps,
+        "server_search_floor_qps": floor if found.floor_reached else None,
+    }
     return rec, series
 
 
 def measure_case(case, spec, inputs, rank, sink, folder: Path) -> tuple[dict[str, Any], dict[str, list]]:
     """The case's row and series (see the module docstring of :mod:`accelbench.scenarios.loadgen.scenario`)."""
     from accelbench.core.errors import Unsupported
-    from accelbench.scenarios.loadgen.settings import plan_for
     from accelbench.scenarios.loadgen.lib import loadgen
     from accelbench.scenarios.loadgen.results import accuracy
-    from accelbench.scenarios.loadgen.settings import infeasible
+    from accelbench.scenarios.loadgen.settings import infeasible, plan_for
 
     p = prepare_case(loadgen(), case, spec, inputs, rank)
     s, runner, sc = spec.settings, p.runner, case.extras.loadgen_scenario

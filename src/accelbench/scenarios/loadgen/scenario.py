@@ -30,28 +30,42 @@ from accelbench.data.evaluation import EVAL_HASH_DEFAULTS, check_eval_settings, 
 from accelbench.scenarios.base import Scenario, register
 from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, SCENARIOS, check_server
 
-GPU_DEFAULTS: dict[str, Any] = {"models": ("resnet50",), "precisions": ("amp-bf16",), "modes": ("eager",),
-                                "batch_sizes": (256,), "images": 1024, "warmup_batches": 5, "min_duration_s": 10.0}
+GPU_DEFAULTS: dict[str, Any] = {
+    "models": ("resnet50",),
+    "precisions": ("amp-bf16",),
+    "modes": ("eager",),
+    "batch_sizes": (256,),
+    "images": 1024,
+    "warmup_batches": 5,
+    "min_duration_s": 10.0,
+}
 # cifar-resnet20 with its bundled weights: every scenario VALID (and an accuracy) in about a minute on 2 cores
-CPU_DEFAULTS: dict[str, Any] = {"models": ("cifar-resnet20",), "precisions": ("fp32",), "modes": ("eager",),
-                                "batch_sizes": (32,), "images": 256, "warmup_batches": 2, "min_duration_s": 2.0}
+CPU_DEFAULTS: dict[str, Any] = {
+    "models": ("cifar-resnet20",),
+    "precisions": ("fp32",),
+    "modes": ("eager",),
+    "batch_sizes": (32,),
+    "images": 256,
+    "warmup_batches": 2,
+    "min_duration_s": 2.0,
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LoadgenSettings(Settings):
     """Attributes:
-        scenarios: LoadGen scenarios, a subset of SingleStream, MultiStream, Server, Offline.
-        min_duration_s, min_query_count: each test's minimums (MLPerf's own under ``mlperf_rules``; no
-            ``min_query_count`` takes the scenario's, :data:`accelbench.scenarios.loadgen.settings.MIN_QUERIES`).
-        server_target_qps: Server's arrival rate (queries/s); None searches for the highest VALID one.
-        server_latency_ms: Server's p99 latency bound (MLPerf ResNet-50: 15 ms).
-        server_search_steps: probes of the Server search.
-        batch_timeout_us: Server batching: the longest a batch waits for more queries after its first.
-        mlperf_rules: LoadGen's built-in MLPerf settings (600 s, official query counts, early stopping).
-        accuracy: also run LoadGen's AccuracyOnly mode (top-1/top-5 on the same samples).
-        log_dir: LoadGen's logs go under this folder (default: ``<store>-loadgen`` beside the store).
-        label_space, labels, mean, std, resize, crop_pct: as ``accelbench run``'s
-            (:class:`accelbench.scenarios.inference.InferenceSettings`): the QSL's preprocessing and accuracy labels.
+    scenarios: LoadGen scenarios, a subset of SingleStream, MultiStream, Server, Offline.
+    min_duration_s, min_query_count: each test's minimums (MLPerf's own under ``mlperf_rules``; no
+        ``min_query_count`` takes the scenario's, :data:`accelbench.scenarios.loadgen.settings.MIN_QUERIES`).
+    server_target_qps: Server's arrival rate (queries/s); None searches for the highest VALID one.
+    server_latency_ms: Server's p99 latency bound (MLPerf ResNet-50: 15 ms).
+    server_search_steps: probes of the Server search.
+    batch_timeout_us: Server batching: the longest a batch waits for more queries after its first.
+    mlperf_rules: LoadGen's built-in MLPerf settings (600 s, official query counts, early stopping).
+    accuracy: also run LoadGen's AccuracyOnly mode (top-1/top-5 on the same samples).
+    log_dir: LoadGen's logs go under this folder (default: ``<store>-loadgen`` beside the store).
+    label_space, labels, mean, std, resize, crop_pct: as ``accelbench run``'s
+        (:class:`accelbench.scenarios.inference.InferenceSettings`): the QSL's preprocessing and accuracy labels.
     """
 
     volatile = ("log_dir",)
@@ -87,8 +101,9 @@ class LoadgenSettings(Settings):
         check_int("batch_timeout_us", self.batch_timeout_us, 0)
         check_bool("mlperf_rules", self.mlperf_rules)
         check_bool("accuracy", self.accuracy)
-        check_server(self.server_target_qps, self.server_latency_ms, self.min_duration_s, self.min_query_count,
-                     self.mlperf_rules)
+        check_server(
+            self.server_target_qps, self.server_latency_ms, self.min_duration_s, self.min_query_count, self.mlperf_rules
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,8 +130,12 @@ class Loadgen(Scenario):
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
     # cost and energy per sample over the test's window; latency spread is no validity check here (a Server's
     # latency varies by design: its percentiles are the result)
-    derived_keys = {"samples_key": "samples_timed", "work_seconds_key": "timed_wall_s",
-                    "work_samples_key": "samples_timed", "spread_key": "none"}
+    derived_keys = {
+        "samples_key": "samples_timed",
+        "work_seconds_key": "timed_wall_s",
+        "work_samples_key": "samples_timed",
+        "spread_key": "none",
+    }
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
         if "scenarios" in merged:
@@ -133,9 +152,22 @@ class Loadgen(Scenario):
         out = []
         for m, p, mode, sc in itertools.product(spec.models, spec.precisions, spec.modes, spec.settings.scenarios):
             sizes = {"SingleStream": (1,), "MultiStream": (MULTISTREAM_SAMPLES,)}.get(sc, spec.batch_sizes)
-            out += [Case(scenario=self.name, model=m, batch_size=b, precision=p, mode=mode, device=device,
-                         channels_last=spec.channels_last, images=spec.images, data=spec.data,
-                         image_size=spec.image_size, extras=LoadgenExtras(loadgen_scenario=sc)) for b in sizes]
+            out += [
+                Case(
+                    scenario=self.name,
+                    model=m,
+                    batch_size=b,
+                    precision=p,
+                    mode=mode,
+                    device=device,
+                    channels_last=spec.channels_last,
+                    images=spec.images,
+                    data=spec.data,
+                    image_size=spec.image_size,
+                    extras=LoadgenExtras(loadgen_scenario=sc),
+                )
+                for b in sizes
+            ]
         return out
 
     def oom_group(self, case) -> tuple:

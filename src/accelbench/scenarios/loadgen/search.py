@@ -13,8 +13,9 @@ Pure: ``probe(qps) -> (valid, result)`` does the measuring.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -35,8 +36,9 @@ class Search:
     floor_reached: bool = False  # the next probe would have been below ``lowest_qps``: the search stopped there
 
 
-def find_peak_qps(probe: Callable[[float], tuple[bool, Any]], upper_qps: float, steps: int = 6,
-                  lowest_qps: float = 0.0) -> Search:
+def find_peak_qps(
+    probe: Callable[[float], tuple[bool, Any]], upper_qps: float, steps: int = 6, lowest_qps: float = 0.0
+) -> Search:
     """Bisect ``(0, upper_qps)`` for the highest target QPS ``probe`` calls VALID: each probe at the
     midpoint of the current ``[lo, hi]``, ``steps`` times, none below ``lowest_qps`` (a test at a lower rate
     would run past its time bound: :func:`accelbench.scenarios.loadgen.settings.slowest_server_qps`; the search stops).

@@ -75,9 +75,15 @@ class TestPlan:
 def plan_for(case, spec, **changes: Any) -> TestPlan:
     """The LoadGen test of ``case`` (a :class:`TestPlan`; ``changes`` override its fields)."""
     s = spec.settings
-    doc = dict(scenario=case.extras.loadgen_scenario, min_duration_s=s.min_duration_s,
-               min_query_count=s.min_query_count, mlperf_rules=s.mlperf_rules, model=case.model,
-               server_qps=s.server_target_qps, server_latency_ms=s.server_latency_ms)
+    doc = dict(
+        scenario=case.extras.loadgen_scenario,
+        min_duration_s=s.min_duration_s,
+        min_query_count=s.min_query_count,
+        mlperf_rules=s.mlperf_rules,
+        model=case.model,
+        server_qps=s.server_target_qps,
+        server_latency_ms=s.server_latency_ms,
+    )
     return TestPlan(**{**doc, **changes})
 
 
@@ -147,27 +153,34 @@ def infeasible(plan: TestPlan, forward_s: dict[int, float], max_batch: int) -> s
     last = forward_s[max(forward_s)]
     if plan.scenario == "Server":
         if not plan.mlperf_rules and plan.server_latency_ms / 1e3 < least_s:
-            return (f"Server latency bound {plan.server_latency_ms:g} ms is below the least a query takes here "
-                    f"({1e3 * least_s:.3g} ms: half the forward time per sample at batch {small}): no arrival rate "
-                    "meets it; not run")
+            return (
+                f"Server latency bound {plan.server_latency_ms:g} ms is below the least a query takes here "
+                f"({1e3 * least_s:.3g} ms: half the forward time per sample at batch {small}): no arrival rate "
+                "meets it; not run"
+            )
         capacity = max_batch / last
         if plan.server_qps and plan.server_qps > MAX_OVER_CAPACITY * capacity:
-            return (f"Server target {plan.server_qps:,.0f} queries/s is over {MAX_OVER_CAPACITY:g}x the capacity "
-                    f"measured here ({capacity:,.0f} queries/s at batch {max_batch}): it cannot be VALID, and LoadGen "
-                    f"would pre-generate {plan.server_qps * plan.min_duration_s:,.0f} queries; not run")
+            return (
+                f"Server target {plan.server_qps:,.0f} queries/s is over {MAX_OVER_CAPACITY:g}x the capacity "
+                f"measured here ({capacity:,.0f} queries/s at batch {max_batch}): it cannot be VALID, and LoadGen "
+                f"would pre-generate {plan.server_qps * plan.min_duration_s:,.0f} queries; not run"
+            )
     if plan.mlperf_rules or plan.scenario not in ("SingleStream", "MultiStream"):
         return None
     n = plan.min_query_count or MIN_QUERIES[plan.scenario]
     took = n * forward_s.get(MULTISTREAM_SAMPLES if plan.scenario == "MultiStream" else 1, last)
     if took > duration_limit_s(plan.min_duration_s):
-        return (f"{plan.scenario}'s {n} queries take about {took:.0f} s here, over {MAX_DURATION_FACTOR:g}x the "
-                f"{plan.min_duration_s:g} s minimum duration: raise --min-duration-s or lower --min-query-count; "
-                "not run")
+        return (
+            f"{plan.scenario}'s {n} queries take about {took:.0f} s here, over {MAX_DURATION_FACTOR:g}x the "
+            f"{plan.min_duration_s:g} s minimum duration: raise --min-duration-s or lower --min-query-count; "
+            "not run"
+        )
     return None
 
 
-def check_server(qps: float | None, latency_ms: float, min_duration_s: float, min_query_count: int | None,
-                 mlperf_rules: bool) -> None:
+def check_server(
+    qps: float | None, latency_ms: float, min_duration_s: float, min_query_count: int | None, mlperf_rules: bool
+) -> None:
     """The Server settings a sweep can run, before anything runs: a target rate > 0 and finite whose minimum query
     count fits :func:`duration_limit_s`, and a latency bound > 0 and finite.
 
@@ -184,6 +197,10 @@ def check_server(qps: float | None, latency_ms: float, min_duration_s: float, mi
     least = slowest_server_qps(min_duration_s, min_query_count)
     if qps is not None and not mlperf_rules and qps < least:
         n = min_query_count or MIN_QUERIES["Server"]
-        raise ConfigError("server_target_qps", qps, f"at least {least:.3g} queries/s: the Server test's {n} queries "
-                          f"would take {n / qps:.0f} s, over {MAX_DURATION_FACTOR:g}x the {min_duration_s:g} s minimum "
-                          "duration (or lower --min-query-count)")
+        raise ConfigError(
+            "server_target_qps",
+            qps,
+            f"at least {least:.3g} queries/s: the Server test's {n} queries "
+            f"would take {n / qps:.0f} s, over {MAX_DURATION_FACTOR:g}x the {min_duration_s:g} s minimum "
+            "duration (or lower --min-query-count)",
+        )

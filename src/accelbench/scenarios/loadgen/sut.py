@@ -29,7 +29,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 TOP_K = 5
 
@@ -72,8 +73,9 @@ class Runner:
         context: ``() -> context manager``: the precision's (autocast, inference mode).
     """
 
-    def __init__(self, forwards: dict[int, Callable], static: bool, images, channels_last: bool,
-                 context: Callable[[], Any]):
+    def __init__(
+        self, forwards: dict[int, Callable], static: bool, images, channels_last: bool, context: Callable[[], Any]
+    ):
         self.forwards, self.sizes, self.static = forwards, sorted(forwards), static
         self.images, self.channels_last, self.context = images, channels_last, context
         self.model_s: dict[int, float] = {}
@@ -211,7 +213,7 @@ class SUT:
                         self._answer(*inflight)
                         inflight = None
                     continue
-                batch, self.carry = self.carry[: self.max_batch], self.carry[self.max_batch:]
+                batch, self.carry = self.carry[: self.max_batch], self.carry[self.max_batch :]
                 launched = (batch, self._launch(batch))
                 if inflight is not None:
                     self._answer(*inflight)
@@ -246,8 +248,9 @@ class SUT:
             self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
         else:
             ptr, stride = top.ctypes.data, top.strides[0]
-            self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(q.id, ptr + i * stride, stride)
-                                          for i, q in enumerate(batch)])
+            self.lg.QuerySamplesComplete(
+                [self.lg.QuerySampleResponse(q.id, ptr + i * stride, stride) for i, q in enumerate(batch)]
+            )
             self.batches, self.samples = self.batches + 1, self.samples + len(batch)
         self.host_s += time.perf_counter() - t0
 
@@ -255,6 +258,9 @@ class SUT:
         """``batches``, ``batch_size_mean``, ``sut_host_us_per_batch`` and ``sut_host_share`` (the
         dispatcher's own time over the test's wall time: near 1, the host is the bottleneck)."""
         n = self.batches or None
-        return {"batches": self.batches, "batch_size_mean": self.samples / n if n else None,
-                "sut_host_us_per_batch": 1e6 * self.host_s / n if n else None,
-                "sut_host_share": self.host_s / wall_s if wall_s else None}
+        return {
+            "batches": self.batches,
+            "batch_size_mean": self.samples / n if n else None,
+            "sut_host_us_per_batch": 1e6 * self.host_s / n if n else None,
+            "sut_host_share": self.host_s / wall_s if wall_s else None,
+        }

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from accelbench.precisions import ROOFS as MATMUL_PRECISIONS  # which roof bounds a precision: its ``ceiling``
 
@@ -56,7 +56,7 @@ class Ceilings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Ceilings":
+    def from_dict(cls, d: dict) -> Ceilings:
         return cls(**d)
 
 
@@ -174,8 +174,14 @@ def measure(device, matmul_n: int | None = None, copy_bytes: int | None = None) 
             flops[prec] = value
     sheet = datasheet(name) or {}
     return Ceilings(
-        device_name=name, matmul_flops_per_s=flops, dram_bytes_per_s=measure_copy(nbytes, device),
-        unsupported=unsupported, datasheet_flops_per_s=sheet.get("flops_per_s", {}),
-        datasheet_dram_bytes_per_s=sheet.get("dram_bytes_per_s"), datasheet_source=sheet.get("source"),
-        matmul_n=n, copy_bytes=nbytes, measured_at=time.time(),
+        device_name=name,
+        matmul_flops_per_s=flops,
+        dram_bytes_per_s=measure_copy(nbytes, device),
+        unsupported=unsupported,
+        datasheet_flops_per_s=sheet.get("flops_per_s", {}),
+        datasheet_dram_bytes_per_s=sheet.get("dram_bytes_per_s"),
+        datasheet_source=sheet.get("source"),
+        matmul_n=n,
+        copy_bytes=nbytes,
+        measured_at=time.time(),
     )

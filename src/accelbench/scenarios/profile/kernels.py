@@ -45,15 +45,27 @@ FAMILIES = ("gemm_conv", "normalization", "reduction_pooling", "copy_transpose",
 _PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (fam, re.compile(p, re.IGNORECASE))
     for fam, p in (
-        ("gemm_conv", r"gemm|xmma|cutlass|cublas|nvjet|conv(?!ert)|fprop|dgrad|wgrad|winograd|splitk|"
-                      r"implicit_|flash|fmha|attention|triton_tem|hmma|imma|wgmma|fft|flip_filter"),
+        (
+            "gemm_conv",
+            r"gemm|xmma|cutlass|cublas|nvjet|conv(?!ert)|fprop|dgrad|wgrad|winograd|splitk|"
+            r"implicit_|flash|fmha|attention|triton_tem|hmma|imma|wgmma|fft|flip_filter",
+        ),
         ("normalization", r"batch_?norm|bn_fw|bn_bw|bn_f?bwd|layer_?norm|group_?norm|rms_?norm|instance_?norm"),
-        ("reduction_pooling", r"reduce(?!d_divisor)|pool|softmax|nll_loss|cross_entropy|argmax|argmin|topk|triton_red|"
-                              r"triton_per|cub::|mean|sum_kernel"),
-        ("copy_transpose", r"copy|transpose|permute|nchw_?to_?nhwc|nhwc_?to_?nchw|catarray|cat_|gather|scatter|"
-                           r"index_|im2col|col2im|memcpy|memset|add_?padding|constant_pad"),
-        ("elementwise", r"elementwise|pointwise|triton_poi|multi_tensor_apply|foreach|functor|relu|gelu|silu|"
-                        r"sigmoid|tanh|hardswish|clamp|dropout|fill"),
+        (
+            "reduction_pooling",
+            r"reduce(?!d_divisor)|pool|softmax|nll_loss|cross_entropy|argmax|argmin|topk|triton_red|"
+            r"triton_per|cub::|mean|sum_kernel",
+        ),
+        (
+            "copy_transpose",
+            r"copy|transpose|permute|nchw_?to_?nhwc|nhwc_?to_?nchw|catarray|cat_|gather|scatter|"
+            r"index_|im2col|col2im|memcpy|memset|add_?padding|constant_pad",
+        ),
+        (
+            "elementwise",
+            r"elementwise|pointwise|triton_poi|multi_tensor_apply|foreach|functor|relu|gelu|silu|"
+            r"sigmoid|tanh|hardswish|clamp|dropout|fill",
+        ),
     )
 )
 
@@ -66,17 +78,32 @@ def classify(kernel_name: str) -> str:
     return "other"
 
 
-TRANSFORMER_FAMILIES = ("gemm", "attention", "norm", "rotary", "activation", "elementwise", "copy", "sampling",
-                        "other")
+TRANSFORMER_FAMILIES = ("gemm", "attention", "norm", "rotary", "activation", "elementwise", "copy", "sampling", "other")
 ALL_FAMILIES = tuple(dict.fromkeys(FAMILIES + TRANSFORMER_FAMILIES))  # every family a row may have, image first
-LABELS = {"gemm": "GEMM/GEMV", "attention": "attention", "norm": "normalisation", "rotary": "rotary",
-          "activation": "activation", "elementwise": "elementwise", "copy": "copy/cache write",
-          "sampling": "sampling", "other": "other"}
+LABELS = {
+    "gemm": "GEMM/GEMV",
+    "attention": "attention",
+    "norm": "normalisation",
+    "rotary": "rotary",
+    "activation": "activation",
+    "elementwise": "elementwise",
+    "copy": "copy/cache write",
+    "sampling": "sampling",
+    "other": "other",
+}
 _TRITON = re.compile(r"^triton_(poi|red|per|tem)_fused_?(.*?)(?:_\d+)?$")
 # (family, aten ops of an Inductor kernel's name, any of which places it), checked in order
 _TRITON_OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("attention", ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                   "_scaled_dot_product_cudnn_attention", "flex_attention", "scaled_dot_product_attention")),
+    (
+        "attention",
+        (
+            "_scaled_dot_product_flash_attention",
+            "_scaled_dot_product_efficient_attention",
+            "_scaled_dot_product_cudnn_attention",
+            "flex_attention",
+            "scaled_dot_product_attention",
+        ),
+    ),
     ("gemm", ("mm", "bmm", "addmm", "baddbmm", "_weight_int8pack_mm", "_int_mm", "linear")),
     ("sampling", ("argmax", "topk", "sort", "multinomial", "_softmax", "softmax")),
     ("norm", ("rsqrt", "native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm")),
@@ -85,7 +112,20 @@ _TRITON_OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("copy", ("index_copy", "index_put", "scatter", "slice_scatter")),
 )
 # ops that only move data: a kernel of these alone is a copy (``_to_copy``: a cast), with arithmetic it is not
-_MOVES = {"to-copy", "copy", "clone", "unsafe", "cat", "slice", "view", "expand", "unsqueeze", "permute", "transpose", "select"}
+_MOVES = {
+    "to-copy",
+    "copy",
+    "clone",
+    "unsafe",
+    "cat",
+    "slice",
+    "view",
+    "expand",
+    "unsqueeze",
+    "permute",
+    "transpose",
+    "select",
+}
 _TRANSFORMER_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (fam, re.compile(p, re.IGNORECASE))
     for fam, p in (
@@ -202,7 +242,6 @@ class Totals(_Counts):
     flops_tensor: float
     tensor_ops_by_source: dict[str, float]
 
-
     @property
     def achieved_flops_per_s(self) -> float | None:
         return ratio(self.flops, self.time_s)
@@ -225,12 +264,16 @@ def total(kernels: list[KernelMetrics], name: str = "step", step_time_s: float |
             by_src[src] = by_src.get(src, 0.0) + ops
     t = sum(k.time_s for k in kernels)
     return Totals(
-        name=name, kernels=len(kernels), time_s=t,
+        name=name,
+        kernels=len(kernels),
+        time_s=t,
         time_share=ratio(t, step_time_s if step_time_s is not None else t),
         dram_read_bytes=sum(k.dram_read_bytes for k in kernels),
         dram_write_bytes=sum(k.dram_write_bytes for k in kernels),
-        flops_fp32=sum(k.flops_fp32 for k in kernels), flops_fp16=sum(k.flops_fp16 for k in kernels),
-        flops_fp64=sum(k.flops_fp64 for k in kernels), flops_tensor=sum(k.flops_tensor for k in kernels),
+        flops_fp32=sum(k.flops_fp32 for k in kernels),
+        flops_fp16=sum(k.flops_fp16 for k in kernels),
+        flops_fp64=sum(k.flops_fp64 for k in kernels),
+        flops_tensor=sum(k.flops_tensor for k in kernels),
         tensor_ops_by_source=by_src,
     )
 

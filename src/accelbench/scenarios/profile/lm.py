@@ -19,8 +19,9 @@ generation with 2 new tokens).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 LM_STEPS = ("prefill", "decode")
 
@@ -55,8 +56,9 @@ def counts(shape, step: str, batch_size: int, prompt_len: int, params: int):
     else:
         flops = metrics.decode_flops(shape, batch_size, prompt_len + 1)
         least = metrics.decode_bytes(shape, batch_size, prompt_len + 1)
-    return AnalyticCounts(flops=flops, forward_flops=flops, params=params, param_bytes=shape.weight_bytes,
-                          min_bytes=least)
+    return AnalyticCounts(
+        flops=flops, forward_flops=flops, params=params, param_bytes=shape.weight_bytes, min_bytes=least
+    )
 
 
 def build(case, spec, device) -> LMWorkload:
@@ -106,9 +108,21 @@ def build(case, spec, device) -> LMWorkload:
         with torch.no_grad():
             loop.rewind(start)
 
-    cols = {**built.columns, "weights": loaded.info.weights, "pretrained": loaded.info.pretrained,
-            "vocab_size": loaded.info.vocab_size, "context_len": loaded.info.context_len, "prompt_len": prompt_len,
-            "weight_bytes": shape.weight_bytes, "kv_bytes_per_token": shape.kv_bytes_per_token,
-            "kv_cache_bytes": shape.kv_bytes_per_token * case.batch_size * (prompt_len + (step == "decode"))}
-    return LMWorkload(run=run, reset=reset, counts=counts(shape, step, case.batch_size, prompt_len, params), columns=cols,
-                      compile_s=compile_s)
+    cols = {
+        **built.columns,
+        "weights": loaded.info.weights,
+        "pretrained": loaded.info.pretrained,
+        "vocab_size": loaded.info.vocab_size,
+        "context_len": loaded.info.context_len,
+        "prompt_len": prompt_len,
+        "weight_bytes": shape.weight_bytes,
+        "kv_bytes_per_token": shape.kv_bytes_per_token,
+        "kv_cache_bytes": shape.kv_bytes_per_token * case.batch_size * (prompt_len + (step == "decode")),
+    }
+    return LMWorkload(
+        run=run,
+        reset=reset,
+        counts=counts(shape, step, case.batch_size, prompt_len, params),
+        columns=cols,
+        compile_s=compile_s,
+    )

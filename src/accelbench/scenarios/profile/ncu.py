@@ -54,9 +54,12 @@ SASS: dict[str, tuple[str, float]] = {  # metric -> (kind, FLOPs per thread inst
 TENSOR_SOURCES = ("bf16", "fp16", "tf32", "fp8", "int8", "fp64")
 # Used when ``ncu --query-metrics`` cannot be read: the Hopper (GH100) per-(source, destination) family.
 TENSOR_FALLBACK = (
-    "sm__ops_path_tensor_src_bf16_dst_fp32", "sm__ops_path_tensor_src_fp16_dst_fp16",
-    "sm__ops_path_tensor_src_fp16_dst_fp32", "sm__ops_path_tensor_src_tf32_dst_fp32",
-    "sm__ops_path_tensor_src_fp64", "sm__ops_path_tensor_src_int8",
+    "sm__ops_path_tensor_src_bf16_dst_fp32",
+    "sm__ops_path_tensor_src_fp16_dst_fp16",
+    "sm__ops_path_tensor_src_fp16_dst_fp32",
+    "sm__ops_path_tensor_src_tf32_dst_fp32",
+    "sm__ops_path_tensor_src_fp64",
+    "sm__ops_path_tensor_src_int8",
 )
 _TENSOR_RE = re.compile(r"^sm__ops_path_tensor_src_([a-z0-9]+?)(?:_dst_([a-z0-9]+))?$")
 _PREFIX = {"p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -108,7 +111,9 @@ def find_ncu() -> str:
     for c in cand:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
-    raise NcuError("ncu (Nsight Compute) not found on PATH or in /opt/nvidia/nsight-compute: install it or set ACCELBENCH_NCU")
+    raise NcuError(
+        "ncu (Nsight Compute) not found on PATH or in /opt/nvidia/nsight-compute: install it or set ACCELBENCH_NCU"
+    )
 
 
 def tensor_family(available: set[str] | None) -> tuple[str, ...]:
@@ -150,18 +155,42 @@ def metric_list(available: set[str] | None) -> tuple[str, ...]:
 
 def command(ncu: str, metrics: tuple[str, ...], log_file: str, target_json: str, nvtx_range: str) -> list[str]:
     """The ``ncu`` argv profiling one step of the target process (see module docstring)."""
-    return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", "--graph-profiling", "node",
-            "--target-processes", "application-only", "--clock-control", "none",
-            "--metrics", ",".join(metrics), "--csv", "--page", "raw", "--print-units", "base",
-            "--print-kernel-base", "demangled", "--log-file", log_file,
-            sys.executable, "-m", "accelbench.scenarios.profile.target", target_json]
+    return [
+        ncu,
+        "--nvtx",
+        "--nvtx-include",
+        f"{nvtx_range}/",
+        "--graph-profiling",
+        "node",
+        "--target-processes",
+        "application-only",
+        "--clock-control",
+        "none",
+        "--metrics",
+        ",".join(metrics),
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        "--print-kernel-base",
+        "demangled",
+        "--log-file",
+        log_file,
+        sys.executable,
+        "-m",
+        "accelbench.scenarios.profile.target",
+        target_json,
+    ]
 
 
 def diagnose(output: str, returncode: int) -> str | None:
     """A one-line reason from ncu's and the target's output, None when the run looks fine."""
     if "ERR_NVGPUCTRPERM" in output:
-        return ("ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root "
-                "or allow profiling for all users (https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+        return (
+            "ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root "
+            "or allow profiling for all users (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+        )
     m = re.search(r"accelbench target failed: (.*)", output)
     if m:
         return f"the profiled step failed: {m.group(1).strip()}"
@@ -173,8 +202,9 @@ def diagnose(output: str, returncode: int) -> str | None:
     return None
 
 
-def run(spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = None,
-        keep_csv: str | None = None) -> NcuProfile:
+def run(
+    spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = None, keep_csv: str | None = None
+) -> NcuProfile:
     """Profile one step of a profile ``case`` with ncu in a child process and parse the result.
 
     ``keep_csv``: a file to write ncu's raw output to before it is parsed (kept even if parsing fails).
@@ -189,7 +219,9 @@ def run(spec, case, warmup: int = 2, timeout_s: float = 1800, ncu: str | None = 
         cmd = command(ncu, metrics, log, payload(spec, case, warmup), NVTX_RANGE)
         t0 = time.perf_counter()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=TARGET_ENV | dict(os.environ))
+            p = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout_s, env=TARGET_ENV | dict(os.environ)
+            )
         except subprocess.TimeoutExpired:
             raise NcuError(f"ncu did not finish within {timeout_s:.0f} s") from None
         wall = time.perf_counter() - t0
@@ -229,14 +261,24 @@ def parse(text: str, metrics: tuple[str, ...] = (), wall_s: float = 0.0) -> NcuP
             if m in wanted:
                 flops[kind] += w * val(m)
         name = row.get("Kernel Name") or row.get("Function Name") or "?"
-        kernels.append(KernelMetrics(
-            index=i, name=name, family=classify(name), time_s=val(TIME),
-            dram_read_bytes=val(DRAM_READ), dram_write_bytes=val(DRAM_WRITE),
-            flops_fp32=flops["fp32"], flops_fp16=flops["fp16"], flops_fp64=flops["fp64"],
-            flops_tensor=sum(by_src.values()), tensor_ops_by_source=by_src,
-        ))
-    return NcuProfile(kernels=kernels, wall_s=wall_s, metrics=tuple(wanted), missing=tuple(sorted(missing)),
-                      csv_text=text)
+        kernels.append(
+            KernelMetrics(
+                index=i,
+                name=name,
+                family=classify(name),
+                time_s=val(TIME),
+                dram_read_bytes=val(DRAM_READ),
+                dram_write_bytes=val(DRAM_WRITE),
+                flops_fp32=flops["fp32"],
+                flops_fp16=flops["fp16"],
+                flops_fp64=flops["fp64"],
+                flops_tensor=sum(by_src.values()),
+                tensor_ops_by_source=by_src,
+            )
+        )
+    return NcuProfile(
+        kernels=kernels, wall_s=wall_s, metrics=tuple(wanted), missing=tuple(sorted(missing)), csv_text=text
+    )
 
 
 def _known_metrics(columns) -> tuple[str, ...]:
@@ -254,7 +296,7 @@ def read_table(text: str) -> tuple[list[dict[str, str]], dict[str, str]]:
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
     if start is None:
-        raise NcuError("no ncu CSV table in the output (expected a header row starting with \"ID\")")
+        raise NcuError('no ncu CSV table in the output (expected a header row starting with "ID")')
     table = list(csv.reader(ln for ln in lines[start:] if ln and not ln.startswith("==")))
     header, body = table[0], table[1:]
     units: dict[str, str] = {}

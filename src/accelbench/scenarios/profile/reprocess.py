@@ -22,8 +22,13 @@ def reprocess(store, case_id: int, csv_text: str, ceilings, flop_calls=None) -> 
     calls = flop_calls if flop_calls is not None else rec.get("analytic_flop_calls") or ()
     # measured fields from an earlier derivation are cleared first (a family may no longer exist)
     stale = {k: None for k in rec if k.startswith(("family_", "ncu_", "layer", "flops_agreement"))}
-    fields = {**stale, "ncu_status": "ok", "ncu_error": None, "ncu_missing_metrics": list(prof.missing) or None,
-              "ncu_metrics": list(prof.metrics)}
+    fields = {
+        **stale,
+        "ncu_status": "ok",
+        "ncu_error": None,
+        "ncu_missing_metrics": list(prof.missing) or None,
+        "ncu_metrics": list(prof.metrics),
+    }
     fields.update(results.ncu_fields(prof.kernels, ceilings, rec["precision"], rec.get("analytic_flops")))
     paired = results.pair_layers(prof.kernels, calls)
     fields.update(results.layer_fields(paired))
@@ -31,6 +36,7 @@ def reprocess(store, case_id: int, csv_text: str, ceilings, flop_calls=None) -> 
     if flop_calls is not None:
         fields["analytic_flop_calls"] = [list(c) for c in flop_calls]
     store.update_case(case_id, fields)
-    storage.replace_kernels(store, case_id, [results.kernel_row(k, ceilings, layers.get(k.index))
-                                             for k in prof.kernels])
+    storage.replace_kernels(
+        store, case_id, [results.kernel_row(k, ceilings, layers.get(k.index)) for k in prof.kernels]
+    )
     return fields

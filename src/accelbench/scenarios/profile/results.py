@@ -62,22 +62,35 @@ def analytic_fields(counts, ceilings: Ceilings, precision: str, step_times_ms: l
     intensity = rl.arithmetic_intensity(counts.flops, counts.min_bytes)
     achieved = rl.ratio(counts.flops, t)
     return {
-        "params": counts.params, "param_bytes": counts.param_bytes,
-        "analytic_flops": counts.flops, "analytic_forward_flops": counts.forward_flops,
-        "analytic_min_bytes": counts.min_bytes, "analytic_activation_bytes": counts.activation_bytes,
-        "analytic_input_bytes": counts.input_bytes, "analytic_intensity_flop_per_byte": intensity,
-        "analytic_flops_by_op": counts.flops_by_op, "analytic_uncounted_ops": counts.uncounted_ops,
-        "ceiling_name": cname, "ceiling_flops_per_s": peak, "ceiling_dram_bytes_per_s": bw,
+        "params": counts.params,
+        "param_bytes": counts.param_bytes,
+        "analytic_flops": counts.flops,
+        "analytic_forward_flops": counts.forward_flops,
+        "analytic_min_bytes": counts.min_bytes,
+        "analytic_activation_bytes": counts.activation_bytes,
+        "analytic_input_bytes": counts.input_bytes,
+        "analytic_intensity_flop_per_byte": intensity,
+        "analytic_flops_by_op": counts.flops_by_op,
+        "analytic_uncounted_ops": counts.uncounted_ops,
+        "ceiling_name": cname,
+        "ceiling_flops_per_s": peak,
+        "ceiling_dram_bytes_per_s": bw,
         "ridge_point_flop_per_byte": rl.ridge_point(peak, bw),
         "datasheet_flops_per_s": ceilings.datasheet_flops_per_s.get(cname),
         "datasheet_dram_bytes_per_s": ceilings.datasheet_dram_bytes_per_s,
-        "theoretical_time_s": theo, "theoretical_compute_time_s": counts.flops / peak,
+        "theoretical_time_s": theo,
+        "theoretical_compute_time_s": counts.flops / peak,
         "theoretical_memory_time_s": counts.min_bytes / bw,
         "analytic_bound": rl.bound(counts.flops, counts.min_bytes, rl.ridge_point(peak, bw)),
-        "step_time_s": t, "step_time_mean_s": st.latency_mean_ms / 1e3, "step_time_min_s": st.latency_min_ms / 1e3,
-        "step_time_p99_s": st.latency_p99_ms / 1e3, "step_time_spread": st.spread, "steps_timed": st.n,
+        "step_time_s": t,
+        "step_time_mean_s": st.latency_mean_ms / 1e3,
+        "step_time_min_s": st.latency_min_ms / 1e3,
+        "step_time_p99_s": st.latency_p99_ms / 1e3,
+        "step_time_spread": st.spread,
+        "steps_timed": st.n,
         "throughput_samples_per_s": rl.ratio(batch_size, t),
-        "measured_vs_theoretical": rl.ratio(t, theo), "achieved_flops_per_s": achieved,
+        "measured_vs_theoretical": rl.ratio(t, theo),
+        "achieved_flops_per_s": achieved,
         "achieved_bytes_per_s": rl.ratio(counts.min_bytes, t),
         "roof_fraction": rl.roof_fraction(achieved, intensity, peak, bw),
     }
@@ -89,11 +102,18 @@ def totals_fields(prefix: str, tot: Totals, ceilings: Ceilings) -> dict:
     bw = ceilings.dram_bytes_per_s
     intensity = tot.intensity_flop_per_byte
     return {
-        f"{prefix}_kernels": tot.kernels, f"{prefix}_time_s": tot.time_s, f"{prefix}_time_share": tot.time_share,
-        f"{prefix}_flops": tot.flops, f"{prefix}_flops_fp32": tot.flops_fp32, f"{prefix}_flops_fp16": tot.flops_fp16,
-        f"{prefix}_flops_fp64": tot.flops_fp64, f"{prefix}_flops_tensor": tot.flops_tensor,
-        f"{prefix}_dram_read_bytes": tot.dram_read_bytes, f"{prefix}_dram_write_bytes": tot.dram_write_bytes,
-        f"{prefix}_dram_bytes": tot.dram_bytes, f"{prefix}_intensity_flop_per_byte": intensity,
+        f"{prefix}_kernels": tot.kernels,
+        f"{prefix}_time_s": tot.time_s,
+        f"{prefix}_time_share": tot.time_share,
+        f"{prefix}_flops": tot.flops,
+        f"{prefix}_flops_fp32": tot.flops_fp32,
+        f"{prefix}_flops_fp16": tot.flops_fp16,
+        f"{prefix}_flops_fp64": tot.flops_fp64,
+        f"{prefix}_flops_tensor": tot.flops_tensor,
+        f"{prefix}_dram_read_bytes": tot.dram_read_bytes,
+        f"{prefix}_dram_write_bytes": tot.dram_write_bytes,
+        f"{prefix}_dram_bytes": tot.dram_bytes,
+        f"{prefix}_intensity_flop_per_byte": intensity,
         f"{prefix}_achieved_flops_per_s": tot.achieved_flops_per_s,
         f"{prefix}_achieved_bytes_per_s": tot.achieved_bytes_per_s,
         f"{prefix}_ceiling_name": cname,
@@ -146,10 +166,14 @@ def layer_fields(paired) -> dict:
     if not ratios:
         return {"layers_paired": 0}
     r_max, ks_max, f_max = max(ratios, key=lambda x: abs(x[0] - 1))
-    return {"layers_paired": len(ratios), "layers_within_2pct": sum(abs(r - 1) <= 0.02 for r, _, _ in ratios),
-            "layer_flops_ratio_median": statistics.median(r for r, _, _ in ratios),
-            "layer_flops_ratio_max": r_max, "layer_flops_ratio_max_kernel": ks_max[0].name[:160],
-            "layer_flops_ratio_max_analytic_flops": f_max}
+    return {
+        "layers_paired": len(ratios),
+        "layers_within_2pct": sum(abs(r - 1) <= 0.02 for r, _, _ in ratios),
+        "layer_flops_ratio_median": statistics.median(r for r, _, _ in ratios),
+        "layer_flops_ratio_max": r_max,
+        "layer_flops_ratio_max_kernel": ks_max[0].name[:160],
+        "layer_flops_ratio_max_analytic_flops": f_max,
+    }
 
 
 def kernel_layers(paired) -> dict[int, tuple[int, float | None]]:
@@ -161,8 +185,14 @@ def kernel_layers(paired) -> dict[int, tuple[int, float | None]]:
     return out
 
 
-def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str, analytic_flops: float | None,
-               families: tuple[str, ...] = FAMILIES, gemm: str = "gemm_conv") -> dict:
+def ncu_fields(
+    kernels: list[KernelMetrics],
+    ceilings: Ceilings,
+    precision: str,
+    analytic_flops: float | None,
+    families: tuple[str, ...] = FAMILIES,
+    gemm: str = "gemm_conv",
+) -> dict:
     """Measured step totals (``ncu_*``), the step's bound against its precision's ceiling, per-family
     totals (``family_<name>_*``, for each of ``families``) and the measured-vs-analytic FLOPs agreement.
 
@@ -174,11 +204,13 @@ def ncu_fields(kernels: list[KernelMetrics], ceilings: Ceilings, precision: str,
     out = totals_fields("ncu", step, ceilings)
     cname, peak = step_ceiling(ceilings, precision)  # the step is bounded by its precision's ceiling
     bw = ceilings.dram_bytes_per_s
-    out.update(ncu_ceiling_name=cname,
-               ncu_bound=rl.bound(step.flops, step.dram_bytes, rl.ridge_point(peak, bw)),
-               ncu_roof_fraction=rl.roof_fraction(step.achieved_flops_per_s, step.intensity_flop_per_byte, peak, bw),
-               ncu_tensor_source=step.tensor_source,
-               ncu_zero_dram_kernels=sum(1 for k in kernels if k.dram_bytes == 0))
+    out.update(
+        ncu_ceiling_name=cname,
+        ncu_bound=rl.bound(step.flops, step.dram_bytes, rl.ridge_point(peak, bw)),
+        ncu_roof_fraction=rl.roof_fraction(step.achieved_flops_per_s, step.intensity_flop_per_byte, peak, bw),
+        ncu_tensor_source=step.tensor_source,
+        ncu_zero_dram_kernels=sum(1 for k in kernels if k.dram_bytes == 0),
+    )
     fams = {t.name: t for t in by_family(kernels, families)}
     for fam in families:
         if fam in fams:
@@ -195,13 +227,22 @@ def kernel_row(k: KernelMetrics, ceilings: Ceilings, layer: tuple[int, float | N
     (number, and the layer's analytic FLOPs on the layer's first kernel), from :func:`kernel_layers`."""
     cname, peak = work_ceiling(ceilings, k)
     return {
-        "idx": k.index, "name": k.name, "family": k.family, "time_s": k.time_s,
-        "dram_read_bytes": k.dram_read_bytes, "dram_write_bytes": k.dram_write_bytes,
-        "flops_fp32": k.flops_fp32, "flops_fp16": k.flops_fp16, "flops_fp64": k.flops_fp64,
-        "flops_tensor": k.flops_tensor, "tensor_source": k.tensor_source,
+        "idx": k.index,
+        "name": k.name,
+        "family": k.family,
+        "time_s": k.time_s,
+        "dram_read_bytes": k.dram_read_bytes,
+        "dram_write_bytes": k.dram_write_bytes,
+        "flops_fp32": k.flops_fp32,
+        "flops_fp16": k.flops_fp16,
+        "flops_fp64": k.flops_fp64,
+        "flops_tensor": k.flops_tensor,
+        "tensor_source": k.tensor_source,
         "intensity_flop_per_byte": k.intensity_flop_per_byte,
-        "achieved_flops_per_s": rl.ratio(k.flops, k.time_s), "achieved_bytes_per_s": rl.ratio(k.dram_bytes, k.time_s),
+        "achieved_flops_per_s": rl.ratio(k.flops, k.time_s),
+        "achieved_bytes_per_s": rl.ratio(k.dram_bytes, k.time_s),
         "ceiling_name": cname,
         "bound": rl.bound(k.flops, k.dram_bytes, rl.ridge_point(peak, ceilings.dram_bytes_per_s)),
-        "layer": layer[0] if layer else None, "analytic_flops": layer[1] if layer else None,
+        "layer": layer[0] if layer else None,
+        "analytic_flops": layer[1] if layer else None,
     }

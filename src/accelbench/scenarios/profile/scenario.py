@@ -36,15 +36,15 @@ STEP_DEFAULTS = {"image": ("amp-bf16", "fp32", "eager"), "lm": ("bf16", "fp32", 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProfileSettings(Settings):
     """Attributes:
-        steps: ``inference``, ``train`` or both (an image model); ``prefill``, ``decode`` or both (a language model).
-        prompt_lens: a language model's prompt lengths in tokens (each a case axis): the prefill's tokens a sequence,
-            the KV-cache positions filled before the profiled decode step.
-        ncu: ``auto`` (on a GPU when ncu is found), ``on`` (a missing ncu is reported as an error), ``off``.
-        warmup_steps / timed_steps: default 5 + 20 on a GPU, 1 + 3 on a CPU.
-        chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
-        ncu_timeout_s: seconds one ncu run may take.
-        remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
-        mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
+    steps: ``inference``, ``train`` or both (an image model); ``prefill``, ``decode`` or both (a language model).
+    prompt_lens: a language model's prompt lengths in tokens (each a case axis): the prefill's tokens a sequence,
+        the KV-cache positions filled before the profiled decode step.
+    ncu: ``auto`` (on a GPU when ncu is found), ``on`` (a missing ncu is reported as an error), ``off``.
+    warmup_steps / timed_steps: default 5 + 20 on a GPU, 1 + 3 on a CPU.
+    chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
+    ncu_timeout_s: seconds one ncu run may take.
+    remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
+    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
     """
 
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
@@ -69,8 +69,11 @@ class ProfileSettings(Settings):
         check_eval_settings(self)
         check_choices("step", self.steps, STEPS)
         if set(self.steps) & set(LM_STEPS) and set(self.steps) & set(IMAGE_STEPS):
-            raise ConfigError("step", ",".join(self.steps), "inference/train (an image model) or prefill/decode (a "
-                              "language model), not both kinds in one run")
+            raise ConfigError(
+                "step",
+                ",".join(self.steps),
+                "inference/train (an image model) or prefill/decode (a language model), not both kinds in one run",
+            )
         if not isinstance(self.prompt_lens, tuple) or not self.prompt_lens:
             raise ConfigError("prompt_lens", self.prompt_lens, "integers >= 1, e.g. 128,2048")
         for v in self.prompt_lens:
@@ -103,7 +106,8 @@ def get_ceilings(store, device, remeasure: bool = False):
     import torch
 
     from accelbench.core.device import cpu_model
-    from accelbench.scenarios.profile import ceilings as ceil, storage
+    from accelbench.scenarios.profile import ceilings as ceil
+    from accelbench.scenarios.profile import storage
 
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
     cached = None if remeasure else storage.cached_ceilings(store, name)
@@ -116,8 +120,9 @@ def get_ceilings(store, device, remeasure: bool = False):
 
 def slug(case) -> str:
     """A file-name stem for a case's charts and CSV."""
-    return (f"{case.model}-{case.extras.step}-{case.precision}-bs{case.batch_size}-{case.mode}"
-            .replace(":", "_").replace("/", "_"))
+    return f"{case.model}-{case.extras.step}-{case.precision}-bs{case.batch_size}-{case.mode}".replace(
+        ":", "_"
+    ).replace("/", "_")
 
 
 class Profile(Scenario):
@@ -128,8 +133,12 @@ class Profile(Scenario):
     cpu_defaults = {"models": ("resnet50",), "batch_sizes": (32,), "warmup_batches": 0, "data": "cifar10-test"}
     gpu_defaults = cpu_defaults
     # cost and energy per sample over the timed steps
-    derived_keys = {"samples_key": "samples_timed", "work_seconds_key": "timed_wall_s",
-                    "work_samples_key": "samples_timed", "spread_key": "step_time_spread"}
+    derived_keys = {
+        "samples_key": "samples_timed",
+        "work_seconds_key": "timed_wall_s",
+        "work_samples_key": "samples_timed",
+        "spread_key": "step_time_spread",
+    }
 
     def defaults(self, cuda: bool) -> dict[str, Any]:
         return {**super().defaults(cuda), "_cuda": cuda}  # normalize picks the step's precision by it
@@ -158,11 +167,17 @@ class Profile(Scenario):
         if not any(is_lm_step(s) for s in spec.settings.steps):
             return super().validate(spec)
         if not spec.models or not spec.batch_sizes:
-            raise ConfigError("model" if not spec.models else "batch_sizes", spec.models or spec.batch_sizes,
-                              "one or more names / positive integers")
+            raise ConfigError(
+                "model" if not spec.models else "batch_sizes",
+                spec.models or spec.batch_sizes,
+                "one or more names / positive integers",
+            )
         check_choices("precision", spec.precisions, precisions.names(workload="generate"))
-        check_choices("mode", spec.modes, tuple(n for n in backends.names("generate")
-                                                if getattr(backends.get(n), "loop", None) == "static"))
+        check_choices(
+            "mode",
+            spec.modes,
+            tuple(n for n in backends.names("generate") if getattr(backends.get(n), "loop", None) == "static"),
+        )
 
     def check(self, spec) -> None:
         """Each model is of the kind its steps profile (hf: names for prefill/decode), and resolves; a language
@@ -177,8 +192,12 @@ class Profile(Scenario):
         for name in spec.models:
             if bool(lm_steps) != hf.is_lm_name(name):
                 step = ",".join(spec.settings.steps)
-                raise ConfigError("step", step, f"{'inference, train' if lm_steps else 'prefill, decode'} for "
-                                  f"{name} ({'a language model' if hf.is_lm_name(name) else 'not a language model: prefill and decode profile hf:<model>'})")
+                raise ConfigError(
+                    "step",
+                    step,
+                    f"{'inference, train' if lm_steps else 'prefill, decode'} for "
+                    f"{name} ({'a language model' if hf.is_lm_name(name) else 'not a language model: prefill and decode profile hf:<model>'})",
+                )
         if not lm_steps:
             return super().check(spec)
         from accelbench.scenarios.generate.model import check_fits, check_model_name
@@ -192,22 +211,28 @@ class Profile(Scenario):
         from accelbench.core.spec import grid
 
         st = spec.settings
-        return [c for step in st.steps
-                for p in (st.prompt_lens if is_lm_step(step) else (None,))
-                for c in grid(spec, device, ProfileExtras(step=step, prompt_len=p))]
+        return [
+            c
+            for step in st.steps
+            for p in (st.prompt_lens if is_lm_step(step) else (None,))
+            for c in grid(spec, device, ProfileExtras(step=step, prompt_len=p))
+        ]
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
         from accelbench.scenarios.base import quant_reason
 
         if is_lm_step(case.extras.step):
-            return (precisions.unsupported_reason(case.precision, device)
-                    or backends.get(case.mode).unsupported_reason(device, "generate"))
+            return precisions.unsupported_reason(case.precision, device) or backends.get(case.mode).unsupported_reason(
+                device, "generate"
+            )
         train = case.extras.step == "train"
         float8 = precisions.is_float8(case.precision) and not train  # quantized as run does: step._float8
-        return ((None if float8 else quant_reason(self, case.precision, train))
-                or precisions.unsupported_reason(case.precision, device, training=train)
-                or backends.get(case.mode).unsupported_reason(device, case.extras.step))  # inference or train
+        return (
+            (None if float8 else quant_reason(self, case.precision, train))
+            or precisions.unsupported_reason(case.precision, device, training=train)
+            or backends.get(case.mode).unsupported_reason(device, case.extras.step)
+        )  # inference or train
 
     def prepare(self, spec, device, store) -> Any:
         ceilings, _ = get_ceilings(store, device, spec.settings.remeasure_ceilings)
@@ -223,12 +248,12 @@ class Profile(Scenario):
         return super().cudnn_benchmark(case, spec)
 
     def measure(self, case, spec, ceilings, rank, sink):
+        from accelbench.core import analytic
         from accelbench.core.errors import one_line
         from accelbench.core.timing import time_passes, warm_up
-        from accelbench.core import analytic
+        from accelbench.scenarios.base import case_monitor
         from accelbench.scenarios.profile import results
         from accelbench.scenarios.profile import step as stepmod
-        from accelbench.scenarios.base import case_monitor
 
         dev, st = rank.device, spec.settings
         cuda, lm = dev.type == "cuda", is_lm_step(case.extras.step)
@@ -240,9 +265,17 @@ class Profile(Scenario):
         warm_up(step, [None], warm, dev)
         with case_monitor(spec, case, dev) as mon:
             times_ms, wall_s = time_passes(step, [None], iters, dev)
-        rec = dict(work.columns) if lm else {
-            "image_size": work.image_size, "channels_last": work.channels_last, "weights": work.info.weights,
-            "transform": work.transform, "analytic_flop_calls": [list(c) for c in counts.flop_calls]}
+        rec = (
+            dict(work.columns)
+            if lm
+            else {
+                "image_size": work.image_size,
+                "channels_last": work.channels_last,
+                "weights": work.info.weights,
+                "transform": work.transform,
+                "analytic_flop_calls": [list(c) for c in counts.flop_calls],
+            }
+        )
         rec.update(compile_s=work.compile_s, samples_timed=len(times_ms) * case.batch_size, timed_wall_s=wall_s)
         rec.update(results.analytic_fields(counts, ceilings, case.precision, times_ms, case.batch_size))
         rec.update(mon.record())
@@ -263,11 +296,15 @@ class Profile(Scenario):
         (``lm``) fall in the transformer families (:func:`accelbench.scenarios.profile.kernels.classify_transformer`)."""
         import dataclasses
 
-        from accelbench.scenarios.profile import kernels as kfam, ncu, results
+        from accelbench.scenarios.profile import kernels as kfam
+        from accelbench.scenarios.profile import ncu, results
 
         mode = spec.settings.ncu
         if mode == "off" or (device.type != "cuda" and mode == "auto"):
-            return {"ncu_status": "skipped", "ncu_error": "turned off" if mode == "off" else "ncu profiles CUDA GPUs only"}, []
+            return {
+                "ncu_status": "skipped",
+                "ncu_error": "turned off" if mode == "off" else "ncu profiles CUDA GPUs only",
+            }, []
         if device.type != "cuda":
             return {"ncu_status": "error", "ncu_error": "ncu needs a CUDA device"}, []
         keep = str(Path(spec.settings.ncu_csv_dir) / (slug(case) + ".csv")) if spec.settings.ncu_csv_dir else None
@@ -276,13 +313,21 @@ class Profile(Scenario):
         except ncu.NcuError as exc:
             status = "unavailable" if "not found" in str(exc) and mode == "auto" else "error"
             return {"ncu_status": status, "ncu_error": str(exc)}, []
-        fields = {"ncu_status": "ok", "ncu_error": None, "ncu_wall_s": prof.wall_s,
-                  "ncu_missing_metrics": list(prof.missing) or None, "ncu_metrics": list(prof.metrics)}
+        fields = {
+            "ncu_status": "ok",
+            "ncu_error": None,
+            "ncu_wall_s": prof.wall_s,
+            "ncu_missing_metrics": list(prof.missing) or None,
+            "ncu_metrics": list(prof.metrics),
+        }
         found = prof.kernels
         if lm:
             found = [dataclasses.replace(k, family=kfam.classify_transformer(k.name)) for k in found]
-            fields.update(results.ncu_fields(found, ceilings, case.precision, analytic_flops,
-                                             kfam.TRANSFORMER_FAMILIES, gemm="gemm"))
+            fields.update(
+                results.ncu_fields(
+                    found, ceilings, case.precision, analytic_flops, kfam.TRANSFORMER_FAMILIES, gemm="gemm"
+                )
+            )
         else:
             fields.update(results.ncu_fields(found, ceilings, case.precision, analytic_flops))
         paired = None if lm else results.pair_layers(found, flop_calls)

@@ -12,8 +12,9 @@ three see the same model, input, layout and precision.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from accelbench import backends, precisions
 from accelbench.scenarios.profile.lm import LM_STEPS  # built by that module
@@ -51,8 +52,13 @@ def _transform(settings, info, size: int):
     """The evaluation transform from ``--resize``/``--crop-pct`` or the model's own (:mod:`accelbench.data.transforms`)."""
     from accelbench.data.transforms import resolve
 
-    return resolve(size, resize=getattr(settings, "resize", None), crop_pct=getattr(settings, "crop_pct", None),
-                   model_crop_pct=info.crop_pct, interpolation=info.interpolation)
+    return resolve(
+        size,
+        resize=getattr(settings, "resize", None),
+        crop_pct=getattr(settings, "crop_pct", None),
+        model_crop_pct=info.crop_pct,
+        interpolation=info.interpolation,
+    )
 
 
 def _batch(case, spec, module, info, device, cl: bool):
@@ -64,8 +70,9 @@ def _batch(case, spec, module, info, device, cl: bool):
     inputs = Inputs.for_spec(spec, device)
     t = _transform(spec.settings, info, size)
     x_all, raw = inputs.get(size, info.mean, info.std, transform=t), inputs.raw_images()
-    batches, labels, _ = make_batches(x_all, raw.labels, case.batch_size, case.batch_size,
-                                      precisions.input_dtype(case.precision), cl)
+    batches, labels, _ = make_batches(
+        x_all, raw.labels, case.batch_size, case.batch_size, precisions.input_dtype(case.precision), cl
+    )
     y = labels[0]
     if y is None:
         y = torch.randint(0, 10, (case.batch_size,), generator=torch.Generator().manual_seed(spec.seed))
@@ -98,9 +105,18 @@ def build(case, spec, device):
     x, y, size = _batch(case, spec, loaded.module, info, device, cl)
     build_fn = _inference if case.extras.step == "inference" else _train
     run, eager, forward, module, compile_s = build_fn(case, loaded.module, x, y, device, cl)
-    return Workload(run=run, eager=eager, forward=forward, module=module, x=x, info=info,
-                    image_size=size, channels_last=cl, compile_s=compile_s,
-                    transform=_transform(st, info, size).describe())
+    return Workload(
+        run=run,
+        eager=eager,
+        forward=forward,
+        module=module,
+        x=x,
+        info=info,
+        image_size=size,
+        channels_last=cl,
+        compile_s=compile_s,
+        transform=_transform(st, info, size).describe(),
+    )
 
 
 def _inference(case, module, x, y, device, cl: bool):
@@ -134,7 +150,8 @@ def _float8(precision: str, module, x, device):
             :func:`accelbench.quant.case.unsupported_here`.
     """
     from accelbench.core.errors import Unsupported
-    from accelbench.quant import case as quant_case, fp8
+    from accelbench.quant import case as quant_case
+    from accelbench.quant import fp8
 
     why = quant_case.unsupported_here(precision, module, x, device)
     if why:
@@ -150,8 +167,11 @@ def _train(case, module, x, y, device, cl: bool):
     cfg = StepConfig(precision=case.precision, mode=case.mode, channels_last=cl, **SWEEP_OPTIMIZER)
     step = build_step(module, cfg, device)
     # FlopCounterMode counts eager ops: a compiled step is counted through an eager step on the same module
-    counted = (build_step(step.module, dataclasses.replace(cfg, mode=backends.reference()), device)
-               if backends.get(case.mode).compiles else step)
+    counted = (
+        build_step(step.module, dataclasses.replace(cfg, mode=backends.reference()), device)
+        if backends.get(case.mode).compiles
+        else step
+    )
     step(x, y)  # the first step: compiles forward and backward in compile mode
     compile_s = step.compile_s
 

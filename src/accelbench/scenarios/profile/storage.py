@@ -40,8 +40,14 @@ CREATE INDEX IF NOT EXISTS profile_kernels_case ON profile_kernels(case_id);
 
 
 _KERNEL_COLUMNS = {
-    "tensor_source": "TEXT", "intensity_flop_per_byte": "REAL", "achieved_flops_per_s": "REAL",
-    "achieved_bytes_per_s": "REAL", "ceiling_name": "TEXT", "bound": "TEXT", "layer": "INTEGER", "analytic_flops": "REAL",
+    "tensor_source": "TEXT",
+    "intensity_flop_per_byte": "REAL",
+    "achieved_flops_per_s": "REAL",
+    "achieved_bytes_per_s": "REAL",
+    "ceiling_name": "TEXT",
+    "bound": "TEXT",
+    "layer": "INTEGER",
+    "analytic_flops": "REAL",
 }
 
 
@@ -60,9 +66,19 @@ def cached_ceilings(store, device_name: str) -> Ceilings | None:
 def save_ceilings(store, ceilings: Ceilings, env: dict | None = None) -> int:
     """Store a measurement; returns its ``ceiling_id``."""
     _ensure(store)
-    return int(store.insert_rows("ceilings", [{
-        "device_name": ceilings.device_name, "measured_at": ceilings.measured_at,
-        "ceilings_json": json.dumps(ceilings.to_dict()), "env_json": json.dumps(env or {}, default=str)}]))
+    return int(
+        store.insert_rows(
+            "ceilings",
+            [
+                {
+                    "device_name": ceilings.device_name,
+                    "measured_at": ceilings.measured_at,
+                    "ceilings_json": json.dumps(ceilings.to_dict()),
+                    "env_json": json.dumps(env or {}, default=str),
+                }
+            ],
+        )
+    )
 
 
 def save_kernels(store, case_id: int, rows: list[dict]) -> None:
@@ -87,11 +103,19 @@ def kernel_rows(store, case_id: int) -> list[dict]:
 def load_kernels(store, case_id: int) -> list[KernelMetrics]:
     """The kernels stored for ``case_id``, in launch order (``tensor_ops_by_source`` keeps the main source only)."""
     return [
-        KernelMetrics(index=r["idx"], name=r["name"], family=r["family"], time_s=r["time_s"],
-                      dram_read_bytes=r["dram_read_bytes"], dram_write_bytes=r["dram_write_bytes"],
-                      flops_fp32=r["flops_fp32"], flops_fp16=r["flops_fp16"], flops_fp64=r["flops_fp64"],
-                      flops_tensor=r["flops_tensor"],
-                      tensor_ops_by_source={r["tensor_source"]: r["flops_tensor"]} if r["tensor_source"] else {})
+        KernelMetrics(
+            index=r["idx"],
+            name=r["name"],
+            family=r["family"],
+            time_s=r["time_s"],
+            dram_read_bytes=r["dram_read_bytes"],
+            dram_write_bytes=r["dram_write_bytes"],
+            flops_fp32=r["flops_fp32"],
+            flops_fp16=r["flops_fp16"],
+            flops_fp64=r["flops_fp64"],
+            flops_tensor=r["flops_tensor"],
+            tensor_ops_by_source={r["tensor_source"]: r["flops_tensor"]} if r["tensor_source"] else {},
+        )
         for r in kernel_rows(store, case_id)
     ]
 

@@ -98,8 +98,9 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def save(folder: str | Path, *, step, epoch: int, history: list[dict], spec_hash: str, run_id: int,
-         batch_size: int) -> Path:
+def save(
+    folder: str | Path, *, step, epoch: int, history: list[dict], spec_hash: str, run_id: int, batch_size: int
+) -> Path:
     """Write the state after ``epoch`` epochs, then delete this run's checkpoints older than the last :data:`KEEP`.
 
     Returns:
@@ -112,7 +113,11 @@ def save(folder: str | Path, *, step, epoch: int, history: list[dict], spec_hash
     path = checkpoint_path(folder, spec_hash, run_id, batch_size, epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {
-        "format": FORMAT, "spec_hash": spec_hash, "epoch": epoch, "history": plain(history), "step": step.state_dict(),
+        "format": FORMAT,
+        "spec_hash": spec_hash,
+        "epoch": epoch,
+        "history": plain(history),
+        "step": step.state_dict(),
         "rng_cpu": torch.get_rng_state(),
         "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
     }
@@ -187,8 +192,9 @@ def load(path: str | Path, spec_hash: str, epoch: int | None = None) -> dict[str
         raise CheckpointError(path, f"unreadable (truncated or corrupt: {why})") from None
     except Exception as exc:  # zip reader RuntimeError, EOFError, OSError, ...: the bytes are damaged
         why = _first_sentence(str(exc))
-        raise CheckpointError(path, f"unreadable (truncated or corrupt: {type(exc).__name__}"
-                                    f"{': ' + why if why else ''})") from None
+        raise CheckpointError(
+            path, f"unreadable (truncated or corrupt: {type(exc).__name__}{': ' + why if why else ''})"
+        ) from None
     return _check(state, path, spec_hash, epoch)
 
 

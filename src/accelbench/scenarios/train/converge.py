@@ -107,12 +107,21 @@ class Converge(Scenario):
     training = True
     aliases = {"lr": "base_lr", "train_images": "images"}
     rejects = ("warmup_batches", "min_timed_batches", "min_time_s")
-    cpu_defaults = {"models": ("cifar-resnet20",), "batch_sizes": (128,), "data": "cifar10-train-5k",
-                    "precisions": ("fp32",), "modes": ("eager",)}
+    cpu_defaults = {
+        "models": ("cifar-resnet20",),
+        "batch_sizes": (128,),
+        "data": "cifar10-train-5k",
+        "precisions": ("fp32",),
+        "modes": ("eager",),
+    }
     gpu_defaults = {**cpu_defaults, "precisions": ("amp-bf16",), "workers": 8}
     # the summary row: energy and cost of training the batch size to its last epoch
-    derived_keys = {"samples_key": "train_samples_total", "work_seconds_key": "total_wall_s",
-                    "work_samples_key": "train_samples_total", "spread_key": None}
+    derived_keys = {
+        "samples_key": "train_samples_total",
+        "work_seconds_key": "total_wall_s",
+        "work_samples_key": "train_samples_total",
+        "spread_key": None,
+    }
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
         for key in ("models", "precisions", "modes"):  # one each (the sweep's plural spellings are accepted)
@@ -134,8 +143,9 @@ class Converge(Scenario):
         check_choices("precision", spec.precisions, precisions.names(trainable=True))
         check_choices("mode", spec.modes, backends.names(self.backend_workload))
         if spec.settings.deterministic and spec.cudnn_benchmark:
-            raise ConfigError("cudnn_benchmark", True, "off with deterministic training (autotuning picks algorithms "
-                              "by timing them)")
+            raise ConfigError(
+                "cudnn_benchmark", True, "off with deterministic training (autotuning picks algorithms by timing them)"
+            )
 
     def cudnn_benchmark(self, case, spec) -> bool:
         """Autotuned convolutions, training's usual setting, unless the spec turns them off or training is
@@ -143,10 +153,22 @@ class Converge(Scenario):
         return not spec.settings.deterministic and spec.cudnn_benchmark is not False
 
     def cases(self, spec, device: str) -> list[Case]:
-        return [Case(scenario=self.name, model=spec.models[0], batch_size=bs, precision=spec.precisions[0],
-                     mode=spec.modes[0], channels_last=spec.channels_last, images=spec.images, data=spec.data,
-                     image_size=spec.image_size, device=device, name=f"{spec.models[0]}|bs={bs}|summary")
-                for bs in spec.batch_sizes]
+        return [
+            Case(
+                scenario=self.name,
+                model=spec.models[0],
+                batch_size=bs,
+                precision=spec.precisions[0],
+                mode=spec.modes[0],
+                channels_last=spec.channels_last,
+                images=spec.images,
+                data=spec.data,
+                image_size=spec.image_size,
+                device=device,
+                name=f"{spec.models[0]}|bs={bs}|summary",
+            )
+            for bs in spec.batch_sizes
+        ]
 
     def check(self, spec) -> None:
         from accelbench.data import check_data
@@ -159,7 +181,9 @@ class Converge(Scenario):
         from accelbench.scenarios.train.convergence import determinism, prepare_data
 
         size = spec.image_size or create_model(spec.models[0], pretrained=False).info.image_size
-        folder = Path(spec.settings.checkpoint_dir) if spec.settings.checkpoint_dir else default_checkpoint_dir(store.path)
+        folder = (
+            Path(spec.settings.checkpoint_dir) if spec.settings.checkpoint_dir else default_checkpoint_dir(store.path)
+        )
         return _State(prepare_data(spec, device, size), determinism(spec.settings, spec.seed), folder)
 
     def base_record(self, case, device) -> dict[str, Any]:

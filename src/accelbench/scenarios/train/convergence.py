@@ -49,8 +49,11 @@ def time_to_target(history: list[dict], target: float | None) -> dict[str, Any]:
     (cumulative ``elapsed_s``), ``time_to_target_train_s`` (cumulative ``elapsed_train_s``); Nones if never."""
     for row in history:
         if target is not None and row["eval_top1"] >= target:
-            return {"epochs_to_target": row["epoch"], "time_to_target_s": row["elapsed_s"],
-                    "time_to_target_train_s": row["elapsed_train_s"]}
+            return {
+                "epochs_to_target": row["epoch"],
+                "time_to_target_s": row["elapsed_s"],
+                "time_to_target_train_s": row["elapsed_train_s"],
+            }
     return {"epochs_to_target": None, "time_to_target_s": None, "time_to_target_train_s": None}
 
 
@@ -79,8 +82,14 @@ def prepare_data(spec, device, image_size: int) -> ConvergeData:
         from accelbench.core.errors import DataError
 
         raise DataError(f"eval data classes {ev.classes} differ from training classes {enc.classes}")
-    return ConvergeData(enc, resident, resident_images(ev.images, image_size, device), ev.labels.to(device),
-                 image_size, len(enc.classes))
+    return ConvergeData(
+        enc,
+        resident,
+        resident_images(ev.images, image_size, device),
+        ev.labels.to(device),
+        image_size,
+        len(enc.classes),
+    )
 
 
 def _batches(spec, data: ConvergeData, plan, bs: int, device):
@@ -91,8 +100,9 @@ def _batches(spec, data: ConvergeData, plan, bs: int, device):
     from accelbench.scenarios.train.datasets import DecodeDataset, make_loader
 
     pin = device.type == "cuda"
-    for xb, yb in make_loader(DecodeDataset(data.encoded, data.image_size, plan), plan.order, bs,
-                              spec.settings.workers, pin):
+    for xb, yb in make_loader(
+        DecodeDataset(data.encoded, data.image_size, plan), plan.order, bs, spec.settings.workers, pin
+    ):
         yield xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
 
 
@@ -140,11 +150,20 @@ def _train_epoch(step, spec, data: ConvergeData, bs: int, epoch: int, mean, std,
     wall = time.perf_counter() - t0
     step_ms = [a.elapsed_time(b) for a, b in events] if cuda else host_ms
     seen = per_epoch * bs
-    return {"train_loss": loss_sum.item() / seen, "train_top1": correct.item() / seen, "lr_last": lr,
-            "steps": per_epoch, "train_samples": seen, "epoch_wall_s": wall, "epoch_compute_s": sum(step_ms) / 1e3,
-            "epoch_gpu_s": sum(step_ms) / 1e3 if cuda else None, "samples_per_s": seen / wall,
-            "data_wait_s": wait_s, "data_wait_fraction": wait_s / wall,
-            "input_bound": wait_s / wall > INPUT_BOUND_WAIT_FRACTION}, step_ms
+    return {
+        "train_loss": loss_sum.item() / seen,
+        "train_top1": correct.item() / seen,
+        "lr_last": lr,
+        "steps": per_epoch,
+        "train_samples": seen,
+        "epoch_wall_s": wall,
+        "epoch_compute_s": sum(step_ms) / 1e3,
+        "epoch_gpu_s": sum(step_ms) / 1e3 if cuda else None,
+        "samples_per_s": seen / wall,
+        "data_wait_s": wait_s,
+        "data_wait_fraction": wait_s / wall,
+        "input_bound": wait_s / wall > INPUT_BOUND_WAIT_FRACTION,
+    }, step_ms
 
 
 def _build_step(spec, bs: int, n_classes: int, device):
@@ -160,18 +179,38 @@ def _build_step(spec, bs: int, n_classes: int, device):
     loaded = create_model(spec.models[0], pretrained=False)
     module = set_num_classes(loaded.module, n_classes)
     cl = precisions.channels_last_for(spec.channels_last, spec.precisions[0], module, device)
-    cfg = StepConfig(precision=spec.precisions[0], mode=spec.modes[0], optimizer=s.optimizer, lr=lr_for(s, bs),
-                     momentum=s.momentum, weight_decay=s.weight_decay, nesterov=s.nesterov, channels_last=cl)
+    cfg = StepConfig(
+        precision=spec.precisions[0],
+        mode=spec.modes[0],
+        optimizer=s.optimizer,
+        lr=lr_for(s, bs),
+        momentum=s.momentum,
+        weight_decay=s.weight_decay,
+        nesterov=s.nesterov,
+        channels_last=cl,
+    )
     return build_step(module, cfg, device), loaded.info
 
 
 def base_fields(spec, bs: int, det: dict) -> dict[str, Any]:
     """Columns every row of a batch size carries (the case's and its epochs')."""
     s = spec.settings
-    return {"workload": kinds.CONVERGENCE, "model": spec.models[0], "batch_size": bs, "lr_peak": lr_for(s, bs),
-            "precision": spec.precisions[0], "mode": spec.modes[0], "optimizer": s.optimizer, "schedule": s.schedule,
-            "placement": s.placement, "workers": s.workers if s.placement == "loader" else None,
-            "data": spec.data, "eval_data": s.eval_data, "epochs": s.epochs, **det}
+    return {
+        "workload": kinds.CONVERGENCE,
+        "model": spec.models[0],
+        "batch_size": bs,
+        "lr_peak": lr_for(s, bs),
+        "precision": spec.precisions[0],
+        "mode": spec.modes[0],
+        "optimizer": s.optimizer,
+        "schedule": s.schedule,
+        "placement": s.placement,
+        "workers": s.workers if s.placement == "loader" else None,
+        "data": spec.data,
+        "eval_data": s.eval_data,
+        "epochs": s.epochs,
+        **det,
+    }
 
 
 def epoch_key(spec, bs: int, epoch: int) -> str:
@@ -186,8 +225,10 @@ def _resume_note(bs: int, found: ckpt.Resumed, stored: list[int], folder: Path) 
     if why:
         return f"{why}; no good checkpoint left: bs={bs} restarts from epoch 0"
     if stored:
-        return (f"no checkpoint of bs={bs} in {folder} for its stored epochs {stored[0]}-{stored[-1]}: "
-                f"bs={bs} restarts from epoch 0")
+        return (
+            f"no checkpoint of bs={bs} in {folder} for its stored epochs {stored[0]}-{stored[-1]}: "
+            f"bs={bs} restarts from epoch 0"
+        )
     return None
 
 
@@ -222,8 +263,8 @@ def _run_epoch(step, info, spec, data, bs, epoch: int, history: list[dict], devi
     """Train and evaluate epoch ``epoch`` (0-based). Returns its row and its raw series (step times, telemetry)."""
     import torch
 
-    from accelbench.telemetry import monitor
     from accelbench.scenarios.train.evaluate import evaluate
+    from accelbench.telemetry import monitor
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -232,26 +273,48 @@ def _run_epoch(step, info, spec, data, bs, epoch: int, history: list[dict], devi
     if not math.isfinite(tr["train_loss"]):
         raise FloatingPointError(f"training diverged: loss {tr['train_loss']} in epoch {epoch + 1}")
     e0 = time.perf_counter()
-    ev = evaluate(step.module, data.eval_images, data.eval_labels, mean=info.mean, std=info.std,
-                  precision=spec.precisions[0], channels_last=step.config.channels_last,
-                  batch_size=spec.settings.eval_batch_size)
+    ev = evaluate(
+        step.module,
+        data.eval_images,
+        data.eval_labels,
+        mean=info.mean,
+        std=info.std,
+        precision=spec.precisions[0],
+        channels_last=step.config.channels_last,
+        batch_size=spec.settings.eval_batch_size,
+    )
     eval_s = time.perf_counter() - e0
     prev = history[-1] if history else {"elapsed_s": 0.0, "elapsed_train_s": 0.0}
-    row = {**base_fields(spec, bs, det), "device": str(device), "case_key": epoch_key(spec, bs, epoch + 1),
-           "row_type": "epoch",
-           "status": OK, "error": None, "epoch": epoch + 1, **tr, **ev, "eval_wall_s": eval_s,
-           "elapsed_train_s": prev["elapsed_train_s"] + tr["epoch_wall_s"],
-           "elapsed_s": prev["elapsed_s"] + tr["epoch_wall_s"] + eval_s,
-           "compile_s": step.compile_s if epoch == 0 else None, "image_size": data.image_size,
-           "channels_last": step.config.channels_last, **mon.record()}
+    row = {
+        **base_fields(spec, bs, det),
+        "device": str(device),
+        "case_key": epoch_key(spec, bs, epoch + 1),
+        "row_type": "epoch",
+        "status": OK,
+        "error": None,
+        "epoch": epoch + 1,
+        **tr,
+        **ev,
+        "eval_wall_s": eval_s,
+        "elapsed_train_s": prev["elapsed_train_s"] + tr["epoch_wall_s"],
+        "elapsed_s": prev["elapsed_s"] + tr["epoch_wall_s"] + eval_s,
+        "compile_s": step.compile_s if epoch == 0 else None,
+        "image_size": data.image_size,
+        "channels_last": step.config.channels_last,
+        **mon.record(),
+    }
     if device.type == "cuda":
         row["peak_mem_bytes"] = torch.cuda.max_memory_allocated(device)
     return row, {"step_time_ms": step_ms, **mon.series()}
 
 
 # Epoch rows: energy and cost per epoch over the samples it trained on.
-EPOCH_DERIVED = {"samples_key": "train_samples", "work_seconds_key": "epoch_wall_s", "work_samples_key": "train_samples",
-                 "spread_key": None}
+EPOCH_DERIVED = {
+    "samples_key": "train_samples",
+    "work_seconds_key": "epoch_wall_s",
+    "work_samples_key": "train_samples",
+    "spread_key": None,
+}
 
 
 def train_batch_size(spec, bs: int, data: ConvergeData, device, det: dict, sink, folder: Path) -> dict[str, Any]:
@@ -272,8 +335,15 @@ def train_batch_size(spec, bs: int, data: ConvergeData, device, det: dict, sink,
         row, series = _run_epoch(step, info, spec, data, bs, epoch, history, device, det)
         history.append(row)
         # checkpoint before the row: a kill in between leaves a checkpoint whose history stores the row on resume
-        ckpt.save(folder, step=step, epoch=epoch + 1, history=history, spec_hash=spec.spec_hash(), run_id=sink.run_id,
-                  batch_size=bs)
+        ckpt.save(
+            folder,
+            step=step,
+            epoch=epoch + 1,
+            history=history,
+            spec_hash=spec.spec_hash(),
+            run_id=sink.run_id,
+            batch_size=bs,
+        )
         sink.add(row, series, derived=EPOCH_DERIVED)
     return summary_fields(history, spec.settings)
 
@@ -284,15 +354,24 @@ def summary_fields(history: list[dict], settings) -> dict[str, Any]:
     best = max(history, key=lambda r: r["eval_top1"])
     last = history[-1]
     energies = [r.get("energy_j") for r in history]
-    return {"row_type": "summary", "epochs_done": last["epoch"], "final_eval_top1": last["eval_top1"],
-            "final_eval_top5": last["eval_top5"], "final_train_loss": last["train_loss"],
-            "best_eval_top1": best["eval_top1"], "best_epoch": best["epoch"], "target_top1": settings.target_top1,
-            **time_to_target(history, settings.target_top1), "total_wall_s": last["elapsed_s"],
-            "total_train_s": last["elapsed_train_s"], "train_samples_total": sum(r["train_samples"] for r in history),
-            "samples_per_s_mean": sum(r["train_samples"] for r in history) / last["elapsed_train_s"],
-            "input_bound_epochs": sum(bool(r["input_bound"]) for r in history),
-            "energy_j": sum(energies) if all(e is not None for e in energies) else None,
-            "energy_window_s": sum(r.get("energy_window_s") or 0.0 for r in history) or None}
+    return {
+        "row_type": "summary",
+        "epochs_done": last["epoch"],
+        "final_eval_top1": last["eval_top1"],
+        "final_eval_top5": last["eval_top5"],
+        "final_train_loss": last["train_loss"],
+        "best_eval_top1": best["eval_top1"],
+        "best_epoch": best["epoch"],
+        "target_top1": settings.target_top1,
+        **time_to_target(history, settings.target_top1),
+        "total_wall_s": last["elapsed_s"],
+        "total_train_s": last["elapsed_train_s"],
+        "train_samples_total": sum(r["train_samples"] for r in history),
+        "samples_per_s_mean": sum(r["train_samples"] for r in history) / last["elapsed_train_s"],
+        "input_bound_epochs": sum(bool(r["input_bound"]) for r in history),
+        "energy_j": sum(energies) if all(e is not None for e in energies) else None,
+        "energy_window_s": sum(r.get("energy_window_s") or 0.0 for r in history) or None,
+    }
 
 
 def determinism(settings, seed: int) -> dict[str, Any]:

@@ -80,8 +80,15 @@ def load_encoded(data: str, n: int | None = None, skip_bad: bool = False) -> Enc
     desc = f"{data}: {len(keep)} of {len(files)} real images, {len(classes)} classes ({path.name})"
     if bad:
         desc += f", {len(bad)} undecodable skipped"
-    return Encoded([blobs[i] for i in keep], labels, classes, desc, space, tuple(shown[i] for i in keep),
-                   tuple(shown[i] for i in bad))
+    return Encoded(
+        [blobs[i] for i in keep],
+        labels,
+        classes,
+        desc,
+        space,
+        tuple(shown[i] for i in keep),
+        tuple(shown[i] for i in bad),
+    )
 
 
 def decode(blob: bytes, image_size: int | None = None, name: str = "an image"):
@@ -131,8 +138,13 @@ def make_loader(ds: DecodeDataset, order, batch_size: int, workers: int, pin: bo
     import torch
 
     return torch.utils.data.DataLoader(
-        ds, batch_size=batch_size, sampler=[int(i) for i in order], num_workers=workers, pin_memory=pin,
-        drop_last=drop_last, persistent_workers=False,
+        ds,
+        batch_size=batch_size,
+        sampler=[int(i) for i in order],
+        num_workers=workers,
+        pin_memory=pin,
+        drop_last=drop_last,
+        persistent_workers=False,
     )
 
 
@@ -150,7 +162,10 @@ class Resident:
         order = plan.order.to(self.images.device)
         for s in range(0, stop, batch_size):
             idx = order[s : s + batch_size]
-            yield crop_flip(self.images[idx], plan.offsets[idx.cpu()], plan.flips[idx.cpu()], plan.pad), self.labels[idx]
+            yield (
+                crop_flip(self.images[idx], plan.offsets[idx.cpu()], plan.flips[idx.cpu()], plan.pad),
+                self.labels[idx],
+            )
 
 
 def resident_from_encoded(enc: Encoded, image_size: int | None, device) -> Resident:

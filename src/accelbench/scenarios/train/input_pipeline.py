@@ -27,13 +27,13 @@ from accelbench.scenarios.base import Scenario, register
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PipelineSettings(Settings):
     """Attributes:
-        workers: DataLoader worker counts to measure.
-        pin_memory: pin batches (CUDA machines only); augment: crop/flip on (else decode + collate only).
-        min_batches: batches timed after the first, per row.
-        storage: run the cold/warm read test; evict: how reads are made cold, ``fadvise`` (the files read) or
-            ``drop_caches`` (the host's whole page cache; ``drop-caches`` too); ``auto``, deprecated, means
-            ``fadvise`` (:data:`accelbench.scenarios.train.pipeline.EVICT_METHODS`).
-        resident: also measure the device-resident path.
+    workers: DataLoader worker counts to measure.
+    pin_memory: pin batches (CUDA machines only); augment: crop/flip on (else decode + collate only).
+    min_batches: batches timed after the first, per row.
+    storage: run the cold/warm read test; evict: how reads are made cold, ``fadvise`` (the files read) or
+        ``drop_caches`` (the host's whole page cache; ``drop-caches`` too); ``auto``, deprecated, means
+        ``fadvise`` (:data:`accelbench.scenarios.train.pipeline.EVICT_METHODS`).
+    resident: also measure the device-resident path.
     """
 
     workers: tuple[int, ...] = (0, 2)
@@ -47,8 +47,11 @@ class PipelineSettings(Settings):
     def __post_init__(self) -> None:
         from accelbench.scenarios.train.pipeline import EVICT_METHODS
 
-        if not isinstance(self.workers, tuple) or not self.workers or any(
-                isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in self.workers):
+        if (
+            not isinstance(self.workers, tuple)
+            or not self.workers
+            or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in self.workers)
+        ):
             raise ConfigError("workers", self.workers, "integers >= 0, e.g. 0,2,4,8")
         if len(set(self.workers)) != len(self.workers):
             raise ConfigError("workers", self.workers, "distinct worker counts")
@@ -90,15 +93,25 @@ class InputPipeline(Scenario):
 
     def cases(self, spec, device: str) -> list[Case]:
         s = spec.settings
-        base = dict(scenario=self.name, batch_size=spec.batch_sizes[0], data=spec.data, image_size=spec.image_size,
-                    images=spec.images, device=device)
-        out = [Case(**base, name=f"loader|workers={w}", extras=PipelineExtras(source="loader", workers=w))
-               for w in s.workers]
+        base = dict(
+            scenario=self.name,
+            batch_size=spec.batch_sizes[0],
+            data=spec.data,
+            image_size=spec.image_size,
+            images=spec.images,
+            device=device,
+        )
+        out = [
+            Case(**base, name=f"loader|workers={w}", extras=PipelineExtras(source="loader", workers=w))
+            for w in s.workers
+        ]
         if s.resident:
             out.append(Case(**base, name="resident", extras=PipelineExtras(source="resident")))
         if s.storage:
-            out += [Case(**base, name=f"storage|{state}", extras=PipelineExtras(source="storage")) for state in
-                    ("cold", "warm")]
+            out += [
+                Case(**base, name=f"storage|{state}", extras=PipelineExtras(source="storage"))
+                for state in ("cold", "warm")
+            ]
         return out
 
     def check(self, spec) -> None:
@@ -113,9 +126,16 @@ class InputPipeline(Scenario):
         return {}  # the encoded files, read by the first case that needs them
 
     def base_record(self, case, device) -> dict[str, Any]:
-        return {"case_key": case.key, "workload": self.workload, "source": case.extras.source, "data": case.data,
-                "batch_size": case.batch_size, "image_size": case.image_size, "device": str(device),
-                "started_at": time.time()}
+        return {
+            "case_key": case.key,
+            "workload": self.workload,
+            "source": case.extras.source,
+            "data": case.data,
+            "batch_size": case.batch_size,
+            "image_size": case.image_size,
+            "device": str(device),
+            "started_at": time.time(),
+        }
 
     def oom_group(self, case) -> None:
         return None
@@ -127,8 +147,11 @@ class InputPipeline(Scenario):
         s = spec.settings
         if case.extras.source == "storage":
             files = pipeline.dataset_files(spec.data)
-            rec = (pipeline.storage_cold(files, method=pipeline.evict_method(s.evict)) if case.key.endswith("cold")
-                   else pipeline.storage_warm(files))
+            rec = (
+                pipeline.storage_cold(files, method=pipeline.evict_method(s.evict))
+                if case.key.endswith("cold")
+                else pipeline.storage_warm(files)
+            )
             return rec, {"read_mb_per_s": rec.pop("read_mb_per_s_samples")}
         if "encoded" not in cache:
             cache["encoded"] = load_encoded(spec.data, spec.images, skip_bad=spec.skip_bad_images)
@@ -138,8 +161,12 @@ class InputPipeline(Scenario):
         if case.extras.source == "resident":
             images = resident_from_encoded(cache["encoded"], size, rank.device).images
             return {**rec, **pipeline.resident_throughput(images, bs, s.min_batches, spec.seed)}, {}
-        return {**rec, **pipeline.loader_throughput(cache["encoded"], size, bs, case.extras.workers,
-                                                     s.pin_memory, s.augment, s.min_batches, spec.seed)}, {}
+        return {
+            **rec,
+            **pipeline.loader_throughput(
+                cache["encoded"], size, bs, case.extras.workers, s.pin_memory, s.augment, s.min_batches, spec.seed
+            ),
+        }, {}
 
 
 register(InputPipeline())

@@ -25,11 +25,11 @@ from accelbench.scenarios.train.augment import epoch_plan, scaled_pad
 from accelbench.scenarios.train.datasets import DecodeDataset, Encoded, make_loader
 
 # Ways to make a read cold, by every accepted spelling -> the method recorded as ``cold_method``.
-EVICT_METHODS = {"fadvise": "fadvise", "drop-caches": "drop_caches", "drop_caches": "drop_caches",
-                 "auto": "fadvise"}
+EVICT_METHODS = {"fadvise": "fadvise", "drop-caches": "drop_caches", "drop_caches": "drop_caches", "auto": "fadvise"}
 # Spellings kept so old commands run, with what to say about them.
-DEPRECATED_EVICT = {"auto": "it now means fadvise (evict only the files read); use --evict drop-caches to drop "
-                            "the whole page cache"}
+DEPRECATED_EVICT = {
+    "auto": "it now means fadvise (evict only the files read); use --evict drop-caches to drop the whole page cache"
+}
 
 
 def evict_method(name: str) -> str:
@@ -62,12 +62,22 @@ def loader_side(enc: Encoded, image_size: int | None) -> tuple[int | None, str]:
     sizes = {Image.open(io.BytesIO(b)).size for b in enc.blobs}
     if len(sizes) <= 1:
         return None, "as stored"
-    return MIXED_SIZES_SIDE, (f"resize to {MIXED_SIZES_SIDE}x{MIXED_SIZES_SIDE} ({len(sizes)} image sizes in the "
-                              "data; --image-size sets it)")
+    return MIXED_SIZES_SIDE, (
+        f"resize to {MIXED_SIZES_SIDE}x{MIXED_SIZES_SIDE} ({len(sizes)} image sizes in the data; --image-size sets it)"
+    )
 
 
-def loader_throughput(enc: Encoded, image_size: int | None, batch_size: int, workers: int, pin: bool,
-                      augment: bool = True, min_batches: int = 10, seed: int = 0, pad: int = 4) -> dict:
+def loader_throughput(
+    enc: Encoded,
+    image_size: int | None,
+    batch_size: int,
+    workers: int,
+    pin: bool,
+    augment: bool = True,
+    min_batches: int = 10,
+    seed: int = 0,
+    pad: int = 4,
+) -> dict:
     """Steady-state batches/s of a DataLoader over ``enc``.
 
     The first ``max(1, workers)`` batches are untimed: each worker's first batch carries its start-up
@@ -97,8 +107,13 @@ def loader_throughput(enc: Encoded, image_size: int | None, batch_size: int, wor
     t1 = time.perf_counter()
     count = sum(x.shape[0] for x, _ in it)
     t2 = time.perf_counter()
-    return {"loader_samples_per_s": count / (t2 - t1), "loader_startup_s": startup,
-            "loader_batches_timed": timed, "loader_workers": workers, "loader_pin_memory": pin}
+    return {
+        "loader_samples_per_s": count / (t2 - t1),
+        "loader_startup_s": startup,
+        "loader_batches_timed": timed,
+        "loader_workers": workers,
+        "loader_pin_memory": pin,
+    }
 
 
 def resident_throughput(images, batch_size: int, min_batches: int = 10, seed: int = 0, pad: int = 4) -> dict:
@@ -112,7 +127,9 @@ def resident_throughput(images, batch_size: int, min_batches: int = 10, seed: in
     dev = images.device
     done, t0, epoch = 0, None, 0
     while done < min_batches * batch_size:
-        for xb, _ in res.batches(epoch_plan(n, seed, epoch, scaled_pad(pad, images.shape[-1])), batch_size, drop_last=False):
+        for xb, _ in res.batches(
+            epoch_plan(n, seed, epoch, scaled_pad(pad, images.shape[-1])), batch_size, drop_last=False
+        ):
             x = normalize(xb, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
             if t0 is None:  # first batch untimed (allocator, kernels' first launch)
                 _sync(dev)
@@ -210,9 +227,16 @@ def read_files(paths: list[Path], chunk_bytes: int = 1 << 20) -> tuple[int, floa
 def _read_record(state: str, paths: list[Path], runs: list[tuple[int, float]], frac: float | None) -> dict:
     secs = statistics.median(s for _, s in runs)
     nbytes = runs[0][0]
-    return {"cache_state": state, "files": len(paths), "read_bytes": nbytes, "read_s": secs,
-            "read_mb_per_s": nbytes / 1e6 / secs, "passes": len(runs),
-            "read_mb_per_s_samples": [b / 1e6 / s for b, s in runs], "page_cache_resident_fraction": frac}
+    return {
+        "cache_state": state,
+        "files": len(paths),
+        "read_bytes": nbytes,
+        "read_s": secs,
+        "read_mb_per_s": nbytes / 1e6 / secs,
+        "passes": len(runs),
+        "read_mb_per_s_samples": [b / 1e6 / s for b, s in runs],
+        "page_cache_resident_fraction": frac,
+    }
 
 
 def storage_cold(paths: list[Path], repeats: int = 3, method: str = "fadvise") -> dict:
@@ -229,8 +253,10 @@ def storage_cold(paths: list[Path], repeats: int = 3, method: str = "fadvise") -
         used = drop_cache(paths, method)
         fractions.append(resident_fraction(paths))
         runs.append(read_files(paths))
-    return {**_read_record("cold", paths, runs, max(fractions, key=lambda f: -1 if f is None else f)),
-            "cold_method": used}
+    return {
+        **_read_record("cold", paths, runs, max(fractions, key=lambda f: -1 if f is None else f)),
+        "cold_method": used,
+    }
 
 
 def storage_warm(paths: list[Path], min_warm_s: float = 0.2) -> dict:

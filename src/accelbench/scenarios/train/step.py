@@ -43,8 +43,9 @@ optimizer there. Not with ``wrap`` (DDP).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from accelbench import backends, precisions
 from accelbench.core.timing import sync
@@ -88,12 +89,14 @@ class StepConfig:
 def unsupported_reason(cfg: StepConfig, device) -> str | None:
     """Why ``cfg`` cannot train on ``device`` (torch.device), or None when it can."""
     backend = backends.get(cfg.mode)
-    why = (precisions.unsupported_reason(cfg.precision, device, training=True)
-           or backend.unsupported_reason(device, "train"))
-    if not why and backend.step_graph and cfg.fused is False \
-            and precisions.get(cfg.precision).grad_scaler:
-        why = (f"{cfg.mode} captures the whole step in a CUDA graph: {cfg.precision}'s GradScaler needs the fused "
-               "optimizer there (its foreach path synchronises on found_inf)")
+    why = precisions.unsupported_reason(cfg.precision, device, training=True) or backend.unsupported_reason(
+        device, "train"
+    )
+    if not why and backend.step_graph and cfg.fused is False and precisions.get(cfg.precision).grad_scaler:
+        why = (
+            f"{cfg.mode} captures the whole step in a CUDA graph: {cfg.precision}'s GradScaler needs the fused "
+            "optimizer there (its foreach path synchronises on found_inf)"
+        )
     return why
 
 
@@ -262,8 +265,11 @@ class TrainStep:
 
     def state_dict(self) -> dict[str, Any]:
         """Model, optimizer and scaler state (for checkpoints); keys of the unwrapped module."""
-        return {"model": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scaler": self.scaler.state_dict() if self.scaler is not None else None}
+        return {
+            "model": self.module.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output (a captured step graph is dropped: its optimizer state and learning

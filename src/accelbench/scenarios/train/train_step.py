@@ -26,32 +26,51 @@ from accelbench.scenarios.base import Scenario, register
 from accelbench.scenarios.train.step import SWEEP_OPTIMIZER
 
 GPU_DEFAULTS: dict[str, Any] = {
-    "models": ("resnet50",), "batch_sizes": (64, 128, 256, 512), "precisions": ("fp32", "tf32", "amp-bf16"),
-    "modes": ("eager", "compile"), "images": 1024, "warmup_batches": 10, "min_timed_batches": 30,
-    "min_time_s": 1.0, "data": "cifar10-train-5k",
+    "models": ("resnet50",),
+    "batch_sizes": (64, 128, 256, 512),
+    "precisions": ("fp32", "tf32", "amp-bf16"),
+    "modes": ("eager", "compile"),
+    "images": 1024,
+    "warmup_batches": 10,
+    "min_timed_batches": 30,
+    "min_time_s": 1.0,
+    "data": "cifar10-train-5k",
 }
 CPU_DEFAULTS: dict[str, Any] = {
     # cifar-resnet20 at 32x32: a few seconds on 2 cores. ResNet-50 training on a CPU takes seconds a step.
-    "models": ("cifar-resnet20",), "batch_sizes": (8, 32), "precisions": ("fp32",), "modes": ("eager",),
-    "images": 64, "warmup_batches": 1, "min_timed_batches": 3, "min_time_s": 0.0, "data": "cifar10-train-5k",
+    "models": ("cifar-resnet20",),
+    "batch_sizes": (8, 32),
+    "precisions": ("fp32",),
+    "modes": ("eager",),
+    "images": 64,
+    "warmup_batches": 1,
+    "min_timed_batches": 3,
+    "min_time_s": 0.0,
+    "data": "cifar10-train-5k",
 }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainSettings(Windowed):
     """Attributes:
-        optimizer, lr, momentum, weight_decay: the step's optimizer (see ``StepConfig``).
-        loader_workers: when set (and the data is real), also measure the DataLoader (decode, augmentation,
-            collate with this many workers) and flag cases it cannot feed (input-bound).
-        repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
-        fused_optimizer: the optimizer's fused kernels (``StepConfig.fused``): True fused, False ``foreach``,
-            None (default, left out of the spec hash and the case key) fused on CUDA where torch has it.
-        label_space, labels: how the data's classes map to the model's outputs (as ``accelbench run``'s); None:
-            each class folded into the model's outputs by its sorted position. mean, std: input normalisation.
+    optimizer, lr, momentum, weight_decay: the step's optimizer (see ``StepConfig``).
+    loader_workers: when set (and the data is real), also measure the DataLoader (decode, augmentation,
+        collate with this many workers) and flag cases it cannot feed (input-bound).
+    repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
+    fused_optimizer: the optimizer's fused kernels (``StepConfig.fused``): True fused, False ``foreach``,
+        None (default, left out of the spec hash and the case key) fused on CUDA where torch has it.
+    label_space, labels: how the data's classes map to the model's outputs (as ``accelbench run``'s); None:
+        each class folded into the model's outputs by its sorted position. mean, std: input normalisation.
     """
 
-    hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults, "label_space": None, "labels": None,
-                                               "mean": None, "std": None, "fused_optimizer": None}
+    hash_defaults: ClassVar[dict[str, Any]] = {
+        **Windowed.hash_defaults,
+        "label_space": None,
+        "labels": None,
+        "mean": None,
+        "std": None,
+        "fused_optimizer": None,
+    }
     optimizer: str = SWEEP_OPTIMIZER["optimizer"]
     lr: float = SWEEP_OPTIMIZER["lr"]
     momentum: float = SWEEP_OPTIMIZER["momentum"]
@@ -107,8 +126,11 @@ class TrainStep(Scenario):
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
     training = True
     # cost is quoted for the timed steps; validity reads the step-time spread
-    derived_keys = {"work_seconds_key": "timed_wall_s", "work_samples_key": "samples_timed",
-                    "spread_key": "step_time_spread"}
+    derived_keys = {
+        "work_seconds_key": "timed_wall_s",
+        "work_samples_key": "samples_timed",
+        "spread_key": "step_time_spread",
+    }
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
         from accelbench.data.evaluation import normalize_eval
@@ -125,8 +147,8 @@ class TrainStep(Scenario):
         import torch
 
         from accelbench import backends
-        from accelbench.core.rank import add_telemetry
         from accelbench.core.ci import window_columns
+        from accelbench.core.rank import add_telemetry
         from accelbench.core.stats import stat_columns, summarize
         from accelbench.core.timing import passes_needed, time_windows, warm_up
         from accelbench.scenarios.base import case_monitor
@@ -143,18 +165,31 @@ class TrainStep(Scenario):
         n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(pairs), step_s)))
         with case_monitor(spec, case, dev, rank.pids()) as mon:
             windows, clocks = rank.timed_window(
-                lambda: time_windows(fn, pairs, n_passes * len(pairs), dev, spec.settings.repeats))
+                lambda: time_windows(fn, pairs, n_passes * len(pairs), dev, spec.settings.repeats)
+            )
         lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
         last_loss = fn(pairs[0])[0].item()
         samples = len(lat_ms) * rec["rank_batch_size"]
-        rec.update({
-            "compile_s": step.compile_s, "first_step_s": step.first_step_s, "passes": n_passes,
-            "steps_timed": len(lat_ms), "samples_timed": samples, "timed_wall_s": wall_s,
-            "device_time_s": sum(lat_ms) / 1e3, "throughput_samples_per_s": samples / wall_s,
-            **stat_columns(summarize(lat_ms), "step_time"), "optimizer_fused": bool(step.optimizer.defaults.get("fused")),
-            "lr": st.lr, "momentum": st.momentum, "weight_decay": st.weight_decay, "loss_first": first_loss,
-            "loss_last": last_loss, "loss_finite": math.isfinite(last_loss),
-        })
+        rec.update(
+            {
+                "compile_s": step.compile_s,
+                "first_step_s": step.first_step_s,
+                "passes": n_passes,
+                "steps_timed": len(lat_ms),
+                "samples_timed": samples,
+                "timed_wall_s": wall_s,
+                "device_time_s": sum(lat_ms) / 1e3,
+                "throughput_samples_per_s": samples / wall_s,
+                **stat_columns(summarize(lat_ms), "step_time"),
+                "optimizer_fused": bool(step.optimizer.defaults.get("fused")),
+                "lr": st.lr,
+                "momentum": st.momentum,
+                "weight_decay": st.weight_decay,
+                "loss_first": first_loss,
+                "loss_last": last_loss,
+                "loss_finite": math.isfinite(last_loss),
+            }
+        )
         if rank.distributed:
             plain = not backends.get(case.mode).compiles  # no_sync around a compiled or captured step: not measured
             nosync = rank.nosync_step_ms(fn, pairs, len(lat_ms)) if rank.comm_share and plain else None
@@ -164,8 +199,9 @@ class TrainStep(Scenario):
         add_telemetry(rec, mon, dev)
         if not rank.distributed:
             rec.update(loader_check(spec, case, rec["image_size"], rec["throughput_samples_per_s"], loader_cache))
-        ci_cols, ci_series = window_columns(windows, rec["rank_batch_size"] if rank.distributed else case.batch_size,
-                                            "step_time")
+        ci_cols, ci_series = window_columns(
+            windows, rec["rank_batch_size"] if rank.distributed else case.batch_size, "step_time"
+        )
         rec.update(ci_cols)
         return rec, {"step_time_ms": lat_ms, **ci_series, **mon.series()}
 
@@ -192,13 +228,28 @@ def _build(case, spec, inputs, rank):
     images = xs.shape[0] if rank.distributed else case.images
     batches, blabels, _ = make_batches(xs, ys, bs, images, precisions.input_dtype(case.precision), cl)
     pairs = [(xb, yb.to(dev)) for xb, yb in zip(batches, blabels)]
-    cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer=st.optimizer, lr=st.lr,
-                     momentum=st.momentum, weight_decay=st.weight_decay, channels_last=cl,
-                     fused=st.fused_optimizer)
-    rec = {"weights": "random", "image_size": size, "channels_last": cl,
-           "data_description": raw.description, "num_classes": n_out, "rank_batch_size": bs, "rank_images": images,
-           "label_space": info.label_space, "labels_mapped": mapped is not None,
-           "fused_optimizer": st.fused_optimizer}
+    cfg = StepConfig(
+        precision=case.precision,
+        mode=case.mode,
+        optimizer=st.optimizer,
+        lr=st.lr,
+        momentum=st.momentum,
+        weight_decay=st.weight_decay,
+        channels_last=cl,
+        fused=st.fused_optimizer,
+    )
+    rec = {
+        "weights": "random",
+        "image_size": size,
+        "channels_last": cl,
+        "data_description": raw.description,
+        "num_classes": n_out,
+        "rank_batch_size": bs,
+        "rank_images": images,
+        "label_space": info.label_space,
+        "labels_mapped": mapped is not None,
+        "fused_optimizer": st.fused_optimizer,
+    }
     return build_step(loaded.module, cfg, dev, wrap=rank.wrap), pairs, rec
 
 

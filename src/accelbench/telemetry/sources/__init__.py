@@ -14,8 +14,8 @@ what they return through :class:`~accelbench.telemetry.sampler.Sampler`, and mer
 :meth:`Source.record` and :meth:`Source.series`; it knows no source by name.
 """
 
-from accelbench.telemetry.sources.base import SOURCES, Source, SourceFactory, Unavailable, columns, register
 from accelbench.telemetry.sources import cpu, nvml, rapl  # each takes Source from base
+from accelbench.telemetry.sources.base import SOURCES, Source, SourceFactory, Unavailable, columns, register
 
 register("nvml", nvml.gpu_sources)
 register("cpu", cpu.cpu_sources)

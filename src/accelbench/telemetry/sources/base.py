@@ -3,7 +3,8 @@ the registry (:data:`SOURCES`, :func:`register`) that ``__init__`` fills with on
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def columns(rows: Sequence[dict], prefix: str) -> dict[str, list]:

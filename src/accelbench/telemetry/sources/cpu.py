@@ -6,7 +6,8 @@ CPU package energy is its own source (:mod:`accelbench.telemetry.sources.rapl`).
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from accelbench.telemetry.sources.base import Source
 from accelbench.telemetry.sources.rapl import rapl_record
@@ -51,8 +52,12 @@ class CpuSource(Source):
             st = self.ps.cpu_times()
             idle = st.idle + getattr(st, "iowait", 0.0)
             total = sum(st)
-            out.update(process_cpu_s=pt.user + pt.system, system_busy_s=total - idle, system_total_s=total,
-                       tree_cpu_s=self._tree_cpu_s(pt))
+            out.update(
+                process_cpu_s=pt.user + pt.system,
+                system_busy_s=total - idle,
+                system_total_s=total,
+                tree_cpu_s=self._tree_cpu_s(pt),
+            )
         return out
 
     def _tree_cpu_s(self, pt) -> float:
@@ -81,8 +86,11 @@ class CpuSource(Source):
     def read(self) -> dict[str, Any]:
         if self.ps is None:
             return {}
-        return {"process_cpu_pct": self.proc.cpu_percent(None), "system_cpu_pct": self.ps.cpu_percent(None),
-                "rss_bytes": float(self.proc.memory_info().rss)}
+        return {
+            "process_cpu_pct": self.proc.cpu_percent(None),
+            "system_cpu_pct": self.ps.cpu_percent(None),
+            "rss_bytes": float(self.proc.memory_info().rss),
+        }
 
     def end(self) -> dict[str, Any]:
         out = self.counters()
@@ -127,4 +135,3 @@ def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any
     if "rapl" in begin or "rapl" in end:
         rec.update(rapl_record(begin, end))
     return rec
-

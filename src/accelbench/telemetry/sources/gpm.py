@@ -12,12 +12,12 @@ import time
 
 # Per-tick GPM metrics (nvml.h NVML_GPM_METRIC_*): our column name -> metric id.
 GPM_METRICS = {
-    "gpm_sm_util_pct": 2,          # SM_UTIL: % of SMs busy
-    "gpm_sm_occupancy_pct": 3,     # SM_OCCUPANCY: % of warps resident vs theoretical maximum
-    "gpm_tensor_util_pct": 5,      # ANY_TENSOR_UTIL: % of time the SMs ran any tensor-core op
-    "gpm_dram_bw_util_pct": 10,    # DRAM_BW_UTIL: % of peak DRAM bandwidth used
-    "gpm_fp32_util_pct": 12,       # FP32_UTIL: % of time doing non-tensor FP32 math
-    "gpm_fp16_util_pct": 13,       # FP16_UTIL: % of time doing non-tensor FP16 math
+    "gpm_sm_util_pct": 2,  # SM_UTIL: % of SMs busy
+    "gpm_sm_occupancy_pct": 3,  # SM_OCCUPANCY: % of warps resident vs theoretical maximum
+    "gpm_tensor_util_pct": 5,  # ANY_TENSOR_UTIL: % of time the SMs ran any tensor-core op
+    "gpm_dram_bw_util_pct": 10,  # DRAM_BW_UTIL: % of peak DRAM bandwidth used
+    "gpm_fp32_util_pct": 12,  # FP32_UTIL: % of time doing non-tensor FP32 math
+    "gpm_fp16_util_pct": 13,  # FP16_UTIL: % of time doing non-tensor FP16 math
 }
 GPM_PCIE = {"pcie_tx_bytes_per_s": 20, "pcie_rx_bytes_per_s": 21}  # MiB/s in NVML
 GPM_MIN_INTERVAL_S = 0.1  # per-tick GPM no more often than this: shorter deltas are noise

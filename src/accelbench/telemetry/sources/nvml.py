@@ -24,8 +24,12 @@ from accelbench.telemetry.ticks import CounterWatch, step_counters
 
 _INIT = False
 # The columns of a case on CUDA devices none of which NVML answers for.
-NOT_AVAILABLE = {"energy_j": None, "energy_source": "not available", "power_source": "not available",
-                 "gpm_status": "not available: NVML did not answer"}
+NOT_AVAILABLE = {
+    "energy_j": None,
+    "energy_source": "not available",
+    "power_source": "not available",
+    "gpm_status": "not available: NVML did not answer",
+}
 
 
 def _nvml():
@@ -160,8 +164,12 @@ class NvmlSource(Source):
 
     def _probe(self) -> None:
         nv = self.nv
-        want = [nv.NVML_FI_DEV_POWER_INSTANT, nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
-                nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nv.NVML_FI_DEV_PCIE_COUNT_RX_BYTES]
+        want = [
+            nv.NVML_FI_DEV_POWER_INSTANT,
+            nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+            nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
+            nv.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
+        ]
         got = self._fields(want)
         self.field_ids = [f for f, v in zip(want, got) if v is not None]
         have = dict(zip(want, got))
@@ -178,7 +186,10 @@ class NvmlSource(Source):
             self.pcie_source = "gpm"
         elif have[nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES] is not None:
             self.pcie_source = "nvml-pcie-byte-counters"
-        elif self.period_s >= 0.1 and _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_TX_BYTES) is not None:
+        elif (
+            self.period_s >= 0.1
+            and _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_TX_BYTES) is not None
+        ):
             self.pcie_source = "nvml-pcie-throughput-20ms"  # blocks ~20 ms a call: only at >= 100 ms periods
         else:
             self.pcie_source = "not available"
@@ -208,18 +219,26 @@ class NvmlSource(Source):
     def _pcie(self, fields: dict) -> dict[str, float | None]:
         nv = self.nv
         if self.pcie_source == "nvml-pcie-byte-counters":
-            now = (time.perf_counter(), fields.get(nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES),
-                   fields.get(nv.NVML_FI_DEV_PCIE_COUNT_RX_BYTES))
+            now = (
+                time.perf_counter(),
+                fields.get(nv.NVML_FI_DEV_PCIE_COUNT_TX_BYTES),
+                fields.get(nv.NVML_FI_DEV_PCIE_COUNT_RX_BYTES),
+            )
             prev, self._prev_pcie = self._prev_pcie, now
             if prev is None or None in now or None in prev or now[0] <= prev[0]:
                 return {"pcie_tx_bytes_per_s": None, "pcie_rx_bytes_per_s": None}
             dt = now[0] - prev[0]
-            return {"pcie_tx_bytes_per_s": counter_rate(prev[1], now[1], dt), "pcie_rx_bytes_per_s": counter_rate(prev[2], now[2], dt)}
+            return {
+                "pcie_tx_bytes_per_s": counter_rate(prev[1], now[1], dt),
+                "pcie_rx_bytes_per_s": counter_rate(prev[2], now[2], dt),
+            }
         if self.pcie_source == "nvml-pcie-throughput-20ms":
             tx = _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_TX_BYTES)
             rx = _safe(nv.nvmlDeviceGetPcieThroughput, self.h, nv.NVML_PCIE_UTIL_RX_BYTES)
-            return {"pcie_tx_bytes_per_s": tx * 1024.0 if tx is not None else None,  # NVML: KB/s
-                    "pcie_rx_bytes_per_s": rx * 1024.0 if rx is not None else None}
+            return {
+                "pcie_tx_bytes_per_s": tx * 1024.0 if tx is not None else None,  # NVML: KB/s
+                "pcie_rx_bytes_per_s": rx * 1024.0 if rx is not None else None,
+            }
         return {}
 
     def read(self) -> dict[str, Any]:
@@ -298,8 +317,13 @@ class NvmlSource(Source):
 
     def info(self) -> dict[str, Any]:
         """What this GPU offers: power/PCIe sources, energy counter, GPM status, our PID."""
-        return {"power_source": self.power_source, "pcie_source": self.pcie_source,
-                "energy_counter": self.energy_counter, "gpm_status": self.gpm_status, "own_pid": self.pid or os.getpid()}
+        return {
+            "power_source": self.power_source,
+            "pcie_source": self.pcie_source,
+            "energy_counter": self.energy_counter,
+            "gpm_status": self.gpm_status,
+            "own_pid": self.pid or os.getpid(),
+        }
 
     def record(self, samples, begin, end, window_s) -> dict[str, Any]:
         return gpu_record(samples, begin, end, self.info(), window_s)

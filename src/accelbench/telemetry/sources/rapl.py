@@ -9,8 +9,9 @@ Documentation/power/powercap/powercap.rst). Since Linux 5.10 it is readable by r
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from accelbench.telemetry.sources.base import Source
 
@@ -65,8 +66,11 @@ def rapl_record(begin: dict, end: dict) -> dict[str, Any]:
     """
     wall = end.get("t", 0) - begin.get("t", 0)
     e_j = rapl_delta_j(begin.get("rapl") or [], end.get("rapl") or [])
-    return {"cpu_energy_j": e_j, "cpu_power_mean_w": e_j / wall if e_j is not None and wall > 0 else None,
-            "cpu_energy_source": "rapl" if e_j is not None else "not available"}
+    return {
+        "cpu_energy_j": e_j,
+        "cpu_power_mean_w": e_j / wall if e_j is not None and wall > 0 else None,
+        "cpu_energy_source": "rapl" if e_j is not None else "not available",
+    }
 
 
 class RaplSource(Source):
@@ -97,8 +101,12 @@ class RaplSource(Source):
         rec = rapl_record(begin, end)
         if self.meters_device:
             e = rec["cpu_energy_j"]
-            rec.update(energy_j=e, energy_source=rec["cpu_energy_source"], energy_window_s=window_s,
-                       energy_confidence=None if e is None else "ok")  # RAPL updates every ~1 ms
+            rec.update(
+                energy_j=e,
+                energy_source=rec["cpu_energy_source"],
+                energy_window_s=window_s,
+                energy_confidence=None if e is None else "ok",
+            )  # RAPL updates every ~1 ms
         return rec
 
     def series(self, samples) -> dict[str, list]:

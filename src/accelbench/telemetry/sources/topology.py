@@ -75,9 +75,15 @@ def link_topology(torch_indices: list[int]) -> dict[tuple[int, int], dict[str, A
                 continue
             active, remotes = link_i
             direct = sum(r == bus_j for r in remotes) if bus_j else 0
-            status = _safe(nv.nvmlDeviceGetP2PStatus, handles[i], handles[j], getattr(nv, "NVML_P2P_CAPS_INDEX_NVLINK", 2))
+            status = _safe(
+                nv.nvmlDeviceGetP2PStatus, handles[i], handles[j], getattr(nv, "NVML_P2P_CAPS_INDEX_NVLINK", 2)
+            )
             level = _safe(nv.nvmlDeviceGetTopologyCommonAncestor, handles[i], handles[j])
             p2p = status == getattr(nv, "NVML_P2P_STATUS_OK", 0)
-            out[(i, j)] = {"link": link_label(direct, p2p, active, level), "nvlink_links": direct or (active if p2p else 0),
-                           "nvlink_p2p": p2p, "pcie_path": PCIE_LEVELS.get(level, "?") if level is not None else "?"}
+            out[(i, j)] = {
+                "link": link_label(direct, p2p, active, level),
+                "nvlink_links": direct or (active if p2p else 0),
+                "nvlink_p2p": p2p,
+                "pcie_path": PCIE_LEVELS.get(level, "?") if level is not None else "?",
+            }
     return out
