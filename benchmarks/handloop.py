@@ -3,7 +3,7 @@
 The hand loop is the reference the issue quotes (torch 2.11, random input, batch 256): model on the GPU
 in eval mode, inputs on the device, warm-up, then ``n`` forward passes between two synchronisations;
 throughput = n * batch / elapsed. accelbench runs the same (model, batch, precision, mode, layout)
-through the inference scenario's ``measure`` (``accelbench.sweep.loop.run_case``, what every ``accelbench run``
+through the inference scenario's ``measure`` (``accelbench.launchers.case.run_case``, what every ``accelbench run``
 case runs) on random data. Each pair is repeated ``--reps`` times, alternating the
 order, and the median ratio accelbench / hand is reported with the spread.
 
@@ -25,9 +25,9 @@ from accelbench.core.device import resolve_device
 from accelbench.core.rank import Rank
 from accelbench.core.spec import Case
 from accelbench.data.batches import Inputs
+from accelbench.launchers.case import run_case
 from accelbench.models import SeededBuilds
 from accelbench.scenarios.inference import InferenceExtras
-from accelbench.sweep.loop import run_case
 
 SETTINGS = {
     # name: (precision, mode, channels_last)

@@ -25,7 +25,7 @@ runs past the budget is stopped. The stages (the space and its order: :mod:`acce
    the runner-up beyond noise and what it gained over the default.
 
 The Inductor compile cache on disk (FX graph and autotuning caches) is kept across trials: a configuration
-measured again compiles from it (:func:`accelbench.sweep.loop.cleanup` resets Dynamo only).
+measured again compiles from it (:func:`accelbench.launchers.case.cleanup` resets Dynamo only).
 """
 
 from __future__ import annotations
@@ -226,6 +226,7 @@ def run_tune(
     from accelbench.core.config import check_choices
     from accelbench.core.device import resolve_device
     from accelbench.core.errors import ConfigError
+    from accelbench.launchers.case import setup_frozen
     from accelbench.studies.tune_final import final, front
     from accelbench.studies.tune_stages import check_budget, halving, probe, reference_top1, screen
     from accelbench.sweep import loop, provenance
@@ -273,7 +274,7 @@ def run_tune(
         store.label_run(t.run_id, named)
     t.out, t.done = TuneOutcome(run_id=t.run_id), t.rows()
     try:
-        with loop.setup_frozen():  # once for every trial, not a full collection in each
+        with setup_frozen():  # once for every trial, not a full collection in each
             if settings.min_top1_ratio is not None:
                 reference_top1(t, cfgs)
             final(t, halving(t, screen(t, cfgs)), t.base)

@@ -105,8 +105,8 @@ class TrialLauncher(Inline):
 
     def execute(self, sweep, cases: list, state) -> None:
         from accelbench.core.rank import Rank
+        from accelbench.launchers.case import run_case
         from accelbench.launchers.inline import RowSink
-        from accelbench.sweep.loop import run_case
 
         rank, sink = Rank(sweep.device), RowSink(sweep)
         for case in cases:

@@ -107,7 +107,7 @@ def reference_top1(t, cfgs: list) -> None:
 def probe(spec, device, train: bool, state):
     """The probe's figures (:func:`tune_budget.probe`; ``state``: the scenario's prepared state, the images
     first), None when the model fails in it (its trials will say why)."""
-    from accelbench.sweep.loop import cleanup
+    from accelbench.launchers.case import cleanup
 
     try:
         return tb.probe(spec.models[0], spec.image_size, device, train, state[0], spec.settings)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, OOM, SKIPPED, SettingsNote, StopSweep
-from accelbench.launchers.case import cleanup, guarded, run_case, setup_frozen  # noqa: F401  (the steps of a case)
+from accelbench.launchers.case import setup_frozen
 from accelbench.sweep import requirements
 
 
