@@ -2,8 +2,8 @@
 backends is their attributes (workloads, compiles, ...), and help, completion, tune's search space and the
 documentation's tables follow the registries.
 
-``ACCELBENCH_WRITE_README=1 python -m pytest tests/test_registries.py -k readme`` rewrites the README's generated
-tables after a registry changed.
+``ACCELBENCH_WRITE_DOCS=1 python -m pytest tests/test_registries.py -k docs`` rewrites the generated tables of
+``docs/reference.md`` after a registry changed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.scenarios.profile import results
 from accelbench.scenarios.profile.ceilings import MATMUL_PRECISIONS, Ceilings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference.md"
 CPU = torch.device("cpu")
 
 
@@ -237,7 +237,34 @@ def precisions_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"backends": backends_table, "precisions": precisions_table}
+def _lm_shape(values: dict, *keys: str):
+    return next((values[k] for k in keys if k in values), "")
+
+
+def language_models_table() -> str:
+    from accelbench.models import hf
+
+    rows = [
+        "| model | architecture | layers | hidden size | attention heads (KV heads) | vocabulary | configuration |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for n, a in hf.ARCHITECTURES.items():
+        v = a.values
+        heads = _lm_shape(v, "num_attention_heads", "n_head")
+        kv = _lm_shape(v, "num_key_value_heads")
+        rows.append(
+            f"| `hf:{n}` | {a.config_class} | {_lm_shape(v, 'num_hidden_layers', 'n_layer')} | "
+            f"{_lm_shape(v, 'hidden_size', 'n_embd')} | {heads}{f' ({kv})' if kv else ''} | {v.get('vocab_size', '')} | "
+            f"{a.source} |"
+        )
+    rows += [
+        f"| `hf:{n}` | bundled, trained weights |  |  |  |  | `src/accelbench/assets/llm/README.md` |"
+        for n in hf.BUNDLED_MODELS
+    ]
+    return "\n".join(rows)
+
+
+TABLES = {"backends": backends_table, "precisions": precisions_table, "language models": language_models_table}
 
 
 def _block(name: str) -> re.Pattern:
@@ -245,17 +272,17 @@ def _block(name: str) -> re.Pattern:
 
 
 @pytest.mark.parametrize("name", TABLES)
-def test_the_readme_tables_are_the_registries(name):
-    text = README.read_text()
+def test_the_docs_tables_are_the_registries(name):
+    text = REFERENCE.read_text()
     found = _block(name).search(text)
-    assert found, f"README has no generated {name} table"
+    assert found, f"docs/reference.md has no generated {name} table"
     want = TABLES[name]()
-    if os.environ.get("ACCELBENCH_WRITE_README") and found.group(2) != want:
-        README.write_text(text[: found.start(2)] + want + text[found.end(2) :])
+    if os.environ.get("ACCELBENCH_WRITE_DOCS") and found.group(2) != want:
+        REFERENCE.write_text(text[: found.start(2)] + want + text[found.end(2) :])
         return
     assert found.group(2) == want, (
-        f"README's {name} table is not the registry's: "
-        "ACCELBENCH_WRITE_README=1 python -m pytest tests/test_registries.py -k readme"
+        f"docs/reference.md's {name} table is not the registry's: "
+        "ACCELBENCH_WRITE_DOCS=1 python -m pytest tests/test_registries.py -k docs"
     )
 
 
