@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
+import subprocess as _subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))  # tests/helpers.py as an importable factory module
+import inprocess  # noqa: E402  (on the path just above)
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # pytest-xdist gives each worker COLUMNS = the controller's terminal width (80 when piped); the suite's
     # in-process CLI tests assume what a serial run has, no COLUMNS (the CLI's module console reads it at import).
@@ -65,11 +67,37 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd=None, check: bool = False, timeout: float = 600, **popen: Any
-) -> subprocess.CompletedProcess:
-    """``python -m accelbench *args`` to its end, as a user runs it (:func:`cli_env`); with ``check``, an exit code
-    other than 0 fails the test with the output. ``popen``: more of ``subprocess.run``'s keywords (``preexec_fn``)."""
-    p = subprocess.run(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd=None,
+    check: bool = False,
+    timeout: float = 600,
+    subprocess: bool = False,
+    **popen: Any,
+) -> _subprocess.CompletedProcess:
+    """``accelbench *args`` to its end, as a user runs it (:func:`cli_env`, ``env`` on top, in ``cwd``): its exit code,
+    stdout and stderr as :func:`subprocess.run` gives them. With ``check``, an exit code other than 0 fails the test
+    with the output.
+
+    It runs in this process (:mod:`inprocess`: the process's global state is put back after), unless ``subprocess``
+    asks for a real ``python -m accelbench`` (an end-to-end test of the exit-code contract), ``popen`` passes more of
+    ``subprocess.run``'s keywords (``preexec_fn``), or ``env`` needs a fresh interpreter (``PYTHONPATH``:
+    :func:`inprocess.needs_process`). ``timeout`` bounds a subprocess only."""
+    if subprocess or popen or inprocess.needs_process(env):
+        p = run_cli_process(*args, env=env, cwd=cwd, timeout=timeout, **popen)
+    else:
+        p = inprocess.run(list(args), cli_env(env), cwd)
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
+
+
+def run_cli_process(
+    *args: str, env: dict[str, str] | None = None, cwd=None, timeout: float = 600, **popen: Any
+) -> _subprocess.CompletedProcess:
+    """``python -m accelbench *args`` in a real process to its end (:func:`cli_env`); ``popen``: more of
+    ``subprocess.run``'s keywords (``preexec_fn``)."""
+    return _subprocess.run(
         [sys.executable, "-m", "accelbench", *args],
         capture_output=True,
         text=True,
@@ -78,9 +106,6 @@ def run_cli(
         timeout=timeout,
         **popen,
     )
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-    return p
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist installed, not an unknown-hook error
