@@ -321,7 +321,7 @@ def test_train_space_keeps_trainable_backends_and_searches_the_optimizer_kernels
     assert cuda[0] == default_config(True, "train") == ("amp-bf16", "eager", True)
     assert label(cuda[0]) == "amp-bf16 eager fused" and label(("bf16", "compile", False)) == "bf16 compile foreach"
     assert configs(ts.TuneSettings(workload="train"), cuda=False)[0] == ("fp32", "eager", None)
-    assert "workload" not in ts.TuneSettings().to_dict()  # inference tunes keep their spec hash (resume)
+    assert ts.TuneSettings().to_dict()["workload"] == "inference"  # in the tune run's spec hash
     row = ts.as_trial({"step_time_p50_ms": 3.0, "step_time_p99_ms": 5.0}, "train")
     assert (row["latency_p50_ms"], row["latency_p99_ms"]) == (3.0, 5.0)
 

@@ -34,8 +34,6 @@ from accelbench.core.config import (
 from accelbench.core.errors import ConfigError
 
 CHANNELS_LAST = ("auto", "on", "off")
-# Shared fields added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
-SHARED_HASH_DEFAULTS: dict[str, Any] = {"cudnn_benchmark": None, "telemetry_isolation": "auto"}
 TELEMETRY_ISOLATIONS = ("auto", "thread", "process")
 DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 # Upper bounds of the counts and sizes (larger ones overflow torch's 32-bit indexing or memory long before)
@@ -48,9 +46,6 @@ class Settings:
     """Base of a scenario's settings. ``volatile`` names fields left out of the spec hash (where files go)."""
 
     volatile: ClassVar[tuple[str, ...]] = ()
-    # Fields added after stores existed, left out of the spec hash while at these defaults, so runs stored
-    # before a field existed still resume (``--resume`` finds a run by its hash).
-    hash_defaults: ClassVar[dict[str, Any]] = {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,7 +58,6 @@ class Windowed(Settings):
             ``accelbench compare``. 1 keeps one window and no intervals.
     """
 
-    hash_defaults: ClassVar[dict[str, Any]] = {"repeats": 1}
     repeats: int = 1
 
     def __post_init__(self) -> None:
@@ -133,16 +127,14 @@ class Spec:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     def spec_hash(self, **extra: Any) -> str:
-        """Stable 16-hex digest of everything that changes the results (``--resume`` finds runs by it).
+        """Stable 16-hex digest of everything that changes the results (``--resume`` finds runs by it): every
+        field of :meth:`to_dict` but the settings' ``volatile`` ones (where files go).
 
         Args:
             extra: further identity, e.g. the launch (GPUs, nodes, global batch) of a distributed run.
         """
-        st = type(self.settings)
-        defaults = {**SHARED_HASH_DEFAULTS, **st.hash_defaults}
-        doc = {
-            k: v for k, v in self.to_dict().items() if k not in st.volatile and not (k in defaults and v == defaults[k])
-        }
+        volatile = type(self.settings).volatile
+        doc = {k: v for k, v in self.to_dict().items() if k not in volatile}
         return digest({**doc, **extra})
 
     def replace(self, **changes: Any) -> Spec:
@@ -304,7 +296,7 @@ class Case:
 
     @property
     def key(self) -> str:
-        """``model|bs=B|precision|mode|cl=C`` plus the extras' suffix (the keys stores have always used)."""
+        """``model|bs=B|precision|mode|cl=C`` plus the extras' suffix; a case without a model: its ``name`` plus it."""
         if self.name is not None:
             return self.name + self.extras.key_suffix()
         return (

@@ -180,11 +180,6 @@ def accuracy_pass(fwd, batches, blabels, n_real: int, feed, n_classes: int | Non
     return Scored(totals if labelled and note is None else None, note, finite)
 
 
-# The accuracy settings, shared by the commands that read images for a model (run, loadgen, train, profile);
-# at None they leave the spec hash of runs stored before a command had them unchanged.
-EVAL_HASH_DEFAULTS = {"label_space": None, "mean": None, "std": None, "resize": None, "crop_pct": None, "labels": None}
-
-
 def check_eval_settings(s) -> None:
     """Check the accuracy settings ``s`` has (``label_space``, ``labels``, ``mean``, ``std``, ``resize``,
     ``crop_pct``; an absent one is skipped).

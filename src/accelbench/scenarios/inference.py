@@ -14,7 +14,7 @@ rank needs, between two barriers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int
@@ -63,17 +63,6 @@ class InferenceSettings(Windowed):
     labels: a labels file, line k naming output k (:func:`accelbench.data.labels.read_labels_file`).
     """
 
-    # Added after stores existed: at these values they leave the spec hash of earlier runs unchanged.
-    hash_defaults: ClassVar[dict[str, Any]] = {
-        **Windowed.hash_defaults,
-        "calibration_images": 512,
-        "label_space": None,
-        "mean": None,
-        "std": None,
-        "resize": None,
-        "crop_pct": None,
-        "labels": None,
-    }
     include_transfer: bool = False
     calibration_images: int = 512
     label_space: str | None = None

@@ -112,15 +112,10 @@ class TuneSettings:
         check_number("screen_time_s", self.screen_time_s)
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON values; ``workload`` and ``fused_optimizers`` only when not at their defaults
-        (the tune run's spec hash of an inference tune is what it was before they existed: ``--resume`` works)."""
+        """The settings as JSON values (tuples as lists)."""
         import dataclasses
 
-        out = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
-        for k, default in (("workload", "inference"), ("fused_optimizers", None)):
-            if out[k] == default:
-                del out[k]
-        return out
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
 
 def as_trial(row: dict[str, Any], workload: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ quality and say why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int
@@ -57,7 +57,6 @@ class GenerateSettings(Windowed):
     repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
     """
 
-    hash_defaults: ClassVar[dict[str, Any]] = {**Windowed.hash_defaults}
     prompt_lens: tuple[int, ...] = (128,)
     new_tokens: tuple[int, ...] = (128,)
     prompt_source: str = "random"

@@ -20,13 +20,13 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings
-from accelbench.data.evaluation import EVAL_HASH_DEFAULTS, check_eval_settings, normalize_eval
+from accelbench.data.evaluation import check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
 from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, SCENARIOS, check_server
 
@@ -69,7 +69,6 @@ class LoadgenSettings(Settings):
     """
 
     volatile = ("log_dir",)
-    hash_defaults: ClassVar[dict[str, Any]] = dict(EVAL_HASH_DEFAULTS)
     scenarios: tuple[str, ...] = SCENARIOS
     min_duration_s: float = 10.0
     min_query_count: int | None = None

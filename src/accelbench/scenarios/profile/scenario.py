@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_choices, check_int, check_number
@@ -48,7 +48,6 @@ class ProfileSettings(Settings):
     """
 
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
-    hash_defaults: ClassVar[dict[str, Any]] = {"mean": None, "std": None, "resize": None, "crop_pct": None}
     steps: tuple[str, ...] = ("inference",)
     prompt_lens: tuple[int, ...] = (128,)
     ncu: str = "auto"

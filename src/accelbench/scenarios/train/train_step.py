@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_int, check_number
@@ -58,19 +58,11 @@ class TrainSettings(Windowed):
         collate with this many workers) and flag cases it cannot feed (input-bound).
     repeats: timed windows per case (:class:`accelbench.core.spec.Windowed`).
     fused_optimizer: the optimizer's fused kernels (``StepConfig.fused``): True fused, False ``foreach``,
-        None (default, left out of the spec hash and the case key) fused on CUDA where torch has it.
+        None (default: no suffix on the case key) fused on CUDA where torch has it.
     label_space, labels: how the data's classes map to the model's outputs (as ``accelbench run``'s); None:
         each class folded into the model's outputs by its sorted position. mean, std: input normalisation.
     """
 
-    hash_defaults: ClassVar[dict[str, Any]] = {
-        **Windowed.hash_defaults,
-        "label_space": None,
-        "labels": None,
-        "mean": None,
-        "std": None,
-        "fused_optimizer": None,
-    }
     optimizer: str = SWEEP_OPTIMIZER["optimizer"]
     lr: float = SWEEP_OPTIMIZER["lr"]
     momentum: float = SWEEP_OPTIMIZER["momentum"]
@@ -104,7 +96,7 @@ class TrainExtras(Extras):
     fused: bool | None = None
 
     def key_suffix(self) -> str:
-        # the default (None) adds nothing: case keys of stored runs stay the same
+        # the default (None: fused where torch has it) adds nothing
         return f"|{self.optimizer}" + {True: "|fused", False: "|foreach"}.get(self.fused, "")
 
 
