@@ -92,10 +92,3 @@ def run_label(name: Any = None, tags: Any = None, *layers: Mapping[str, Any]) ->
             final = check_name(layer["name"])
         merged.update(parse_tags(layer.get("tags")))
     return RunLabel(name=final, tags=merged)
-
-
-def label_text(name: str | None, tags: Mapping[str, str] | None) -> str:
-    """``'nightly' branch=main`` (what a table or a title shows of a label; "" for none)."""
-    parts = [f"'{name}'"] if name else []
-    parts += [f"{k}={v}" for k, v in (tags or {}).items()]
-    return " ".join(parts)

@@ -97,15 +97,3 @@ def generation_columns(
         "mfu_datasheet": metrics.utilisation(prefill, ttft_s, ceilings.datasheet_flops_per_s),
     }
     return rec, {"itl_ms": itl_ms, "ttft_ms": ttft_ms, "tpot_window_ms": tpot_window_ms, "e2e_latency_ms": e2e_ms}
-
-
-def tokens_agree(a, b) -> float:
-    """Share of equal token ids of two ``(batch, new_tokens)`` generations up to the first position where any row
-    differs, over the whole length (1.0: identical greedy outputs). Greedy decoding diverges for good after the
-    first different token, so agreement is measured as the shared prefix."""
-
-    if a.shape != b.shape:
-        return 0.0
-    same = (a == b).all(dim=0)
-    first = int((~same).nonzero()[0]) if not bool(same.all()) else a.shape[1]
-    return first / a.shape[1]
