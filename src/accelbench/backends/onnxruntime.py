@@ -167,7 +167,7 @@ def _preprocessed(path):
     """``(model path to quantize, what was done)``: onnxruntime's quantization pre-processing (graph optimisation,
     which folds batch norm into the convolutions so their biases become initializers, then shape inference), the
     step its docs ask for before ``quantize_static`` (onnxruntime docs, "Quantize ONNX models: Pre-processing";
-    without it ResNet-50's QDQ model ran at 0.33x its fp32 model on a 16-core Xeon, BENCHMARKS.md section 9).
+    without it ResNet-50's QDQ model ran at 0.33x its fp32 model on a 16-core Xeon, docs/results.md, reduced precision).
     A model the pre-processor cannot handle is quantized as exported, and the row says so."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 

@@ -4,7 +4,7 @@
 Why accelbench has its own kernel. A decode step at batch 1 is a chain of matrix-vector products, memory-bound:
 every weight byte is read once a token, so a kernel reading 8-bit weights near the memory roof makes the step up
 to ~2x faster than bf16 (gpt-fast's int8 weight-only: 1.48x on an A100). No stock kernel does that on an H100 or
-H200 with torch 2.11 (``benchmarks/gemv_8bit_probe.py``, BENCHMARKS.md section 11; at the LM head's shape on an
+H200 with torch 2.11 (``benchmarks/gemv_8bit_probe.py``, docs/results.md, language models; at the LM head's shape on an
 H100): Inductor's fused multiply-and-sum reads int8 at 1.0 TB/s against cuBLAS's 2.76 TB/s for bf16,
 ``aten._weight_int8pack_mm`` at 0.22 TB/s, and cuBLASLt's fp8 GEMM pads the row to a 128-row tile. This kernel is
 the textbook GEMV: each program owns ``BLOCK_N`` output rows, walks ``K`` in ``BLOCK_K`` chunks with wide contiguous
@@ -24,7 +24,7 @@ batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a
 int8 conversion, chosen by measurement. The kernel can convert int8 to float32 with the conversion instruction,
 which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute
 capability 9.0); reading int8 at the H200's ~4.3 TB/s needs about that many (132 SMs at ~1.98 GHz), the likely
-reason int8 read 14-33 % below fp8 (BENCHMARKS.md section 11). Or it converts by bits: a sign extension (64 a
+reason int8 read 14-33 % below fp8 (docs/results.md, language models). Or it converts by bits: a sign extension (64 a
 clock) and one integer add of ``0x4B000080`` put ``w + 128`` (0..255) into the low mantissa bits of the float32
 2**23 (bits ``0x4B000000``), which is then exactly ``2**23 + 128 + w``, and one float subtraction of
 ``2**23 + 128`` leaves ``w`` (the trick of FasterTransformer's and Marlin's int8/int4 dequantizers, there with
@@ -33,7 +33,7 @@ is faster depends on the GPU's instruction mix, so neither is hard-wired: the co
 parameter (``int8_conversion="auto"``, the default), timed with the block sizes at each shape, and
 :func:`int8_conversions` reports what was chosen (a weight-only row's ``quant_kernels`` says it).
 ``benchmarks/gemv_8bit_probe.py`` times each forced (``int8-gemv-instruction``, ``int8-gemv-bits``) beside the
-autotuner's choice (``int8-gemv-auto``). Measured on an H100 (BENCHMARKS.md section 11): by bits is 1.00-1.28x the
+autotuner's choice (``int8-gemv-auto``). Measured on an H100 (docs/results.md, language models): by bits is 1.00-1.28x the
 instruction's speed at one row over the five Llama-3.1-8B shapes (and 1.12-1.29x at 2 and 4 rows in the per-row
 grid this kernel had before its tensor-core tile, where the two now take about the same time); timed in CUDA graphs,
 the autotuner chose bits at all five.

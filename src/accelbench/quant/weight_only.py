@@ -12,10 +12,11 @@ bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear`
   small batch), accelbench's 8-bit GEMV kernel (:mod:`accelbench.quant.gemv`: the weight read at 8 bits and
   dequantized in registers); without Triton, one row inside a compiled graph is a multiply-and-sum that Inductor
   turns into one reduction reading the 8-bit weight (gpt-fast's recipe; on an H100 it read int8 at 1.0 TB/s against
-  cuBLAS's 2.76 TB/s for bf16, BENCHMARKS.md section 11); on a CPU, int8 through torch's
+  cuBLAS's 2.76 TB/s for bf16, docs/results.md, language models); on a CPU, int8 through torch's
   ``aten._weight_int8pack_mm(x, q, s)``; else (prefill, large batches) dequantize and multiply
   (``F.linear(x, q.to(x.dtype)) * s``). The CUDA ``_weight_int8pack_mm`` is not used: on an H100 (torch 2.11) it
-  made Llama-3.1-8B's decode step 10x slower than bf16 (67.2 vs 6.75 ms, ``benchmarks/results/llm-h100``).
+  made Llama-3.1-8B's decode step 10x slower than bf16 (67.2 vs 6.75 ms,
+  ``benchmarks/results/language-models/h100-8b-int8-weight-only-int8pack.json``).
 
 Embedding tables and norms stay in the model's dtype; the LM head is quantized like any linear layer.
 """

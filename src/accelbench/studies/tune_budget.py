@@ -45,7 +45,7 @@ from accelbench.core.errors import SKIPPED
 from accelbench.launchers.inline import Inline
 
 # A compiling backend's first build before any trial measured one (s): ResNet-50 compiled in 32-53 s cold on an
-# H200 (BENCHMARKS.md section 3; 8-11 s warm), cifar-resnet20 in 20-50 s on the 2-core CPU. The first trial of
+# H200 (docs/results.md, training; 8-11 s warm), cifar-resnet20 in 20-50 s on the 2-core CPU. The first trial of
 # that backend replaces it; a compile slower than this is stopped by the deadline, not trusted to this guess.
 COMPILE_PRIOR_S = 30.0
 # A search trial stops early enough to leave the leader's final trial this much more than its prediction: a

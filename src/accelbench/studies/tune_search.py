@@ -175,7 +175,7 @@ def next_batch(tried: dict[int, float | None], start: int, max_batch: int) -> in
     ``lo``, bisection while ``lo`` is the best batch and ``hi - lo > max(1, lo / BISECT_TOLERANCE)``. A failing
     first batch halves down to 1. When that upward search is done and the best batch is the smallest tried, halving
     downwards while the score grows (a compiled training step can peak below the batch an eager one peaks at:
-    ResNet-50 on an H200, BENCHMARKS.md section 10).
+    ResNet-50 on an H200, docs/results.md, auto-tuning).
     """
     up = _next_up(tried, start, max_batch)
     if up is not None or not tried:

@@ -110,7 +110,7 @@ def make_optimizer(cfg: StepConfig, params, device, *, lr_tensor: bool = False):
     buffers the fused kernel honours ``found_inf``. Zero buffers give the same update as torch's
     first-step ``buf = grad`` (``buf = momentum * 0 + grad``, dampening 0). Measured with
     ``benchmarks/fused_sgd_overflow.py`` (cifar-resnet20 amp-fp16 on an H200, torch 2.11: loss NaN from
-    step 2 without, finite with; also on a CPU with torch 2.15), see BENCHMARKS.md section 3.
+    step 2 without, finite with; also on a CPU with torch 2.15), see docs/results.md (training).
 
     ``lr_tensor``: the learning rate as a 0-d float32 tensor on ``device`` (read by a captured CUDA graph at each
     replay; ``TrainStep.set_lr`` fills it in place).
