@@ -1,4 +1,4 @@
-"""A plain torch.distributed all-reduce loop: the yardstick for ``accelbench interconnect`` (issue 6).
+"""A plain torch.distributed all-reduce loop: the yardstick for ``accelbench interconnect``.
 
 Same definitions as nccl-tests (doc/PERFORMANCE.md): t = mean time of one all-reduce over ``--iters``
 back-to-back calls after ``--warmup``; algbw = S / t; busbw = algbw * 2(n-1)/n. Run under torchrun:

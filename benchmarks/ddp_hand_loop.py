@@ -1,4 +1,4 @@
-"""A hand-written DDP training loop: the yardstick for accelbench's own DDP path (issue 6).
+"""A hand-written DDP training loop: the yardstick for accelbench's own DDP path.
 
 ResNet-50, bf16 autocast, channels-last, SGD with momentum, random inputs resident on the GPU, per-GPU
 batch fixed. Run under torchrun, one process per GPU:

@@ -1,6 +1,6 @@
 """accelbench vs a careful hand-written inference loop, same settings, same device call, interleaved.
 
-The hand loop is the reference the issue quotes (torch 2.11, random input, batch 256): model on the GPU
+The hand loop is the usual reference (torch 2.11, random input, batch 256): model on the GPU
 in eval mode, inputs on the device, warm-up, then ``n`` forward passes between two synchronisations;
 throughput = n * batch / elapsed. accelbench runs the same (model, batch, precision, mode, layout)
 through the inference scenario's ``measure`` (``accelbench.launchers.case.run_case``, what every ``accelbench run``
@@ -35,7 +35,7 @@ SETTINGS = {
     "bf16-cl-eager": ("amp-bf16", "eager", True),
     "bf16-cl-compile": ("amp-bf16", "compile", True),
     "bf16-cl-max-autotune": ("amp-bf16", "max-autotune", True),
-    # issue 14's best hand loop: bf16 weights and inputs, torch.compile with Inductor freezing
+    # the best hand-found configuration: bf16 weights and inputs, torch.compile with Inductor freezing
     "bf16w-cl-compile-freeze": ("bf16", "compile-freeze", True),
 }
 

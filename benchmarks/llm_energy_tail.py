@@ -13,7 +13,7 @@ Rewrites, for each such row of the store given: ``energy_j``, ``energy_window_s`
 ``energy_per_sample_j`` (per output token), ``energy_above_idle_j`` and ``energy_above_idle_per_sample_j``.
 Other telemetry columns (utilisation, clocks, their flags) still cover the whole window and are left as measured.
 
-Run: ``python3 benchmarks/llm_energy_tail.py llm.db`` (an unpacked store; the committed ``llm.db.gz`` are corrected)
+Run: ``python3 benchmarks/llm_energy_tail.py llm.db`` (a store; the exports in ``benchmarks/results/language-models`` carry the corrected columns)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Exploration on one GPU before the generate scenario exists (issue 23): where does decode time go?
+"""Exploration on one GPU before the generate scenario existed: where does decode time go?
 
 Stages (each writes $OUT/explore.json as it finishes, so a stopped call keeps what ran):
   bw      device copy bandwidth (a 2 GiB tensor copied; read + write bytes over CUDA-event time)

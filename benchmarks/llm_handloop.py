@@ -1,4 +1,4 @@
-"""Hand loops that `accelbench generate`'s rows must agree with (issue 23: within +-2 %), timed another way.
+"""Hand loops that `accelbench generate`'s rows must agree with (within +-2 %), timed another way.
 
 - ``generate``: Hugging Face ``model.generate`` called as a user would, timed by the host clock around whole calls
   after a synchronisation: TTFT = the median wall time of a 1-token call, TPOT = (median wall time of an N-token

@@ -1,4 +1,4 @@
-"""Why does accelbench's ``hf-generate`` TPOT differ from a hand ``model.generate`` loop? (issue 23's +-2 % check)
+"""Why does accelbench's ``hf-generate`` TPOT differ from a hand ``model.generate`` loop? (the +-2 % agreement check)
 
 Hugging Face ``generate`` at batch 1 is bound by the host (its Python work per token exceeds the GPU's), so anything
 that takes the host's time or the GIL changes it. Interleaved over ``--reps`` rounds, on one model, the TPOT of:
@@ -9,7 +9,7 @@ that takes the host's time or the GIL changes it. Interleaved over ``--reps`` ro
 - ``accelbench+monitor``: the same inside accelbench's telemetry monitor (NVML sampler and energy-counter thread),
   as ``accelbench generate --telemetry-isolation thread`` times it;
 - ``accelbench+monitor(process)``: the same monitor with its sources read in the sampler process
-  (``--telemetry-isolation process``, what ``auto`` picks for ``hf-generate``): issue 23 asks it to agree with
+  (``--telemetry-isolation process``, what ``auto`` picks for ``hf-generate``): it should agree with
   ``accelbench`` (and ``hand``) within +-2 %.
 
 Run: ``PYTHONPATH=src python3 benchmarks/llm_hf_overhead.py --arch llama-3.1-8b --out hf-overhead.json``

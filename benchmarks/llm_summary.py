@@ -1,37 +1,43 @@
-"""Markdown tables of the issue-23 GPU runs (BENCHMARKS.md section 11) from the stores in benchmarks/results
-(``llm.db.gz``, unpacked into a temporary folder; ``gunzip -k`` one to open it with ``accelbench``).
+"""Markdown tables of the first language-model study on both GPUs (docs/results.md, language models): each GPU's
+runs and the H200/H100 comparison with bootstrap CIs, from the exports in benchmarks/results/language-models
+(imported into temporary stores).
 
 Run: ``PYTHONPATH=src python3 benchmarks/llm_summary.py`` (prints markdown).
 """
 
 from __future__ import annotations
 
-import gzip
-import shutil
 import tempfile
 from pathlib import Path
 
 from accelbench.core.compare import compare_runs
 from accelbench.core.rundata import load_run
 from accelbench.store import Store
+from accelbench.store.imports import import_run
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "language-models"
+RUNS = ("8b-headline", "8b-int8-weight-only-int8pack", "8b-hf-generate", "1b-batch-sweep", "8b-batch-sweep")
 _TMP = Path(tempfile.mkdtemp(prefix="llm-summary-"))
 
 
-def _unpacked(name: str) -> Path:
-    out = _TMP / f"{name}.db"
-    with gzip.open(RESULTS / name / "llm.db.gz") as src, open(out, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return out
+def _store(gpu: str) -> Path:
+    """The GPU's runs of the study in a fresh store, in RUNS order: the ids 1 to 4 (each GPU has one of the int8 and
+    hf-generate runs)."""
+    db = _TMP / f"{gpu}.db"
+    store = Store(db)
+    for name in RUNS:
+        for ext in (".json", ".parquet"):
+            if (f := RESULTS / f"{gpu}-{name}{ext}").is_file():
+                import_run(store, f)
+    return db
 
 
-H100, H200 = _unpacked("llm-h100"), _unpacked("llm-h200")
+H100, H200 = _store("h100"), _store("h200")
 # (what, H100 run, H200 run)
 PAIRS = (
     ("8B headline: batch 1, prompt 128, 256 new tokens", 1, 1),
-    ("1B batch sweep: prompt 128, 32 new tokens", 3, 4),
-    ("8B study: prompt 128, 32 new tokens", 4, 5),
+    ("1B batch sweep: prompt 128, 32 new tokens", 3, 3),
+    ("8B study: prompt 128, 32 new tokens", 4, 4),
 )
 
 

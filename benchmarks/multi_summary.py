@@ -1,6 +1,6 @@
 """Markdown tables of a multi-GPU proof run (benchmarks/multi_gpu_proof.sh output folder).
 
-python benchmarks/multi_summary.py benchmarks/results/multi-h200x2
+python benchmarks/multi_summary.py OUT  # the $OUT folder of a multi_gpu_proof.sh call (it holds multi.db)
 """
 
 import json

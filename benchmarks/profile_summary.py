@@ -1,11 +1,11 @@
 """Assemble the committed GPU profile results from what the device calls brought back.
 
-    python benchmarks/profile_summary.py DB CSV_DIR [CSV_DIR...] --out benchmarks/results
+    python benchmarks/profile_summary.py DB CSV_DIR [CSV_DIR...] --out DIR
 
 Re-derives every ncu case from its raw CSV with the current code (accelbench.scenarios.profile.reprocess), then
 writes profile-h200-cases.csv (one row per case), profile-h200-families.csv, profile-h200-kernels.csv,
 profile-h200.json (env, ceilings, cases) and the charts (profile-charts/). Prints the markdown tables
-used in BENCHMARKS-profile.md.
+of docs/results.md (roofline profiling).
 """
 
 from __future__ import annotations

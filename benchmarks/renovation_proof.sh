@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 11 GPU proof on one GPU: the renovated layout measures what the old one measured.
+# Re-measurement on one GPU after a restructuring of the code: the new layout measures what the old one measured.
 #   hand      benchmarks/handloop.py (accelbench's run_case vs a hand loop, interleaved), ResNet-50 bs 256
 #   run       accelbench run: ResNet-50 bs 256, fp32 / amp-bf16, eager / compile / cudagraphs, telemetry
-#   train     accelbench train: ResNet-50 bs 256 amp-bf16 eager + compile (BENCHMARKS.md section 3)
-#   profile   accelbench profile: ResNet-50 bs 32 amp-bf16 inference under ncu (BENCHMARKS.md section 4)
+#   train     accelbench train: ResNet-50 bs 256 amp-bf16 eager + compile (docs/results.md, training)
+#   profile   accelbench profile: ResNet-50 bs 32 amp-bf16 inference under ncu (docs/results.md, roofline profiling)
 #   roofs     accelbench profile: ViT-B/16 bs 32 bf16 and fp8 (--ncu off), each placed under its own precision's roof
 #             (fp8 converts Linear layers: a convolutional model has no fp8 path on Hopper)
 #   pytest    pytest -m "gpu or ncu"

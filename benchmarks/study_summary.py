@@ -1,4 +1,4 @@
-"""Markdown tables of the issue 15 studies (benchmarks/gpu_study.sh), from the two stores.
+"""Markdown tables of the H100 vs H200 and CPU vs GPU studies (benchmarks/gpu_study.sh), from the two stores.
 
     python benchmarks/study_summary.py H100_STORE H200_STORE
 

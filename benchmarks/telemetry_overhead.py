@@ -4,7 +4,7 @@
     python benchmarks/telemetry_overhead.py host-loop --out results.json [--device cpu|cuda:0] [--reps 10]
     python benchmarks/telemetry_overhead.py capture --out tests/data/nvml_samples_h200.json
 
-host-loop (issue 23): a host-bound loop -- each step ``--layers`` tiny layers at batch 1 (a (1, 64) row through a
+host-loop: a host-bound loop -- each step ``--layers`` tiny layers at batch 1 (a (1, 64) row through a
 64x64 matmul, bias, GELU and a norm: ~5 operators each, all dispatched from Python, as Hugging Face ``generate``
 at batch 1) -- timed in windows of ``window_s`` with no monitor (``off``), the monitor's sampler as a thread of
 this process (``thread``) and in the sampler process (``process``), built and entered exactly as ``accelbench
@@ -12,7 +12,7 @@ generate`` does (:func:`accelbench.telemetry.monitor` at the default 100 ms, the
 the monitor is built, and the sampler process started, before the window). The three settings are interleaved
 in a rotating order in every repetition; per setting the JSON holds each window's ms per step and, against
 ``off`` in the same repetition, the ratio's median, min and max (overhead = median - 1). Runs unchanged on a GPU
-(NVML sources then: the energy watch's 1 ms polls are what issue 23 measured) and on a CPU (psutil, RAPL if
+(NVML sources then: the energy watch's 1 ms polls are the suspected cost) and on a CPU (psutil, RAPL if
 readable).
 
 overhead: ResNet-50 inference (random weights, real CIFAR-10 images resized to 224) in two

@@ -1,5 +1,5 @@
 """Export GPU training results (``accelbench train`` / ``input-pipeline`` stores, e.g. the ``train.db`` of
-``benchmarks/train_gpu.sh``) into ``benchmarks/results/``: JSON per run kind, a CSV of the step sweep,
+``benchmarks/train_gpu.sh``) into a folder: JSON per run kind, a CSV of the step sweep,
 markdown tables and the convergence plot.
 
 Usage: ``python benchmarks/train_export.py TAG SOURCE [SOURCE ...]``. A SOURCE is a store (``.db``) or

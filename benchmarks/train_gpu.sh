@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU proof of the training workloads (issue 4). Writes everything under $OUT (default ./train-out):
+# GPU proof of the training workloads. Writes everything under $OUT (default ./train-out):
 #   train.db (all runs), train-checkpoints/, conv.png, log lines on stdout.
 # STAGES: space-separated subset of "sweep compile extra converge loaderconv pipeline pytest" (default: all).
-# The GPU figures came from several calls (compile cases one batch size per command); see BENCHMARKS.md section 3.
+# The GPU figures came from several calls (compile cases one batch size per command); see docs/results.md (training).
 # SMOKE=1 shrinks every stage to seconds (a CPU dry run of the same commands).
 set -u
 OUT=${OUT:-./train-out}; mkdir -p "$OUT"

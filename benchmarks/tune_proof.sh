@@ -2,7 +2,7 @@
 # Issue 14 GPU proof: `accelbench tune` on ResNet-50 (run from the repository root with PYTHONPATH=src).
 #   1. --objective throughput (target >= 29,000 img/s on an H200): amp-bf16 compile (the default, the baseline),
 #      bf16 / fp16 weights, compile + Inductor freezing, reduce-overhead (CUDA graphs) + freezing, channels-last on,
-#      cuDNN benchmark on, batch bracketed up to 1024; budget $BUDGET s (the issue's 600 s does not fit one 10-minute
+#      cuDNN benchmark on, batch bracketed up to 1024; budget $BUDGET s (the 600 s of the target does not fit one 10-minute
 #      call: default 420).
 #   2. --objective latency at batch 1 (target p50 <= 0.6 ms): cudagraphs, reduce-overhead with freezing, compile +
 #      freezing, in bf16 / amp-bf16 / fp16.
@@ -36,8 +36,8 @@ if [ "${SMOKE:-0}" = 1 ]; then
   TRP="--precisions fp32,bf16 --modes eager --max-batch 16 --screen-time-s 0.1 --fused-optimizers ${TRAIN_FUSED:-on,off}"
 else
   M="-m resnet50 -n 1024 --channels-last --cudnn-benchmark"
-  # every configuration costs a compile per batch size tried (tens of seconds for ResNet-50): the space is what
-  # the issue names; widen it with PRECISIONS / MODES when the budget allows
+  # every configuration costs a compile per batch size tried (tens of seconds for ResNet-50): the space is the
+  # hand-found one's; widen it with PRECISIONS / MODES when the budget allows
   TP="--precisions ${PRECISIONS:-amp-bf16,bf16} --modes ${MODES:-compile,compile-freeze,reduce-overhead-freeze} --max-batch 1024"
   LP="--precisions ${LAT_PRECISIONS:-bf16,amp-bf16,fp16} --modes ${LAT_MODES:-cudagraphs,reduce-overhead-freeze,compile-freeze} -b 1"
   REP="-p bf16 --modes compile-freeze -b 512 --repeats 5 --min-time-s 2"
