@@ -154,33 +154,5 @@ def test_a_failing_rank_notes_the_row_and_stops_the_job(tmp_path):
     assert (noted["oom"], noted["error"], noted["key"]) == (True, one["error"], case.key)
 
 
-@pytest.mark.slow
-def test_run_gpus2_rows_store_the_cudnn_setting_and_backend_columns(tmp_path):
-    """Under ``--gpus`` every row stored ``cudnn_benchmark`` None: the worker ran a case through its own path."""
-    db = tmp_path / "g.db"
-    cli(
-        "run",
-        "--gpus",
-        "2",
-        "--model",
-        "helpers:tiny_conv_net",
-        "-b",
-        "4",
-        "-n",
-        "8",
-        "--modes",
-        "compile-freeze",
-        "--no-cudnn-benchmark",
-        "--idle-s",
-        "0",
-        "--db",
-        str(db),
-        *FAST,
-    )
-    rows = Store(db).cases().to_dict("records")
-    ranks = [r for r in rows if r["aggregate"] == 0]
-    assert len(ranks) == 2 and len(rows) == 3
-    for r in ranks:
-        assert (r["status"], r["cudnn_benchmark"], r["compile_mode"], r["freezing"]) == (OK, 0, "default", 1)
-    (agg,) = [r for r in rows if r["aggregate"] == 1]
-    assert agg["cudnn_benchmark"] == 0
+# test_run_gpus2_rows_store_the_cudnn_setting_and_backend_columns (the rows a --gpus 2 run stores) is in
+# test_distributed.py, where it reads a launch shared with the aggregate-row test instead of starting its own.
