@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from accelbench.core.config import pick, put
 
-INFERENCE, TRAIN = "inference", "train"  # the workloads of today's scenarios (issue 23 adds "generate")
+if TYPE_CHECKING:
+    import torch
+
+    # what a backend builds: ``forward(x) -> logits``
+    Forward = Callable[[torch.Tensor], Any]
+
+INFERENCE, TRAIN = "inference", "train"  # the image scenarios' workloads; a later scenario names its own
 
 
 class Backend:
@@ -38,7 +45,7 @@ class Backend:
             ``telemetry_isolation = "auto"`` its cases sample from a sampler process
             (:func:`accelbench.telemetry.isolation_for`). False for image backends, eager included: a forward is a
             few hundred operators of C++ work each, and the thread sampler measured no slowdown of ResNet-50 at
-            batch 1 on an H200 (``benchmarks/results/telemetry_overhead_h200.json``); ``--telemetry-isolation
+            batch 1 on an H200 (``benchmarks/results/telemetry-energy/overhead-h200.json``); ``--telemetry-isolation
             process`` isolates any case.
         requires: pip packages it imports (checked before a run: :mod:`accelbench.sweep.requirements`).
         torch_quantizer: it quantizes through :meth:`quantize`'s default (PT2E int8, torchao fp8).
@@ -67,7 +74,7 @@ class Backend:
         """A training step can run through it (it serves the ``train`` workload)."""
         return TRAIN in self.workloads
 
-    def unsupported_reason(self, device, workload: str = INFERENCE) -> str | None:
+    def unsupported_reason(self, device: torch.device, workload: str = INFERENCE) -> str | None:
         """Why this backend cannot run a ``workload`` case on ``device`` (a torch.device), or None."""
         if workload not in self.workloads:
             what = "is not a training mode" if workload == TRAIN else f"does not run {workload} cases"
@@ -82,9 +89,9 @@ class Backend:
         """It can run on a device of this type (``cpu``, ``cuda``)."""
         return device_type == "cuda" or not self.needs_cuda
 
-    def build(self, module, example, device) -> tuple[Callable, float | None]:
-        """Wrap ``module`` and run it once on ``example`` (a batch on ``device``), inside the precision's
-        context (autocast must be active while tracing or capturing).
+    def build(self, module: Any, example: torch.Tensor, device: torch.device) -> tuple[Forward, float | None]:
+        """Wrap ``module`` (a ``torch.nn.Module``, or what :meth:`quantize` returned) and run it once on ``example``
+        (a batch on ``device``), inside the precision's context (autocast must be active while tracing or capturing).
 
         Returns:
             ``(forward, compile_s)``: ``forward(x) -> logits`` and the first call's wall seconds (tracing,
@@ -97,10 +104,12 @@ class Backend:
         sync(device)
         return fn, time.perf_counter() - t0
 
-    def _build(self, module, example, device) -> Callable:
+    def _build(self, module: Any, example: torch.Tensor, device: torch.device) -> Forward:
         raise NotImplementedError
 
-    def build_sizes(self, module, examples: list, device) -> tuple[dict[int, Callable], float]:
+    def build_sizes(
+        self, module: Any, examples: list[torch.Tensor], device: torch.device
+    ) -> tuple[dict[int, Forward], float]:
         """Forwards for batches of several sizes (``examples``: one batch per size, smallest first).
 
         Returns:
@@ -116,8 +125,14 @@ class Backend:
         return fns, time.perf_counter() - t0
 
     def quantize(
-        self, module, scheme: str, calibration: list, example, device, granularity: str | None = None
-    ) -> tuple[object, dict]:
+        self,
+        module: torch.nn.Module,
+        scheme: str,
+        calibration: list[torch.Tensor],
+        example: torch.Tensor,
+        device: torch.device,
+        granularity: str | None = None,
+    ) -> tuple[object, dict[str, Any]]:
         """Quantize ``module`` for this backend (default: int8 through PT2E, :func:`accelbench.quant.pt2e.quantize`;
         fp8 through torchao, :func:`accelbench.quant.fp8.quantize`).
 
@@ -143,16 +158,16 @@ class Backend:
     # what runs an int8 PT2E module: eager runs its quantize/dequantize reference ops in fp32
     quant_kernels = "simulated: PT2E reference quantize/dequantize around fp32 ops (eager)"
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         """The execution options this backend stands for, as row columns: ``compile_mode`` (a
         ``torch.compile`` mode; None when nothing compiles) and ``freezing`` (Inductor freezing)."""
         return {"compile_mode": None, "freezing": False}
 
-    def columns(self, forward) -> dict:
+    def columns(self, forward: Forward) -> dict[str, Any]:
         """Columns the built ``forward`` adds to its row (an execution provider, say); none by default."""
         return {}
 
-    def wrap_training(self, model):
+    def wrap_training(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model a training step calls (compiled lazily on the first step), or the model itself.
 
         Raises:
@@ -200,7 +215,7 @@ def reference() -> str:
     raise LookupError("no backend calls the module as it is")
 
 
-def adopt(name: str, obj) -> None:
+def adopt(name: str, obj: object) -> None:
     """Register what an ``accelbench.backends`` entry point names: a :class:`Backend` subclass or instance."""
     from accelbench.core.plugins import instance
 

@@ -20,7 +20,12 @@ i.e. not views or in-place results of their input, X = input bytes):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
 
 # aten ops that move, view or create data without arithmetic: not "uncounted arithmetic".
 _DATA_OPS = frozenset(
@@ -134,12 +139,28 @@ def min_bytes(step: str, param_bytes: int, input_bytes: int, activation_bytes: i
     raise ValueError(f"unknown step {step!r}")
 
 
+class CountedWork(Protocol):
+    """What :func:`count` reads of a built step (:class:`accelbench.scenarios.profile.step.Workload` is one)."""
+
+    @property
+    def module(self) -> torch.nn.Module: ...  # the plain module; its leaf modules' outputs are the activations
+
+    @property
+    def x(self) -> torch.Tensor: ...  # the input batch
+
+    @property
+    def forward(self) -> Callable[[], Any]: ...  # one forward pass of the plain module
+
+    @property
+    def eager(self) -> Callable[[], Any]: ...  # one whole step of the plain module
+
+
 def _op_logger(registry):
     """A dispatch mode counting every aten op call, and the FLOPs of each counted call in order."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpLog(TorchDispatchMode):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.calls: Counter = Counter()
             self.ordered: list[tuple[str, float]] = []
@@ -188,7 +209,7 @@ def _activation_hooks(module):
     return total, handles
 
 
-def count_flops(fn) -> tuple[float, dict[str, float], dict[str, int], tuple[tuple[str, float], ...]]:
+def count_flops(fn: Callable[[], Any]) -> tuple[float, dict[str, float], dict[str, int], tuple[tuple[str, float], ...]]:
     """Run ``fn()`` once under FlopCounterMode.
 
     Returns:
@@ -206,8 +227,10 @@ def count_flops(fn) -> tuple[float, dict[str, float], dict[str, int], tuple[tupl
     return float(fc.get_total_flops()), by_op, uncounted, tuple(log.ordered)
 
 
-def count(work, step: str) -> AnalyticCounts:
+def count(work: CountedWork, step: str) -> AnalyticCounts:
     """Analytic counts for a built workload (:class:`accelbench.scenarios.profile.step.Workload`).
+
+    ``step``: ``train`` counts a whole training step (``work.eager``) as well, anything else the forward only.
 
     The eager module is run: once forward-only, and for a training step once more as a whole step.
     """

@@ -171,7 +171,7 @@ def min_samples_for_quantile_ci(p: float, level: float = LEVEL) -> int:
     return n
 
 
-def quantile_ci(values: Sequence[float], p: float, level: float = LEVEL) -> tuple[float, float] | None:
+def quantile_ci(values: Sequence[float] | np.ndarray, p: float, level: float = LEVEL) -> tuple[float, float] | None:
     """The distribution-free interval ``(X_(j), X_(k))`` of the ``p`` quantile of ``values``
     (``scipy.stats.quantile_test(...).confidence_interval``, two-sided; module docstring), or None when
     there are too few values for either bound (:func:`min_samples_for_quantile_ci`)."""
@@ -193,7 +193,7 @@ def min_attainable_p(n_a: int, n_b: int) -> float:
     return min(1.0, 2 / comb(n_a + n_b, n_a))
 
 
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value (``scipy.stats.mannwhitneyu``, exact where scipy can be)."""
     from scipy.stats import mannwhitneyu
 
@@ -260,6 +260,7 @@ def window_columns(
         latency_ms=tuple(np.asarray(x, dtype=float) for x in lat),
     )
     boot = window_bootstrap(win, level=level)
+    assert boot is not None  # two windows or more
     pooled = [v for x in lat for v in x]
     p99 = quantile_ci(pooled, 0.99, level)
     cols: dict[str, object] = {

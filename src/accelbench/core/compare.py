@@ -37,7 +37,7 @@ from accelbench.core.ci import (
     min_attainable_p,
     percentile_interval,
 )
-from accelbench.core.rundata import Measured, latency_prefix
+from accelbench.core.rundata import Measured, RunData, latency_prefix
 from accelbench.core.validity import VALID
 
 MARGIN = 0.02
@@ -200,6 +200,7 @@ def ttft_replicates(ttft_ms: tuple[float, ...], *, n_boot: int = N_BOOT, seed: i
 
 def _window_values(m: Measured, metric: Metric, column: str) -> np.ndarray:
     w = m.windows
+    assert w is not None  # only a case with windows has replicates
     if metric.rep == "ttft_p50":
         return np.asarray(m.ttft_ms, dtype=float)
     if metric.rep == "throughput":
@@ -212,6 +213,7 @@ def _window_values(m: Measured, metric: Metric, column: str) -> np.ndarray:
 def _replicates(m: Measured, metric: Metric, column: str, reps: dict[str, np.ndarray]) -> np.ndarray:
     if metric.rep is not None:
         return reps[metric.rep]
+    assert m.windows is not None  # only a case with windows has replicates
     return m.record[column] * m.windows.throughput() / reps["throughput"]
 
 
@@ -238,6 +240,7 @@ def compare_metric(
         return res
     ratios = _replicates(b, metric, col_b, reps_b) / _replicates(a, metric, col_a, reps_a)
     res.ci_low, res.ci_high = percentile_interval(ratios)
+    assert a.windows is not None and b.windows is not None  # both have replicates
     n_a, n_b = a.windows.n, b.windows.n
     min_p = min_attainable_p(n_a, n_b)
     if min_p < alpha:
@@ -296,7 +299,7 @@ def compare_case(
     reps_a = hierarchical_replicates(a.windows, n_boot=n_boot, seed=seed) if a.windows else None
     reps_b = hierarchical_replicates(b.windows, n_boot=n_boot, seed=seed + 1) if b.windows else None
     generation = a.ttft_ms is not None and b.ttft_ms is not None
-    if generation and reps_a is not None and reps_b is not None:
+    if a.ttft_ms is not None and b.ttft_ms is not None and reps_a is not None and reps_b is not None:
         reps_a["ttft_p50"] = ttft_replicates(a.ttft_ms, n_boot=n_boot, seed=seed + 2)
         reps_b["ttft_p50"] = ttft_replicates(b.ttft_ms, n_boot=n_boot, seed=seed + 3)
     out = CaseComparison(
@@ -369,8 +372,8 @@ class Comparison:
 
 
 def compare_runs(
-    a,
-    b,
+    a: RunData,
+    b: RunData,
     *,
     margin: float = MARGIN,
     alpha: float = ALPHA,
@@ -381,7 +384,7 @@ def compare_runs(
     """Match the cases of two :class:`accelbench.core.rundata.RunData` by :func:`match_key` (less ``ignore``)
     and compare every pair (:func:`compare_case`). A key seen twice on one side keeps its first case."""
 
-    def index(run) -> dict[tuple, Measured]:
+    def index(run: RunData) -> dict[tuple, Measured]:
         out: dict[tuple, Measured] = {}
         for m in run.cases:
             out.setdefault(match_key(m.record, ignore), m)

@@ -8,10 +8,13 @@ what is allowed. Pure code: no torch import.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from accelbench.core.errors import ConfigError, SettingsNote
+
+T = TypeVar("T")
 
 LIST_FIELDS = {
     "models": str,
@@ -146,7 +149,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[no-redef]  # the same API
     try:
         with open(path, "rb") as fh:
             raw = tomllib.load(fh)
@@ -172,7 +175,7 @@ def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
     return raw[name]
 
 
-def put(table: dict, name: str, entry: Any, field: str):
+def put(table: dict[str, T], name: str, entry: T, field: str) -> T:
     """Add ``entry`` to the registry ``table`` under ``name``; returns ``entry``.
 
     Raises:
@@ -184,7 +187,7 @@ def put(table: dict, name: str, entry: Any, field: str):
     return entry
 
 
-def pick(table: dict, name: Any, field: str):
+def pick(table: Mapping[str, T], name: Any, field: str) -> T:
     """``table[name]``, the entry of a registry (precisions, backends, scenarios).
 
     Raises:

@@ -4,13 +4,18 @@ context, cuDNN's autotuning set for a case, the CPU's model name."""
 from __future__ import annotations
 
 import platform
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from accelbench.core.errors import ConfigError
 
+if TYPE_CHECKING:
+    import torch
 
-def resolve_device(name: str):
+
+def resolve_device(name: str) -> torch.device:
     """``auto`` -> ``cuda:<current>`` when a GPU is visible else ``cpu``; validate explicit choices.
 
     Raises:
@@ -35,7 +40,7 @@ def resolve_device(name: str):
     return dev
 
 
-def sync_if_context(device) -> bool:
+def sync_if_context(device: torch.device) -> bool:
     """Wait for this process's queued work on ``device`` without ever creating a CUDA context.
 
     A process that never ran work on the GPU (the torchrun launcher's parent, which measures idle power
@@ -71,7 +76,7 @@ def cpu_model() -> str:
 
 
 @contextmanager
-def cudnn_benchmark(value: bool | None):
+def cudnn_benchmark(value: bool | None) -> Iterator[bool]:
     """``torch.backends.cudnn.benchmark`` set to ``value`` for a case (None: left as it is), restored after;
     yields the value in force (cuDNN times its convolution algorithms per shape and keeps the fastest:
     PyTorch docs, "torch.backends.cudnn.benchmark")."""

@@ -12,7 +12,10 @@ Exit codes (the same for every command, with or without ``--gpus``; README "Exit
 | 130 | interrupted (Ctrl-C, SIGTERM): finished cases are stored and ``--resume`` continues the run |
 """
 
+from __future__ import annotations
+
 import re
+from collections.abc import Iterable
 
 EXIT_OK = 0
 EXIT_CASE_ERRORS = 1
@@ -35,7 +38,7 @@ class AccelbenchError(Exception):
     exit_code = EXIT_USAGE
 
 
-def did_you_mean(value: object, choices) -> str:
+def did_you_mean(value: object, choices: Iterable[object]) -> str:
     """`` (did you mean 'x'?)`` for the choices closest to a mistyped ``value`` (case-insensitive similarity of
     :class:`difflib.SequenceMatcher`, at least 0.6 and within 0.05 of the closest; up to three), or ``""``."""
     import difflib
@@ -131,7 +134,7 @@ class Unsupported(Exception):
         self.reason, self.columns = reason, dict(columns or {})
 
 
-def exit_code(statuses, interrupted: bool = False) -> int:
+def exit_code(statuses: Iterable[str | None], interrupted: bool = False) -> int:
     """The exit code of a command whose cases ended with ``statuses`` (see the module table).
 
     Args:
@@ -171,10 +174,11 @@ def is_oom(exc: BaseException) -> bool:
     import torch
 
     oom_type = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, (oom_type, MemoryError)) or any(t in str(exc).lower() for t in _OOM_TEXT):
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, (oom_type, MemoryError)) or any(t in str(link).lower() for t in _OOM_TEXT):
             return True
-        exc = exc.__cause__ or exc.__context__
+        link = link.__cause__ or link.__context__
     return False

@@ -15,6 +15,7 @@ for a generate case, decode tokens per second; a generate case also its time per
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,7 @@ def parse_filter(text: str) -> dict[str, str]:
     return out
 
 
-def matches(key: tuple, filters: list[dict[str, str]]) -> bool:
+def matches(key: tuple, filters: Sequence[dict[str, str]]) -> bool:
     """The case key matches one of ``filters`` (every field of it, compared as text; no filter: every case)."""
     d = {f: "" if v is None else str(v) for f, v in key}
     return not filters or any(all(d.get(f) == v for f, v in flt.items()) for flt in filters)
@@ -103,7 +104,7 @@ def _point(run: RunData, m: Measured, metric: tuple[str, str, str], column: str,
 
 
 def history(
-    runs: list[RunData], filters: list[dict[str, str]] = (), *, margin: float = MARGIN, n_boot: int = N_BOOT
+    runs: list[RunData], filters: Sequence[dict[str, str]] = (), *, margin: float = MARGIN, n_boot: int = N_BOOT
 ) -> list[Series]:
     """The series of every case of ``runs`` that matches ``filters`` (:func:`matches`), runs sorted by start time
     (then id); a run without the case leaves no point, and the next step is judged against the last point before.

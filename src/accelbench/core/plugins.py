@@ -29,10 +29,12 @@ import importlib
 import pkgutil
 import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from accelbench.core.errors import PluginWarning, one_line
 
+T = TypeVar("T")
 GROUPS = ("accelbench.backends", "accelbench.precisions", "accelbench.models", "accelbench.scenarios")
 _loaded: set[str] = set()
 _pending: list[tuple[str, Callable]] = []  # the group loading now first, then those asked for meanwhile
@@ -50,7 +52,7 @@ def _warn(what: str, exc: BaseException) -> None:
     warnings.warn(PluginWarning(f"{what} not loaded: {one_line(exc)}"), stacklevel=3)
 
 
-def instance(obj, cls: type):
+def instance(obj: object, cls: type[T]) -> T:
     """``obj`` as an instance of ``cls`` (an entry point may name the class or an instance).
 
     Raises:
@@ -101,7 +103,7 @@ def _load(group: str, adopt: Callable[[str, object], None]) -> list[str]:
     return done
 
 
-def import_drop_ins(package: str, path) -> list[str]:
+def import_drop_ins(package: str, path: Iterable[str]) -> list[str]:
     """Import every module of ``package`` (its ``__path__``) not imported yet: a file dropped into a registry's
     folder registers itself as the built-in files do, with no other edit. A module that fails to import is one
     :class:`PluginWarning` naming it.

@@ -12,7 +12,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Recording(Protocol):
+    """A telemetry monitor as a case row reads it (:class:`accelbench.telemetry.monitor.Monitor` is one)."""
+
+    def record(self) -> dict[str, Any]: ...
 
 
 class Rank:
@@ -29,7 +38,7 @@ class Rank:
     comm_share = False
     global_batch = False
 
-    def __init__(self, device):
+    def __init__(self, device: torch.device) -> None:
         self.device = device
         self.rank, self.world = 0, 1
 
@@ -37,7 +46,7 @@ class Rank:
         """Samples per rank per step: ``batch_size`` (weak scaling) or ``batch_size / world`` (global batch)."""
         return batch_size // self.world if self.global_batch else batch_size
 
-    def shard(self, x, labels):
+    def shard(self, x: torch.Tensor, labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """This rank's share of ``x`` (and ``labels``): every ``world``-th sample from ``rank`` on."""
         return x, labels
 
@@ -53,7 +62,7 @@ class Rank:
     def barrier(self) -> None:
         self.sync()
 
-    def wrap(self, module):
+    def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
         """The module a training step calls: DistributedDataParallel under torchrun, itself here."""
         return module
 
@@ -88,13 +97,13 @@ class Rank:
         return result, clocks
 
 
-def add_telemetry(rec: dict[str, Any], mon, device) -> None:
+def add_telemetry(rec: dict[str, Any], mon: Recording, device: torch.device) -> None:
     """Add the monitor's columns and the memory columns to a case record (a torchrun launcher combines the
     ranks' columns by their declared rules: :func:`accelbench.core.columns.combine`)."""
     rec.update(mon.record(), **memory_fields(device))
 
 
-def memory_fields(device) -> dict[str, Any]:
+def memory_fields(device: torch.device) -> dict[str, Any]:
     """Peak allocator memory on a GPU; the process RSS on a CPU (torch keeps no CPU allocator statistics)."""
     import torch
 

@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from accelbench.core.ci import Windows
 from accelbench.core.errors import OK
 
 LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms", "tpot": "itl_ms"}
 DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
+
+
+class RunStore(Protocol):
+    """The part of the store a run is read through (:class:`accelbench.store.Store` is one)."""
+
+    def run(self, run_id: int | None = None) -> dict[str, Any]: ...
+
+    def records(self, run_id: int | None = None, workload: str | None = None) -> list[dict[str, Any]]: ...
+
+    def series(self, case_id: int, name: str) -> list[float]: ...
 
 
 def is_detail(r: dict) -> bool:
@@ -54,7 +64,7 @@ def latency_prefix(rec: dict[str, Any]) -> str:
     return "step_time" if rec.get("step_time_p50_ms") is not None else "latency"
 
 
-def _generation_windows(store, rec: dict[str, Any], itl: list[float]) -> Windows | None:
+def _generation_windows(store: RunStore, rec: dict[str, Any], itl: list[float]) -> Windows | None:
     """A generate case's windows: one a timed generation, its decode steps (wall: the sum of its inter-token
     latencies; samples: batch x decode steps), so a window's throughput is its decode tokens/s."""
     means = store.series(rec["case_id"], "tpot_window_ms")
@@ -67,7 +77,7 @@ def _generation_windows(store, rec: dict[str, Any], itl: list[float]) -> Windows
         return None
 
 
-def windows_of(store, rec: dict[str, Any]) -> Windows | None:
+def windows_of(store: RunStore, rec: dict[str, Any]) -> Windows | None:
     """The stored windows of one case row, or None without per-batch latencies."""
     lat = store.series(rec["case_id"], LATENCY_SERIES[latency_prefix(rec)])
     if not lat:
@@ -92,7 +102,7 @@ def measured(rec: dict[str, Any]) -> bool:
     return rec.get("status") == OK and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
 
 
-def load_run(store, run_id: int, label: str | None = None) -> RunData:
+def load_run(store: RunStore, run_id: int, label: str | None = None) -> RunData:
     """Run ``run_id`` of ``store`` with its measured cases and their windows.
 
     Raises:

@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from accelbench.core.config import (
     LIST_FIELDS,
@@ -194,7 +194,29 @@ def validate(spec: Spec) -> None:
 SHARED = tuple(f.name for f in dataclasses.fields(Spec) if f.name not in ("scenario", "settings"))
 
 
-def merge(scenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str, Any]:
+class SpecScenario(Protocol):
+    """What building a spec or a case asks of its scenario (:class:`accelbench.scenarios.Scenario` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def settings_type(self) -> type[Settings]: ...
+
+    @property
+    def extras_type(self) -> type[Extras]: ...
+
+    @property
+    def rejects(self) -> tuple[str, ...]: ...  # shared fields the scenario does not take
+
+    def defaults(self, cuda: bool) -> dict[str, Any]: ...
+
+    def normalize(self, merged: dict[str, Any]) -> dict[str, Any]: ...
+
+    def validate(self, spec: Spec) -> None: ...
+
+
+def merge(scenario: SpecScenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str, Any]:
     """The scenario's defaults for the device kind, then each layer (later wins; ``None`` is skipped).
 
     Keys are the shared fields (but those the scenario ``rejects``: they would silently do nothing), the
@@ -227,7 +249,7 @@ def merge(scenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str,
     return merged
 
 
-def build_spec(scenario, *layers: dict[str, Any], cuda: bool) -> Spec:
+def build_spec(scenario: SpecScenario, *layers: dict[str, Any], cuda: bool) -> Spec:
     """Merge the scenario's defaults and ``layers`` into a validated :class:`Spec`.
 
     Args:
@@ -241,14 +263,14 @@ def build_spec(scenario, *layers: dict[str, Any], cuda: bool) -> Spec:
     return spec_from_dict(scenario, merged)
 
 
-def spec_from_dict(scenario, doc: dict[str, Any]) -> Spec:
+def spec_from_dict(scenario: SpecScenario, doc: dict[str, Any]) -> Spec:
     """Rebuild a :class:`Spec` from :meth:`Spec.to_dict` (lists become tuples).
 
     Raises:
         ConfigError: a field of the wrong type or out of range.
     """
     names = {f.name for f in dataclasses.fields(scenario.settings_type)}
-    shared = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in SHARED}
+    shared: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in SHARED}
     own = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in names}
     check_types(scenario.settings_type, own)
     try:
@@ -314,7 +336,7 @@ class Case:
         return dataclasses.replace(self, **changes)
 
 
-def case_from_dict(scenario, doc: dict[str, Any]) -> Case:
+def case_from_dict(scenario: SpecScenario, doc: dict[str, Any]) -> Case:
     """Rebuild a :class:`Case` from :meth:`Case.to_dict` (a torchrun job, an ncu target)."""
     extras = scenario.extras_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc["extras"].items()})
     fields = {k: v for k, v in doc.items() if k not in ("extras", "key")}

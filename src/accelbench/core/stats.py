@@ -10,8 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 SPREAD_WARN = 0.05  # IQR/median above this gets a warning (the brief's 5 %)
 _QUANTILES = (25, 50, 75, 90, 99)
@@ -71,7 +75,7 @@ def stat_columns(st: LatencyStats, prefix: str = "latency") -> dict[str, float |
     return cols
 
 
-def topk_correct(logits, labels, ks: tuple[int, ...] = (1, 5)) -> dict[int, int]:
+def topk_correct(logits: torch.Tensor, labels: torch.Tensor, ks: tuple[int, ...] = (1, 5)) -> dict[int, int]:
     """Count samples whose label is among the top-k logits, for each k (k capped at the class count).
 
     Args:

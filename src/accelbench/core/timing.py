@@ -13,10 +13,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 
-def sync(device) -> None:
+def sync(device: torch.device) -> None:
     """Wait for ``device``'s queued work (a no-op on a CPU)."""
     import torch
 
@@ -24,7 +27,9 @@ def sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_steps(step: Callable[[Any], Any], items: Sequence, n_steps: int, device) -> tuple[list[float], float]:
+def time_steps(
+    step: Callable[[Any], Any], items: Sequence, n_steps: int, device: torch.device
+) -> tuple[list[float], float]:
     """Run ``step(items[k % len(items)])`` for k = 0..``n_steps``-1 (cycling through ``items``) and time each call.
 
     Returns:
@@ -55,20 +60,22 @@ def time_steps(step: Callable[[Any], Any], items: Sequence, n_steps: int, device
     return lat, (time.perf_counter_ns() - t0) / 1e9
 
 
-def time_passes(step: Callable[[Any], Any], items: Sequence, n_passes: int, device) -> tuple[list[float], float]:
+def time_passes(
+    step: Callable[[Any], Any], items: Sequence, n_passes: int, device: torch.device
+) -> tuple[list[float], float]:
     """:func:`time_steps` over ``n_passes`` whole passes of ``items``: ``(latencies_ms, wall_s)``."""
     return time_steps(step, items, n_passes * len(items), device)
 
 
 def time_windows(
-    step: Callable[[Any], Any], items: Sequence, n_steps: int, device, repeats: int = 1
+    step: Callable[[Any], Any], items: Sequence, n_steps: int, device: torch.device, repeats: int = 1
 ) -> list[tuple[list[float], float]]:
     """``repeats`` timed windows of :func:`time_steps` (``n_steps`` each), one after another:
     ``[(latencies_ms, wall_s), ...]``."""
     return [time_steps(step, items, n_steps, device) for _ in range(repeats)]
 
 
-def warm_up(step: Callable[[Any], Any], items: Sequence, n: int, device) -> float:
+def warm_up(step: Callable[[Any], Any], items: Sequence, n: int, device: torch.device) -> float:
     """Run ``n`` untimed steps; returns the seconds one took on average (0 when ``n`` is 0)."""
     t0 = time.perf_counter()
     for i in range(n):
@@ -96,7 +103,7 @@ class Marks:
     also under CUDA graph replay), ``time.perf_counter_ns`` on a CPU (whose ops run synchronously).
     """
 
-    def __init__(self, device):
+    def __init__(self, device: torch.device) -> None:
         self.device = device
         self._marks: list = []
 

@@ -3,11 +3,48 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
-from accelbench.core.spec import Extras, Settings, grid
+from accelbench.core.spec import Case, Extras, Settings, Spec, grid
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.core.rank import Rank
+    from accelbench.store import Store
+    from accelbench.telemetry import Monitor, ProcessMonitor
+
+# A measurement: the case's row (column -> value) and its raw series (series name -> samples, e.g. ``latency_ms``).
+Measurement = tuple[dict[str, Any], dict[str, list[float]]]
+
+
+class CaseSink(Protocol):
+    """What a scenario's :meth:`Scenario.measure` can do besides returning its row: store a detail row now (an
+    epoch, a message size, a Server search probe). The inline launcher's sink (one process, rows stored at once:
+    :class:`accelbench.launchers.inline.RowSink`) also resumes a case that stopped mid-way (:class:`ResumingSink`);
+    a torchrun rank's (:class:`accelbench.launchers.torchrun.worker.RankSink`) hands the rows on with the case."""
+
+    @property
+    def run_id(self) -> int | None: ...  # the run the rows go to (None on a torchrun rank)
+
+    @property
+    def resumed(self) -> bool: ...  # the run was reopened by ``--resume``
+
+    def add(self, rec: dict[str, Any], series: dict[str, list[float]] | None = None, derived: Any = None) -> Any: ...
+
+
+class ResumingSink(CaseSink, Protocol):
+    """A sink of a reopened run: a case continues where an earlier call stopped (a convergence run's epochs)."""
+
+    def delete(self, keys: list[str]) -> int: ...  # drop stored rows that will be measured again
+
+    def done_keys(self) -> set[str]: ...
+
+    def note(self, text: str) -> None: ...  # a one-line note for the user
+
+    def continued(self, batch_size: int, done: int) -> None: ...  # ``done`` units (epochs) stored before
 
 
 class Scenario:
@@ -38,8 +75,8 @@ class Scenario:
     dist_kind: str | None = None
     workload = ""
     dist_workload: str | None = None
-    settings_type: type = Settings
-    extras_type: type = Extras
+    settings_type: type[Settings] = Settings
+    extras_type: type[Extras] = Extras
     aliases: dict[str, str] = {}
     rejects: tuple[str, ...] = ()
     derived_keys: dict[str, Any] = {}
@@ -64,7 +101,7 @@ class Scenario:
         """Adjust merged fields before the spec is built (e.g. one value where the scenario takes one)."""
         return merged
 
-    def validate(self, spec) -> None:
+    def validate(self, spec: Spec) -> None:
         """Scenario rules beyond the shared types: models, batch sizes, allowed precisions and backends.
 
         Raises:
@@ -83,15 +120,15 @@ class Scenario:
             check_choices("precision", spec.precisions, precisions.names())
             check_choices("mode", spec.modes, backends.names())
 
-    def extras(self, spec) -> Extras:
+    def extras(self, spec: Spec) -> Extras:
         """The per-case fields every case of ``spec`` gets."""
         return self.extras_type()
 
-    def cases(self, spec, device: str) -> list:
+    def cases(self, spec: Spec, device: str) -> list[Case]:
         """The cases of ``spec`` on ``device`` (default: the model x precision x mode x batch size grid)."""
         return grid(spec, device, self.extras(spec))
 
-    def check(self, spec) -> None:
+    def check(self, spec: Spec) -> None:
         """Before a run is opened: the models resolve (without being built) and the data is readable.
 
         Raises:
@@ -104,10 +141,12 @@ class Scenario:
             check_model(name)
         check_data(spec.data, spec.skip_bad_images)
 
-    def unsupported_reason(self, case, device) -> str | None:
+    def unsupported_reason(self, case: Case, device: torch.device) -> str | None:
         """Why ``case`` cannot run on ``device``: its precision's or its backend's reason, or None."""
         from accelbench import backends, precisions
 
+        if case.precision is None or case.mode is None:  # a case without a model: its scenario's own rules
+            return None
         return (
             quant_reason(self, case.precision, self.training)
             or precisions.unsupported_reason(case.precision, device, self.training)
@@ -115,21 +154,22 @@ class Scenario:
         )
 
     # running ---------------------------------------------------------------------------------------
-    def cudnn_benchmark(self, case, spec) -> bool | None:
+    def cudnn_benchmark(self, case: Case, spec: Spec) -> bool | None:
         """``torch.backends.cudnn.benchmark`` for ``case`` (None: left as torch has it, off): the spec's
         ``cudnn_benchmark`` when set, else :attr:`cudnn_benchmark_default`. The case runner
         (:func:`accelbench.launchers.case.run_case`) sets it around the measurement and stores the value in force."""
         return spec.cudnn_benchmark if spec.cudnn_benchmark is not None else self.cudnn_benchmark_default
 
-    def prepare(self, spec, device, store) -> Any:
-        """Per-sweep state handed to every case (default: the images, decoded once, here and now)."""
+    def prepare(self, spec: Spec, device: torch.device, store: Store | None) -> Any:
+        """Per-sweep state handed to every case as ``measure``'s ``state`` (default: the images, decoded once, here
+        and now). ``store``: the run's store (None on a torchrun rank)."""
         from accelbench.data.batches import Inputs
 
         inputs = Inputs.for_spec(spec, device)
         inputs.raw_images()
         return inputs
 
-    def base_record(self, case, device) -> dict[str, Any]:
+    def base_record(self, case: Case, device: torch.device) -> dict[str, Any]:
         """The identity columns of a case's row."""
         import dataclasses
 
@@ -153,22 +193,30 @@ class Scenario:
             rec.update(backends.get(case.mode).options())  # compile_mode, freezing
         return rec
 
-    def measure(self, case, spec, state, rank, sink) -> tuple[dict[str, Any], dict[str, list]]:
-        """Measure one case; return ``(record, raw series)``. Raise on failure (the loop makes it a row)."""
+    def measure(self, case: Case, spec: Spec, state: Any, rank: Rank, sink: CaseSink) -> Measurement:
+        """Measure one case; return ``(record, raw series)``. Raise on failure (the case runner makes it a row).
+
+        Args:
+            case: the case (one of :meth:`cases`); spec: the sweep's spec.
+            state: what :meth:`prepare` returned, once per sweep (per rank under torchrun).
+            rank: where it runs: one process (:class:`accelbench.core.rank.Rank`) or a torchrun rank (its subclass
+                :class:`accelbench.launchers.torchrun.context.RankContext`).
+            sink: where detail rows go as they happen (:class:`CaseSink`).
+        """
         raise NotImplementedError
 
-    def oom_group(self, case) -> tuple | None:
+    def oom_group(self, case: Case) -> tuple[Any, ...] | None:
         """Cases that share an OOM boundary (larger batch sizes are skipped after an OOM), or None."""
         return (case.model, case.precision, case.mode, case.channels_last)
 
-    def after_store(self, store, case_id: int, rec: dict[str, Any], extra: dict[str, Any]) -> None:
+    def after_store(self, store: Store, case_id: int, rec: dict[str, Any], extra: dict[str, Any]) -> None:
         """Store what goes to extension tables (``extra``: the record's ``_``-prefixed keys)."""
 
-    def export_extra(self, store, run_id: int, doc: dict) -> None:
+    def export_extra(self, store: Store, run_id: int, doc: dict[str, Any]) -> None:
         """Add what the scenario keeps in extension tables to a run's JSON document."""
 
 
-def quant_reason(scenario, precision: str, training: bool = False) -> str | None:
+def quant_reason(scenario: Scenario, precision: str, training: bool = False) -> str | None:
     """Why ``scenario`` cannot run quantized ``precision`` (it does not quantize), or None."""
     from accelbench import precisions
 
@@ -189,7 +237,7 @@ def register(scenario: Scenario) -> Scenario:
     return put(SCENARIOS, scenario.name, scenario, "scenario")
 
 
-def adopt(name: str, obj) -> None:
+def adopt(name: str, obj: object) -> None:
     """Register what an ``accelbench.scenarios`` entry point names: a :class:`Scenario` subclass or instance."""
     from accelbench.core.plugins import instance
 
@@ -210,7 +258,7 @@ def by_kind(kind: str) -> Scenario | None:
     return next((s for s in SCENARIOS.values() if kind in (s.kind, s.dist_kind)), None)
 
 
-def case_monitor(spec, case, device, pids: tuple[int, ...] = ()):
+def case_monitor(spec: Spec, case: Case, device: torch.device, pids: tuple[int, ...] = ()) -> Monitor | ProcessMonitor:
     """The telemetry monitor around a case's timed window (:func:`accelbench.telemetry.monitor`): the spec's
     period, and the sampler where ``spec.telemetry_isolation`` and the case's backend put it (``auto``: a sampler
     process for a host-bound backend, :func:`accelbench.telemetry.isolation_for`).

@@ -118,7 +118,7 @@ def default_label(name: str) -> str:
     return words[0].upper() + words[1:]
 
 
-def col(name: str, type: str, label: str = "", fmt: str = "text", **kw) -> Column:
+def col(name: str, type: str, label: str = "", fmt: str = "text", **kw: Any) -> Column:
     """A :class:`Column` in one line: ``col("latency_p99_ms", FLOAT, "Latency p99 (ms)", "number", short="p99 ms")``.
     The label defaults to :func:`default_label`; ``scenarios``, ``views`` and ``levels`` may be given as one
     space-separated string."""
