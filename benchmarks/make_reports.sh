@@ -8,7 +8,7 @@
 # Each report imports its exports into a fresh temporary store (`accelbench import`) and renders it
 # (`accelbench report --html ... --markdown ...`): so a run here also checks that every export still imports and
 # renders. Run ids in a temporary store follow the import order, which is what --run and --compare name.
-#   reports/<study>.html           every run of one study folder
+#   reports/study-<folder>.html    every run of one study folder
 #   reports/h100-vs-h200.html      ResNet-50 sweep on both GPUs with their comparison, and the H100 host's CPU runs
 #   reports/llm-batch-sweeps.html  the language-model batch sweeps (1B at prompt 128 on both GPUs, compared; 1B at
 #                                  prompt 2048 on the H100; 8B at prompt 2048 on the H200, to its OOM boundary)
@@ -32,6 +32,7 @@ report() {
   local name=$1 args=$2
   shift 2
   local db="$TMP/$name.db"
+  rm -f "$db"
   local t0=$SECONDS
   $AB import --db "$db" "$@" >/dev/null
   # shellcheck disable=SC2086  # ARGS is a list of options
@@ -46,7 +47,7 @@ done; }
 
 for s in $STUDIES; do
   mapfile -t files < <(exports "$s")
-  report "$s" "" "${files[@]}"
+  report "study-$s" "" "${files[@]}"
 done
 
 [[ ${COMPARISONS:-1} == 0 ]] && exit 0
