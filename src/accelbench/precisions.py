@@ -23,8 +23,9 @@ Where a reduced precision has no kernel path on the device (int8 on a CUDA GPU; 
 8.9, on a CPU, or on a model whose compute is convolutions), :func:`simulated_reason` says why, and the inference
 scenario measures its accuracy in simulation (:mod:`accelbench.quant.simulate`) in an ``unsupported`` row.
 
-The int8 precisions run on CPUs only: PyTorch has no INT8 convolution kernel path on CUDA GPUs (issue 12;
-the x86 Inductor quantizer targets CPUs, per its tutorial). How a backend quantizes is its
+The int8 precisions run on CPUs only: PyTorch has no INT8 convolution kernel path on CUDA GPUs (the
+x86 Inductor quantizer targets CPUs, per PyTorch's "PyTorch 2 Export Quantization with X86 Backend through Inductor"
+tutorial). How a backend quantizes is its
 ``quantize`` (:mod:`accelbench.quant`).
 
 :func:`context` is the package's one ``torch.autocast`` call site: the forward (inference) and training

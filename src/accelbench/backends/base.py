@@ -41,12 +41,11 @@ class Backend:
             optimizer step) into one CUDA graph and replayed (:class:`accelbench.scenarios.train.step.TrainStep`).
         host_bound: its step is bound by the host's Python work (many small operations a step, each dispatched
             from Python: Hugging Face ``generate`` or an eager decode step at batch 1), so a telemetry thread of the
-            measured process that takes the GIL slows it (issue 23: +23 % time per token on an H100); with
-            ``telemetry_isolation = "auto"`` its cases sample from a sampler process
+            measured process that takes the GIL slows it (``benchmarks/llm_hf_overhead.py`` measures by how much;
+            docs/results.md); with ``telemetry_isolation = "auto"`` its cases sample from a sampler process
             (:func:`accelbench.telemetry.isolation_for`). False for image backends, eager included: a forward is a
             few hundred operators of C++ work each, and the thread sampler measured no slowdown of ResNet-50 at
-            batch 1 on an H200 (``benchmarks/results/telemetry-energy/overhead-h200.json``); ``--telemetry-isolation
-            process`` isolates any case.
+            batch 1 (docs/results.md, telemetry); ``--telemetry-isolation process`` isolates any case.
         requires: pip packages it imports (checked before a run: :mod:`accelbench.sweep.requirements`).
         torch_quantizer: it quantizes through :meth:`quantize`'s default (PT2E int8, torchao fp8).
         tune: where ``accelbench tune`` tries it by default: each entry words among the device (``cpu``,

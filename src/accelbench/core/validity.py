@@ -7,9 +7,8 @@ Each check runs only when its inputs exist (``validity_checks`` lists those that
 - ``throttled``: clocks pulled down by power cap, thermal slowdown, HW slowdown or power brake
   (NVML clocks-event reasons) for more than 1 % of the window, taking the larger of the fraction of
   samples with such a reason and NVML's violation time / window (capped at 1: the violation counter
-  advances in coarse steps, so over a window of a second or two its delta can exceed the window, seen
-  as 106 % on an H200). 1 % because a sub-percent dip
-  changes throughput by less than the run-to-run noise we resolve, while a sustained cap does not.
+  advances in coarse steps, so over a window of a second or two its delta can exceed the window). 1 % because a
+  sub-percent dip changes throughput by less than the run-to-run noise we resolve, while a sustained cap does not.
 - ``clock-variation``: SM clock (p95 - p5) / median over the non-idle samples above 5 %. GPU Boost
   moves the clock in ~15 MHz steps (< 1 % of a ~2 GHz clock) as load and temperature change; a 5 %
   swing changes the speed of compute-bound kernels by up to 5 %, the same size as the latency spread

@@ -46,8 +46,8 @@ def cleanup(device, reset_compiled: bool = True) -> None:
 def setup_frozen():
     """Keep what is alive before the first case (imported modules, the decoded images, the store) out of the full
     collection :func:`cleanup` runs after every case: ``gc.freeze()`` (Python docs, "gc.freeze"), undone at the
-    end. Each collection then walks only what the cases made (with torch imported, ~0.17 s less per case on a
-    2-core CPU); what it frees is the same, but for reference cycles among the frozen objects themselves, which
+    end. Each collection then walks only what the cases made (with torch imported, a measurable saving per case on a
+    small CPU); what it frees is the same, but for reference cycles among the frozen objects themselves, which
     wait for the end of the sweep. Nested (a study's sweeps): the outermost freezes."""
     if gc.get_freeze_count():
         yield

@@ -3,40 +3,33 @@
 
 Why accelbench has its own kernel. A decode step at batch 1 is a chain of matrix-vector products, memory-bound:
 every weight byte is read once a token, so a kernel reading 8-bit weights near the memory roof makes the step up
-to ~2x faster than bf16 (gpt-fast's int8 weight-only: 1.48x on an A100). No stock kernel does that on an H100 or
-H200 with torch 2.11 (``benchmarks/gemv_8bit_probe.py``, docs/results.md, language models; at the LM head's shape on an
-H100): Inductor's fused multiply-and-sum reads int8 at 1.0 TB/s against cuBLAS's 2.76 TB/s for bf16,
-``aten._weight_int8pack_mm`` at 0.22 TB/s, and cuBLASLt's fp8 GEMM pads the row to a 128-row tile. This kernel is
-the textbook GEMV: each program owns ``BLOCK_N`` output rows, walks ``K`` in ``BLOCK_K`` chunks with wide contiguous
-loads of the weight rows, converts to float32 and accumulates in registers, then applies the row scales once (the
-dequantize-in-registers of tinygemm and Marlin, without their weight repacking). Block sizes are chosen per shape
-by ``triton.autotune``. On an H200 it reads fp8 weights at up to 4.1 TB/s and int8 at up to 3.5 TB/s (the int8
-conversion by instruction), and takes a Llama-3.1-8B decode step at batch 1 from 5.16 ms (bf16) to 3.49 ms (fp8) and
-3.89 ms (int8); on an H100 from 6.64 ms to 4.03 ms (fp8) and 4.11-4.18 ms (int8, converted by bits), 1.59-1.62x.
+to ~2x faster than bf16 (half the bytes; gpt-fast's int8 weight-only recipe). The stock paths fall short of that on
+Hopper GPUs (``benchmarks/gemv_8bit_probe.py`` times them; figures in docs/results.md, language models): Inductor's
+fused multiply-and-sum and ``aten._weight_int8pack_mm`` read int8 far below cuBLAS's bf16 bandwidth, and cuBLASLt's
+fp8 GEMM pads the row to a 128-row tile. This kernel is the textbook GEMV: each program owns ``BLOCK_N`` output rows,
+walks ``K`` in ``BLOCK_K`` chunks with wide contiguous loads of the weight rows, converts to float32 and accumulates
+in registers, then applies the row scales once (the dequantize-in-registers of tinygemm and Marlin, without their
+weight repacking). Block sizes are chosen per shape by ``triton.autotune``.
 
 Rows ``M`` from 2 to :data:`MAX_ROWS` (a decode step's batch) are padded to one 16-row tile and multiplied on tensor
 cores (``tl.dot`` in TF32, exact for these inputs), so each weight tile is loaded once for all rows; block sizes are
-tuned apart for one row and for the tile. A grid of one program a row read the weight once a row (measured on an
-H100: 2 rows 1.2-1.8x one row's time, 4 rows 2.2-3.3x; at 4 rows int8 was slower than bf16's cuBLAS at every
-Llama-3.1-8B shape), and a first all-rows version reducing every step was slower still. More rows (prefill, large
-batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight against bf16's 2).
+tuned apart for one row and for the tile. A grid of one program a row reads the weight once a row, and its time grew
+with the rows (slower than bf16's cuBLAS at 4 rows); a version reducing over all rows at every step was slower still.
+More rows (prefill, large batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight
+against bf16's 2).
 
 int8 conversion, chosen by measurement. The kernel can convert int8 to float32 with the conversion instruction,
 which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute
-capability 9.0); reading int8 at the H200's ~4.3 TB/s needs about that many (132 SMs at ~1.98 GHz), the likely
-reason int8 read 14-33 % below fp8 (docs/results.md, language models). Or it converts by bits: a sign extension (64 a
-clock) and one integer add of ``0x4B000080`` put ``w + 128`` (0..255) into the low mantissa bits of the float32
-2**23 (bits ``0x4B000000``), which is then exactly ``2**23 + 128 + w``, and one float subtraction of
-``2**23 + 128`` leaves ``w`` (the trick of FasterTransformer's and Marlin's int8/int4 dequantizers, there with
-fp16's 1024.0 and a byte permute); exact for all 256 values (tested on the CPU through Triton's interpreter). Which
-is faster depends on the GPU's instruction mix, so neither is hard-wired: the conversion is one more autotuned
-parameter (``int8_conversion="auto"``, the default), timed with the block sizes at each shape, and
-:func:`int8_conversions` reports what was chosen (a weight-only row's ``quant_kernels`` says it).
+capability 9.0): about the rate a full-bandwidth int8 read needs, the likely reason int8 reads below fp8. Or it
+converts by bits: a sign extension (64 a clock) and one integer add of ``0x4B000080`` put ``w + 128`` (0..255) into
+the low mantissa bits of the float32 2**23 (bits ``0x4B000000``), which is then exactly ``2**23 + 128 + w``, and one
+float subtraction of ``2**23 + 128`` leaves ``w`` (the trick of FasterTransformer's and Marlin's int8/int4
+dequantizers, there with fp16's 1024.0 and a byte permute); exact for all 256 values (tested on the CPU through
+Triton's interpreter). Which is faster depends on the GPU's instruction mix, so neither is hard-wired: the
+conversion is one more autotuned parameter (``int8_conversion="auto"``, the default), timed with the block sizes at
+each shape, and :func:`int8_conversions` reports what was chosen (a weight-only row's ``quant_kernels`` says it).
 ``benchmarks/gemv_8bit_probe.py`` times each forced (``int8-gemv-instruction``, ``int8-gemv-bits``) beside the
-autotuner's choice (``int8-gemv-auto``). Measured on an H100 (docs/results.md, language models): by bits is 1.00-1.28x the
-instruction's speed at one row over the five Llama-3.1-8B shapes (and 1.12-1.29x at 2 and 4 rows in the per-row
-grid this kernel had before its tensor-core tile, where the two now take about the same time); timed in CUDA graphs,
-the autotuner chose bits at all five.
+autotuner's choice (``int8-gemv-auto``; docs/results.md, language models).
 fp8 converts two at a time (``cvt.f16x2.e4m3x2``) and needs neither.
 
 The kernel is a ``torch.library`` custom op (``torch.ops.accelbench.gemv_8bit``), so ``torch.compile`` keeps it as one
@@ -69,9 +62,9 @@ INT8_CONVERSIONS = ("instruction", "bits")  # how int8 weights become float32 (m
 
 def _graph_bench(fn, quantiles=None):
     """The autotuner's timer: each candidate replayed in a CUDA graph (Triton's ``do_bench_cudagraph``). Timed as
-    eager launches, a 5-10 us kernel is mostly launch cost and the choice between close configs is noise (measured
-    on an H100: the autotuner picked a conversion 30 % slower at the 4096 x 4096 shape); the compiled decode step
-    replays the kernel in a CUDA graph too."""
+    eager launches, a kernel of a few microseconds is mostly launch cost and the choice between close configs is
+    noise (eager timing let the autotuner pick a clearly slower int8 conversion); the compiled decode step replays the
+    kernel in a CUDA graph too."""
     import triton.testing
 
     return triton.testing.do_bench_cudagraph(fn, rep=20, quantiles=quantiles)

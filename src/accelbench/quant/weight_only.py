@@ -2,8 +2,7 @@
 per output row, activations left in the model's dtype.
 
 Decode reads every weight once a step and is memory-bound (``scenarios.generate.metrics``): halving the weight
-bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear``: per-channel symmetric int8,
-1.48x bf16 decode tokens/s on an A100).
+bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear``: per-channel symmetric int8).
 
 - int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row).
 - fp8: ``q = (w / s).to(float8_e4m3fn)``, ``s = max|w_row| / 448`` (E4M3's largest normal: OCP 8-bit floating
@@ -11,12 +10,11 @@ bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear`
 - The matmul: at up to :data:`accelbench.quant.gemv.MAX_ROWS` rows on a CUDA GPU with Triton (a decode step at
   small batch), accelbench's 8-bit GEMV kernel (:mod:`accelbench.quant.gemv`: the weight read at 8 bits and
   dequantized in registers); without Triton, one row inside a compiled graph is a multiply-and-sum that Inductor
-  turns into one reduction reading the 8-bit weight (gpt-fast's recipe; on an H100 it read int8 at 1.0 TB/s against
-  cuBLAS's 2.76 TB/s for bf16, docs/results.md, language models); on a CPU, int8 through torch's
-  ``aten._weight_int8pack_mm(x, q, s)``; else (prefill, large batches) dequantize and multiply
-  (``F.linear(x, q.to(x.dtype)) * s``). The CUDA ``_weight_int8pack_mm`` is not used: on an H100 (torch 2.11) it
-  made Llama-3.1-8B's decode step 10x slower than bf16 (67.2 vs 6.75 ms,
-  ``benchmarks/results/language-models/h100-8b-int8-weight-only-int8pack.json``).
+  turns into one reduction reading the 8-bit weight (gpt-fast's recipe; it reads int8 well below cuBLAS's bf16
+  bandwidth: docs/results.md, language models); on a CPU, int8 through torch's ``aten._weight_int8pack_mm(x, q, s)``;
+  else (prefill, large batches) dequantize and multiply (``F.linear(x, q.to(x.dtype)) * s``). The CUDA
+  ``_weight_int8pack_mm`` is not used: it made a Llama-3.1-8B decode step several times slower than bf16 on Hopper
+  (docs/results.md, language models).
 
 Embedding tables and norms stay in the model's dtype; the LM head is quantized like any linear layer.
 """
@@ -39,8 +37,8 @@ def quantize_weight(weight, scheme: str):
 
     Symmetric per output row: ``scale = max|w| / 127`` (int8, ``q = round(w / scale)``) or ``/ 448`` (fp8 E4M3's
     largest finite value, ``q = w / scale`` rounded to nearest by the cast). Rows are quantized
-    :data:`CHUNK_ELEMENTS` at a time, so the float32 working copy is at most 64 MB beside the weight (whole, an
-    8B model's LM head took 8.4 GB of float32 intermediates, a third of the case's peak memory on an H100).
+    :data:`CHUNK_ELEMENTS` at a time, so the float32 working copy is at most 64 MB beside the weight (quantized
+    whole, the float32 intermediates of an 8B model's LM head were a large share of the case's peak memory).
 
     Raises:
         ValueError: an unknown scheme.

@@ -34,7 +34,7 @@ GPU_DEFAULTS: dict[str, Any] = {
     "models": ("resnet50",),
 }
 CPU_DEFAULTS: dict[str, Any] = {
-    # About a minute for ResNet-50 at 224x224 on 2 cores (~0.1 s an image).
+    # Sized so that ResNet-50 at 224x224 takes about a minute on a small CPU.
     "data": "cifar10-test",
     "batch_sizes": (1, 8, 32),
     "precisions": ("fp32",),

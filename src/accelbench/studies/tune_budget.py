@@ -16,7 +16,7 @@ How it is kept:
 - every trial runs under a deadline (:func:`deadline`), the end of the budget (a search trial's leaves the
   leader's final trial): one that runs past it (a cost nothing measured predicted, a first compile slower than
   :data:`COMPILE_PRIOR_S`) is stopped and stored ``skipped``, its compile workers stopped too; the rest of the
-  promised +10 % is for stopping it (the guard's cleanup: about 1-3 s on the 2-core CPU) and the wrap-up.
+  promised +10 % is for stopping it (the guard's cleanup: seconds) and the wrap-up.
 
 The trials run through :class:`TrialLauncher` (the tune's launcher), which stores the stopped ones.
 
@@ -44,9 +44,9 @@ from typing import Any
 from accelbench.core.errors import SKIPPED
 from accelbench.launchers.inline import Inline
 
-# A compiling backend's first build before any trial measured one (s): ResNet-50 compiled in 32-53 s cold on an
-# H200 (docs/results.md, training; 8-11 s warm), cifar-resnet20 in 20-50 s on the 2-core CPU. The first trial of
-# that backend replaces it; a compile slower than this is stopped by the deadline, not trusted to this guess.
+# A compiling backend's first build before any trial measured one (s): the order of a cold compile of ResNet-50 on a
+# GPU or of cifar-resnet20 on a small CPU (docs/results.md, training). The first trial of that backend replaces it;
+# a compile slower than this is stopped by the deadline, not trusted to this guess.
 COMPILE_PRIOR_S = 30.0
 # A search trial stops early enough to leave the leader's final trial this much more than its prediction: a
 # trial stopped by its deadline still spends a cleanup and a stored row, and predictions err both ways.
@@ -54,7 +54,7 @@ FINAL_MARGIN = 1.25
 # A training step's time over the forward the probe times: forward + backward (about twice the forward's FLOPs,
 # Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1) + the optimizer step.
 TRAIN_STEP_FACTOR = 3.0
-LOOP_OVERHEAD_S = 0.3  # the loop's own work per trial (environment, cleanup, store) on the 2-core CPU
+LOOP_OVERHEAD_S = 0.3  # the loop's own work per trial (environment, cleanup, store) on a small CPU
 
 
 class BudgetCut(BaseException):
@@ -126,7 +126,7 @@ class TrialLauncher(Inline):
 
 def stop_compile_workers() -> None:
     """Kill Inductor's compile-worker processes after a trial stopped mid-compile: its compiles would run on,
-    slowing the next trials, and the process's exit waits for them (20 s seen on the 2-core CPU). Inductor starts
+    slowing the next trials, and the process's exit waits for them (tens of seconds on a small CPU). Inductor starts
     new workers at its next compile. Its pools are private API: anything unexpected there is left alone."""
     import sys
 

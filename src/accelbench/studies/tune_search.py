@@ -174,8 +174,8 @@ def next_batch(tried: dict[int, float | None], start: int, max_batch: int) -> in
     gained less than :data:`PLATEAU_GAIN` over the best); after a failure at ``hi`` above the largest good batch
     ``lo``, bisection while ``lo`` is the best batch and ``hi - lo > max(1, lo / BISECT_TOLERANCE)``. A failing
     first batch halves down to 1. When that upward search is done and the best batch is the smallest tried, halving
-    downwards while the score grows (a compiled training step can peak below the batch an eager one peaks at:
-    ResNet-50 on an H200, docs/results.md, auto-tuning).
+    downwards while the score grows (a compiled training step can peak below the batch an eager one peaks at, as
+    ResNet-50's does on Hopper GPUs: docs/results.md, auto-tuning).
     """
     up = _next_up(tried, start, max_batch)
     if up is not None or not tried:

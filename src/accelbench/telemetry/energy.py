@@ -2,10 +2,11 @@
 integration, the confidence of each, and per-sample / above-idle energy.
 
 GPU energy comes from NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ since the
-driver loaded; zeus measures the same way: summing power samples misses what happens between them, and on an
-H200 the "instant" power is itself refreshed only every 100 ms). The counter advances in steps, every update
-interval (99.9 ms on an H200 with driver 580, measured), each step the exact energy of its period. Two methods,
-the one with the smaller uncertainty is kept (``energy_method``):
+driver loaded; zeus measures the same way: summing power samples misses what happens between them, and on
+Hopper GPUs the "instant" power is itself refreshed only about every 100 ms). The counter advances in steps, every
+update interval (about 100 ms on Hopper GPUs: ``benchmarks/energy_ticks_probe.py`` measures it, docs/results.md),
+each step the exact energy of its period. Two methods, the one with the smaller uncertainty is kept
+(``energy_method``):
 
 - ``counter-difference``: the readings at the window edges. Each lags the true energy by 0..1 interval, so the
   difference is the energy of a window shifted by less than one interval: relative uncertainty
@@ -18,8 +19,8 @@ the one with the smaller uncertainty is kept (``energy_method``):
   whole window's, from the spread of the per-period powers (``s * sqrt(1/n - 1/m)``, ``s`` their relative
   standard deviation, ``m`` the periods in the window: the standard error of a sample mean of ``n`` of ``m``
   periods, drawn without replacement). Steps within ``STEP_GUARD_START_S`` of the window start or
-  ``STEP_GUARD_END_S`` of its end are not used: the counter publishes a step 0-15 ms after the period it
-  closes (measured on an H200) and a few ms of set-up surround the timed steps.
+  ``STEP_GUARD_END_S`` of its end are not used: the counter publishes a step a little after the period it closes
+  (``benchmarks/energy_ticks_probe.py``) and a few ms of set-up surround the timed steps.
 
 The confidence is "ok" when the relative uncertainty is at most ``UNCERTAINTY_MAX``, else "low".
 """

@@ -1,10 +1,10 @@
-"""The telemetry sampler in a child process, so that the measured process keeps its GIL (issue 23).
+"""The telemetry sampler in a child process, so that the measured process keeps its GIL.
 
 In the thread mode (:class:`accelbench.telemetry.monitor.Monitor`) the sampler thread and the energy counter's
 watch (:class:`accelbench.telemetry.ticks.CounterWatch`: a read every 1 ms for ~12 ms of each 100 ms period) wake
 up inside the measured process, and each wake-up takes the GIL from the loop being timed: a host-bound loop runs
-slower while it is watched (Hugging Face ``generate`` at batch 1 on an H100: 12.4 ms a token without the monitor,
-15.3 ms with it; ``benchmarks/llm_hf_overhead.py``). Here a child process runs that same ``Monitor`` (the same
+slower while it is watched (Hugging Face ``generate`` at batch 1 is measurably slower a token with the monitor than
+without: ``benchmarks/llm_hf_overhead.py``, docs/results.md). Here a child process runs that same ``Monitor`` (the same
 sources, ``Sampler`` and ``CounterWatch``) with its sources reading for the measured process
 (:meth:`accelbench.telemetry.sources.Source.watch`), and hands back what they produced: the samples, the
 window-edge counters (the energy ticks among them), ``window_s``, ``busy_s``, ``errors``, and the columns and

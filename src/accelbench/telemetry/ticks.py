@@ -1,14 +1,14 @@
 """When does a cumulative counter change? A thread that watches NVML's total-energy counter during a window.
 
 NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ since the driver loaded) advances in
-steps: on an H200 (driver 580) every 99.9 ms, each step the exact energy of its period (at idle the steps agree
-to 0.1 %; ``benchmarks/energy_ticks_probe.py``). A reading taken at a random moment is therefore up to one period
+steps, about every 100 ms on Hopper GPUs, each step the exact energy of its period (``benchmarks/energy_ticks_probe.py``
+measures the period and how closely the steps agree at idle; docs/results.md). A reading taken at a random moment is therefore up to one period
 stale at each window edge, which is what limits the plain counter difference to ``period / window``
 (:func:`accelbench.telemetry.energy.confidence`). The moments of the steps themselves are not reported; this
 thread reads the counter repeatedly and records, for each step it sees, the bracket ``(lo, hi]`` in which it
 happened (the start of the last read that still showed the old value, the end of the first read that showed
 the new one). Between steps it sleeps until shortly before the next one is due, so it costs a few reads per
-period (an NVML read took ~4 ms in a Firecracker VM, ~20 us on bare metal). The arithmetic on the brackets is
+period (an NVML read is far slower in a virtual machine than on bare metal). The arithmetic on the brackets is
 :func:`accelbench.telemetry.energy.tick_energy`.
 """
 

@@ -12,8 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# NVLink SHARP / multicast must stay off on the lent 2/4/8-GPU H200 machines (device KINDS.md); they are
-# set in every child accelbench starts and, when missing, in every rank before the process group exists.
+# NVLink SHARP / multicast stay off: on a shared multi-GPU host a program using them can take the host's GPUs out of
+# service. They are set in every child accelbench starts and, when missing, in every rank before the process group
+# exists.
 SAFE_ENV: dict[str, str] = {
     "NCCL_NVLS_ENABLE": "0",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",

@@ -124,9 +124,9 @@ def compiled_step(compile_mode: str | None, tune_reductions: bool = False):
     ``tune_reductions`` adds Inductor's coordinate-descent tuning (``coordinate_descent_tuning``: each generated
     Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for its decode
     step. It matters where the step's matrix products are Inductor reductions, as the weight-only linears are
-    where the Triton GEMV cannot run (:func:`accelbench.quant.weight_only.compiled_reductions`): on an H200 the fp8 weight-only Llama-3.1-8B step took 4.69 ms with it and
-    6.23 ms without (``docs/notes/issue-23-explore.md``, docs/results.md, language models). ``torch.compile`` takes a mode
-    or options, not both: the mode is spelled as its options then (``torch._inductor.list_mode_options``).
+    where the Triton GEMV cannot run (:func:`accelbench.quant.weight_only.compiled_reductions`): there it makes the
+    weight-only step clearly faster on Hopper GPUs (docs/results.md, language models). ``torch.compile`` takes a
+    mode or options, not both: the mode is spelled as its options then (``torch._inductor.list_mode_options``).
     """
     import torch
 

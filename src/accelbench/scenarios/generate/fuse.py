@@ -3,8 +3,8 @@ vLLM's ``QKVParallelLinear`` / ``MergedColumnParallelLinear``).
 
 At one token a sequence a decode step is a chain of matrix-vector products; fusing the three attention input
 projections and the two MLP input projections makes 2 larger kernels out of 5, which read the same bytes with
-fewer launches and fewer small, poorly-occupied matrices (an H200 decode step of a Llama-3.1-8B shape: 6.18 ->
-5.43-5.73 ms, ``docs/notes/issue-23-explore.md``).
+fewer launches and fewer small, poorly-occupied matrices (measured faster on Hopper GPUs for a Llama-3.1-8B shape;
+see docs/results.md, language models).
 
 Applies to decoder layers built like Llama's (Llama, Mistral, Qwen2 in ``transformers``): ``self_attn`` with
 ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj`` and ``mlp`` with ``gate_proj``, ``up_proj``, ``down_proj``, ``act_fn``.

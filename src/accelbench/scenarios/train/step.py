@@ -11,7 +11,7 @@ Used by the step-throughput sweep, by convergence runs, and by the multi-GPU (DD
     state = step.state_dict()   # {"model", "optimizer", "scaler"}; restore with load_state_dict
     step.compile_s              # wall s of the first call in compile mode (tracing + codegen), else None
 
-DDP (issue 6)::
+DDP::
 
     step = build_step(module, cfg, device, wrap=lambda m: DDP(m, device_ids=[device.index]))
 
@@ -108,9 +108,9 @@ def make_optimizer(cfg: StepConfig, params, device, *, lr_tensor: bool = False):
     (``amp-fp16``: the initial scale 2**16 overflows, as it usually does) still makes fused SGD create
     its buffers from the non-finite gradients, so the weights turn NaN on the next step; with existing
     buffers the fused kernel honours ``found_inf``. Zero buffers give the same update as torch's
-    first-step ``buf = grad`` (``buf = momentum * 0 + grad``, dampening 0). Measured with
-    ``benchmarks/fused_sgd_overflow.py`` (cifar-resnet20 amp-fp16 on an H200, torch 2.11: loss NaN from
-    step 2 without, finite with; also on a CPU with torch 2.15), see docs/results.md (training).
+    first-step ``buf = grad`` (``buf = momentum * 0 + grad``, dampening 0). ``benchmarks/fused_sgd_overflow.py``
+    reproduces it (the loss is NaN from the second step without the buffers, finite with them; on a GPU and on a
+    CPU), see docs/results.md (training).
 
     ``lr_tensor``: the learning rate as a 0-d float32 tensor on ``device`` (read by a captured CUDA graph at each
     replay; ``TrainStep.set_lr`` fills it in place).
