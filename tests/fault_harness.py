@@ -1,4 +1,6 @@
-"""The fault suite's harness: one table row per fault, run as a user would (``python -m accelbench``).
+"""The fault suite's harness: one table row per fault, run as a user would (``accelbench ...``: in this process
+through :func:`conftest.run_cli`, which puts the process's state back after; a row with ``process=True`` in a real
+``python -m accelbench``, one of the end-to-end checks of the exit-code contract).
 
 A row names the command, the exit code of the contract (``accelbench.core.errors``), the one-line message
 and what must still be in the store afterwards. Placeholders in ``args``: ``{db}`` (a store path in the
@@ -32,6 +34,7 @@ class Fault:
         one_line: stderr must be exactly one line (faults found before anything ran).
         env: extra environment variables.
         stdout: a substring stdout must hold, or None.
+        process: end to end: run in a real ``python -m accelbench`` process (not in this one).
     """
 
     id: str
@@ -43,6 +46,7 @@ class Fault:
     one_line: bool = False
     env: dict = field(default_factory=dict)
     stdout: str | None = None
+    process: bool = False
 
 
 def check(fault: Fault, tmp: Path) -> subprocess.CompletedProcess:
@@ -51,7 +55,7 @@ def check(fault: Fault, tmp: Path) -> subprocess.CompletedProcess:
     if fault.setup is not None:
         keys.update(fault.setup(tmp) or {})
     args = [a.format(**keys) for a in fault.args]
-    p = run_cli(*args, env=fault.env)
+    p = run_cli(*args, env=fault.env, subprocess=fault.process)
     out = p.stdout + p.stderr
     assert "Traceback" not in out, out
     assert p.returncode == fault.code, f"exit {p.returncode}, expected {fault.code}\n{p.stdout}\n{p.stderr}"

@@ -7,6 +7,7 @@ from conftest import cli_env, run_cli
 
 
 def test_run_end_to_end_on_real_images(tmp_path):
+    """End to end: a real process (``run`` exits 0 with its table and JSON); then results and export read it back."""
     db, js = tmp_path / "r.db", tmp_path / "r.json"
     p = run_cli(
         "run",
@@ -25,6 +26,7 @@ def test_run_end_to_end_on_real_images(tmp_path):
         "--min-timed-batches",
         "4",
         check=True,
+        subprocess=True,
     )
     assert "img/s" in p.stdout and "cifar10-test: 64 of 10000 real images" in p.stdout
     doc = json.loads(js.read_text())
@@ -82,6 +84,7 @@ def test_config_file_with_an_unknown_model_is_refused_before_the_run(tmp_path):
 
 
 def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
+    """End to end: a real process, sent SIGTERM: exit 130, the finished case stored, the run interrupted."""
     # `timeout`, `kill` and batch schedulers send SIGTERM: finished cases stay, the run is marked interrupted. The
     # batch-2 case waits at the gate (signal_helpers) until the signal has arrived: exactly one case is finished.
     import signal
@@ -123,3 +126,30 @@ def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path):
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
         assert con.execute("SELECT batch_size FROM cases").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize("traceback", [False, True], ids=["one-line", "traceback"])
+def test_an_internal_error_is_one_line_and_exit_1(tmp_path, traceback):
+    """End to end: a real process whose command meets a bug (``Store.runs`` raises): exit 1 and one line that says
+    so and how to see more; ``ACCELBENCH_TRACEBACK=1`` shows the traceback instead."""
+    from accelbench.store import Store
+
+    db = tmp_path / "e.db"
+    Store(db).close()
+    code = (
+        "import sys\nfrom accelbench.store import Store\n"
+        "def runs(self):\n    raise ZeroDivisionError('a bug')\n"
+        f"Store.runs = runs\nfrom accelbench.cli import main\nmain(['results', '--runs', '--db', {str(db)!r}])\n"
+    )
+    env = cli_env({"ACCELBENCH_TRACEBACK": "1"} if traceback else {})
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode == 1, p.stderr
+    if traceback:
+        assert "Traceback (most recent call last)" in p.stderr and "ZeroDivisionError: a bug" in lines[-1], p.stderr
+    else:
+        assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+        assert lines[0] == (
+            "internal error: ZeroDivisionError: a bug (a bug: please report it; ACCELBENCH_TRACEBACK=1 shows the "
+            "traceback)"
+        ), lines

@@ -251,13 +251,15 @@ def test_two_real_cpu_runs_with_five_windows(tmp_path, one_thread):
 
 
 def test_the_gate_never_passes_what_it_cannot_judge(tmp_path):
-    """Issue 24: `--fail-on-slower` exited 0 at 0.5x throughput with too few windows, and when nothing matched."""
+    """Issue 24: `--fail-on-slower` exited 0 at 0.5x throughput with too few windows, and when nothing matched.
+
+    End to end: the first comparison in a real process (exit 3, undecided, one line); the rest in this one."""
     db = tmp_path / "s.db"
     s = Store(db)
     a3, slow3 = add_run(s, windows=3), add_run(s, windows=3, speed=0.5)  # 0.5x, but 3 vs 3 windows: undecidable
     a5, flagged = add_run(s), add_run(s, speed=1.0, validity="cpu-contention")  # within noise, but a flag fired
     other = add_run(s, precision="amp-bf16")  # matches nothing of run a5
-    p = run_cli("compare", str(a3), str(slow3), "--db", str(db), "--fail-on-slower")
+    p = run_cli("compare", str(a3), str(slow3), "--db", str(db), "--fail-on-slower", subprocess=True)
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 3 and len(lines) == 1 and lines[0].startswith("undecided: 1 matched case(s)")
     assert "throughput too few windows" in lines[0] and "--allow-undecided" in lines[0]

@@ -107,7 +107,7 @@ FAULTS = [
         stdout="run 1 stored in",
         store=_rows(["ok", "unsupported"]),
     ),
-    # item 4: typos are found before anything runs: exit 2, one line, no run
+    # item 4: typos are found before anything runs: exit 2, one line, no run (end to end: a real process)
     Fault(
         "unknown-model",
         ["run", *TINY[2:], "--model", "nosuchmodel"],
@@ -115,6 +115,7 @@ FAULTS = [
         "unknown model 'nosuchmodel'",
         no_run,
         one_line=True,
+        process=True,
     ),
     Fault(
         "unknown-factory",
@@ -220,8 +221,8 @@ FAULTS = [
         setup=_store_with_one_run,
         one_line=True,
     ),
-    # usage errors: exit 2, one line
-    Fault("unknown-flag", ["run", "--no-such-flag"], 2, "No such option", one_line=True),
+    # usage errors: exit 2, one line (end to end: a real process)
+    Fault("unknown-flag", ["run", "--no-such-flag"], 2, "No such option", one_line=True, process=True),
     Fault(
         "bad-precision", ["run", *TINY, "--precisions", "fp64"], 2, "invalid precision 'fp64'", no_run, one_line=True
     ),
@@ -254,13 +255,15 @@ FAULTS = [
         _rows(["error"]),
     ),
     Fault("train-help-keeps-brackets", ["train", "--help"], 0, stdout="[train]"),
-    # exit 1: a case error among finished cases; everything stored, the summary counts the failures
+    # exit 1: a case error among finished cases; everything stored, the summary counts the failures (end to end: a
+    # real process)
     Fault(
         "one-case-fails",
         ["run", *TINY, "--model", "helpers:broken_model,cifar-resnet20"],
         1,
         "1 of 2 cases ended in error",
         _rows(["error", "ok"]),
+        process=True,
     ),
     # item 8: CPU out-of-memory is an oom row with its boundary; oom is data: exit 0
     Fault(
@@ -462,7 +465,10 @@ def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
 def test_two_concurrent_resumes_write_one_row_per_case(tmp_path: Path) -> None:
     """Item 5: the first --resume takes the run's lease; the second gets one line and exit 2; one row per case.
     The winner waits at the gate (signal_helpers) until the loser has answered, so the loser always meets a
-    live lease, however the two processes are scheduled."""
+    live lease, however the two processes are scheduled.
+
+    End to end: real processes (SIGTERM's exit 130 with the finished case stored, then two ``--resume`` at once).
+    """
     import subprocess
     import sys
 

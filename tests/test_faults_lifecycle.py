@@ -410,7 +410,9 @@ def test_a_factory_module_failing_at_import_is_one_line(body: str, why: str, tmp
 
 def test_a_factory_in_the_current_folder_imports_with_the_script_too(tmp_path: Path) -> None:
     """Item 19: ``accelbench`` (a console script: sys.path[0] is its bin folder, not the current one) imports a
-    factory module from the current folder, as ``python -m accelbench`` does."""
+    factory module from the current folder, as ``python -m accelbench`` does.
+
+    End to end: a real process started through the console script pip writes."""
     import subprocess
     import sys
 
@@ -496,7 +498,9 @@ warnings.warn(SettingsNote("batch size 2 given more than once: each runs once"))
 
 def test_a_file_size_limit_never_leaves_a_truncated_export(tmp_path: Path) -> None:
     """Item 15: under a file-size limit (``ulimit -f``) ``export -o`` fails in one line (exit 1) and the file it
-    would have replaced is left as it was (written to a temporary file and renamed, never in place)."""
+    would have replaced is left as it was (written to a temporary file and renamed, never in place).
+
+    End to end: a real process (the limit is set in it before it starts)."""
     import resource
 
     from accelbench.store import Store

@@ -223,6 +223,8 @@ def test_accuracy_mode_agrees_with_run(tmp_path: Path):
 
 
 def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: Path):
+    """End to end: a real process, sent Ctrl-C (SIGINT): exit 130, the finished scenario stored; ``--resume`` runs
+    the rest."""
     # MultiStream second, not Offline: Offline's one query is sized from the bare forward time, which for this
     # tiny CPU model underestimates LoadGen's per-sample host cost ~20x (a 45 s test where 2 s are asked for).
     # MultiStream's 8-sample queries wait at the gate (signal_helpers) until the signal has arrived: the Ctrl-C
