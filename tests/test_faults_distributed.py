@@ -98,7 +98,8 @@ FAULTS = [
     # a rank that raises: its case is an error row naming the rank, the run completes, exit 1, no traceback shown
     Fault(
         "gpus-rank-crash",
-        ["run", "--gpus", "2", *CASE, "--model", "multi_helpers:crash_on_rank1", "--batch-sizes", "2", "--db", "{db}"],
+        ["run", "--gpus", "2", *CASE, "--model", "multi_helpers:crash_on_rank1", "--batch-sizes", "2", "--db", "{db}"]
+        + ["--idle-s", "0"],
         1,
         "1 of 1 cases ended in error",
         _crash_row,
@@ -106,9 +107,11 @@ FAULTS = [
     ),
     # interconnect: a run whose every case fails exits 1. Gloo told to use a network interface that does not exist
     # fails in every rank, every time (a 50 ms timeout, used before, let the smallest ops through on an idle host).
+    # One op: each op is a case, and each failed case starts torchrun again on the cases left.
     Fault(
         "interconnect-failed",
-        ["interconnect", "--gpus", "2", "--device", "cpu", "--max-bytes", "64K", "--db", "{db}"],
+        ["interconnect", "--gpus", "2", "--device", "cpu", "--ops", "all_reduce", "--max-bytes", "64K", "--idle-s", "0"]
+        + ["--db", "{db}"],
         1,
         "Unable to find address for: nosuchif0",
         _failed_run,
@@ -125,7 +128,10 @@ def test_fault(fault: Fault, tmp_path: Path) -> None:
 # real processes and signals ------------------------------------------------------------------------------------
 # Each test waits for states (a stored row, a rank waiting at the gate of signal_helpers, the lease), never for a
 # fixed time: the gated case cannot finish before the signal, however slow the machine.
-GATED = ["--device", "cpu", "--model", "signal_helpers:gated_net", "--images", "8", "--min-timed-batches", "1"]
+GATED = [
+    *["--device", "cpu", "--model", "signal_helpers:gated_net", "--images", "8", "--min-timed-batches", "1"],
+    *["--idle-s", "0"],
+]
 
 
 def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
