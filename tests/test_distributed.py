@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import cli_env, run_cli
+from conftest import cli_env, run_cli, run_cli_process
 
 from accelbench.core.errors import OK
 from accelbench.store import Store
@@ -34,14 +34,6 @@ HANG_S = 15
 
 
 env = cli_env  # the environment of an accelbench subprocess (Popen, torchrun)
-
-
-def cli_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``python -m accelbench *args`` as a real process: for the tests that read its ``TMPDIR`` or its children's
-    environment (an in-process run would share the test's)."""
-    return subprocess.run(
-        [sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=cli_env(env), timeout=900
-    )
 
 
 def rows(db, run_id=None):
@@ -98,7 +90,8 @@ def faulty(tmp_path_factory) -> Launched:
     tag = f"hung-{os.getpid()}-{folder.name}"  # marks this run's processes (other tests may run ranks meanwhile)
     models = f"{CRASH},{HANG},{HEALTHY}"
     args = ["run", "--gpus", "2", "--model", models, "-b", "2", "-n", "4", "--timeout-s", str(HANG_S), "--db", str(db)]
-    p = cli_process(*args, *SMALL, env={"TMPDIR": str(scratch), "ACCELBENCH_TEST_TAG": tag})
+    # a real process: the tests read its TMPDIR and its children's environment (in-process, both are the test's)
+    p = run_cli_process(*args, *SMALL, env={"TMPDIR": str(scratch), "ACCELBENCH_TEST_TAG": tag})
     return Launched(p, db, scratch, tag)
 
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import run_cli
-from test_distributed import CRASH, FAST, TINY_MODEL, check_aggregate, cli_process, env, free_port, left_behind, rows
+from conftest import run_cli, run_cli_process
+from test_distributed import CRASH, FAST, TINY_MODEL, check_aggregate, env, free_port, left_behind, rows
 
 from accelbench.store import Store
 
@@ -103,7 +103,8 @@ def test_concurrent_jobs_vs_sequential(tmp_path):
     db, scratch = tmp_path / "c.db", tmp_path / "scratch"
     scratch.mkdir()
     args = ["concurrent", "--models", f"multi_helpers:tiny,{TINY_MODEL}", "-b", "2", "-n", "4", "--min-time-s", "1"]
-    p = cli_process(*args, "--db", str(db), *FAST, "--idle-s", "0", env={"TMPDIR": str(scratch)})
+    # a real process: the test reads its TMPDIR (in-process, that is the test's)
+    p = run_cli_process(*args, "--db", str(db), *FAST, "--idle-s", "0", env={"TMPDIR": str(scratch)})
     assert p.returncode == 0, p.stdout + p.stderr
     assert "concurrent vs sequential" in p.stdout
     assert not left_behind(scratch)  # the jobs' own stores were merged and removed, as were the launches' folders
