@@ -165,9 +165,12 @@ def natural_width(table, console) -> int:
 def runs_table(runs: list[dict]) -> Table:
     import datetime as dt
 
-    t = Table(title="Runs")
+    # words wrap at spaces and a word too long for its column ends in an ellipsis, never broken mid-word; no
+    # vertical rules, so nine columns fit 80 terminal columns
+    t = Table(title="Runs", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
+    widths = {"Created (UTC)": len("2026-01-31"), "Model": 8}  # the date whole; a model name readable
     for h in ("Run", "Name", "Created (UTC)", "Kind", "Model", "Device", "Status", "Cases", "Tags"):
-        t.add_column(h, overflow="fold")
+        t.add_column(h, overflow="ellipsis", no_wrap=h in ("Run", "Cases"), min_width=widths.get(h))
     for r in runs:
         when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
         tags = " ".join(f"{k}={v}" for k, v in (r.get("tags") or {}).items())
