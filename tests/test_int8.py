@@ -108,11 +108,12 @@ def _cifar(n: int, data: str = "cifar10-test"):
 
 
 @needs_pt2e
-def test_int8_pt2e_top1_stays_within_two_points_of_fp32_on_cifar():
+def test_int8_pt2e_top1_stays_within_two_points_of_fp32_on_cifar(one_thread):
     from accelbench.quant import pt2e
 
-    loaded, x, y = _cifar(320)
-    cx, _ = calibration.load(calibration.plan("cifar10-test", 320, 128), 32, loaded.info.mean, loaded.info.std)
+    # 128 balanced test images, one calibration batch of 64: fp32 gets 113 right, int8 114 (a tolerance of 2.5 images)
+    loaded, x, y = _cifar(128)
+    cx, _ = calibration.load(calibration.plan("cifar10-test", 128, 64), 32, loaded.info.mean, loaded.info.std)
     with torch.no_grad():
         ref = (loaded.module(x).argmax(1) == y).float().mean().item()
         q, cols = pt2e.quantize(loaded.module, "static", calibration.batches(cx, 64), x[:64])
@@ -123,7 +124,7 @@ def test_int8_pt2e_top1_stays_within_two_points_of_fp32_on_cifar():
 
 # onnxruntime -----------------------------------------------------------------------------------------------
 @needs_ort
-def test_onnxruntime_fp32_logits_match_torch():
+def test_onnxruntime_fp32_logits_match_torch(one_thread):
     loaded, x, _ = _cifar(64)
     ort = backends.get("onnxruntime")
     fwd, build_s = ort.build(loaded.module, x[:32], torch.device("cpu"))
@@ -167,6 +168,8 @@ def test_an_export_failure_is_a_row_not_a_crash(tmp_path):
         "fp32,int8-dynamic",
         "--device",
         "cpu",
+        "--idle-s",
+        "0",
         "--db",
         str(tmp_path / "r.db"),
         "--json",
@@ -185,7 +188,7 @@ def test_an_export_failure_is_a_row_not_a_crash(tmp_path):
 
 
 @needs_ort
-def test_onnxruntime_int8_is_preprocessed_and_keeps_accuracy():
+def test_onnxruntime_int8_is_preprocessed_and_keeps_accuracy(one_thread):
     """The QDQ model is built from onnxruntime's pre-processed graph (batch norm folded; its docs' first step)."""
     loaded, x, y = _cifar(256)
     cx, _ = calibration.load(calibration.plan("cifar10-test", 256, 64), 32, loaded.info.mean, loaded.info.std)
