@@ -158,13 +158,18 @@ class Generate(Scenario):
         ]
 
     def check(self, spec) -> None:
-        """Every model resolves, every prompt plus its new tokens fits its context, text prompts have a tokenizer.
+        """Every model resolves (a checkpoint folder's files parse and agree), every prompt plus its new tokens fits
+        its context, text prompts have a tokenizer, and the smallest case fits the device's memory
+        (:mod:`~accelbench.scenarios.generate.preflight`).
 
         Raises:
-            UnknownModelError, MissingDependencyError, ConfigError: one line each.
+            UnknownModelError, CheckpointError, MissingDependencyError, ConfigError, DoesNotFitError: one line each.
         """
         from accelbench.scenarios.generate.model import check_fits, check_model_name
+        from accelbench.scenarios.generate.preflight import check_checkpoint, check_memory
 
+        for name in spec.models:
+            check_checkpoint(name)  # a damaged folder is one line naming its file, before anything reads it
         for name in spec.models:
             context, has_tokenizer = check_model_name(name)
             for p in spec.settings.prompt_lens:
@@ -172,6 +177,7 @@ class Generate(Scenario):
                     check_fits(name, context, p, n)
             if spec.settings.prompt_source == "text" and has_tokenizer is False:
                 raise ConfigError("prompt_source", "text", f"random for {name} (it has no tokenizer)")
+        check_memory(self, spec)  # the smallest case fits the device's memory, estimated from the configs
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
@@ -182,11 +188,14 @@ class Generate(Scenario):
 
     def prepare(self, spec, device, store):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:
-        :mod:`accelbench.scenarios.profile.ceilings`) and the perplexities measured so far."""
+        :mod:`accelbench.scenarios.profile.ceilings`), the perplexities measured so far, and the memory the cases
+        are estimated against (read first: nothing built yet)."""
         from accelbench.scenarios.generate.model import SweepState
+        from accelbench.scenarios.generate.preflight import available_bytes
         from accelbench.scenarios.profile.scenario import get_ceilings
 
-        return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None)
+        memory = available_bytes(device)
+        return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None, memory_bytes=memory)
 
     def base_record(self, case, device) -> dict[str, Any]:
         rec = super().base_record(case, device)
@@ -199,6 +208,9 @@ class Generate(Scenario):
 
     def measure(self, case, spec, state, rank, sink):
         from accelbench.scenarios.generate.model import measure_case
+        from accelbench.scenarios.generate.preflight import check_case
+
+        check_case(case, spec, state.memory_bytes)  # a case that cannot fit is an ``oom`` row, never built
 
         return measure_case(case, spec, state, rank)
 

@@ -31,9 +31,11 @@ class SweepState:
     projections (a model-numerics figure: the same for every batch size, prompt and backend loop); and the model
     the cases run now, with its compiled decode step: the cases of one (model, precision, backend) reuse them, so a
     sweep over batch sizes and prompt lengths builds once and compiles about twice (the first shapes, then dynamic
-    ones), where a case per compile would spend most of a GPU sweep compiling."""
+    ones), where a case per compile would spend most of a GPU sweep compiling. ``memory_bytes``: what the device
+    had before the sweep built anything (:func:`accelbench.scenarios.generate.preflight.available_bytes`)."""
 
     ceilings: Any = None
+    memory_bytes: int | None = None
     perplexities: dict = field(default_factory=dict)
     built: Built | None = None
 
