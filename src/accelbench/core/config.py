@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from accelbench.core.errors import ConfigError, SettingsNote
+from accelbench.core.errors import ConfigError, SettingsNote, did_you_mean
 
 T = TypeVar("T")
 
@@ -166,9 +166,14 @@ def table(raw: dict[str, Any], name: str, path: str | Path) -> dict[str, Any]:
     """The ``[name]`` table of a TOML document, else its top level.
 
     Raises:
-        ConfigError: ``name`` is present but not a table.
+        ConfigError: ``name`` is present but not a table, or absent while a table of a close name is there
+            (``[generat]`` for ``[generate]``: its settings would be refused one by one as unknown keys).
     """
     if name not in raw:
+        for key, value in raw.items():
+            if isinstance(value, dict) and did_you_mean(key, [name]):
+                allowed = f"[{name}] or settings at the top level of {path}"
+                raise ConfigError("config table", f"[{key}]", allowed, choices=[f"[{name}]"])
         return raw
     if not isinstance(raw[name], dict):
         raise ConfigError(name, raw[name], f"a [{name}] table in {path}")

@@ -76,7 +76,8 @@ class Spec:
         modes: execution backends from :data:`accelbench.backends.BACKENDS`.
         channels_last: ``auto`` (NHWC where it helps: convolutions on CUDA below fp32), ``on``, ``off``.
         images: images used (inference: per pass; training: distinct images cycled); None: all of the data.
-        data: ``cifar10-test``, ``cifar10-train-5k``, ``synthetic``, or an ImageFolder directory / .tar(.gz).
+        data: ``cifar10-test``, ``cifar10-train-5k``, ``synthetic``, or an ImageFolder directory / .tar(.gz); None for
+            a scenario without image data (its defaults say so: ``generate``'s prompts are its own settings).
         image_size: square input side in pixels; None takes the model's native size.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         warmup_batches: untimed steps before timing.
@@ -101,7 +102,7 @@ class Spec:
     modes: tuple[str, ...] = ("eager",)
     channels_last: str = "auto"
     images: int | None = None
-    data: str = "cifar10-test"
+    data: str | None = "cifar10-test"
     image_size: int | None = None
     device: str = "auto"
     warmup_batches: int = 1
@@ -169,7 +170,7 @@ def validate(spec: Spec) -> None:
         check_int("image_size", spec.image_size, 8, SIDE_MAX)
     if not isinstance(spec.device, str) or not DEVICE_RE.match(spec.device):
         raise ConfigError("device", spec.device, "auto, cpu, cuda, cuda:N")
-    if not isinstance(spec.data, str) or not spec.data:
+    if spec.data is not None and (not isinstance(spec.data, str) or not spec.data):
         raise ConfigError("data", spec.data, "cifar10-test, synthetic, or a path")
     for name in ("warmup_batches", "min_timed_batches"):
         check_int(name, getattr(spec, name), 0, COUNT_MAX)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from accelbench.core.errors import OK
 from accelbench.report.table import is_detail, results_table
-from accelbench.report.views import view
+from accelbench.report.views import caption, view
 
 GROUP = ("model", "precision", "mode", "prompt_len", "new_tokens")  # one line of a batch-size chart
 
@@ -16,9 +16,8 @@ GROUP = ("model", "precision", "mode", "prompt_len", "new_tokens")  # one line o
 def generate_table(records: Iterable[dict], compact: bool = False, title: str | None = None):
     """The case rows of a generate run as a rich table; compact fits 80 columns."""
     rows = [r for r in records if not is_detail(r)]
-    return results_table(
-        rows, title=title, columns=view("generate-compact" if compact else "generate"), compact=compact
-    )
+    name = "generate-compact" if compact else "generate"
+    return results_table(rows, title=title, columns=view(name), compact=compact, caption=caption(name))
 
 
 def oom_lines(records: list[dict]) -> list[str]:

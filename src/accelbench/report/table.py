@@ -74,7 +74,9 @@ def _status_cell(r: dict, compact: bool) -> Text:
     return Text(text, style=style)
 
 
-def results_table(records: Iterable[dict], title: str | None = None, columns=None, compact: bool = False):
+def results_table(
+    records: Iterable[dict], title: str | None = None, columns=None, compact: bool = False, caption: str | None = None
+):
     """A rich Table of case records; columns with no value in any row are left out.
 
     Args:
@@ -83,6 +85,7 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
         compact: failed rows show only their status (reasons go under the table, :func:`case_notes`), the
             table has no vertical rules, and several models get one table each under their name instead
             of a Model column: the compact column sets then fit 80 columns.
+        caption: a line under the table saying what its figures are (:func:`accelbench.report.views.caption`).
     Returns:
         A :class:`rich.table.Table`, or a :class:`rich.console.Group` of per-model tables (compact, several models).
     """
@@ -95,7 +98,9 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
         for m in models:
             parts += [
                 Text(m, style="bold"),
-                results_table([r for r in rows if str(r.get("model")) == m], columns=columns, compact=True),
+                results_table(
+                    [r for r in rows if str(r.get("model")) == m], columns=columns, compact=True, caption=caption
+                ),
             ]
         return Group(*parts)
     default = view("inference-compact") if compact else view("inference")
@@ -105,6 +110,8 @@ def results_table(records: Iterable[dict], title: str | None = None, columns=Non
     # Compact: one space between columns (the box's blank rule), no outer edge.
     table = Table(
         title=title,
+        caption=caption,
+        caption_justify="left",
         show_lines=False,
         box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
         padding=(0, 0) if compact else (0, 1),

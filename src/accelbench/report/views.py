@@ -125,11 +125,12 @@ LAYOUTS: dict[str, str] = {
     "summary": "batch_size lr_peak epochs_done final_eval_top1 best_eval_top1 best_epoch epochs_to_target "
     "time_to_target_s samples_per_s_mean total_wall_s input_bound_epochs status",
     "epoch": "batch_size epoch eval_top1 train_loss elapsed_s samples_per_s",
-    "generate": "model batch_size prompt_len new_tokens precision mode ttft_p50_ms ttft_p99_ms tpot_p50_ms tpot_p99_ms "
-    "e2e_latency_p50_ms prefill_tokens_per_s decode_tokens_per_s output_tokens_per_s mbu mbu_datasheet mfu "
-    "kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j cost_per_million_tokens perplexity "
-    "validity status",
-    "generate-compact": "model batch_size prompt_len precision mode ttft_p50_ms tpot_p50_ms decode_tokens_per_s mbu "
+    # the rates are means (tokens over time), so each table shows them beside the mean latencies they agree with
+    "generate": "model batch_size prompt_len new_tokens precision mode ttft_mean_ms ttft_p50_ms ttft_p99_ms "
+    "tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
+    "output_tokens_per_s mbu mbu_datasheet mfu kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j "
+    "cost_per_million_tokens perplexity validity status",
+    "generate-compact": "model batch_size prompt_len precision mode ttft_mean_ms tpot_mean_ms decode_tokens_per_s mbu "
     "status",
     "tune": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p50_ms latency_p99_ms "
     "energy_per_sample_j case_wall_s",
@@ -138,6 +139,10 @@ LAYOUTS: dict[str, str] = {
     "memory_bytes tune_stage",
 }
 _TAIL = ("validity", "status")
+# what a table's figures are where its headers have no room to say it (a compact table fits 80 columns)
+CAPTIONS: dict[str, str] = {
+    "generate-compact": "TTFT, TPOT: means of the timed generations (tok/s = batch / TPOT)",
+}
 
 
 def column(name: str) -> Column | None:
@@ -171,6 +176,11 @@ def view(name: str, compact: bool | None = None) -> list[tuple[str, str, Callabl
             raise KeyError(f"table {name} shows {key}, which no column declares")
         out.append((c.header(name, short), key, formatter(c.format_kind(short), c.scale)))
     return out
+
+
+def caption(view: str) -> str | None:
+    """The line under table ``view`` (:data:`CAPTIONS`), or None."""
+    return CAPTIONS.get(view)
 
 
 def is_text(key: str) -> bool:

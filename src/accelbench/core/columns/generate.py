@@ -5,6 +5,12 @@ KV cache and weights, and quality (perplexity).
 Definitions (:mod:`accelbench.scenarios.generate.metrics` holds the formulas and their sources): TTFT is prefill plus
 the first token; TPOT is one decode step (the inter-token latency); a sample of a generate row is an output token,
 so ``throughput_samples_per_s``, ``energy_per_sample_j`` and ``cost_per_1000_samples_usd`` are per output token.
+
+Every rate and utilisation is a mean, tokens (or bytes, FLOPs) over the time they took summed over the timed
+generations, as vLLM's ``benchmark_serving`` (output throughput = output tokens / duration) and MLPerf's Llama
+harness (tokens/s over the run) count them; each is taken at the mean latency of its phase, so a table that shows
+them beside the means (``ttft_mean_ms``, ``tpot_mean_ms``: the compact table) agrees on every line:
+decode tokens/s = batch / mean TPOT. The percentiles (p50, p99) describe the latencies' distribution.
 """
 
 from __future__ import annotations
@@ -24,10 +30,10 @@ def _stats(prefix: str, what: str, short: str, doc: str) -> tuple:
             FLOAT,
             f"{what} {k} (ms)",
             "number",
-            short=f"{short} ms" if k == "p50" else f"{short} {k} ms",
+            short=f"{short} ms" if k == "mean" else f"{short} {k} ms",  # the compact table's: its caption says mean
             combine=RANK,
             scenarios=G,
-            doc=doc if k == "p50" else "",
+            doc={"p50": doc, "mean": f"{doc} The mean: the time the row's rates are taken at."}.get(k, ""),
         )
         for k in ("mean", "min", "p50", "p90", "p99", "max")
     ]
@@ -50,7 +56,14 @@ DECLARED = (
     # the case
     col("prompt_len", INT, "Prompt (tokens)", "int", short="Prompt", scenarios=GP),
     col("new_tokens", INT, "New tokens", "int", short="New", scenarios=G, doc="Tokens generated a sequence."),
-    col("prompt_source", STR, "Prompt source", scenarios=G, levels="random text"),
+    col(
+        "prompt_source",
+        STR,
+        "Prompt source",
+        scenarios=GP,
+        levels="random text",
+        doc="What the prompts are: random token ids (seeded) or windows of the held-out shipped text.",
+    ),
     col("vocab_size", INT, "Vocabulary", "int", scenarios=GP),
     col("context_len", INT, "Context (tokens)", "int", scenarios=GP),
     col(
@@ -86,7 +99,8 @@ DECLARED = (
         "rate",
         combine=RANK,
         scenarios=G,
-        doc="Prompt tokens of the batch over the median TTFT.",
+        doc="Prefill tokens/s: the batch's prompt tokens over the mean TTFT (prompt tokens of every timed generation "
+        "over their summed TTFTs).",
     ),
     col(
         "prefill_flops",
@@ -112,7 +126,7 @@ DECLARED = (
         "pct:1",
         combine=RANK,
         scenarios=G,
-        doc="Model FLOP utilisation of prefill: prefill FLOPs / median TTFT over the precision's measured matmul "
+        doc="Model FLOP utilisation of prefill: prefill FLOPs / mean TTFT over the precision's measured matmul "
         "roof (None where no roof was measured).",
     ),
     col("mfu_datasheet", FLOAT, "MFU (datasheet)", "pct:1", combine=RANK, scenarios=G),
@@ -131,7 +145,9 @@ DECLARED = (
         short="tok/s",
         combine=RANK,
         scenarios=G,
-        doc="Batch size over the mean TPOT: the tokens the batch gains a second while decoding.",
+        doc="Decode tokens/s: the decode phase's tokens over the decode phase's time, batch x (new tokens - 1) x "
+        "generations over the summed inter-token latencies, = batch / mean TPOT (vLLM's benchmark and MLPerf's "
+        "Llama harness: TPOT = (latency - TTFT) / (tokens - 1)). The first token is prefill's.",
     ),
     col(
         "output_tokens_per_s",
@@ -140,7 +156,9 @@ DECLARED = (
         "rate",
         combine=RANK,
         scenarios=G,
-        doc="Batch x new tokens over the median end-to-end latency (prefill included).",
+        doc="Output tokens/s: every generated token over the whole generation's time, prefill included: batch x new "
+        "tokens / mean end-to-end latency (vLLM's output throughput, output tokens over duration). At most "
+        "decode tokens/s whenever a prefill takes at least one decode step (mean TTFT >= mean TPOT).",
     ),
     col(
         "decode_step_bytes",

@@ -22,6 +22,13 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
 from accelbench.scenarios.base import Scenario, register
 
+# Timed generations a case by default: the fewest with which `accelbench compare` of two default runs decides and
+# still calls a difference when a window is out of order. Its exact Mann-Whitney test on the windows can reach
+# p < 0.05 only when 2 / C(2n, n) < 0.05: 3 vs 3 windows never can (0.10: "too few windows" on every case), 4 vs 4
+# only when every window of one run beats every window of the other (0.029; one pair out of order: 0.057), 5 vs 5
+# with up to two of the 25 pairs out of order (0.032). The cost is linear: a case times 5 generations where 3 were
+# timed before (the warm-up and the build unchanged).
+REPEATS = 5
 GPU_DEFAULTS: dict[str, Any] = {
     "models": ("hf:llama-3.2-1b", "hf:llama-3.1-8b"),
     "batch_sizes": (1, 2, 4, 8, 16, 32, 64),
@@ -29,19 +36,21 @@ GPU_DEFAULTS: dict[str, Any] = {
     "new_tokens": (128,),
     "precisions": ("bf16",),
     "modes": ("static-compile",),
-    "repeats": 3,
+    "repeats": REPEATS,
     "idle_s": 3.0,
+    "data": None,  # no image data: the prompts are the settings' prompt_source
 }
 CPU_DEFAULTS: dict[str, Any] = {
-    # About a minute on 2 cores: the bundled tiny model, what users get and the static-cache loop.
+    # A minute or two on 2 cores: the bundled tiny model, what users get and the static-cache loop.
     "models": ("hf:tiny-shakespeare",),
     "batch_sizes": (1, 8),
     "prompt_lens": (64,),
     "new_tokens": (32,),
     "precisions": ("fp32",),
     "modes": ("hf-generate", "static-cache"),
-    "repeats": 3,
+    "repeats": REPEATS,
     "idle_s": 0.0,
+    "data": None,
 }
 
 
@@ -62,7 +71,7 @@ class GenerateSettings(Windowed):
     prompt_source: str = "random"
     perplexity: bool = True
     perplexity_window: int = 256
-    repeats: int = 3
+    repeats: int = REPEATS
 
     def __post_init__(self) -> None:
         from accelbench.data.text import PROMPT_SOURCES
@@ -125,12 +134,10 @@ class Generate(Scenario):
         from accelbench import backends, precisions
         from accelbench.core.config import check_choices
 
-        if not spec.models or not spec.batch_sizes:
-            raise ConfigError(
-                "model" if not spec.models else "batch_sizes",
-                spec.models or spec.batch_sizes,
-                "one or more names / positive integers",
-            )
+        if not spec.models:  # ``-m ""`` or ``-m ,``: nothing is left of the list
+            raise ConfigError("model", "", "a non-empty model name, e.g. -m hf:tiny-shakespeare")
+        if not spec.batch_sizes:
+            raise ConfigError("batch_sizes", "", "one or more positive integers, e.g. -b 1,8")
         check_choices("precision", spec.precisions, precisions.names(workload="generate"))
         check_choices("mode", spec.modes, backends.names(workload="generate"))
 
@@ -177,6 +184,13 @@ class Generate(Scenario):
                     check_fits(name, context, p, n)
             if spec.settings.prompt_source == "text" and has_tokenizer is False:
                 raise ConfigError("prompt_source", "text", f"random for {name} (it has no tokenizer)")
+            note = _perplexity_note(name, context, has_tokenizer, spec.settings)
+            if note:
+                import warnings
+
+                from accelbench.core.errors import SettingsNote
+
+                warnings.warn(SettingsNote(note), stacklevel=2)
         check_memory(self, spec)  # the smallest case fits the device's memory, estimated from the configs
 
     def unsupported_reason(self, case, device) -> str | None:
@@ -213,6 +227,28 @@ class Generate(Scenario):
         check_case(case, spec, state.memory_bytes)  # a case that cannot fit is an ``oom`` row, never built
 
         return measure_case(case, spec, state, rank)
+
+
+def _perplexity_note(name: str, context: int | None, has_tokenizer: bool | None, st: GenerateSettings) -> str | None:
+    """Why the perplexity asked of ``name`` will be missing or measured otherwise than asked, or None: a checkpoint
+    without a tokenizer has none (random-weight architectures say so beside the table), and a window longer than the
+    model's context is cut to the context (the longest window the model takes; the row's ``perplexity_window`` is the
+    one used), where refusing would refuse the default window on every model of a shorter context."""
+    from accelbench.models import hf
+
+    if not st.perplexity or not hf.is_lm_name(name) or name[len(hf.PREFIX) :] in hf.ARCHITECTURES:
+        return None
+    if has_tokenizer is False:
+        return (
+            f"{name} has no tokenizer (tokenizer.json, tokenizer_config.json or tokenizer.model): no perplexity is "
+            "measured (the rows' quality_note says so)"
+        )
+    if context and st.perplexity_window > context:
+        return (
+            f"perplexity_window {st.perplexity_window} is longer than {name}'s maximum context of {context} tokens: "
+            f"its perplexity is measured over windows of {context}"
+        )
+    return None
 
 
 register(Generate())

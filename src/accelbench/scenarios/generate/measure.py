@@ -3,6 +3,14 @@ turn the marks into the row's columns (TTFT, TPOT, inter-token latencies, rates,
 
 Each timed generation is one window (the statistical unit of ``compare``'s intervals): its TTFT and its mean TPOT
 are one observation each; every inter-token latency of every window is kept as the ``itl_ms`` series.
+
+Every rate and utilisation is a mean: tokens over the time they took, summed over the timed generations (vLLM's
+``benchmark_serving`` and MLPerf's Llama harness count throughput as tokens over duration), so each agrees with the
+mean latency beside it: decode tokens/s is ``batch / mean TPOT``, prefill tokens/s ``batch x prompt / mean TTFT``,
+output tokens/s ``batch x new tokens / mean end-to-end``, MBU is taken at the mean TPOT and MFU at the mean TTFT.
+Output tokens/s counts every generated token over the whole generation, prefill included; decode tokens/s counts
+the decode phase's tokens over the decode phase's time; so output tokens/s is at most decode tokens/s whenever a
+prefill (the mean TTFT) takes at least one decode step (the mean TPOT).
 """
 
 from __future__ import annotations
@@ -66,9 +74,9 @@ def generation_columns(
     itl_ms = [t * 1e3 for g in gens for t in g.itl_s]
     tpot_window_ms = [float(np.mean(g.itl_s)) * 1e3 for g in gens]
     e2e_ms = [g.e2e_s * 1e3 for g in gens]
-    tpot_s = float(np.mean(itl_ms)) / 1e3
-    ttft_s = float(np.median(ttft_ms)) / 1e3
-    rates = metrics.rates(batch_size, prompt_len, new_tokens, ttft_s, tpot_s, float(np.median(e2e_ms)) / 1e3)
+    tpot_s = float(np.mean(itl_ms)) / 1e3  # every decode step of every generation: decode time / decode steps
+    ttft_s = float(np.mean(ttft_ms)) / 1e3
+    rates = metrics.rates(batch_size, prompt_len, new_tokens, ttft_s, tpot_s, float(np.mean(e2e_ms)) / 1e3)
     step_bytes = metrics.mean_decode_bytes(shape, batch_size, prompt_len, new_tokens)
     prefill = metrics.prefill_flops(shape, batch_size, prompt_len)
     rec = {

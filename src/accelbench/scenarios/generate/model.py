@@ -84,14 +84,18 @@ def check_fits(name: str, context: int | None, prompt_len: int, new_tokens: int)
     """Refuse a prompt plus new tokens longer than the model's context (positions past it have no meaning).
 
     Raises:
-        ConfigError: naming the model, the lengths and the context.
+        ConfigError: naming the field to change (``new_tokens``, unless the prompt alone leaves no room for a decode
+            step), how far it may go, and the model's maximum context.
     """
-    if context and prompt_len + new_tokens > context:
-        raise ConfigError(
-            "prompt_lens",
-            prompt_len,
-            f"prompt + new tokens <= {name}'s context of {context} tokens (asked {prompt_len} + {new_tokens})",
-        )
+    if not context or prompt_len + new_tokens <= context:
+        return
+    limit = f"{name}'s maximum context is {context} tokens, prompt and new tokens together"
+    least = min(new_tokens, 2)  # a generation's first decode step (a profiled step: its one position)
+    if prompt_len + least > context:  # the prompt alone leaves no room
+        raise ConfigError("prompt_lens", prompt_len, f"at most {context - least} tokens: {limit}")
+    raise ConfigError(
+        "new_tokens", new_tokens, f"at most {context - prompt_len} after a {prompt_len}-token prompt: {limit}"
+    )
 
 
 def _dtype(precision: str):

@@ -110,6 +110,11 @@ def build(case, spec, device) -> LMWorkload:
 
     cols = {
         **built.columns,
+        # what the step ran on: random token ids, no image data (the spec's shared data and images fields are an
+        # image model's; a language-model row must not claim them)
+        "data": None,
+        "images": None,
+        "prompt_source": "random",
         "weights": loaded.info.weights,
         "pretrained": loaded.info.pretrained,
         "vocab_size": loaded.info.vocab_size,
