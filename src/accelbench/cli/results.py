@@ -122,12 +122,29 @@ def schema(output: Path | None = typer.Option(None, "--output", "-o", help="File
 
 
 @command("models")
-def models_cmd() -> None:
-    """List model names accepted by --model."""
-    from accelbench.models import list_models
+def models_cmd(
+    kind: str | None = typer.Option(
+        None, "--kind", help="Only models of one kind: image (image classifiers) or lm (language models)."
+    ),
+) -> None:
+    """List the models --model accepts: each name (or name pattern), its kind and its source."""
+    from rich import box
+    from rich.table import Table
 
-    console.print(", ".join(list_models()))
-    console.print("also: timm:<name> (pip install 'accelbench[timm]'), package.module:factory")
+    from accelbench.core.config import check_choices
+    from accelbench.models import KINDS
+    from accelbench.models.base import catalog
+
+    if kind is not None:
+        check_choices("kind", (kind,), tuple(KINDS))
+    t = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), expand=True)
+    t.add_column("model", ratio=1)  # the torchvision names wrap at their commas in what the other two leave
+    t.add_column("kind", no_wrap=True)
+    t.add_column("source", no_wrap=True)
+    for row in catalog(kind):
+        t.add_row(*row)
+    console.print(t)
+    console.print("timm: names need pip install 'accelbench[timm]', hf: names 'accelbench[llm]'")
 
 
 @command()

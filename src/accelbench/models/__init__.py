@@ -1,13 +1,18 @@
-"""Model registry: ``create_model(name) -> LoadedModel``.
+"""Model registry: every name ``--model`` takes, what kind of model it is, and ``create_model(name) -> LoadedModel``.
 
-Names resolve in this order:
-1. the registry ``MODELS`` (``cifar-resnet20``, ``cifar-resnet56``, filled by ``@register``, and the models of
-   installed distributions: entry point group ``accelbench.models``, a factory ``fn(pretrained) -> LoadedModel``
-   under the entry point's name, :mod:`accelbench.core.plugins`);
-2. ``timm:<name>``: a timm model (random weights: no hub access is assumed);
-3. ``package.module:factory``: a user callable returning an ``nn.Module``;
-4. a torchvision classification model name (``resnet50``, ``vit_b_16``, ...), with its ImageNet
-   weights when they are already in the torch hub cache, else random weights.
+Each model declares its kind (:data:`accelbench.models.base.KINDS`: an image classifier or a causal language model)
+and its source; :func:`accelbench.models.base.lookup` answers "what is this name?" for every command, and each
+scenario refuses a model of a kind it does not take (:attr:`accelbench.scenarios.Scenario.model_kind`). Names:
+
+1. the named models of ``MODELS``: ``cifar-resnet20``, ``cifar-resnet56`` (bundled CIFAR-10 weights), the language
+   models of :mod:`accelbench.models.hf` (``hf:<architecture>``, ``hf:tiny-shakespeare``), and the models of installed
+   distributions (entry point group ``accelbench.models``: a factory ``fn(pretrained) -> LoadedModel``, an image
+   classifier, under the entry point's name, or a :class:`accelbench.models.base.Model`;
+   :mod:`accelbench.core.plugins`);
+2. the families of ``FAMILIES``: ``hf:/path/to/checkpoint`` (a local folder), ``timm:<name>`` (a timm model, random
+   weights: no hub access is assumed), ``package.module:factory`` (a user callable returning an ``nn.Module``), and a
+   torchvision classification model name (``resnet50``, ``vit_b_16``, ...), with its ImageNet weights when they are
+   already in the torch hub cache, else random weights.
 
 A user factory (``package.module:factory``) is code: naming one imports that module (the current directory
 first on ``sys.path``, as ``python -m`` has it) and calls the factory with no arguments, as a Python import
@@ -16,7 +21,8 @@ would. The returned module, or else the factory's module, may declare as attribu
 ``input_std`` (3 floats on the 0..1 pixel scale, default ImageNet's), ``default_image_size`` (pixels, default
 224), ``crop_pct`` (input side / shorter side before the center crop; default none: no crop) and
 ``interpolation`` (``bilinear``, ``bicubic``). The flags ``--label-space``, ``--mean``, ``--std``, ``--resize``,
-``--crop-pct`` override them for any model.
+``--crop-pct`` override them for any model. The factory or its module may declare ``model_kind`` (``image`` or
+``lm``): then a command of the other kind refuses it before anything runs; undeclared, every command takes it.
 
 A factory runs with ``sys.argv`` holding its module's name only (accelbench's own flags are not its arguments),
 and its ``sys.exit`` (an ``argparse`` parser's refusal) is a :class:`ModelFactoryError`, never accelbench's exit.
@@ -29,8 +35,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.core.config import put
-from accelbench.core.errors import MissingDependencyError, UnknownModelError, did_you_mean
+from accelbench.core.errors import MissingDependencyError, UnknownModelError
+from accelbench.models.base import (
+    FAMILIES,
+    IMAGE,
+    KINDS,
+    LM,
+    MODELS,
+    SOURCES,
+    Family,
+    Model,
+    ModelKindError,
+    check,
+    lookup,
+    names,
+    refusal,
+    register,
+    register_family,
+)
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -72,18 +94,16 @@ class LoadedModel:
     info: ModelInfo
 
 
-MODELS: dict[str, Callable[[bool], LoadedModel]] = {}
-
-
-def register(name: str) -> Callable:
-    """Decorator: add ``fn(pretrained: bool) -> LoadedModel`` to ``MODELS`` under ``name``.
+def image_classifier(name: str, source: str = "plugin") -> Callable:
+    """Decorator: register ``fn(pretrained: bool) -> LoadedModel``, an image classifier, in ``MODELS`` as ``name``.
 
     Raises:
         ValueError: another model has that name.
     """
 
     def deco(fn: Callable[[bool], LoadedModel]) -> Callable[[bool], LoadedModel]:
-        return put(MODELS, name, fn, "model")
+        register(Model(name=name, kind=IMAGE, source=source, build=fn))
+        return fn
 
     return deco
 
@@ -107,60 +127,51 @@ def _cifar(depth: int) -> Callable[[bool], LoadedModel]:
     return build
 
 
-register("cifar-resnet20")(_cifar(20))
-register("cifar-resnet56")(_cifar(56))
+image_classifier("cifar-resnet20", "bundled")(_cifar(20))
+image_classifier("cifar-resnet56", "bundled")(_cifar(56))
 
 
 def _adopt(name: str, obj) -> None:
-    """An ``accelbench.models`` entry point's factory ``fn(pretrained) -> LoadedModel``, under the entry point's name."""
-    if not callable(obj):
+    """An ``accelbench.models`` entry point: a :class:`Model` (under its own name), or a factory
+    ``fn(pretrained) -> LoadedModel`` of an image classifier, under the entry point's name."""
+    if isinstance(obj, Model):
+        register(obj)
+    elif callable(obj):
+        image_classifier(name)(obj)
+    else:
         raise TypeError(f"{obj!r} is not a model factory fn(pretrained) -> LoadedModel")
-    register(name)(obj)
 
 
-def list_models() -> list[str]:
-    """Registry names plus every torchvision classification model name."""
-    import torchvision
+def list_models(kind: str | None = None) -> list[str]:
+    """Every listed name of ``kind`` (``image``, ``lm``; None: both): the named models, then every torchvision
+    classification model name."""
+    return names(kind)
 
-    return sorted(MODELS) + sorted(torchvision.models.list_models(module=torchvision.models))
 
-
-def check_model(name: str) -> None:
-    """Raise the error :func:`create_model` would raise for an unknown ``name``, without building the model.
-
-    A user factory's module is imported and the factory looked up, not called.
+def check_model(name: str, takes: str | None = None, command: str = "this command") -> Model:
+    """Resolve ``name`` without building it (:func:`accelbench.models.base.check`); a command that takes one kind of
+    model refuses another. A user factory's module is imported and the factory looked up, not called.
 
     Raises:
-        UnknownModelError: the name matches nothing; the message says where it looked.
-        MissingDependencyError: ``timm:`` was asked for without timm installed.
+        ModelKindError: a model of another kind than ``takes``, one line naming the command that measures it.
+        UnknownModelError: the name matches nothing; the message suggests names of its kind.
+        MissingDependencyError: ``timm:`` or ``hf:`` was asked for without its extra installed.
     """
-    if not isinstance(name, str) or not name or name in MODELS:
-        if not name:
-            raise UnknownModelError("empty model name")
-        return
-    if name.startswith("timm:"):
-        _timm_lookup(name.removeprefix("timm:"))
-    elif ":" in name:
-        _user_factory(name)
-    else:
-        _torchvision_name(name)
+    return check(name, takes, command)
 
 
 def create_model(name: str, pretrained: bool = True) -> LoadedModel:
-    """Build a model by name (see module docstring), in eval mode on the CPU.
+    """Build an image classifier (or a user factory's model) by name (see module docstring), in eval mode on the CPU.
 
     Raises:
+        ModelKindError: ``name`` is a language model (:func:`accelbench.models.hf.load_lm` loads those).
         UnknownModelError: the name matches nothing; the message lists where it looked.
         MissingDependencyError: ``timm:`` was asked for without timm installed.
     """
-    if name in MODELS:
-        loaded = MODELS[name](pretrained)
-    elif name.startswith("timm:"):
-        loaded = _timm_model(name, name.removeprefix("timm:"))
-    elif ":" in name:
-        loaded = _user_model(name)
-    else:
-        loaded = _torchvision_model(name, pretrained)
+    model = lookup(name)
+    if model.build is None:
+        raise ModelKindError(refusal(name, model.kind or LM, IMAGE, "create_model"))
+    loaded = model.build(pretrained)
     loaded.module.eval()
     return loaded
 
@@ -168,7 +179,7 @@ def create_model(name: str, pretrained: bool = True) -> LoadedModel:
 # The sources whose build is a pure function of the seed (random initialisation from torch's CPU generator,
 # trained weights from a file): a copy of an earlier build is the same model. A user factory may do anything.
 def _seed_deterministic(name: str) -> bool:
-    return name in MODELS or (":" not in name)
+    return lookup(name).source in ("bundled", "torchvision", "plugin")
 
 
 @dataclass
@@ -223,9 +234,13 @@ def _timm_lookup(timm_name: str):
     return timm
 
 
-def _timm_model(name: str, timm_name: str) -> LoadedModel:
-    timm = _timm_lookup(timm_name)
-    module = timm.create_model(timm_name, pretrained=False)
+def _timm_check(name: str) -> None:
+    _timm_lookup(name.removeprefix("timm:"))
+
+
+def _timm_model(name: str, pretrained: bool) -> LoadedModel:
+    timm = _timm_lookup(name.removeprefix("timm:"))
+    module = timm.create_model(name.removeprefix("timm:"), pretrained=False)
     cfg = getattr(module, "pretrained_cfg", {}) or {}
     size = int(cfg.get("input_size", (3, 224, 224))[-1])
     info = ModelInfo(
@@ -243,13 +258,13 @@ def _timm_model(name: str, timm_name: str) -> LoadedModel:
     return LoadedModel(module, info)
 
 
-def _user_factory(name: str) -> Callable:
-    from accelbench.models.user import factory
+def _user_kind(name: str) -> str | None:
+    from accelbench.models.user import declared_kind
 
-    return factory(name)
+    return declared_kind(name)
 
 
-def _user_model(name: str) -> LoadedModel:
+def _user_model(name: str, pretrained: bool) -> LoadedModel:
     from accelbench.models.user import build
 
     module, declared = build(
@@ -270,23 +285,16 @@ def _user_model(name: str) -> LoadedModel:
     return LoadedModel(module, info)
 
 
-def _torchvision_name(name: str) -> None:
+def _torchvision_names() -> list[str]:
     import torchvision
 
-    known = torchvision.models.list_models(module=torchvision.models)
-    if name not in known:
-        raise UnknownModelError(
-            f"unknown model {name!r}{did_you_mean(name, [*MODELS, *known])}: use a torchvision classification model "
-            f"(e.g. resnet50; accelbench models lists them), {', '.join(sorted(MODELS))}, timm:<name>, or "
-            "package.module:factory"
-        )
+    return sorted(torchvision.models.list_models(module=torchvision.models))
 
 
 def _torchvision_model(name: str, pretrained: bool) -> LoadedModel:
     import torch
     import torchvision
 
-    _torchvision_name(name)
     weights = torchvision.models.get_model_weights(name).DEFAULT if pretrained else None
     cached = None
     if weights is not None:
@@ -307,6 +315,39 @@ def _torchvision_model(name: str, pretrained: bool) -> LoadedModel:
         interpolation=interp,
     )
     return LoadedModel(module, info)
+
+
+register_family(
+    Family(
+        pattern="timm:<name>",
+        kind=IMAGE,
+        source="timm",
+        prefix="timm:",
+        claims=lambda name: True,
+        check=_timm_check,
+        build=_timm_model,
+    )
+)
+register_family(
+    Family(
+        pattern="package.module:factory",
+        kind=None,
+        source="user",
+        claims=lambda name: ":" in name,
+        check=_user_kind,
+        build=_user_model,
+    )
+)
+register_family(
+    Family(
+        pattern="a torchvision classification model (accelbench models lists them)",
+        kind=IMAGE,
+        source="torchvision",
+        claims=lambda name: ":" not in name and name in _torchvision_names(),
+        build=_torchvision_model,
+        names=_torchvision_names,
+    )
+)
 
 
 def _weights_transform(weights) -> tuple[float | None, str]:
@@ -337,4 +378,26 @@ def _load_plugins() -> None:
     plugins.load("accelbench.models", _adopt)
 
 
+from accelbench.models import hf  # noqa: E402  (registers the language models: after the image models' families)
+
 _load_plugins()
+
+__all__ = [
+    "FAMILIES",
+    "IMAGE",
+    "KINDS",
+    "LM",
+    "MODELS",
+    "SOURCES",
+    "LoadedModel",
+    "Model",
+    "ModelInfo",
+    "ModelKindError",
+    "SeededBuilds",
+    "check_model",
+    "create_model",
+    "hf",
+    "list_models",
+    "lookup",
+    "with_overrides",
+]

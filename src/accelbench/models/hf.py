@@ -12,6 +12,9 @@ Names (``--model``):
   (``trust_remote_code=False``);
 - ``package.module:factory``: a user callable returning a ``transformers`` causal LM (``accelbench.models.user``).
 
+Each name registers in the one model registry (:mod:`accelbench.models.base`) as a language model: the architectures
+("config only"), the bundled model ("bundled trained") and the ``hf:/path`` family ("local folder").
+
 Architectures are given by the values of their public ``config.json`` (the Hugging Face Hub model cards named
 in each entry's ``source``), so their shapes, parameter counts and KV-cache sizes are the real ones.
 """
@@ -23,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelbench.core.errors import MissingDependencyError, UnknownModelError, did_you_mean
+from accelbench.core.errors import MissingDependencyError, UnknownModelError
+from accelbench.models.base import LM, Family, Model, register, register_family, unknown
 
 PREFIX = "hf:"
 BUNDLED = Path(__file__).resolve().parents[1] / "assets" / "llm"
@@ -182,7 +186,8 @@ def require_transformers():
     return transformers
 
 
-def _checkpoint_dir(name: str) -> Path | None:
+def checkpoint_dir(name: str) -> Path | None:
+    """The folder an ``hf:`` name loads from (the bundled model's, or a path), or None (an architecture)."""
     rest = name[len(PREFIX) :]
     if rest in BUNDLED_MODELS:
         return BUNDLED / rest
@@ -230,17 +235,12 @@ def check_lm(name: str) -> None:
         MissingDependencyError: transformers is not installed.
     """
     require_transformers()
-    path = _checkpoint_dir(name)
+    path = checkpoint_dir(name)
     if path is not None:
         check_checkpoint(path)
         return
-    arch = name[len(PREFIX) :]
-    if arch not in ARCHITECTURES:
-        known = [*ARCHITECTURES, *BUNDLED_MODELS]
-        raise UnknownModelError(
-            f"unknown language model {name!r}{did_you_mean(name, [PREFIX + k for k in known])}: "
-            f"hf:<{'|'.join(known)}>, hf:/path/to/checkpoint or package.module:factory"
-        )
+    if name[len(PREFIX) :] not in ARCHITECTURES:
+        raise unknown(name, LM)
 
 
 def architecture_config(arch: str):
@@ -250,7 +250,8 @@ def architecture_config(arch: str):
     return getattr(transformers, a.config_class)(**a.values)
 
 
-def _context_len(config) -> int:
+def context_len(config) -> int:
+    """A ``transformers`` config's context length in tokens (``max_position_embeddings`` or ``n_positions``)."""
     return int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 0) or 0)
 
 
@@ -280,7 +281,7 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
 
     transformers = require_transformers()
     check_lm(name)
-    path = _checkpoint_dir(name)
+    path = checkpoint_dir(name)
     if path is None:
         config = architecture_config(name[len(PREFIX) :])
         torch.manual_seed(seed)
@@ -291,7 +292,7 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
             source="architecture",
             pretrained=False,
             weights="random",
-            context_len=_context_len(config),
+            context_len=context_len(config),
             vocab_size=config.vocab_size,
         )
         return LoadedLM(model.eval(), None, info)
@@ -312,7 +313,7 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
         source="bundled" if bundled else "checkpoint",
         pretrained=True,
         weights=f"assets/llm/{path.name}" if bundled else str(path),
-        context_len=_context_len(model.config),
+        context_len=context_len(model.config),
         vocab_size=model.config.vocab_size,
     )
     return LoadedLM(model, tokenizer, info)
@@ -329,3 +330,32 @@ def check_tokenizer(loaded: LoadedLM) -> None:
             f"{loaded.info.name}: its tokenizer has {len(loaded.tokenizer)} tokens, more than "
             f"the model's {loaded.info.vocab_size} (a tokenizer of another model)"
         )
+
+
+def _folder_suggestion(name: str) -> list[str]:
+    """An existing folder named without its path (``hf:ckpt``, ``ckpt``) as the ``hf:`` name that loads it."""
+    rest = name.removeprefix(PREFIX)
+    if not rest or not Path(rest).expanduser().is_dir():
+        return []
+    return [PREFIX + (rest if rest.startswith(("/", ".", "~")) else f"./{rest}")]
+
+
+def _check(name: str) -> None:
+    check_lm(name)
+
+
+for _arch in ARCHITECTURES:
+    register(Model(name=PREFIX + _arch, kind=LM, source="config", check=_check))
+for _bundled in BUNDLED_MODELS:
+    register(Model(name=PREFIX + _bundled, kind=LM, source="bundled", check=_check))
+register_family(
+    Family(
+        pattern="hf:/path/to/checkpoint",
+        kind=LM,
+        source="folder",
+        prefix=PREFIX,
+        claims=lambda name: checkpoint_dir(name) is not None,
+        check=_check,
+        suggest=_folder_suggestion,
+    )
+)

@@ -10,6 +10,9 @@ modules) and the factory is called with no arguments. Its code cannot take accel
   to stderr, never accelbench's exit: at import, one line and exit 2; while a case builds the model, that
   case's ``error`` row;
 - any exception at import (a ``SyntaxError``, a ``RuntimeError``) is "cannot import model factory", exit 2.
+
+The factory, or its module, may declare ``model_kind`` (``image`` or ``lm``, :data:`accelbench.models.base.KINDS`):
+a command that takes the other kind then refuses it before anything runs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from accelbench.core.errors import ModelFactoryError, UnknownModelError, one_line
+from accelbench.models.base import KINDS
 
 
 @contextlib.contextmanager
@@ -73,6 +77,19 @@ def factory(name: str) -> Callable:
     if not callable(found):
         raise UnknownModelError(f"model factory {name!r} is a {type(found).__name__}, not a callable")
     return found
+
+
+def declared_kind(name: str) -> str | None:
+    """The ``model_kind`` the factory (else its module) declares, or None; its module is imported, not called.
+
+    Raises:
+        UnknownModelError: as :func:`factory`, or a ``model_kind`` that is no kind.
+    """
+    found = factory(name)
+    kind = getattr(found, "model_kind", getattr(sys.modules.get(name.partition(":")[0]), "model_kind", None))
+    if kind is not None and kind not in KINDS:
+        raise UnknownModelError(f"model factory {name!r} declares model_kind {kind!r}: use {' or '.join(KINDS)}")
+    return kind
 
 
 def build(name: str, attrs: Iterable[str]) -> tuple[Any, dict[str, Any]]:

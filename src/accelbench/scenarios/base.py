@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Case, Extras, Settings, Spec, grid
+from accelbench.models.base import IMAGE
 
 if TYPE_CHECKING:
     import torch
@@ -68,6 +69,10 @@ class Scenario:
         cudnn_benchmark_default: cuDNN autotuning for its cases when the spec leaves ``cudnn_benchmark`` unset (None:
             torch's own, off); a scenario that must decide otherwise overrides :meth:`cudnn_benchmark`.
         gpu_defaults / cpu_defaults: the spec's defaults on a GPU / CPU.
+        model_kind: the kind of model its cases take (:data:`accelbench.models.base.KINDS`): a model of another
+            kind is refused before anything runs; a scenario whose kind depends on its settings overrides
+            :meth:`takes`.
+        command: the command that runs it, as its refusals name it.
     """
 
     name = ""
@@ -88,6 +93,8 @@ class Scenario:
     cudnn_benchmark_default: bool | None = None
     gpu_defaults: dict[str, Any] = {}
     cpu_defaults: dict[str, Any] = {}
+    model_kind: str | None = IMAGE
+    command = ""
 
     @property
     def backend_workload(self) -> str:
@@ -135,11 +142,25 @@ class Scenario:
             UnknownModelError, MissingDependencyError, DataError: one line each.
         """
         from accelbench.data import check_data
+
+        self.check_models(spec)
+        check_data(spec.data, spec.skip_bad_images)
+
+    def takes(self, spec: Spec) -> str | None:
+        """The kind of model the cases of ``spec`` take: :attr:`model_kind`."""
+        return self.model_kind
+
+    def check_models(self, spec: Spec) -> None:
+        """Each model resolves (not built) and is of the kind :meth:`takes` names.
+
+        Raises:
+            ModelKindError: a model of another kind, one line naming the command that measures it.
+            UnknownModelError, MissingDependencyError: one line each.
+        """
         from accelbench.models import check_model
 
         for name in spec.models:
-            check_model(name)
-        check_data(spec.data, spec.skip_bad_images)
+            check_model(name, self.takes(spec), self.command or f"the {self.name} scenario")
 
     def unsupported_reason(self, case: Case, device: torch.device) -> str | None:
         """Why ``case`` cannot run on ``device``: its precision's or its backend's reason, or None."""

@@ -90,6 +90,7 @@ class Inference(Scenario):
     name, kind, dist_kind = "inference", kinds.INFERENCE, kinds.INFERENCE_DP
     workload, dist_workload = kinds.INFERENCE, kinds.INFERENCE_DP
     quantizes = True
+    command = "accelbench run"
     settings_type, extras_type = InferenceSettings, InferenceExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
 

@@ -20,6 +20,7 @@ from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
+from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
 
 # Timed generations a case by default: the fewest with which `accelbench compare` of two default runs decides and
@@ -101,6 +102,7 @@ class GenerateExtras(Extras):
 
 class Generate(Scenario):
     name = kind = workload = backend_workload = kinds.GENERATE
+    model_kind, command = LM, "accelbench generate"
     requires = {"transformers": "accelbench generate"}  # its loops and caches are transformers' (accelbench[llm])
     settings_type, extras_type = GenerateSettings, GenerateExtras
     rejects = (
@@ -175,6 +177,7 @@ class Generate(Scenario):
         from accelbench.scenarios.generate.model import check_fits, check_model_name
         from accelbench.scenarios.generate.preflight import check_checkpoint, check_memory
 
+        self.check_models(spec)  # each a language model (an image classifier is refused, naming accelbench run)
         for name in spec.models:
             check_checkpoint(name)  # a damaged folder is one line naming its file, before anything reads it
         for name in spec.models:

@@ -70,7 +70,7 @@ def check_model_name(name: str) -> tuple[int | None, bool | None]:
         check_model(name)  # package.module:factory: imported and looked up, not called
         return None, None
     hf.check_lm(name)
-    path = hf._checkpoint_dir(name)
+    path = hf.checkpoint_dir(name)
     if path is None:
         values = hf.ARCHITECTURES[name[len(hf.PREFIX) :]].values
         return values.get("max_position_embeddings") or values.get("n_positions"), False
@@ -160,7 +160,7 @@ def load(name: str, device, dtype, seed: int):
         source="user",
         pretrained=False,
         weights="from the factory",
-        context_len=hf._context_len(module.config),
+        context_len=hf.context_len(module.config),
         vocab_size=module.config.vocab_size,
     )
     return hf.LoadedLM(module, getattr(module, "tokenizer", None), info)

@@ -122,6 +122,7 @@ def scenario_names(value) -> tuple[str, ...]:
 
 class Loadgen(Scenario):
     name, kind, workload = "loadgen", kinds.LOADGEN, kinds.LOADGEN
+    command = "accelbench loadgen"
     requires = {"mlcommons-loadgen": "accelbench loadgen"}
     settings_type, extras_type = LoadgenSettings, LoadgenExtras
     aliases = {"max_batch": "batch_sizes", "loadgen_scenarios": "scenarios"}

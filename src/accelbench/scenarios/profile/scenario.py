@@ -22,6 +22,7 @@ from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_choices, check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Settings
+from accelbench.models.base import IMAGE, LM
 from accelbench.scenarios.base import Scenario, register
 from accelbench.scenarios.profile.lm import LM_STEPS  # a language model's (hf:...): generate's static-cache loop
 
@@ -126,6 +127,7 @@ def slug(case) -> str:
 
 class Profile(Scenario):
     name, kind, workload = "profile", kinds.PROFILE, kinds.PROFILE
+    command = "accelbench profile"
     settings_type, extras_type = ProfileSettings, ProfileExtras
     aliases = {"step": "steps", "batch_size": "batch_sizes", "prompt_len": "prompt_lens"}
     # precisions and modes: by the kind of step (STEP_DEFAULTS), filled in by normalize
@@ -185,26 +187,32 @@ class Profile(Scenario):
         Raises:
             ConfigError, UnknownModelError, MissingDependencyError, DataError: one line each.
         """
-        from accelbench.models import hf
+        from accelbench.models import lookup
 
-        lm_steps = [s for s in spec.settings.steps if is_lm_step(s)]
+        lm_steps = self.takes(spec) == LM
         for name in spec.models:
-            if bool(lm_steps) != hf.is_lm_name(name):
+            lm = lookup(name, self.takes(spec)).kind == LM  # a user factory's kind is known when built: an image's
+            if lm_steps != lm:
                 step = ",".join(spec.settings.steps)
                 raise ConfigError(
                     "step",
                     step,
                     f"{'inference, train' if lm_steps else 'prefill, decode'} for "
-                    f"{name} ({'a language model' if hf.is_lm_name(name) else 'not a language model: prefill and decode profile hf:<model>'})",
+                    f"{name} ({'a language model' if lm else 'not a language model: prefill and decode profile hf:<model>'})",
                 )
         if not lm_steps:
             return super().check(spec)
         from accelbench.scenarios.generate.model import check_fits, check_model_name
 
+        self.check_models(spec)
         for name in spec.models:
             context, _ = check_model_name(name)
             for p in spec.settings.prompt_lens:
                 check_fits(name, context, p, 1)
+
+    def takes(self, spec) -> str | None:
+        """A language model for the prefill and decode steps, an image classifier for the others."""
+        return LM if any(is_lm_step(s) for s in spec.settings.steps) else IMAGE
 
     def cases(self, spec, device: str) -> list:
         from accelbench.core.spec import grid

@@ -103,6 +103,7 @@ class _State:
 
 class Converge(Scenario):
     name, kind, workload = "converge", kinds.CONVERGENCE, kinds.CONVERGENCE
+    command = "accelbench train"
     settings_type = ConvergeSettings
     training = True
     aliases = {"lr": "base_lr", "train_images": "images"}

@@ -113,6 +113,7 @@ def labels_for(raw, n_out: int | None, n: int, seed: int):
 class TrainStep(Scenario):
     name, kind, dist_kind = "train_step", kinds.TRAINING, kinds.TRAIN_DDP
     workload, dist_workload = kinds.TRAINING, kinds.TRAIN_DDP
+    command = "accelbench train"
     cudnn_benchmark_default = True  # training's usual setting: autotuned convolutions (absorbed by warm-up)
     settings_type, extras_type = TrainSettings, TrainExtras
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
