@@ -172,14 +172,13 @@ def natural_width(table, console) -> int:
 def runs_table(runs: list[dict]) -> Table:
     import datetime as dt
 
-    # words wrap at spaces and a word too long for its column ends in an ellipsis, never broken mid-word; no
-    # vertical rules, so nine columns fit 80 terminal columns
-    t = Table(title="Runs", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
-    widths = {"Created (UTC)": len("2026-01-31"), "Model": 8}  # the date whole; a model name readable
-    for h in ("Run", "Name", "Created (UTC)", "Kind", "Model", "Device", "Status", "Cases", "Tags"):
-        t.add_column(h, overflow="ellipsis", no_wrap=h in ("Run", "Cases"), min_width=widths.get(h))
+    # words wrap at spaces and a word too long for its column ends in an ellipsis, never broken mid-word; one space
+    # between columns and no rules, so nine columns fit 80 terminal columns
+    t = Table(title="Runs (created: UTC)", box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False)
+    for h in ("Run", "Name", "Created", "Kind", "Model", "Device", "Status", "Cases", "Tags"):
+        t.add_column(h, overflow="ellipsis", no_wrap=h in ("Run", "Cases"))
     for r in runs:
-        when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        when = dt.datetime.fromtimestamp(r["created_at"], dt.timezone.utc).strftime("%Y-%m-%d\n%H:%M")
         tags = " ".join(f"{k}={v}" for k, v in (r.get("tags") or {}).items())
         t.add_row(
             str(r["run_id"]),
