@@ -82,8 +82,9 @@ def run_cli(
     It runs in this process (:mod:`inprocess`: the process's global state is put back after), unless ``subprocess``
     asks for a real ``python -m accelbench`` (an end-to-end test of the exit-code contract), ``popen`` passes more of
     ``subprocess.run``'s keywords (``preexec_fn``), or ``env`` needs a fresh interpreter (``PYTHONPATH``:
-    :func:`inprocess.needs_process`). ``timeout`` bounds a subprocess only."""
-    if subprocess or popen or inprocess.needs_process(env):
+    :func:`inprocess.needs_process`); ``ACCELBENCH_TESTS_SUBPROCESS=1`` runs every one in a subprocess (the suite as it
+    was, to compare). ``timeout`` bounds a subprocess only."""
+    if subprocess or popen or inprocess.needs_process(env) or os.environ.get("ACCELBENCH_TESTS_SUBPROCESS"):
         p = run_cli_process(*args, env=env, cwd=cwd, timeout=timeout, **popen)
     else:
         p = inprocess.run(list(args), cli_env(env), cwd)
