@@ -70,7 +70,7 @@ def test_gpus_rows_carry_derived_columns_and_the_flags_apply(tmp_path):
     assert {r["batch_size"] for r in ranks} == {8} and {r["rank_batch_size"] for r in ranks} == {4}
 
 
-def test_convergence_and_profile_rows_carry_derived_columns(tmp_path):
+def test_convergence_and_profile_rows_carry_derived_columns(tmp_path, one_thread):
     st = Store(tmp_path / "c.db")
     spec = api.spec(
         "converge",
@@ -142,7 +142,7 @@ def api_cases(spec):
     return scenarios.get(spec.scenario).cases(spec, "cpu")
 
 
-def test_a_toy_backend_is_one_file_and_one_registry_line(tmp_path):
+def test_a_toy_backend_is_one_file_and_one_registry_line(tmp_path, one_thread):
     """docs/extending.md's example: a backend that runs the model under ``torch.jit.trace``, registered in one
     line, is accepted by the spec, runs through the one loop, and its rows carry the derived columns."""
     from accelbench import backends

@@ -15,6 +15,10 @@ from accelbench.studies import tune_search as ts
 
 TINY = tiny_case(model=None, batch_sizes=None, images=8, telemetry_period_ms=0, warmup_batches=0)
 
+# One torch thread for every real tune: tiny CPU steps run several times faster than with two threads that wait on
+# each other on a shared 2-core machine.
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def _walk(fails_above: int, score=lambda b: float(b), start: int = 1, max_batch: int = 256) -> dict:
     tried: dict[int, float | None] = {}

@@ -112,7 +112,7 @@ def _accepted(tmp_path, budget_s: float, name: str, **kw):
     raise AssertionError(f"no budget accepted after 3 probes, the last {budget_s} s")
 
 
-def test_a_real_tune_keeps_its_budget_and_refuses_one_too_small(tmp_path):
+def test_a_real_tune_keeps_its_budget_and_refuses_one_too_small(tmp_path, one_thread):
     least = _minimum(tmp_path, "cifar-resnet20")
     for i, budget in enumerate((least + 6.0, 2 * least + 15.0)):
         out, store, kept = _accepted(tmp_path, budget, name=f"b{i}")
@@ -120,7 +120,7 @@ def test_a_real_tune_keeps_its_budget_and_refuses_one_too_small(tmp_path):
     assert out.winner is not None  # the larger budget measured a winner
 
 
-def test_a_trial_running_past_the_budget_is_stopped(tmp_path):
+def test_a_trial_running_past_the_budget_is_stopped(tmp_path, one_thread):
     # batches 1 and 2 take milliseconds, batch 4 sleeps 30 s a step: nothing measured before predicts it
     budget = _minimum(tmp_path, "measure_helpers:slow_above_two") + 12.0
     out, store, budget = _accepted(
