@@ -144,7 +144,8 @@ def models_cmd(
     for row in catalog(kind):
         t.add_row(*row)
     console.print(t)
-    console.print("timm: names need pip install 'accelbench[timm]', hf: names 'accelbench[llm]'")
+    for k in KINDS.values() if kind is None else (KINDS[kind],):
+        console.print(k.extra)
 
 
 @command()

@@ -33,6 +33,7 @@ class Kind:
         names: how names of the kind are written, shown where a command refuses another kind ("" for none).
         unknown: how an unknown name of the kind is called (``unknown model``).
         command: the command that measures models of the kind.
+        extra: the install some of its names need, in words.
     """
 
     label: str
@@ -41,6 +42,7 @@ class Kind:
     names: str
     unknown: str
     command: str
+    extra: str = ""
 
 
 KINDS: dict[str, Kind] = {
@@ -51,6 +53,7 @@ KINDS: dict[str, Kind] = {
         names="",
         unknown="unknown model",
         command="accelbench run",
+        extra="timm: names need pip install 'accelbench[timm]'",
     ),
     LM: Kind(
         label="language model",
@@ -59,6 +62,7 @@ KINDS: dict[str, Kind] = {
         names="hf:<architecture>, hf:tiny-shakespeare, hf:/path/to/checkpoint",
         unknown="unknown language model",
         command="accelbench generate",
+        extra="hf: names need pip install 'accelbench[llm]'",
     ),
 }
 
