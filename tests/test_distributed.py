@@ -26,10 +26,10 @@ FAST = ["--device", "cpu", "--data", "synthetic", "--min-timed-batches", "3", "-
 # the smallest measurement a case can make: one warm-up and one timed batch, no idle-power wait
 SMALL = ["--device", "cpu", "--data", "synthetic", "--min-timed-batches", "1", "--warmup-batches", "1", "--idle-s", "0"]
 TINY_MODEL = "helpers:tiny_conv_net"  # 8x8 inputs, 5,346 parameters: builds and runs in milliseconds
-# A hung case is stopped this many seconds after it started. The same value is the ranks' gloo timeout (their
-# rendezvous and collectives, launchers/torchrun/context.py), so it must also cover one rank importing torch
-# later than the other and the healthy case after the hang (model, warm-up, timed batch, gather) on a loaded
-# 2-core machine; 30 s was measured safe with cifar-resnet20, 10 s was not.
+# A hung case is stopped this many seconds after it started (--timeout-s). The same value is the ranks' gloo timeout
+# (their rendezvous and collectives, launchers/torchrun/context.py), so it must also cover one rank importing torch
+# later than the other, and the healthy case after the hang (model, warm-up, one batch, gather), on a loaded 2-core
+# machine: 10 s was too short there when that case was cifar-resnet20; the tiny model's case takes far less.
 HANG_S = 15
 
 
