@@ -160,4 +160,5 @@ def test_the_layout_of_the_architectures_counts_their_published_parameters():
     device when this was written) and to the model cards: Llama-3.1-8B 8,030,261,248; GPT-2 124,439,808."""
     counts = {a: preflight.footprint(f"hf:{a}").params for a in ("llama-3.1-8b", "gpt2", "qwen2.5-0.5b")}
     assert counts == {"llama-3.1-8b": 8_030_261_248, "gpt2": 124_439_808, "qwen2.5-0.5b": 494_032_768}
+    assert all(preflight.footprint(f"hf:{a}") for a in hf.ARCHITECTURES)  # a new architecture needs its layout
     assert layout("gpt2", {}) is None and layout("bert", {"hidden_size": 8}) is None  # sizes missing, or a family

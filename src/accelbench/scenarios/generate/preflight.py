@@ -199,8 +199,12 @@ def footprint(name: str) -> Footprint | None:
         return None
     path = hf.checkpoint_dir(name)
     if path is None:
-        arch = hf.ARCHITECTURES[name[len(hf.PREFIX) :]]
-        model_type = getattr(hf.require_transformers(), arch.config_class).model_type
+        arch = hf.ARCHITECTURES.get(name[len(hf.PREFIX) :])
+        if arch is None:  # not a name of this family: the model checks have refused it
+            return None
+        # transformers names a config class after its model type (LlamaConfig: llama, GPT2Config: gpt2); read from
+        # the name, not the class, so the check imports no transformers module
+        model_type = arch.config_class.removesuffix("Config").lower()
         return _footprint({**arch.values, "model_type": model_type}, None, pretrained=False)
     shapes = {local_name(n): t.shape for n, t in read_tensors(path).items()}
     has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model"))
