@@ -115,7 +115,8 @@ def test_a_user_factory_that_declares_its_kind_is_refused_by_the_other_commands(
     monkeypatch.delitem(sys.modules, "kinded_lm_factory", raising=False)
     with pytest.raises(ModelKindError, match=r"^kinded_lm_factory:make is a language model: accelbench run takes"):
         check_model("kinded_lm_factory:make", IMAGE, "accelbench run")
-    assert check_model("kinded_lm_factory:make", LM, "accelbench generate").source == "user"
+    found = check_model("kinded_lm_factory:make", LM, "accelbench generate")
+    assert (found.kind, found.source) == (LM, "user")
     assert check_model("helpers:tiny_conv_net", LM, "accelbench generate").kind is None  # undeclared: taken by all
 
 

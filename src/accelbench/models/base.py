@@ -13,6 +13,7 @@ stay within its kind: ``hf:`` names for a language model, an existing folder as 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,7 +219,8 @@ def refusal(name: str, kind: str, takes: str, command: str) -> str:
 
 
 def check(name: str, takes: str | None = None, command: str = "this command") -> Model:
-    """Resolve ``name`` without building it, and refuse a model of another kind than ``takes``.
+    """Resolve ``name`` without building it, and refuse a model of another kind than ``takes``: the model, with the
+    kind a user factory declares.
 
     The kind is known from the name for every source but a user factory, which is imported (not called) first
     and refused only when it declares another ``model_kind``.
@@ -235,7 +237,7 @@ def check(name: str, takes: str | None = None, command: str = "this command") ->
         raise ModelKindError(refusal(name, kind, takes, command))
     if not checked and model.check is not None:
         model.check(name)
-    return model
+    return model if kind == model.kind else dataclasses.replace(model, kind=kind)
 
 
 def catalog(kind: str | None = None) -> list[tuple[str, str, str]]:
