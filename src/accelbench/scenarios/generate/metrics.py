@@ -147,7 +147,9 @@ def rates(
     batch_size: int, prompt_len: int, new_tokens: int, ttft_s: float | None, tpot_s: float | None, e2e_s: float | None
 ) -> Rates:
     """Prefill tokens/s (``B x P / TTFT``), decode tokens/s (``B / TPOT``: each step makes one token a
-    sequence) and output tokens/s over the whole generation (``B x N / end-to-end``)."""
+    sequence) and output tokens/s over the whole generation (``B x N / end-to-end``, prefill included). Given the
+    mean times (tokens over the time they took, as vLLM's benchmark and MLPerf count throughput), output tokens/s is
+    at most decode tokens/s whenever ``TTFT >= TPOT`` and the end-to-end time holds ``TTFT + (N - 1) x TPOT``."""
 
     def div(a: float, b: float | None) -> float | None:
         return a / b if b and b > 0 else None
