@@ -182,8 +182,9 @@ def test_a_real_tune_brackets_to_the_cpu_oom_boundary(tmp_path, one_thread):
     # the search, not the budget, is under test: a budget a loaded 2-core machine cannot exhaust (with 60 s, beside
     # a CPU-burning process, the planner rightly skipped the bisection's batch 3). One torch thread: bisection to 3
     # needs batch 2 to score above batch 1, and with two threads on a core shared with a burner and another xdist
-    # worker, a tiny step's threads wait on each other long enough to rank batch 1 first (seen once: no batch 3)
-    out, store = _tune(tmp_path, model="helpers:cpu_oom_model", precisions=("fp32",), budget_s=900.0)
+    # worker, a tiny step's threads wait on each other long enough to rank batch 1 first (seen once: no batch 3).
+    # Windows of at least 0.2 s, not 8 steps of a few milliseconds: a descheduling under load is a small part of each
+    out, store = _tune(tmp_path, model="helpers:cpu_oom_model", precisions=("fp32",), budget_s=900.0, screen_time_s=0.2)
     screen = {int(r["batch_size"]): r["status"] for r in out.trials if r["tune_stage"] == "screen"}
     assert screen == {1: "ok", 2: "ok", 4: "oom", 3: "oom"}
     assert out.winner["batch_size"] == 2 and out.winner["final_windows"] == 4  # 2 rounds x 2 windows
