@@ -38,7 +38,7 @@ def _refused(p, db: Path) -> str:
         (["train"], "error: " + TO_GENERATE.format("train")),
         (["train", "--epochs", "1"], "error: " + TO_GENERATE.format("train")),
         (["loadgen"], "error: " + TO_GENERATE.format("loadgen")),
-        (["tune"], "is a language model: accelbench run takes image classifiers; measure it with accelbench generate"),
+        (["tune"], "error: " + TO_GENERATE.format("tune")),  # its scenario is run's: named as typed
     ],
 )
 def test_an_image_command_refuses_a_language_model(tmp_path, args, line):
@@ -160,3 +160,14 @@ def test_results_runs_keeps_words_whole_at_80_columns(tmp_path):
     for w in (w for ln in body for w in ln.replace(",", " ").split()):
         whole = w in words or re.fullmatch(r"\d{4}-\d\d-\d\d|\d\d:\d\d|-", w)
         assert whole or (w.endswith("…") and any(x.startswith(w[:-1]) for x in words)), (w, out)
+
+
+def test_the_api_refuses_through_the_scenarios_declaration():
+    """A notebook user's ``api.check`` refuses as the command does: the scenario declares the kind it takes."""
+    from accelbench import api, scenarios
+
+    assert scenarios.get("generate").model_kind == LM and scenarios.get("inference").model_kind == IMAGE
+    with pytest.raises(ModelKindError, match=r"^resnet50 is an image classifier: accelbench generate takes"):
+        api.check(api.spec("generate", {"model": "resnet50", "device": "cpu"}))
+    with pytest.raises(ModelKindError, match=r"^hf:gpt2 is a language model: accelbench run takes image classifiers"):
+        api.check(api.spec("inference", {"model": "hf:gpt2", "device": "cpu"}))

@@ -62,7 +62,9 @@ def command(name: str | None = None):
             try:
                 return fn(*args, **kwargs)
             except AccelbenchError as exc:
-                fail(str(exc), exc.exit_code)
+                # a model of the wrong kind names the command as typed (tune and scale run another's scenario)
+                said_by = getattr(exc, "said_by", None)
+                fail(said_by(f"accelbench {cmd}") if said_by else str(exc), exc.exit_code)
             except KeyboardInterrupt:  # a sweep turns Ctrl-C into an interrupted run: this came before one
                 err_console.print("interrupted: nothing was stored")
                 raise typer.Exit(130) from None

@@ -49,7 +49,6 @@ from accelbench.models.base import (
     check,
     lookup,
     names,
-    refusal,
     register,
     register_family,
 )
@@ -170,7 +169,7 @@ def create_model(name: str, pretrained: bool = True) -> LoadedModel:
     """
     model = lookup(name)
     if model.build is None:
-        raise ModelKindError(refusal(name, model.kind or LM, IMAGE, "create_model"))
+        raise ModelKindError(name, model.kind or LM, IMAGE, "create_model")
     loaded = model.build(pretrained)
     loaded.module.eval()
     return loaded

@@ -80,7 +80,19 @@ SOURCES: dict[str, str] = {
 
 
 class ModelKindError(UnknownModelError):
-    """A model of a kind the command does not take (an image classifier given to ``generate``)."""
+    """A model of a kind the command does not take (an image classifier given to ``generate``).
+
+    Attributes:
+        name, kind, takes: the model, its kind, the kind the command takes (:func:`refusal`'s arguments).
+    """
+
+    def __init__(self, name: str, kind: str, takes: str, command: str):
+        self.name, self.kind, self.takes = name, kind, takes
+        super().__init__(refusal(name, kind, takes, command))
+
+    def said_by(self, command: str) -> str:
+        """The refusal naming ``command`` as the one that refused (a study runs another command's scenario)."""
+        return refusal(self.name, self.kind, self.takes, command)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -234,7 +246,7 @@ def check(name: str, takes: str | None = None, command: str = "this command") ->
     if kind is None and model.check is not None:
         kind, checked = model.check(name), True
     if takes is not None and kind is not None and kind != takes:
-        raise ModelKindError(refusal(name, kind, takes, command))
+        raise ModelKindError(name, kind, takes, command)
     if not checked and model.check is not None:
         model.check(name)
     return model if kind == model.kind else dataclasses.replace(model, kind=kind)
