@@ -107,7 +107,7 @@ FAULTS = [
         stdout="run 1 stored in",
         store=_rows(["ok", "unsupported"]),
     ),
-    # item 4: typos are found before anything runs: exit 2, one line, no run (end to end: a real process)
+    # item 4: typos are found before anything runs: exit 2, one line, no run
     Fault(
         "unknown-model",
         ["run", *TINY[2:], "--model", "nosuchmodel"],
@@ -115,7 +115,6 @@ FAULTS = [
         "unknown model 'nosuchmodel'",
         no_run,
         one_line=True,
-        process=True,
     ),
     Fault(
         "unknown-factory",
