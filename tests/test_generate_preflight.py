@@ -53,6 +53,7 @@ def refused(tmp_path, model: str, *words: str, args=SHAPE) -> str:
     assert p.returncode == 2, p.stdout + p.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
     assert "\x1b" not in p.stderr and "Traceback" not in p.stderr
+    assert words
     for w in words:
         assert w in lines[0], lines[0]
     assert not db.exists()

@@ -157,7 +157,9 @@ def test_results_runs_keeps_words_whole_at_80_columns(tmp_path):
     assert max(map(len, lines)) <= 80 and "inference" in out
     words = {w for r in runs for v in r.values() if isinstance(v, (str, int)) for w in str(v).replace(",", " ").split()}
     body = lines[lines.index(next(ln for ln in lines if ln.startswith("─"))) + 1 :]
-    for w in (w for ln in body for w in ln.replace(",", " ").split()):
+    printed = [w for ln in body for w in ln.replace(",", " ").split()]
+    assert printed
+    for w in printed:
         whole = w in words or re.fullmatch(r"\d{4}-\d\d-\d\d|\d\d:\d\d|-", w)
         assert whole or (w.endswith("…") and any(x.startswith(w[:-1]) for x in words)), (w, out)
 
