@@ -1,4 +1,4 @@
-"""Accuracy that cannot be trusted is not stored as a figure (issue 21, item 12): outputs that cannot be scored
+"""Accuracy that cannot be trusted is not stored as a figure: outputs that cannot be scored
 against the labels (NaN or inf, fewer outputs than the label space, another batch size than the input's) give no
 top-1 and a note naming why, never a "cheapest precision meeting the target"; non-finite outputs and a
 non-finite training loss are validity flags with their own reason. Pure checks first, then fault rows run as a

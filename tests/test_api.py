@@ -1,5 +1,5 @@
 """The Python API: the README's example runs as written, and every command returns a typed, frozen result with
-the run id, the store, how it ended, the rows and ``to_dataframe()`` (issue 22, item 6)."""
+the run id, the store, how it ended, the rows and ``to_dataframe()``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One case runner for the single process and every torchrun rank (issue 22, "One case runner"): the same row,
+"""One case runner for the single process and every torchrun rank: the same row,
 cuDNN policy, statuses, cleanup and recorded settings; a scenario's own setting is declared, the user's flag wins,
 and the row stores what ran."""
 

@@ -1,4 +1,4 @@
-"""Every command reads at 80 columns (issue 21, item 4): at ``COLUMNS=80`` no line of ``run``, ``results``,
+"""Every command reads at 80 columns: at ``COLUMNS=80`` no line of ``run``, ``results``,
 ``compare``, ``tune``, ``profile`` or ``loadgen`` is longer than 80 characters, and no number is in exponent
 form. Also ``--json -`` (item 20): the JSON alone on stdout, everything else on stderr, no file named ``-``."""
 

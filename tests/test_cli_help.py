@@ -1,4 +1,4 @@
-"""Help and completion (issue 21, items 5 and 20): ``-h`` everywhere, grouped panels, defaults and allowed values
+"""Help and completion: ``-h`` everywhere, grouped panels, defaults and allowed values
 from the registries, commands in a logical order, completion from the registries, help text printed as written."""
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_every_shared_option_reaches_its_own_spec_field(layers):
 
 def test_loadgen_max_batch_is_the_batch_size_and_named_as_typed(tmp_path):
     """``--max-batch`` went positionally into the ``batch_sizes`` slot of an 18-argument call, so a bad value was
-    reported as ``batch_sizes``, an option loadgen does not have (issue 22, item 6)."""
+    reported as ``batch_sizes``, an option loadgen does not have."""
     from accelbench import api
 
     spec = api.spec("loadgen", {"max_batch": "64,256", "device": "cpu"})

@@ -1,4 +1,4 @@
-"""How text reaches the terminal (issue 21, item 4): a wide table goes through a pager only on a terminal it
+"""How text reaches the terminal: a wide table goes through a pager only on a terminal it
 does not fit; notes wrap at word boundaries; names are printed as written (no emoji, no markup)."""
 
 from __future__ import annotations

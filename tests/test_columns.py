@@ -1,4 +1,4 @@
-"""Columns declared once (issue 22, items 1, 2, 8): the column table, typed reads from the store, one combiner for
+"""Columns declared once: the column table, typed reads from the store, one combiner for
 ranks and GPUs, the JSON Schema of an exported row, and a new column reaching every reader from its declaration."""
 
 from __future__ import annotations

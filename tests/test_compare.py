@@ -251,7 +251,7 @@ def test_two_real_cpu_runs_with_five_windows(tmp_path, one_thread):
 
 
 def test_the_gate_never_passes_what_it_cannot_judge(tmp_path):
-    """Issue 24: `--fail-on-slower` exited 0 at 0.5x throughput with too few windows, and when nothing matched.
+    """`--fail-on-slower` exited 0 at 0.5x throughput with too few windows, and when nothing matched.
 
     End to end: the first comparison in a real process (exit 3, undecided, one line); the rest in this one."""
     db = tmp_path / "s.db"

@@ -144,7 +144,7 @@ def compiled(tmp_path_factory) -> Launched:
 
 
 def test_run_gpus2_aggregate_row_keeps_every_column_by_its_rule(compiled):
-    """Issue 22: the aggregate row was copied from a whitelist, so `run --gpus 2 --modes compile-freeze` stored
+    """The aggregate row was copied from a whitelist, so `run --gpus 2 --modes compile-freeze` stored
     compile_mode=None, freezing=None and no energy_source; now every column of the rank rows reaches it by its
     declared rule (per-rank ones excepted), and the exported rows validate against `accelbench schema`."""
     jsonschema = pytest.importorskip("jsonschema")

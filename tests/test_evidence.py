@@ -1,4 +1,4 @@
-"""Tests as evidence (issue 22, item 9): the suite's own rules, read from its source (no test runs).
+"""Tests as evidence: the suite's own rules, read from its source (no test runs).
 
 - A loop of asserts (``for r in rows: assert ...``, ``assert all(... for r in rows)``) passes on an empty list: the
   test must also assert that there is something to loop over (``assert rows``, ``assert len(rows) == 3``, an

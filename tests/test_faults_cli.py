@@ -1,4 +1,4 @@
-"""Fault rows of the command line's surface (issue 21, items 4, 5 and 20): refused input is one line and exit 2
+"""Fault rows of the command line's surface: refused input is one line and exit 2
 before anything runs; names are printed as written; the OOM boundary says when no batch size ran."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fault rows of a run's lifecycle (issue 21): a refused command leaves nothing behind, typos get a suggestion, a
+"""Fault rows of a run's lifecycle: a refused command leaves nothing behind, typos get a suggestion, a
 damaged archive is a data error, user factories cannot take accelbench over, duplicate entries run once, outputs
 that cannot be written are refused before anything runs, out-of-range numbers are refused up front."""
 

@@ -1,4 +1,4 @@
-"""Fault rows of issue 21's measurement items, run as a user would (``python -m accelbench``):
+"""Fault rows of measurement faults, run as a user would (``python -m accelbench``):
 
 - item 17: absurd LoadGen Server settings are refused before LoadGen starts: a rate of 0, NaN or one whose
   minimum query count would stretch the test far past its duration, a latency bound of 0 (exit 2, one line); a

@@ -1,5 +1,5 @@
 """fp8 precisions, simulated (fake-quant) accuracy rows, and the cheapest precision meeting the accuracy target
-(issue 12, GPU side, tested on the CPU: the real fp8 path needs a GPU of compute capability >= 8.9)."""
+(GPU side, tested on the CPU: the real fp8 path needs a GPU of compute capability >= 8.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Parquet exports and ``accelbench import`` (issue 24): a run exported (JSON or Parquet) and imported into another
+"""Parquet exports and ``accelbench import``: a run exported (JSON or Parquet) and imported into another
 store reads back column for column (floats exact), with its provenance, name, tags and raw series, so ``compare``
 matches every case; CSV is refused (no run metadata), a missing pyarrow is one line naming the extra."""
 

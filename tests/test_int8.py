@@ -1,4 +1,4 @@
-"""int8 precisions and the onnxruntime backend (issue 12, CPU side).
+"""int8 precisions and the onnxruntime backend (CPU side).
 
 Pure rules (what runs where, calibration plans, the accuracy target) run everywhere; the quantization and
 onnxruntime tests skip with a reason when ``torchao`` / ``onnxruntime`` (the ``quant`` extra) are absent.

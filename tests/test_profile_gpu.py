@@ -91,7 +91,7 @@ def test_profile_with_ncu_end_to_end(tmp_path):
 
 @pytest.mark.gpu
 def test_bf16_and_fp8_steps_each_under_their_own_roof(tmp_path):
-    """Issue 22: a precision's roof comes from ``Precision.ceiling``; an fp8 step (Linear layers quantized as ``run``
+    """a precision's roof comes from ``Precision.ceiling``; an fp8 step (Linear layers quantized as ``run``
     quantizes them) is placed under the fp8 ceiling, a bf16 step under bf16's, never the fp32 fallback."""
     js = tmp_path / "p.json"
     run_cli(

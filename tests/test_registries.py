@@ -103,7 +103,7 @@ class Plain(Backend):
 
 
 class Generator(Backend):
-    """A backend of a later workload only (issue 23's generation backends)."""
+    """A backend of a later workload only (the generation backends)."""
 
     name, about, workloads = "toy-generate", "generation only", ("generate",)
 

@@ -177,7 +177,7 @@ def test_the_oom_boundary_says_when_no_batch_size_ran():
 
 
 def test_provenance_values_reach_the_reader_formatted():
-    """Issue 24: `Idle power 74.94297529945904` and raw byte counts reached the report."""
+    """`Idle power 74.94297529945904` and raw byte counts reached the report."""
     from accelbench.report.sections import provenance
 
     run = {
@@ -199,7 +199,7 @@ def test_provenance_values_reach_the_reader_formatted():
 
 
 def test_latency_histogram_bins_are_numpys_and_the_cli_prints_them(tmp_path):
-    """Issue 24: the stored per-batch latencies are never plotted; `results --hist CASE` shows their distribution."""
+    """the stored per-batch latencies are never plotted; `results --hist CASE` shows their distribution."""
     import numpy as np
     from conftest import run_cli
     from test_compare import add_run
@@ -226,7 +226,7 @@ def test_latency_histogram_bins_are_numpys_and_the_cli_prints_them(tmp_path):
 
 
 def test_the_runs_list_names_model_and_device(tmp_path):
-    """Issue 24: `results --runs` listed no model or device."""
+    """`results --runs` listed no model or device."""
     from conftest import run_cli
 
     from accelbench.store import Store
@@ -244,7 +244,7 @@ def test_the_runs_list_names_model_and_device(tmp_path):
 
 
 def test_a_reason_shared_by_many_cases_is_one_line():
-    """Issue 24: per-case notes repeated the same sentence dozens of times."""
+    """per-case notes repeated the same sentence dozens of times."""
     from accelbench.report.notes import case_notes
 
     rows = [

@@ -1,4 +1,4 @@
-"""``--resume`` is idempotent (issue 21, item 2): with nothing unfinished and a complete run of the same settings,
+"""``--resume`` is idempotent: with nothing unfinished and a complete run of the same settings,
 it says which run is complete (id, store) and exits 0 having measured nothing, in one process and under
 ``--gpus``; with no run of these settings at all it starts one and says so; an interrupted run still continues."""
 

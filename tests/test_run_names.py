@@ -1,4 +1,4 @@
-"""Named runs (issue 24): schema 3 (a run's name and tags), ``--name`` / ``--tag`` on every measuring command and in
+"""Named runs: schema 3 (a run's name and tags), ``--name`` / ``--tag`` on every measuring command and in
 TOML, shown by ``results --runs``, in the JSON export and in the report's run title."""
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def test_interrupt_keeps_finished_and_resume_runs_only_missing(db):
     assert [r["batch_size"] for r in second.records] == [4, 8]
     df = Store(db).cases(first.run_id)
     assert sorted(df["batch_size"]) == [1, 2, 4, 8] and Store(db).run(first.run_id)["status"] == "complete"
-    # a complete run is not run again: --resume reports it and measures nothing (issue 21, item 2)
+    # a complete run is not run again: --resume reports it and measures nothing
     third = run_sweep(s, Store(db), resume=True)
     assert third.already_complete and third.run_id == first.run_id and third.records == []
     assert [r["run_id"] for r in Store(db).runs()] == [first.run_id]

@@ -1,4 +1,4 @@
-"""A store written before the renovation (by the issue-10 accelbench, commit 1109321: one run of every kind,
+"""A store written before the renovation (by accelbench at commit 1109321: one run of every kind,
 CPU, tests/data/store-before-renovation.db) opens, lists, shows, exports and takes new runs."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_an_old_store_takes_new_runs_and_its_cost_comparison_spans_both(old):
     assert c.returncode == 0 and c.stdout.count("cifar-resnet20") >= 3, c.stdout
 
 
-# A store written just before issue 22 (commit 34fe6e4, tests/data/make-store-before-columns.sh): one run of each
+# A store written just before the column table (commit 34fe6e4, tests/data/make-store-before-columns.sh): one run of each
 # kind, read now through the column table.
 BEFORE_COLUMNS = Path(__file__).with_name("data") / "store-before-columns.db"
 KINDS_22 = [

@@ -1,4 +1,4 @@
-"""A store another process holds locked, or a disk that fills, mid-sweep (issue 21, item 16): the sweep waits
+"""A store another process holds locked, or a disk that fills, mid-sweep: the sweep waits
 for the lock (saying so once), and when it cannot write it ends as an interruption (exit 130, the finished cases
 kept, ``--resume`` continues), never as "exit 2, run left running, no hint".
 

@@ -197,7 +197,7 @@ def test_a_real_tune_brackets_to_the_cpu_oom_boundary(tmp_path, one_thread):
 
 def test_a_tune_made_through_the_api_has_its_winner_in_the_html_report(tmp_path):
     """A notebook's tune (no CLI) stores its summary: the report's "Winner" block holds the winner, what got it
-    there and the command, as ``accelbench tune`` prints them (issue 22, item 6)."""
+    there and the command, as ``accelbench tune`` prints them."""
     import html
 
     from accelbench import api

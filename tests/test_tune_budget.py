@@ -1,4 +1,4 @@
-"""``accelbench tune`` keeps its budget (issue 21, item 1): trials planned from measured costs, a trial that runs
+"""``accelbench tune`` keeps its budget: trials planned from measured costs, a trial that runs
 past the budget stopped, the final rounds sized to fit, a budget too small for one trial refused up front with the
 minimum it needs, and the time spent reported as it was. The cost model with exact numbers first, then real tunes
 of tiny models on the CPU."""
