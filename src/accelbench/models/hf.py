@@ -207,12 +207,10 @@ def check_checkpoint(path: Path) -> None:
         )
     if not (path / "config.json").is_file():
         raise UnknownModelError(f"checkpoint {path} has no config.json")
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        import json
+    if (path / "model.safetensors.index.json").is_file():
+        from accelbench.models.checkpoint import weight_files
 
-        shards = set(json.loads(index.read_text()).get("weight_map", {}).values())
-        missing = sorted(s for s in shards if not (path / s).is_file())
+        missing = [f.name for f in weight_files(path) if not f.is_file()]
         if missing:
             raise UnknownModelError(f"checkpoint {path} misses weight file {missing[0]} named by its index")
         return
@@ -248,6 +246,11 @@ def architecture_config(arch: str):
     transformers = require_transformers()
     a = ARCHITECTURES[arch]
     return getattr(transformers, a.config_class)(**a.values)
+
+
+def has_tokenizer(path: Path) -> bool:
+    """Whether the checkpoint folder ``path`` holds a tokenizer ``transformers.AutoTokenizer`` can load."""
+    return any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"))
 
 
 def context_len(config) -> int:
@@ -305,7 +308,7 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
             .eval()
         )
     tokenizer = None
-    if any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+    if has_tokenizer(path):
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     bundled = path.parent == BUNDLED
     info = LMInfo(

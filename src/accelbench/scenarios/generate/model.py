@@ -76,7 +76,7 @@ def check_model_name(name: str) -> tuple[int | None, bool | None]:
         return values.get("max_position_embeddings") or values.get("n_positions"), False
     config = json.loads((path / "config.json").read_text())
     context = config.get("max_position_embeddings") or config.get("n_positions")
-    tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"))
+    tokenizer = hf.has_tokenizer(path)
     return context, tokenizer
 
 

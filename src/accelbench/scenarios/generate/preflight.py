@@ -207,8 +207,7 @@ def footprint(name: str) -> Footprint | None:
         model_type = arch.config_class.removesuffix("Config").lower()
         return _footprint({**arch.values, "model_type": model_type}, None, pretrained=False)
     shapes = {local_name(n): t.shape for n, t in read_tensors(path).items()}
-    has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model"))
-    return _footprint(read_json(path / "config.json", path), shapes, pretrained=has_tokenizer)
+    return _footprint(read_json(path / "config.json", path), shapes, pretrained=hf.has_tokenizer(path))
 
 
 def case_estimate(fp: Footprint, case, spec, *, batch_size: int | None = None, precision: str | None = None):
