@@ -1,0 +1,1 @@
+"""Serving benchmarks: an OpenAI-compatible server measured under load (accelbench serve)."""
