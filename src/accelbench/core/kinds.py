@@ -16,6 +16,7 @@ INPUT_PIPELINE = "input-pipeline"
 INTERCONNECT = "interconnect"
 LOADGEN = "loadgen"
 GENERATE = "generate"  # accelbench generate: language-model prefill and decode
+SERVE = "serve"  # accelbench serve: an OpenAI-compatible server under load
 
 # runs opened by a study (several launches in one run)
 SCALE, CONCURRENT, TUNE = "scale", "concurrent", "tune"
@@ -26,4 +27,5 @@ SWEEP_KINDS = (INFERENCE, TRAINING)
 # workloads of detail rows beside a case's own
 COLLECTIVE, P2P = "collective", "p2p"  # an interconnect run's collectives and GPU pair copies
 LOADGEN_PROBE = "loadgen-probe"  # one Server QPS the LoadGen search tried
+SERVE_PROBE = "serve-probe"  # one load level the SLO search of accelbench serve tried
 CONCURRENT_SUMMARY = "concurrent-summary"  # a concurrent study's comparison and per-schedule rows
