@@ -10,6 +10,13 @@ Applies to decoder layers built like Llama's (Llama, Mistral, Qwen2 in ``transfo
 ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj`` and ``mlp`` with ``gate_proj``, ``up_proj``, ``down_proj``, ``act_fn``.
 The weights are concatenated, so the fused model computes the same function; in float32 its logits equal the
 plain model's to rounding (tested), in bf16 they differ by the summation order of the larger matmuls.
+
+A decode step's attention (one query token a sequence) runs on the KV heads as the cache stores them: the query heads
+that share a KV head are packed as that head's queries, ``(B, H, 1, D) -> (B, KVH, H / KVH, D)``, and one
+``scaled_dot_product_attention`` call with the step's mask attends over the cache. Grouped-query models (Llama-3's 8
+KV heads for 32 query heads) otherwise copy the whole cache ``H / KVH`` times a step inside the compiled step
+(transformers' ``repeat_kv``: it packs the same way only outside ``torch.compile``), which is what kept the fused
+engine a few per cent slower than a from-scratch gpt-fast decoder (``benchmarks/llm_gptfast.py``; docs/results.md).
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ def _attention_forward(
     q, k = hf.apply_rotary_pos_emb(q, k, cos, sin)
     if cache is not None:
         k, v = cache.update(k, v, self.layer_idx)
+    if _packs(self, q, k, attention_mask):
+        return self.o_proj(_packed_decode_attention(q, k, v, attention_mask, self.scaling)), None
     attend = hf.ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, hf.eager_attention_forward)
     window = getattr(self, "sliding_window", getattr(self.config, "sliding_window", None))
     out, weights = attend(
@@ -66,13 +75,41 @@ def _attention_forward(
     return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
 
+def _packs(self, q, k, mask) -> bool:
+    """A decode step of a grouped-query model under SDPA, whose mask is shared by the heads: packed attention."""
+    return (
+        self.pack_decode
+        and q.shape[2] == 1
+        and k.shape[1] < q.shape[1]
+        and self.config._attn_implementation == "sdpa"
+        and (mask is None or mask.shape[1] == 1)
+    )
+
+
+def _packed_decode_attention(q, k, v, mask, scaling):
+    """One query token a sequence: ``q`` ``(B, H, 1, D)``, the cache's ``k``/``v`` ``(B, KVH, L, D)``, ``mask``
+    ``(B, 1, 1, L)`` (or None); the output ``(B, 1, H x D)`` for ``o_proj``. Query head ``h`` attends to KV head
+    ``h // (H / KVH)``, the grouping of ``repeat_kv`` (Ainslie et al. 2023, GQA)."""
+    import torch.nn.functional as F
+
+    b, h, _, d = q.shape
+    out = F.scaled_dot_product_attention(
+        q.reshape(b, k.shape[1], h // k.shape[1], d), k, v, attn_mask=mask, scale=scaling
+    )
+    return out.reshape(b, 1, h * d)
+
+
 def _mlp_forward(self, x):
     gate, up = self.gate_up_proj(x).split(self.gate_up_sizes, dim=-1)
     return self.down_proj(self.act_fn(gate) * up)
 
 
-def fuse_projections(model) -> int:
+def fuse_projections(model, pack_decode: bool = True) -> int:
     """Fuse q/k/v and gate/up of every decoder layer of ``model`` in place (see the module docstring).
+
+    Args:
+        pack_decode: a decode step's attention runs packed on the KV heads; False keeps transformers' attention
+            function (``benchmarks/llm_gptfast.py`` times both).
 
     Returns:
         The number of layers fused.
@@ -87,6 +124,7 @@ def fuse_projections(model) -> int:
         at.qkv_sizes = [at.q_proj.out_features, at.k_proj.out_features, at.v_proj.out_features]
         at.qkv_proj = _concat([at.q_proj, at.k_proj, at.v_proj])
         del at.q_proj, at.k_proj, at.v_proj
+        at.pack_decode = pack_decode
         at.forward = types.MethodType(_attention_forward, at)
         mlp.gate_up_sizes = [mlp.gate_proj.out_features, mlp.up_proj.out_features]
         mlp.gate_up_proj = _concat([mlp.gate_proj, mlp.up_proj])

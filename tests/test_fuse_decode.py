@@ -1,0 +1,56 @@
+"""The fused engine's decode attention: packed on the KV heads, the same logits as the plain model."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from accelbench.scenarios.generate import fuse  # noqa: E402
+
+
+def _decode_logits(model, prompts, steps: int):
+    """The prefill and ``steps`` greedy decode steps over a StaticCache: the decode steps' logits ``(B, steps, V)``."""
+    p = prompts.shape[1]
+    cache = transformers.StaticCache(config=model.config, max_cache_len=p + steps)
+    arg = "cache" if "cache" in __import__("inspect").signature(type(model).forward).parameters else "past_key_values"
+    pos = torch.arange(p + steps)
+    out = []
+    with torch.no_grad():
+        logits = model(
+            prompts, cache_position=pos[:p], position_ids=pos[None, :p], use_cache=True, **{arg: cache}
+        ).logits
+        token = logits[:, -1:].argmax(-1)
+        for i in range(steps):
+            at = pos[p + i : p + i + 1]
+            logits = model(token, cache_position=at, position_ids=at[None], use_cache=True, **{arg: cache}).logits
+            out.append(logits)
+            token = logits[:, -1:].argmax(-1)
+    return torch.cat(out, 1)
+
+
+def test_packed_decode_attention_matches_the_plain_model(monkeypatch):
+    config = transformers.LlamaConfig(
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=2,  # 4 query heads a KV head
+        max_position_embeddings=128,
+    )
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    plain = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    fused = copy.deepcopy(plain)
+    assert fuse.fuse_projections(fused) == 2
+    calls = []
+    packed = fuse._packed_decode_attention
+    monkeypatch.setattr(fuse, "_packed_decode_attention", lambda *a: calls.append(1) or packed(*a))
+    prompts = torch.randint(0, 300, (3, 9))
+    want, got = _decode_logits(plain, prompts, 5), _decode_logits(fused, prompts, 5)
+    assert len(calls) == 5 * 2  # every decode step of every layer ran packed
+    assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
