@@ -8,8 +8,10 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
-from accelbench.cli.help import ACCURACY, HOW, WHAT
+from accelbench.cli.declared import Given, declared
+from accelbench.cli.help import WHAT
 from accelbench.cli.options import Cost, How, Label, Output, What, config_option
+from accelbench.core.options.generate import OPTIONS
 
 
 @command()
@@ -27,36 +29,9 @@ def generate(
             None, "--batch-sizes", "-b", rich_help_panel=WHAT, help="Sequences generated together."
         ),
     ),
-    prompt_lens: str | None = typer.Option(
-        None, "--prompt-lens", rich_help_panel=WHAT, help="Prompt lengths in tokens."
-    ),
-    new_tokens: str | None = typer.Option(
-        None, "--new-tokens", rich_help_panel=WHAT, help="Tokens generated a sequence, >= 2."
-    ),
-    prompt_source: str | None = typer.Option(
-        None,
-        "--prompt-source",
-        rich_help_panel=WHAT,
-        help="random (token ids) or text (windows of the shipped text; needs a tokenizer).",
-    ),
-    perplexity: bool | None = typer.Option(
-        None,
-        "--perplexity/--no-perplexity",
-        rich_help_panel=ACCURACY,
-        help="Perplexity on the held-out text for models with real weights and a tokenizer.",
-    ),
-    perplexity_window: int | None = typer.Option(
-        None, "--perplexity-window", rich_help_panel=ACCURACY, help="Tokens a perplexity window."
-    ),
-    how: How = How.take(
-        only=("repeats", "seed"),
-        repeats=typer.Option(
-            None,
-            "--repeats",
-            rich_help_panel=HOW,
-            help="Timed generations a case; each is a window of the confidence intervals.",
-        ),
-    ),
+    settings: Given = declared(OPTIONS, omit=("repeats",)),
+    how: How = How.take(only=("seed",)),
+    repeats: Given = declared(OPTIONS, only=("repeats",)),
     cost: Cost = Cost.take(),
     config: Path | None = config_option("generate"),
     out: Output = Output.take(),
@@ -69,11 +44,8 @@ def generate(
         **what.fields(),
         **how.fields(),
         **cost.fields(),
-        "prompt_lens": prompt_lens,
-        "new_tokens": new_tokens,
-        "prompt_source": prompt_source,
-        "perplexity": perplexity,
-        "perplexity_window": perplexity_window,
+        **settings.fields(),
+        **repeats.fields(),
     }
     layers = a.layers(config, "generate", flags)
     named = label.of(layers)

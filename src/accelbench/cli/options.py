@@ -261,6 +261,10 @@ class Take:
             for n in self.names
         ]
 
+    def build(self, values: dict[str, Any]) -> Any:
+        """What the command gets in this parameter: one instance of the group."""
+        return self.group(**values)
+
 
 class Group:
     """Base of the option groups (frozen dataclasses whose fields are :func:`option` s)."""
@@ -466,7 +470,7 @@ def expand(fn):
     @functools.wraps(fn)
     def wrapped(**kwargs):
         for name, take in takes.items():
-            kwargs[name] = take.group(**{n: kwargs.pop(n) for n in take.names})
+            kwargs[name] = take.build({n: kwargs.pop(n) for n in take.names})
         return fn(**kwargs)
 
     wrapped.__signature__ = sig.replace(parameters=params)

@@ -101,9 +101,10 @@ def check_types(cls: type, values: dict[str, Any]) -> None:
             raise ConfigError(name, value, _type_name(hints[name]))
 
 
-def parse_list(name: str, value: Any) -> tuple:
-    """Turn ``"1,8,32"``, ``[1, 8, 32]`` or ``8`` into a tuple of the field's type, or raise ConfigError."""
-    kind = LIST_FIELDS.get(name, str)
+def parse_list(name: str, value: Any, kind: type | None = None) -> tuple:
+    """Turn ``"1,8,32"``, ``[1, 8, 32]`` or ``8`` into a tuple of ``kind`` (default: the field's type in
+    :data:`LIST_FIELDS`, else ``str``), or raise ConfigError."""
+    kind = kind or LIST_FIELDS.get(name, str)
     items = [s.strip() for s in value.split(",") if s.strip()] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
         items = [items]

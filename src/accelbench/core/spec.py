@@ -32,6 +32,7 @@ from accelbench.core.config import (
     unique,
 )
 from accelbench.core.errors import ConfigError
+from accelbench.core.options import declared_fields
 
 CHANNELS_LAST = ("auto", "on", "off")
 TELEMETRY_ISOLATIONS = ("auto", "thread", "process")
@@ -228,6 +229,7 @@ def merge(scenario: SpecScenario, layers: tuple[dict[str, Any], ...], cuda: bool
     """
     known = (set(SHARED) - set(scenario.rejects)) | {f.name for f in dataclasses.fields(scenario.settings_type)}
     aliases = {**ALIASES, **getattr(scenario, "aliases", {})}
+    declared = declared_fields(scenario.settings_type)
     merged: dict[str, Any] = dict(scenario.defaults(cuda))
     for layer in layers:
         if not isinstance(layer, dict):
@@ -241,7 +243,10 @@ def merge(scenario: SpecScenario, layers: tuple[dict[str, Any], ...], cuda: bool
                 continue
             if key not in known:
                 raise ConfigError("config key", key, ", ".join(sorted(known)), choices=sorted(known | set(aliases)))
-            merged[key] = parse_list(key, value) if key in LIST_FIELDS else value
+            if key in declared:
+                merged[key] = declared[key].parse(value)
+            else:
+                merged[key] = parse_list(key, value) if key in LIST_FIELDS else value
     if isinstance(merged.get("channels_last"), bool):
         merged["channels_last"] = "on" if merged["channels_last"] else "off"
     for key in LIST_FIELDS:

@@ -17,77 +17,59 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core import kinds
-from accelbench.core.config import check_bool, check_int
 from accelbench.core.errors import ConfigError
+from accelbench.core.options import aliases as declared_aliases
+from accelbench.core.options import check_declared, device_defaults
+from accelbench.core.options.generate import OPTIONS
 from accelbench.core.spec import Extras, Windowed
 from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
 
-# Timed generations a case by default: the fewest with which `accelbench compare` of two default runs decides and
-# still calls a difference when a window is out of order. Its exact Mann-Whitney test on the windows can reach
-# p < 0.05 only when 2 / C(2n, n) < 0.05: 3 vs 3 windows never can (0.10: "too few windows" on every case), 4 vs 4
-# only when every window of one run beats every window of the other (0.029; one pair out of order: 0.057), 5 vs 5
-# with up to two of the 25 pairs out of order (0.032). The cost is linear: a case times 5 generations where 3 were
-# timed before (the warm-up and the build unchanged).
-REPEATS = 5
+REPEATS = OPTIONS["repeats"].default
 GPU_DEFAULTS: dict[str, Any] = {
     "models": ("hf:llama-3.2-1b", "hf:llama-3.1-8b"),
     "batch_sizes": (1, 2, 4, 8, 16, 32, 64),
-    "prompt_lens": (128, 2048),
-    "new_tokens": (128,),
     "precisions": ("bf16",),
     "modes": ("static-compile",),
-    "repeats": REPEATS,
     "idle_s": 3.0,
     "data": None,  # no image data: the prompts are the settings' prompt_source
+    **device_defaults(OPTIONS, cuda=True),
 }
 CPU_DEFAULTS: dict[str, Any] = {
     # A minute or two on 2 cores: the bundled tiny model, what users get and the static-cache loop.
     "models": ("hf:tiny-shakespeare",),
     "batch_sizes": (1, 8),
-    "prompt_lens": (64,),
-    "new_tokens": (32,),
     "precisions": ("fp32",),
     "modes": ("hf-generate", "static-cache"),
-    "repeats": REPEATS,
     "idle_s": 0.0,
     "data": None,
+    **device_defaults(OPTIONS, cuda=False),
 }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GenerateSettings(Windowed):
-    """Attributes:
-    prompt_lens: prompt lengths in tokens (each a case axis).
-    new_tokens: tokens generated a sequence (each a case axis; 2 or more: one decode step at least).
-    prompt_source: ``random`` (token ids drawn uniformly, seeded) or ``text`` (windows of the held-out shipped
-        text, tokenized by the model's tokenizer: needs a checkpoint with one).
-    perplexity: measure the perplexity of models with real weights and a tokenizer on the held-out text.
-    perplexity_window: tokens a perplexity window (at most the model's context).
-    repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
+    """The settings of :data:`accelbench.core.options.generate.OPTIONS` (defaults and checks from there).
+
+    Attributes:
+        prompt_lens: prompt lengths in tokens (each a case axis).
+        new_tokens: tokens generated a sequence (each a case axis; 2 or more: one decode step at least).
+        prompt_source: ``random`` (token ids drawn uniformly, seeded) or ``text`` (windows of the held-out shipped
+            text, tokenized by the model's tokenizer: needs a checkpoint with one).
+        perplexity: measure the perplexity of models with real weights and a tokenizer on the held-out text.
+        perplexity_window: tokens a perplexity window (at most the model's context).
+        repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
     """
 
-    prompt_lens: tuple[int, ...] = (128,)
-    new_tokens: tuple[int, ...] = (128,)
-    prompt_source: str = "random"
-    perplexity: bool = True
-    perplexity_window: int = 256
-    repeats: int = REPEATS
+    prompt_lens: tuple[int, ...] = OPTIONS["prompt_lens"].field()
+    new_tokens: tuple[int, ...] = OPTIONS["new_tokens"].field()
+    prompt_source: str = OPTIONS["prompt_source"].field()
+    perplexity: bool = OPTIONS["perplexity"].field()
+    perplexity_window: int = OPTIONS["perplexity_window"].field()
+    repeats: int = OPTIONS["repeats"].field()
 
     def __post_init__(self) -> None:
-        from accelbench.data.text import PROMPT_SOURCES
-
-        Windowed.__post_init__(self)
-        for name, low in (("prompt_lens", 1), ("new_tokens", 2)):
-            values = getattr(self, name)
-            if not isinstance(values, tuple) or not values:
-                raise ConfigError(name, values, f"integers >= {low}, e.g. 128,2048")
-            for v in values:
-                check_int(name, v, low)
-        if self.prompt_source not in PROMPT_SOURCES:
-            raise ConfigError("prompt_source", self.prompt_source, ", ".join(PROMPT_SOURCES))
-        check_bool("perplexity", self.perplexity)
-        check_int("perplexity_window", self.perplexity_window, 2)
+        check_declared(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,13 +98,7 @@ class Generate(Scenario):
         "min_time_s",
         "cudnn_benchmark",
     )
-    aliases = {
-        "prompt_len": "prompt_lens",
-        "prompt_length": "prompt_lens",
-        "prompt_lengths": "prompt_lens",
-        "max_new_tokens": "new_tokens",
-        "output_len": "new_tokens",
-    }
+    aliases = declared_aliases(OPTIONS)
     derived_keys = {
         "samples_key": "output_tokens_timed",
         "work_seconds_key": "timed_wall_s",
