@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from accelbench.cli import compare, doctor, generate, loadgen, multi, profile, results, run, train, tune  # noqa: E402,F401  (each registers its commands)
+from accelbench.cli import compare, doctor, generate, loadgen, multi, profile, results, run, serve, train, tune  # noqa: E402,F401  (each registers its commands)
 from accelbench.cli.common import app, console, err_console, styled
 from accelbench.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, AccelbenchError
 from accelbench.core.signals import raise_interrupt

@@ -28,7 +28,7 @@ STORE = "Where to store"
 DIST = "Distributed (torchrun)"
 
 COMMAND_PANELS: dict[str, tuple[str, ...]] = {
-    "Measure": ("run", "train", "generate", "input-pipeline", "profile", "loadgen"),
+    "Measure": ("run", "train", "generate", "input-pipeline", "profile", "loadgen", "serve"),
     "Search and scale": ("tune", "scale", "interconnect", "concurrent"),
     "Read results": ("results", "compare", "report", "export", "import", "schema", "telemetry", "cost"),
     "Utilities": ("models",),

@@ -26,6 +26,7 @@ from accelbench.scenarios import (  # noqa: E402,F401  (each registers its scena
     interconnect,
     loadgen,
     profile,
+    serve,
     train,
 )
 from accelbench.scenarios.base import SCENARIOS, Scenario, adopt, by_kind, get, register

@@ -1,1 +1,286 @@
-"""Serving benchmarks: an OpenAI-compatible server measured under load (accelbench serve)."""
+"""The serve scenario (``accelbench serve``): an OpenAI-compatible LLM server measured under load, with the GPU's
+telemetry, energy and cost beside every latency.
+
+A case is one load level of one model: a closed loop of N requests always in flight (``concurrency``) or an open
+loop of requests at a rate (``request_rates``: Poisson or gamma arrivals on absolute send times,
+:mod:`~accelbench.scenarios.serve.load`). Per run: the server is probed before anything (unreachable or not
+OpenAI-compatible: one line, exit 2), or launched and waited for (:mod:`accelbench.launchers.server`); the
+requests are built once (:mod:`~accelbench.scenarios.serve.workloads`). Per level
+(:mod:`~accelbench.scenarios.serve.level`): warm-up requests untimed, then the measured requests under the telemetry
+monitor (the GPU's power, utilisation, memory and clocks on the same clock as the requests; energy over the level),
+turned into TTFT, TPOT, ITL, end-to-end latency, throughput and goodput (:mod:`~accelbench.scenarios.serve.metrics`).
+With ``slo_search`` one case searches the highest load that meets the SLO (:mod:`~accelbench.scenarios.serve.search`),
+each probe a stored detail row.
+
+A server that stops answering mid-run ends the run as interrupted (the finished levels are stored; ``--resume``
+continues it, a launched server started again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.core import kinds
+from accelbench.core.errors import ConfigError
+from accelbench.core.options import aliases as declared_aliases
+from accelbench.core.options import check_declared, device_defaults
+from accelbench.core.options.serve import OPTIONS
+from accelbench.core.spec import Case, Extras, Settings
+from accelbench.models.base import LM
+from accelbench.scenarios.base import Scenario, register
+
+# levels run when neither concurrency nor request rates are given
+GPU_CONCURRENCY, CPU_CONCURRENCY = (1, 8, 32), (1, 4)
+GPU_DEFAULTS: dict[str, Any] = {"models": (), "data": None, "idle_s": 3.0, **device_defaults(OPTIONS, cuda=True)}
+CPU_DEFAULTS: dict[str, Any] = {"models": (), "data": None, "idle_s": 0.0, **device_defaults(OPTIONS, cuda=False)}
+DATASET_LENGTH = "dataset"  # output_len: each request's own (a ShareGPT reply's, a JSONL line's)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServeSettings(Settings):
+    """The settings of :data:`accelbench.core.options.serve.OPTIONS` (defaults, help and checks from there).
+
+    Attributes:
+        url / launch / engine: the server: one running at ``url``, one ``launch`` starts (``{port}``: a free port),
+            or the built-in launch of ``engine`` (``transformers``) serving the run's ``hf:`` model.
+        api: ``completions`` or ``chat``.
+        concurrency / request_rates: the levels, closed loop or open loop (one kind a run; neither: the device's
+            default concurrencies).
+        arrival, burstiness, max_concurrency: the open loop's arrivals (Poisson or gamma of shape ``burstiness``) and
+            its cap of requests in flight.
+        requests, duration_s, warmup_requests: a level's measured requests (or its duration) and untimed ones.
+        workload, dataset, input_len, output_len, tokenizer: the requests (see :meth:`lengths`).
+        slo, slo_search, search_steps: the objective, and the search of the highest load meeting it.
+        continuous_batching, launch_timeout_s: of a launched server; request_timeout_s: of one request.
+    """
+
+    volatile = ("launch_timeout_s",)
+    url: str | None = OPTIONS["url"].field()
+    launch: str | None = OPTIONS["launch"].field()
+    engine: str | None = OPTIONS["engine"].field()
+    api: str = OPTIONS["api"].field()
+    concurrency: tuple[int, ...] | None = OPTIONS["concurrency"].field()
+    request_rates: tuple[float, ...] | None = OPTIONS["request_rates"].field()
+    arrival: str = OPTIONS["arrival"].field()
+    burstiness: float = OPTIONS["burstiness"].field()
+    max_concurrency: int | None = OPTIONS["max_concurrency"].field()
+    requests: int = OPTIONS["requests"].field()
+    duration_s: float | None = OPTIONS["duration_s"].field()
+    warmup_requests: int = OPTIONS["warmup_requests"].field()
+    workload: str = OPTIONS["workload"].field()
+    dataset: str | None = OPTIONS["dataset"].field()
+    input_len: str = OPTIONS["input_len"].field()
+    output_len: str = OPTIONS["output_len"].field()
+    tokenizer: str | None = OPTIONS["tokenizer"].field()
+    slo: str | None = OPTIONS["slo"].field()
+    slo_search: bool = OPTIONS["slo_search"].field()
+    search_steps: int = OPTIONS["search_steps"].field()
+    continuous_batching: bool = OPTIONS["continuous_batching"].field()
+    launch_timeout_s: float = OPTIONS["launch_timeout_s"].field()
+    request_timeout_s: float = OPTIONS["request_timeout_s"].field()
+
+    def __post_init__(self) -> None:
+        check_declared(self)
+        if self.engine is not None and self.launch is not None:
+            raise ConfigError("engine", self.engine, "nothing with --launch (the command starts the server)")
+        for name in ("url", "launch", "dataset", "tokenizer", "slo"):
+            v = getattr(self, name)
+            if v is not None and not v.strip():
+                raise ConfigError(name, v, "a non-empty text")
+        if any(not r > 0 for r in self.request_rates or ()):
+            raise ConfigError("request_rate", self.request_rates, OPTIONS["request_rates"].allowed)
+        if self.concurrency and self.request_rates:
+            raise ConfigError("request_rate", self.request_rates, "nothing with --concurrency (one kind of load a run)")
+        for name in ("burstiness", "duration_s", "launch_timeout_s", "request_timeout_s"):
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
+                raise ConfigError(name, getattr(self, name), "a number > 0")
+        self.lengths("input_len")
+        self.lengths("output_len")
+        if self.workload in ("sharegpt", "jsonl") and self.dataset is None:
+            raise ConfigError("dataset", None, f"a local file (--dataset PATH) for the {self.workload} workload")
+        if self.slo_search and self.slo is None:
+            raise ConfigError(
+                "slo", None, "an objective to search against (--slo mlperf-server, ttft_ms=..,tpot_ms=..)"
+            )
+        if self.slo is not None:
+            from accelbench.scenarios.serve.metrics import parse_slo
+
+            parse_slo(self.slo)
+
+    def lengths(self, name: str) -> int | tuple[int, int] | None:
+        """``input_len``/``output_len`` as the workloads take it: ``"128"`` -> 128, ``"64:256"`` -> ``(64, 256)``
+        (uniform), ``dataset`` -> None (each request's own).
+
+        Raises:
+            ConfigError: any other text.
+        """
+        text = getattr(self, name).strip()
+        if text == DATASET_LENGTH and name == "output_len":
+            return None
+        parts = text.split(":")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            nums = []
+        if len(nums) not in (1, 2) or min(nums) < 1 or nums[0] > nums[-1]:
+            raise ConfigError(name, text, OPTIONS[name].allowed)
+        return nums[0] if len(nums) == 1 else (nums[0], nums[1])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServeExtras(Extras):
+    """One level: ``concurrency`` (closed loop) or ``request_rate`` (open loop, requests/s); ``slo_search``: the case
+    searches instead (its row is the highest level meeting the SLO)."""
+
+    concurrency: int | None = None
+    request_rate: float | None = None
+    slo_search: bool = False
+
+    def key_suffix(self) -> str:
+        if self.slo_search:
+            return "|slo-search" + ("|rate" if self.request_rate is not None else "|concurrency")
+        return f"|c={self.concurrency}" if self.concurrency is not None else f"|rate={self.request_rate:g}"
+
+
+def _numbers(name: str, value, kind: type) -> tuple:
+    """``("2", "4.5")`` (a list option's items as typed), ``[1, 8]`` or ``8`` as a tuple of ``kind``, repeats
+    dropped (a bad item: one line naming ``name``)."""
+    items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+    out = []
+    for v in items if isinstance(items, (list, tuple)) else [items]:
+        try:
+            x = float(v) if not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            x = None
+        if x is None or (kind is int and not x.is_integer()):
+            what = "integers" if kind is int else "numbers"
+            raise ConfigError(name, value, f"a comma-separated list of {what}")
+        out.append(int(x) if kind is int else x)
+    return tuple(dict.fromkeys(out))
+
+
+class Serve(Scenario):
+    name = kind = workload = kinds.SERVE
+    model_kind, command = LM, "accelbench serve"
+    backend_workload = "serve"
+    uses_models = False
+    settings_type, extras_type = ServeSettings, ServeExtras
+    rejects = (
+        "batch_sizes",
+        "precisions",
+        "modes",
+        "channels_last",
+        "images",
+        "data",
+        "image_size",
+        "skip_bad_images",
+        "warmup_batches",
+        "min_timed_batches",
+        "min_time_s",
+        "cudnn_benchmark",
+    )
+    aliases = declared_aliases(OPTIONS)
+    # energy and cost per output token over the level's measured window (first scheduled send to last completion);
+    # a level's latency varies by design (its percentiles are the result): no spread check
+    derived_keys = {
+        "samples_key": "output_tokens_timed",
+        "work_seconds_key": "measured_wall_s",
+        "work_samples_key": "output_tokens_timed",
+        "spread_key": "none",
+    }
+    gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
+
+    def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
+        if merged.get("request_rates") is not None:  # a list of numbers kept as the text typed
+            merged["request_rates"] = _numbers("request_rate", merged["request_rates"], float)
+        if isinstance(merged.get("models"), tuple):
+            merged["models"] = tuple(m for m in merged["models"] if m)
+        return merged
+
+    def validate(self, spec) -> None:
+        st = spec.settings
+        if st.url is None and st.launch is None and st.engine is None:
+            raise ConfigError("url", None, "a server to measure: --url URL, --launch COMMAND or --engine transformers")
+        if st.engine is not None and len(spec.models) != 1:
+            raise ConfigError(
+                "model", ",".join(spec.models), f"one model for --engine {st.engine}, e.g. -m hf:tiny-shakespeare"
+            )
+        if len(spec.models) > 1 and st.launch is not None:
+            raise ConfigError("model", ",".join(spec.models), "one model a launched server")
+
+    def levels(self, spec, device: str) -> list[ServeExtras]:
+        """The load levels of ``spec`` (closed loop when neither kind is given: the device's defaults)."""
+        st = spec.settings
+        if st.request_rates:
+            if st.slo_search:
+                return [ServeExtras(request_rate=max(st.request_rates), slo_search=True)]
+            return [ServeExtras(request_rate=r) for r in st.request_rates]
+        conc = st.concurrency or (GPU_CONCURRENCY if device.startswith("cuda") else CPU_CONCURRENCY)
+        if st.slo_search:
+            return [ServeExtras(concurrency=max(conc), slo_search=True)]
+        return [ServeExtras(concurrency=c) for c in conc]
+
+    def cases(self, spec, device: str) -> list[Case]:
+        """model x load level (one case a level; one search case with ``slo_search``)."""
+        models = spec.models or (None,)
+        return [
+            Case(scenario=self.name, model=m, device=device, extras=ex, name=m or "served")
+            for m in models
+            for ex in self.levels(spec, device)
+        ]
+
+    def check(self, spec) -> None:
+        """A server given by URL answers as an OpenAI-compatible server; a built-in launch's model resolves;
+        the dataset of a ``sharegpt``/``jsonl`` workload is a readable file.
+
+        Raises:
+            ServerError: unreachable, or not OpenAI-compatible (one line, exit 2).
+            UnknownModelError, MissingDependencyError, ConfigError: one line each.
+        """
+        from pathlib import Path
+
+        st = spec.settings
+        if st.engine is not None:
+            self.check_models(spec)
+            from accelbench.models import hf
+
+            hf.check_lm(spec.models[0])
+        if st.dataset is not None and not Path(st.dataset).expanduser().is_file():
+            raise ConfigError("dataset", st.dataset, "a readable local file")
+        if st.url is not None and st.launch is None:
+            from accelbench.backends.openai_api import OpenAICompatible
+
+            OpenAICompatible(st.url, model=spec.models[0] if spec.models else None, api=st.api).probe(10.0)
+
+    def unsupported_reason(self, case, device) -> str | None:
+        return None
+
+    def cudnn_benchmark(self, case, spec) -> bool | None:
+        return None
+
+    def prepare(self, spec, device, store, server=None):
+        """The engine of each model, its tokenizer and its requests, built once (see
+        :func:`accelbench.scenarios.serve.level.prepare`); ``server``: the launched server, if any."""
+        from accelbench.scenarios.serve.level import prepare
+
+        return prepare(spec, device, server)
+
+    def base_record(self, case, device) -> dict[str, Any]:
+        rec = super().base_record(case, device)
+        for k in ("batch_size", "precision", "mode", "channels_last_setting", "data", "images"):
+            rec.pop(k, None)
+        return rec
+
+    def oom_group(self, case) -> tuple | None:
+        return None
+
+    def measure(self, case, spec, state, rank, sink):
+        from accelbench.scenarios.serve.level import measure_level, search_levels
+
+        if case.extras.slo_search:
+            return search_levels(case, spec, state, rank, sink)
+        return measure_level(case, spec, state, rank)
+
+
+register(Serve())

@@ -1,0 +1,162 @@
+"""The options of ``accelbench serve`` (the ``serve`` scenario's settings), declared once
+(:mod:`accelbench.core.options`)."""
+
+from __future__ import annotations
+
+from accelbench.core.options import Option, declare
+
+ENGINES = ("transformers",)  # built-in launches: ``transformers serve`` (accelbench.launchers.server)
+LENGTHS = "tokens: N, a uniform range LOW:HIGH, or dataset (each request's own)"
+
+OPTIONS = declare(
+    Option(
+        name="url", type=str, default=None, help="Base URL of a running OpenAI-compatible server (http://host:port)"
+    ),
+    Option(
+        name="launch",
+        type=str,
+        default=None,
+        help="Shell command that starts the server (stopped at the end; {port} is replaced by a free port)",
+    ),
+    Option(
+        name="engine",
+        type=str,
+        default=None,
+        choices=ENGINES,
+        help="Built-in launch of -m hf:<name> (transformers serve)",
+    ),
+    Option(
+        name="api", type=str, default="completions", choices=("completions", "chat"), help="Endpoint requests go to"
+    ),
+    Option(
+        name="concurrency",
+        type=int,
+        many=True,
+        low=1,
+        default=None,
+        help="Closed-loop levels: requests kept in flight, each a case (default: GPU 1,8,32; CPU 1,4)",
+        aliases=("concurrencies",),
+    ),
+    Option(
+        name="request_rates",
+        type=float,
+        many=True,
+        low=0,
+        default=None,
+        flag="--request-rate",
+        unit="requests/s",
+        allowed="request rates > 0, e.g. 2,4,8",
+        help="Open-loop levels: requests per second, each a case",
+        aliases=("request_rate", "rate"),
+    ),
+    Option(
+        name="arrival",
+        type=str,
+        default="poisson",
+        choices=("poisson", "gamma"),
+        help="Open-loop arrivals on absolute send times: exponential gaps, or gamma of shape --burstiness",
+    ),
+    Option(
+        name="burstiness",
+        type=float,
+        low=0,
+        default=1.0,
+        help="Gamma shape k of --arrival gamma (1: Poisson; below 1 burstier)",
+    ),
+    Option(
+        name="max_concurrency",
+        type=int,
+        low=1,
+        default=None,
+        help="Open loop: at most this many requests in flight (the wait counts in TTFT)",
+    ),
+    Option(name="requests", type=int, low=1, default=200, cpu=16, panel="how", help="Measured requests a level"),
+    Option(
+        name="duration_s",
+        type=float,
+        low=0,
+        default=None,
+        unit="s",
+        panel="how",
+        help="A level lasts this long instead (its requests still capped by --requests)",
+    ),
+    Option(
+        name="warmup_requests",
+        type=int,
+        low=0,
+        default=8,
+        cpu=2,
+        panel="how",
+        help="Untimed requests before each level, at its load",
+    ),
+    Option(
+        name="workload",
+        type=str,
+        default="random",
+        choices=("random", "text", "sharegpt", "jsonl"),
+        help="Prompts: random token ids, the shipped text, or a local ShareGPT JSON / JSONL file (--dataset)",
+    ),
+    Option(name="dataset", type=str, default=None, help="The local file of --workload sharegpt or jsonl"),
+    Option(
+        name="input_len",
+        type=str,
+        default="128",
+        cpu="64",
+        allowed=LENGTHS,
+        help="Prompt length: N tokens, or a uniform range LOW:HIGH",
+    ),
+    Option(
+        name="output_len",
+        type=str,
+        default="128",
+        cpu="32",
+        allowed=LENGTHS,
+        help="Output length asked of the server: N tokens, a range LOW:HIGH, or dataset",
+    ),
+    Option(
+        name="tokenizer",
+        type=str,
+        default=None,
+        help="Local tokenizer folder (default: the model's, or the served model's where it is a folder)",
+    ),
+    Option(
+        name="slo",
+        type=str,
+        default=None,
+        panel="how",
+        help="Service-level objective: mlperf-server, mlperf-interactive or ttft_ms=N,tpot_ms=N[,percentile=P]",
+    ),
+    Option(
+        name="slo_search",
+        type=bool,
+        default=False,
+        negatable=False,
+        panel="how",
+        help="Search the highest load meeting --slo between the lowest and highest level given",
+    ),
+    Option(name="search_steps", type=int, low=0, default=4, panel="how", help="Midpoints the SLO search probes"),
+    Option(
+        name="continuous_batching",
+        type=bool,
+        default=False,
+        negatable=False,
+        help="The built-in launch serves with continuous batching",
+    ),
+    Option(
+        name="launch_timeout_s",
+        type=float,
+        low=0,
+        default=300.0,
+        unit="s",
+        help="How long a launched server may take to answer",
+    ),
+    Option(
+        name="request_timeout_s",
+        type=float,
+        low=0,
+        default=600.0,
+        unit="s",
+        panel="how",
+        help="How long one request may take before it counts as failed",
+    ),
+)

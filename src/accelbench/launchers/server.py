@@ -1,0 +1,352 @@
+"""A server launched for ``accelbench serve --launch`` (or ``--engine transformers``): started, waited for, recorded and
+stopped, around the sweep's cases.
+
+:class:`ServerLauncher` is the inline launcher (every case in this process) with a server's lifetime around the
+cases: :meth:`ServerLauncher.prepare` starts the command in its own process group (``start_new_session``: the server
+and every process it forks are one group), its stdout and stderr to a log file beside the store, and waits until the
+server answers the engine's probe (:meth:`accelbench.backends.openai_api.OpenAICompatible.probe`: a state, polled, never
+a fixed sleep), bounded by ``launch_timeout_s``. :meth:`ServerLauncher.stop` ends the whole group (SIGTERM, then SIGKILL
+after :data:`GRACE_S`) at the end of the cases, on Ctrl-C and on error; the command's caller (:func:`launched`) calls
+it whatever ends the sweep. The command, the log file, the server's version and its served model go into the run's
+provenance (:meth:`ServerLauncher.env`).
+
+A command that exits before it answers, or does not answer in time, is :class:`LaunchError` (exit 2) with the last
+lines of its log. ``{port}`` in a command is replaced by a free port of this host (the URL then follows).
+
+``--engine transformers -m hf:<name>`` is the built-in launch of ``transformers serve`` (:func:`transformers_command`):
+the bundled ``hf:tiny-shakespeare`` or a local ``hf:/path`` folder as it is, an architecture name
+(``hf:llama-3.2-1b``) as a random-weight checkpoint folder written once into a cache beside the store
+(:func:`checkpoint_folder`: config, safetensors weights and the bundled tokenizer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelbench.core.errors import AccelbenchError
+from accelbench.launchers.inline import Inline
+
+GRACE_S = 10.0  # seconds a server has to exit after SIGTERM before its group is killed (vLLM's own shutdown waits 5)
+POLL_S = 0.2  # how often a starting server is asked whether it answers
+TAIL_LINES = 10  # lines of the log an error shows
+
+
+class LaunchError(AccelbenchError):
+    """A launched server exited or never answered: one line, then the tail of its log (exit 2)."""
+
+
+@dataclass
+class Launched:
+    """A running server process group.
+
+    Attributes:
+        command: the command as given (a shell command line).
+        process: its :class:`subprocess.Popen` (the group's leader: its pid is the group id).
+        log_path: where its stdout and stderr go.
+        base_url: where it answers.
+        info: the engine's :class:`ServerInfo` once it answered (None before).
+    """
+
+    command: str
+    process: subprocess.Popen
+    log_path: Path
+    base_url: str
+    info: Any = None
+    _log: Any = field(default=None, repr=False)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def pids(self) -> tuple[int, ...]:
+        """The server's processes (the group's leader and its descendants): their CPU and GPU use is the server's,
+        not another process's (the telemetry's other-process and CPU-contention checks)."""
+        try:
+            import psutil
+
+            leader = psutil.Process(self.process.pid)
+            return (leader.pid, *(p.pid for p in leader.children(recursive=True)))
+        except Exception:  # gone already, or no psutil: the leader alone
+            return (self.process.pid,)
+
+    def tail(self, lines: int = TAIL_LINES) -> str:
+        """The last ``lines`` lines of the log, joined with `` | `` (one line for an error message)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+        return " | ".join(kept)
+
+    def stop(self, grace_s: float = GRACE_S) -> None:
+        """End the whole process group: SIGTERM, then SIGKILL after ``grace_s``; idempotent."""
+        pgid = self.process.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # children that outlived the leader too
+            os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=grace_s)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free now (the OS's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(command: str, log_path: Path, base_url: str, env: dict[str, str] | None = None) -> Launched:
+    """Start ``command`` (a shell command line) in its own process group, stdout and stderr to ``log_path``.
+
+    Raises:
+        LaunchError: the command cannot be started (no shell, a log file that cannot be written).
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        log = open(log_path, "ab")  # noqa: SIM115  (closed by Launched.stop)
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    except OSError as exc:
+        raise LaunchError(f"cannot start the server command {command!r}: {exc}") from None
+    return Launched(command=command, process=proc, log_path=log_path, base_url=base_url, _log=log)
+
+
+def wait_ready(server: Launched, probe: Callable[[float], Any], timeout_s: float) -> Any:
+    """Poll ``probe(seconds)`` until it answers (returns the engine's ``ServerInfo``), the process exits or
+    ``timeout_s`` passes; the server is stopped on failure.
+
+    Raises:
+        LaunchError: the command exited, or did not answer within ``timeout_s``; with its log's last lines.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if not server.alive():
+            code = server.process.returncode
+            server.stop()
+            raise LaunchError(f"the server command exited with code {code} before it answered: {server.tail()}")
+        try:
+            server.info = probe(min(2.0, max(0.1, deadline - time.monotonic())))
+            return server.info
+        except AccelbenchError:
+            pass
+        if time.monotonic() >= deadline:
+            server.stop()
+            raise LaunchError(
+                f"the server did not answer at {server.base_url} within {timeout_s:g} s (--launch-timeout-s): "
+                f"{server.tail() or 'its log is empty'}"
+            )
+        time.sleep(POLL_S)  # between two probes of a starting server: a poll interval, not a wait for a state
+
+
+def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0) -> Path:
+    """The folder ``transformers serve`` loads for ``hf:<name>``: the bundled model's or a local folder as it is;
+    for an architecture (:data:`accelbench.models.hf.ARCHITECTURES`), a random-weight checkpoint written once under
+    ``cache_dir`` (config, ``model.safetensors`` in ``dtype``, the bundled model's tokenizer, whose ids the
+    architecture's embedding table holds).
+
+    Raises:
+        UnknownModelError, MissingDependencyError: as :func:`accelbench.models.hf.check_lm`.
+    """
+    import shutil
+
+    import torch
+
+    from accelbench.models import hf
+
+    hf.check_lm(name)
+    folder = hf.checkpoint_dir(name)
+    if folder is not None:
+        return folder.resolve()
+    arch = name[len(hf.PREFIX) :]
+    out = cache_dir / f"{arch}-{dtype}-seed{seed}"
+    if (out / "model.safetensors").is_file() or (out / "model.safetensors.index.json").is_file():
+        return out
+    loaded = hf.load_lm(name, "cpu", getattr(torch, dtype), seed)
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    loaded.module.save_pretrained(tmp, safe_serialization=True)
+    bundled = hf.BUNDLED / hf.BUNDLED_MODELS[0]
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(bundled / f, tmp / f)
+    tmp.replace(out)  # a folder is complete or absent: an interrupted write is never loaded
+    return out
+
+
+def transformers_command(folder: Path, port: int, device: str | None, continuous_batching: bool) -> str:
+    """``transformers serve`` of ``folder`` on ``127.0.0.1:port``: the model as its positional argument where the
+    installed CLI takes one (transformers 5: ``force_model``), else ``--force-model`` (read from its signature, not
+    its version); ``--device`` as the server takes it (``cuda:0``, ``cpu``)."""
+    import shlex
+
+    args = ["transformers", "serve", *_model_args(str(folder)), "--host", "127.0.0.1", "--port", str(port)]
+    if device and device != "auto":
+        args += ["--device", device]
+    if continuous_batching:
+        args.append("--continuous-batching")
+    return shlex.join(args)
+
+
+def _model_args(folder: str) -> list[str]:
+    import inspect
+
+    try:
+        from transformers.cli.serve import Serve
+
+        param = inspect.signature(Serve.__init__).parameters.get("force_model")
+    except Exception:  # another layout of the CLI: the positional form the current one documents
+        return [folder]
+    if param is None:
+        return [folder]
+    metadata = getattr(param.annotation, "__metadata__", ())
+    is_option = any(type(m).__name__ == "OptionInfo" for m in metadata)
+    return ["--force-model", folder] if is_option else [folder]
+
+
+def server_env() -> dict[str, str]:
+    """The environment of a ``transformers serve`` launch: offline (no hub lookups), and a hub cache that exists
+    (its ``/v1/models`` lists the cache and fails without one)."""
+    cache = os.environ.get("HF_HUB_CACHE") or str(Path.home() / ".cache" / "huggingface" / "hub")
+    Path(cache).mkdir(parents=True, exist_ok=True)
+    return {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": cache}
+
+
+class ServerLauncher(Inline):
+    """The inline launcher with a launched server around the cases (see the module docstring).
+
+    Args:
+        command: the shell command that starts the server, or None for the built-in launch of ``engine``.
+        engine: the built-in launch (``transformers``) when ``command`` is None.
+        model: the ``hf:`` model of the built-in launch.
+        base_url: where the server answers (``{port}`` in ``command`` picks a free port and sets it).
+        timeout_s: how long it may take to answer.
+        log_dir: the folder of the log file (beside the store); continuous_batching, device: of the built-in launch.
+    """
+
+    def __init__(
+        self,
+        *,
+        command: str | None,
+        engine: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float = 300.0,
+        log_dir: Path = Path("."),
+        log_name: str = "serve",
+        continuous_batching: bool = False,
+        api: str = "completions",
+    ):
+        self.command, self.engine, self.model, self.base_url = command, engine, model, base_url
+        self.timeout_s, self.log_dir, self.log_name = timeout_s, Path(log_dir), log_name
+        self.continuous_batching, self.api = continuous_batching, api
+        self.server: Launched | None = None
+
+    def prepare(self, scenario, spec, device, store):
+        self.server = self.launch(spec, device)
+        return scenario.prepare(spec, device, store, server=self.server)
+
+    def launch(self, spec, device) -> Launched:
+        """Start the server and wait until it answers.
+
+        Raises:
+            LaunchError: it exited or did not answer in time (its log's tail in the message).
+        """
+        from accelbench.backends.openai_api import OpenAICompatible
+
+        env: dict[str, str] = {}
+        command, url = self.command, self.base_url
+        if command is None:  # the built-in launch
+            dtype = "float32" if device.type == "cpu" else "bfloat16"
+            folder = checkpoint_folder(self.model, self.log_dir / "serve-checkpoints", dtype, spec.seed)
+            port = free_port()
+            command = transformers_command(folder, port, str(device), self.continuous_batching)
+            url, env = f"http://127.0.0.1:{port}", server_env()
+        elif "{port}" in command:
+            port = free_port()
+            command, url = command.replace("{port}", str(port)), f"http://127.0.0.1:{port}"
+        url = url or "http://127.0.0.1:8000"
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        server = start(command, self.log_dir / f"{self.log_name}-{stamp}-server.log", url, env)
+        engine = OpenAICompatible(url, model=None, api=self.api)
+        try:
+            wait_ready(server, engine.probe, self.timeout_s)
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def execute(self, sweep, cases: list, state) -> None:
+        try:
+            super().execute(sweep, cases, state)
+        finally:
+            self.stop()
+
+    def env(self) -> dict:
+        s = self.server
+        if s is None:
+            return {}
+        info = s.info
+        return {
+            "server_command": s.command,
+            "server_log": str(s.log_path),
+            "server_pid": s.process.pid,
+            "server_engine": getattr(info, "flavor", None) if self.engine is None else self.engine,
+            "server_version": getattr(info, "version", None),
+            "served_model": getattr(info, "model", None),
+        }
+
+    def stop(self) -> None:
+        """Stop the launched server, if any (idempotent)."""
+        if self.server is not None:
+            self.server.stop()
+
+
+def for_spec(spec, db_path: Path, name: str | None = None) -> ServerLauncher | None:
+    """The launcher of a serve spec whose server is launched (``launch`` or ``engine``), or None (a server by URL):
+    its log beside the store ``db_path``, named after the run (``name``) or the store."""
+    st = spec.settings
+    if st.launch is None and st.engine is None:
+        return None
+    return ServerLauncher(
+        command=st.launch,
+        engine=st.engine,
+        model=spec.models[0] if spec.models else None,
+        base_url=st.url,
+        timeout_s=st.launch_timeout_s,
+        log_dir=Path(db_path).resolve().parent,
+        log_name=name or Path(db_path).stem,
+        continuous_batching=st.continuous_batching,
+        api=st.api,
+    )
+
+
+@contextlib.contextmanager
+def launched(launcher: ServerLauncher | None) -> Iterator[ServerLauncher | None]:
+    """``launcher`` whose server is stopped whatever ends the block (a sweep's end, Ctrl-C, an error before the cases
+    began)."""
+    try:
+        yield launcher
+    finally:
+        if launcher is not None:
+            launcher.stop()

@@ -1,0 +1,248 @@
+"""One serve run's state and one load level measured: the engine, tokenizer and requests built once
+(:func:`prepare`); warm-up, then the measured requests under the telemetry monitor, into the row's columns
+(:func:`measure_level`); the SLO search's probes, each a detail row (:func:`search_levels`).
+
+Telemetry: the monitor (:func:`accelbench.scenarios.base.case_monitor`) samples the device's power, utilisation,
+memory and clocks while the level's measured requests run, on the clock the requests are stamped with; its energy is
+the counter's difference over that window, so the derived energy per output token (``energy_per_sample_j`` of this
+scenario's rows) is the level's own. The warm-up requests run before the monitor starts. A launched server's
+processes are the job's own (``pids``), not "other processes" of the validity checks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.core import kinds
+from accelbench.core.errors import OK, ConfigError, StopSweep
+
+
+@dataclass
+class Served:
+    """What the cases of one model share: its engine, the model id requests name, its requests (warm-up first)."""
+
+    engine: Any
+    model: str
+    requests: list
+    warmup: list
+
+
+@dataclass
+class ServeState:
+    """Per-run state (:meth:`accelbench.scenarios.serve.Serve.prepare`).
+
+    Attributes:
+        info: the server's :class:`accelbench.backends.openai_api.ServerInfo` (its engine, version, served model).
+        server: the launched server (:class:`accelbench.launchers.server.Launched`), or None (a server by URL).
+        tokenizer: the tokenizer requests are built and counted with.
+        served: per case model name (None: the server's own model), its :class:`Served`.
+    """
+
+    info: Any
+    server: Any = None
+    tokenizer: Any = None
+    served: dict[str | None, Served] = field(default_factory=dict)
+
+    def pids(self) -> tuple[int, ...]:
+        return self.server.pids() if self.server is not None else ()
+
+
+def load_tokenizer(spec, info) -> Any:
+    """The tokenizer of the run: ``tokenizer`` (a local folder), the model's checkpoint folder (``hf:`` names; an
+    architecture's random checkpoint uses the bundled tokenizer), or the served model's where its id is a local
+    folder or a hub id in the local cache.
+
+    Raises:
+        ConfigError: none is found here (no download, ever): one line asking for ``--tokenizer``.
+    """
+    from pathlib import Path
+
+    from accelbench.models import hf
+
+    transformers = hf.require_transformers()
+    st = spec.settings
+    candidates = [st.tokenizer] if st.tokenizer else []
+    for name in spec.models[:1]:
+        if hf.is_lm_name(name):
+            folder = hf.checkpoint_dir(name) or hf.BUNDLED / hf.BUNDLED_MODELS[0]
+            candidates.append(str(folder))
+    served = getattr(info, "model", None)
+    if served:
+        candidates.append(served)
+    for c in candidates:
+        local = Path(c).expanduser()
+        try:
+            if local.is_dir():
+                return transformers.AutoTokenizer.from_pretrained(local, trust_remote_code=False)
+            return transformers.AutoTokenizer.from_pretrained(c, local_files_only=True, trust_remote_code=False)
+        except (OSError, ValueError):
+            if c == st.tokenizer:
+                raise ConfigError("tokenizer", c, "a local tokenizer folder (nothing is downloaded)") from None
+    raise ConfigError(
+        "tokenizer", None, f"a local tokenizer folder (--tokenizer PATH): none found for {served or 'the model'}"
+    )
+
+
+def prepare(spec, device, server=None) -> ServeState:
+    """Probe the server (or take the launched one's answer), load the tokenizer, build each model's requests once.
+
+    Raises:
+        ServerError: the server does not answer (one line).
+        ConfigError: no tokenizer; a missing or malformed dataset (one line naming it).
+    """
+    from accelbench.backends.openai_api import OpenAICompatible
+    from accelbench.scenarios.serve.workloads import make_requests
+
+    st = spec.settings
+    url = server.base_url if server is not None else st.url
+    info = server.info if server is not None else OpenAICompatible(url, None, st.api).probe(10.0)
+    state = ServeState(info=info, server=server, tokenizer=load_tokenizer(spec, info))
+    n = st.warmup_requests + st.requests
+    built = make_requests(
+        st.workload,
+        n,
+        tokenizer=state.tokenizer,
+        input_len=st.lengths("input_len"),
+        output_len=st.lengths("output_len"),
+        seed=spec.seed,
+        path=st.dataset,
+    )
+    for name in spec.models or (None,):
+        model = info.model if (name is None or server is not None or st.engine) else name
+        engine = OpenAICompatible(url, model=model, api=st.api)
+        state.served[name] = Served(
+            engine=engine, model=model, requests=built[st.warmup_requests :], warmup=built[: st.warmup_requests]
+        )
+    return state
+
+
+def run_load(served: Served, spec, requests: list, *, concurrency=None, request_rate=None, tokenizer=None):
+    """:func:`accelbench.scenarios.serve.load.run_level` of ``requests`` at one load, with the spec's settings."""
+    from accelbench.scenarios.serve.load import run_level
+
+    st = spec.settings
+    return run_level(
+        served.engine,
+        requests,
+        concurrency=concurrency,
+        request_rate=request_rate,
+        arrival=st.arrival,
+        burstiness=st.burstiness,
+        max_concurrency=st.max_concurrency,
+        warmup=0,
+        duration_s=st.duration_s,
+        timeout_s=st.request_timeout_s,
+        seed=spec.seed,
+        tokenizer=tokenizer,
+    )
+
+
+def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_rate=None) -> tuple[dict, dict]:
+    """One level measured: warm-up, then the measured requests under telemetry; the row's columns and series.
+
+    Raises:
+        StopSweep: the server stopped answering (a launched server exited, or every request failed and the server
+            no longer answers its probe): the run ends interrupted, the finished levels stored.
+    """
+    from accelbench.scenarios.base import case_monitor
+    from accelbench.scenarios.serve.metrics import level_columns, parse_slo
+
+    served = state.served[case.model]
+    st = spec.settings
+    if served.warmup:
+        run_load(served, spec, served.warmup, concurrency=concurrency, request_rate=request_rate)
+    with case_monitor(spec, case, rank.device, state.pids()) as mon:
+        level = run_load(
+            served, spec, served.requests, concurrency=concurrency, request_rate=request_rate, tokenizer=state.tokenizer
+        )
+    rec, series = level_columns(level, parse_slo(st.slo) if st.slo else None)
+    _check_alive(state, served, rec)
+    info = state.info
+    rec.update(mon.record())
+    rec.update(
+        concurrency=concurrency,
+        request_rate_per_s=request_rate,
+        arrival=st.arrival if request_rate is not None else None,
+        burstiness=st.burstiness if request_rate is not None and st.arrival == "gamma" else None,
+        max_concurrency=st.max_concurrency if request_rate is not None else None,
+        api=st.api,
+        workload_source=st.workload,
+        server_engine=st.engine or getattr(info, "flavor", None),
+        server_version=getattr(info, "version", None),
+        model=case.model or served.model,
+        served_model=served.model,
+        server_url=served.engine.base_url if hasattr(served.engine, "base_url") else None,
+        slo=st.slo,
+        samples_timed=rec.get("output_tokens_timed"),
+        throughput_samples_per_s=rec.get("output_tokens_per_s"),  # a sample of text generation is an output token
+    )
+    return rec, {**series, **mon.series()}
+
+
+def _check_alive(state: ServeState, served: Served, rec: dict) -> None:
+    server = state.server
+    if server is not None and not server.alive():
+        raise StopSweep(
+            f"the launched server exited (code {server.process.returncode}) during the level; the finished levels "
+            f"are stored and --resume continues (its log: {server.log_path})"
+        )
+    if rec.get("requests_ok"):
+        return
+    from accelbench.core.errors import AccelbenchError
+
+    try:
+        served.engine.probe(5.0)
+    except AccelbenchError as exc:
+        raise StopSweep(
+            f"the server stopped answering ({exc}); the finished levels are stored and --resume continues"
+        ) from None
+
+
+def measure_level(case, spec, state: ServeState, rank) -> tuple[dict, dict]:
+    """The row of one level case (``concurrency`` or ``request_rate`` of its extras)."""
+    ex = case.extras
+    return level_row(case, spec, state, rank, concurrency=ex.concurrency, request_rate=ex.request_rate)
+
+
+def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict]:
+    """The highest load meeting the SLO between the given levels' lowest and highest
+    (:func:`accelbench.scenarios.serve.search.bisect_load`); each probe a ``serve-probe`` detail row. The case's row
+    is the best probe's (or, when none met the SLO, the last probe's), with the search's answer.
+    """
+    from accelbench.scenarios.serve.metrics import meets, parse_slo
+    from accelbench.scenarios.serve.search import bisect_load
+
+    st = spec.settings
+    slo = parse_slo(st.slo)
+    by_rate = case.extras.request_rate is not None
+    loads = st.request_rates if by_rate else (st.concurrency or (case.extras.concurrency,))
+    lo, hi = (min(loads), max(loads)) if len(loads) > 1 else ((0.0 if by_rate else 1), max(loads))
+    if by_rate and lo == 0.0:
+        lo = hi / 2 ** (st.search_steps + 1)  # a rate must be > 0: the finest step the search would take
+    measured: dict[float, tuple[dict, dict]] = {}
+
+    def probe(load: float):
+        kw = {"request_rate": float(load)} if by_rate else {"concurrency": int(load)}
+        started = time.time()
+        rec, series = level_row(case, spec, state, rank, **kw)
+        met = bool(meets(rec, slo))
+        measured[load] = (rec, series)
+        key = f"{case.key}|{'rate' if by_rate else 'c'}={load:g}"
+        row = {**rec, "case_key": key, "workload": kinds.SERVE_PROBE, "row_type": "slo-probe", "slo_met": met}
+        sink.add({**row, "device": str(rank.device), "status": OK, "error": None, "started_at": started}, series)
+        return met, load
+
+    found = bisect_load(probe, lo, hi, st.search_steps, integer=not by_rate)
+    last = found.best if found.best is not None else found.probes[-1][0]
+    rec, series = measured[last]
+    unit = "request_rate_per_s" if by_rate else "concurrency"
+    rec = {
+        **rec,
+        f"slo_max_{unit}": found.best,
+        f"slo_lowest_missed_{unit}": found.lowest_missed,
+        "slo_met": found.best is not None,
+        "slo_search_probes": len(found.probes),
+    }
+    return rec, series
