@@ -1,0 +1,122 @@
+"""Columns of a serve level (``accelbench serve``): the load, the server, the requests' outcome, the inter-token
+latencies, throughput and goodput against the SLO, and how the client itself did.
+
+Definitions (:mod:`accelbench.scenarios.serve.metrics` holds the formulas and their sources): TTFT runs from the
+request's scheduled send to its first token, TPOT is ``(E2E - TTFT) / (output tokens - 1)`` per request, ITL each gap
+between token arrivals (a chunk of k tokens spread over k gaps); these share the ``ttft_*``, ``tpot_*`` and
+``e2e_latency_*`` columns of ``accelbench generate`` (:mod:`accelbench.core.columns.generate`). A sample of a serve
+row is an output token: ``energy_per_sample_j`` is the energy per output token and ``cost_per_1000_samples_usd`` the
+cost per 1,000 output tokens over the level's measured window (``measured_wall_s``).
+"""
+
+from __future__ import annotations
+
+from accelbench.core.columns.column import BOOL, FLOAT, INT, JSON, MAX, RANK, STR, SUM, col
+
+S = "serve"
+
+
+def _itl() -> tuple:
+    return tuple(
+        col(
+            f"itl_{k}_ms",
+            FLOAT,
+            f"ITL {k} (ms)",
+            "number",
+            short=f"ITL {k} ms",
+            combine=RANK,
+            scenarios=S,
+            doc="Inter-token latency: a gap between token arrivals (a chunk of k tokens counts as k gaps).",
+        )
+        for k in ("mean", "p50", "p90", "p99")
+    )
+
+
+DECLARED = (
+    # the load
+    col("concurrency", INT, "Concurrency", "int", short="Conc", scenarios=S, doc="Closed loop: requests in flight."),
+    col(
+        "request_rate_per_s",
+        FLOAT,
+        "Request rate (/s)",
+        "rate",
+        short="Rate/s",
+        scenarios=S,
+        doc="Open loop: the arrival rate asked (requests per second).",
+    ),
+    col("arrival", STR, "Arrival", scenarios=S, levels="poisson gamma", doc="Open-loop arrivals: poisson or gamma."),
+    col("burstiness", FLOAT, "Burstiness", "number", scenarios=S, doc="The gamma arrivals' shape k."),
+    col("max_concurrency", INT, "Max concurrency", "int", scenarios=S),
+    col("api", STR, "API", scenarios=S, levels="completions chat"),
+    # the server
+    col("server_engine", STR, "Server engine", short="Engine", scenarios=S, doc="transformers, vllm or openai."),
+    col("server_version", STR, "Server version", scenarios=S),
+    col("served_model", STR, "Served model", scenarios=S, doc="The model id the server answered with."),
+    col("server_url", STR, "Server URL", scenarios=S),
+    # the requests
+    col("requests", INT, "Requests", "int", combine=SUM, scenarios=S, doc="Measured requests of the level."),
+    col("requests_ok", INT, "Requests ok", "int", short="OK", combine=SUM, scenarios=S),
+    col("requests_failed", INT, "Requests failed", "int", short="Failed", combine=SUM, scenarios=S),
+    col("errors_json", JSON, "Errors", scenarios=S, doc="Failed requests by reason (http 422, timeout, ...)."),
+    col(
+        "output_tokens_mismatch",
+        INT,
+        "Output token mismatches",
+        "int",
+        scenarios=S,
+        doc="Requests whose server-reported, tokenizer-counted and requested output lengths disagree.",
+    ),
+    *_itl(),
+    col(
+        "request_throughput_per_s",
+        FLOAT,
+        "Requests/s",
+        "rate",
+        combine=RANK,
+        scenarios=S,
+        doc="Completed requests over the measured window (first scheduled send to last completion).",
+    ),
+    col("input_tokens_per_s", FLOAT, "Input tok/s", "rate", combine=RANK, scenarios=S),
+    col(
+        "goodput_requests_per_s",
+        FLOAT,
+        "Goodput (req/s)",
+        "rate",
+        short="Goodput/s",
+        combine=RANK,
+        scenarios=S,
+        doc="Requests meeting every SLO per second of the measured window (DistServe, Zhong et al. 2024).",
+    ),
+    col("slo_met_fraction", FLOAT, "SLO met", "pct:1", combine=RANK, scenarios=S, doc="Share of requests meeting it."),
+    col("measured_wall_s", FLOAT, "Measured window (s)", "number", combine=RANK, scenarios=S),
+    # the client's own health
+    col("loop_lag_p99_ms", FLOAT, "Client loop lag p99 (ms)", "number", combine=MAX, scenarios=S),
+    col("send_slip_p50_ms", FLOAT, "Send slip p50 (ms)", "number", combine=MAX, scenarios=S),
+    col(
+        "send_slip_p99_ms",
+        FLOAT,
+        "Send slip p99 (ms)",
+        "number",
+        combine=MAX,
+        scenarios=S,
+        doc="Actual minus scheduled send time of the open loop's requests.",
+    ),
+    col("client_cpu_percent", FLOAT, "Client CPU (%)", "fixed:.0f", combine=MAX, scenarios=S),
+    col(
+        "client_limited",
+        BOOL,
+        "Client limited",
+        "yesno",
+        scenarios=S,
+        doc="The client's send slip or event-loop lag passed its threshold: the client, not the server, limited "
+        "the level.",
+    ),
+    # the SLO and its search
+    col("slo", STR, "SLO", scenarios=S, doc="The objective: a preset name or ttft_ms=...,tpot_ms=..."),
+    col("slo_met", BOOL, "SLO met", "yesno", scenarios=S, doc="The level (or a search's answer) meets the SLO."),
+    col("slo_search_probes", INT, "Search probes", "int", scenarios=S),
+    col("slo_max_request_rate_per_s", FLOAT, "Max rate meeting the SLO (/s)", "rate", scenarios=S),
+    col("slo_max_concurrency", INT, "Max concurrency meeting the SLO", "int", scenarios=S),
+    col("slo_lowest_missed_request_rate_per_s", FLOAT, "Lowest rate missing the SLO (/s)", "rate", scenarios=S),
+    col("slo_lowest_missed_concurrency", INT, "Lowest concurrency missing the SLO", "int", scenarios=S),
+)
