@@ -40,6 +40,19 @@ DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 # Upper bounds of the counts and sizes (larger ones overflow torch's 32-bit indexing or memory long before)
 COUNT_MAX, SIDE_MAX = 2**31 - 1, 65536
 ALIASES = {"model": "models", "precision": "precisions", "mode": "modes", "batch_size": "batch_sizes"}
+# The shared fields of the scenarios that measure image batches in timed windows (a scenario declares it takes them:
+# ``Scenario.image_inputs``); the others refuse them as one group, and their cases' keys and rows carry no memory format.
+IMAGE_FIELDS = (
+    "channels_last",
+    "images",
+    "data",
+    "image_size",
+    "skip_bad_images",
+    "warmup_batches",
+    "min_timed_batches",
+    "min_time_s",
+    "cudnn_benchmark",
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -211,6 +224,9 @@ class SpecScenario(Protocol):
     @property
     def rejects(self) -> tuple[str, ...]: ...  # shared fields the scenario does not take
 
+    @property
+    def image_inputs(self) -> bool: ...  # it takes the IMAGE_FIELDS
+
     def defaults(self, cuda: bool) -> dict[str, Any]: ...
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]: ...
@@ -221,13 +237,14 @@ class SpecScenario(Protocol):
 def merge(scenario: SpecScenario, layers: tuple[dict[str, Any], ...], cuda: bool) -> dict[str, Any]:
     """The scenario's defaults for the device kind, then each layer (later wins; ``None`` is skipped).
 
-    Keys are the shared fields (but those the scenario ``rejects``: they would silently do nothing), the
-    scenario's settings fields and aliases (``model``, ``batch-sizes``, the scenario's own ``aliases``).
+    Keys are the shared fields (but those the scenario ``rejects``, and the :data:`IMAGE_FIELDS` of a scenario
+    without ``image_inputs``: they would silently do nothing), the scenario's settings fields and aliases (``model``, ``batch-sizes``, the scenario's own ``aliases``).
 
     Raises:
         ConfigError: an unknown key.
     """
-    known = (set(SHARED) - set(scenario.rejects)) | {f.name for f in dataclasses.fields(scenario.settings_type)}
+    refused = set(scenario.rejects) | (set() if getattr(scenario, "image_inputs", True) else set(IMAGE_FIELDS))
+    known = (set(SHARED) - refused) | {f.name for f in dataclasses.fields(scenario.settings_type)}
     aliases = {**ALIASES, **getattr(scenario, "aliases", {})}
     declared = declared_fields(scenario.settings_type)
     merged: dict[str, Any] = dict(scenario.defaults(cuda))
@@ -290,7 +307,10 @@ def spec_from_dict(scenario: SpecScenario, doc: dict[str, Any]) -> Spec:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Extras:
-    """Base of a scenario's per-case fields; ``key_suffix`` extends the case key."""
+    """Base of a scenario's per-case fields; ``key_suffix`` extends the case key. ``memory_format``: the case's
+    ``channels_last`` is part of its key (False for a scenario without image inputs: nothing to tell apart)."""
+
+    memory_format: ClassVar[bool] = True
 
     def key_suffix(self) -> str:
         return ""
@@ -324,13 +344,13 @@ class Case:
 
     @property
     def key(self) -> str:
-        """``model|bs=B|precision|mode|cl=C`` plus the extras' suffix; a case without a model: its ``name`` plus it."""
+        """``model|bs=B|precision|mode|cl=C`` plus the extras' suffix (no ``|cl=C`` where the extras say the memory
+        format tells no cases apart: ``model|bs=B|precision|mode|p=128|n=128``); a case without a model: its ``name``
+        plus the suffix."""
         if self.name is not None:
             return self.name + self.extras.key_suffix()
-        return (
-            f"{self.model}|bs={self.batch_size}|{self.precision}|{self.mode}|cl={self.channels_last}"
-            + self.extras.key_suffix()
-        )
+        cl = f"|cl={self.channels_last}" if self.extras.memory_format else ""
+        return f"{self.model}|bs={self.batch_size}|{self.precision}|{self.mode}{cl}" + self.extras.key_suffix()
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extras"}
@@ -340,6 +360,20 @@ class Case:
 
     def replace(self, **changes: Any) -> Case:
         return dataclasses.replace(self, **changes)
+
+
+# a stored key's memory format after the model, batch size, precision and mode
+_CL_PART = re.compile(r"^((?:[^|]*\|){3}[^|]*)\|cl=[^|]*")
+
+
+def current_key(stored: str, extras_type: type[Extras]) -> str:
+    """A case key as stored by an earlier version, in today's format: a scenario whose extras leave the memory format
+    out of the key (``memory_format`` False) once stored it as ``|cl=auto``; the rest are unchanged. A resumed run
+    (``--resume``) matches its stored cases through it.
+
+    Example: ``hf:gpt2|bs=1|fp32|eager|cl=auto|p=8|n=4`` -> ``hf:gpt2|bs=1|fp32|eager|p=8|n=4`` for the generate extras.
+    """
+    return stored if extras_type.memory_format else _CL_PART.sub(r"\1", stored, count=1)
 
 
 def case_from_dict(scenario: SpecScenario, doc: dict[str, Any]) -> Case:

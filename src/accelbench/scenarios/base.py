@@ -58,6 +58,9 @@ class Scenario:
         settings_type / extras_type: its :class:`Settings` and per-case :class:`Extras` dataclasses.
         aliases: extra spellings of fields in TOML and flags.
         rejects: shared fields the scenario does not use (set, they are a one-line error, not ignored).
+        image_inputs: it takes the shared image-input and timing fields (:data:`accelbench.core.spec.IMAGE_FIELDS`:
+            memory format, images, data, input size, bad files, warm-up and timed window, cuDNN autotuning); without
+            them, they are refused as a group and its rows carry no ``channels_last_setting``.
         derived_keys: keyword arguments of :func:`accelbench.sweep.derived.derived_columns` for its rows.
         training: precisions and backends are checked for training (a case that cannot train is ``unsupported``).
         backend_workload: the workload its cases ask of a backend (:attr:`accelbench.backends.Backend.workloads`):
@@ -84,6 +87,7 @@ class Scenario:
     extras_type: type[Extras] = Extras
     aliases: dict[str, str] = {}
     rejects: tuple[str, ...] = ()
+    image_inputs = True
     derived_keys: dict[str, Any] = {}
     training = False
     quantizes = False
@@ -201,7 +205,7 @@ class Scenario:
             "batch_size": case.batch_size,
             "precision": case.precision,
             "mode": case.mode,
-            "channels_last_setting": case.channels_last,
+            **({"channels_last_setting": case.channels_last} if self.image_inputs else {}),
             "device": str(device),
             "data": case.data,
             "images": case.images,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, OOM, SKIPPED, SettingsNote, StopSweep
+from accelbench.core.spec import current_key
 from accelbench.launchers.case import setup_frozen
 from accelbench.sweep import requirements
 
@@ -242,7 +243,7 @@ def run(
             )
         elif reopened and label:
             store.label_run(out.run_id, label)
-        done = store.done_keys(out.run_id)
+        done = {current_key(k, scenario.extras_type) for k in store.done_keys(out.run_id)}  # keys stored before
         todo = [c for c in cases if launcher.key(c) not in done]
         out.skipped_done = len(cases) - len(todo)
         sweep = Sweep(

@@ -77,6 +77,7 @@ class GenerateExtras(Extras):
     prompt_len: int = 128
     new_tokens: int = 128
     prompt_source: str = "random"
+    memory_format = False  # the key: model, batch, precision, mode, prompt and new tokens (no memory format)
 
     def key_suffix(self) -> str:
         return f"|p={self.prompt_len}|n={self.new_tokens}" + ("|text" if self.prompt_source == "text" else "")
@@ -87,17 +88,7 @@ class Generate(Scenario):
     model_kind, command = LM, "accelbench generate"
     requires = {"transformers": "accelbench generate"}  # its loops and caches are transformers' (accelbench[llm])
     settings_type, extras_type = GenerateSettings, GenerateExtras
-    rejects = (
-        "channels_last",
-        "images",
-        "data",
-        "image_size",
-        "skip_bad_images",
-        "warmup_batches",
-        "min_timed_batches",
-        "min_time_s",
-        "cudnn_benchmark",
-    )
+    image_inputs = False  # no images: the image fields are refused, the rows carry no memory format
     aliases = declared_aliases(OPTIONS)
     derived_keys = {
         "samples_key": "output_tokens_timed",
@@ -189,11 +180,6 @@ class Generate(Scenario):
 
         memory = available_bytes(device)
         return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None, memory_bytes=memory)
-
-    def base_record(self, case, device) -> dict[str, Any]:
-        rec = super().base_record(case, device)
-        rec.pop("channels_last_setting", None)
-        return rec
 
     def oom_group(self, case) -> tuple | None:
         ex = case.extras
