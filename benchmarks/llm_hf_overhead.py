@@ -5,7 +5,7 @@ that takes the host's time or the GIL changes it. Interleaved over ``--reps`` ro
 
 - ``hand``: wall time of an N-token call minus a 1-token call, over N - 1 (benchmarks/llm_handloop.py's method);
 - ``hand+processor``: the same calls with accelbench's per-token logits processor (a CUDA event a token);
-- ``accelbench``: accelbench's ``HFGenerate`` (the events' mean inter-token latency);
+- ``accelbench``: accelbench's ``hf-generate`` engine timed by its loop (the events' mean inter-token latency);
 - ``accelbench+monitor``: the same inside accelbench's telemetry monitor (NVML sampler and energy-counter thread),
   as ``accelbench generate --telemetry-isolation thread`` times it;
 - ``accelbench+monitor(process)``: the same monitor with its sources read in the sampler process
@@ -37,8 +37,9 @@ def main() -> None:
 
     from transformers import LogitsProcessorList
 
+    from accelbench.backends.lm_loop import hf_generate
     from accelbench.models.hf import load_lm
-    from accelbench.scenarios.generate.decode import HFGenerate
+    from accelbench.scenarios.generate.decode import time_generation
     from accelbench.telemetry import monitor
 
     dev = torch.device("cuda")
@@ -73,10 +74,8 @@ def main() -> None:
     def hand(lp) -> float:
         return (wall(args.new, lp) - wall(1, lp)) / (args.new - 1) * 1e3
 
-    gen = HFGenerate(model, args.new, dev)
-
     def ours() -> float:
-        g = gen(prompts)
+        g = time_generation(lambda p, on_token: hf_generate(model, p, args.new, on_token), prompts, dev)
         return statistics.mean(g.itl_s) * 1e3
 
     def ours_monitored(isolation: str) -> float:

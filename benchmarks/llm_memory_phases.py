@@ -1,5 +1,5 @@
 """Where a weight-only case's peak CUDA memory comes from: the allocator's live and peak bytes after each phase of
-``accelbench.scenarios.generate.model.build`` (load, fuse, quantize) and after the first prefill and decode
+``accelbench.backends.generation.load_model`` (load, fuse, quantize) and after the first prefill and decode
 steps, for one model and precision; then every live CUDA tensor over 64 MiB by dtype (what still holds memory).
 
 Run: ``PYTHONPATH=src python3 benchmarks/llm_memory_phases.py --model hf:llama-3.1-8b --scheme int8 --out m.json``

@@ -11,17 +11,18 @@ pytest.importorskip("transformers")
 def test_compiled_graph_step_generates_the_eager_tokens():
     import torch
 
+    from accelbench.backends.lm_loop import StaticLoop, compiled_step, hf_generate
     from accelbench.models.hf import load_lm
-    from accelbench.scenarios.generate.decode import HFGenerate, StaticLoop, compiled_step
+    from accelbench.scenarios.generate.decode import time_generation, time_steps
 
     dev = torch.device("cuda")
     model = load_lm("hf:tiny-shakespeare", dev, torch.float32).module
     prompts = torch.randint(0, 1000, (4, 32), device=dev)
-    eager = StaticLoop(model, 4, 32, 24, dev)(prompts)
-    users = HFGenerate(model, 24, dev)(prompts)
+    eager = time_steps(StaticLoop(model, 4, 32, 24, dev), prompts, 24, dev)
+    users = time_generation(lambda p, on_token: hf_generate(model, p, 24, on_token), prompts, dev)
     loop = StaticLoop(model, 4, 32, 24, dev, step=compiled_step("reduce-overhead"), graphs=True)
-    loop(prompts), loop(prompts)  # compile, then record the graph
-    graphed = loop(prompts)
+    time_steps(loop, prompts, 24, dev), time_steps(loop, prompts, 24, dev)  # compile, then record the graph
+    graphed = time_steps(loop, prompts, 24, dev)
     assert torch.equal(graphed.tokens, eager.tokens) and torch.equal(users.tokens, eager.tokens)
     assert len(graphed.itl_s) == 23 and all(t > 0 for t in graphed.itl_s)
     assert sum(graphed.itl_s) < sum(eager.itl_s)  # a replayed graph a step beats eager launches

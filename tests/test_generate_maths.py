@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from accelbench.scenarios.generate import metrics as m
+from accelbench.core import lm_analytic as m
 
 SHAPE = m.Shape(
     layers=2,
@@ -67,7 +67,7 @@ def test_prefill_flops_agree_with_torchs_flop_counter():
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from accelbench.scenarios.generate.shape import shape_of
+    from accelbench.models.lm_shape import shape_of
 
     cfg = LlamaConfig(
         vocab_size=300,

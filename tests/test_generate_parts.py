@@ -58,8 +58,8 @@ def test_weight_only_int8_and_fp8_stay_within_their_rounding():
 
 
 def test_quantized_model_reads_about_half_the_bytes_and_keeps_its_tokens_close():
+    from accelbench.models.lm_shape import shape_of
     from accelbench.quant.weight_only import quantize_linears
-    from accelbench.scenarios.generate.shape import shape_of
 
     model = tiny().to(torch.bfloat16)
     before = shape_of(model, torch.bfloat16)
@@ -117,7 +117,7 @@ def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():
     pytest.importorskip("torchao")
     from torchao.quantization import Int8WeightOnlyConfig, quantize_
 
-    from accelbench.scenarios.generate.shape import shape_of, stored_bytes
+    from accelbench.models.lm_shape import shape_of, stored_bytes
 
     model = tiny().to(torch.bfloat16)
     before = shape_of(model, torch.bfloat16)
@@ -163,12 +163,13 @@ def test_fusing_gpt2_is_refused_with_a_reason():
 
 
 def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
-    from accelbench.scenarios.generate.decode import HFGenerate, StaticLoop
+    from accelbench.backends.lm_loop import StaticLoop, hf_generate
+    from accelbench.scenarios.generate.decode import time_generation, time_steps
 
     model, dev = tiny(), torch.device("cpu")
     prompts = torch.randint(0, 300, (3, 11))
-    a = HFGenerate(model, 6, dev)(prompts)
-    b = StaticLoop(model, 3, 11, 6, dev)(prompts)
+    a = time_generation(lambda p, on_token: hf_generate(model, p, 6, on_token), prompts, dev)
+    b = time_steps(StaticLoop(model, 3, 11, 6, dev), prompts, 6, dev)
     assert a.tokens.shape == b.tokens.shape == (3, 6)
     assert torch.equal(a.tokens, b.tokens)
     for g in (a, b):
@@ -180,15 +181,17 @@ def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
 def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_tokens():
     """The weight-only linears' one-token path (a multiply-and-sum inside the compiled step) with coordinate-descent
     tuning on gives the eager step's greedy tokens (CPU: Inductor's C++ backend)."""
+    from accelbench.backends.lm_loop import StaticLoop, compiled_step
     from accelbench.quant.weight_only import quantize_linears
-    from accelbench.scenarios.generate.decode import StaticLoop, compiled_step
+    from accelbench.scenarios.generate.decode import time_steps
 
     model, dev = tiny(), torch.device("cpu")
     quantize_linears(model, "int8")
     prompts = torch.randint(0, 300, (1, 7))
-    eager = StaticLoop(model, 1, 7, 5, dev)(prompts)
+    eager = time_steps(StaticLoop(model, 1, 7, 5, dev), prompts, 5, dev)
     torch._dynamo.reset()
-    tuned = StaticLoop(model, 1, 7, 5, dev, step=compiled_step("default", tune_reductions=True))(prompts)
+    tuned_loop = StaticLoop(model, 1, 7, 5, dev, step=compiled_step("default", tune_reductions=True))
+    tuned = time_steps(tuned_loop, prompts, 5, dev)
     assert tuned.tokens.shape == (1, 5) and torch.equal(eager.tokens, tuned.tokens)
 
 
@@ -197,16 +200,17 @@ def test_a_compiled_step_over_fused_projections_decodes_the_plain_models_tokens(
     writes to and reads from the KV cache: its greedy tokens equal the plain model's eager ones (float32). The fused
     attention takes the cache by either keyword ``transformers`` has used (``past_key_values``, then ``cache``): with
     the newer spelling the cache was silently skipped and the compiled attention failed on its shapes."""
-    from accelbench.scenarios.generate.decode import StaticLoop, cache_argument, compiled_step
+    from accelbench.backends.lm_loop import StaticLoop, cache_argument, compiled_step
+    from accelbench.scenarios.generate.decode import time_steps
     from accelbench.scenarios.generate.fuse import fuse_projections
 
     model, dev = tiny(), torch.device("cpu")
     prompts = torch.randint(0, 300, (2, 7))
-    plain = StaticLoop(model, 2, 7, 6, dev)(prompts)
+    plain = time_steps(StaticLoop(model, 2, 7, 6, dev), prompts, 6, dev)
     assert cache_argument(model) in ("cache", "past_key_values")
     fuse_projections(model)
     torch._dynamo.reset()
-    fused = StaticLoop(model, 2, 7, 6, dev, step=compiled_step("default"))(prompts)
+    fused = time_steps(StaticLoop(model, 2, 7, 6, dev, step=compiled_step("default")), prompts, 6, dev)
     assert fused.tokens.shape == (2, 6) and torch.equal(plain.tokens, fused.tokens)
 
 

@@ -3,9 +3,9 @@
 import gzip
 from pathlib import Path
 
+from accelbench.ceilings.measure import Ceilings
 from accelbench.report import roofline as chart
 from accelbench.scenarios.profile import ncu, results
-from accelbench.scenarios.profile.ceilings import Ceilings
 
 DATA = Path(__file__).parent / "data" / "ncu"
 CEIL = Ceilings(

@@ -10,7 +10,7 @@ from conftest import run_cli
 def test_ceilings_ordered_and_below_datasheet():
     import torch
 
-    from accelbench.scenarios.profile.ceilings import measure
+    from accelbench.ceilings.measure import measure
 
     c = measure(torch.device("cuda"), matmul_n=4096, copy_bytes=512 << 20)
     f = c.matmul_flops_per_s

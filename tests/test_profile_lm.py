@@ -18,13 +18,13 @@ def _shape():
     import torch
 
     from accelbench.models.hf import load_lm
-    from accelbench.scenarios.generate.shape import shape_of
+    from accelbench.models.lm_shape import shape_of
 
     return shape_of(load_lm("hf:tiny-shakespeare", torch.device("cpu"), torch.float32).module, torch.float32)
 
 
 def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
-    from accelbench.scenarios.generate import metrics
+    from accelbench.core import lm_analytic as metrics
 
     db, js = tmp_path / "p.db", tmp_path / "p.json"
     p = run_cli(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.ceilings.measure import Ceilings
 from accelbench.scenarios.profile import ncu, results
-from accelbench.scenarios.profile.ceilings import Ceilings
 from accelbench.scenarios.profile.kernels import FAMILIES, KernelMetrics, by_family, classify, total
 
 DATA = Path(__file__).parent / "data" / "ncu"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.ceilings.measure import DATASHEETS, Ceilings, datasheet
 from accelbench.scenarios.profile import storage
-from accelbench.scenarios.profile.ceilings import Ceilings, datasheet
 from accelbench.scenarios.profile.reprocess import reprocess
 from accelbench.store import Store
 
@@ -33,7 +33,7 @@ def test_datasheet_lookup():
     assert datasheet("NVIDIA H200")["dram_bytes_per_s"] == 4.8e12
     assert datasheet("NVIDIA H100 80GB HBM3")["flops_per_s"]["bf16"] == 989.5e12
     assert datasheet("Intel(R) Xeon(R) Processor") is None
-    devices = json.loads(Path(storage.__file__).with_name("datasheets.json").read_text())["devices"]
+    devices = json.loads(DATASHEETS.read_text())["devices"]
     assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= set(devices), sorted(devices)  # looked up above
     for entry in devices.values():
         assert entry["source"] and entry["dram_bytes_per_s"] > 0 and entry["flops_per_s"]["fp32"] > 0

@@ -17,9 +17,9 @@ import torch
 
 from accelbench import backends, precisions
 from accelbench.backends.base import Backend, register
+from accelbench.ceilings.measure import MATMUL_PRECISIONS, Ceilings
 from accelbench.core.errors import ConfigError
 from accelbench.scenarios.profile import results
-from accelbench.scenarios.profile.ceilings import MATMUL_PRECISIONS, Ceilings
 
 REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference.md"
 CPU = torch.device("cpu")

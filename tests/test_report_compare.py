@@ -147,9 +147,9 @@ def test_batch_charts_show_every_batch():
 
 
 def test_roofline_legend_leaves_no_blank_band():
+    from accelbench.ceilings.measure import Ceilings
     from accelbench.report.plots import pyplot
     from accelbench.report.roofline import Point, figure
-    from accelbench.scenarios.profile.ceilings import Ceilings
 
     ceil = Ceilings(
         device_name="NVIDIA H200",

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from accelbench.core.config import pick, put
 from accelbench.core.errors import ConfigError
 
-# The roofline ceilings: dense matmul throughput measured per kind (:mod:`accelbench.scenarios.profile.ceilings` measures each).
+# The roofline ceilings: dense matmul throughput measured per kind (:mod:`accelbench.ceilings.measure` measures each).
 # Every precision names the one that bounds it (the tensor-core path of a reduced precision).
 ROOFS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 

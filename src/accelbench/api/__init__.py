@@ -221,8 +221,8 @@ def profile(spec, store, **kw) -> ProfileResult:
 
     from accelbench import scenarios
     from accelbench.api.charting import charting
+    from accelbench.ceilings.cache import get_ceilings
     from accelbench.core.device import resolve_device
-    from accelbench.scenarios.profile.scenario import get_ceilings
 
     device = resolve_device(spec.device)
     scenarios.get("profile").check(spec)  # a typo is one line before minutes of ceiling measurements

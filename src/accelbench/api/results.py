@@ -114,7 +114,7 @@ class ProfileResult(RunResult):
     Unpacks as the 3-tuple earlier releases returned: ``out, ceilings, cached = api.profile(...)``.
 
     Attributes:
-        ceilings: the device's measured ceilings (:class:`accelbench.scenarios.profile.ceilings.Ceilings`).
+        ceilings: the device's measured ceilings (:class:`accelbench.ceilings.measure.Ceilings`).
         ceilings_cached: whether they were read from the store rather than measured now.
     """
 

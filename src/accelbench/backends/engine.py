@@ -3,8 +3,8 @@
 An engine is a backend of the ``generate`` workload (it registers in :data:`accelbench.backends.BACKENDS` and is
 found by the name users give to ``--modes``; a third-party engine registers through the ``accelbench.backends``
 entry point group). It owns *how* the model runs; the benchmark owns *how it is timed*: warm-up, synchronisation,
-CUDA events and the per-token marks stay in accelbench's loops (:mod:`accelbench.scenarios.generate.decode`), which
-call the engine's verbs and take a mark after each token (optimum-benchmark's backends: ``load``, ``prefill``,
+CUDA events and the per-token marks stay in accelbench's timing loops (``accelbench.scenarios.generate.decode``),
+which call the engine's verbs and take a mark after each token (optimum-benchmark's backends: ``load``, ``prefill``,
 ``generate``; vLLM's ``bench`` calls ``LLM.generate``, never the engine's internals).
 
 The verbs an engine implements depend on its :class:`Capabilities`:
@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from accelbench.backends.base import Backend
+from accelbench.backends.base import BACKENDS, Backend
 
 if TYPE_CHECKING:
     import torch
@@ -131,6 +131,21 @@ class Engine(Backend):
         # is the bottleneck); a compiled step replays one CUDA graph a token; a server's host work is not ours
         return self.capabilities.in_process and not self.capabilities.compiles
 
+    def unsupported_reason(
+        self, device: torch.device, workload: str = GENERATE, precision: str | None = None
+    ) -> str | None:
+        """Why this engine cannot run a ``workload`` case on ``device`` in ``precision`` (a precision name), or None:
+        the backend's reasons (:meth:`accelbench.backends.Backend.unsupported_reason`), then a weight-only
+        precision asked of an engine without ``weight_only_kernels``."""
+        reason = Backend.unsupported_reason(self, device, workload)
+        if reason or precision is None:
+            return reason
+        from accelbench import precisions
+
+        if precisions.get(precision).weight_only and not self.capabilities.weight_only_kernels:
+            return f"{self.name} does not run weight-only precisions ({precision})"
+        return None
+
     def options(self) -> dict[str, Any]:
         return {
             "compile_mode": ("reduce-overhead on CUDA, default on CPU" if self.capabilities.compiles else None),
@@ -162,3 +177,11 @@ class Engine(Backend):
         """One request (an OpenAI-compatible completion body) streamed: an event a chunk as it arrives (the caller
         stamps the arrival time) (out-of-process engines)."""
         raise NotImplementedError(f"{self.name} does not stream requests")
+
+
+def engines(*, steps: bool | None = None) -> tuple[str, ...]:
+    """The names of the registered engines, in registration order (those whose ``capabilities.steps`` is
+    ``steps``, when given: the engines ``accelbench profile`` can time a single prefill or decode step of)."""
+    return tuple(
+        n for n, b in BACKENDS.items() if isinstance(b, Engine) and (steps is None or b.capabilities.steps == steps)
+    )

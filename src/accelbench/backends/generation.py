@@ -1,62 +1,191 @@
-"""Generation backends (the ``generate`` scenario's ``--modes``): which loop runs a prefill and the decode steps.
+"""Generation engines (the ``generate`` scenario's ``--modes``): how a language model runs a prefill and its decode
+steps, each an :class:`accelbench.backends.engine.Engine`.
 
-| name | loop | what | source |
+| name | capabilities | what | source |
 | --- | --- | --- | --- |
-| hf-generate | ``model.generate`` | what users get: Hugging Face's default (dynamic) KV cache, greedy | transformers docs, "Generation" |
-| static-cache | static-cache loop | a pre-allocated ``StaticCache``, the prefill and one eager decode step a token | transformers docs, "KV cache strategies" |
-| static-compile | static-cache loop | the decode step ``torch.compile``-d; on CUDA ``mode="reduce-overhead"``: one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
-| static-compile-fused | static-cache loop | the same with q/k/v and gate/up fused into one matmul each (Llama-like models) | gpt-fast ``wqkv``/``w1w3``; vLLM's merged projections |
+| hf-generate | whole generations | what users get: Hugging Face's default (dynamic) KV cache, greedy | transformers docs, "Generation" |
+| static-cache | steps | a pre-allocated ``StaticCache``, the prefill and one eager decode step a token | transformers docs, "KV cache strategies" |
+| static-compile | steps, compiles, CUDA graphs | the decode step ``torch.compile``-d; on CUDA ``mode="reduce-overhead"``: one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
+| static-compile-fused | the same, fused projections | q/k/v and gate/up fused into one matmul each (Llama-like models) | gpt-fast ``wqkv``/``w1w3``; vLLM's merged projections |
 
-The loops themselves are accelbench's (:mod:`accelbench.scenarios.generate.decode`): timing, warm-up and
-synchronisation are the same for every backend.
+Every in-process engine loads through :func:`load_model`: the model (:mod:`accelbench.models.hf`, or a user
+factory) in its precision's dtype and quantized as its precision says (:mod:`accelbench.quant.lm`), its projections
+fused when the engine's capabilities say so, and its decode step compiled once a model. The loops are
+:mod:`accelbench.backends.lm_loop`'s; their timing is accelbench's (:mod:`accelbench.scenarios.generate.decode`).
 """
 
 from __future__ import annotations
 
-from accelbench.backends.base import Backend, register
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from accelbench.backends.base import register
+from accelbench.backends.engine import Capabilities, Engine
+
+if TYPE_CHECKING:
+    import torch
+
+    from accelbench.models.hf import LoadedLM
 
 
-class Generation(Backend):
-    """A generation backend: ``loop`` (``generate`` or ``static``), ``compiles`` the decode step, ``fused``
-    projections; ``host_bound`` unless it compiles. Serves the ``generate`` workload only."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadedModel:
+    """A language model an in-process engine loaded, with what it prepared once a model.
 
-    workloads = ("generate",)
-    loop = "static"
-    fused = False
-    tune = ()  # tune searches image models' inference and training: never a generation backend
+    Attributes:
+        lm: the module (a ``transformers`` causal LM in eval mode), its tokenizer (or None) and what is known of it.
+        device: the torch device it is on.
+        columns: the row's columns of the build (``quant_*``, ``fused_layers``).
+        step: the decode step (:func:`accelbench.backends.lm_loop.compiled_step`): compiled once, shared by every
+            session of the model.
+        graphs: the step replays CUDA graphs (``reduce-overhead``).
+    """
 
-    def __init__(self, name: str, loop: str, about: str, compiles: bool = False, fused: bool = False):
-        self.name, self.loop, self.about, self.compiles, self.fused = name, loop, about, compiles, fused
-        self.graph_capture = compiles  # on CUDA: torch.compile's reduce-overhead, one CUDA graph a decode step
-        # an uncompiled loop dispatches every operator of every token from Python (batch 1: the host is the
-        # bottleneck); a compiled step replays one CUDA graph a token
-        self.host_bound = not compiles
+    lm: LoadedLM
+    device: Any
+    columns: dict[str, Any] = field(default_factory=dict)
+    step: Callable | None = None
+    graphs: bool = False
 
-    def options(self) -> dict:
-        return {
-            "compile_mode": ("reduce-overhead on CUDA, default on CPU" if self.compiles else None),
-            "freezing": False,
-            "fused_projections": self.fused,
-        }
+    @property
+    def module(self):
+        return self.lm.module
+
+    @property
+    def tokenizer(self):
+        return self.lm.tokenizer
+
+    @property
+    def info(self):
+        return self.lm.info
 
 
-for backend in (
-    Generation("hf-generate", "generate", "language models: Hugging Face generate with its default (dynamic) KV cache"),
-    Generation(
-        "static-cache", "static", "language models: a pre-allocated static KV cache, one eager decode step a token"
+# Fused projections are a model transform that lives beside the generate scenario
+# (:mod:`accelbench.scenarios.generate.fuse`); a backend imports nothing above its layer, so that package hands its
+# ``(fusable, fuse_projections)`` over here when it is imported (:func:`provide_fusion`).
+_FUSION: list[tuple[Callable, Callable]] = []
+
+
+def provide_fusion(fusable: Callable[[Any], str | None], fuse: Callable[[Any], int]) -> None:
+    """Give the engines the projection fusion: ``fusable(module) -> reason or None``, ``fuse(module) -> layers``."""
+    _FUSION[:] = [(fusable, fuse)]
+
+
+def _fuse(module) -> int:
+    """Fuse ``module``'s projections in place: the number of layers fused.
+
+    Raises:
+        Unsupported: the model is not built like Llama, or no fusion was provided.
+    """
+    from accelbench.core.errors import Unsupported
+
+    if not _FUSION:
+        raise Unsupported("fused projections: import accelbench.scenarios first (it provides the fusion)")
+    fusable, fuse = _FUSION[0]
+    reason = fusable(module)
+    if reason:
+        raise Unsupported(f"fused projections: {reason}")
+    return fuse(module)
+
+
+def load_lm(name: str, device, dtype, seed: int) -> LoadedLM:
+    """``hf:`` names through :func:`accelbench.models.hf.load_lm`; a user factory's module, cast and moved
+    (:func:`accelbench.models.hf.from_module`). Random weights are drawn after ``torch.manual_seed(seed)``.
+
+    Raises:
+        UnknownModelError, CheckpointError, MissingDependencyError: the name does not resolve.
+    """
+    from accelbench.models import hf
+
+    if hf.is_lm_name(name):
+        return hf.load_lm(name, device, dtype, seed)
+    import torch
+
+    from accelbench.models import create_model
+
+    torch.manual_seed(seed)
+    module = create_model(name).module.to(device=device, dtype=dtype).eval()
+    return hf.from_module(name, module, getattr(module, "tokenizer", None))
+
+
+def load_model(engine: Engine, name: str, precision: str, device, seed: int) -> LoadedModel:
+    """``name`` on ``device`` as ``engine`` runs it in ``precision`` (see the module docstring): fused first, so the
+    fused linears are quantized like any other; the decode step compiled (on CUDA: ``reduce-overhead``, one CUDA
+    graph a step) when the engine compiles.
+
+    Raises:
+        UnknownModelError: the tokenizer has more tokens than the model embeds. Unsupported: fused projections
+            asked of a model not built like Llama. MissingDependencyError: fp8 without torchao.
+    """
+    from accelbench.backends.lm_loop import compiled_step
+    from accelbench.models import hf
+    from accelbench.quant.lm import lm_dtype, quantize_lm
+    from accelbench.quant.weight_only import compiled_reductions
+
+    caps = engine.capabilities
+    lm = load_lm(name, device, lm_dtype(precision), seed)
+    hf.check_tokenizer(lm)
+    cols: dict[str, Any] = {}
+    if caps.fused_projections:
+        cols["fused_layers"] = _fuse(lm.module)
+    cols.update(quantize_lm(lm.module, precision))
+    graphs = caps.compiles and caps.cuda_graphs and device.type == "cuda"
+    mode = ("reduce-overhead" if graphs else "default") if caps.compiles else None
+    tune = compiled_reductions(lm.module)  # linears compiled as Inductor reductions: compiled_step tunes them
+    return LoadedModel(lm=lm, device=device, columns=cols, step=compiled_step(mode, tune), graphs=graphs)
+
+
+class HFGenerate(Engine):
+    """Hugging Face ``model.generate`` with its default KV cache: whole generations, a callback a token."""
+
+    name = "hf-generate"
+    about = "language models: Hugging Face generate with its default (dynamic) KV cache"
+    capabilities = Capabilities(steps=False)
+
+    def load(self, model: str, precision: str, device: torch.device, seed: int) -> LoadedModel:
+        return load_model(self, model, precision, device, seed)
+
+    def generate(self, loaded: LoadedModel, prompts, new_tokens: int, on_token: Callable[[], None]):
+        from accelbench.backends.lm_loop import hf_generate
+
+        return hf_generate(loaded.module, prompts, new_tokens, on_token)
+
+
+class StaticCache(Engine):
+    """The static-cache loop (:class:`accelbench.backends.lm_loop.StaticLoop`): a session exposes the prefill and
+    each decode step; its capabilities say whether the step is compiled and the projections fused."""
+
+    def __init__(self, name: str, about: str, capabilities: Capabilities):
+        self.name, self.about, self.capabilities = name, about, capabilities
+
+    def load(self, model: str, precision: str, device: torch.device, seed: int) -> LoadedModel:
+        return load_model(self, model, precision, device, seed)
+
+    def session(self, loaded: LoadedModel, batch_size: int, prompt_len: int, new_tokens: int):
+        from accelbench.backends.lm_loop import StaticLoop
+
+        return StaticLoop(
+            loaded.module, batch_size, prompt_len, new_tokens, loaded.device, step=loaded.step, graphs=loaded.graphs
+        )
+
+
+for engine in (
+    HFGenerate(),
+    StaticCache(
+        "static-cache",
+        "language models: a pre-allocated static KV cache, one eager decode step a token",
+        Capabilities(),
     ),
-    Generation(
+    StaticCache(
         "static-compile",
-        "static",
         "language models: the static-cache decode step torch.compile-d (CUDA: one CUDA graph a step, as gpt-fast)",
-        compiles=True,
+        Capabilities(compiles=True, cuda_graphs=True),
     ),
-    Generation(
+    StaticCache(
         "static-compile-fused",
-        "static",
         "language models: static-compile with q/k/v and gate/up fused into one matmul each",
-        compiles=True,
-        fused=True,
+        Capabilities(compiles=True, cuda_graphs=True, fused_projections=True),
     ),
 ):
-    register(backend)
+    register(engine)

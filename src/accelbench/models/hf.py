@@ -322,6 +322,24 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
     return LoadedLM(model, tokenizer, info)
 
 
+def from_module(name: str, module, tokenizer=None) -> LoadedLM:
+    """A language model built elsewhere (a user factory's ``transformers`` causal LM, already on its device) as a
+    :class:`LoadedLM`: random weights (``pretrained`` False), its context and vocabulary read from its config.
+
+    Raises:
+        AttributeError: ``module`` has no ``config`` (not a ``transformers`` model).
+    """
+    info = LMInfo(
+        name=name,
+        source="user",
+        pretrained=False,
+        weights="from the factory",
+        context_len=context_len(module.config),
+        vocab_size=module.config.vocab_size,
+    )
+    return LoadedLM(module, tokenizer, info)
+
+
 def check_tokenizer(loaded: LoadedLM) -> None:
     """A tokenizer whose ids the model cannot embed is refused.
 

@@ -1,7 +1,7 @@
 """Weight-only quantization of a language model's linear layers, for decode: int8 and fp8 weights with one scale
 per output row, activations left in the model's dtype.
 
-Decode reads every weight once a step and is memory-bound (``scenarios.generate.metrics``): halving the weight
+Decode reads every weight once a step and is memory-bound (:mod:`accelbench.core.lm_analytic`): halving the weight
 bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear``: per-channel symmetric int8).
 
 - int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row).
@@ -156,5 +156,5 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
 
 def compiled_reductions(model) -> bool:
     """Whether ``model`` has weight-only linears whose one-row matmul, compiled, is an Inductor reduction (no GEMV
-    kernel): what coordinate-descent tuning pays for (:func:`accelbench.scenarios.generate.decode.compiled_step`)."""
+    kernel): what coordinate-descent tuning pays for (:func:`accelbench.backends.lm_loop.compiled_step`)."""
     return any(isinstance(m, WeightOnlyLinear) and not m.gemv for m in model.modules())

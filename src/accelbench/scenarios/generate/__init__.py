@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.backends.generation import provide_fusion
 from accelbench.core import kinds
 from accelbench.core.errors import ConfigError
 from accelbench.core.options import aliases as declared_aliases
@@ -24,6 +25,9 @@ from accelbench.core.options.generate import OPTIONS
 from accelbench.core.spec import Extras, Windowed
 from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
+from accelbench.scenarios.generate.fuse import fusable, fuse_projections
+
+provide_fusion(fusable, fuse_projections)  # the fused engine's transform: a backend imports nothing from scenarios
 
 REPEATS = OPTIONS["repeats"].default
 GPU_DEFAULTS: dict[str, Any] = {
@@ -141,7 +145,7 @@ class Generate(Scenario):
         Raises:
             UnknownModelError, CheckpointError, MissingDependencyError, ConfigError, DoesNotFitError: one line each.
         """
-        from accelbench.scenarios.generate.model import check_fits, check_model_name
+        from accelbench.models.lm_checks import check_fits, check_model_name
         from accelbench.scenarios.generate.preflight import check_checkpoint, check_memory
 
         self.check_models(spec)  # each a language model (an image classifier is refused, naming accelbench run)
@@ -165,18 +169,22 @@ class Generate(Scenario):
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
+        from accelbench.backends.engine import Engine
 
-        return precisions.unsupported_reason(case.precision, device) or backends.get(case.mode).unsupported_reason(
-            device, self.backend_workload
+        engine = backends.get(case.mode)
+        if not isinstance(engine, Engine):
+            return f"{case.mode} is not a generation engine (accelbench.backends.engine.Engine)"
+        return precisions.unsupported_reason(case.precision, device) or engine.unsupported_reason(
+            device, self.backend_workload, precision=case.precision
         )
 
     def prepare(self, spec, device, store):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:
-        :mod:`accelbench.scenarios.profile.ceilings`), the perplexities measured so far, and the memory the cases
-        are estimated against (read first: nothing built yet)."""
+        :mod:`accelbench.ceilings`), the perplexities measured so far, and the memory the cases are estimated
+        against (read first: nothing built yet)."""
+        from accelbench.ceilings.cache import get_ceilings
         from accelbench.scenarios.generate.model import SweepState
         from accelbench.scenarios.generate.preflight import available_bytes
-        from accelbench.scenarios.profile.scenario import get_ceilings
 
         memory = available_bytes(device)
         return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None, memory_bytes=memory)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.scenarios.generate import metrics
+from accelbench.core import lm_analytic as metrics
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -26,7 +26,7 @@ class Ceilings:
     """The device's roofs the utilisations are taken against (None where not measured).
 
     Attributes:
-        dram_bytes_per_s: measured copy bandwidth (``accelbench.profile.ceilings``); datasheet_dram_bytes_per_s the
+        dram_bytes_per_s: measured copy bandwidth (:mod:`accelbench.ceilings`); datasheet_dram_bytes_per_s the
             vendor's figure.
         flops_per_s: the measured dense-matmul throughput of the case's precision's roof; datasheet_flops_per_s
             the vendor's.

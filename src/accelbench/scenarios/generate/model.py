@@ -1,28 +1,22 @@
-"""The generate scenario's checks before a run and its measured case.
-
-Checks (before anything exists): the model name resolves (:mod:`accelbench.models.hf`, or a user factory), and
-every prompt plus its new tokens fits the model's context, read from the architecture's values or the checkpoint's
-``config.json`` (a factory's model is checked when built: an ``error`` row).
+"""The generate scenario's measured case: the case's engine loads the model (one build shared by the cases of a
+(model, precision, mode, seed): :class:`SweepState`), accelbench's loop times it
+(:mod:`~accelbench.scenarios.generate.decode`), and the row's columns are taken (:mod:`~accelbench.scenarios.generate
+.measure`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
-
-from accelbench.core.errors import ConfigError, Unsupported
 
 
 @dataclass
 class Built:
-    """A model built for one (model, precision, backend) with its columns and its decode step (compiled once)."""
+    """A model an engine loaded for one (model, precision, mode, seed): its module, columns and decode step
+    (:class:`accelbench.backends.generation.LoadedModel`, or what a third-party engine's ``load`` returns)."""
 
     key: tuple
     loaded: Any
-    columns: dict
-    step: Any
-    graphs: bool
 
 
 @dataclass
@@ -32,7 +26,7 @@ class SweepState:
     the cases run now, with its compiled decode step: the cases of one (model, precision, backend) reuse them, so a
     sweep over batch sizes and prompt lengths builds once and compiles about twice (the first shapes, then dynamic
     ones), where a case per compile would spend most of a GPU sweep compiling. ``memory_bytes``: what the device
-    had before the sweep built anything (:func:`accelbench.scenarios.generate.preflight.available_bytes`)."""
+    had before the sweep built anything (:func:`accelbench.core.memory.available_bytes`)."""
 
     ceilings: Any = None
     memory_bytes: int | None = None
@@ -55,117 +49,6 @@ class SweepState:
             torch.cuda.empty_cache()
 
 
-def check_model_name(name: str) -> tuple[int | None, bool | None]:
-    """Resolve ``name`` without building it: ``(context length or None, has a tokenizer or None when unknown)``.
-
-    Raises:
-        UnknownModelError / MissingDependencyError: as :func:`accelbench.models.hf.check_lm` (or the factory's).
-    """
-    from accelbench.models import hf
-
-    if not hf.is_lm_name(name):
-        from accelbench.models import check_model
-
-        hf.require_transformers()
-        check_model(name)  # package.module:factory: imported and looked up, not called
-        return None, None
-    hf.check_lm(name)
-    path = hf.checkpoint_dir(name)
-    if path is None:
-        values = hf.ARCHITECTURES[name[len(hf.PREFIX) :]].values
-        return values.get("max_position_embeddings") or values.get("n_positions"), False
-    config = json.loads((path / "config.json").read_text())
-    context = config.get("max_position_embeddings") or config.get("n_positions")
-    tokenizer = hf.has_tokenizer(path)
-    return context, tokenizer
-
-
-def check_fits(name: str, context: int | None, prompt_len: int, new_tokens: int) -> None:
-    """Refuse a prompt plus new tokens longer than the model's context (positions past it have no meaning).
-
-    Raises:
-        ConfigError: naming the field to change (``new_tokens``, unless the prompt alone leaves no room for a decode
-            step), how far it may go, and the model's maximum context.
-    """
-    if not context or prompt_len + new_tokens <= context:
-        return
-    limit = f"{name}'s maximum context is {context} tokens, prompt and new tokens together"
-    least = min(new_tokens, 2)  # a generation's first decode step (a profiled step: its one position)
-    if prompt_len + least > context:  # the prompt alone leaves no room
-        raise ConfigError("prompt_lens", prompt_len, f"at most {context - least} tokens: {limit}")
-    raise ConfigError(
-        "new_tokens", new_tokens, f"at most {context - prompt_len} after a {prompt_len}-token prompt: {limit}"
-    )
-
-
-def _dtype(precision: str):
-    """The dtype the case's model is loaded in (and its KV cache held in): the precision's cast dtype; bfloat16
-    for the fp8 precisions (torchao's row-wise fp8 linear takes bf16 weights and activations:
-    :mod:`accelbench.quant.fp8`); float32 otherwise."""
-    import torch
-
-    from accelbench import precisions
-    from accelbench.quant import fp8
-
-    p = precisions.get(precision)
-    return getattr(torch, p.cast_dtype or (fp8.COMPUTE_DTYPE if p.quant == "float8" else "float32"))
-
-
-def build(case, spec, device):
-    """The case's model in its precision, quantized and fused as its precision and backend ask:
-    ``(LoadedLM, columns)``.
-
-    Raises:
-        Unsupported: fused projections asked of a model not built like Llama.
-    """
-    from accelbench import backends, precisions
-    from accelbench.models import hf
-
-    loaded = load(case.model, device, _dtype(case.precision), spec.seed)
-    hf.check_tokenizer(loaded)
-    cols: dict[str, Any] = {}
-    if backends.get(case.mode).fused:
-        from accelbench.scenarios.generate.fuse import fusable, fuse_projections
-
-        reason = fusable(loaded.module)
-        if reason:
-            raise Unsupported(f"fused projections: {reason}")
-        cols["fused_layers"] = fuse_projections(loaded.module)
-    p = precisions.get(case.precision)
-    if p.weight_only:
-        from accelbench.quant.weight_only import quantize_linears
-
-        cols.update(quantize_linears(loaded.module, p.weight_only))
-    elif p.quant == "float8":  # weights and activations in fp8 (W8A8): torch._scaled_mm through torchao
-        from accelbench.quant.fp8 import quantize_lm
-
-        cols.update(quantize_lm(loaded.module, p.granularity))
-    return loaded, cols
-
-
-def load(name: str, device, dtype, seed: int):
-    """``hf:`` names through :func:`accelbench.models.hf.load_lm`; a factory's module, cast and moved."""
-    from accelbench.models import hf
-
-    if hf.is_lm_name(name):
-        return hf.load_lm(name, device, dtype, seed)
-    import torch
-
-    from accelbench.models import create_model
-
-    torch.manual_seed(seed)
-    module = create_model(name).module.to(device=device, dtype=dtype).eval()
-    info = hf.LMInfo(
-        name=name,
-        source="user",
-        pretrained=False,
-        weights="from the factory",
-        context_len=hf.context_len(module.config),
-        vocab_size=module.config.vocab_size,
-    )
-    return hf.LoadedLM(module, getattr(module, "tokenizer", None), info)
-
-
 def prompts_for(case, loaded, seed: int, device):
     from accelbench.data.text import random_prompts, text_prompts
 
@@ -178,36 +61,16 @@ def prompts_for(case, loaded, seed: int, device):
 
 
 def built_for(case, spec, device, state: SweepState) -> Built:
-    """The case's model and decode step: the one in hand when the case shares its (model, precision, backend,
-    seed), else a new build (the previous one released first: one model on the device at a time)."""
+    """The case's loaded model: the one in hand when the case shares its (model, precision, mode, seed), else a new
+    load by the case's engine (the previous one released first: one model on the device at a time)."""
     from accelbench import backends
-    from accelbench.quant.weight_only import compiled_reductions
-    from accelbench.scenarios.generate.decode import compiled_step
 
     key = _key(case, spec)
     if state.built is not None and state.built.key == key:
         return state.built
     state.release()
-    loaded, cols = build(case, spec, device)
-    compiles = backends.get(case.mode).compiles
-    graphs = compiles and device.type == "cuda"  # one CUDA graph a decode step: torch.compile's reduce-overhead
-    mode = ("reduce-overhead" if graphs else "default") if compiles else None
-    tune = compiled_reductions(loaded.module)  # linears compiled as Inductor reductions: compiled_step tunes them
-    state.built = Built(key=key, loaded=loaded, columns=cols, step=compiled_step(mode, tune), graphs=graphs)
+    state.built = Built(key=key, loaded=backends.get(case.mode).load(case.model, case.precision, device, spec.seed))
     return state.built
-
-
-def runner(case, built: Built, device):
-    """The backend's loop for this case (:mod:`accelbench.scenarios.generate.decode`)."""
-    from accelbench import backends
-    from accelbench.scenarios.generate.decode import HFGenerate, StaticLoop
-
-    ex = case.extras
-    if backends.get(case.mode).loop == "generate":
-        return HFGenerate(built.loaded.module, ex.new_tokens, device)
-    return StaticLoop(
-        built.loaded.module, case.batch_size, ex.prompt_len, ex.new_tokens, device, step=built.step, graphs=built.graphs
-    )
 
 
 def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
@@ -225,7 +88,8 @@ def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
     from accelbench.data.text import held_out_text
     from accelbench.scenarios.generate.perplexity import perplexity
 
-    key = (case.model, case.precision, backends.get(case.mode).fused, spec.settings.perplexity_window)
+    fused = backends.get(case.mode).capabilities.fused_projections
+    key = (case.model, case.precision, fused, spec.settings.perplexity_window)
     if key not in cache:
         ids = torch.tensor(loaded.tokenizer(held_out_text())["input_ids"], dtype=torch.long)
         window = min(spec.settings.perplexity_window, loaded.info.context_len or spec.settings.perplexity_window)
@@ -273,20 +137,24 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
 
     from accelbench import backends
     from accelbench.core.rank import add_telemetry
+    from accelbench.models.lm_checks import check_fits
+    from accelbench.models.lm_shape import shape_of
+    from accelbench.quant.lm import lm_dtype
     from accelbench.scenarios.base import case_monitor
+    from accelbench.scenarios.generate.decode import runner
     from accelbench.scenarios.generate.measure import generation_columns, warm_up
-    from accelbench.scenarios.generate.shape import shape_of
 
     dev, ex = rank.device, case.extras
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    built = built_for(case, spec, dev, state)
-    loaded, cols = built.loaded, built.columns
+    engine = backends.get(case.mode)
+    loaded = built_for(case, spec, dev, state).loaded
     check_fits(case.model, loaded.info.context_len, ex.prompt_len, ex.new_tokens)
-    shape = shape_of(loaded.module, _dtype(case.precision))
+    shape = shape_of(loaded.module, lm_dtype(case.precision))
     prompts = prompts_for(case, loaded, spec.seed, dev)
-    run = runner(case, built, dev)
-    warmup = 2 if backends.get(case.mode).compiles else 1  # compile, then a CUDA graph's recording
+    run = runner(engine, loaded, case.batch_size, ex.prompt_len, ex.new_tokens, dev)
+    compiles = engine.capabilities.compiles
+    warmup = 2 if compiles else 1  # compile, then a CUDA graph's recording
     try:
         first_s = warm_up(run, prompts, warmup, dev)
         with case_monitor(spec, case, dev, rank.pids()) as mon:  # the timed generations only
@@ -304,7 +172,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         ceilings=_ceilings(state.ceilings, case.precision),
     )
     rec.update(
-        cols,
+        loaded.columns,
         weights=loaded.info.weights,
         pretrained=loaded.info.pretrained,
         prompt_len=ex.prompt_len,
@@ -313,7 +181,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         vocab_size=loaded.info.vocab_size,
         context_len=loaded.info.context_len,
         params=sum(p.numel() for p in loaded.module.parameters()),
-        compile_s=first_s if backends.get(case.mode).compiles else None,
+        compile_s=first_s if compiles else None,
         samples_timed=rec["output_tokens_timed"],
     )
     if dev.type == "cuda":

@@ -8,13 +8,13 @@ The estimate of a case's peak memory, from the model's config (and a checkpoint'
   peak is the larger of that load and the quantized model (1 byte a linear weight plus a float32 scale a row, the
   LM head quantized even when tied, the rest in the model dtype);
 - **KV cache**: ``2 x layers x kv_heads x head_dim x (prompt + new tokens) x batch x bytes`` of the model dtype
-  (:func:`accelbench.scenarios.generate.metrics.kv_cache_bytes`; the static cache holds every position from the
+  (:func:`accelbench.core.lm_analytic.kv_cache_bytes`; the static cache holds every position from the
   start, Hugging Face's dynamic cache grows to the same size);
 - **activations** of the prefill: one decoder layer's working set, ``batch x prompt x (4 x hidden + 3 x
   intermediate)`` values (residual, normed input, attention projections and output; the MLP's gate, up and their
   product), the causal mask (``batch x prompt x (prompt + new)`` bytes) and the logits of the last position
   (``batch x vocab`` in the model dtype and a float32 copy: both loops keep one position, ``logits_to_keep=1``:
-  :mod:`accelbench.scenarios.generate.decode`); for a model with real weights the perplexity's forward pass
+  :mod:`accelbench.backends.lm_loop`); for a model with real weights the perplexity's forward pass
   (8 windows of ``perplexity_window`` tokens, logits in the model dtype and two float32 copies) where larger;
 - **margin**: 10 % of the above plus 256 MiB, for the allocator's rounding, temporaries and the compiled step.
 
@@ -30,18 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accelbench.core.errors import AccelbenchError
+from accelbench.core.memory import EstimatedOutOfMemory, available_bytes, gb
 
-GB = 1e9
 MARGIN_FRACTION, MARGIN_BYTES = 0.10, 256 << 20
 PERPLEXITY_BATCH = 8  # windows a perplexity forward pass (scenarios.generate.model.quality)
 
 
 class DoesNotFitError(AccelbenchError):
     """Even the smallest case of a spec needs more memory than the device has (exit 2, before anything is built)."""
-
-
-class EstimatedOutOfMemory(MemoryError):
-    """A case whose estimated memory exceeds the device's: the case runner makes it an ``oom`` row, not built."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -99,10 +95,6 @@ class Estimate:
         )
 
 
-def gb(n: float) -> str:
-    return f"{n / GB:.2f} GB" if n < 10 * GB else f"{n / GB:.1f} GB"
-
-
 def estimate(
     fp: Footprint,
     *,
@@ -120,7 +112,7 @@ def estimate(
         eight_bit: the linear weights are quantized to 8 bits after loading (weight-only int8/fp8, fp8).
         perplexity_window: tokens a perplexity window when the perplexity is measured, else None.
     """
-    from accelbench.scenarios.generate.metrics import Shape, kv_cache_bytes
+    from accelbench.core.lm_analytic import Shape, kv_cache_bytes
 
     loaded = weights = fp.params * dtype_bytes
     if eight_bit:
@@ -213,7 +205,7 @@ def footprint(name: str) -> Footprint | None:
 def case_estimate(fp: Footprint, case, spec, *, batch_size: int | None = None, precision: str | None = None):
     """The :class:`Estimate` of ``case`` of ``spec`` (another batch size or precision when given)."""
     from accelbench import precisions
-    from accelbench.scenarios.generate.model import _dtype
+    from accelbench.quant.lm import lm_dtype
 
     name = precision or case.precision
     p = precisions.get(name)
@@ -223,24 +215,10 @@ def case_estimate(fp: Footprint, case, spec, *, batch_size: int | None = None, p
         batch_size=batch_size or case.batch_size,
         prompt_len=case.extras.prompt_len,
         new_tokens=case.extras.new_tokens,
-        dtype_bytes=_dtype(name).itemsize,
+        dtype_bytes=lm_dtype(name).itemsize,
         eight_bit=bool(p.weight_only) or p.quant == "float8",
         perplexity_window=st.perplexity_window if st.perplexity else None,
     )
-
-
-def available_bytes(device) -> int | None:
-    """Memory a run can use on ``device``: available RAM on a CPU (``psutil.virtual_memory().available``), free
-    memory on a CUDA GPU (``torch.cuda.mem_get_info``); None elsewhere (not checked)."""
-    if device.type == "cpu":
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    if device.type == "cuda":
-        import torch
-
-        return int(torch.cuda.mem_get_info(device)[0])
-    return None
 
 
 def _where(device) -> str:

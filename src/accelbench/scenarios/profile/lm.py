@@ -1,20 +1,21 @@
-"""The profiled step of a language model: one prefill or one decode step of the generate scenario's static-cache loop.
+"""The profiled step of a language model: one prefill or one decode step of a step engine's session
+(:class:`accelbench.backends.engine.Session`, the static-cache engines of :mod:`accelbench.backends.generation`).
 
 | step | what one step runs |
 | --- | --- |
-| prefill | :meth:`accelbench.scenarios.generate.decode.StaticLoop.prefill`: ``batch x prompt_len`` tokens into the cache, the LM head on the last, the greedy first token |
-| decode | :meth:`~accelbench.scenarios.generate.decode.StaticLoop.decode`: one token a sequence at position ``prompt_len`` (the cache filled by a prefill: the context is ``prompt_len + 1``), the greedy next token |
+| prefill | :meth:`~accelbench.backends.engine.Session.prefill`: ``batch x prompt_len`` tokens into the cache, the LM head on the last, the greedy first token |
+| decode | :meth:`~accelbench.backends.engine.Session.decode`: one token a sequence at position ``prompt_len`` (the cache filled by a prefill: the context is ``prompt_len + 1``), the greedy next token |
 
 The model, its precision (weight-only quantization included), fused projections and the decode step (eager,
-``torch.compile``-d, on CUDA one CUDA graph a step: ``reduce-overhead``) are built by the generate scenario's own
-:func:`accelbench.scenarios.generate.model.built_for`, and the step is the loop's own method: what ``profile`` measures
-is what ``generate`` times. The prefill is never compiled (as in ``generate``: only its decode step is). A repeated
-decode step writes the same cache position again, so every repetition does the same work.
+``torch.compile``-d, on CUDA one CUDA graph a step: ``reduce-overhead``) are the case's engine's own, through its
+public verbs (``load``, ``session``) as ``accelbench generate`` runs them: what ``profile`` measures is what
+``generate`` times. The prefill is never compiled (as in ``generate``: only its decode step is). A repeated decode
+step writes the same cache position again (``rewind``), so every repetition does the same work.
 
-The analytic counts are generate's (:mod:`accelbench.scenarios.generate.metrics`) for the same shape: prefill
-FLOPs ``prefill_flops(shape, B, P)`` and least bytes ``weights + KV(B, P)``; decode FLOPs ``decode_flops(shape, B,
-P + 1)`` and bytes ``decode_bytes(shape, B, P + 1)`` (generate's ``decode_step_flops``/``decode_step_bytes`` of a
-generation with 2 new tokens).
+The analytic counts are the shared ones of a decoder (:mod:`accelbench.core.lm_analytic`) for the same shape:
+prefill FLOPs ``prefill_flops(shape, B, P)`` and least bytes ``weights + KV(B, P)``; decode FLOPs
+``decode_flops(shape, B, P + 1)`` and bytes ``decode_bytes(shape, B, P + 1)`` (generate's
+``decode_step_flops``/``decode_step_bytes`` of a generation with 2 new tokens).
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ class LMWorkload:
 
 def counts(shape, step: str, batch_size: int, prompt_len: int, params: int):
     """The analytic counts of one ``step`` (``prefill`` or ``decode``) of a model of ``shape``
-    (:class:`accelbench.scenarios.generate.metrics.Shape`): see the module docstring for the rule."""
+    (:class:`accelbench.core.lm_analytic.Shape`): see the module docstring for the rule."""
+    from accelbench.core import lm_analytic as metrics
     from accelbench.core.analytic import AnalyticCounts
-    from accelbench.scenarios.generate import metrics
 
     if step == "prefill":
         flops = metrics.prefill_flops(shape, batch_size, prompt_len)
@@ -66,7 +67,7 @@ def build(case, spec, device) -> LMWorkload:
 
     Raises:
         ConfigError: the prompt does not fit the model's context. Unsupported, RuntimeError (OOM, a failed compile):
-            as the generate scenario's build and first step raise them.
+            as the engine's load and first step raise them.
     """
     import time
 
@@ -75,24 +76,24 @@ def build(case, spec, device) -> LMWorkload:
     from accelbench import backends
     from accelbench.core.timing import sync
     from accelbench.data.text import random_prompts
-    from accelbench.scenarios.generate import model as lm
-    from accelbench.scenarios.generate.decode import StaticLoop
-    from accelbench.scenarios.generate.shape import shape_of
+    from accelbench.models.lm_checks import check_fits
+    from accelbench.models.lm_shape import shape_of
+    from accelbench.quant.lm import lm_dtype
 
     prompt_len, step = case.extras.prompt_len, case.extras.step
-    built = lm.built_for(case, spec, device, lm.SweepState())
-    loaded = built.loaded
-    lm.check_fits(case.model, loaded.info.context_len, prompt_len, 1)
-    loop = StaticLoop(loaded.module, case.batch_size, prompt_len, 2, device, step=built.step, graphs=built.graphs)
+    engine = backends.get(case.mode)
+    loaded = engine.load(case.model, case.precision, device, spec.seed)
+    check_fits(case.model, loaded.info.context_len, prompt_len, 1)
+    loop = engine.session(loaded, case.batch_size, prompt_len, 2)
     prompts = random_prompts(case.batch_size, prompt_len, loaded.info.vocab_size, spec.seed, device)
-    shape = shape_of(loaded.module, lm._dtype(case.precision))
+    shape = shape_of(loaded.module, lm_dtype(case.precision))
     params = sum(p.numel() for p in loaded.module.parameters())
     with torch.no_grad():
         loop.rewind(0)
         token = loop.prefill(prompts)  # fills the cache the decode step reads
     start = 0 if step == "prefill" else prompt_len
     compile_s = None
-    if step == "decode" and backends.get(case.mode).compiles:  # the first call compiles (and captures the graph)
+    if step == "decode" and engine.capabilities.compiles:  # the first call compiles (and captures the graph)
         t0 = time.perf_counter()
         with torch.no_grad():
             loop.rewind(start)
@@ -109,7 +110,7 @@ def build(case, spec, device) -> LMWorkload:
             loop.rewind(start)
 
     cols = {
-        **built.columns,
+        **loaded.columns,
         # what the step ran on: random token ids, no image data (the spec's shared data and images fields are an
         # image model's; a language-model row must not claim them)
         "data": None,

@@ -7,7 +7,7 @@ Per case (a sweep case plus a step kind, :mod:`accelbench.scenarios.profile.step
 3. on a GPU, profile one step with Nsight Compute in a child process (:mod:`accelbench.scenarios.profile.ncu`);
 4. store the record and its kernels (extension table ``profile_kernels``); :func:`accelbench.api.profile` then
    draws its charts (``chart_dir``) from the stored row.
-Machine ceilings are measured once per device and cached in the store (:mod:`accelbench.scenarios.profile.storage`).
+Machine ceilings are measured once per device and cached in the store (:mod:`accelbench.ceilings.cache`).
 A failure in a later stage keeps what the earlier ones produced: an ncu error sets ``ncu_status`` and
 ``ncu_error`` but the analytic and timed numbers stay; a build or timing failure is the case's status.
 """
@@ -21,6 +21,8 @@ from typing import Any
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_choices, check_int, check_number
 from accelbench.core.errors import ConfigError
+from accelbench.core.options import check_declared
+from accelbench.core.options.evaluation import EVALUATION
 from accelbench.core.spec import Extras, Settings
 from accelbench.models.base import IMAGE, LM
 from accelbench.scenarios.base import Scenario, register
@@ -45,7 +47,8 @@ class ProfileSettings(Settings):
     chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
     ncu_timeout_s: seconds one ncu run may take.
     remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
-    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
+    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s:
+        :data:`accelbench.core.options.evaluation.EVALUATION`).
     """
 
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
@@ -58,14 +61,15 @@ class ProfileSettings(Settings):
     ncu_csv_dir: str | None = None
     ncu_timeout_s: float = 1800.0
     remeasure_ceilings: bool = False
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    resize: int | None = None
-    crop_pct: float | None = None
+    mean: tuple[float, ...] | None = EVALUATION["mean"].field()
+    std: tuple[float, ...] | None = EVALUATION["std"].field()
+    resize: int | None = EVALUATION["resize"].field()
+    crop_pct: float | None = EVALUATION["crop_pct"].field()
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
 
+        check_declared(self)
         check_eval_settings(self)
         check_choices("step", self.steps, STEPS)
         if set(self.steps) & set(LM_STEPS) and set(self.steps) & set(IMAGE_STEPS):
@@ -99,23 +103,6 @@ class ProfileExtras(Extras):
 def is_lm_step(step: str) -> bool:
     """A language model's step (prefill or decode)."""
     return step in LM_STEPS
-
-
-def get_ceilings(store, device, remeasure: bool = False):
-    """``(ceilings, from_cache)``: the device's cached ceilings, measured and stored when missing."""
-    import torch
-
-    from accelbench.core.device import cpu_model
-    from accelbench.scenarios.profile import ceilings as ceil
-    from accelbench.scenarios.profile import storage
-
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
-    cached = None if remeasure else storage.cached_ceilings(store, name)
-    if cached is not None:
-        return cached, True
-    c = ceil.measure(device)
-    storage.save_ceilings(store, c)
-    return c, False
 
 
 def slug(case) -> str:
@@ -160,9 +147,10 @@ class Profile(Scenario):
 
     def validate(self, spec) -> None:
         """The precisions and backends of the kind of step: a language model's are the generate scenario's
-        (weight-only precisions included), its backends the static-cache loops (``hf-generate`` is a whole
-        ``model.generate`` call, with no single step to profile)."""
-        from accelbench import backends, precisions
+        (weight-only precisions included), its backends the engines that expose each step (``hf-generate`` is a
+        whole ``model.generate`` call, with no single step to profile)."""
+        from accelbench import precisions
+        from accelbench.backends.engine import engines
         from accelbench.core.config import check_choices
 
         if not any(is_lm_step(s) for s in spec.settings.steps):
@@ -174,11 +162,7 @@ class Profile(Scenario):
                 "one or more names / positive integers",
             )
         check_choices("precision", spec.precisions, precisions.names(workload="generate"))
-        check_choices(
-            "mode",
-            spec.modes,
-            tuple(n for n in backends.names("generate") if getattr(backends.get(n), "loop", None) == "static"),
-        )
+        check_choices("mode", spec.modes, engines(steps=True))
 
     def check(self, spec) -> None:
         """Each model is of the kind its steps profile (hf: names for prefill/decode), and resolves; a language
@@ -202,7 +186,7 @@ class Profile(Scenario):
                 )
         if not lm_steps:
             return super().check(spec)
-        from accelbench.scenarios.generate.model import check_fits, check_model_name
+        from accelbench.models.lm_checks import check_fits, check_model_name
 
         self.check_models(spec)
         for name in spec.models:
@@ -242,6 +226,8 @@ class Profile(Scenario):
         )  # inference or train
 
     def prepare(self, spec, device, store) -> Any:
+        from accelbench.ceilings.cache import get_ceilings
+
         ceilings, _ = get_ceilings(store, device, spec.settings.remeasure_ceilings)
         return ceilings
 

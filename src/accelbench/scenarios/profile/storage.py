@@ -1,8 +1,6 @@
 """Profile tables in the accelbench SQLite store (beside ``runs``/``cases``/``samples``).
 
-Tables (created on first use):
-    ceilings(ceiling_id, device_name, measured_at, ceilings_json, env_json): one row per measurement;
-        the newest row of a device is its cached ceilings.
+Tables (created on first use; the device's ``ceilings`` table is :mod:`accelbench.ceilings.cache`'s):
     profile_kernels(case_id, idx, name, family, time_s, dram_read_bytes, dram_write_bytes, flops_fp32,
         flops_fp16, flops_fp64, flops_tensor, tensor_source, intensity_flop_per_byte, achieved_flops_per_s,
         achieved_bytes_per_s, ceiling_name, bound, layer, analytic_flops): one row per profiled kernel (see
@@ -11,20 +9,10 @@ Tables (created on first use):
 
 from __future__ import annotations
 
-import json
-
-from accelbench.scenarios.profile.ceilings import Ceilings
+from accelbench.ceilings.cache import cached_ceilings, save_ceilings  # noqa: F401  (the report reads them here)
 from accelbench.scenarios.profile.kernels import KernelMetrics
 
 _DDL = """
-CREATE TABLE IF NOT EXISTS ceilings (
-    ceiling_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    device_name TEXT NOT NULL,
-    measured_at REAL NOT NULL,
-    ceilings_json TEXT NOT NULL,
-    env_json TEXT
-);
-CREATE INDEX IF NOT EXISTS ceilings_device ON ceilings(device_name, measured_at);
 CREATE TABLE IF NOT EXISTS profile_kernels (
     case_id INTEGER NOT NULL REFERENCES cases(case_id),
     idx INTEGER NOT NULL,
@@ -54,31 +42,6 @@ _KERNEL_COLUMNS = {
 def _ensure(store) -> None:
     """Create the tables; add columns that a store written by an older accelbench lacks."""
     store.ensure_table(_DDL, "profile_kernels", _KERNEL_COLUMNS)
-
-
-def cached_ceilings(store, device_name: str) -> Ceilings | None:
-    """The newest stored ceilings of ``device_name``, or None."""
-    _ensure(store)
-    rows = store.rows("ceilings", {"device_name": device_name}, order_by="measured_at DESC, ceiling_id DESC", limit=1)
-    return Ceilings.from_dict(json.loads(rows[0]["ceilings_json"])) if rows else None
-
-
-def save_ceilings(store, ceilings: Ceilings, env: dict | None = None) -> int:
-    """Store a measurement; returns its ``ceiling_id``."""
-    _ensure(store)
-    return int(
-        store.insert_rows(
-            "ceilings",
-            [
-                {
-                    "device_name": ceilings.device_name,
-                    "measured_at": ceilings.measured_at,
-                    "ceilings_json": json.dumps(ceilings.to_dict()),
-                    "env_json": json.dumps(env or {}, default=str),
-                }
-            ],
-        )
-    )
 
 
 def save_kernels(store, case_id: int, rows: list[dict]) -> None:

@@ -1,10 +1,10 @@
-"""The :class:`~accelbench.scenarios.generate.metrics.Shape` of a built ``transformers`` causal LM: layer and head
+"""The :class:`~accelbench.core.lm_analytic.Shape` of a built ``transformers`` causal LM: layer and head
 counts from its config, parameter counts and weight bytes from its modules (quantized linears counted as stored).
 """
 
 from __future__ import annotations
 
-from accelbench.scenarios.generate.metrics import Shape
+from accelbench.core.lm_analytic import Shape
 
 
 def _config_int(config, *names: str) -> int | None:
