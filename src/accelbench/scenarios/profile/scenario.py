@@ -21,8 +21,6 @@ from typing import Any
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_choices, check_int, check_number
 from accelbench.core.errors import ConfigError
-from accelbench.core.options import check_declared
-from accelbench.core.options.evaluation import EVALUATION
 from accelbench.core.spec import Extras, Settings
 from accelbench.models.base import IMAGE, LM
 from accelbench.scenarios.base import Scenario, register
@@ -47,8 +45,7 @@ class ProfileSettings(Settings):
     chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
     ncu_timeout_s: seconds one ncu run may take.
     remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
-    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s:
-        :data:`accelbench.core.options.evaluation.EVALUATION`).
+    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
     """
 
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
@@ -61,15 +58,14 @@ class ProfileSettings(Settings):
     ncu_csv_dir: str | None = None
     ncu_timeout_s: float = 1800.0
     remeasure_ceilings: bool = False
-    mean: tuple[float, ...] | None = EVALUATION["mean"].field()
-    std: tuple[float, ...] | None = EVALUATION["std"].field()
-    resize: int | None = EVALUATION["resize"].field()
-    crop_pct: float | None = EVALUATION["crop_pct"].field()
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: int | None = None
+    crop_pct: float | None = None
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
 
-        check_declared(self)
         check_eval_settings(self)
         check_choices("step", self.steps, STEPS)
         if set(self.steps) & set(LM_STEPS) and set(self.steps) & set(IMAGE_STEPS):
