@@ -16,18 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import typer
-
-from accelbench.cli.help import ACCURACY, COST, DIST, HOW, STORE, WHAT
+from accelbench.cli.help import typer_option
 from accelbench.cli.options import Take
 from accelbench.core.options import Option
-
-PANEL_TITLES = {"what": WHAT, "accuracy": ACCURACY, "how": HOW, "cost": COST, "store": STORE, "dist": DIST}
-
-
-def typer_option(opt: Option) -> Any:
-    """The typer declaration of ``opt``: its flags, its panel, its help (the default stated; None when not given)."""
-    return typer.Option(None, *opt.flags, rich_help_panel=PANEL_TITLES[opt.panel], help=opt.help_text())
 
 
 def annotation(opt: Option) -> Any:

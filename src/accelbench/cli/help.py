@@ -26,6 +26,8 @@ HOW = "How to measure"
 COST = "Telemetry and cost"
 STORE = "Where to store"
 DIST = "Distributed (torchrun)"
+# a declared option's panel (accelbench.core.options.PANELS) -> its title
+PANEL_TITLES = {"what": WHAT, "accuracy": ACCURACY, "how": HOW, "cost": COST, "store": STORE, "dist": DIST}
 
 COMMAND_PANELS: dict[str, tuple[str, ...]] = {
     "Measure": ("run", "train", "generate", "input-pipeline", "profile", "loadgen", "serve"),
@@ -210,3 +212,11 @@ def _backends(ctx=None) -> list[str]:
 complete_models = complete_list(_models)
 complete_precisions = complete_list(_precisions)
 complete_backends = complete_list(_backends)
+
+
+def typer_option(opt) -> Any:
+    """The typer declaration of a declared option (:class:`accelbench.core.options.Option`): its flags, its panel, its
+    help with its default stated; None when not given (the spec's layers decide)."""
+    import typer
+
+    return typer.Option(None, *opt.flags, rich_help_panel=PANEL_TITLES[opt.panel], help=opt.help_text())

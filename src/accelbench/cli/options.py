@@ -37,8 +37,10 @@ from accelbench.cli.help import (
     complete_backends,
     complete_models,
     complete_precisions,
+    typer_option,
 )
 from accelbench.cli.terminal import json_to_stdout
+from accelbench.core.options.evaluation import EVALUATION
 
 # {precisions} and {backends} are filled in from the registries, and the scenario's defaults appended, when help
 # is shown (cli/help.py).
@@ -134,39 +136,7 @@ SKIP_BAD = typer.Option(
 SEED = typer.Option(
     None, "--seed", rich_help_panel=HOW, help="Seed for weights, synthetic data and labels (default 0)."
 )
-LABEL_SPACE = typer.Option(
-    None,
-    "--label-space",
-    rich_help_panel=ACCURACY,
-    help="Which class each model output is: imagenet-1k, cifar10, folder (sorted folder names); default: the model's.",
-)
-LABELS = typer.Option(
-    None,
-    "--labels",
-    rich_help_panel=ACCURACY,
-    help="Labels file: line k names output k (class name, WordNet ID or folder name).",
-)
-MEAN = typer.Option(
-    None,
-    "--mean",
-    rich_help_panel=ACCURACY,
-    help="Input mean R,G,B on the 0..1 scale, or a preset: imagenet, cifar10, inception (default: the model's).",
-)
-STD = typer.Option(
-    None,
-    "--std",
-    rich_help_panel=ACCURACY,
-    help="Input std R,G,B on the 0..1 scale, or a preset (default: the model's).",
-)
-RESIZE = typer.Option(
-    None, "--resize", rich_help_panel=ACCURACY, help="Shorter side in pixels before the center crop to the input size."
-)
-CROP_PCT = typer.Option(
-    None,
-    "--crop-pct",
-    rich_help_panel=ACCURACY,
-    help="Input side / resized shorter side (e.g. 0.875: resize 256, crop 224).",
-)
+LABEL_SPACE, LABELS, MEAN, STD, RESIZE, CROP_PCT = (typer_option(o) for o in EVALUATION.values())
 DB = typer.Option("accelbench.db", "--db", rich_help_panel=STORE, help="SQLite results store.")
 JSON = typer.Option(
     None,

@@ -18,6 +18,8 @@ from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int
+from accelbench.core.options import check_declared
+from accelbench.core.options.evaluation import EVALUATION
 from accelbench.core.spec import Extras, Windowed
 from accelbench.data.evaluation import accuracy_pass
 from accelbench.scenarios.base import Scenario, register
@@ -61,21 +63,23 @@ class InferenceSettings(Windowed):
     resize: shorter side in pixels before the center crop to the input size; crop_pct: input side / that
         side (timm's crop_pct); None: the model's own (torchvision weights, timm pretrained_cfg) or no crop.
     labels: a labels file, line k naming output k (:func:`accelbench.data.labels.read_labels_file`).
+    The evaluation fields are declared in :data:`accelbench.core.options.evaluation.EVALUATION`.
     """
 
     include_transfer: bool = False
     calibration_images: int = 512
-    label_space: str | None = None
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    resize: int | None = None
-    crop_pct: float | None = None
-    labels: str | None = None
+    label_space: str | None = EVALUATION["label_space"].field()
+    mean: tuple[float, ...] | None = EVALUATION["mean"].field()
+    std: tuple[float, ...] | None = EVALUATION["std"].field()
+    resize: int | None = EVALUATION["resize"].field()
+    crop_pct: float | None = EVALUATION["crop_pct"].field()
+    labels: str | None = EVALUATION["labels"].field()
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
 
         Windowed.__post_init__(self)
+        check_declared(self)
         check_bool("include_transfer", self.include_transfer)
         check_int("calibration_images", self.calibration_images, 1)
         check_eval_settings(self)

@@ -59,6 +59,8 @@ class Option:
         negatable: a ``bool`` flag also has ``--no-`` (``--perplexity/--no-perplexity``).
         aliases: other TOML keys and flag spellings for the same field.
         panel: the help panel (one of :data:`PANELS`).
+        default_text: the default in words where it is no value (``the model's``).
+        raw: a list handed to the scenario's ``normalize`` as typed (``--mean imagenet``: a preset name).
     """
 
     name: str
@@ -78,6 +80,8 @@ class Option:
     negatable: bool = True
     aliases: tuple[str, ...] = ()
     panel: str = "what"
+    default_text: str = ""
+    raw: bool = False
 
     def __post_init__(self) -> None:
         if self.panel not in PANELS:
@@ -107,7 +111,7 @@ class Option:
         """``(default: GPU 128,2048; CPU 64)``, or ``(default: 256)`` where the devices agree; ``""`` for none."""
         gpu, cpu = self.default_for(True), self.default_for(False)
         if gpu is None and cpu is None:
-            return ""
+            return f"(default: {self.default_text})" if self.default_text else ""
         if gpu == cpu:
             return f"(default: {shown(gpu)})"
         return f"(default: GPU {shown(gpu)}; CPU {shown(cpu)})"
@@ -129,7 +133,7 @@ class Option:
         Raises:
             ConfigError: a list item that is not of the type.
         """
-        if not self.many:
+        if not self.many or self.raw or value is None:
             return value
         if self.type is not int:
             return parse_list(self.name, value, str)  # float and bool lists are no use yet; their check names them

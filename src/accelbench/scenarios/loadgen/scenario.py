@@ -25,6 +25,8 @@ from typing import Any
 from accelbench.core import kinds
 from accelbench.core.config import check_bool, check_int, check_number
 from accelbench.core.errors import ConfigError
+from accelbench.core.options import check_declared
+from accelbench.core.options.evaluation import EVALUATION
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.data.evaluation import check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
@@ -65,7 +67,7 @@ class LoadgenSettings(Settings):
     accuracy: also run LoadGen's AccuracyOnly mode (top-1/top-5 on the same samples).
     log_dir: LoadGen's logs go under this folder (default: ``<store>-loadgen`` beside the store).
     label_space, labels, mean, std, resize, crop_pct: as ``accelbench run``'s
-        (:class:`accelbench.scenarios.inference.InferenceSettings`): the QSL's preprocessing and accuracy labels.
+        (:data:`accelbench.core.options.evaluation.EVALUATION`): the QSL's preprocessing and accuracy labels.
     """
 
     volatile = ("log_dir",)
@@ -79,14 +81,15 @@ class LoadgenSettings(Settings):
     mlperf_rules: bool = False
     accuracy: bool = False
     log_dir: str | None = None
-    label_space: str | None = None
-    labels: str | None = None
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    resize: int | None = None
-    crop_pct: float | None = None
+    label_space: str | None = EVALUATION["label_space"].field()
+    labels: str | None = EVALUATION["labels"].field()
+    mean: tuple[float, ...] | None = EVALUATION["mean"].field()
+    std: tuple[float, ...] | None = EVALUATION["std"].field()
+    resize: int | None = EVALUATION["resize"].field()
+    crop_pct: float | None = EVALUATION["crop_pct"].field()
 
     def __post_init__(self) -> None:
+        check_declared(self)
         check_eval_settings(self)
         for name in self.scenarios:
             if name not in SCENARIOS:
