@@ -15,10 +15,10 @@ Two ways of attending over grouped KV heads (Llama-3's 8 KV heads for 32 query h
   cache and any SDPA kernel (transformers' ``pack_gqa``, which it applies only outside ``torch.compile``).
 
 Beside them, the same recipe through the ``transformers`` model, as accelbench's static-cache engines run it (a
-``StaticCache``, the prefill with ``logits_to_keep=1``, the compiled decode step): ``hf`` (as built), ``hf-fused``
-(q/k/v and gate/up fused, transformers' attention function: its decode step copies the KV cache per query head
-group under ``torch.compile``) and ``hf-fused-packed`` (the fused engine's packed decode attention,
-:mod:`accelbench.scenarios.generate.fuse`).
+``StaticCache``, the prefill with ``logits_to_keep=1``, the compiled decode step): ``hf`` (as built), and q/k/v and
+gate/up fused with each decode attention of :mod:`accelbench.scenarios.generate.fuse`: ``hf-fused-transformers``
+(the model family's function: under ``torch.compile`` it copies the KV cache once per query head group),
+``hf-fused-pack`` and ``hf-fused-gqa`` (the ``static-compile-fused`` engine's default).
 
 Each generation is timed as accelbench times one: the device synchronised, a CUDA event after the prefill and after
 every decode step; TPOT is the mean gap (the decode steps), over ``--reps`` generations after two warm-up ones.
@@ -194,7 +194,7 @@ def build(variant: str, hf_model, batch: int, max_len: int):
         if hasattr(hf_model.model.layers[0].self_attn, "q_proj"):
             fuse_projections(hf_model)
         for layer in hf_model.model.layers:
-            layer.self_attn.pack_decode = variant == "hf-fused-packed"
+            layer.self_attn.decode_attention = variant[len("hf-fused-") :]
     return HFStatic(hf_model, max_len)
 
 
@@ -228,7 +228,7 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--variants", default="gqa,pack,hf,hf-fused,hf-fused-packed")
+    ap.add_argument("--variants", default="gqa,pack,hf,hf-fused-transformers,hf-fused-pack,hf-fused-gqa")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="scratch.json")
     args = ap.parse_args()

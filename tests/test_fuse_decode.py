@@ -1,4 +1,4 @@
-"""The fused engine's decode attention: packed on the KV heads, the same logits as the plain model."""
+"""The fused engine's decode attention over grouped KV heads: the same logits as the plain model, every choice."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def _decode_logits(model, prompts, steps: int):
     return torch.cat(out, 1)
 
 
-def test_packed_decode_attention_matches_the_plain_model(monkeypatch):
+@pytest.mark.parametrize("choice", ["gqa", "pack"])
+def test_decode_attention_matches_the_plain_model(monkeypatch, choice):
     config = transformers.LlamaConfig(
         vocab_size=300,
         hidden_size=64,
@@ -46,11 +47,20 @@ def test_packed_decode_attention_matches_the_plain_model(monkeypatch):
     torch.manual_seed(0)
     plain = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
     fused = copy.deepcopy(plain)
-    assert fuse.fuse_projections(fused) == 2
+    assert fuse.fuse_projections(fused, decode_attention=choice) == 2
     calls = []
-    packed = fuse._packed_decode_attention
-    monkeypatch.setattr(fuse, "_packed_decode_attention", lambda *a: calls.append(1) or packed(*a))
+    attend = fuse._decode_attention
+    monkeypatch.setattr(fuse, "_decode_attention", lambda *a: calls.append(a[0]) or attend(*a))
     prompts = torch.randint(0, 300, (3, 9))
     want, got = _decode_logits(plain, prompts, 5), _decode_logits(fused, prompts, 5)
-    assert len(calls) == 5 * 2  # every decode step of every layer ran packed
+    assert calls == [choice] * 5 * 2  # every decode step of every layer ran accelbench's attention
     assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_an_unknown_decode_attention_is_refused():
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4
+    )
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with pytest.raises(ValueError, match="gqa, pack, transformers"):
+        fuse.fuse_projections(model, decode_attention="flash")

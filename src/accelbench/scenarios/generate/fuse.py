@@ -11,12 +11,19 @@ Applies to decoder layers built like Llama's (Llama, Mistral, Qwen2 in ``transfo
 The weights are concatenated, so the fused model computes the same function; in float32 its logits equal the
 plain model's to rounding (tested), in bf16 they differ by the summation order of the larger matmuls.
 
-A decode step's attention (one query token a sequence) runs on the KV heads as the cache stores them: the query heads
-that share a KV head are packed as that head's queries, ``(B, H, 1, D) -> (B, KVH, H / KVH, D)``, and one
-``scaled_dot_product_attention`` call with the step's mask attends over the cache. Grouped-query models (Llama-3's 8
-KV heads for 32 query heads) otherwise copy the whole cache ``H / KVH`` times a step inside the compiled step
-(transformers' ``repeat_kv``: it packs the same way only outside ``torch.compile``), which is what kept the fused
-engine a few per cent slower than a from-scratch gpt-fast decoder (``benchmarks/llm_gptfast.py``; docs/results.md).
+A decode step's attention (one query token a sequence) of a grouped-query model (Llama-3's 8 KV heads for 32 query
+heads) attends over the cache as it is stored, never copying it once per query head group (transformers'
+``repeat_kv``, which its SDPA path runs inside ``torch.compile`` whenever a mask is passed). ``decode_attention``:
+
+| choice | one decode step's attention |
+| --- | --- |
+| ``gqa`` (default) | ``scaled_dot_product_attention(q, k, v, mask, enable_gqa=True)``, as gpt-fast (torch >= 2.5; else ``pack``) |
+| ``pack`` | the query heads of a KV head packed as its queries, ``(B, H, 1, D) -> (B, KVH, H / KVH, D)``, one SDPA call |
+| ``transformers`` | the model family's own attention function |
+
+On an H200 with the Llama-3.1-8B shape at batch 1 (bf16, compiled ``reduce-overhead``) ``gqa`` was the fastest of
+the three and ``transformers`` the slowest (``benchmarks/llm_gptfast.py`` times them beside a from-scratch gpt-fast
+decoder; docs/results.md).
 """
 
 from __future__ import annotations
@@ -65,8 +72,8 @@ def _attention_forward(
     q, k = hf.apply_rotary_pos_emb(q, k, cos, sin)
     if cache is not None:
         k, v = cache.update(k, v, self.layer_idx)
-    if _packs(self, q, k, attention_mask):
-        return self.o_proj(_packed_decode_attention(q, k, v, attention_mask, self.scaling)), None
+    if _grouped_decode(self, q, k, attention_mask):
+        return self.o_proj(_decode_attention(self.decode_attention, q, k, v, attention_mask, self.scaling)), None
     attend = hf.ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, hf.eager_attention_forward)
     window = getattr(self, "sliding_window", getattr(self.config, "sliding_window", None))
     out, weights = attend(
@@ -75,10 +82,14 @@ def _attention_forward(
     return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
 
-def _packs(self, q, k, mask) -> bool:
-    """A decode step of a grouped-query model under SDPA, whose mask is shared by the heads: packed attention."""
+DECODE_ATTENTION = ("gqa", "pack", "transformers")
+
+
+def _grouped_decode(self, q, k, mask) -> bool:
+    """A decode step of a grouped-query model under SDPA with a mask shared by the heads, and a choice other than
+    the model's own function: accelbench's decode attention runs."""
     return (
-        self.pack_decode
+        self.decode_attention != "transformers"
         and q.shape[2] == 1
         and k.shape[1] < q.shape[1]
         and self.config._attn_implementation == "sdpa"
@@ -86,17 +97,28 @@ def _packs(self, q, k, mask) -> bool:
     )
 
 
-def _packed_decode_attention(q, k, v, mask, scaling):
+def _decode_attention(choice: str, q, k, v, mask, scaling):
     """One query token a sequence: ``q`` ``(B, H, 1, D)``, the cache's ``k``/``v`` ``(B, KVH, L, D)``, ``mask``
     ``(B, 1, 1, L)`` (or None); the output ``(B, 1, H x D)`` for ``o_proj``. Query head ``h`` attends to KV head
-    ``h // (H / KVH)``, the grouping of ``repeat_kv`` (Ainslie et al. 2023, GQA)."""
+    ``h // (H / KVH)``, the grouping of ``repeat_kv`` (Ainslie et al. 2023, "GQA")."""
     import torch.nn.functional as F
 
     b, h, _, d = q.shape
-    out = F.scaled_dot_product_attention(
-        q.reshape(b, k.shape[1], h // k.shape[1], d), k, v, attn_mask=mask, scale=scaling
-    )
-    return out.reshape(b, 1, h * d)
+    if choice == "gqa" and _HAS_ENABLE_GQA:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling, enable_gqa=True)
+        return out.transpose(1, 2).reshape(b, 1, h * d)
+    grouped = q.reshape(b, k.shape[1], h // k.shape[1], d)
+    return F.scaled_dot_product_attention(grouped, k, v, attn_mask=mask, scale=scaling).reshape(b, 1, h * d)
+
+
+def _has_enable_gqa() -> bool:
+    """``scaled_dot_product_attention`` takes ``enable_gqa`` (torch >= 2.5: its docstring's signature says so)."""
+    import torch.nn.functional as F
+
+    return "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
+
+_HAS_ENABLE_GQA = _has_enable_gqa()
 
 
 def _mlp_forward(self, x):
@@ -104,12 +126,12 @@ def _mlp_forward(self, x):
     return self.down_proj(self.act_fn(gate) * up)
 
 
-def fuse_projections(model, pack_decode: bool = True) -> int:
+def fuse_projections(model, decode_attention: str = "gqa") -> int:
     """Fuse q/k/v and gate/up of every decoder layer of ``model`` in place (see the module docstring).
 
     Args:
-        pack_decode: a decode step's attention runs packed on the KV heads; False keeps transformers' attention
-            function (``benchmarks/llm_gptfast.py`` times both).
+        decode_attention: how a decode step of a grouped-query model attends: ``gqa``, ``pack`` or
+            ``transformers`` (see the module docstring).
 
     Returns:
         The number of layers fused.
@@ -119,12 +141,14 @@ def fuse_projections(model, pack_decode: bool = True) -> int:
     reason = fusable(model)
     if reason:
         raise ValueError(reason)
+    if decode_attention not in DECODE_ATTENTION:
+        raise ValueError(f"decode_attention {decode_attention!r}: one of {', '.join(DECODE_ATTENTION)}")
     for layer in model.model.layers:
         at, mlp = layer.self_attn, layer.mlp
         at.qkv_sizes = [at.q_proj.out_features, at.k_proj.out_features, at.v_proj.out_features]
         at.qkv_proj = _concat([at.q_proj, at.k_proj, at.v_proj])
         del at.q_proj, at.k_proj, at.v_proj
-        at.pack_decode = pack_decode
+        at.decode_attention = decode_attention
         at.forward = types.MethodType(_attention_forward, at)
         mlp.gate_up_sizes = [mlp.gate_proj.out_features, mlp.up_proj.out_features]
         mlp.gate_up_proj = _concat([mlp.gate_proj, mlp.up_proj])
