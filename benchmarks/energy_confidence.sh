@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 item 7: the default GPU sweep's energy per image is ok-confidence for >= 90 % of its cases, and the
+# The default GPU sweep's energy per image is ok-confidence for >= 90 % of its cases, and the
 # sweep stays <= 10 minutes. Run on a GPU machine from the repository root (accelbench importable):
 #   OUT=/some/dir bash benchmarks/energy_confidence.sh
 # Prints the share of ok-confidence energy rows, the methods that gave them, the sweep time, and a verdict line;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 studies, one GPU machine per call (run it once on an H100 and once on an H200):
+# The GPU studies, one GPU machine per call (run it once on an H100 and once on an H200):
 #   sweep   seed study 1: ResNet-50 inference, batch 1..1024, fp32 vs amp-bf16, eager vs compile, 5 windows
 #           per case (the compare verdicts need >= 4 per side), telemetry and the shipped price of the GPU.
 #   cpugpu  CPU vs GPU on the same host: ResNet-50 inference (batch 32; fp32 and amp-bf16 eager, amp-bf16 compiled) and a

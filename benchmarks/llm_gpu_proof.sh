@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23 GPU proof, one call a GPU kind (each under ~9.5 minutes): the generate scenario on an H200 and an H100.
+# The generate scenario's GPU proof, one call a GPU kind (each under ~9.5 minutes): on an H200 and an H100.
 #   headline  hf:llama-3.1-8b bf16, batch 1, prompt 128, 256 new tokens: static-compile, static-compile-fused,
 #             then int8-weight-only and fp8-weight-only through static-compile-fused (the 4.6 ms TPOT and 1.4x targets)
 #   wo        the headline's weight-only half alone (HEAD_BF16_S / HEAD_WO_S: the headline stages' limits)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 GPU proof: ResNet-50 amp-bf16 through MLPerf LoadGen in all four scenarios, beside `accelbench run`
+# The LoadGen GPU proof: ResNet-50 amp-bf16 through MLPerf LoadGen in all four scenarios, beside `accelbench run`
 # of the same configurations (the Offline yardstick and today's batch-1 latency), in one store.
 #   STAGES="reference small offline server" (default: all); SMOKE=1: a CPU dry run of the same commands.
 #   Overrides: REF_MODES, SMALL (SingleStream/MultiStream modes), BIG (Offline/Server mode), SERVER_BATCHES,

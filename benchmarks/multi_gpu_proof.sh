@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6 GPU proof: scaling (DDP training, data-parallel inference), the hand-written DDP loop and the plain
+# The multi-GPU proof: scaling (DDP training, data-parallel inference), the hand-written DDP loop and the plain
 # all-reduce loop it is compared with, the interconnect table, concurrent jobs, the multigpu tests.
 # Results go to $OUT (at most 8 files). Dry run on a CPU: DRY=1 bash benchmarks/multi_gpu_proof.sh
 # SCALE_GPUS / LOOP_NS override the GPU counts of the scale studies / hand loop (default: 1, 2 and 4 if present).

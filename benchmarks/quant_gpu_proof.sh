@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12 GPU proof (one H200, under 9 minutes): reduced precision with accuracy.
+# The reduced-precision GPU proof (one H200, under 9 minutes): reduced precision with accuracy.
 #   speed    ResNet-50 and ViT-B/16 at batch 256, compiled: fp32 / amp-bf16 / bf16 / fp8 / int8 (random weights: no
 #            ImageNet weights on the device, so throughput, latency, energy per image and cost; fp8 on ResNet-50 and
 #            int8 on the GPU are `unsupported` rows, simulated-accuracy-capable but with no labels here).

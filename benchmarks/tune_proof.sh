@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 GPU proof: `accelbench tune` on ResNet-50 (run from the repository root with PYTHONPATH=src).
+# The tune GPU proof: `accelbench tune` on ResNet-50 (run from the repository root with PYTHONPATH=src).
 #   1. --objective throughput (target >= 29,000 img/s on an H200): amp-bf16 compile (the default, the baseline),
 #      bf16 / fp16 weights, compile + Inductor freezing, reduce-overhead (CUDA graphs) + freezing, channels-last on,
 #      cuDNN benchmark on, batch bracketed up to 1024; budget $BUDGET s (the 600 s of the target does not fit one 10-minute
