@@ -7,8 +7,8 @@ runs in its own process group with its output in a temporary log file; ``HF_HUB_
 network and ``HF_HUB_CACHE`` points at an existing empty folder (``/v1/models`` scans it and answers 500 without
 it). Nothing is written into the repository.
 
-Use the module-scoped fixture: ``from serve_server import served`` in a test module, then a test takes ``served``,
-a ``(base_url, model_id)`` pair.
+Use the module-scoped fixture: ``from serve_server import served, server_process`` in a test module, then a test
+takes ``served``, a ``(base_url, model_id)`` pair (``server_process`` is what it waits for).
 """
 
 from __future__ import annotations
@@ -53,30 +53,63 @@ def _command(port: int) -> list[str]:
     return [exe, "serve", str(MODEL_DIR), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
 
 
+class ServerProcess:
+    """``transformers serve`` on the bundled model, started at construction (it loads while the caller does other
+    work); :meth:`wait_ready` waits for it, :meth:`stop` ends its process group and removes its folder."""
+
+    def __init__(self) -> None:
+        port = free_port()
+        self._tmp = tempfile.TemporaryDirectory(prefix="accelbench-serve-")
+        cache = Path(self._tmp.name, "hub")
+        cache.mkdir()
+        # one intra-op thread: the tiny model's matmuls gain nothing from more, and on a shared 2-core machine a
+        # thread pool per core turned 16 tokens from 0.3 s into several seconds
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HF_HUB_CACHE": str(cache),
+            "TRANSFORMERS_VERBOSITY": "error",
+            "OMP_NUM_THREADS": "1",
+        }
+        self.log_path = Path(self._tmp.name, "server.log")
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                _command(port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                cwd=self._tmp.name,
+            )
+        self.base_url, self.model_id = f"http://127.0.0.1:{port}", str(MODEL_DIR)
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> tuple[str, str]:
+        """``(base_url, model_id)`` once ``/health`` and ``/v1/models`` answer.
+
+        Raises:
+            RuntimeError: the server exited, or did not answer within ``timeout_s`` (with its log's tail).
+        """
+        _wait_ready(self.proc, self.base_url, self.log_path, timeout_s)
+        return self.base_url, self.model_id
+
+    def stop(self) -> None:
+        _stop(self.proc)
+        self._tmp.cleanup()
+
+
 @contextlib.contextmanager
 def transformers_server(timeout_s: float = READY_TIMEOUT_S) -> Iterator[tuple[str, str]]:
-    """Start ``transformers serve`` on the bundled model; yield ``(base_url, model_id)`` once ``/health`` and
-    ``/v1/models`` answer; stop its process group on exit.
+    """Start ``transformers serve`` on the bundled model; yield ``(base_url, model_id)`` once it answers; stop its
+    process group on exit.
 
     Raises:
         RuntimeError: the server exited, or did not answer within ``timeout_s`` (the message carries its log's tail).
     """
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="accelbench-serve-") as tmp:
-        cache = Path(tmp, "hub")
-        cache.mkdir()
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "TRANSFORMERS_VERBOSITY": "error"}
-        log_path = Path(tmp, "server.log")
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                _command(port), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=tmp
-            )
-        base_url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_ready(proc, base_url, log_path, timeout_s)
-            yield base_url, str(MODEL_DIR)
-        finally:
-            _stop(proc)
+    server = ServerProcess()
+    try:
+        yield server.wait_ready(timeout_s)
+    finally:
+        server.stop()
 
 
 def _wait_ready(proc: subprocess.Popen, base_url: str, log_path: Path, timeout_s: float) -> None:
@@ -106,9 +139,17 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, str]]:
-    """One ``transformers serve`` for the test module: ``(base_url, model_id)``."""
+def server_process() -> Iterator[ServerProcess]:
+    """The module's ``transformers serve``, started but not waited for: a module that lists it first
+    (``pytestmark = pytest.mark.usefixtures("server_process")``) lets the server load while its other tests run."""
     if sys.platform == "win32":
         pytest.skip("process groups are POSIX")
-    with transformers_server() as pair:
-        yield pair
+    server = ServerProcess()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(server_process: ServerProcess) -> tuple[str, str]:
+    """One ``transformers serve`` for the test module, answering: ``(base_url, model_id)``."""
+    return server_process.wait_ready()

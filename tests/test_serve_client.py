@@ -1,0 +1,290 @@
+"""The serving client: its pure parts against hand computation (the arrival schedule, SLOs, chunk spreading, the
+level's columns, SSE parsing, request bodies, workloads), then load levels against one real ``transformers serve``
+of the bundled tiny model (module-scoped: :mod:`serve_server`)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from serve_server import MODEL_DIR, free_port, served, server_process  # noqa: F401  (the module's server fixtures)
+
+from accelbench.backends.openai_api import (
+    DONE,
+    OpenAICompatible,
+    RequestError,
+    ServerError,
+    ServerInfo,
+    chunk_event,
+    parse_sse_line,
+)
+from accelbench.core.errors import ConfigError
+from accelbench.scenarios.serve import load, metrics, workloads
+from accelbench.scenarios.serve.load import LevelResult, RequestResult, chunk_tokens, send_times, token_times
+
+# the server loads from the module's first test on, while the tests that need none run
+pytestmark = pytest.mark.usefixtures("server_process")
+
+# --- the schedule --------------------------------------------------------------------------------------------------
+
+
+def test_send_times_are_absolute_cumulative_gaps_of_the_seed():
+    # numpy.random.default_rng(7): exponential gaps of mean 0.5 s, and gamma gaps of shape 0.5, scale 1/(2 x 0.5)
+    assert send_times(4, 2.0, "poisson", 1.0, 7) == pytest.approx(
+        [0.35376462789596075, 0.8663663020434133, 1.150640630735039, 1.5981955625326205], rel=1e-12
+    )
+    assert send_times(4, 2.0, "gamma", 0.5, 7) == pytest.approx(
+        [0.41469522451592433, 1.2260997081939058, 1.3161995067913128, 1.316227230223481], rel=1e-12
+    )
+    assert send_times(4, 2.0, "poisson", 1.0, 7) == send_times(4, 2.0, "poisson", 1.0, 7)  # pure
+    assert send_times(4, 2.0, "poisson", 1.0, 8) != send_times(4, 2.0, "poisson", 1.0, 7)
+    assert send_times(3, float("inf")) == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("arrival, burstiness", [("poisson", 1.0), ("gamma", 0.5), ("gamma", 4.0)])
+def test_mean_gap_is_one_over_the_rate_and_burstiness_sets_the_spread(arrival, burstiness):
+    times = send_times(2000, 8.0, arrival, burstiness, seed=3)
+    gaps = np.diff([0.0, *times])
+    assert len(gaps) == 2000 and np.all(gaps >= 0)
+    assert gaps.mean() == pytest.approx(1 / 8.0, rel=0.08)
+    # gamma of shape k: coefficient of variation 1/sqrt(k) (exponential: 1)
+    cv = gaps.std() / gaps.mean()
+    assert cv == pytest.approx(1 / np.sqrt(burstiness if arrival == "gamma" else 1.0), rel=0.1)
+
+
+def test_a_bad_schedule_is_a_config_error():
+    for kwargs in (
+        {"rate": 0.0},
+        {"rate": 1.0, "arrival": "uniform"},
+        {"rate": 1.0, "arrival": "gamma", "burstiness": 0},
+    ):
+        with pytest.raises(ConfigError):
+            send_times(3, **kwargs)
+
+
+# --- SLOs ----------------------------------------------------------------------------------------------------------
+
+
+def test_slo_presets_and_custom_text():
+    assert metrics.parse_slo("mlperf-server") == metrics.Slo(2000.0, 100.0, 99.0)
+    assert metrics.parse_slo("mlperf-interactive") == metrics.Slo(500.0, 30.0, 99.0)
+    assert metrics.parse_slo("ttft_ms=250, tpot_ms=20") == metrics.Slo(250.0, 20.0, 99.0)
+    assert metrics.parse_slo("tpot_ms=40,percentile=90") == metrics.Slo(None, 40.0, 90.0)
+    for bad in ("", "fast", "ttft_ms=", "ttft_ms=-1", "ttft=3", "percentile=99", "ttft_ms=5,percentile=95", "x=1,y"):
+        with pytest.raises(ConfigError, match="invalid slo"):
+            metrics.parse_slo(bad)
+
+
+# --- chunks, tokens and a level's columns by hand ----------------------------------------------------------------
+
+
+def test_a_chunk_of_k_tokens_spreads_its_gap_over_k_tokens():
+    assert chunk_tokens(8, 3) == [3, 3, 2]
+    assert chunk_tokens(2, 4) == [1, 0, 1, 0]  # fewer tokens than chunks: token j in chunk j*4//2
+    assert chunk_tokens(5, 2, hints=[1, 4]) == [1, 4] and chunk_tokens(5, 2, hints=[1, 1]) == [3, 2]
+    assert token_times([0.1, 0.4], [1, 3]) == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert token_times([0.1, 0.4], [2, 1]) == pytest.approx([0.1, 0.1, 0.4])  # the first chunk's tokens arrive at once
+
+
+def _result(i, scheduled, chunks, end, tokens, **kw):
+    r = RequestResult(index=i, scheduled_s=scheduled, sent_s=scheduled, end_s=end, ok=True, prompt_tokens=10, **kw)
+    r.first_token_s, r.output_tokens, r.usage_tokens = chunks[0][0], tokens, tokens
+    r.token_times_s = token_times([t for t, _ in chunks], [k for _, k in chunks])
+    return r
+
+
+def _level(slip_p99_ms=1.0):
+    rs = [
+        _result(0, 0.0, [(0.1, 1), (0.15, 1), (0.2, 1), (0.3, 1)], 0.3, 4, output_len=4),
+        _result(1, 0.5, [(0.7, 1), (1.0, 3)], 1.0, 4, output_len=4),  # a chunk of 3 tokens: 3 gaps of 100 ms
+        RequestResult(index=2, scheduled_s=1.0, sent_s=1.0, end_s=1.25, error="http 422", prompt_tokens=10),
+    ]
+    rs[1].tokenizer_tokens = 5  # usage says 4: a mismatch, counted
+    return LevelResult(rs, warmup=0, wall_s=1.25, started_at=0.0, loop_lag_p99_ms=2.0, send_slip_p50_ms=0.5,
+                       send_slip_p99_ms=slip_p99_ms, client_cpu_percent=12.0)  # fmt: skip
+
+
+def test_level_columns_by_hand():
+    cols, series = metrics.level_columns(_level(), metrics.Slo(ttft_ms=150.0, tpot_ms=80.0))
+    assert (cols["requests"], cols["requests_ok"], cols["requests_failed"]) == (3, 2, 1)
+    assert json.loads(cols["errors_json"]) == {"http 422": 1}
+    assert series["ttft_ms"] == pytest.approx([100.0, 200.0])
+    assert series["e2e_latency_ms"] == pytest.approx([300.0, 500.0])
+    assert series["tpot_ms"] == pytest.approx([(300 - 100) / 3, (500 - 200) / 3])
+    assert series["itl_ms"] == pytest.approx([50, 50, 100, 100, 100, 100])
+    assert cols["ttft_mean_ms"] == pytest.approx(150.0) and cols["ttft_p50_ms"] == pytest.approx(150.0)
+    assert cols["ttft_p99_ms"] == pytest.approx(100 + 0.99 * 100)
+    assert cols["itl_p50_ms"] == pytest.approx(100.0) and cols["itl_mean_ms"] == pytest.approx(500 / 6)
+    window = 1.25  # the first scheduled send (0) to the last end
+    assert cols["measured_wall_s"] == pytest.approx(window)
+    assert cols["request_throughput_per_s"] == pytest.approx(2 / window)
+    assert cols["output_tokens_per_s"] == pytest.approx(8 / window)
+    assert cols["input_tokens_per_s"] == pytest.approx(20 / window)
+    # request 0 meets 150 ms / 80 ms (100, 66.7); request 1 misses (200, 100); the failed one misses
+    assert cols["goodput_requests_per_s"] == pytest.approx(1 / window)
+    assert cols["slo_met_fraction"] == pytest.approx(1 / 3)
+    assert cols["output_tokens_mismatch"] == 1 and cols["output_tokens_timed"] == 8
+    assert cols["client_limited"] is False and cols["send_slip_p99_ms"] == 1.0
+    assert metrics.level_columns(_level(slip_p99_ms=25.0), None)[0]["client_limited"] is True
+    assert metrics.level_columns(_level(), None)[0]["goodput_requests_per_s"] is None
+
+
+def test_meets_reads_the_slo_percentile_and_refuses_failures():
+    cols, _ = metrics.level_columns(_level(), None)
+    assert not metrics.meets(cols, metrics.Slo(1e6, 1e6))  # a failed request
+    ok = {**cols, "requests_failed": 0}
+    assert metrics.meets(ok, metrics.Slo(200.0, 100.0))
+    assert not metrics.meets(ok, metrics.Slo(150.0, None))  # p99 TTFT 199 ms
+    assert metrics.meets(ok, metrics.Slo(150.0, None, percentile=50.0))  # p50 TTFT 150 ms
+
+
+def test_finish_counts_usage_and_tokenizer_and_spreads_chunks(tokenizer):
+    st = load._Stream(times=[0.1, 0.3], texts=["\n", "I'll be"], tokens=[None, None], usage={"completion_tokens": 4})
+    r = load.finish(RequestResult(index=0, scheduled_s=0.0, ok=True, output_len=4), st, tokenizer)
+    assert (r.usage_tokens, r.tokenizer_tokens, r.output_tokens) == (4, 4, 4)
+    assert r.token_times_s == pytest.approx([0.1, 0.1 + 0.2 / 3, 0.1 + 0.4 / 3, 0.3])  # "I'll be": 3 tokens
+    empty = load.finish(RequestResult(index=1, scheduled_s=0.0, ok=True), load._Stream(), None)
+    assert (empty.ok, empty.error) == (False, "no output")
+
+
+# --- the protocol's pieces -------------------------------------------------------------------------------------------
+
+
+def test_sse_lines_and_chunks():
+    assert parse_sse_line('data: {"choices": [{"text": "a"}]}') == {"choices": [{"text": "a"}]}
+    assert parse_sse_line("data: [DONE]") is DONE
+    assert parse_sse_line("") is None and parse_sse_line(": keep-alive") is None and parse_sse_line("event: x") is None
+    for bad in ("data: {not json", "data: [1, 2]", "<html>"):
+        with pytest.raises(RequestError, match="malformed sse"):
+            parse_sse_line(bad)
+    ev = chunk_event({"choices": [{"delta": {"content": "hi"}, "finish_reason": None}]}, "chat")
+    assert (ev.text, ev.usage) == ("hi", None)
+    ev = chunk_event({"choices": [], "usage": {"completion_tokens": 3}}, "completions")
+    assert (ev.text, ev.usage) == ("", {"completion_tokens": 3})
+    with pytest.raises(RequestError, match="server error"):
+        chunk_event({"error": {"message": "out of memory"}}, "completions")
+
+
+@pytest.mark.parametrize(
+    "flavor, fixed",
+    [
+        ("transformers", {"generation_config": '{"min_new_tokens": 7, "max_new_tokens": 7}'}),
+        ("vllm", {"ignore_eos": True, "min_tokens": 7, "stream_options": {"include_usage": True}}),
+        ("openai", {"stream_options": {"include_usage": True}}),
+    ],
+)
+def test_a_body_asks_a_fixed_length_in_its_servers_words(flavor, fixed):
+    engine = OpenAICompatible("http://127.0.0.1:1/v1/", api="chat")
+    engine.info = ServerInfo(base_url="", model="m", models=("m",), flavor=flavor, version=None, has_metrics=False)
+    body = engine.body("hello", 7)
+    assert body == {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hello"}],
+                    "max_tokens": 7, **fixed}  # fmt: skip
+    assert engine.base_url == "http://127.0.0.1:1" and engine.path == "/v1/chat/completions"
+    assert "max_tokens" not in engine.body("hello", None)
+
+
+# --- workloads -------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    transformers = pytest.importorskip("transformers")
+    return transformers.AutoTokenizer.from_pretrained(str(MODEL_DIR))
+
+
+def test_random_and_text_requests_are_seeded_with_their_lengths(tokenizer):
+    a = workloads.make_requests("random", 4, tokenizer=tokenizer, input_len=12, output_len=(2, 5), seed=1)
+    assert a == workloads.make_requests("random", 4, tokenizer=tokenizer, input_len=12, output_len=(2, 5), seed=1)
+    assert len(a) == 4 and all(2 <= r.output_len <= 5 for r in a)
+    assert all(r.prompt_tokens == len(tokenizer.encode(r.prompt, add_special_tokens=False)) for r in a)
+    t = workloads.make_requests("text", 3, tokenizer=tokenizer, input_len=16, output_len=4, seed=0)
+    assert len(t) == 3 and all(r.output_len == 4 and 12 <= r.prompt_tokens <= 20 for r in t)
+
+
+def test_file_workloads_and_their_errors(tokenizer, tmp_path):
+    conv = [{"conversations": [{"from": "human", "value": "Who art thou?"}, {"from": "gpt", "value": "A king."}]}]
+    (tmp_path / "s.json").write_text(json.dumps(conv))
+    (tmp_path / "p.jsonl").write_text('{"prompt": "O Romeo", "output_len": 3}\n\n{"prompt": "Speak"}\n')
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "ok"}\n{"text": "no prompt"}\n')
+    s = workloads.make_requests("sharegpt", 2, tokenizer=tokenizer, seed=0, path=str(tmp_path / "s.json"))
+    assert [r.prompt for r in s] == ["Who art thou?"] * 2
+    assert s[0].output_len == len(tokenizer.encode("A king.", add_special_tokens=False))
+    j = workloads.make_requests("jsonl", 2, tokenizer=tokenizer, seed=0, path=str(tmp_path / "p.jsonl"))
+    assert sorted((r.prompt, r.output_len) for r in j) == [("O Romeo", 3), ("Speak", None)]
+    fixed = workloads.make_requests(
+        "jsonl", 2, tokenizer=tokenizer, output_len=6, seed=0, path=str(tmp_path / "p.jsonl")
+    )
+    assert [r.output_len for r in fixed] == [6, 6]
+    with pytest.raises(ConfigError, match="bad.jsonl:2"):
+        workloads.make_requests("jsonl", 1, tokenizer=tokenizer, seed=0, path=str(tmp_path / "bad.jsonl"))
+    with pytest.raises(ConfigError, match="missing.json"):
+        workloads.make_requests("sharegpt", 1, tokenizer=tokenizer, seed=0, path=str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError, match="dataset"):
+        workloads.make_requests("hub", 1, tokenizer=tokenizer, seed=0)
+
+
+# --- against a real server -----------------------------------------------------------------------------------------
+
+
+def test_an_unreachable_url_is_one_line():
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ServerError, match=f"cannot reach {url}") as err:
+        OpenAICompatible(url).probe(timeout_s=2)
+    assert "\n" not in str(err.value) and err.value.exit_code == 2
+
+
+@pytest.fixture(scope="module")
+def engine(served):  # noqa: F811  (the fixture imported above)
+    base_url, model = served
+    e = OpenAICompatible(base_url, model)
+    info = e.probe(timeout_s=10)
+    assert (info.flavor, info.model) == ("transformers", model) and model in info.models
+    return e
+
+
+def test_closed_loop_level_against_transformers_serve(engine, tokenizer):
+    reqs = workloads.make_requests("text", 5, tokenizer=tokenizer, input_len=8, output_len=4, seed=0)
+    before, t0 = time.time(), time.perf_counter()
+    level = load.run_level(engine, reqs, concurrency=2, tokenizer=tokenizer)
+    wall = time.perf_counter() - t0
+    assert before <= level.started_at <= time.time() and level.wall_s <= wall
+    assert len(level.results) == 5 and [r.index for r in level.results] == list(range(5))
+    for r in level.results:
+        assert r.ok, r.error
+        assert (r.output_tokens, r.usage_tokens, r.tokenizer_tokens, len(r.token_times_s)) == (4, 4, 4, 4)
+        ttft, e2e = r.first_token_s - r.scheduled_s, r.end_s - r.scheduled_s
+        assert 0 < ttft <= e2e <= wall and r.scheduled_s <= r.sent_s <= r.first_token_s
+        assert r.token_times_s == sorted(r.token_times_s) and r.token_times_s[0] == r.first_token_s
+    in_flight = max(sum(a.sent_s <= b.sent_s < a.end_s for a in level.results) for b in level.results)
+    assert in_flight == 2  # two workers: never more than two requests open
+    cols, series = metrics.level_columns(level, metrics.parse_slo("ttft_ms=60000,tpot_ms=60000"))
+    assert (cols["requests_ok"], cols["output_tokens_mismatch"], cols["output_tokens_timed"]) == (5, 0, 20)
+    assert cols["goodput_requests_per_s"] == pytest.approx(cols["request_throughput_per_s"])
+    assert len(series["itl_ms"]) == 5 * 3 and cols["client_cpu_percent"] > 0
+
+
+def test_open_loop_level_sends_on_the_schedule(engine, tokenizer):
+    reqs = workloads.make_requests("random", 3, tokenizer=tokenizer, input_len=6, output_len=2, seed=2)
+    level = load.run_level(engine, reqs, request_rate=4.0, seed=5, tokenizer=tokenizer)
+    assert [r.scheduled_s for r in level.results] == send_times(3, 4.0, "poisson", 1.0, 5)
+    assert all(r.ok and r.output_tokens == 2 and r.sent_s >= r.scheduled_s for r in level.results)
+    assert level.send_slip_p50_ms is not None and 0 <= level.send_slip_p50_ms <= level.send_slip_p99_ms
+
+
+class _Rejected(OpenAICompatible):
+    def body(self, prompt, output_len):
+        return {**super().body(prompt, output_len), "no_such_field": 1}
+
+
+def test_a_rejected_request_and_a_timeout_are_per_request_errors(engine, tokenizer):
+    bad = _Rejected(engine.base_url, engine.model)
+    bad.info = engine.info
+    reqs = workloads.make_requests("random", 2, tokenizer=tokenizer, input_len=4, output_len=2, seed=0)
+    level = load.run_level(bad, reqs, concurrency=1)
+    assert [r.error for r in level.results] == ["http 422", "http 422"] and "no_such_field" in level.results[0].detail
+    cols, _ = metrics.level_columns(level, metrics.parse_slo("mlperf-server"))
+    assert json.loads(cols["errors_json"]) == {"http 422": 2} and cols["goodput_requests_per_s"] == 0
+    late = load.run_level(engine, reqs[:1], concurrency=1, timeout_s=1e-4)
+    assert (late.results[0].ok, late.results[0].error) == (False, "timeout")
