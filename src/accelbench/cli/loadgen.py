@@ -8,8 +8,10 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
-from accelbench.cli.help import ACCURACY, HOW, STORE, WHAT
+from accelbench.cli.declared import Given, declared
+from accelbench.cli.help import HOW, WHAT
 from accelbench.cli.options import Cost, How, Inputs, Label, Output, What, config_option
+from accelbench.core.options.loadgen import LOADGEN
 
 
 @command()
@@ -24,13 +26,6 @@ def loadgen(
             help="Samples in the query sample library (GPU 1024, CPU 256).",
         ),
     ),
-    scenarios: str | None = typer.Option(
-        None,
-        "--scenarios",
-        "-s",
-        rich_help_panel=WHAT,
-        help="SingleStream,MultiStream,Server,Offline (default: all four).",
-    ),
     max_batch: str | None = typer.Option(
         None,
         "--max-batch",
@@ -38,57 +33,7 @@ def loadgen(
         rich_help_panel=WHAT,
         help="Offline and Server: the SUT's largest batch; several, e.g. 64,256, are a sweep axis (GPU 256, CPU 32).",
     ),
-    batch_timeout_us: int | None = typer.Option(
-        None,
-        "--batch-timeout-us",
-        rich_help_panel=WHAT,
-        help="Server: the longest a batch waits for more queries after its first (default 2000).",
-    ),
-    server_target_qps: float | None = typer.Option(
-        None,
-        "--server-target-qps",
-        rich_help_panel=WHAT,
-        help="Server: arrival rate, queries/s (default: search for the highest VALID one).",
-    ),
-    server_latency_ms: float | None = typer.Option(
-        None,
-        "--server-latency-ms",
-        rich_help_panel=WHAT,
-        help="Server: p99 latency bound (default 15, MLPerf's ResNet-50 bound).",
-    ),
-    server_search_steps: int | None = typer.Option(
-        None,
-        "--server-search-steps",
-        rich_help_panel=HOW,
-        help="Server search: probes (default 6: within 0.8 % of the capacity bound).",
-    ),
-    min_duration_s: float | None = typer.Option(
-        None, "--min-duration-s", rich_help_panel=HOW, help="Each test's minimum duration (GPU 10, CPU 2)."
-    ),
-    min_query_count: int | None = typer.Option(
-        None,
-        "--min-query-count",
-        rich_help_panel=HOW,
-        help="Each test's minimum query count (default: SingleStream 100, MultiStream and Server 662, Offline 1 query).",
-    ),
-    mlperf_rules: bool | None = typer.Option(
-        None,
-        "--mlperf-rules/--no-mlperf-rules",
-        rich_help_panel=HOW,
-        help="MLPerf's own settings from LoadGen's mlperf.conf: 600 s, official query counts.",
-    ),
-    accuracy: bool | None = typer.Option(
-        None,
-        "--accuracy/--no-accuracy",
-        rich_help_panel=ACCURACY,
-        help="Also run LoadGen's AccuracyOnly mode: top-1/top-5.",
-    ),
-    log_dir: Path | None = typer.Option(
-        None,
-        "--log-dir",
-        rich_help_panel=STORE,
-        help="LoadGen's logs go here (default: <db>-loadgen/ beside the store).",
-    ),
+    settings: Given = declared(LOADGEN),
     inputs: Inputs = Inputs.take(),
     how: How = How.take(
         only=("warmup_batches", "cudnn_benchmark", "seed"),
@@ -109,17 +54,8 @@ def loadgen(
         **inputs.fields(),
         **how.fields(),
         **cost.fields(),
+        **settings.fields(),
         "max_batch": max_batch,
-        "scenarios": scenarios,
-        "batch_timeout_us": batch_timeout_us,
-        "server_target_qps": server_target_qps,
-        "server_latency_ms": server_latency_ms,
-        "server_search_steps": server_search_steps,
-        "min_duration_s": min_duration_s,
-        "min_query_count": min_query_count,
-        "mlperf_rules": mlperf_rules,
-        "accuracy": accuracy,
-        "log_dir": str(log_dir) if log_dir else None,
     }
     layers = a.layers(config, "loadgen", flags)
     named = label.of(layers)

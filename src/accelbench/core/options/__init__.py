@@ -61,6 +61,7 @@ class Option:
         panel: the help panel (one of :data:`PANELS`).
         default_text: the default in words where it is no value (``the model's``).
         raw: a list handed to the scenario's ``normalize`` as typed (``--mean imagenet``: a preset name).
+        item: the name a list's error gives one bad item (``scenario`` for an item of ``scenarios``).
     """
 
     name: str
@@ -82,6 +83,7 @@ class Option:
     panel: str = "what"
     default_text: str = ""
     raw: bool = False
+    item: str = ""
 
     def __post_init__(self) -> None:
         if self.panel not in PANELS:
@@ -113,7 +115,8 @@ class Option:
         if gpu is None and cpu is None:
             return f"(default: {self.default_text})" if self.default_text else ""
         if gpu == cpu:
-            return f"(default: {shown(gpu)})"
+            every = self.many and self.choices and set(gpu) == set(self.choices)
+            return "(default: all)" if every else f"(default: {shown(gpu)})"
         return f"(default: GPU {shown(gpu)}; CPU {shown(cpu)})"
 
     def help_text(self) -> str:
@@ -182,16 +185,18 @@ class Option:
                 raise ConfigError(self.name, value, self.allowed_words())
             bad = next((v for v in value if not self._item_ok(v)), UNSET)
             if bad is not UNSET:
-                raise ConfigError(self.name, bad, self.allowed_words())
+                raise ConfigError(self.item or self.name, bad, self.allowed_words())
         elif not self._item_ok(value):
             raise ConfigError(self.name, value, self.allowed_words())
 
 
 def shown(value: Any) -> str:
-    """A default as a user types it: ``(1, 2, 4, ..., 1024)`` -> ``1,2,4,8,...,1024``; a float without exponent."""
+    """A default as a user types it: ``(1, 2, 4, ..., 1024)`` -> ``1,2,4,8,...,1024`` (names: ``a, b``); a float
+    without exponent; a bool as on or off."""
     if isinstance(value, (tuple, list)):
         items = [str(v) for v in value]
-        return ",".join(items[:4] + ["..."] + items[-1:]) if len(items) > 6 else ",".join(items) or "none"
+        sep = ", " if any(isinstance(v, str) for v in value) else ","  # names wrap in a narrow help; numbers stay typed
+        return sep.join(items[:4] + ["..."] + items[-1:]) if len(items) > 6 else sep.join(items) or "none"
     if isinstance(value, bool):
         return "on" if value else "off"
     return f"{value:g}" if isinstance(value, float) else str(value)

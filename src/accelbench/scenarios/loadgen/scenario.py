@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core import kinds
-from accelbench.core.config import check_bool, check_int, check_number
-from accelbench.core.errors import ConfigError
-from accelbench.core.options import check_declared
+from accelbench.core.options import aliases as declared_aliases
+from accelbench.core.options import check_declared, device_defaults
 from accelbench.core.options.evaluation import EVALUATION
+from accelbench.core.options.loadgen import LOADGEN, SCENARIOS
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.data.evaluation import check_eval_settings, normalize_eval
 from accelbench.scenarios.base import Scenario, register
-from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, SCENARIOS, check_server
+from accelbench.scenarios.loadgen.settings import MULTISTREAM_SAMPLES, check_server
 
 GPU_DEFAULTS: dict[str, Any] = {
     "models": ("resnet50",),
@@ -39,7 +39,7 @@ GPU_DEFAULTS: dict[str, Any] = {
     "batch_sizes": (256,),
     "images": 1024,
     "warmup_batches": 5,
-    "min_duration_s": 10.0,
+    **device_defaults(LOADGEN, cuda=True),
 }
 # cifar-resnet20 with its bundled weights: every scenario VALID (and an accuracy) in about a minute on 2 cores
 CPU_DEFAULTS: dict[str, Any] = {
@@ -49,13 +49,16 @@ CPU_DEFAULTS: dict[str, Any] = {
     "batch_sizes": (32,),
     "images": 256,
     "warmup_batches": 2,
-    "min_duration_s": 2.0,
+    **device_defaults(LOADGEN, cuda=False),
 }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LoadgenSettings(Settings):
-    """Attributes:
+    """The settings of :data:`accelbench.core.options.loadgen.LOADGEN` and the evaluation settings (defaults and
+    checks from their declarations).
+
+    Attributes:
     scenarios: LoadGen scenarios, a subset of SingleStream, MultiStream, Server, Offline.
     min_duration_s, min_query_count: each test's minimums (MLPerf's own under ``mlperf_rules``; no
         ``min_query_count`` takes the scenario's, :data:`accelbench.scenarios.loadgen.settings.MIN_QUERIES`).
@@ -71,16 +74,16 @@ class LoadgenSettings(Settings):
     """
 
     volatile = ("log_dir",)
-    scenarios: tuple[str, ...] = SCENARIOS
-    min_duration_s: float = 10.0
-    min_query_count: int | None = None
-    server_target_qps: float | None = None
-    server_latency_ms: float = 15.0
-    server_search_steps: int = 6
-    batch_timeout_us: int = 2000
-    mlperf_rules: bool = False
-    accuracy: bool = False
-    log_dir: str | None = None
+    scenarios: tuple[str, ...] = LOADGEN["scenarios"].field()
+    min_duration_s: float = LOADGEN["min_duration_s"].field()
+    min_query_count: int | None = LOADGEN["min_query_count"].field()
+    server_target_qps: float | None = LOADGEN["server_target_qps"].field()
+    server_latency_ms: float = LOADGEN["server_latency_ms"].field()
+    server_search_steps: int = LOADGEN["server_search_steps"].field()
+    batch_timeout_us: int = LOADGEN["batch_timeout_us"].field()
+    mlperf_rules: bool = LOADGEN["mlperf_rules"].field()
+    accuracy: bool = LOADGEN["accuracy"].field()
+    log_dir: str | None = LOADGEN["log_dir"].field()
     label_space: str | None = EVALUATION["label_space"].field()
     labels: str | None = EVALUATION["labels"].field()
     mean: tuple[float, ...] | None = EVALUATION["mean"].field()
@@ -91,18 +94,6 @@ class LoadgenSettings(Settings):
     def __post_init__(self) -> None:
         check_declared(self)
         check_eval_settings(self)
-        for name in self.scenarios:
-            if name not in SCENARIOS:
-                raise ConfigError("scenario", name, ", ".join(SCENARIOS))
-        if not self.scenarios:
-            raise ConfigError("scenarios", self.scenarios, ", ".join(SCENARIOS))
-        check_number("min_duration_s", self.min_duration_s)
-        if self.min_query_count is not None:
-            check_int("min_query_count", self.min_query_count, 1)
-        check_int("server_search_steps", self.server_search_steps, 1)
-        check_int("batch_timeout_us", self.batch_timeout_us, 0)
-        check_bool("mlperf_rules", self.mlperf_rules)
-        check_bool("accuracy", self.accuracy)
         check_server(
             self.server_target_qps, self.server_latency_ms, self.min_duration_s, self.min_query_count, self.mlperf_rules
         )
@@ -128,7 +119,7 @@ class Loadgen(Scenario):
     command = "accelbench loadgen"
     requires = {"mlcommons-loadgen": "accelbench loadgen"}
     settings_type, extras_type = LoadgenSettings, LoadgenExtras
-    aliases = {"max_batch": "batch_sizes", "loadgen_scenarios": "scenarios"}
+    aliases = {"max_batch": "batch_sizes", **declared_aliases(LOADGEN)}
     rejects = ("min_timed_batches", "min_time_s")
     gpu_defaults, cpu_defaults = GPU_DEFAULTS, CPU_DEFAULTS
     # cost and energy per sample over the test's window; latency spread is no validity check here (a Server's

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline")
 MULTISTREAM_SAMPLES = 8  # samples per MultiStream query: LoadGen's default and MLPerf's rule
 MLPERF_MODELS = {"resnet50": "resnet50"}  # accelbench model -> the model's name in mlperf.conf
 # Minimum query counts of a sweep's short tests, per scenario: LoadGen's mlperf.conf (loadgen 6.0) where it
