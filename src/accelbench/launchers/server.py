@@ -205,7 +205,7 @@ def transformers_command(folder: Path, port: int, device: str | None, continuous
         args += ["--device", device]
     if continuous_batching:
         args.append("--continuous-batching")
-    return shlex.join(args)
+    return "exec " + shlex.join(args)  # the server is the group's leader (no shell between: its exit is seen at once)
 
 
 def _model_args(folder: str) -> list[str]:

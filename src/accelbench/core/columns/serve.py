@@ -112,6 +112,7 @@ DECLARED = (
         "the level.",
     ),
     # the SLO and its search
+    col("slo_search", BOOL, "SLO search", "yesno", scenarios=S, doc="The row is an SLO search's answer."),
     col("slo", STR, "SLO", scenarios=S, doc="The objective: a preset name or ttft_ms=...,tpot_ms=..."),
     col("slo_met", BOOL, "SLO met", "yesno", scenarios=S, doc="The level (or a search's answer) meets the SLO."),
     col("slo_search_probes", INT, "Search probes", "int", scenarios=S),

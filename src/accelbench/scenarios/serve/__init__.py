@@ -130,17 +130,17 @@ class ServeSettings(Settings):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ServeExtras(Extras):
-    """One level: ``concurrency`` (closed loop) or ``request_rate`` (open loop, requests/s); ``slo_search``: the case
+    """One level: ``concurrency`` (closed loop) or ``request_rate_per_s`` (open loop); ``slo_search``: the case
     searches instead (its row is the highest level meeting the SLO)."""
 
     concurrency: int | None = None
-    request_rate: float | None = None
+    request_rate_per_s: float | None = None
     slo_search: bool = False
 
     def key_suffix(self) -> str:
         if self.slo_search:
-            return "|slo-search" + ("|rate" if self.request_rate is not None else "|concurrency")
-        return f"|c={self.concurrency}" if self.concurrency is not None else f"|rate={self.request_rate:g}"
+            return "|slo-search" + ("|rate" if self.request_rate_per_s is not None else "|concurrency")
+        return f"|c={self.concurrency}" if self.concurrency is not None else f"|rate={self.request_rate_per_s:g}"
 
 
 def _numbers(name: str, value, kind: type) -> tuple:
@@ -214,8 +214,8 @@ class Serve(Scenario):
         st = spec.settings
         if st.request_rates:
             if st.slo_search:
-                return [ServeExtras(request_rate=max(st.request_rates), slo_search=True)]
-            return [ServeExtras(request_rate=r) for r in st.request_rates]
+                return [ServeExtras(request_rate_per_s=max(st.request_rates), slo_search=True)]
+            return [ServeExtras(request_rate_per_s=r) for r in st.request_rates]
         conc = st.concurrency or (GPU_CONCURRENCY if device.startswith("cuda") else CPU_CONCURRENCY)
         if st.slo_search:
             return [ServeExtras(concurrency=max(conc), slo_search=True)]

@@ -11,6 +11,7 @@ processes are the job's own (``pids``), not "other processes" of the validity ch
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,11 +58,8 @@ def load_tokenizer(spec, info) -> Any:
     Raises:
         ConfigError: none is found here (no download, ever): one line asking for ``--tokenizer``.
     """
-    from pathlib import Path
-
     from accelbench.models import hf
 
-    transformers = hf.require_transformers()
     st = spec.settings
     candidates = [st.tokenizer] if st.tokenizer else []
     for name in spec.models[:1]:
@@ -72,17 +70,29 @@ def load_tokenizer(spec, info) -> Any:
     if served:
         candidates.append(served)
     for c in candidates:
-        local = Path(c).expanduser()
         try:
-            if local.is_dir():
-                return transformers.AutoTokenizer.from_pretrained(local, trust_remote_code=False)
-            return transformers.AutoTokenizer.from_pretrained(c, local_files_only=True, trust_remote_code=False)
+            return _tokenizer(c)
         except (OSError, ValueError):
             if c == st.tokenizer:
                 raise ConfigError("tokenizer", c, "a local tokenizer folder (nothing is downloaded)") from None
     raise ConfigError(
         "tokenizer", None, f"a local tokenizer folder (--tokenizer PATH): none found for {served or 'the model'}"
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer(name: str) -> Any:
+    """The tokenizer of a local folder, or of a hub id already in the local cache; loaded once a process (a
+    tokenizer is read-only: the runs of one process share it)."""
+    from pathlib import Path
+
+    from accelbench.models import hf
+
+    transformers = hf.require_transformers()
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return transformers.AutoTokenizer.from_pretrained(local, trust_remote_code=False)
+    return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True, trust_remote_code=False)
 
 
 def prepare(spec, device, server=None) -> ServeState:
@@ -112,6 +122,7 @@ def prepare(spec, device, server=None) -> ServeState:
     for name in spec.models or (None,):
         model = info.model if (name is None or server is not None or st.engine) else name
         engine = OpenAICompatible(url, model=model, api=st.api)
+        engine.probe(10.0)  # the model id is one the server lists (ServerError: one line); bodies need its flavor
         state.served[name] = Served(
             engine=engine, model=model, requests=built[st.warmup_requests :], warmup=built[: st.warmup_requests]
         )
@@ -168,7 +179,7 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
         burstiness=st.burstiness if request_rate is not None and st.arrival == "gamma" else None,
         max_concurrency=st.max_concurrency if request_rate is not None else None,
         api=st.api,
-        workload_source=st.workload,
+        prompt_source=st.workload,
         server_engine=st.engine or getattr(info, "flavor", None),
         server_version=getattr(info, "version", None),
         model=case.model or served.model,
@@ -203,7 +214,7 @@ def _check_alive(state: ServeState, served: Served, rec: dict) -> None:
 def measure_level(case, spec, state: ServeState, rank) -> tuple[dict, dict]:
     """The row of one level case (``concurrency`` or ``request_rate`` of its extras)."""
     ex = case.extras
-    return level_row(case, spec, state, rank, concurrency=ex.concurrency, request_rate=ex.request_rate)
+    return level_row(case, spec, state, rank, concurrency=ex.concurrency, request_rate=ex.request_rate_per_s)
 
 
 def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict]:
@@ -216,7 +227,7 @@ def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict
 
     st = spec.settings
     slo = parse_slo(st.slo)
-    by_rate = case.extras.request_rate is not None
+    by_rate = case.extras.request_rate_per_s is not None
     loads = st.request_rates if by_rate else (st.concurrency or (case.extras.concurrency,))
     lo, hi = (min(loads), max(loads)) if len(loads) > 1 else ((0.0 if by_rate else 1), max(loads))
     if by_rate and lo == 0.0:

@@ -1,0 +1,159 @@
+"""accelbench serve end to end against one real ``transformers serve`` of the bundled model (the module's server,
+:func:`serve_server.served`): load levels stored as rows with their latencies, the SLO search's probes and its
+answer, the faults a user meets (an unreachable URL, a launch that exits or never answers), and the built-in launch
+whose server dies between levels (the finished level stored, the run interrupted, the process group gone)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+
+import pytest
+from conftest import run_cli
+from serve_server import free_port, served, server_process  # noqa: F401  (the module's server fixtures)
+
+from accelbench.core import kinds
+from accelbench.scenarios.serve.search import bisect_load
+from accelbench.store import Store
+
+pytestmark = pytest.mark.usefixtures("server_process")  # the server loads while the tests without it run
+FAST = ["--device", "cpu", "--idle-s", "0", "--warmup-requests", "0", "--telemetry-period-ms", "50"]
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a killed orphan may stay a zombie until init reaps it)."""
+    import psutil
+
+    for p in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.Error):
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+    return False
+
+
+def _last_run(store: Store) -> int:
+    return max(r["run_id"] for r in store.runs())
+
+
+def _rows(db, workload: str = kinds.SERVE) -> list[dict]:
+    store = Store(db)
+    return store.records(_last_run(store), workload=workload)
+
+
+def test_the_search_bisects_to_the_boundary():
+    limit = 5.3
+    found = bisect_load(lambda x: (x <= limit, x), 1, 16, steps=6, integer=True)
+    assert [x for x, _ in found.probes] == [16, 1, 8, 4, 6, 5]  # stops when no integer lies between 5 and 6
+    assert found.best == 5 and found.lowest_missed == 6
+    rates = bisect_load(lambda x: (x <= limit, x), 1.0, 9.0, steps=3)
+    assert [x for x, _ in rates.probes] == [9.0, 1.0, 5.0, 7.0, 6.0] and rates.best == 5.0
+    assert bisect_load(lambda x: (True, x), 1, 8).probes == [(8, True)]
+
+
+def test_an_unreachable_url_is_one_line_before_anything_is_stored(db):
+    p = run_cli("serve", "--url", f"http://127.0.0.1:{free_port()}", "--db", str(db), *FAST)
+    assert p.returncode == 2
+    assert p.stderr.startswith("error:") and len(p.stderr.strip().splitlines()) == 1 and "cannot reach" in p.stderr
+    assert not db.exists()
+
+
+def test_a_launch_that_exits_is_exit_2_with_its_log_tail(db):
+    p = run_cli("serve", "--launch", "echo no-such-model-here; exit 3", "--db", str(db), *FAST)
+    assert p.returncode == 2
+    assert "exited with code 3" in p.stderr and "no-such-model-here" in p.stderr
+
+
+def test_a_launch_that_never_answers_is_stopped_with_its_whole_group(db, tmp_path):
+    pidfile = tmp_path / "pid"
+    command = f"echo $$ > {pidfile}; sleep 60 & sleep 60"  # the shell and a child of it: one process group
+    p = run_cli("serve", "--launch", command, "--launch-timeout-s", "2", "--db", str(db), *FAST)
+    assert p.returncode == 2 and "did not answer" in p.stderr and "within 2 s" in p.stderr
+    assert not _group_alive(int(pidfile.read_text()))
+
+
+def test_two_concurrency_levels_store_two_rows_with_their_latencies(served, db):  # noqa: F811
+    url, model = served
+    p = run_cli(
+        "serve", "--url", url, "--concurrency", "1,2", "--requests", "4", "--output-len", "8", "--db", str(db), *FAST
+    )
+    assert p.returncode == 0, p.stderr
+    rows = _rows(db)
+    assert [r["concurrency"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["status"] == "ok" and r["requests_ok"] == 4 and r["requests_failed"] == 0
+        assert r["served_model"] == model and r["server_engine"] == "transformers"
+        assert r["output_tokens_timed"] == 4 * 8 and r["output_tokens_mismatch"] == 0  # the length asked is served
+        assert 0 < r["ttft_p50_ms"] <= r["e2e_latency_p50_ms"] and r["ttft_mean_ms"] <= r["e2e_latency_mean_ms"]
+        assert r["tpot_p50_ms"] > 0 and r["itl_p99_ms"] >= r["itl_p50_ms"] > 0
+        assert r["output_tokens_per_s"] == pytest.approx(r["output_tokens_timed"] / r["measured_wall_s"])
+        assert r["cost_per_1000_samples_usd"] > 0  # a sample of a serve row is an output token
+        store = Store(db)
+        assert len(store.series(r["case_id"], "ttft_ms")) == 4 and len(store.series(r["case_id"], "itl_ms")) == 4 * 7
+
+
+def test_a_request_rate_is_one_open_loop_level(served, db):  # noqa: F811
+    url, _ = served
+    p = run_cli(
+        "serve", "--url", url, "--request-rate", "50", "--requests", "3", "--output-len", "4", "--db", str(db), *FAST
+    )
+    assert p.returncode == 0, p.stderr
+    (row,) = _rows(db)
+    assert row["request_rate_per_s"] == 50 and row["arrival"] == "poisson" and row.get("concurrency") is None
+    assert row["requests_ok"] == 3 and row["send_slip_p50_ms"] is not None
+
+
+def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F811
+    url, _ = served
+    common = ["--url", url, "--concurrency", "1,2", "--requests", "2", "--output-len", "4", "--slo-search", *FAST]
+    # an objective no level can meet: the upper bound, then the lower, both missed: no answer
+    p = run_cli("serve", *common, "--slo", "ttft_ms=0.001,tpot_ms=0.001", "--db", str(db))
+    assert p.returncode == 0, p.stderr
+    probes = _rows(db, kinds.SERVE_PROBE)
+    assert [(r["concurrency"], bool(r["slo_met"])) for r in probes] == [(2, False), (1, False)]
+    (answer,) = _rows(db)
+    assert answer.get("slo_max_concurrency") is None and not answer["slo_met"] and answer["slo_search_probes"] == 2
+    # one every level meets: the upper bound is the answer after one probe
+    p = run_cli("serve", *common, "--slo", "ttft_ms=600000,tpot_ms=600000", "--db", str(db))
+    assert p.returncode == 0, p.stderr
+    (answer,) = _rows(db)
+    assert answer["slo_max_concurrency"] == 2 and answer["slo_met"] and answer["slo_search_probes"] == 1
+
+
+def test_the_built_in_launch_whose_server_dies_between_levels_stores_the_finished_level(db):
+    """The bundled model served by ``--engine transformers``; once the first level's row is stored its server's
+    process group is killed: that level stays stored, the run is interrupted (exit 130), no server is left."""
+    killed: list[int] = []
+
+    def kill_after_first_row() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not killed:
+            if db.exists():
+                store = Store(db)
+                if store.runs() and store.records(_last_run(store)):
+                    pid = store.run(_last_run(store))["env"]["server_pid"]
+                    os.killpg(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.05)  # a poll interval of the store, not a wait for a state
+
+    watcher = threading.Thread(target=kill_after_first_row, daemon=True)
+    watcher.start()
+    p = run_cli(
+        "serve",
+        *("--engine", "transformers", "-m", "hf:tiny-shakespeare", "--concurrency", "1,2,3"),
+        *("--requests", "4", "--output-len", "8", "--db", str(db), *FAST),
+        env={"OMP_NUM_THREADS": "1"},  # the launched server's: one intra-op thread serves the tiny model fastest
+    )
+    watcher.join(timeout=5)
+    assert killed, p.stderr
+    assert p.returncode == 130, p.stderr
+    store = Store(db)
+    run = store.run(_last_run(store))
+    assert run["status"] == "interrupted" and "transformers serve" in run["env"]["server_command"]
+    rows = store.records(run["run_id"])
+    assert rows and rows[0]["concurrency"] == 1 and rows[0]["status"] == "ok" and len(rows) < 3
+    assert "server stopped" in p.stderr or "server exited" in p.stderr
+    assert not _group_alive(killed[0])
