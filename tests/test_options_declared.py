@@ -15,6 +15,8 @@ from accelbench.cli.declared import Given, declared
 from accelbench.cli.options import expand
 from accelbench.core.errors import ConfigError
 from accelbench.core.options import Option, check_declared, declare, device_defaults
+from accelbench.core.options.generate import OPTIONS as GENERATE
+from accelbench.core.options.loadgen import LOADGEN
 from accelbench.core.spec import Extras, Settings, build_spec
 
 BASE = Option(
@@ -113,19 +115,30 @@ def test_a_list_option_parses_and_checks_each_item():
         lens.check(())
 
 
-def test_generate_takes_its_settings_from_their_declarations_alone():
+@pytest.mark.parametrize("command, table", [("generate", GENERATE), ("loadgen", LOADGEN)])
+def test_a_command_takes_its_scenario_settings_from_their_declarations_alone(command, table):
     from accelbench import scenarios
     from accelbench.cli.common import app
-    from accelbench.core.options.generate import OPTIONS
+    from accelbench.core.options.evaluation import EVALUATION
+
+    sc = scenarios.get(command)
+    own = {f.name for f in dataclasses.fields(sc.settings_type)} - set(EVALUATION)
+    assert own == set(table)
+    for cuda in (True, False):
+        assert {k: sc.defaults(cuda)[k] for k in table} == device_defaults(table, cuda)
+    params = {p.name: p for p in typer.main.get_command(app).commands[command].params}
+    assert len(table) >= 6
+    for name, opt in table.items():  # the generated flag: the declaration's flag and help, nothing written by hand
+        assert params[name].opts[0] == opt.flags[0].split("/")[0] and params[name].help == opt.help_text()
+    assert {a: sc.aliases[a] for opt in table.values() for a in opt.aliases} == {
+        a: n for n, opt in table.items() for a in opt.aliases
+    }
+
+
+def test_the_declared_choices_are_the_ones_the_data_layer_reads():
+    from accelbench.core.options.evaluation import EVALUATION
+    from accelbench.data.labels import LABEL_SPACES
     from accelbench.data.text import PROMPT_SOURCES
 
-    assert OPTIONS["prompt_source"].choices == PROMPT_SOURCES
-    sc = scenarios.get("generate")
-    assert {f.name for f in dataclasses.fields(sc.settings_type)} == set(OPTIONS)
-    for cuda in (True, False):
-        assert {k: sc.defaults(cuda)[k] for k in OPTIONS} == device_defaults(OPTIONS, cuda)
-    assert sc.aliases["max_new_tokens"] == "new_tokens"
-    params = {p.name: p for p in typer.main.get_command(app).commands["generate"].params}
-    assert len(OPTIONS) == 6
-    for name, opt in OPTIONS.items():  # the generated flag: the declaration's flag and help, nothing written by hand
-        assert params[name].opts[0] == opt.flags[0].split("/")[0] and params[name].help == opt.help_text()
+    assert EVALUATION["label_space"].choices == tuple(LABEL_SPACES)
+    assert GENERATE["prompt_source"].choices == PROMPT_SOURCES

@@ -264,7 +264,32 @@ def language_models_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"backends": backends_table, "precisions": precisions_table, "language models": language_models_table}
+def _options_table(module: str):
+    """The option table of ``accelbench.core.options.<module>``'s declarations."""
+
+    def table() -> str:
+        import importlib
+
+        from accelbench.core.options import Option, markdown_table
+
+        mod = importlib.import_module(f"accelbench.core.options.{module}")
+        declared = [
+            v for v in vars(mod).values() if isinstance(v, dict) and v and isinstance(next(iter(v.values())), Option)
+        ]
+        assert len(declared) == 1, f"accelbench.core.options.{module} declares one table"
+        return markdown_table(declared[0])
+
+    return table
+
+
+TABLES = {
+    "backends": backends_table,
+    "precisions": precisions_table,
+    "language models": language_models_table,
+    "generate options": _options_table("generate"),
+    "loadgen options": _options_table("loadgen"),
+    "evaluation options": _options_table("evaluation"),
+}
 
 
 def _block(name: str) -> re.Pattern:

@@ -249,3 +249,18 @@ def parse_declared(cls: type, key: str, value: Any) -> Any:
     without a declaration: as given."""
     opt = declared_fields(cls).get(key)
     return value if opt is None else opt.parse(value)
+
+
+def markdown_table(options: Mapping[str, Option]) -> str:
+    """The options as a markdown table (``docs/reference.md``): flag, TOML key and aliases, type, default, allowed
+    values, help; every cell from the declaration."""
+    rows = ["| flag | TOML key (aliases) | type | default | allowed | what |", "| --- | --- | --- | --- | --- | --- |"]
+    for opt in options.values():
+        flags = " ".join(f"`{f}`" for f in opt.flags)
+        key = f"`{opt.name}`" + (f" ({', '.join(f'`{a}`' for a in opt.aliases)})" if opt.aliases else "")
+        kind = ("list of " if opt.many else "") + opt.type.__name__ + (f", {opt.unit}" if opt.unit else "")
+        default = opt.default_words().removeprefix("(default: ").removesuffix(")") or "none"
+        cells = (default, opt.allowed_words(), opt.help.rstrip("."))
+        default, allowed, text = (c.replace("|", "\\|").replace("<", "\\<") for c in cells)  # markdown as written
+        rows.append(f"| {flags} | {key} | {kind} | {default} | {allowed} | {text} |")
+    return "\n".join(rows)
