@@ -10,8 +10,10 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, fail, styled
+from accelbench.cli.declared import Given, declared
 from accelbench.cli.help import HOW, STORE, WHAT
 from accelbench.cli.options import Cost, How, Inputs, Label, Launch, Output, What, config_option, int_list
+from accelbench.core.options.train_lm import OPTIONS as LM_OPTIONS
 
 SWEEP_ONLY = (
     "warmup_batches",
@@ -37,6 +39,22 @@ CONVERGE_ONLY = (
     "deterministic",
     "checkpoint_dir",
 )
+
+
+LM_ONLY = ("seq_lens", "tokens", "activation_checkpointing", "parallel", "batches")
+IMAGE_ONLY = ("optimizer", "momentum", "loader_workers", "images", "channels_last", "image_size", "data")
+
+
+def _check_lm_flags(layers: list[dict], lm: bool, gpus: bool) -> None:
+    """Options of the other kind of model are one line, not ignored."""
+    wrong = IMAGE_ONLY if lm else LM_ONLY
+    for layer in layers:
+        for key, value in layer.items():
+            if value is not None and key.replace("-", "_") in wrong:
+                need = "an image classifier" if lm else "a language model (-m hf:...)"
+                fail(f"{key.replace('_', '-')} applies to {need}")
+    if lm and not gpus and any(layer.get("parallel") is not None for layer in layers):
+        fail("--parallel applies with --gpus N")
 
 
 def _check_flags(layers: list[dict], converge: bool) -> None:
@@ -138,6 +156,7 @@ def train(
     checkpoint_dir: Path | None = typer.Option(
         None, "--checkpoint-dir", rich_help_panel=CONVERGE, help="Default: <db>-checkpoints next to --db."
     ),
+    lm_options: Given = declared(LM_OPTIONS, only=LM_ONLY),
     plot: Path | None = typer.Option(
         None, "--plot", rich_help_panel=STORE, help="--epochs: write a PNG of top-1 vs epoch and vs time."
     ),
@@ -174,12 +193,17 @@ def train(
         "workers": workers,
         "deterministic": deterministic,
         "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None,
+        **lm_options.fields(),
     }
     layers = a.layers(config, "train", flags)
     named = label.of(layers)
     converge = any(layer.get("epochs") is not None for layer in layers)
     _check_flags(layers, converge)
     opts = launch.options(what.device)
+    lm = _is_lm(layers)
+    _check_lm_flags(layers, lm, opts is not None)
+    if lm and not converge:
+        return _train_lm(layers, opts, out, named)
     if converge and opts is not None:
         fail("--gpus applies to the step-throughput sweep (no --epochs)")
     if not converge and plot:
@@ -208,6 +232,36 @@ def train(
                     f"{r['loader_samples_per_s']:,.0f} img/s, the step takes {r['throughput_samples_per_s']:,.0f} img/s",
                 )
             )
+    a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
+
+
+def _is_lm(layers: list[dict]) -> bool:
+    """Whether the models the layers name (the last layer naming any) are language models."""
+    from accelbench.core.errors import ConfigError
+    from accelbench.scenarios.train.lm import is_lm_spec
+
+    models = next((m for layer in reversed(layers) if (m := layer.get("models") or layer.get("model"))), None)
+    try:
+        return is_lm_spec(models)
+    except ConfigError as exc:
+        fail(str(exc))
+    return False
+
+
+def _train_lm(layers: list[dict], opts, out: Output, named) -> None:
+    """A language model's training-step sweep: tokens/s, MFU and memory per case."""
+    from accelbench import api
+
+    spec = api.spec("train_lm", *layers)
+    where, store = a.before_run(spec, opts, out.db, outputs=[out.json_path])
+    s = spec.settings
+    console.print(
+        f"accelbench train: language-model step throughput of {', '.join(spec.models)} on {where} "
+        f"(seq len {','.join(map(str, s.seq_lens))}, {s.tokens} tokens), db {out.db}"
+    )
+    result = a.run_with_progress(api.train, spec, store, opts=opts, resume=out.resume, name=named.name, tags=named.tags)
+    if result is None:
+        raise typer.Exit(0)
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
 
 

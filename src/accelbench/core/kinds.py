@@ -10,6 +10,7 @@ from __future__ import annotations
 # one process / under torchrun: a run's kind, and the workload of its case rows
 INFERENCE, INFERENCE_DP = "inference", "inference-dp"  # accelbench run, accelbench run --gpus N
 TRAINING, TRAIN_DDP = "training", "train-ddp"  # accelbench train, accelbench train --gpus N
+TRAIN_LM = "train-lm"  # accelbench train -m hf:... (a language model; under --gpus N its rows are train-ddp)
 CONVERGENCE = "convergence"  # accelbench train --epochs N
 PROFILE = "profile"
 INPUT_PIPELINE = "input-pipeline"
@@ -22,7 +23,7 @@ SERVE = "serve"  # accelbench serve: an OpenAI-compatible server under load
 SCALE, CONCURRENT, TUNE = "scale", "concurrent", "tune"
 
 # kinds whose cases time windows of batches: confidence intervals, the sweep tables
-SWEEP_KINDS = (INFERENCE, TRAINING)
+SWEEP_KINDS = (INFERENCE, TRAINING, TRAIN_LM)
 
 # workloads of detail rows beside a case's own
 COLLECTIVE, P2P = "collective", "p2p"  # an interconnect run's collectives and GPU pair copies

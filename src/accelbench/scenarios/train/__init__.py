@@ -4,6 +4,7 @@ pipeline alone (``input_pipeline``), with the machinery they share.
 | module | what |
 | --- | --- |
 | :mod:`.train_step` | the ``train_step`` scenario: training-step throughput, model x batch size x precision x mode |
+| :mod:`.lm` / :mod:`.lm_case` / :mod:`.lm_build` / :mod:`.lm_maths` | the ``train_lm`` scenario: a causal language model's training step (tokens/s, MFU, memory split; DDP or FSDP2), its case, the model made ready, the FLOP and memory counts |
 | :mod:`.converge` / :mod:`.convergence` | the ``converge`` scenario / training from scratch with per-epoch evaluation, checkpoints and resume |
 | :mod:`.input_pipeline` | the ``input_pipeline`` scenario: loader rows, the resident row, storage rows |
 | :mod:`.step` | the training step (forward + loss + backward + optimizer step) for one module, precision, optimizer, memory format and execution mode; also under DDP, and the step ``accelbench profile`` profiles |
@@ -15,4 +16,4 @@ pipeline alone (``input_pipeline``), with the machinery they share.
 | :mod:`.pipeline` | input-pipeline throughput (DataLoader workers, pinned memory) and storage reads |
 """
 
-from accelbench.scenarios.train import converge, input_pipeline, train_step  # noqa: F401  (register the training scenarios)
+from accelbench.scenarios.train import converge, input_pipeline, lm, train_step  # noqa: F401  (register the training scenarios)

@@ -281,13 +281,18 @@ class TrainStep:
         self._graph, self._static, self._warm = None, (), 0
 
 
-def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None) -> TrainStep:
+def build_step(
+    module, cfg: StepConfig, device, *, wrap: Callable | None = None, compile_whole: bool = True
+) -> TrainStep:
     """Prepare ``module`` for training on ``device`` and return its :class:`TrainStep`.
 
     Sets TF32 process-wide for the precision, moves/casts the module, switches it to train mode and
-    NHWC when asked, applies ``wrap`` (e.g. DDP), then ``torch.compile`` in compile mode (after
-    ``torch._dynamo.reset()``: a fresh cache per step, no cross-case reuse). Compilation itself
-    happens lazily in the first call (see ``first_step_s``).
+    NHWC when asked, applies ``wrap`` (DDP, or FSDP2's ``fully_shard``, which replaces the parameters with sharded
+    ones: the optimizer is built after it, over the module's parameters as they are then), then ``torch.compile`` in
+    compile mode (after ``torch._dynamo.reset()``: a fresh cache per step, no cross-case reuse). Compilation itself
+    happens lazily in the first call (see ``first_step_s``). ``compile_whole=False``: the caller compiled the parts
+    it wanted compiled (a language model's decoder layers, one by one, as torchtitan does); the step still
+    reports the first call as ``compile_s``.
 
     Raises:
         ValueError: the configuration cannot train on the device (see :func:`unsupported_reason`), or a whole-step
@@ -302,10 +307,11 @@ def build_step(module, cfg: StepConfig, device, *, wrap: Callable | None = None)
     module = precisions.prepare(cfg.precision, module, device).train()
     if cfg.channels_last:
         module = module.to(memory_format=torch.channels_last)
-    optimizer = make_optimizer(cfg, module.parameters(), device, lr_tensor=backend.step_graph)
-    scaler = torch.amp.GradScaler(device.type) if precisions.get(cfg.precision).grad_scaler else None
     model = wrap(module) if wrap is not None else module
     if backend.step_graph and model is not module:
         raise ValueError(f"{cfg.mode} captures the whole step in one process's CUDA graph: not with DDP")
-    model = backend.wrap_training(model)
+    optimizer = make_optimizer(cfg, module.parameters(), device, lr_tensor=backend.step_graph)
+    scaler = torch.amp.GradScaler(device.type) if precisions.get(cfg.precision).grad_scaler else None
+    if compile_whole:
+        model = backend.wrap_training(model)
     return TrainStep(module, model, optimizer, scaler, cfg, device, graphed=backend.step_graph)

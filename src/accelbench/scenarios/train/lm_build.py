@@ -1,0 +1,213 @@
+"""A causal language model made ready for the training step, and its token batches.
+
+The model is loaded by :func:`accelbench.models.hf.load_lm` in float32 (random weights of an architecture, the bundled
+model, a local folder), switched to training (``use_cache`` off), then, in this order (torchtitan's order:
+``torchtitan/models/llama3/infra/parallelize.py``): Float8 training for an fp8 precision
+(``torchao.float8.convert_to_float8_training`` on every ``nn.Linear`` but the LM head, as torchtitan leaves its
+``output`` layer), activation checkpointing (:func:`accelbench.scenarios.train.lm_maths.checkpointed_layers`:
+Hugging Face's ``gradient_checkpointing_enable`` with non-reentrant ``torch.utils.checkpoint``, then the flag of each
+decoder layer the rule leaves out switched off), ``torch.compile`` of each decoder layer for a compiling backend
+(``nn.Module.compile``: state-dict keys unchanged), and under torchrun FSDP2 (``fully_shard`` on each decoder layer
+then on the root) or DDP. The step itself is :func:`accelbench.scenarios.train.step.build_step`'s, the module
+wrapped by :class:`NextToken` so its cross-entropy is the next-token loss.
+
+Labels: each batch row is a window of ``seq_len + 1`` tokens; the inputs are its first ``seq_len``, the labels its
+last ``seq_len`` (the shift is in the data, as torchtitan's loader does it; the model's own ``labels=`` path is not
+used), and the step's ``cross_entropy(logits.float(), labels)`` averages over every label token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.scenarios.train.lm_maths import LMShape, checkpointed_layers, window_starts
+
+
+def next_token(lm):
+    """``lm`` (a ``transformers`` causal LM) as the training step's module: ``(B, T)`` token ids -> ``(B * T,
+    vocab)`` logits."""
+    import torch
+
+    class NextToken(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.lm = inner
+
+        def forward(self, x):
+            return self.lm(input_ids=x, use_cache=False).logits.flatten(0, 1)
+
+    return NextToken(lm)
+
+
+def decoder_layers(lm) -> list:
+    """The decoder blocks of a ``transformers`` causal LM: the ``nn.ModuleList`` holding ``num_hidden_layers``
+    modules (``model.layers`` of Llama, Qwen2 and Mistral, ``transformer.h`` of GPT-2).
+
+    Raises:
+        ValueError: no such list.
+    """
+    import torch
+
+    n = lm.config.num_hidden_layers
+    for m in lm.modules():
+        if isinstance(m, torch.nn.ModuleList) and len(m) == n:
+            return list(m)
+    raise ValueError(f"{type(lm).__name__}: no list of its {n} decoder layers")
+
+
+def shape_of(lm) -> LMShape:
+    """The counts :mod:`~accelbench.scenarios.train.lm_maths` needs, from a built model (on any device, ``meta``
+    included)."""
+    cfg = lm.config
+    embed = lm.get_input_embeddings().weight
+    head = lm.get_output_embeddings()
+    heads = cfg.num_attention_heads
+    return LMShape(
+        params=sum(p.numel() for p in lm.parameters()),
+        embedding_params=embed.numel(),
+        tied_head=head is not None and head.weight is embed,
+        layers=cfg.num_hidden_layers,
+        heads=heads,
+        head_dim=getattr(cfg, "head_dim", None) or cfg.hidden_size // heads,
+        hidden=cfg.hidden_size,
+        vocab=cfg.vocab_size,
+    )
+
+
+def meta_shape(name: str) -> LMShape:
+    """:func:`shape_of` the model ``name`` built on the ``meta`` device (no memory, no weights read)."""
+    import torch
+
+    from accelbench.models import hf
+
+    transformers = hf.require_transformers()
+    path = hf.checkpoint_dir(name)
+    config = (
+        hf.architecture_config(name[len(hf.PREFIX) :])
+        if path is None
+        else transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+    )
+    with torch.device("meta"):
+        lm = transformers.AutoModelForCausalLM.from_config(config)
+    return shape_of(lm)
+
+
+def float8_reason(device) -> str | None:
+    """Why Float8 training cannot run on ``device`` (torchao missing), or None; the compute capability is the
+    precision's own check."""
+    import importlib.util
+
+    if importlib.util.find_spec("torchao") is None:
+        return "Float8 training needs torchao (pip install torchao)"
+    return None
+
+
+def convert_float8(lm, rowwise: bool) -> int:
+    """Swap every ``nn.Linear`` of ``lm`` but the LM head for torchao's ``Float8Linear`` (dynamic scaling: per
+    tensor, or per row with ``rowwise``; torchao ``float8`` README); returns how many were swapped."""
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    head = lm.get_output_embeddings()
+    swapped = []
+
+    def keep(module, fqn: str) -> bool:
+        ok = module is not head and module.in_features % 16 == 0 and module.out_features % 16 == 0
+        if ok:
+            swapped.append(fqn)
+        return ok
+
+    config = Float8LinearConfig.from_recipe_name("rowwise") if rowwise else Float8LinearConfig()
+    convert_to_float8_training(lm, config=config, module_filter_fn=keep)
+    return len(swapped)
+
+
+def prepare_lm(lm, *, checkpointing: str, compile_kwargs: dict | None) -> None:
+    """Activation checkpointing and per-layer compilation of ``lm``, in place (see the module docstring)."""
+    layers = decoder_layers(lm)
+    recompute = set(checkpointed_layers(len(layers), checkpointing))
+    if recompute:
+        kwargs = {"use_reentrant": False}
+        if hasattr(lm, "activation_checkpointing_enable"):  # the name transformers gives it from 5.24 on
+            lm.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        for i, layer in enumerate(layers):
+            if hasattr(layer, "gradient_checkpointing"):
+                layer.gradient_checkpointing = i in recompute
+    if compile_kwargs is not None:
+        for layer in layers:
+            layer.compile(**compile_kwargs)
+
+
+def fsdp_wrap(lm):
+    """A ``wrap`` for :func:`accelbench.scenarios.train.step.build_step` that shards with FSDP2: ``fully_shard``
+    on each decoder layer of ``lm``, then on ``lm`` itself, the root of its parameters (the step's
+    :func:`next_token` module around it holds none; its flattened logits are a view, which FSDP2's backward hook
+    must not be registered on); one mesh over every rank."""
+    from torch.distributed.fsdp import fully_shard
+
+    def wrap(module):
+        for layer in decoder_layers(lm):
+            fully_shard(layer)
+        fully_shard(lm)
+        return module
+
+    return wrap
+
+
+def fsdp_reason() -> str | None:
+    """Why FSDP2 is not available in this torch (``torch.distributed.fsdp.fully_shard``, torch >= 2.6), or None."""
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+    except ImportError:
+        return "FSDP2 (torch.distributed.fsdp.fully_shard) needs torch >= 2.6"
+    return None
+
+
+def text_ids(tokenizer) -> Any:
+    """The training part of the shipped text as one token stream (``(n,)`` int64)."""
+    import torch
+
+    from accelbench.data.text import shipped_text, split
+
+    return torch.tensor(tokenizer(split(shipped_text())[0], verbose=False)["input_ids"], dtype=torch.long)
+
+
+def token_batches(
+    source: str, *, batch: int, seq_len: int, count: int, vocab: int, seed: int, rank: int, world: int, ids=None
+) -> list[tuple[Any, Any]]:
+    """``count`` batches ``(x (batch, seq_len), y (batch * seq_len,))`` of this rank, on the CPU.
+
+    ``random``: token ids drawn uniformly from the vocabulary (seeded per rank). ``text``: consecutive packed windows
+    of ``ids`` (:func:`text_ids`), rank ``r`` of ``w`` taking every ``w``-th window from its ``r``-th
+    (:func:`accelbench.scenarios.train.lm_maths.window_starts`).
+    """
+    import torch
+
+    n = batch * count
+    if source == "random":
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + rank)
+        windows = torch.randint(0, vocab, (n, seq_len + 1), generator=gen)
+    else:
+        starts = window_starts(len(ids), seq_len, n, first=rank, stride=world)
+        windows = torch.stack([ids[s : s + seq_len + 1] for s in starts])
+    out = []
+    for k in range(count):
+        w = windows[k * batch : (k + 1) * batch]
+        out.append((w[:, :-1].contiguous(), w[:, 1:].reshape(-1).contiguous()))
+    return out
+
+
+def state_bytes(step) -> tuple[int, int]:
+    """``(gradient bytes, optimizer state bytes)`` this rank holds (a sharded tensor's local shard)."""
+    import torch
+
+    def local(t) -> int:
+        t = t.to_local() if hasattr(t, "to_local") else t
+        return t.numel() * t.element_size()
+
+    grads = sum(local(p.grad) for p in step.module.parameters() if p.grad is not None)
+    opt = sum(
+        local(v) for s in step.optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim()
+    )
+    return grads, opt

@@ -1,0 +1,281 @@
+"""One language-model training case, measured: the memory check, the model and its step
+(:mod:`~accelbench.scenarios.train.lm_build`), the timed windows, and the row.
+
+Columns (declared in :mod:`accelbench.core.columns.train_lm`): ``tokens_per_step`` = batch x ``seq_len`` (a rank's),
+``tokens_per_s`` = tokens timed / the window's synchronised wall time, ``tokens_per_s_per_gpu`` (the same in one
+process; a rank's under torchrun), ``mfu`` = ``tokens_per_s_per_gpu`` x FLOPs a token
+(:func:`~accelbench.scenarios.train.lm_maths.flops_per_token`) / the precision's measured matmul ceiling, and
+``mfu_datasheet`` against the datasheet's peak. On a GPU the memory split is read from the allocator
+(``torch.cuda.memory_allocated``): ``param_bytes`` is what building the model and wrapping it added, ``grad_bytes``
+and ``optimizer_state_bytes`` the bytes of the gradients and the optimizer's tensors this rank holds after a step,
+``activation_bytes`` the step's peak less those three (activations and the step's temporaries). On a CPU they are
+None (torch keeps no CPU allocator statistics).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.scenarios.train import lm_maths
+
+
+@dataclass(kw_only=True, slots=True)
+class SweepState:
+    """What the cases of one sweep share: the ceilings, the text's token stream per model, model shapes."""
+
+    ceilings: Any = None
+    text: dict[str, Any] = field(default_factory=dict)
+    shapes: dict[str, lm_maths.LMShape] = field(default_factory=dict)
+
+
+def ceilings_for(store, device):
+    """The device's ceilings: measured once and cached in ``store``; without a store (a torchrun rank) the
+    datasheet's peaks alone, or None."""
+    if store is not None:
+        from accelbench.ceilings.cache import get_ceilings
+
+        return get_ceilings(store, device)[0]
+    return None
+
+
+def _roofs(ceilings, device, precision: str) -> tuple[float | None, float | None]:
+    """``(measured, datasheet)`` FLOP/s of ``precision``'s roof."""
+    from accelbench import precisions
+
+    roof = precisions.get(precision).ceiling
+    if ceilings is not None:
+        return ceilings.matmul_flops_per_s.get(roof), ceilings.datasheet_flops_per_s.get(roof)
+    if device.type == "cuda":
+        import torch
+
+        from accelbench.ceilings.measure import datasheet
+
+        return None, (datasheet(torch.cuda.get_device_name(device)) or {}).get("flops_per_s", {}).get(roof)
+    return None, None
+
+
+def context_and_tokenizer(name: str) -> tuple[int | None, bool]:
+    """``(context length or None, has a tokenizer)`` of the language model ``name``, without building it.
+
+    Raises:
+        UnknownModelError / MissingDependencyError: as :func:`accelbench.models.hf.check_lm`.
+    """
+    import json
+
+    from accelbench.models import hf
+
+    hf.check_lm(name)
+    path = hf.checkpoint_dir(name)
+    if path is None:
+        values = hf.ARCHITECTURES[name[len(hf.PREFIX) :]].values
+        return values.get("max_position_embeddings") or values.get("n_positions"), False
+    config = json.loads((path / "config.json").read_text())
+    return config.get("max_position_embeddings") or config.get("n_positions"), hf.has_tokenizer(path)
+
+
+def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
+    """Refuse a case whose estimated step memory exceeds what the CPU has available (a CPU has no allocator that
+    fails: exhausting RAM ends the process), before anything is built; a GPU's out-of-memory error is measured.
+
+    Raises:
+        EstimatedOutOfMemory: the estimate (:func:`accelbench.scenarios.train.lm_maths.step_memory`) is larger.
+    """
+    if device.type != "cpu":
+        return
+    from accelbench import precisions
+    from accelbench.core.memory import EstimatedOutOfMemory, available_bytes, gb
+
+    p = precisions.get(case.precision)
+    wide = p.cast_dtype is None
+    ex = case.extras
+    est = lm_maths.step_memory(
+        shape,
+        batch_size=case.batch_size,
+        seq_len=ex.seq_len,
+        param_bytes=4 if wide else 2,
+        activation_bytes=4 if wide and p.autocast_dtype is None else 2,
+        checkpointing=ex.activation_checkpointing,
+        shards=world if ex.parallel_strategy == "fsdp" else 1,
+    )
+    available = available_bytes(device)
+    if available is not None and est.total_bytes * world > available:
+        raise EstimatedOutOfMemory(
+            f"estimated {gb(est.total_bytes)} a process (weights, gradients and AdamW state {gb(est.state_bytes)}, "
+            f"activations {gb(est.activation_bytes)}, logits {gb(est.logits_bytes)}), more than the "
+            f"{gb(available)} of RAM available"
+        )
+
+
+def _step_config(case, spec):
+    """The step's configuration: AdamW; an fp8 precision trains its Float8 linears under bf16 autocast."""
+    from accelbench import precisions
+    from accelbench.scenarios.train.step import StepConfig
+
+    prec = case.precision
+    if precisions.is_float8(prec):
+        prec = next(p.name for p in precisions.PRECISIONS.values() if p.trainable and p.autocast_dtype and p.bf16)
+    st = spec.settings
+    return StepConfig(
+        precision=prec,
+        mode=case.mode,
+        optimizer="adamw",
+        lr=st.lr,
+        weight_decay=st.weight_decay,
+        fused=st.fused_optimizer,
+    )
+
+
+def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any]]:
+    """The model and its step, this rank's token batches on the device, and the row's first columns."""
+    import torch
+
+    from accelbench import backends, precisions
+    from accelbench.core.errors import Unsupported
+    from accelbench.models.hf import load_lm
+    from accelbench.scenarios.train import lm_build
+    from accelbench.scenarios.train.step import build_step
+
+    dev, ex, st = rank.device, case.extras, spec.settings
+    fsdp = rank.distributed and ex.parallel_strategy == "fsdp"
+    if fsdp and (lm_build.fsdp_reason() or precisions.get(case.precision).grad_scaler):
+        raise Unsupported(lm_build.fsdp_reason() or f"{case.precision}'s GradScaler is not sharded under FSDP2")
+    loaded = load_lm(case.model, dev, torch.float32, seed=spec.seed)
+    lm = loaded.module.train()
+    lm.config.use_cache = False
+    shape = lm_build.shape_of(lm)
+    rec: dict[str, Any] = {"fp8_linear_layers": None}
+    if precisions.is_float8(case.precision):
+        rec["fp8_linear_layers"] = lm_build.convert_float8(lm, rowwise=precisions.granularity(case.precision) == "row")
+    backend = backends.get(case.mode)
+    compile_kwargs = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
+    lm_build.prepare_lm(lm, checkpointing=ex.activation_checkpointing, compile_kwargs=compile_kwargs)
+    wrap = lm_build.fsdp_wrap(lm) if fsdp else rank.wrap
+    step = build_step(lm_build.next_token(lm), _step_config(case, spec), dev, wrap=wrap, compile_whole=False)
+    bs = rank.per_rank_batch(case.batch_size)
+    ids = None
+    if ex.token_source == "text":
+        if case.model not in state.text:
+            state.text[case.model] = lm_build.text_ids(loaded.tokenizer)
+        ids = state.text[case.model]
+    batches = lm_build.token_batches(
+        ex.token_source,
+        batch=bs,
+        seq_len=ex.seq_len,
+        count=st.batches,
+        vocab=shape.vocab,
+        seed=spec.seed,
+        rank=rank.rank,
+        world=rank.world,
+        ids=ids,
+    )
+    rec.update(
+        weights=loaded.info.weights,
+        params=shape.params,
+        non_embedding_params=shape.non_embedding_params,
+        flops_per_token=lm_maths.flops_per_token(shape, ex.seq_len),
+        rank_batch_size=bs,
+        tokens_per_step=bs * ex.seq_len,
+        parallel_strategy=ex.parallel_strategy if rank.distributed else None,
+        mesh=(f"dp_shard={rank.world}" if fsdp else f"dp={rank.world}") if rank.distributed else None,
+        optimizer="adamw",
+        lr=st.lr,
+        weight_decay=st.weight_decay,
+        fused_optimizer=st.fused_optimizer,
+        optimizer_fused=bool(step.optimizer.defaults.get("fused")),
+    )
+    return step, [(x.to(dev), y.to(dev)) for x, y in batches], rec
+
+
+def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """One case's row and series (see the module docstring)."""
+    import torch
+
+    from accelbench.core.ci import window_columns
+    from accelbench.core.rank import add_telemetry
+    from accelbench.core.stats import stat_columns, summarize
+    from accelbench.core.timing import passes_needed, time_windows, warm_up
+    from accelbench.scenarios.base import case_monitor
+    from accelbench.scenarios.train.lm_build import meta_shape, state_bytes
+
+    dev = rank.device
+    if case.model not in state.shapes:
+        state.shapes[case.model] = meta_shape(case.model)
+    check_memory(case, state.shapes[case.model], dev, rank.world)
+    torch.manual_seed(spec.seed)
+    cuda = dev.type == "cuda"
+    base = torch.cuda.memory_allocated(dev) if cuda else 0
+    step, batches, rec = build(case, spec, state, rank)
+    params = torch.cuda.memory_allocated(dev) - base if cuda else None
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(dev)
+    fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_windows feeds one item at a time)
+    first_loss = fn(batches[0])[0].item()  # the first step: compiles each layer in compile mode, builds DDP's buckets
+    grads, opt = state_bytes(step) if cuda else (None, None)
+    step_s = warm_up(fn, batches, spec.warmup_batches, dev) or step.first_step_s
+    n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(batches), step_s)))
+    with case_monitor(spec, case, dev, rank.pids()) as mon:
+        windows, clocks = rank.timed_window(
+            lambda: time_windows(fn, batches, n_passes * len(batches), dev, spec.settings.repeats)
+        )
+    lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
+    last_loss = fn(batches[0])[0].item()
+    tokens = len(lat_ms) * rec["tokens_per_step"]
+    rec.update(
+        compile_s=step.compile_s,
+        first_step_s=step.first_step_s,
+        passes=n_passes,
+        steps_timed=len(lat_ms),
+        samples_timed=tokens,
+        tokens_timed=tokens,
+        timed_wall_s=wall_s,
+        device_time_s=sum(lat_ms) / 1e3,
+        throughput_samples_per_s=tokens / wall_s,
+        tokens_per_s=tokens / wall_s,
+        tokens_per_s_per_gpu=tokens / wall_s,
+        **stat_columns(summarize(lat_ms), "step_time"),
+        loss_first=first_loss,
+        loss_last=last_loss,
+        loss_finite=math.isfinite(last_loss),
+    )
+    rec.update(_utilisation(rec, state.ceilings, dev, case.precision))
+    add_telemetry(rec, mon, dev)
+    rec.update(_memory_split(rec.get("peak_mem_bytes"), params, grads, opt))
+    if rank.distributed:
+        rec.update(clocks, **rank.fields())
+    else:
+        del rec["rank_batch_size"]
+    ci_cols, ci_series = window_columns(windows, rec["tokens_per_step"], "step_time")
+    rec.update(ci_cols)
+    return rec, {"step_time_ms": lat_ms, **ci_series, **mon.series()}
+
+
+def _utilisation(rec: dict[str, Any], ceilings, device, precision: str) -> dict[str, Any]:
+    measured, sheet = _roofs(ceilings, device, precision)
+    achieved = rec["tokens_per_s_per_gpu"] * rec["flops_per_token"]
+    return {
+        "model_flops_per_s": achieved,
+        "mfu": lm_maths.utilisation(achieved, measured),
+        "mfu_datasheet": lm_maths.utilisation(achieved, sheet),
+    }
+
+
+def _memory_split(peak, params, grads, opt) -> dict[str, Any]:
+    if peak is None or params is None:
+        return {"param_bytes": None, "grad_bytes": None, "optimizer_state_bytes": None, "activation_bytes": None}
+    return {
+        "param_bytes": params,
+        "grad_bytes": grads,
+        "optimizer_state_bytes": opt,
+        "activation_bytes": max(0, peak - params - grads - opt),
+    }
+
+
+def per_token_columns(rec: dict[str, Any]) -> dict[str, Any]:
+    """``energy_per_token_j`` and ``cost_per_billion_tokens_usd`` of a row whose sample is a token (the derived
+    ``energy_per_sample_j`` and ``cost_per_1000_samples_usd``); empty where the row has neither."""
+    e, c = rec.get("energy_per_sample_j"), rec.get("cost_per_1000_samples_usd")
+    if e is None and c is None:
+        return {}
+    return {"energy_per_token_j": e, "cost_per_billion_tokens_usd": None if c is None else c * 1e6}

@@ -1,0 +1,141 @@
+"""A language model's training step (``accelbench train -m hf:...``): the bundled tiny model trains end to end on
+the CPU (tokens counted, the loss finite and falling), torchtitan's FLOP count against a hand count from the config,
+the memory estimate's out-of-memory row, fp8 training's ``unsupported`` row on a CPU, the refusals of options of the
+other kind of model, and ``--gpus 2`` over gloo with DDP and FSDP2 in one torchrun launch."""
+
+import json
+import math
+
+import pytest
+from conftest import run_cli
+
+from accelbench.core.errors import OK, OOM, UNSUPPORTED
+from accelbench.models.hf import BUNDLED
+from accelbench.store import Store
+
+TINY = "hf:tiny-shakespeare"
+SMALL = ["--device", "cpu", "--min-timed-batches", "1", "--warmup-batches", "1", "--idle-s", "0"]
+HUGE = 1_000_000  # sequences a step: terabytes of activations
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One in-process run: a step on packed text windows, an impossible batch size, and fp8 on a CPU."""
+    db = tmp_path_factory.mktemp("lm") / "lm.db"
+    args = ["train", "-m", TINY, "-b", f"2,{HUGE}", "--seq-len", "32", "--tokens", "text", "-p", "fp32,fp8"]
+    p = run_cli(*args, "--db", str(db), *SMALL)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    store = Store(db)
+    return store.records(store.run()["run_id"]), p.stdout
+
+
+def _row(records, batch, precision):
+    (r,) = [r for r in records if r["batch_size"] == batch and r["precision"] == precision]
+    return r
+
+
+def test_the_tiny_model_trains_and_counts_its_tokens(run):
+    records, _ = run
+    r = _row(records, 2, "fp32")
+    assert r["status"] == OK and r["workload"] == "train-lm" and r["token_source"] == "text"
+    assert r["tokens_per_step"] == 2 * 32 and r["seq_len"] == 32
+    assert r["samples_timed"] == r["tokens_timed"] == r["steps_timed"] * 64
+    assert r["tokens_per_s"] == pytest.approx(r["tokens_timed"] / r["timed_wall_s"], rel=1e-12)
+    assert r["throughput_samples_per_s"] == r["tokens_per_s"] == r["tokens_per_s_per_gpu"]
+    assert r["loss_finite"] and math.isfinite(r["loss_first"])
+    assert r["optimizer"] == "adamw" and r["parallel_strategy"] is None
+    # the sample is a token: cost per billion tokens is the derived cost per 1000 samples x 1e6
+    assert r["cost_per_billion_tokens_usd"] == pytest.approx(r["cost_per_1000_samples_usd"] * 1e6, rel=1e-12)
+    assert r.get("param_bytes") is None and r.get("activation_bytes") is None  # no allocator statistics on a CPU
+
+
+def test_an_impossible_batch_is_an_oom_row_before_building(run):
+    records, out = run
+    r = _row(records, HUGE, "fp32")
+    assert r["status"] == OOM and "more than the" in r["error"] and "RAM available" in r["error"]
+    assert r["case_wall_s"] < 30  # estimated, not allocated
+    assert "OOM boundary" in out and "seq_len=32" in out
+
+
+def test_fp8_training_is_unsupported_on_a_cpu(run):
+    records, _ = run
+    rows = [r for r in records if r["precision"] == "fp8"]
+    assert rows
+    for r in rows:
+        assert r["status"] == UNSUPPORTED and r["error"].startswith("Float8 training")
+
+
+def test_flops_per_token_is_torchtitans_count_of_the_config():
+    from accelbench.scenarios.train.lm_build import meta_shape
+    from accelbench.scenarios.train.lm_maths import flops_per_token
+
+    c = json.loads((BUNDLED / "tiny-shakespeare" / "config.json").read_text())
+    h, q, kv, f = c["hidden_size"], c["head_dim"], c["num_key_value_heads"], c["intermediate_size"]
+    heads, layers, vocab = c["num_attention_heads"], c["num_hidden_layers"], c["vocab_size"]
+    per_layer = h * heads * q + 2 * h * kv * q + heads * q * h + 3 * h * f + 2 * h  # q, k, v, o, MLP, two norms
+    n = layers * per_layer + h + vocab * h  # the final norm and the tied LM head (the embedding left out)
+    shape = meta_shape(TINY)
+    assert shape.tied_head and shape.params == n
+    assert flops_per_token(shape, 64) == 6 * n + 12 * layers * heads * q * 64 == 11_511_936
+
+
+def test_selective_checkpointing_recomputes_every_second_layer():
+    from accelbench.scenarios.train.lm_maths import checkpointed_layers
+
+    assert checkpointed_layers(4, "selective") == [1, 3]
+    assert checkpointed_layers(3, "full") == [0, 1, 2]
+    assert checkpointed_layers(4, "none") == []
+
+
+def test_the_loss_falls_over_steps_on_the_text_with_checkpointing():
+    """The step on one packed text batch, selective checkpointing: after 8 AdamW steps the loss is below the first."""
+    import torch
+
+    from accelbench.models.hf import load_lm
+    from accelbench.scenarios.train import lm_build
+    from accelbench.scenarios.train.step import StepConfig, build_step
+
+    torch.manual_seed(0)
+    dev = torch.device("cpu")
+    loaded = load_lm(TINY, dev, torch.float32)
+    lm = loaded.module.train()
+    lm_build.prepare_lm(lm, checkpointing="selective", compile_kwargs=None)
+    assert [layer.gradient_checkpointing for layer in lm_build.decoder_layers(lm)] == [False, True, False, True]
+    step = build_step(lm_build.next_token(lm), StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.0), dev)
+    ids = lm_build.text_ids(loaded.tokenizer)
+    ((x, y),) = lm_build.token_batches("text", batch=2, seq_len=32, count=1, vocab=0, seed=0, rank=0, world=1, ids=ids)
+    assert torch.equal(x[0, 1:], y[:31]) and torch.equal(x[0], ids[:32])  # labels: the inputs shifted by one
+    losses = [step(x, y)[0].item() for _ in range(8)]
+    assert all(math.isfinite(v) for v in losses)
+    assert losses[-1] < losses[0]
+
+
+def test_options_of_the_other_kind_of_model_are_refused():
+    p = run_cli("train", "-m", TINY, "--momentum", "0.5", "--device", "cpu")
+    assert p.returncode == 2 and "momentum applies to an image classifier" in p.stderr
+    p = run_cli("train", "-m", "cifar-resnet20", "--seq-len", "64", "--device", "cpu")
+    assert p.returncode == 2 and "applies to a language model" in p.stderr
+    p = run_cli("train", "-m", f"{TINY},cifar-resnet20", "--device", "cpu")
+    assert p.returncode == 2 and "not both in one run" in p.stderr
+    p = run_cli("train", "-m", TINY, "--parallel", "fsdp", "--device", "cpu")
+    assert p.returncode == 2 and "--parallel applies with --gpus" in p.stderr
+    p = run_cli("train", "-m", "hf:gpt2", "--tokens", "text", "--device", "cpu")
+    assert p.returncode == 2 and "no tokenizer" in p.stderr
+
+
+@pytest.mark.slow
+def test_gpus2_trains_under_ddp_and_fsdp2_in_one_launch(tmp_path):
+    db = tmp_path / "d.db"
+    args = ["train", "--gpus", "2", "-m", TINY, "-b", "2", "--seq-len", "32", "--parallel", "ddp,fsdp"]
+    p = run_cli(*args, "--db", str(db), *SMALL)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    records = Store(db).records()
+    aggs = {r["parallel_strategy"]: r for r in records if r["aggregate"]}
+    assert set(aggs) == {"ddp", "fsdp"}
+    assert aggs["ddp"]["mesh"] == "dp=2" and aggs["fsdp"]["mesh"] == "dp_shard=2"
+    for strategy, agg in aggs.items():
+        ranks = [r for r in records if not r["aggregate"] and r["parallel_strategy"] == strategy]
+        assert agg["status"] == OK and agg["world_size"] == 2 and len(ranks) == 2
+        assert agg["tokens_per_step"] == 2 * 2 * 32  # two ranks of batch 2 x 32 tokens
+        assert agg["throughput_per_gpu_samples_per_s"] == pytest.approx(agg["throughput_samples_per_s"] / 2)
+        assert all(r["tokens_per_s_per_gpu"] > 0 and r["loss_finite"] for r in ranks)
