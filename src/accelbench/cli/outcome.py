@@ -56,7 +56,7 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     """The run's table (compact unless ``wide``), the weights used, the OOM boundary, and notes naming each
     failed or flagged case."""
     from accelbench.report import table_for
-    from accelbench.report.table import oom_boundary
+    from accelbench.report.runs import oom_lines
 
     run = store.run(run_id)
     records = store.records(run_id)
@@ -88,32 +88,18 @@ def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, n
     print_cheapest(run["kind"], records)
     if resumed:
         console.print(f"resumed run {run_id}: {resumed} cases were already done")
-    if run["kind"] == kinds.GENERATE:  # the boundary per prompt and output length too
-        from accelbench.report.generate import oom_lines
-
-        for line in oom_lines(records):
-            console.print(Text(f"OOM boundary {line}"))
-    for (m, p, mode), b in oom_boundary(records).items() if run["kind"] != kinds.GENERATE else ():
-        if b["smallest_oom"] is not None:
-            ran = f"largest batch that ran {b['largest_ok']}" if b["largest_ok"] is not None else "no batch size ran"
-            console.print(f"OOM boundary {m} {p} {mode}: {ran}, out of memory at {b['smallest_oom']}")
+    for line in oom_lines(run["kind"], records):  # per batch-size series of the scenario (generate: + prompt, new)
+        console.print(Text(line))
     print_notes(records, run["env"])
 
 
 def print_cheapest(kind: str, records: list[dict]) -> None:
-    """Under an inference table: per model, the cheapest precision that meets the accuracy target; under a generate
-    table, the cheapest within 1 % of the reference precision's perplexity."""
-    from accelbench.report.table import cheapest_lines, is_detail
+    """Under the table: per model, the cheapest precision meeting the scenario's quality target (an inference run's
+    top-1 against fp32, a generate run's perplexity against its reference precision;
+    :func:`accelbench.report.runs.quality_lines`)."""
+    from accelbench.report.runs import quality_lines
 
-    if kind == kinds.GENERATE:
-        from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
-
-        for row in cheapest_meeting_perplexity(r for r in records if not is_detail(r)):
-            console.print(Text(quality_line(row)))
-        return
-    for line in (
-        cheapest_lines(r for r in records if not is_detail(r)) if kind in (kinds.INFERENCE, kinds.INFERENCE_DP) else ()
-    ):
+    for line in quality_lines(kind, records):
         console.print(Text(line))
 
 

@@ -203,7 +203,7 @@ def telemetry(run_id: str | None = RUN, db: Path = DB) -> None:
 
 def print_histogram(store, run: dict, records: list[dict], case_id: int) -> None:
     """``results --hist CASE``: the case's stored latencies (per batch, per training step, or between tokens)."""
-    from accelbench.core.rundata import LATENCY_SERIES, latency_prefix
+    from accelbench.core.columns import of_row
     from accelbench.report.histogram import lines
     from accelbench.report.table import case_label
 
@@ -211,7 +211,10 @@ def print_histogram(store, run: dict, records: list[dict], case_id: int) -> None
     if rec is None:
         ids = ", ".join(str(r["case_id"]) for r in records[:12])
         a.fail(f"invalid --hist {case_id}: run {run['run_id']} has no such case (its case ids: {ids})")
-    series = LATENCY_SERIES[latency_prefix(rec)]
+    m = of_row(rec)  # the series is the one the case's scenario stores
+    series = m.latency_series if m is not None else None
+    if series is None:
+        a.fail(f"case {case_id} ({rec.get('workload')}) stores no per-batch latencies: nothing to plot")
     values = store.series(case_id, series)
     if not values:
         a.fail(f"case {case_id} stored no {series} series ({rec.get('status')}): nothing to plot")

@@ -1,9 +1,11 @@
 """A/B comparison of two runs (``accelbench compare``): matched cases, ratios B/A with confidence intervals,
 a significance test and a verdict per metric. Pure apart from numpy/scipy; tested with exact numbers.
 
-Per matched case and metric (throughput, latency p50 and p99, energy per sample, cost per 1,000 samples; a
-generate case: decode tokens/s as its throughput, time per output token p50/p99 as its latency, and time to first
-token p50, the prefill, whose windows are the timed generations, each one TTFT):
+Per matched case and metric (throughput, latency p50 and p99, energy per sample, cost per 1,000 samples, and the
+scenario's extra metrics): each metric's column is the one the case's scenario names (its
+:class:`~accelbench.core.columns.MetricMap`, by the row's workload): a generate case's throughput is its decode
+tokens/s, its latency the time per output token, and its extra metric the time to first token p50, the prefill,
+whose windows are the timed generations, each one TTFT:
 
 - **ratio** B/A of the stored figures, with a 95 % percentile interval from the two-level bootstrap of each
   side (:func:`accelbench.core.ci.hierarchical_replicates`: windows, then batches). Energy and cost are one
@@ -37,7 +39,8 @@ from accelbench.core.ci import (
     min_attainable_p,
     percentile_interval,
 )
-from accelbench.core.rundata import Measured, RunData, latency_prefix
+from accelbench.core.columns import MetricMap, named, of_row
+from accelbench.core.rundata import Measured, RunData
 from accelbench.core.validity import VALID
 
 MARGIN = 0.02
@@ -82,24 +85,23 @@ CLOCK_DIFF = 0.02  # mean SM clocks further apart than this are noted per case
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Metric:
-    """A compared figure: its name, its column (``{lat}``: ``latency`` or ``step_time``), which way is
-    better, the verdict words, and how its bootstrap replicates are made (``rep``: a replicate series of
-    :func:`hierarchical_replicates`, or ``per_throughput``: the stored figure scaled by throughput)."""
+    """A compared figure: its name, which way is better, the verdict words, and how its bootstrap replicates are
+    made (``rep``: a replicate series of :func:`hierarchical_replicates`, or ``per_throughput``: the stored figure
+    scaled by throughput). Its column in a row is the row's scenario's (:meth:`MetricMap.column`)."""
 
     name: str
-    column: str
     higher_better: bool
     words: tuple[str, str] = ("faster", "slower")
     rep: str | None = None
 
 
 METRICS = (
-    Metric(name="throughput", column="{thr}", higher_better=True, rep="throughput"),
-    Metric(name="latency_p50", column="{lat}_p50_ms", higher_better=False, rep="latency_p50"),
-    Metric(name="latency_p99", column="{lat}_p99_ms", higher_better=False, rep="latency_p99"),
-    Metric(name="energy_per_sample", column="energy_per_sample_j", higher_better=False, words=("better", "worse")),
-    Metric(name="cost_per_1000", column="cost_per_1000_samples_usd", higher_better=False, words=("better", "worse")),
-    Metric(name="ttft_p50", column="ttft_p50_ms", higher_better=False, rep="ttft_p50"),  # generate cases only
+    Metric(name="throughput", higher_better=True, rep="throughput"),
+    Metric(name="latency_p50", higher_better=False, rep="latency_p50"),
+    Metric(name="latency_p99", higher_better=False, rep="latency_p99"),
+    Metric(name="energy_per_sample", higher_better=False, words=("better", "worse")),
+    Metric(name="cost_per_1000", higher_better=False, words=("better", "worse")),
+    Metric(name="ttft_p50", higher_better=False, rep="ttft_p50"),  # a scenario's extra (generate: the prefill)
 )
 GATED = ("throughput", "latency_p50")  # the metrics --fail-on-slower reads
 UNDECIDED = ("too few windows", "not measured")  # verdicts a gate cannot pass
@@ -122,11 +124,13 @@ class MetricResult:
 
 @dataclass(kw_only=True, slots=True)
 class CaseComparison:
-    """A matched case: its match key, the two case ids, per-metric results, normalised figures per side,
+    """A matched case: its match key, its scenario (the name of side A's
+    :class:`~accelbench.core.columns.MetricMap`), the two case ids, per-metric results, normalised figures per side,
     ``ambiguous`` (validity flags that fired, per side) and notes (clock differences, window counts)."""
 
     key: dict[str, Any]
     label: str
+    scenario: str
     a_case_id: int
     b_case_id: int
     windows: tuple[int, int]
@@ -177,17 +181,17 @@ def verdict(
     return metric.words[0] if better else metric.words[1]
 
 
-def _columns(rec: dict[str, Any]) -> dict[str, str]:
-    """The row's own columns for a metric's ``{lat}`` and ``{thr}``: a generate row's throughput is its decode
-    tokens/s (its windows' throughput), its latency the time per output token."""
-    lat = latency_prefix(rec)
-    return {"lat": lat, "thr": "decode_tokens_per_s" if lat == "tpot" else "throughput_samples_per_s"}
+def map_of(rec: dict[str, Any]) -> MetricMap:
+    """The row's scenario map (:func:`accelbench.core.columns.of_row`); a record without a workload (one built by
+    hand, not read from a store, where every row has one) reads as an image inference row."""
+    m = of_row(rec)
+    return m if m is not None else named("inference")
 
 
-def metric_column(name: str, rec: dict[str, Any]) -> str:
-    """The row's column of metric ``name`` (:data:`METRICS`): ``throughput`` of a generate row is
-    ``decode_tokens_per_s``, its ``latency_p50`` is ``tpot_p50_ms``."""
-    return next(m for m in METRICS if m.name == name).column.format(**_columns(rec))
+def metric_column(name: str, rec: dict[str, Any]) -> str | None:
+    """The row's column of metric ``name`` (:data:`METRICS`), as its scenario names it: ``throughput`` of a generate
+    row is ``decode_tokens_per_s``, its ``latency_p50`` is ``tpot_p50_ms``; None where the scenario has none."""
+    return map_of(rec).column(name)
 
 
 def ttft_replicates(ttft_ms: tuple[float, ...], *, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
@@ -229,13 +233,16 @@ def compare_metric(
 ) -> MetricResult:
     """One metric of a matched pair (see the module docstring); ``reps_*``: :func:`hierarchical_replicates`
     of each side (None: no per-batch samples stored)."""
-    col_a = metric.column.format(**_columns(a.record))
-    col_b = metric.column.format(**_columns(b.record))
-    res = MetricResult(a=a.record.get(col_a), b=b.record.get(col_b))
+    col_a, col_b = metric_column(metric.name, a.record), metric_column(metric.name, b.record)
+    res = MetricResult(a=a.record.get(col_a) if col_a else None, b=b.record.get(col_b) if col_b else None)
     if res.a is None or res.b is None or res.a == 0:
         return res
     res.ratio = res.b / res.a
-    if reps_a is None or reps_b is None:
+    if (
+        reps_a is None
+        or reps_b is None
+        or (metric.rep is not None and not (metric.rep in reps_a and metric.rep in reps_b))
+    ):
         res.verdict, res.note = "too few windows", "no per-batch samples stored"
         return res
     ratios = _replicates(b, metric, col_b, reps_b) / _replicates(a, metric, col_a, reps_a)
@@ -260,6 +267,10 @@ def compare_metric(
 
 def normalised(rec: dict[str, Any]) -> dict[str, float | None]:
     """Figures that compare across devices (CPU vs GPU, GPU vs GPU), from one case row.
+
+    Per sample as the derived columns count one (``throughput_samples_per_s``, the rate ``energy_per_sample_j`` and
+    ``cost_per_1000_samples_usd`` divide by: a generate row's output tokens/s), so the three agree with the stored
+    per-sample figures.
 
     ``samples_per_usd`` = 3600 x throughput / price per hour (the price of every device the case used);
     ``samples_per_j`` = 1 / energy per sample (the energy counter: images per joule);
@@ -298,21 +309,22 @@ def compare_case(
     """Every metric of one matched pair, the normalised figures, validity flags and clock notes."""
     reps_a = hierarchical_replicates(a.windows, n_boot=n_boot, seed=seed) if a.windows else None
     reps_b = hierarchical_replicates(b.windows, n_boot=n_boot, seed=seed + 1) if b.windows else None
-    generation = a.ttft_ms is not None and b.ttft_ms is not None
     if a.ttft_ms is not None and b.ttft_ms is not None and reps_a is not None and reps_b is not None:
         reps_a["ttft_p50"] = ttft_replicates(a.ttft_ms, n_boot=n_boot, seed=seed + 2)
         reps_b["ttft_p50"] = ttft_replicates(b.ttft_ms, n_boot=n_boot, seed=seed + 3)
+    ma, mb = map_of(a.record), map_of(b.record)
     out = CaseComparison(
         key=dict(key),
         label=case_label(key),
+        scenario=ma.name,
         a_case_id=a.record["case_id"],
         b_case_id=b.record["case_id"],
         windows=(a.windows.n if a.windows else 0, b.windows.n if b.windows else 0),
     )
+    both = set(mb.compares())
     for m in METRICS:
-        if m.rep == "ttft_p50" and not generation:
-            continue
-        out.metrics[m.name] = compare_metric(a, b, m, reps_a, reps_b, margin=margin, alpha=alpha)
+        if m.name in ma.compares() and m.name in both:
+            out.metrics[m.name] = compare_metric(a, b, m, reps_a, reps_b, margin=margin, alpha=alpha)
     out.normalised = {"a": normalised(a.record), "b": normalised(b.record)}
     out.ambiguous = _flags(a.record, "A") + _flags(b.record, "B")
     ca, cb = a.record.get("sm_clock_mean_mhz"), b.record.get("sm_clock_mean_mhz")

@@ -2,8 +2,9 @@
 every run, in time order, with its 95 % interval, and each step between consecutive runs judged as ``compare``
 judges it. Pure apart from numpy/scipy (through :mod:`accelbench.core.compare`).
 
-Per case (the match key of :func:`accelbench.core.compare.match_key`) and metric (throughput: images, samples or,
-for a generate case, decode tokens per second; a generate case also its time per output token p50):
+Per case (the match key of :func:`accelbench.core.compare.match_key`) and metric (those the case's scenario tracks,
+:attr:`accelbench.core.columns.MetricMap.tracked`: its throughput, in the scenario's unit (images/s; a generate case's
+decode tokens/s), and for a generate case its time per output token p50):
 
 - **point**: the stored figure of the run's row, its interval the percentile interval of the two-level bootstrap of
   the row's windows (:func:`accelbench.core.ci.hierarchical_replicates`, the replicates ``compare`` draws for side
@@ -20,13 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.core.ci import N_BOOT, SEED, hierarchical_replicates, percentile_interval
-from accelbench.core.compare import MARGIN, MATCH_FIELDS, case_label, compare_case, match_key, metric_column
+from accelbench.core.compare import MARGIN, MATCH_FIELDS, METRICS, case_label, compare_case, map_of, match_key
 from accelbench.core.errors import AccelbenchError
-from accelbench.core.rundata import Measured, RunData, latency_prefix
-
-# (compare's metric, the replicate series of its interval, what a chart calls it)
-THROUGHPUT = ("throughput", "throughput", "throughput")
-TPOT = ("latency_p50", "latency_p50", "time per output token p50 (ms)")
+from accelbench.core.rundata import Measured, RunData
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,11 +81,20 @@ def matches(key: tuple, filters: Sequence[dict[str, str]]) -> bool:
     return not filters or any(all(d.get(f) == v for f, v in flt.items()) for flt in filters)
 
 
-def _metrics(rec: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [THROUGHPUT, TPOT] if latency_prefix(rec) == "tpot" else [THROUGHPUT]
+def _metrics(rec: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
+    """``(compare's metric, the replicate series of its interval, what a chart calls it, the row's column)`` of each
+    metric the row's scenario tracks."""
+    m = map_of(rec)
+    reps = {x.name: x.rep for x in METRICS}
+    titles = {"throughput": f"throughput ({m.throughput_unit})"}
+    return [
+        (name, reps[name] or name, titles.get(name, f"{m.label(name)} (ms)"), m.column(name))
+        for name in m.tracked
+        if m.column(name) is not None
+    ]
 
 
-def _point(run: RunData, m: Measured, metric: tuple[str, str, str], column: str, reps: dict | None) -> Point:
+def _point(run: RunData, m: Measured, metric: tuple, column: str, reps: dict | None) -> Point:
     low = high = None
     if reps is not None:
         low, high = percentile_interval(reps[metric[1]])
@@ -125,7 +131,7 @@ def history(
             reps = hierarchical_replicates(m.windows, n_boot=n_boot, seed=SEED) if m.windows else None
             step = compare_case(last[key], m, key, margin=margin, n_boot=n_boot) if key in last else None
             for metric in _metrics(m.record):
-                column = metric_column(metric[0], m.record)
+                column = metric[3]
                 if m.record.get(column) is None:
                     continue
                 s = series.setdefault(

@@ -4,7 +4,9 @@ cases, each with the timed windows it stored (:class:`accelbench.core.ci.Windows
 Only the store's public API is used (``run``, ``records``, ``series``). A run measured with ``--repeats N``
 (N >= 2) stored per-window series (``window_wall_s``, ``window_samples``) beside every batch latency; a run
 measured with one window (or before ``--repeats`` existed) is read as one window: its ``timed_wall_s``,
-``samples_timed`` and batch latencies.
+``samples_timed`` and batch latencies. Which series holds a case's latencies, how its windows are read and which
+column is its throughput is its scenario's :class:`~accelbench.core.columns.MetricMap` (found by the row's
+``workload``, which every stored and every imported row carries), never guessed from the columns a row fills.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from accelbench.core.ci import Windows
+from accelbench.core.columns import MetricMap, of_row
+from accelbench.core.columns.metric_map import GENERATIONS
 from accelbench.core.errors import OK
 
-LATENCY_SERIES = {"latency": "latency_ms", "step_time": "step_time_ms", "tpot": "itl_ms"}
 DETAIL_ROW_TYPES = ("epoch", "server-probe")  # rows beside a case's own: an epoch, a Server search probe
 
 
@@ -56,14 +59,6 @@ class RunData:
     cases: list[Measured] = field(default_factory=list)
 
 
-def latency_prefix(rec: dict[str, Any]) -> str:
-    """``latency`` (inference), ``step_time`` (training step) or ``tpot`` (generation: the decode step): the prefix of
-    the row's timing columns."""
-    if rec.get("tpot_p50_ms") is not None:
-        return "tpot"
-    return "step_time" if rec.get("step_time_p50_ms") is not None else "latency"
-
-
 def _generation_windows(store: RunStore, rec: dict[str, Any], itl: list[float]) -> Windows | None:
     """A generate case's windows: one a timed generation, its decode steps (wall: the sum of its inter-token
     latencies; samples: batch x decode steps), so a window's throughput is its decode tokens/s."""
@@ -78,11 +73,15 @@ def _generation_windows(store: RunStore, rec: dict[str, Any], itl: list[float]) 
 
 
 def windows_of(store: RunStore, rec: dict[str, Any]) -> Windows | None:
-    """The stored windows of one case row, or None without per-batch latencies."""
-    lat = store.series(rec["case_id"], LATENCY_SERIES[latency_prefix(rec)])
+    """The stored windows of one case row, or None without per-batch latencies (or a scenario that stores none:
+    its :class:`~accelbench.core.columns.MetricMap` names the series and how windows are read)."""
+    m = of_row(rec)
+    if m is None or m.latency_series is None:
+        return None
+    lat = store.series(rec["case_id"], m.latency_series)
     if not lat:
         return None
-    if latency_prefix(rec) == "tpot":
+    if m.windows == GENERATIONS:
         return _generation_windows(store, rec, lat)
     if (rec.get("windows") or 1) >= 2:
         walls, samples = store.series(rec["case_id"], "window_wall_s"), store.series(rec["case_id"], "window_samples")
@@ -96,10 +95,18 @@ def windows_of(store: RunStore, rec: dict[str, Any]) -> Windows | None:
     return Windows.split([wall], [n], lat)
 
 
-def measured(rec: dict[str, Any]) -> bool:
-    """A row ``compare`` can use: ``ok``, with a throughput, not a detail row (a rank of a multi-GPU case, an
-    epoch, a Server search probe)."""
-    return rec.get("status") == OK and rec.get("throughput_samples_per_s") is not None and not is_detail(rec)
+def measured(rec: dict[str, Any], m: MetricMap | None = None) -> bool:
+    """A row ``compare`` can use: ``ok``, with its scenario's throughput (``m``: the row's map, default
+    :func:`accelbench.core.columns.of_row`), not a detail row (a rank of a multi-GPU case, an epoch, a Server search
+    probe)."""
+    m = m or of_row(rec)
+    return (
+        rec.get("status") == OK
+        and m is not None
+        and m.throughput is not None
+        and rec.get(m.throughput) is not None
+        and not is_detail(rec)
+    )
 
 
 def load_run(store: RunStore, run_id: int, label: str | None = None) -> RunData:
@@ -114,7 +121,7 @@ def load_run(store: RunStore, run_id: int, label: str | None = None) -> RunData:
         Measured(
             record=r,
             windows=windows_of(store, r),
-            ttft_ms=tuple(store.series(r["case_id"], "ttft_ms")) or None if latency_prefix(r) == "tpot" else None,
+            ttft_ms=tuple(store.series(r["case_id"], "ttft_ms")) or None if "ttft_p50" in of_row(r).extra else None,
         )
         for r in rows
         if measured(r)

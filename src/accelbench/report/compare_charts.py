@@ -9,28 +9,29 @@ from __future__ import annotations
 
 import textwrap
 
-from accelbench.core.compare import MATCH_FIELDS, case_label
-from accelbench.core.rundata import latency_prefix
+from accelbench.core.columns import MetricMap, named
+from accelbench.core.compare import MATCH_FIELDS, case_label, map_of
 from accelbench.report.charts import log_batch_axis, set_log_y_if_decades, svg
-from accelbench.report.compare_table import is_generation
+from accelbench.report.compare_table import case_map
 from accelbench.report.plots import pyplot
 
 A_COLOR, B_COLOR = "#1f77b4", "#d62728"
 RATIO_COLORS = ("#2ca02c", "#9467bd", "#ff7f0e")
-# (metric name, unit, title, scale): inference and training cases, then generate cases (their throughput is decode
-# tokens/s, their latency the time per output token)
-PANELS = (
-    (
-        ("throughput", "samples/s", "Throughput", 1.0),
-        ("latency_p50", "ms", "Latency p50", 1.0),
-        ("energy_per_sample", "mJ", "Energy per sample", 1e3),
-    ),
-    (
-        ("throughput", "tokens/s", "Decode tokens/s", 1.0),
-        ("latency_p50", "ms", "TPOT p50", 1.0),
-        ("ttft_p50", "ms", "TTFT p50", 1.0),
-    ),
-)
+
+
+def panels(m: MetricMap) -> tuple[tuple[str, str, str, float], ...]:
+    """``(metric name, unit, title, scale)`` of the three overlays of a scenario's cases: its throughput (in its
+    unit), its latency p50, then its first extra metric (a generate case's TTFT p50) or else the energy per sample."""
+    third = (
+        (m.extra[0], "ms", m.label(m.extra[0]), 1.0)
+        if m.extra
+        else ("energy_per_sample", "mJ", f"Energy per {m.sample}", 1e3)
+    )
+    return (
+        ("throughput", m.throughput_unit, m.throughput_label, 1.0),
+        ("latency_p50", "ms", m.label("latency_p50"), 1.0),
+        third,
+    )
 
 
 def groups(comparison) -> dict[str, list]:
@@ -46,13 +47,13 @@ def groups(comparison) -> dict[str, list]:
 
 
 def _ci_columns(metric: str, rec: dict) -> tuple[str, str] | None:
-    """The row's own 95 % interval columns of a compared metric, or None (energy, TTFT, a generate row's throughput:
-    no per-run interval stored)."""
-    prefix = latency_prefix(rec)
-    if metric == "throughput" and prefix != "tpot":
-        return "throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"
-    if metric == "latency_p50":
-        return f"{prefix}_p50_ci95_low_ms", f"{prefix}_p50_ci95_high_ms"
+    """The row's own 95 % interval columns of a compared metric, as its scenario names them, or None (energy, TTFT,
+    a generate row's throughput: no per-run interval stored)."""
+    m = map_of(rec)
+    if metric == "throughput":
+        return m.throughput_ci
+    if metric == "latency_p50" and m.latency is not None:
+        return f"{m.latency}_p50_ci95_low_ms", f"{m.latency}_p50_ci95_high_ms"
     return None
 
 
@@ -137,13 +138,14 @@ def _ratios(ax, comparison, cases, panels) -> None:
 def figure(comparison, label: str, cases: list, sides=None, context: str = ""):
     """One group's figure: three overlays (A and B against batch size) and the ratios B/A (a 2 x 2 grid); an open
     matplotlib figure. ``sides``: ``(rows of A, rows of B)`` by case id, for each run's own whiskers."""
-    panels = PANELS[1] if all(map(is_generation, cases)) else PANELS[0]
+    found = {case_map(c).name for c in cases}
+    shown = panels(named(found.pop()) if len(found) == 1 else named("inference"))
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(6.5, 4.6), constrained_layout=True)  # two side by side on a screen
     sizes = sorted({int(c.key["batch_size"]) for c in cases})
-    for ax, panel in zip(axes.flat[:3], panels):
+    for ax, panel in zip(axes.flat[:3], shown):
         _overlay(ax, comparison, cases, panel, sides)
-    _ratios(axes.flat[3], comparison, cases, panels)
+    _ratios(axes.flat[3], comparison, cases, shown)
     for ax in axes.flat:
         log_batch_axis(ax, sizes)
         ax.title.set_fontsize(9)

@@ -9,37 +9,26 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from accelbench.core.columns import MetricMap, named
 from accelbench.core.compare import METRICS
 from accelbench.report.notes import group_cases, grouped_flags
 from accelbench.report.units import number
 
-_LABELS = {
-    "throughput": "Throughput",
-    "latency_p50": "Latency p50",
-    "latency_p99": "Latency p99",
-    "energy_per_sample": "Energy/sample",
-    "cost_per_1000": "$/1k samples",
-    "ttft_p50": "TTFT p50",
-}
-# a generate case's metrics: its throughput is decode tokens/s, its latency the time per output token, a sample a token
-_GEN_LABELS = {
-    **_LABELS,
-    "throughput": "Decode tok/s",
-    "latency_p50": "TPOT p50",
-    "latency_p99": "TPOT p99",
-    "energy_per_sample": "Energy/token",
-    "cost_per_1000": "$/1k tokens",
-}
+
+def case_map(case) -> MetricMap:
+    """The metric map of a matched case's scenario (:attr:`accelbench.core.compare.CaseComparison.scenario`)."""
+    return named(case.scenario) or named("inference")
 
 
-def is_generation(case) -> bool:
-    """A matched generate case (it has the time-to-first-token metric)."""
-    return "ttft_p50" in case.metrics
+def common_map(comparison) -> MetricMap:
+    """The scenario map every matched case shares, else the image inference map (its words are generic)."""
+    found = {case_map(c).name for c in comparison.cases}
+    return named(found.pop()) if len(found) == 1 else named("inference")
 
 
 def metric_label(case, name: str) -> str:
-    """A metric's name as the case's table words it."""
-    return (_GEN_LABELS if is_generation(case) else _LABELS)[name]
+    """A metric's name as the case's scenario words it (:meth:`accelbench.core.columns.MetricMap.label`)."""
+    return case_map(case).label(name)
 
 
 _VERDICT_STYLE = {
@@ -82,11 +71,11 @@ METRIC_COLUMNS = 5  # a metric's columns in the wide table: A, B, B/A (95% CI), 
 
 def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
     """``(headers, rows)`` of a comparison as strings (the rich table and the HTML report share them)."""
-    gen = bool(comparison.cases) and all(map(is_generation, comparison.cases))
-    any_gen = any(map(is_generation, comparison.cases))
-    names = [m.name for m in METRICS if m.name != "ttft_p50" or any_gen]
-    names = names if wide else list(GENERATION_METRICS if gen else COMPACT_METRICS)
-    words = _GEN_LABELS if gen else _LABELS
+    m = common_map(comparison)
+    shown = {n for c in comparison.cases for n in case_map(c).compares()}
+    names = [x.name for x in METRICS if x.name in shown or x.name in m.compares()]
+    names = names if wide else list(compact_metrics(m))
+    words = {n: m.label(n) for n in names}
     heads = ["Case", "Windows A/B"]
     for n in names:
         heads += ([f"{words[n]} A", f"{words[n]} B"] if wide else []) + [f"{words[n]} B/A (95% CI)"]
@@ -110,7 +99,14 @@ def rows(comparison, wide: bool = False) -> tuple[list[str], list[list[str]]]:
 
 
 COMPACT_METRICS = ("throughput", "latency_p50")
-GENERATION_METRICS = ("throughput", "ttft_p50")  # decode and prefill
+
+
+def compact_metrics(m: MetricMap) -> tuple[str, ...]:
+    """The metrics of a case's compact comparison: throughput, then the scenario's first extra metric (a generate
+    case's TTFT: decode and prefill) or else its latency p50."""
+    return ("throughput", m.extra[0]) if m.extra else COMPACT_METRICS
+
+
 AMBIGUOUS_MARK = "*"
 
 
@@ -128,7 +124,7 @@ def compact_rows(comparison) -> tuple[list[str], list[list[str]]]:
     model = common_model(comparison)
     out = []
     for c in comparison.cases:
-        for i, n in enumerate(GENERATION_METRICS if is_generation(c) else COMPACT_METRICS):
+        for i, n in enumerate(compact_metrics(case_map(c))):
             r = c.metrics[n]
             ratio = "-" if r.ratio is None else f"{r.ratio:.3f}x"
             ci = f"{r.ci_low:.3f}..{r.ci_high:.3f}" if r.ci_low is not None else "-"

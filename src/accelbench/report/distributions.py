@@ -1,5 +1,5 @@
-"""Latency distributions in the report: per case a small histogram of its stored per-batch latencies (a training
-step's step times; a generate case's inter-token latencies), all cases of a run in one grid.
+"""Latency distributions in the report: per case a small histogram of its stored per-batch latencies (the series its
+scenario's metric map names: a batch's latency, a training step's step time, a generate case's inter-token latencies), all cases of a run in one grid.
 
 A histogram rather than a CDF: the report asks "is there a second mode or a tail?" (a slow first batch, a GC pause,
 a throttled stretch), which a histogram shows as a separate bar and a CDF as a barely visible kink; and its bins are
@@ -10,8 +10,9 @@ linear-interpolation percentiles, as ``results --hist`` prints them).
 
 from __future__ import annotations
 
+from accelbench.core.columns import of_row
 from accelbench.core.errors import OK
-from accelbench.core.rundata import LATENCY_SERIES, is_detail, latency_prefix
+from accelbench.core.rundata import is_detail
 from accelbench.report.histogram import bins
 from accelbench.report.plots import pyplot
 
@@ -41,7 +42,8 @@ def case_latencies(store, records: list[dict]) -> tuple[list[tuple[str, list[flo
     several = len({r.get("model") for r in rows}) > 1
     found = []
     for r in rows:
-        values = store.series(r["case_id"], LATENCY_SERIES[latency_prefix(r)])
+        m = of_row(r)  # the series is the one the row's scenario stores (its metric map)
+        values = store.series(r["case_id"], m.latency_series) if m is not None and m.latency_series else []
         if values:
             found.append((_fields(r, several), list(values)))
     if not found:
@@ -92,8 +94,8 @@ def latency_items(store, records: list[dict], context: str = "") -> list[dict]:
     cases, shared = case_latencies(store, records)
     if not cases:
         return []
-    gen = any(latency_prefix(r) == "tpot" for r in records)
-    what = "Inter-token latency" if gen else "Latency per batch"
+    maps = {m.name: m for m in map(of_row, records) if m is not None and m.latency_series}
+    what = " / ".join(dict.fromkeys(m.series_label for m in maps.values())) or "Latency per batch"
     shown = cases[:MAX_PANELS]
     more = f" (first {len(shown)} of {len(cases)} cases)" if len(cases) > len(shown) else ""
     every = f"; every case {shared}" if shared else ""

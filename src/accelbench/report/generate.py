@@ -6,31 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from accelbench.core import kinds
+from accelbench.core.columns import for_kind
 from accelbench.core.errors import OK
-from accelbench.report.table import is_detail, results_table
-from accelbench.report.views import caption, view
+from accelbench.report.runs import oom_lines
+from accelbench.report.table import is_detail, scenario_table
+from accelbench.report.views import view
 
-GROUP = ("model", "precision", "mode", "prompt_len", "new_tokens")  # one line of a batch-size chart
+GROUP = for_kind(kinds.GENERATE).group  # one line of a batch-size chart: the generate map's series
 
 
 def generate_table(records: Iterable[dict], compact: bool = False, title: str | None = None):
-    """The case rows of a generate run as a rich table; compact fits 80 columns."""
-    rows = [r for r in records if not is_detail(r)]
-    name = "generate-compact" if compact else "generate"
-    return results_table(rows, title=title, columns=view(name), compact=compact, caption=caption(name))
-
-
-def oom_lines(records: list[dict]) -> list[str]:
-    """Per (model, precision, backend, prompt, new tokens): the largest batch that ran and the smallest that ran out
-    of memory, as lines (only where a batch ran out of memory; :func:`accelbench.report.table.oom_boundary`)."""
-    from accelbench.report.table import oom_boundary
-
-    return [
-        f"{m} {p} {mode} prompt {pl} + {n}: batch {b['largest_ok'] or 'none'} ran, batch {b['smallest_oom']} ran "
-        "out of memory"
-        for (m, p, mode, pl, n), b in oom_boundary(records, GROUP).items()
-        if b["smallest_oom"] is not None
-    ]
+    """The case rows of a generate run as a rich table; compact fits 80 columns
+    (:func:`accelbench.report.runs.scenario_table` of the generate map)."""
+    return scenario_table(for_kind(kinds.GENERATE), records, compact, title)
 
 
 def roofline_points(records: list[dict]) -> list:
@@ -89,9 +78,9 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
         if chart:
             items.append({"title": title, "svg": chart})
     blocks = [table_block(rows, view("generate"), "Generation: prefill and decode"), charts_block(items)]
-    from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
+    from accelbench.report.runs import quality_lines
 
-    lines = [quality_line(q) for q in cheapest_meeting_perplexity(rows)] + oom_lines(rows)
+    lines = quality_lines(run["kind"], rows) + oom_lines(run["kind"], rows)
     if lines:
         blocks.append({"type": "notes", "title": "Quality and the out-of-memory boundary", "lines": lines})
     name = run["env"].get("device_name")

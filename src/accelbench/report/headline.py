@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from accelbench.core.compare import UNDECIDED
-from accelbench.report.compare_table import is_generation
+from accelbench.report.compare_table import common_map
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,7 +80,7 @@ def _who(t: Tally, a: str, b: str, what: str) -> str | None:
 def headline(comparison) -> dict:
     """The headline of a comparison: ``line`` (one sentence) and ``rows`` (``(label, value)`` strings: the verdict
     counts with their ratio ranges, then which run is cheaper and which does more work per joule)."""
-    gen = bool(comparison.cases) and all(map(is_generation, comparison.cases))
+    m = common_map(comparison)
     a, b = _side_name(comparison, "a"), _side_name(comparison, "b")
     n = len(comparison.cases)
     if not n:
@@ -88,7 +88,7 @@ def headline(comparison) -> dict:
     speed = tally(comparison, "throughput")
     # a case without a throughput on a side is undecided too ("not measured")
     speed.counts["undecided"] = n - sum(v for k, v in speed.counts.items() if k != "undecided")
-    figure = "decode tokens/s" if gen else "throughput"
+    figure = m.throughput_label[0].lower() + m.throughput_label[1:]
     words = (
         ("faster", "Faster", "faster"),
         ("slower", "Slower", "slower"),
@@ -102,9 +102,8 @@ def headline(comparison) -> dict:
         ratios = f" ({figure} B/A {_range(speed.ratios[word])})" if speed.ratios.get(word) else ""
         rows.append((label, f"{speed.n(word)} of {n}{ratios}"))
         said.append(f"{short} on {speed.n(word)}" + (f" ({_range(speed.ratios[word])})" if ratios else ""))
-    unit = "1M tokens" if gen else "1k samples"
-    sample = "token" if gen else "sample"
-    money = _who(tally(comparison, "cost_per_1000"), a, b, f"cheaper per {unit} (cost B/A)")
+    sample = m.sample
+    money = _who(tally(comparison, "cost_per_1000"), a, b, f"cheaper per {sample} (cost B/A)")
     joule = _who(tally(comparison, "energy_per_sample"), a, b, f"more {sample}s per joule (energy per {sample} B/A)")
     rows += [(text[0].upper() + text[1:].split(": ", 1)[0], text.split(": ", 1)[1]) for text in (money, joule) if text]
     line = (

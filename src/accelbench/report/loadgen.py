@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from accelbench.report.table import is_detail, results_table
-from accelbench.report.views import figure_text, view  # noqa: F401  (figure_text re-exported)
+from accelbench.core import kinds
+from accelbench.core.columns import for_kind
+from accelbench.report.table import scenario_table
+from accelbench.report.views import figure_text  # noqa: F401  (figure_text re-exported)
 
 
 def loadgen_table(records: Iterable[dict], compact: bool = False, title: str | None = None):
-    """The case rows of a loadgen run (probes left out) as a rich table; compact fits 80 columns."""
-    rows = [r for r in records if not is_detail(r)]
-    return results_table(rows, title=title, columns=view("loadgen-compact" if compact else "loadgen"), compact=compact)
+    """The case rows of a loadgen run (probes left out) as a rich table; compact fits 80 columns
+    (:func:`accelbench.report.runs.scenario_table` of the loadgen map)."""
+    return scenario_table(for_kind(kinds.LOADGEN), records, compact, title)

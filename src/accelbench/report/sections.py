@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 
 from accelbench.core import kinds
+from accelbench.core.columns import MetricMap, named
 from accelbench.core.errors import OK
 from accelbench.report import charts
 from accelbench.report.blocks import charts_block, table_block
-from accelbench.report.table import case_notes, is_detail, oom_boundary
+from accelbench.report.runs import section_of
+from accelbench.report.table import case_notes, is_detail
 from accelbench.report.views import view
 
 PROVENANCE = (
@@ -61,9 +64,7 @@ def provenance(run: dict) -> list[tuple[str, str]]:
     return out + [(label, _shown(env[k])) for label, k in PROVENANCE if env.get(k) is not None]
 
 
-def _ci_lines(kind: str, records: list[dict]) -> list[str]:
-    if kind not in kinds.SWEEP_KINDS:
-        return []
+def _ci_lines(records: list[dict]) -> list[str]:
     if not any((r.get("windows") or 0) >= 2 for r in records):
         return ["95% confidence intervals: needs --repeats >= 2 (one timed window per case)."]
     from accelbench.report.notes import fold_similar
@@ -74,60 +75,31 @@ def _ci_lines(kind: str, records: list[dict]) -> list[str]:
     ] + notes
 
 
-def _flag_lines(records: list[dict]) -> list[str]:
+def _flag_lines(kind: str, records: list[dict]) -> list[str]:
+    from accelbench.report.runs import oom_lines
+
     lines = [f"{label} {text}" for label, text in case_notes(r for r in records if not is_detail(r))]
-    for (m, p, mode), b in oom_boundary(records).items():
-        if b["smallest_oom"] is not None:
-            lines.append(
-                f"OOM boundary {m} {p} {mode}: largest batch that ran {b['largest_ok']}, "
-                f"out of memory at {b['smallest_oom']}"
-            )
-    return lines
+    return lines + oom_lines(kind, records)
 
 
-def sweep_blocks(kind: str, records: list[dict], context: str = "") -> list[dict]:
-    """Inference or training-step sweep: the wide table, charts against batch size (``context``: the model, device
-    and run, a second title line), notes."""
-    train = kind == kinds.TRAINING
-    lat = "step_time" if train else "latency"
-    rows = [r for r in records if r.get("aggregate") != 0]
-    blocks = [
-        table_block(rows, view("training" if train else "inference"), "Results", _ci_lines(kind, rows)),
-        table_block(
-            [r for r in rows if r.get("status") == OK],
-            [c for c in view("telemetry") if c[1] not in ("validity", "status")],
-            "Utilisation, power, energy and cost",
-        ),
-    ]
+def _sweep_charts(m: MetricMap, rows: list[dict], context: str) -> list[dict]:
+    """The charts against batch size of a sweep: the scenario's throughput and latency (with their intervals), then
+    memory, utilisation, power, energy and cost."""
+    lat, what = m.latency, m.latency_label
     specs = [
-        (
-            "throughput_samples_per_s",
-            "samples/s",
-            "Throughput",
-            1.0,
-            ("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"),
-        ),
-        (
-            f"{lat}_p50_ms",
-            "ms",
-            "Step time p50" if train else "Latency p50",
-            1.0,
-            (f"{lat}_p50_ci95_low_ms", f"{lat}_p50_ci95_high_ms"),
-        ),
-        (
-            f"{lat}_p99_ms",
-            "ms",
-            "Step time p99" if train else "Latency p99",
-            1.0,
-            (f"{lat}_p99_ci95_low_ms", f"{lat}_p99_ci95_high_ms"),
+        (m.throughput, m.throughput_unit, m.throughput_label, 1.0, m.throughput_ci),
+        *(
+            (f"{lat}_{p}_ms", "ms", f"{what} {p}", 1.0, (f"{lat}_{p}_ci95_low_ms", f"{lat}_{p}_ci95_high_ms"))
+            for p in ("p50", "p99")
+            if lat is not None
         ),
         ("peak_mem_bytes", "MB", "Peak allocated memory", 1e-6, None),
         ("device_mem_used_bytes", "MB", "Device memory used (NVML)", 1e-6, None),
         ("process_rss_max_bytes", "MB", "Process RSS (CPU)", 1e-6, None),
         ("gpu_util_mean_pct", "%", "GPU utilisation", 1.0, None),
         ("power_mean_w", "W", "Mean power", 1.0, None),
-        ("energy_per_sample_j", "mJ", "Energy per sample", 1e3, None),
-        ("cost_per_1000_samples_usd", "USD", "Cost per 1,000 samples", 1.0, None),
+        ("energy_per_sample_j", "mJ", f"Energy per {m.sample}", 1e3, None),
+        ("cost_per_1000_samples_usd", "USD", f"Cost per 1,000 {m.sample}s", 1.0, None),
     ]
     items = [
         {
@@ -137,11 +109,29 @@ def sweep_blocks(kind: str, records: list[dict], context: str = "") -> list[dict
             ),
         }
         for col, unit, title, scale, ci in specs
+        if col is not None
     ]
-    blocks.append(charts_block([i for i in items if i["svg"]]))
-    from accelbench.report.table import cheapest_lines
+    return [i for i in items if i["svg"]]
 
-    lines = _flag_lines(rows) + ([] if train else cheapest_lines(r for r in rows if r.get("aggregate") != 0))
+
+def sweep_blocks(kind: str, records: list[dict], context: str = "") -> list[dict]:
+    """A scenario's sweep (inference, training step, or any scenario whose map names the default section): its wide
+    table, charts against batch size (``context``: the model, device and run, a second title line), notes."""
+    from accelbench.report.runs import quality_lines
+
+    m = section_of(kind)[1] or named("inference")
+    rows = [r for r in records if r.get("aggregate") != 0]
+    windowed = m.latency_series is not None
+    blocks = [
+        table_block(rows, view(m.name), "Results", _ci_lines(rows) if windowed else []),
+        table_block(
+            [r for r in rows if r.get("status") == OK],
+            [c for c in view("telemetry") if c[1] not in ("validity", "status")],
+            "Utilisation, power, energy and cost",
+        ),
+        charts_block(_sweep_charts(m, rows, context)),
+    ]
+    lines = _flag_lines(kind, rows) + quality_lines(kind, rows)
     blocks.append({"type": "notes", "title": "Validity, failures, OOM boundary", "lines": lines})
     return blocks
 
@@ -184,29 +174,28 @@ def profile_blocks(store, run: dict, records: list[dict], context: str = "") -> 
 def multi_blocks(kind: str, records: list[dict], context: str = "") -> list[dict]:
     """Multi-GPU runs: scaling (aggregate rows), collectives and GPU pairs, concurrent jobs, input pipeline."""
     aggs = [r for r in records if r.get("aggregate") == 1]
-    if kind == kinds.INTERCONNECT:
-        blocks = [
+    section = section_of(kind)[0]
+    if section == "interconnect":
+        return [
             table_block(
                 [r for r in records if r.get("workload") == kinds.COLLECTIVE], view("collective"), "Collectives"
             ),
             table_block([r for r in records if r.get("workload") == kinds.P2P], view("p2p"), "GPU pair copies"),
         ]
-    elif kind == kinds.CONCURRENT:
-        blocks = [table_block(aggs, view("concurrent"), "Concurrent and sequential jobs")]
-    elif kind == kinds.INPUT_PIPELINE:
-        blocks = [table_block(records, view("pipeline"), "Input pipeline")]
-    else:
-        blocks = [table_block(aggs, view("scale"), "Scaling (aggregate rows)")]
-        chart = charts.batch_chart(
-            aggs,
-            "throughput_samples_per_s",
-            "samples/s",
-            "Throughput against batch size",
-            group=("model", "precision", "mode", "world_size"),
-            context=context,
-        )
-        blocks.append(charts_block([{"title": "Throughput", "svg": chart}] if chart else []))
-    return blocks
+    if section == "concurrent":
+        return [table_block(aggs, view("concurrent"), "Concurrent and sequential jobs")]
+    if section == "pipeline":
+        return [table_block(records, view("pipeline"), "Input pipeline")]
+    blocks = [table_block(aggs, view("scale"), "Scaling (aggregate rows)")]
+    chart = charts.batch_chart(
+        aggs,
+        "throughput_samples_per_s",
+        "samples/s",
+        "Throughput against batch size",
+        group=("model", "precision", "mode", "world_size"),
+        context=context,
+    )
+    return blocks + [charts_block([{"title": "Throughput", "svg": chart}] if chart else [])]
 
 
 def loadgen_blocks(records: list[dict]) -> list[dict]:
@@ -216,8 +205,40 @@ def loadgen_blocks(records: list[dict]) -> list[dict]:
     return [
         table_block(rows, view("loadgen"), "MLPerf LoadGen scenarios"),
         table_block(probes, view("loadgen"), "Server search: every probe"),
-        {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(records)},
+        {"type": "notes", "title": "Validity, failures", "lines": _flag_lines(kinds.LOADGEN, records)},
     ]
+
+
+def _generate(store, run: dict, records: list[dict], context: str) -> list:
+    from accelbench.report.generate import generate_blocks
+
+    return generate_blocks(store, run, records, context)
+
+
+def _tune(store, run: dict, records: list[dict], context: str) -> list:
+    from accelbench.report.tune import tune_blocks
+
+    return tune_blocks(run, records)
+
+
+def _multi(store, run: dict, records: list[dict], context: str) -> list:
+    return multi_blocks(run["kind"], records, context)
+
+
+# a section's blocks: fn(store, run, records, context); a scenario names its section in its metric map
+# (accelbench.core.columns.MetricMap.section), a run no map lays out in accelbench.report.runs.RUN_SECTIONS
+SECTIONS: dict[str, Callable[[Any, dict, list[dict], str], list]] = {
+    "sweep": lambda store, run, records, context: sweep_blocks(run["kind"], records, context),
+    "convergence": lambda store, run, records, context: convergence_blocks(records, context),
+    "profile": profile_blocks,
+    "loadgen": lambda store, run, records, context: loadgen_blocks(records),
+    "generate": _generate,
+    "tune": _tune,
+    "scale": _multi,
+    "concurrent": _multi,
+    "interconnect": _multi,
+    "pipeline": _multi,
+}
 
 
 def run_section(store, run_id: int) -> dict[str, Any]:
@@ -232,25 +253,9 @@ def run_section(store, run_id: int) -> dict[str, Any]:
     models = ", ".join(dict.fromkeys(str(r["model"]) for r in records if isinstance(r.get("model"), str)))
     where = run["env"].get("device_name") or run["env"].get("device")
     context = (f"{models} on {where}" if models else f"on {where}") + f", run {run_id}"  # a chart shared alone
-    if kind in kinds.SWEEP_KINDS:
-        blocks = sweep_blocks(kind, records, context)
-    elif kind == kinds.CONVERGENCE:
-        blocks = convergence_blocks(records, context)
-    elif kind == kinds.PROFILE:
-        blocks = profile_blocks(store, run, records, context)
-    elif kind == kinds.LOADGEN:
-        blocks = loadgen_blocks(records)
-    elif kind == kinds.GENERATE:
-        from accelbench.report.generate import generate_blocks
-
-        blocks = generate_blocks(store, run, records, context)
-    elif kind == kinds.TUNE:
-        from accelbench.report.tune import tune_blocks
-
-        blocks = tune_blocks(run, records)
-    else:
-        blocks = multi_blocks(kind, records, context)
-    if kind in kinds.SWEEP_KINDS or kind == kinds.GENERATE:
+    section, m = section_of(kind)
+    blocks = SECTIONS.get(section, _multi)(store, run, records, context)
+    if m is not None and m.latency_series is not None:  # a scenario that stores per-batch latencies
         from accelbench.report.distributions import latency_items
 
         hist = latency_items(store, records, context)

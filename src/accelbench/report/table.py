@@ -161,6 +161,17 @@ def oom_boundary(
     return out
 
 
+def scenario_table(m, records: Iterable[dict], compact: bool = False, title: str | None = None):
+    """The case rows (detail rows left out) of a run of the scenario ``m`` (its
+    :class:`~accelbench.core.columns.MetricMap`) in its table (``compact``: its 80-column table, captioned with the
+    statistic its figures are)."""
+    from accelbench.report.views import caption
+
+    name = f"{m.name}-compact" if compact else m.name
+    rows = [r for r in records if not is_detail(r)]
+    return results_table(rows, title=title, columns=view(name), compact=compact, caption=caption(name))
+
+
 def natural_width(table, console) -> int:
     """The width ``table`` takes with no column squeezed (a wide table is printed at this width, even
     beyond the terminal's: cut cells would hide figures)."""

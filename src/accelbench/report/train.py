@@ -16,10 +16,13 @@ def _pct(v: float) -> str:
 
 
 def sweep_table(records: Iterable[dict], title: str | None = None, compact: bool = False) -> Table:
-    """The step-throughput sweep, one row per case (``compact``: the columns that fit 80 columns)."""
-    return results_table(
-        records, title=title, columns=view("training-compact" if compact else "training"), compact=compact
-    )
+    """The step-throughput sweep, one row per case (``compact``: the columns that fit 80 columns): the training
+    map's tables (:func:`accelbench.report.runs.scenario_table`)."""
+    from accelbench.core import kinds
+    from accelbench.core.columns import for_kind
+    from accelbench.report.table import scenario_table
+
+    return scenario_table(for_kind(kinds.TRAINING), records, compact, title)
 
 
 def summary_table(records: Iterable[dict], title: str | None = None) -> Table:

@@ -2,7 +2,8 @@
 it is the column's declaration (:mod:`accelbench.core.columns`: label, short label, display format), so the
 terminal tables, the HTML/markdown report and every table of one kind of figure agree.
 
-A table is a layout (:data:`LAYOUTS`) plus every declared column whose ``views`` names the table (a new column
+A table is a layout (:data:`LAYOUTS`; a scenario's own tables are those its metric map declares,
+:attr:`accelbench.core.columns.MetricMap.table` and ``compact``) plus every declared column whose ``views`` names the table (a new column
 joins a table from its declaration alone, before the table's Validity/Status). A few cells are computed from
 other columns for display (:data:`DISPLAY`: an interval from its two bounds, the power range, a LoadGen result
 with its unit); they are never stored.
@@ -86,17 +87,6 @@ DISPLAY: dict[str, tuple[Column, Callable[[dict], Any]]] = dict(
 )
 
 LAYOUTS: dict[str, str] = {
-    "inference": "model batch_size precision mode channels_last total_time_s throughput_samples_per_s latency_p50_ms "
-    "latency_p99_ms latency_spread ci_throughput ci_latency_p50 ci_latency_p99 gpu_util_mean_pct "
-    "device_mem_used_bytes peak_mem_bytes top1 top1_fp32_ref top1_delta_pts accuracy_target_met simulated "
-    "fp8_linear fp8_flops_share power_mean_w energy_per_sample_j cost_per_1000_samples_usd validity status",
-    "inference-compact": "model batch_size precision mode throughput_samples_per_s latency_p50_ms latency_p99_ms top1 "
-    "top1_delta_pts energy_per_sample_j status",
-    "training": "model batch_size precision mode channels_last throughput_samples_per_s step_time_p50_ms step_time_p99_ms "
-    "step_time_spread ci_throughput ci_step_time_p50 ci_step_time_p99 compile_s gpu_util_mean_pct "
-    "peak_mem_bytes loader_samples_per_s input_bound status",
-    "training-compact": "model batch_size precision mode throughput_samples_per_s step_time_p50_ms compile_s "
-    "loader_samples_per_s energy_per_sample_j status",
     "telemetry": "model batch_size precision mode throughput_samples_per_s gpu_util_mean_pct gpm_sm_util_pct "
     "gpm_tensor_util_pct gpm_dram_bw_util_pct device_mem_used_bytes power_range idle_power_w temp_max_c "
     "sm_clock_mean_mhz process_cpu_util_pct energy_per_sample_j energy_above_idle_per_sample_j "
@@ -109,40 +99,26 @@ LAYOUTS: dict[str, str] = {
     "collective": "op size_bytes world_size backend time_s algbw_bytes_per_s busbw_bytes_per_s status",
     "p2p": "src_device dst_device link bandwidth_bytes_per_s",
     "concurrent": "schedule job model workload world_size throughput_samples_per_s status",
-    "profile": "model step batch_size precision mode step_time_s analytic_flops analytic_min_bytes theoretical_time_s "
-    "measured_vs_theoretical achieved_flops_per_s ncu_flops ncu_dram_bytes ncu_intensity_flop_per_byte "
-    "ncu_achieved_flops_per_s ncu_bound ncu_roof_fraction flops_agreement ncu_wall_s status",
-    "profile-compact": "model step batch_size precision mode step_time_s measured_vs_theoretical achieved_flops_per_s "
-    "ncu_bound ncu_roof_fraction status",
-    "loadgen": "model loadgen_scenario batch_size precision mode figure_of_merit_text result_validity "
-    "throughput_samples_per_s throughput_qps server_target_qps latency_p50_ms latency_p90_ms latency_p99_ms "
-    "latency_p999_ms early_stopping_latency_ms batch_size_mean sut_host_us_per_batch sut_host_share top1 "
-    "power_mean_w energy_per_query_j cost_per_1000_samples_usd validity status",
-    "loadgen-compact": "model loadgen_scenario batch_size precision mode figure_of_merit_text latency_p99_ms "
-    "result_validity energy_per_sample_j status",
     "pipeline": "source loader_workers loader_pin_memory batch_size image_size loader_samples_per_s loader_startup_s "
     "cache_state cold_method read_bytes read_mb_per_s page_cache_resident_fraction status",
     "summary": "batch_size lr_peak epochs_done final_eval_top1 best_eval_top1 best_epoch epochs_to_target "
     "time_to_target_s samples_per_s_mean total_wall_s input_bound_epochs status",
     "epoch": "batch_size epoch eval_top1 train_loss elapsed_s samples_per_s",
-    # the rates are means (tokens over time), so each table shows them beside the mean latencies they agree with
-    "generate": "model batch_size prompt_len new_tokens precision mode ttft_mean_ms ttft_p50_ms ttft_p99_ms "
-    "tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
-    "output_tokens_per_s mbu mbu_datasheet mfu kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j "
-    "cost_per_million_tokens perplexity validity status",
-    "generate-compact": "model batch_size prompt_len precision mode ttft_mean_ms tpot_mean_ms decode_tokens_per_s mbu "
-    "status",
     "tune": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p50_ms latency_p99_ms "
     "energy_per_sample_j case_wall_s",
     "tune-compact": "tune_stage precision mode batch_size status throughput_samples_per_s latency_p99_ms case_wall_s",
     "tune-front": "precision mode batch_size throughput_samples_per_s latency_p50_ms latency_p99_ms energy_per_sample_j "
     "memory_bytes tune_stage",
 }
+# a scenario's tables are its metric map's (accelbench.core.columns.MetricMap: table, compact)
+for _m in columns.MAPS.values():
+    if _m.table:
+        LAYOUTS[_m.name] = " ".join(_m.table)
+    if _m.compact:
+        LAYOUTS[f"{_m.name}-compact"] = " ".join(_m.compact)
 _TAIL = ("validity", "status")
-# what a table's figures are where its headers have no room to say it (a compact table fits 80 columns)
-CAPTIONS: dict[str, str] = {
-    "generate-compact": "TTFT, TPOT: means of the timed generations (tok/s = batch / TPOT)",
-}
+# what a compact table's figures are (its scenario's statistic), where its headers have no room to say it
+CAPTIONS: dict[str, str] = {f"{m.name}-compact": m.statistic for m in columns.MAPS.values() if m.statistic}
 
 
 def column(name: str) -> Column | None:

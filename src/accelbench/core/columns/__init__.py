@@ -11,6 +11,10 @@ fill it. The declarations live by pipeline area (``case``, ``measure``, ``teleme
 - the aggregate row of a ``--gpus`` case and the telemetry of several GPUs (:func:`combine`).
 
 To add a column: one ``col(...)`` line in the area module that fills it (``views=`` puts it in a report table).
+
+What a scenario's numbers mean (its throughput, latency, sample, tables, report section) is its
+:class:`MetricMap`, declared as ``METRIC_MAPS`` in the same area module (:mod:`accelbench.core.columns.metric_map`);
+readers find a row's map with :func:`of_row` (by its workload) and a run's with :func:`for_kind`.
 Pure: no torch, no pandas, no store.
 """
 
@@ -35,10 +39,18 @@ from accelbench.core.columns.column import (
     default_label,
     fold,
 )
+from accelbench.core.columns.maps import MAPS, for_kind, for_workload, named, of_row
+from accelbench.core.columns.metric_map import MetricMap
 from accelbench.core.columns.registry import COLUMNS, combine, declare, exported, get, in_view, rule, typed, typed_row
 from accelbench.core.columns.schema import json_schema, schema_text
 
 __all__ = [
+    "MetricMap",
+    "MAPS",
+    "for_kind",
+    "for_workload",
+    "named",
+    "of_row",
     "Column",
     "COLUMNS",
     "col",

@@ -15,7 +15,9 @@ decode tokens/s = batch / mean TPOT. The percentiles (p50, p99) describe the lat
 
 from __future__ import annotations
 
+from accelbench.core import kinds
 from accelbench.core.columns.column import BOOL, FLOAT, INT, MAX, RANK, STR, col
+from accelbench.core.columns.metric_map import GENERATIONS, MetricMap
 
 G = "generate"
 GP = "generate profile"  # also a language model's profiled step (accelbench profile --step prefill|decode)
@@ -206,4 +208,40 @@ DECLARED = (
     col("perplexity_window", INT, "Perplexity window", "int", scenarios=G),
     col("perplexity_text", STR, "Perplexity text", scenarios=G),
     col("quality_note", STR, "Quality note", scenarios=G),
+)
+
+# The throughput of a generate case is its decode tokens/s (batch / mean TPOT): the rate of the windows compare
+# bootstraps (a window is a timed generation's decode steps), the rate the compact table shows beside the mean TPOT.
+METRIC_MAPS = (
+    MetricMap(
+        name="generate",
+        workloads=(kinds.GENERATE,),
+        kinds=(kinds.GENERATE,),
+        throughput="decode_tokens_per_s",
+        throughput_unit="output tokens/s",
+        throughput_label="Decode tok/s",
+        sample="output token",
+        per="token",
+        latency="tpot",
+        latency_series="itl_ms",
+        latency_label="TPOT",
+        series_label="Inter-token latency",
+        windows=GENERATIONS,
+        extra=("ttft_p50",),
+        tracked=("throughput", "latency_p50"),
+        table=tuple(
+            "model batch_size prompt_len new_tokens precision mode ttft_mean_ms ttft_p50_ms ttft_p99_ms "
+            "tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
+            "output_tokens_per_s mbu mbu_datasheet mfu kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j "
+            "cost_per_million_tokens perplexity validity status".split()
+        ),
+        # the rates are means (tokens over time), so the compact table shows them beside the mean latencies
+        compact=tuple(
+            "model batch_size prompt_len precision mode ttft_mean_ms tpot_mean_ms decode_tokens_per_s mbu "
+            "status".split()
+        ),
+        statistic="TTFT, TPOT: means of the timed generations (tok/s = batch / TPOT)",
+        section="generate",
+        group=("model", "precision", "mode", "prompt_len", "new_tokens"),
+    ),
 )

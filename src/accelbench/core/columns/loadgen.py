@@ -3,7 +3,9 @@ merit, its query counts and settings, the batching SUT, and the Server QPS searc
 
 from __future__ import annotations
 
+from accelbench.core import kinds
 from accelbench.core.columns.column import BOOL, FLOAT, INT, RANK, STR, col
+from accelbench.core.columns.metric_map import MetricMap
 
 L = "loadgen"
 
@@ -72,4 +74,27 @@ DECLARED = (
     col("server_lowest_invalid_qps", FLOAT, "Lowest invalid QPS", "rate", scenarios=L),
     col("server_peak_qps", FLOAT, "Peak QPS", "rate", scenarios=L),
     col("server_search_floor_qps", FLOAT, "Search floor QPS", "rate", scenarios=L),
+)
+
+METRIC_MAPS = (
+    MetricMap(
+        name="loadgen",
+        workloads=(kinds.LOADGEN,),
+        kinds=(kinds.LOADGEN,),
+        throughput="throughput_samples_per_s",
+        throughput_unit="samples/s",
+        sample="query sample",
+        latency="latency",
+        table=tuple(
+            "model loadgen_scenario batch_size precision mode figure_of_merit_text result_validity "
+            "throughput_samples_per_s throughput_qps server_target_qps latency_p50_ms latency_p90_ms latency_p99_ms "
+            "latency_p999_ms early_stopping_latency_ms batch_size_mean sut_host_us_per_batch sut_host_share top1 "
+            "power_mean_w energy_per_query_j cost_per_1000_samples_usd validity status".split()
+        ),
+        compact=tuple(
+            "model loadgen_scenario batch_size precision mode figure_of_merit_text latency_p99_ms "
+            "result_validity energy_per_sample_j status".split()
+        ),
+        section="loadgen",
+    ),
 )

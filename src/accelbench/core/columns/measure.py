@@ -3,7 +3,9 @@ accuracy, and the quantized side of a case (int8, fp8)."""
 
 from __future__ import annotations
 
+from accelbench.core import kinds
 from accelbench.core.columns.column import ANY, BOOL, FLOAT, INT, MAX, MIN, RANK, STR, SUM, col
+from accelbench.core.columns.metric_map import MetricMap
 
 TIMED = "inference train_step loadgen profile tune"
 INFER = "inference loadgen tune"
@@ -185,4 +187,30 @@ DECLARED = (
     col("fp8_linear_layers_skipped", INT, "FP8 linear layers skipped", "int", scenarios=QUANT_LM),
     col("fp8_flops_share", FLOAT, "FP8 FLOPs", "pct:0", scenarios=QUANT, doc="Share of the FLOPs run in fp8."),
     col("compute_dtype", STR, "Compute dtype", scenarios=QUANT_LM),
+)
+
+METRIC_MAPS = (
+    MetricMap(
+        name="inference",
+        workloads=(kinds.INFERENCE, kinds.INFERENCE_DP),
+        kinds=(kinds.INFERENCE,),
+        throughput="throughput_samples_per_s",
+        throughput_unit="images/s",
+        sample="image",
+        latency="latency",
+        latency_series="latency_ms",
+        table=tuple(
+            "model batch_size precision mode channels_last total_time_s throughput_samples_per_s latency_p50_ms "
+            "latency_p99_ms latency_spread ci_throughput ci_latency_p50 ci_latency_p99 gpu_util_mean_pct "
+            "device_mem_used_bytes peak_mem_bytes top1 top1_fp32_ref top1_delta_pts accuracy_target_met simulated "
+            "fp8_linear fp8_flops_share power_mean_w energy_per_sample_j cost_per_1000_samples_usd validity "
+            "status".split()
+        ),
+        compact=tuple(
+            "model batch_size precision mode throughput_samples_per_s latency_p50_ms latency_p99_ms top1 "
+            "top1_delta_pts energy_per_sample_j status".split()
+        ),
+        statistic="p50, p99: percentiles of every timed batch; img/s: images over the timed time",
+        throughput_ci=("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"),
+    ),
 )

@@ -3,7 +3,9 @@ measured (step totals ``ncu_*`` and per kernel family ``family_<name>_*``: one d
 
 from __future__ import annotations
 
+from accelbench.core import kinds
 from accelbench.core.columns.column import FLOAT, INT, JSON, STR, col
+from accelbench.core.columns.metric_map import MetricMap
 
 P = "profile"
 
@@ -145,4 +147,22 @@ DECLARED = (
     col("layer_flops_ratio_max_kernel", STR, "Layer FLOPs ratio max kernel", scenarios=P),
     col("layer_flops_ratio_max_analytic_flops", FLOAT, "Layer FLOPs ratio max analytic FLOPs", "si:FLOP", scenarios=P),
     *_totals("family_*", "Family"),
+)
+
+METRIC_MAPS = (
+    MetricMap(
+        name="profile",
+        workloads=(kinds.PROFILE,),
+        kinds=(kinds.PROFILE,),
+        table=tuple(
+            "model step batch_size precision mode step_time_s analytic_flops analytic_min_bytes theoretical_time_s "
+            "measured_vs_theoretical achieved_flops_per_s ncu_flops ncu_dram_bytes ncu_intensity_flop_per_byte "
+            "ncu_achieved_flops_per_s ncu_bound ncu_roof_fraction flops_agreement ncu_wall_s status".split()
+        ),
+        compact=tuple(
+            "model step batch_size precision mode step_time_s measured_vs_theoretical achieved_flops_per_s "
+            "ncu_bound ncu_roof_fraction status".split()
+        ),
+        section="profile",
+    ),
 )

@@ -14,16 +14,19 @@ from collections.abc import Iterable, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from accelbench.core.columns.case import DECLARED as CASE
+from accelbench.core.columns import (
+    case,
+    derived,
+    generate,
+    loadgen,
+    measure,
+    multi,
+    profile,
+    telemetry,
+    train,
+    train_lm,
+)
 from accelbench.core.columns.column import BOOL, FIRST, FLOAT, INT, JSON, RANK, STR, WORD, Column, fold, pattern
-from accelbench.core.columns.derived import DECLARED as DERIVED
-from accelbench.core.columns.generate import DECLARED as GENERATE
-from accelbench.core.columns.loadgen import DECLARED as LOADGEN
-from accelbench.core.columns.measure import DECLARED as MEASURE
-from accelbench.core.columns.multi import DECLARED as MULTI
-from accelbench.core.columns.profile import DECLARED as PROFILE
-from accelbench.core.columns.telemetry import DECLARED as TELEMETRY
-from accelbench.core.columns.train import DECLARED as TRAIN
 
 COLUMNS: dict[str, Column] = {}
 
@@ -40,18 +43,10 @@ def declare(*columns: Column) -> None:
         COLUMNS[c.name] = c
 
 
-for _area in (
-    CASE,
-    MEASURE,
-    TELEMETRY,
-    DERIVED,
-    TRAIN,
-    PROFILE,
-    LOADGEN,
-    GENERATE,
-    MULTI,
-):  # the areas, in pipeline order
-    declare(*_area)
+# the areas, in pipeline order: each module's DECLARED columns (and METRIC_MAPS: accelbench.core.columns.maps)
+AREAS = (case, measure, telemetry, derived, train, train_lm, profile, loadgen, generate, multi)
+for _area in AREAS:
+    declare(*_area.DECLARED)
 
 
 @cache

@@ -3,7 +3,9 @@ size), and the input pipeline (the loader's rate, storage reads)."""
 
 from __future__ import annotations
 
+from accelbench.core import kinds
 from accelbench.core.columns.column import ANY, BOOL, FLOAT, INT, MAX, MEAN, MIN, RANK, STR, col
+from accelbench.core.columns.metric_map import MetricMap
 
 STEP = "train_step converge"
 CONVERGE = "converge"
@@ -127,4 +129,45 @@ DECLARED = (
     col("read_s", FLOAT, "Read (s)", "number", scenarios="input_pipeline"),
     col("read_mb_per_s", FLOAT, "Read (MB/s)", "fixed:,.0f", scenarios="input_pipeline"),
     col("page_cache_resident_fraction", FLOAT, "Cached Before", "pct:0", scenarios="input_pipeline"),
+)
+
+METRIC_MAPS = (
+    MetricMap(
+        name="training",
+        workloads=(kinds.TRAINING, kinds.TRAIN_DDP),
+        kinds=(kinds.TRAINING,),
+        throughput="throughput_samples_per_s",
+        throughput_unit="images/s",
+        sample="training image",
+        latency="step_time",
+        latency_series="step_time_ms",
+        latency_label="Step time",
+        series_label="Step time",
+        table=tuple(
+            "model batch_size precision mode channels_last throughput_samples_per_s step_time_p50_ms "
+            "step_time_p99_ms step_time_spread ci_throughput ci_step_time_p50 ci_step_time_p99 compile_s "
+            "gpu_util_mean_pct peak_mem_bytes loader_samples_per_s input_bound status".split()
+        ),
+        compact=tuple(
+            "model batch_size precision mode throughput_samples_per_s step_time_p50_ms compile_s "
+            "loader_samples_per_s energy_per_sample_j status".split()
+        ),
+        statistic="Step p50: median of every timed step; img/s: images over the timed time",
+        throughput_ci=("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"),
+    ),
+    # an epoch's and a batch size's figures (time to accuracy): no throughput or latency to compare
+    MetricMap(
+        name="convergence",
+        workloads=(kinds.CONVERGENCE,),
+        kinds=(kinds.CONVERGENCE,),
+        sample="training image",
+        section="convergence",
+    ),
+    MetricMap(
+        name="input-pipeline",
+        workloads=(kinds.INPUT_PIPELINE,),
+        kinds=(kinds.INPUT_PIPELINE,),
+        sample="image",
+        section="pipeline",
+    ),
 )
