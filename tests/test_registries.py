@@ -288,6 +288,8 @@ TABLES = {
     "language models": language_models_table,
     "generate options": _options_table("generate"),
     "loadgen options": _options_table("loadgen"),
+    "profile options": _options_table("profile"),
+    "serve options": _options_table("serve"),
     "evaluation options": _options_table("evaluation"),
 }
 

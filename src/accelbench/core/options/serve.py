@@ -6,16 +6,23 @@ from __future__ import annotations
 from accelbench.core.options import Option, declare
 
 ENGINES = ("transformers",)  # built-in launches: ``transformers serve`` (accelbench.launchers.server)
-LENGTHS = "tokens: N, a uniform range LOW:HIGH, or dataset (each request's own)"
+LENGTHS = "tokens: N, or a uniform range LOW:HIGH"
+OUTPUT_LENGTHS = "tokens: N, a uniform range LOW:HIGH, or dataset (each request's own)"
+POSITIVE = "a number > 0"
 
 OPTIONS = declare(
     Option(
-        name="url", type=str, default=None, help="Base URL of a running OpenAI-compatible server (http://host:port)"
+        name="url",
+        type=str,
+        default=None,
+        allowed="a URL, http://host:port",
+        help="Base URL of a running OpenAI-compatible server",
     ),
     Option(
         name="launch",
         type=str,
         default=None,
+        allowed="a shell command",
         help="Shell command that starts the server (stopped at the end; {port} is replaced by a free port)",
     ),
     Option(
@@ -34,7 +41,8 @@ OPTIONS = declare(
         many=True,
         low=1,
         default=None,
-        help="Closed-loop levels: requests kept in flight, each a case (default: GPU 1,8,32; CPU 1,4)",
+        default_text="GPU 1,8,32; CPU 1,4",
+        help="Closed-loop levels: requests kept in flight, each a case",
         aliases=("concurrencies",),
     ),
     Option(
@@ -46,6 +54,8 @@ OPTIONS = declare(
         flag="--request-rate",
         unit="requests/s",
         allowed="request rates > 0, e.g. 2,4,8",
+        raw=True,  # numbers as typed: the scenario's normalize reads them (a list option parses integers only)
+        item="request_rate",
         help="Open-loop levels: requests per second, each a case",
         aliases=("request_rate", "rate"),
     ),
@@ -61,6 +71,7 @@ OPTIONS = declare(
         type=float,
         low=0,
         default=1.0,
+        allowed=POSITIVE,
         help="Gamma shape k of --arrival gamma (1: Poisson; below 1 burstier)",
     ),
     Option(
@@ -78,6 +89,7 @@ OPTIONS = declare(
         default=None,
         unit="s",
         panel="how",
+        allowed=POSITIVE,
         help="A level lasts this long instead (its requests still capped by --requests)",
     ),
     Option(
@@ -96,7 +108,13 @@ OPTIONS = declare(
         choices=("random", "text", "sharegpt", "jsonl"),
         help="Prompts: random token ids, the shipped text, or a local ShareGPT JSON / JSONL file (--dataset)",
     ),
-    Option(name="dataset", type=str, default=None, help="The local file of --workload sharegpt or jsonl"),
+    Option(
+        name="dataset",
+        type=str,
+        default=None,
+        allowed="a local file path",
+        help="The local file of --workload sharegpt or jsonl",
+    ),
     Option(
         name="input_len",
         type=str,
@@ -110,20 +128,23 @@ OPTIONS = declare(
         type=str,
         default="128",
         cpu="32",
-        allowed=LENGTHS,
+        allowed=OUTPUT_LENGTHS,
         help="Output length asked of the server: N tokens, a range LOW:HIGH, or dataset",
     ),
     Option(
         name="tokenizer",
         type=str,
         default=None,
-        help="Local tokenizer folder (default: the model's, or the served model's where it is a folder)",
+        default_text="the model's folder, or the served model's where it is one",
+        allowed="a local folder",
+        help="Tokenizer the requests are built and counted with (nothing is downloaded)",
     ),
     Option(
         name="slo",
         type=str,
         default=None,
         panel="how",
+        allowed="mlperf-server, mlperf-interactive or ttft_ms=N,tpot_ms=N[,percentile=50|90|99]",
         help="Service-level objective: mlperf-server, mlperf-interactive or ttft_ms=N,tpot_ms=N[,percentile=P]",
     ),
     Option(
@@ -148,6 +169,7 @@ OPTIONS = declare(
         low=0,
         default=300.0,
         unit="s",
+        allowed=POSITIVE,
         help="How long a launched server may take to answer",
     ),
     Option(
@@ -156,6 +178,7 @@ OPTIONS = declare(
         low=0,
         default=600.0,
         unit="s",
+        allowed=POSITIVE,
         panel="how",
         help="How long one request may take before it counts as failed",
     ),
