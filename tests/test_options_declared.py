@@ -17,6 +17,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.options import Option, check_declared, declare, device_defaults
 from accelbench.core.options.generate import OPTIONS as GENERATE
 from accelbench.core.options.loadgen import LOADGEN
+from accelbench.core.options.profile import PROFILE
 from accelbench.core.spec import Extras, Settings, build_spec
 
 BASE = Option(
@@ -115,7 +116,7 @@ def test_a_list_option_parses_and_checks_each_item():
         lens.check(())
 
 
-@pytest.mark.parametrize("command, table", [("generate", GENERATE), ("loadgen", LOADGEN)])
+@pytest.mark.parametrize("command, table", [("generate", GENERATE), ("loadgen", LOADGEN), ("profile", PROFILE)])
 def test_a_command_takes_its_scenario_settings_from_their_declarations_alone(command, table):
     from accelbench import scenarios
     from accelbench.cli.common import app
@@ -139,6 +140,8 @@ def test_the_declared_choices_are_the_ones_the_data_layer_reads():
     from accelbench.core.options.evaluation import EVALUATION
     from accelbench.data.labels import LABEL_SPACES
     from accelbench.data.text import PROMPT_SOURCES
+    from accelbench.scenarios.profile.scenario import STEPS
 
     assert EVALUATION["label_space"].choices == tuple(LABEL_SPACES)
+    assert PROFILE["steps"].choices == STEPS
     assert GENERATE["prompt_source"].choices == PROMPT_SOURCES

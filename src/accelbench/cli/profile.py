@@ -9,9 +9,11 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, styled
-from accelbench.cli.help import HOW, STORE, WHAT, complete_backends, complete_models, complete_precisions
+from accelbench.cli.declared import Given, declared
+from accelbench.cli.help import STORE, WHAT, complete_backends, complete_models, complete_precisions
 from accelbench.cli.options import Cost, Inputs, Label, Output, What
 from accelbench.core.errors import OK
+from accelbench.core.options.profile import PROFILE
 
 
 @command()
@@ -46,39 +48,9 @@ def profile(
         help="Backends (execution modes), comma-separated: {backends}. Default eager; "
         "static-cache for prefill/decode (static-compile: the compiled decode step).",
     ),
-    step: str = typer.Option(
-        "inference",
-        "--step",
-        rich_help_panel=WHAT,
-        help="inference, train, or both: inference,train (an image model); prefill, decode, or "
-        "both (a language model, hf:<model>).",
-    ),
-    prompt_len: str | None = typer.Option(
-        None,
-        "--prompt-len",
-        "--prompt-lens",
-        rich_help_panel=WHAT,
-        help="prefill/decode: prompt tokens a sequence; for decode the KV-cache "
-        "positions filled before the step (default 128).",
-    ),
+    settings: Given = declared(PROFILE),
     what: What = What.take(only=("channels_last", "device")),
     inputs: Inputs = Inputs.take(only=("data", "image_size", "mean", "std", "resize", "crop_pct")),
-    ncu: str = typer.Option("auto", "--ncu", rich_help_panel=HOW, help="auto (on a GPU when ncu is found), on, off"),
-    warmup_steps: int | None = typer.Option(
-        None, "--warmup-steps", rich_help_panel=HOW, help="Untimed steps (GPU 5, CPU 1)."
-    ),
-    timed_steps: int | None = typer.Option(
-        None, "--timed-steps", rich_help_panel=HOW, help="Timed steps (GPU 20, CPU 3)."
-    ),
-    charts: Path | None = typer.Option(
-        None, "--charts", rich_help_panel=STORE, help="Write roofline charts (PNG + SVG) to this folder."
-    ),
-    ncu_csv: Path | None = typer.Option(
-        None, "--ncu-csv", rich_help_panel=STORE, help="Keep ncu's raw CSV files in this folder."
-    ),
-    remeasure_ceilings: bool = typer.Option(
-        False, "--remeasure-ceilings", rich_help_panel=HOW, help="Measure the machine ceilings again."
-    ),
     cost: Cost = Cost.take(),
     out: Output = Output.take(
         omit=("resume",),
@@ -95,24 +67,18 @@ def profile(
     """Roofline profile: analytic FLOPs and bytes, measured time, machine ceilings and (GPU) Nsight Compute counters."""
     from accelbench import api
 
-    if charts is not None and charts.exists() and not charts.is_dir():
+    charts = settings.values.get("chart_dir")
+    if charts is not None and Path(charts).exists() and not Path(charts).is_dir():
         a.fail(f"--charts {charts} is a file: give a folder for the charts")
     flags = dict(
         models=model,
         batch_sizes=batch_sizes,
         precisions=precisions,
         modes=modes,
-        steps=step,
-        prompt_lens=prompt_len,
+        **settings.fields(),
         **what.fields(),
         **inputs.fields(),
         **cost.fields(),
-        ncu=ncu,
-        warmup_steps=warmup_steps,
-        timed_steps=timed_steps,
-        chart_dir=str(charts) if charts else None,
-        ncu_csv_dir=str(ncu_csv) if ncu_csv else None,
-        remeasure_ceilings=remeasure_ceilings,
     )
     named = label.of()
     spec = api.spec("profile", flags)

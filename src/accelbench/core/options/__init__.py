@@ -55,7 +55,8 @@ class Option:
         low / high: the range of a number (of each item when ``many``); None: unbounded.
         choices: the allowed strings.
         allowed: what the error message says is allowed, where the derived words would not do.
-        flag: the long flag where it is not ``--`` + the name; short: a short flag (``-n``).
+        flag: the long flag where it is not ``--`` + the name; short: a short flag (``-n``); more_flags: other long
+            spellings (``--prompt-lens`` beside ``--prompt-len``).
         negatable: a ``bool`` flag also has ``--no-`` (``--perplexity/--no-perplexity``).
         aliases: other TOML keys and flag spellings for the same field.
         panel: the help panel (one of :data:`PANELS`).
@@ -78,6 +79,7 @@ class Option:
     allowed: str = ""
     flag: str = ""
     short: str = ""
+    more_flags: tuple[str, ...] = ()
     negatable: bool = True
     aliases: tuple[str, ...] = ()
     panel: str = "what"
@@ -98,7 +100,7 @@ class Option:
         long = self.flag or "--" + self.name.replace("_", "-")
         if self.type is bool and self.negatable:
             long = f"{long}/--no-{long[2:]}"
-        return (long, self.short) if self.short else (long,)
+        return (long, *self.more_flags, *((self.short,) if self.short else ()))
 
     def field(self) -> Any:
         """The settings dataclass field: this default, the declaration in its metadata (:func:`check_declared`)."""

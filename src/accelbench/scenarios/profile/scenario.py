@@ -19,14 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core import kinds
-from accelbench.core.config import check_bool, check_choices, check_int, check_number
 from accelbench.core.errors import ConfigError
+from accelbench.core.options import aliases as declared_aliases
+from accelbench.core.options import check_declared, device_defaults
+from accelbench.core.options.evaluation import EVALUATION
+from accelbench.core.options.profile import PROFILE
 from accelbench.core.spec import Extras, Settings
 from accelbench.models.base import IMAGE, LM
 from accelbench.scenarios.base import Scenario, register
 from accelbench.scenarios.profile.lm import LM_STEPS  # a language model's (hf:...): generate's static-cache loop
 
-NCU_MODES = ("auto", "on", "off")
+NCU_MODES = PROFILE["ncu"].choices
 IMAGE_STEPS = ("inference", "train")  # an image model's (timm, torchvision, a factory)
 STEPS = IMAGE_STEPS + LM_STEPS
 # The defaults that depend on the kind of step: (GPU precision, CPU precision, backend). A language model's steps
@@ -36,7 +39,10 @@ STEP_DEFAULTS = {"image": ("amp-bf16", "fp32", "eager"), "lm": ("bf16", "fp32", 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProfileSettings(Settings):
-    """Attributes:
+    """The settings of :data:`accelbench.core.options.profile.PROFILE` and the evaluation settings (defaults and
+    checks from their declarations).
+
+    Attributes:
     steps: ``inference``, ``train`` or both (an image model); ``prefill``, ``decode`` or both (a language model).
     prompt_lens: a language model's prompt lengths in tokens (each a case axis): the prefill's tokens a sequence,
         the KV-cache positions filled before the profiled decode step.
@@ -45,46 +51,36 @@ class ProfileSettings(Settings):
     chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
     ncu_timeout_s: seconds one ncu run may take.
     remeasure_ceilings: measure the machine ceilings again instead of using the cached ones.
-    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s).
+    mean, std, resize, crop_pct: the input's normalisation and evaluation transform (as ``accelbench run``'s:
+        :data:`accelbench.core.options.evaluation.EVALUATION`).
     """
 
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
-    steps: tuple[str, ...] = ("inference",)
-    prompt_lens: tuple[int, ...] = (128,)
-    ncu: str = "auto"
-    warmup_steps: int | None = None
-    timed_steps: int | None = None
-    chart_dir: str | None = None
-    ncu_csv_dir: str | None = None
-    ncu_timeout_s: float = 1800.0
-    remeasure_ceilings: bool = False
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    resize: int | None = None
-    crop_pct: float | None = None
+    steps: tuple[str, ...] = PROFILE["steps"].field()
+    prompt_lens: tuple[int, ...] = PROFILE["prompt_lens"].field()
+    ncu: str = PROFILE["ncu"].field()
+    warmup_steps: int | None = PROFILE["warmup_steps"].field()
+    timed_steps: int | None = PROFILE["timed_steps"].field()
+    chart_dir: str | None = PROFILE["chart_dir"].field()
+    ncu_csv_dir: str | None = PROFILE["ncu_csv_dir"].field()
+    ncu_timeout_s: float = PROFILE["ncu_timeout_s"].field()
+    remeasure_ceilings: bool = PROFILE["remeasure_ceilings"].field()
+    mean: tuple[float, ...] | None = EVALUATION["mean"].field()
+    std: tuple[float, ...] | None = EVALUATION["std"].field()
+    resize: int | None = EVALUATION["resize"].field()
+    crop_pct: float | None = EVALUATION["crop_pct"].field()
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
 
+        check_declared(self)
         check_eval_settings(self)
-        check_choices("step", self.steps, STEPS)
         if set(self.steps) & set(LM_STEPS) and set(self.steps) & set(IMAGE_STEPS):
             raise ConfigError(
                 "step",
                 ",".join(self.steps),
                 "inference/train (an image model) or prefill/decode (a language model), not both kinds in one run",
             )
-        if not isinstance(self.prompt_lens, tuple) or not self.prompt_lens:
-            raise ConfigError("prompt_lens", self.prompt_lens, "integers >= 1, e.g. 128,2048")
-        for v in self.prompt_lens:
-            check_int("prompt_lens", v, 1)
-        if self.ncu not in NCU_MODES:
-            raise ConfigError("ncu", self.ncu, ", ".join(NCU_MODES))
-        for name in ("warmup_steps", "timed_steps"):
-            if getattr(self, name) is not None:
-                check_int(name, getattr(self, name), 0)
-        check_number("ncu_timeout_s", self.ncu_timeout_s)
-        check_bool("remeasure_ceilings", self.remeasure_ceilings)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,10 +108,16 @@ class Profile(Scenario):
     name, kind, workload = "profile", kinds.PROFILE, kinds.PROFILE
     command = "accelbench profile"
     settings_type, extras_type = ProfileSettings, ProfileExtras
-    aliases = {"step": "steps", "batch_size": "batch_sizes", "prompt_len": "prompt_lens"}
+    aliases = {"batch_size": "batch_sizes", **declared_aliases(PROFILE)}
     # precisions and modes: by the kind of step (STEP_DEFAULTS), filled in by normalize
-    cpu_defaults = {"models": ("resnet50",), "batch_sizes": (32,), "warmup_batches": 0, "data": "cifar10-test"}
-    gpu_defaults = cpu_defaults
+    cpu_defaults = {
+        "models": ("resnet50",),
+        "batch_sizes": (32,),
+        "warmup_batches": 0,
+        "data": "cifar10-test",
+        **device_defaults(PROFILE, cuda=False),
+    }
+    gpu_defaults = {**cpu_defaults, **device_defaults(PROFILE, cuda=True)}
     # cost and energy per sample over the timed steps
     derived_keys = {
         "samples_key": "samples_timed",
