@@ -215,6 +215,12 @@ def _generate(store, run: dict, records: list[dict], context: str) -> list:
     return generate_blocks(store, run, records, context)
 
 
+def _serve(store, run: dict, records: list[dict], context: str) -> list:
+    from accelbench.report.serve import serve_blocks
+
+    return serve_blocks(store, run, records, context)
+
+
 def _tune(store, run: dict, records: list[dict], context: str) -> list:
     from accelbench.report.tune import tune_blocks
 
@@ -233,6 +239,7 @@ SECTIONS: dict[str, Callable[[Any, dict, list[dict], str], list]] = {
     "profile": profile_blocks,
     "loadgen": lambda store, run, records, context: loadgen_blocks(records),
     "generate": _generate,
+    "serve": _serve,
     "tune": _tune,
     "scale": _multi,
     "concurrent": _multi,

@@ -127,6 +127,36 @@ def serve_charts(store, records: list[dict], context: str = "") -> list[dict]:
     return items + distribution_items(store, [r for r in rows if r.get("workload") == kinds.SERVE], context)
 
 
+def serve_blocks(store, run: dict, records: list[dict], context: str = "") -> list[dict | None]:
+    """A serve run's report blocks: its table (the serve map's), the SLO search's probes, the charts, the flagged and
+    failed levels."""
+    from accelbench.core.columns import named
+    from accelbench.report.blocks import charts_block, table_block
+    from accelbench.report.table import is_detail
+    from accelbench.report.views import view
+
+    rows = [r for r in records if not is_detail(r)]
+    probes = [r for r in records if r.get("workload") == kinds.SERVE_PROBE]
+    blocks = [
+        table_block(rows, view(named("serve").name), "Load levels"),
+        table_block(probes, view(named("serve").name), "SLO search: every probe"),
+        charts_block(serve_charts(store, records, context)),
+    ]
+    failed = [
+        f"{r.get('case_key')}: {r.get('requests_failed')} of {r.get('requests')} requests failed ({r.get('errors_json')})"
+        for r in rows
+        if r.get("requests_failed")
+    ]
+    limited = [
+        f"{r.get('case_key')}: the client limited the level (send slip or loop lag)"
+        for r in rows
+        if r.get("client_limited")
+    ]
+    if failed or limited:
+        blocks.append({"type": "notes", "title": "Failed requests, client-limited levels", "lines": failed + limited})
+    return blocks
+
+
 def _by_model(rows: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for r in rows:

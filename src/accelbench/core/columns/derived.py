@@ -15,7 +15,7 @@ DECLARED = (
         short="mJ/img",
         scale=1e3,
         combine=RANK,
-        titles=(("generate", "Energy/token (mJ)"),),
+        titles=(("generate", "Energy/token (mJ)"), ("serve", "Energy/token (mJ)"), ("serve-compact", "mJ/token")),
         doc="Energy of the timed window / the samples it ran (a generate row's samples: its output tokens).",
     ),
     col(

@@ -22,6 +22,7 @@ from accelbench.core.columns import (
     measure,
     multi,
     profile,
+    serve,
     telemetry,
     train,
     train_lm,
@@ -44,7 +45,7 @@ def declare(*columns: Column) -> None:
 
 
 # the areas, in pipeline order: each module's DECLARED columns (and METRIC_MAPS: accelbench.core.columns.maps)
-AREAS = (case, measure, telemetry, derived, train, train_lm, profile, loadgen, generate, multi)
+AREAS = (case, measure, telemetry, derived, train, train_lm, profile, loadgen, generate, serve, multi)
 for _area in AREAS:
     declare(*_area.DECLARED)
 

@@ -11,7 +11,9 @@ cost per 1,000 output tokens over the level's measured window (``measured_wall_s
 
 from __future__ import annotations
 
+from accelbench.core import kinds
 from accelbench.core.columns.column import BOOL, FLOAT, INT, JSON, MAX, RANK, STR, SUM, col
+from accelbench.core.columns.metric_map import MetricMap
 
 S = "serve"
 
@@ -120,4 +122,37 @@ DECLARED = (
     col("slo_max_concurrency", INT, "Max concurrency meeting the SLO", "int", scenarios=S),
     col("slo_lowest_missed_request_rate_per_s", FLOAT, "Lowest rate missing the SLO (/s)", "rate", scenarios=S),
     col("slo_lowest_missed_concurrency", INT, "Lowest concurrency missing the SLO", "int", scenarios=S),
+)
+
+# What a serve row means: a sample is an output token, the throughput output tokens/s over the level's window, the
+# latency TPOT (TTFT compared beside it). The per-request series are drawn by the serve section (a histogram a level),
+# so the map names no per-batch series.
+METRIC_MAPS = (
+    MetricMap(
+        name="serve",
+        workloads=(kinds.SERVE,),
+        kinds=(kinds.SERVE,),
+        throughput="output_tokens_per_s",
+        throughput_unit="output tokens/s",
+        throughput_label="Output tok/s",
+        sample="output token",
+        per="token",
+        latency="tpot",
+        latency_label="TPOT",
+        extra=("ttft_p50",),
+        tracked=("throughput", "latency_p50"),
+        table=tuple(
+            "model concurrency request_rate_per_s arrival requests_ok requests_failed ttft_p50_ms ttft_p99_ms "
+            "tpot_p50_ms tpot_p99_ms itl_p99_ms e2e_latency_p99_ms request_throughput_per_s output_tokens_per_s "
+            "goodput_requests_per_s slo_met_fraction slo_max_request_rate_per_s slo_max_concurrency power_mean_w "
+            "energy_per_sample_j cost_per_million_tokens client_limited validity status".split()
+        ),
+        compact=tuple(
+            "concurrency request_rate_per_s ttft_p50_ms tpot_p50_ms output_tokens_per_s request_throughput_per_s "
+            "energy_per_sample_j status".split()
+        ),
+        statistic="TTFT, TPOT: medians of the level's requests; rates over its measured window",
+        section="serve",
+        group=("model",),
+    ),
 )

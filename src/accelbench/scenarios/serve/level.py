@@ -241,7 +241,7 @@ def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict
         met = bool(meets(rec, slo))
         measured[load] = (rec, series)
         key = f"{case.key}|{'rate' if by_rate else 'c'}={load:g}"
-        row = {**rec, "case_key": key, "workload": kinds.SERVE_PROBE, "row_type": "slo-probe", "slo_met": met}
+        row = {**rec, "case_key": key, "workload": kinds.SERVE_PROBE, "row_type": "server-probe", "slo_met": met}
         sink.add({**row, "device": str(rank.device), "status": OK, "error": None, "started_at": started}, series)
         return met, load
 
