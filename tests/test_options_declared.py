@@ -16,6 +16,7 @@ from accelbench.cli.options import expand
 from accelbench.core.errors import ConfigError
 from accelbench.core.options import Option, check_declared, declare, device_defaults
 from accelbench.core.options.generate import OPTIONS as GENERATE
+from accelbench.core.options.inference import INFERENCE
 from accelbench.core.options.loadgen import LOADGEN
 from accelbench.core.options.profile import PROFILE
 from accelbench.core.spec import Extras, Settings, build_spec
@@ -116,19 +117,31 @@ def test_a_list_option_parses_and_checks_each_item():
         lens.check(())
 
 
-@pytest.mark.parametrize("command, table", [("generate", GENERATE), ("loadgen", LOADGEN), ("profile", PROFILE)])
-def test_a_command_takes_its_scenario_settings_from_their_declarations_alone(command, table):
+@pytest.mark.parametrize(
+    "command, scenario, table",
+    [
+        ("generate", "generate", GENERATE),
+        ("loadgen", "loadgen", LOADGEN),
+        ("profile", "profile", PROFILE),
+        ("run", "inference", INFERENCE),
+    ],
+)
+def test_a_command_takes_its_scenario_settings_from_their_declarations_alone(command, scenario, table):
     from accelbench import scenarios
     from accelbench.cli.common import app
     from accelbench.core.options.evaluation import EVALUATION
 
-    sc = scenarios.get(command)
-    own = {f.name for f in dataclasses.fields(sc.settings_type)} - set(EVALUATION)
+    sc = scenarios.get(scenario)
+    own = (
+        {f.name for f in dataclasses.fields(sc.settings_type)}
+        - set(EVALUATION)
+        - ({"repeats"} if command == "run" else set())
+    )
     assert own == set(table)
     for cuda in (True, False):
         assert {k: sc.defaults(cuda)[k] for k in table} == device_defaults(table, cuda)
     params = {p.name: p for p in typer.main.get_command(app).commands[command].params}
-    assert len(table) >= 6
+    assert len(table) >= 2
     for name, opt in table.items():  # the generated flag: the declaration's flag and help, nothing written by hand
         assert params[name].opts[0] == opt.flags[0].split("/")[0] and params[name].help == opt.help_text()
     assert {a: sc.aliases[a] for opt in table.values() for a in opt.aliases} == {

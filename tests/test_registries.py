@@ -286,6 +286,7 @@ TABLES = {
     "backends": backends_table,
     "precisions": precisions_table,
     "language models": language_models_table,
+    "run options": _options_table("inference"),
     "generate options": _options_table("generate"),
     "loadgen options": _options_table("loadgen"),
     "profile options": _options_table("profile"),

@@ -8,23 +8,16 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console
-from accelbench.cli.help import HOW, WHAT
+from accelbench.cli.declared import Given, declared
 from accelbench.cli.options import CONFIG, Cost, How, Inputs, Label, Launch, Output, What
+from accelbench.core.options.inference import INFERENCE
 
 
 @command()
 def run(
     what: What = What.take(),
     inputs: Inputs = Inputs.take(),
-    include_transfer: bool | None = typer.Option(
-        None, "--include-transfer/--no-include-transfer", rich_help_panel=HOW, help="Time the host-to-device copy too."
-    ),
-    calibration_images: int | None = typer.Option(
-        None,
-        "--calibration-images",
-        rich_help_panel=WHAT,
-        help="Images that calibrate int8 (default 512), disjoint from the measured ones.",
-    ),
+    settings: Given = declared(INFERENCE),
     how: How = How.take(),
     cost: Cost = Cost.take(),
     config: Path | None = CONFIG,
@@ -40,8 +33,7 @@ def run(
         **inputs.fields(),
         **how.fields(),
         **cost.fields(),
-        "include_transfer": include_transfer,
-        "calibration_images": calibration_images,
+        **settings.fields(),
     }
     layers = a.layers(config, "sweep", flags)
     named = label.of(layers)

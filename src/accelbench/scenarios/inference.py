@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.core import kinds
-from accelbench.core.config import check_bool, check_int
-from accelbench.core.options import check_declared
+from accelbench.core.options import check_declared, device_defaults
 from accelbench.core.options.evaluation import EVALUATION
+from accelbench.core.options.inference import INFERENCE
 from accelbench.core.spec import Extras, Windowed
 from accelbench.data.evaluation import accuracy_pass
 from accelbench.scenarios.base import Scenario, register
@@ -34,6 +34,7 @@ GPU_DEFAULTS: dict[str, Any] = {
     "min_timed_batches": 30,
     "min_time_s": 0.5,
     "models": ("resnet50",),
+    **device_defaults(INFERENCE, cuda=True),
 }
 CPU_DEFAULTS: dict[str, Any] = {
     # Sized so that ResNet-50 at 224x224 takes about a minute on a small CPU.
@@ -46,6 +47,7 @@ CPU_DEFAULTS: dict[str, Any] = {
     "min_timed_batches": 3,
     "min_time_s": 0.0,
     "models": ("resnet50",),
+    **device_defaults(INFERENCE, cuda=False),
 }
 
 
@@ -63,11 +65,12 @@ class InferenceSettings(Windowed):
     resize: shorter side in pixels before the center crop to the input size; crop_pct: input side / that
         side (timm's crop_pct); None: the model's own (torchvision weights, timm pretrained_cfg) or no crop.
     labels: a labels file, line k naming output k (:func:`accelbench.data.labels.read_labels_file`).
-    The evaluation fields are declared in :data:`accelbench.core.options.evaluation.EVALUATION`.
+    The fields are declared in :data:`accelbench.core.options.inference.INFERENCE` and (the evaluation fields)
+    :data:`accelbench.core.options.evaluation.EVALUATION`.
     """
 
-    include_transfer: bool = False
-    calibration_images: int = 512
+    include_transfer: bool = INFERENCE["include_transfer"].field()
+    calibration_images: int = INFERENCE["calibration_images"].field()
     label_space: str | None = EVALUATION["label_space"].field()
     mean: tuple[float, ...] | None = EVALUATION["mean"].field()
     std: tuple[float, ...] | None = EVALUATION["std"].field()
@@ -80,8 +83,6 @@ class InferenceSettings(Windowed):
 
         Windowed.__post_init__(self)
         check_declared(self)
-        check_bool("include_transfer", self.include_transfer)
-        check_int("calibration_images", self.calibration_images, 1)
         check_eval_settings(self)
 
 
