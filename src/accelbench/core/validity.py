@@ -21,6 +21,9 @@ Each check runs only when its inputs exist (``validity_checks`` lists those that
   thread waits for a core; 10 % is an order above an idle host's background (about 1 % here) and the
   size at which a case that uses every core loses a comparable share of its time. One job sharing the
   2 cores of a small machine shows as 50 % or more.
+- ``client-limited``: a serve level whose load generator's p99 send slip or event-loop lag passed its threshold
+  (``client_limited``, :mod:`accelbench.scenarios.serve.metrics`): the requests left late, so the level measures the
+  client as much as the server.
 - ``non-finite-output``: an inference case's model outputs held NaN or inf (``outputs_finite`` false, from the
   untimed accuracy pass or first step): the speed is measured, but of broken numerics (an fp16 overflow), and the
   row has no accuracy (``accuracy_note`` says why).
@@ -125,6 +128,21 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
         if busy > CPU_OTHER_MAX_PCT:
             flags.append("cpu-contention")
             reasons.append(f"other processes used {busy:.0f}% of the host's CPU time > {CPU_OTHER_MAX_PCT:.0f}%")
+    if _value(rec, "client_limited") is not None:  # a serve level: the load generator's own delays
+        checks.append("client")
+        if _value(rec, "client_limited"):
+            flags.append("client-limited")
+            delays = [
+                f"{what} p99 {v:.1f} ms"
+                for what, v in (
+                    ("send slip", _value(rec, "send_slip_p99_ms")),
+                    ("loop lag", _value(rec, "loop_lag_p99_ms")),
+                )
+                if v is not None
+            ]
+            reasons.append(
+                f"the client fell behind ({', '.join(delays)}): the client, not the server, limited the level"
+            )
     for key, check, flag, what in _FINITE:
         v = _value(rec, key)
         if v is not None:
