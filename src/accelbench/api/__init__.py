@@ -22,6 +22,7 @@ from typing import Any
 
 from accelbench.api.reading import compare, export_json, history, import_run, report
 from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
+from accelbench.api.serving import serve
 
 __all__ = [
     "Result",
@@ -36,6 +37,7 @@ __all__ = [
     "run",
     "train",
     "generate",
+    "serve",
     "profile",
     "input_pipeline",
     "loadgen",

@@ -1,5 +1,5 @@
 """``accelbench serve``: an OpenAI-compatible LLM server under load (parsing only; the work is
-:func:`accelbench.api.serving.serve`)."""
+:func:`accelbench.api.serve`)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,6 @@ def serve(
 ) -> None:
     """Serving: TTFT, TPOT, ITL, end-to-end latency, throughput and goodput of an OpenAI-compatible server under load, with GPU telemetry, energy and cost per token."""
     from accelbench import api
-    from accelbench.api.serving import serve as run_serve
 
     flags = {**what.fields(), **how.fields(), **cost.fields(), **settings.fields()}
     layers = a.layers(config, "serve", flags)
@@ -61,5 +60,5 @@ def serve(
         else "the default concurrencies"
     )
     console.print(f"accelbench serve: {server}, {load}, telemetry on {where}, db {out.db}")
-    result = a.run_with_progress(run_serve, spec, store, resume=out.resume, name=named.name, tags=named.tags)
+    result = a.run_with_progress(api.serve, spec, store, resume=out.resume, name=named.name, tags=named.tags)
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
