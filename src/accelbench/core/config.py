@@ -16,14 +16,8 @@ from accelbench.core.errors import ConfigError, SettingsNote, did_you_mean
 
 T = TypeVar("T")
 
-LIST_FIELDS = {
-    "models": str,
-    "batch_sizes": int,
-    "precisions": str,
-    "modes": str,
-    "prompt_lens": int,
-    "new_tokens": int,
-}
+# the shared list fields (a scenario's own lists are declared: accelbench.core.options)
+LIST_FIELDS = {"models": str, "batch_sizes": int, "precisions": str, "modes": str}
 # The largest integer the store holds (SQLite INTEGER: 8 bytes, signed); a count beyond it cannot be a row.
 INT_MAX = 2**63 - 1
 

@@ -266,7 +266,8 @@ def merge(scenario: SpecScenario, layers: tuple[dict[str, Any], ...], cuda: bool
                 merged[key] = parse_list(key, value) if key in LIST_FIELDS else value
     if isinstance(merged.get("channels_last"), bool):
         merged["channels_last"] = "on" if merged["channels_last"] else "off"
-    for key in LIST_FIELDS:
+    lists = [*LIST_FIELDS, *(n for n, opt in declared.items() if opt.many and not opt.raw)]
+    for key in lists:
         if isinstance(merged.get(key), tuple):
             merged[key] = unique(key, merged[key])
     return merged
