@@ -53,6 +53,22 @@ def test_the_search_bisects_to_the_boundary():
     assert bisect_load(lambda x: (True, x), 1, 8).probes == [(8, True)]
 
 
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((), "--url URL, --launch COMMAND or --engine transformers"),
+        (("--url", "http://x", "--concurrency", "1", "--request-rate", "2"), "one kind of load a run"),
+        (("--url", "http://x", "--slo-search"), "an objective to search against"),
+        (("--url", "http://x", "--slo", "ttft=3"), "invalid slo"),
+        (("--engine", "transformers"), "one model for --engine transformers"),
+    ],
+)
+def test_a_settings_mistake_is_one_line_before_anything_runs(db, args, words):
+    p = run_cli("serve", *args, "--db", str(db), *FAST)
+    assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not db.exists()
+
+
 def test_an_unreachable_url_is_one_line_before_anything_is_stored(db):
     p = run_cli("serve", "--url", f"http://127.0.0.1:{free_port()}", "--db", str(db), *FAST)
     assert p.returncode == 2

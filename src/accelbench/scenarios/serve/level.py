@@ -107,6 +107,8 @@ def prepare(spec, device, server=None) -> ServeState:
 
     st = spec.settings
     url = server.base_url if server is not None else st.url
+    if url is None:  # a spec that launches its server, run without the launcher that starts it
+        raise ConfigError("launch", st.launch or st.engine, "a server started by accelbench.api.serve (or --url)")
     info = server.info if server is not None else OpenAICompatible(url, None, st.api).probe(10.0)
     state = ServeState(info=info, server=server, tokenizer=load_tokenizer(spec, info))
     n = st.warmup_requests + st.requests
