@@ -288,3 +288,14 @@ def test_a_rejected_request_and_a_timeout_are_per_request_errors(engine, tokeniz
     assert json.loads(cols["errors_json"]) == {"http 422": 2} and cols["goodput_requests_per_s"] == 0
     late = load.run_level(engine, reqs[:1], concurrency=1, timeout_s=1e-4)
     assert (late.results[0].ok, late.results[0].error) == (False, "timeout")
+
+
+def test_pools_lend_at_most_their_connections_each():
+    from accelbench.backends.openai_api import POOL_CONNECTIONS, _Pools
+
+    made = []
+    pools = _Pools(lambda: made.append(object()) or made[-1])
+    lent = [pools.lend() for _ in range(POOL_CONNECTIONS + 1)]
+    assert len(made) == 2 and lent.count(made[0]) == POOL_CONNECTIONS and lent[-1] is made[1]
+    pools.give_back(lent[0])
+    assert pools.lend() is made[1] and len(made) == 2  # a free connection of a pool made before: no new pool

@@ -22,6 +22,7 @@ URL, not by a mode, so ``accelbench serve`` constructs this engine itself.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -34,6 +35,10 @@ from accelbench.core.errors import ConfigError, MissingDependencyError
 SERVE = "serve"  # the workload: an engine of it is driven by ``accelbench serve``, never by ``generate``
 APIS = ("completions", "chat")
 FLAVORS = ("transformers", "vllm", "openai")
+# Connections a pool holds. httpcore's pool scans its connections, and for each idle one the others, every time it
+# hands out or takes back a connection (O(connections^2) a request): one pool of 64 connections held the client to
+# ~140 requests/s where 8 pools of 8 sustained more (benchmarks/serve_client_capacity.py, docs/results.md)
+POOL_CONNECTIONS = 8
 _SSE_FIELDS = ("event:", "id:", "retry:")  # SSE fields other than data (WHATWG HTML, "Server-sent events")
 
 
@@ -160,6 +165,39 @@ def chunk_event(chunk: dict[str, Any], api: str) -> StreamEvent:
     )
 
 
+def _ssl_context() -> Any:
+    import ssl
+
+    try:
+        import certifi  # httpx's own certificate bundle
+
+        return ssl.create_default_context(cafile=certifi.where())
+    except ImportError:
+        return ssl.create_default_context()
+
+
+class _Pools:
+    """``httpx.AsyncClient`` s of :data:`POOL_CONNECTIONS` connections each, lent one request at a time: a free list
+    holds a pool once a free connection, and a pool is made when the list is empty."""
+
+    def __init__(self, make: Any):
+        self._make, self._clients, self._free = make, [], collections.deque()
+
+    def lend(self) -> Any:
+        if not self._free:
+            client = self._make()
+            self._clients.append(client)
+            self._free.extend([client] * POOL_CONNECTIONS)
+        return self._free.popleft()
+
+    def give_back(self, client: Any) -> None:
+        self._free.append(client)
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            await client.aclose()
+
+
 class OpenAICompatible(Engine):
     """A server speaking the OpenAI completions or chat completions API (see the module docstring).
 
@@ -183,7 +221,7 @@ class OpenAICompatible(Engine):
         self.base_url = url[: -len("/v1")] if url.endswith("/v1") else url
         self.model, self.api = model, api
         self.info: ServerInfo | None = None
-        self._client: Any = None
+        self._pools: _Pools | None = None
 
     @property
     def path(self) -> str:
@@ -249,19 +287,26 @@ class OpenAICompatible(Engine):
         return body
 
     @contextlib.asynccontextmanager
-    async def connections(self, limit: int | None, timeout_s: float = 600.0) -> AsyncIterator[None]:
-        """One ``httpx.AsyncClient`` (a connection pool of ``limit`` connections; None: unlimited) that
-        :meth:`stream` uses while the context is open: a load level opens one, so no request waits for a
-        connection the client lacks."""
+    async def connections(self, limit: int | None = None, timeout_s: float = 600.0) -> AsyncIterator[None]:
+        """The connections :meth:`stream` uses while the context is open (a load level opens it once): pools of
+        :data:`POOL_CONNECTIONS` kept-alive connections each, made as the requests in flight need them, so no request
+        waits for a connection and no pool grows large enough to slow the client.
+
+        Args:
+            limit: the most requests the caller keeps in flight (the pools made; None: as many as it sends).
+            timeout_s: the read timeout of a request (a connection's is at most 30 s).
+        """
         httpx = _httpx()
-        limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
         timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0))
-        async with httpx.AsyncClient(base_url=self.base_url, limits=limits, timeout=timeout) as client:
-            self._client = client
-            try:
-                yield
-            finally:
-                self._client = None
+        limits = httpx.Limits(max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS)
+        verify = _ssl_context() if self.base_url.startswith("https:") else False  # one context for every pool
+        pools = _Pools(lambda: httpx.AsyncClient(base_url=self.base_url, limits=limits, timeout=timeout, verify=verify))
+        self._pools = pools
+        try:
+            yield
+        finally:
+            self._pools = None
+            await pools.aclose()
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:  # type: ignore[override]
         """Post ``request`` and yield an event a data chunk as its line is read, until ``data: [DONE]`` or the end of
@@ -273,18 +318,22 @@ class OpenAICompatible(Engine):
         """
         httpx = _httpx()
         async with contextlib.AsyncExitStack() as stack:
-            client = self._client or await stack.enter_async_context(
-                httpx.AsyncClient(base_url=self.base_url, timeout=600.0)
-            )
+            if self._pools is not None:
+                client = self._pools.lend()
+                stack.callback(self._pools.give_back, client)
+            else:
+                client = await stack.enter_async_context(httpx.AsyncClient(base_url=self.base_url, timeout=600.0))
             try:
                 async with client.stream("POST", self.path, json=request) as r:
                     if r.status_code >= 400:
                         raise _error_reason(r.status_code, (await r.aread()).decode(errors="replace"))
+                    done = False
                     async for line in r.aiter_lines():
-                        chunk = parse_sse_line(line.rstrip("\r"))
-                        if chunk is DONE:
-                            return
-                        if chunk is not None:
+                        # after [DONE] the rest of the response is read, not dropped: a response closed unread
+                        # closes its connection, and every request would then pay a new TCP connection
+                        chunk = None if done else parse_sse_line(line.rstrip("\r"))
+                        done = done or chunk is DONE
+                        if chunk is not None and chunk is not DONE:
                             yield chunk_event(chunk, self.api)
             except httpx.TimeoutException as exc:
                 raise RequestError("timeout", type(exc).__name__) from None
