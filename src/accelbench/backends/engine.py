@@ -158,6 +158,10 @@ class Engine(Backend):
         """``model`` (a registry name) built or loaded on ``device`` in ``precision`` (quantized as the precision
         says), with whatever the engine prepares once a model (fused projections, a compiled step).
 
+        Returns:
+            What the engine's other verbs take. accelbench's scenarios read its ``module`` (the ``transformers``
+            causal LM), ``tokenizer`` (or None), ``info`` (:class:`accelbench.models.hf.LMInfo`) and ``columns``
+            (the row's build columns), as :class:`accelbench.backends.generation.LoadedModel` holds them.
         Raises:
             UnknownModelError, CheckpointError, Unsupported: the model cannot run on this engine (a row).
         """
