@@ -69,6 +69,27 @@ def test_a_settings_mistake_is_one_line_before_anything_runs(db, args, words):
     assert not db.exists()
 
 
+def test_an_architecture_is_served_from_a_random_checkpoint_written_once(tmp_path, monkeypatch):
+    from accelbench.launchers.server import checkpoint_folder, transformers_command
+    from accelbench.models import hf
+
+    tiny = hf.Architecture(
+        config_class="LlamaConfig",
+        values=dict(vocab_size=512, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2),
+    )
+    monkeypatch.setitem(hf.ARCHITECTURES, "tiny-test", tiny)
+    folder = checkpoint_folder("hf:tiny-test", tmp_path, "float32")
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {f.name for f in folder.iterdir()}
+    written = (folder / "model.safetensors").stat().st_mtime_ns
+    assert checkpoint_folder("hf:tiny-test", tmp_path, "float32") == folder  # the second launch reuses it
+    assert (folder / "model.safetensors").stat().st_mtime_ns == written
+    bundled = checkpoint_folder("hf:tiny-shakespeare", tmp_path, "float32")
+    assert bundled == hf.BUNDLED / "tiny-shakespeare"  # served as it is
+    command = transformers_command(folder, 8123, "cpu", continuous_batching=True)
+    assert command.startswith("exec transformers serve ") and str(folder) in command
+    assert "--port 8123" in command and "--device cpu" in command and command.endswith("--continuous-batching")
+
+
 def test_an_unreachable_url_is_one_line_before_anything_is_stored(db):
     p = run_cli("serve", "--url", f"http://127.0.0.1:{free_port()}", "--db", str(db), *FAST)
     assert p.returncode == 2

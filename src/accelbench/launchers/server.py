@@ -186,7 +186,14 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0) -> 
     loaded = hf.load_lm(name, "cpu", getattr(torch, dtype), seed)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    loaded.module.save_pretrained(tmp, safe_serialization=True)
+    logging = hf.require_transformers().utils.logging
+    shown = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()  # one progress bar a run: accelbench's
+    try:
+        loaded.module.save_pretrained(tmp, safe_serialization=True)
+    finally:
+        if shown:
+            logging.enable_progress_bar()
     bundled = hf.BUNDLED / hf.BUNDLED_MODELS[0]
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(bundled / f, tmp / f)
