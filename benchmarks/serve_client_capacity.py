@@ -1,7 +1,7 @@
 """The serving client's own capacity: the highest request rate ``accelbench serve``'s client sustains on this machine.
 
-    python benchmarks/serve_client_capacity.py --out benchmarks/results/serve-client/capacity-cpu.json \
-        [--rates 50,100,200,500,1000,1500,2000] [--duration-s 3] [--chunks 8]
+    python benchmarks/serve_client_capacity.py --out benchmarks/results/serve-client/capacity-cpu-2core.json \
+        [--rates 50,100,200,500,1000,1500,2000] [--max-concurrency none,64] [--duration-s 3] [--chunks 8] [--pool-reps 3]
 
 The load target is a real HTTP/1.1 server written here with the standard library's ``asyncio`` streams, run in its
 own process: ``GET /v1/models`` answers one model, and ``POST /v1/completions`` answers at once with ``--chunks``
@@ -10,11 +10,13 @@ alive. It is a load target, not a mock of a measured system: it does no work, so
 client (:mod:`accelbench.scenarios.serve.load` through :class:`accelbench.backends.openai_api.OpenAICompatible`, the
 code ``accelbench serve`` runs) or the machine's cores, which the JSON's load averages and the target's own CPU show.
 
-Each rate is one open-loop level (Poisson arrivals on absolute send times, no ``max_concurrency``) lasting
-``--duration-s``; per rate the JSON holds the requested rate, the drawn schedule's own rate, the achieved rates (sends over
+Each rate is one open-loop level (Poisson arrivals on absolute send times) lasting ``--duration-s``, swept once for
+each ``--max-concurrency`` (``none``: no limit on the requests in flight); per rate the JSON holds the requested rate, the drawn schedule's own rate, the achieved rates (sends over
 the send span; successful requests over the measured window), the send slip p50/p99 and the event-loop lag p99 (ms), the client's and the
 target's CPU (% of one core), TTFT p50/p99, failures and the ``client_limited`` flag, with the machine's
-description and the load averages around each level.
+description and the load averages around each level. Then ``pools``: the client's CPU a request in closed-loop
+levels at 8 and 64 in flight, with the client's connection pools of
+:data:`accelbench.backends.openai_api.POOL_CONNECTIONS` against one pool of every connection, interleaved.
 """
 
 from __future__ import annotations
@@ -219,6 +221,45 @@ def machine() -> dict:
     }
 
 
+def pools_ab(url: str, reps: int, requests_per_level: int = 1280) -> list[dict]:
+    """Client CPU a request, closed loop at 8 and 64 in flight, with pools of
+    :data:`~accelbench.backends.openai_api.POOL_CONNECTIONS` connections against one pool holding them all
+    (the setting interleaved in every repetition, so the machine's load falls on both alike)."""
+    from accelbench.backends import openai_api
+    from accelbench.scenarios.serve.load import run_level
+    from accelbench.scenarios.serve.workloads import Request
+
+    requests = [Request(prompt=f"prompt {i} " * 4, prompt_tokens=16, output_len=None) for i in range(64)]
+    per_pool, out = openai_api.POOL_CONNECTIONS, []
+    try:
+        for rep in range(reps):
+            for pool in (per_pool, 10**6):  # 10**6: one pool for every connection
+                for concurrency in (8, 64):
+                    openai_api.POOL_CONNECTIONS = pool
+                    engine = openai_api.OpenAICompatible(url, MODEL)
+                    engine.probe(5.0)
+                    n = requests_per_level
+                    cpu0, load = time.process_time(), os.getloadavg()[0]
+                    level = run_level(engine, requests * (n // len(requests)), concurrency=concurrency)
+                    cpu_s = time.process_time() - cpu0
+                    out.append(
+                        {
+                            "rep": rep,
+                            "connections_per_pool": pool if pool == per_pool else "one pool",
+                            "concurrency": concurrency,
+                            "requests": len(level.results),
+                            "failed": sum(not r.ok for r in level.results),
+                            "client_cpu_ms_per_request": 1e3 * cpu_s / len(level.results),
+                            "request_rate_per_s": len(level.results) / level.wall_s,
+                            "load_average_before": load,
+                        }
+                    )
+                    print(json.dumps(out[-1]), flush=True)
+    finally:
+        openai_api.POOL_CONNECTIONS = per_pool
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", nargs="?", default="sweep", choices=("sweep", "target"))
@@ -228,31 +269,30 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("--port", type=int)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-concurrency", type=int, help="requests in flight at most (default: no limit)")
+    ap.add_argument("--max-concurrency", default="none,64", help="sweeps, each its in-flight limit (none: no limit)")
+    ap.add_argument("--pool-reps", type=int, default=3, help="repetitions of the pool comparison (0: none)")
     args = ap.parse_args(argv)
     if args.mode == "target":
         return run_target(args.port, args.chunks)
+    limits = [None if v.strip() == "none" else int(v) for v in args.max_concurrency.split(",")]
     proc, url = start_target(args.chunks)
     try:
         levels = []
-        for rate in (float(r) for r in args.rates.split(",")):
-            levels.append(measure(url, rate, args.duration_s, args.seed, proc.pid, args.max_concurrency))
-            print(json.dumps(levels[-1]), flush=True)
+        for limit in limits:
+            for rate in (float(r) for r in args.rates.split(",")):
+                levels.append(measure(url, rate, args.duration_s, args.seed, proc.pid, limit))
+                print(json.dumps(levels[-1]), flush=True)
+        pools = pools_ab(url, args.pool_reps) if args.pool_reps else []
     finally:
         proc.kill()
         proc.wait()
     out = {
         "script": "benchmarks/serve_client_capacity.py",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "settings": {
-            "duration_s": args.duration_s,
-            "chunks": args.chunks,
-            "arrival": "poisson",
-            "seed": args.seed,
-            "max_concurrency": args.max_concurrency,
-        },
+        "settings": {"duration_s": args.duration_s, "chunks": args.chunks, "arrival": "poisson", "seed": args.seed},
         "machine": machine(),
         "levels": levels,
+        "pools": pools,
     }
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

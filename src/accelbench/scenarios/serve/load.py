@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.backends.openai_api import RequestError
 from accelbench.core.errors import ConfigError
 
 ARRIVALS = ("poisson", "gamma")
@@ -208,8 +209,6 @@ class _Level:
         await self._consume(self.bodies[i % len(self.bodies)], res, st)
 
     async def _consume(self, body: dict, res: RequestResult, st: _Stream) -> None:
-        from accelbench.backends.openai_api import RequestError
-
         try:
             async with asyncio.timeout(self.timeout_s):
                 async for ev in self.engine.stream(body):

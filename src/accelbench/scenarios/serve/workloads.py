@@ -78,7 +78,8 @@ def _random(n: int, tokenizer: Any, input_len: Length, output_len: Length, rng: 
 def _text(n: int, tokenizer: Any, input_len: Length, output_len: Length, rng: random.Random) -> list[Request]:
     from accelbench.data.text import held_out_text
 
-    ids = tokenizer.encode(held_out_text(), add_special_tokens=False)
+    # the whole text is longer than the model's context: verbose=False keeps the tokenizer from warning so
+    ids = tokenizer.encode(held_out_text(), add_special_tokens=False, verbose=False)
     out = []
     for _ in range(n):
         length = min(draw(input_len, rng), len(ids))
