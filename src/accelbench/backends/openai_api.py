@@ -36,8 +36,8 @@ SERVE = "serve"  # the workload: an engine of it is driven by ``accelbench serve
 APIS = ("completions", "chat")
 FLAVORS = ("transformers", "vllm", "openai")
 # Connections a pool holds. httpcore's pool scans its connections, and for each idle one the others, every time it
-# hands out or takes back a connection (O(connections^2) a request): one pool of 64 connections held the client to
-# ~140 requests/s where 8 pools of 8 sustained more (benchmarks/serve_client_capacity.py, docs/results.md)
+# hands out or takes back a connection (O(connections^2) a request): with many requests in flight, small pools cost
+# the client less than half the CPU a request of one large pool (docs/results.md, "The serving client's capacity")
 POOL_CONNECTIONS = 8
 _SSE_FIELDS = ("event:", "id:", "retry:")  # SSE fields other than data (WHATWG HTML, "Server-sent events")
 
