@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -157,6 +158,74 @@ def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F
     assert p.returncode == 0, p.stderr
     (answer,) = _rows(db)
     assert answer["slo_max_concurrency"] == 2 and answer["slo_met"] and answer["slo_search_probes"] == 1
+
+
+# A stand-in OpenAI-compatible server (standard library only: it starts in a fraction of a second) that streams
+# max_tokens one-token chunks, then usage, and exits after answering DIE_AFTER completions: a server dying mid-run.
+STUB = """
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+port, die_after, served = int(sys.argv[1]), int(sys.argv[2]), [0]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model"}]}).encode()
+        self.send_response(200 if self.path.startswith("/v1/models") else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        served[0] += 1
+        if served[0] > die_after:
+            os._exit(3)
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        n = int(req.get("max_tokens") or 4)
+        chunks = [{"choices": [{"index": 0, "text": " to", "finish_reason": None}]} for _ in range(n)]
+        chunks.append({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": n}})
+        for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
+            line = ("data: " + data + "\\n\\n").encode()
+            self.wfile.write(b"%x\\r\\n%s\\r\\n" % (len(line), line))
+            self.wfile.flush()
+        self.wfile.write(b"0\\r\\n\\r\\n")
+
+
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def test_a_run_whose_server_dies_resumes_with_the_server_started_again(db, tmp_path):
+    import sys
+
+    stub = tmp_path / "stub_server.py"
+    stub.write_text(STUB)
+    tokenizer = str(Path(__file__).resolve().parents[1] / "src/accelbench/assets/llm/tiny-shakespeare")
+    args = ["serve", "--launch", f"{sys.executable} {stub} {{port}} 6", "--tokenizer", tokenizer]
+    args += ["--concurrency", "1,2", "--requests", "4", "--output-len", "4", "--db", str(db), *FAST]
+    first = run_cli(*args)  # 4 requests answered, then the server exits during the second level
+    assert first.returncode == 130 and "server" in first.stderr, first.stderr
+    store = Store(db)
+    run_id = _last_run(store)
+    assert store.run(run_id)["status"] == "interrupted"
+    assert [r["concurrency"] for r in store.records(run_id)] == [1]
+    again = run_cli(*args, "--resume")  # the same run, its server launched again: the second level only
+    assert again.returncode == 0, again.stderr
+    assert _last_run(store) == run_id and store.run(run_id)["status"] == "complete"
+    rows = store.records(run_id)
+    assert [r["concurrency"] for r in rows] == [1, 2] and all(r["requests_ok"] == 4 for r in rows)
+    assert {r["served_model"] for r in rows} == {"stub"} and rows[1]["server_engine"] == "openai"
 
 
 def test_the_built_in_launch_whose_server_dies_between_levels_stores_the_finished_level(db):
