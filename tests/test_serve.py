@@ -54,6 +54,18 @@ def test_the_search_bisects_to_the_boundary():
     assert bisect_load(lambda x: (True, x), 1, 8).probes == [(8, True)]
 
 
+def test_a_client_limited_level_is_flagged_with_its_worst_delay():
+    from accelbench.core.validity import assess
+    from accelbench.report.notes import _flags
+
+    row = assess({"client_limited": True, "send_slip_p99_ms": 25.25, "loop_lag_p99_ms": 3.0}, "none")
+    assert (
+        row["validity"] == "client-limited" and "send slip p99 25.2 ms, loop lag p99 3.0 ms" in row["validity_reason"]
+    )
+    assert _flags(row)[0][1] == "25.2"  # the note under the table shows the worst delay
+    assert assess({"client_limited": False}, "none")["validity"] == "ok"
+
+
 @pytest.mark.parametrize(
     "args, words",
     [

@@ -132,17 +132,11 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
         checks.append("client")
         if _value(rec, "client_limited"):
             flags.append("client-limited")
-            delays = [
-                f"{what} p99 {v:.1f} ms"
-                for what, v in (
-                    ("send slip", _value(rec, "send_slip_p99_ms")),
-                    ("loop lag", _value(rec, "loop_lag_p99_ms")),
-                )
-                if v is not None
-            ]
-            reasons.append(
-                f"the client fell behind ({', '.join(delays)}): the client, not the server, limited the level"
-            )
+            delays = {"send slip": _value(rec, "send_slip_p99_ms"), "loop lag": _value(rec, "loop_lag_p99_ms")}
+            seen = {k: v for k, v in delays.items() if v is not None}
+            worst = f" by {max(seen.values()):.1f} ms" if seen else ""  # the figure the flag's note shows first
+            which = ", ".join(f"{k} p99 {v:.1f} ms" for k, v in seen.items())
+            reasons.append(f"the client fell behind{worst} ({which}): the client, not the server, limited the level")
     for key, check, flag, what in _FINITE:
         v = _value(rec, key)
         if v is not None:
