@@ -299,3 +299,28 @@ def test_pools_lend_at_most_their_connections_each():
     assert len(made) == 2 and lent.count(made[0]) == POOL_CONNECTIONS and lent[-1] is made[1]
     pools.give_back(lent[0])
     assert pools.lend() is made[1] and len(made) == 2  # a free connection of a pool made before: no new pool
+
+
+class _Interrupted(OpenAICompatible):
+    """Ctrl-C once the first chunk of the level has arrived (a state, not a delay)."""
+
+    chunks = 0
+
+    async def stream(self, request):
+        import os
+        import signal
+
+        async for event in super().stream(request):
+            self.chunks += 1
+            os.kill(os.getpid(), signal.SIGINT)
+            yield event
+
+
+def test_ctrl_c_cancels_the_requests_in_flight_and_re_raises(engine, tokenizer):
+    ctrl_c = _Interrupted(engine.base_url, engine.model)
+    ctrl_c.info = engine.info
+    reqs = workloads.make_requests("random", 4, tokenizer=tokenizer, input_len=4, output_len=64, seed=0)
+    with pytest.raises(KeyboardInterrupt):
+        load.run_level(ctrl_c, reqs, concurrency=2)
+    # the requests stopped where they were (4 x 64 chunks had they run to their end) and the pools were closed
+    assert 1 <= ctrl_c.chunks < 64 and ctrl_c._pools is None
