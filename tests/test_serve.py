@@ -99,7 +99,7 @@ def test_an_architecture_is_served_from_a_random_checkpoint_written_once(tmp_pat
     bundled = checkpoint_folder("hf:tiny-shakespeare", tmp_path, "float32")
     assert bundled == hf.BUNDLED / "tiny-shakespeare"  # served as it is
     command = transformers_command(folder, 8123, "cpu", continuous_batching=True)
-    assert command.startswith("exec transformers serve ") and str(folder) in command
+    assert command.startswith("exec ") and " serve " in command and str(folder) in command
     assert "--port 8123" in command and "--device cpu" in command and command.endswith("--continuous-batching")
 
 

@@ -207,12 +207,22 @@ def transformers_command(folder: Path, port: int, device: str | None, continuous
     its version); ``--device`` as the server takes it (``cuda:0``, ``cpu``)."""
     import shlex
 
-    args = ["transformers", "serve", *_model_args(str(folder)), "--host", "127.0.0.1", "--port", str(port)]
+    args = [_transformers_cli(), "serve", *_model_args(str(folder)), "--host", "127.0.0.1", "--port", str(port)]
     if device and device != "auto":
         args += ["--device", device]
     if continuous_batching:
         args.append("--continuous-batching")
     return "exec " + shlex.join(args)  # the server is the group's leader (no shell between: its exit is seen at once)
+
+
+def _transformers_cli() -> str:
+    """The ``transformers`` command of this interpreter's environment (beside ``sys.executable``: a virtual
+    environment run without activating it has it there, not on ``PATH``), else the one ``PATH`` finds."""
+    import shutil
+    import sys
+
+    beside = Path(sys.executable).with_name("transformers")
+    return str(beside) if beside.is_file() else shutil.which("transformers") or "transformers"
 
 
 def _model_args(folder: str) -> list[str]:

@@ -160,6 +160,25 @@ def _numbers(name: str, value, kind: type) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
+# what ``transformers serve`` imports to start (its CLI refuses to start without them)
+SERVING = ("fastapi", "uvicorn", "openai")
+
+
+def _check_installed(modules: tuple[str, ...]) -> None:
+    """Each of ``modules`` importable (found, not imported: a launch imports them in its own process).
+
+    Raises:
+        MissingDependencyError: the first missing one, naming the ``serve`` extra.
+    """
+    import importlib.util
+
+    from accelbench.core.errors import MissingDependencyError
+
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            raise MissingDependencyError(name, "serve")
+
+
 class Serve(Scenario):
     name = kind = workload = kinds.SERVE
     model_kind, command = LM, "accelbench serve"
@@ -241,6 +260,7 @@ class Serve(Scenario):
         from pathlib import Path
 
         st = spec.settings
+        _check_installed(("httpx",) + (SERVING if st.engine is not None else ()))
         if st.engine is not None:
             self.check_models(spec)
             from accelbench.models import hf
