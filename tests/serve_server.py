@@ -1,8 +1,9 @@
 """A real OpenAI-compatible server for the serving tests: ``transformers serve`` on the bundled tiny-shakespeare
 checkpoint, on 127.0.0.1 at a free port.
 
-``transformers serve MODEL`` preloads ``MODEL`` (its positional ``FORCE_MODEL``); a local folder's path is its model
-id (``ModelManager.process_model_name`` keeps an existing path as it is), and requests name that path. The server
+The command is the built-in launch's (:func:`accelbench.launchers.server.transformers_command`): ``transformers
+serve MODEL`` preloads ``MODEL`` (``FORCE_MODEL``, positional or ``--force-model`` as the installed CLI takes it); a
+local folder's path is its model id (``ModelManager.process_model_name`` keeps an existing path as it is), and requests name that path. The server
 runs in its own process group with its output in a temporary log file; ``HF_HUB_OFFLINE=1`` keeps it off the
 network and ``HF_HUB_CACHE`` points at an existing empty folder (``/v1/models`` scans it and answers 500 without
 it). Nothing is written into the repository.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -46,11 +46,13 @@ def _answers(url: str) -> bool:
     return False
 
 
-def _command(port: int) -> list[str]:
-    exe = shutil.which("transformers")
-    if exe is None:
-        pytest.skip("transformers serve is not installed (pip install 'accelbench[serve]')")
-    return [exe, "serve", str(MODEL_DIR), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+def _command(port: int) -> str:
+    """The built-in launch's command (:func:`accelbench.launchers.server.transformers_command`: the model positional
+    or ``--force-model``, as the installed CLI takes it; ``exec``, so the server leads its process group)."""
+    pytest.importorskip("fastapi", reason="transformers serve needs the serve extra: pip install 'accelbench[serve]'")
+    from accelbench.launchers.server import transformers_command
+
+    return transformers_command(MODEL_DIR, port, None, False)
 
 
 class ServerProcess:
@@ -75,6 +77,7 @@ class ServerProcess:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 _command(port),
+                shell=True,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
