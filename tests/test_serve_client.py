@@ -235,6 +235,23 @@ def test_an_unreachable_url_is_one_line():
     assert "\n" not in str(err.value) and err.value.exit_code == 2
 
 
+def test_a_server_that_is_not_openai_compatible_is_one_line(tmp_path):
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as httpd:  # a file server: /v1/models is 404
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        try:
+            with pytest.raises(ServerError, match=f"{url} is not an OpenAI-compatible server.*HTTP 404") as err:
+                OpenAICompatible(url).probe(timeout_s=5)
+        finally:
+            httpd.shutdown()
+    assert "\n" not in str(err.value)
+
+
 @pytest.fixture(scope="module")
 def engine(served):  # noqa: F811  (the fixture imported above)
     base_url, model = served

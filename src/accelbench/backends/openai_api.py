@@ -233,7 +233,8 @@ class OpenAICompatible(Engine):
 
         Raises:
             ServerError: unreachable within ``timeout_s``, not OpenAI-compatible (``/v1/models`` does not answer a
-                model list), or the asked model is not among those listed.
+                model list), no model listed and none asked, or the asked model is not among those listed (except
+                by ``transformers serve``, which loads a model on its first request).
         """
         httpx = _httpx()
         with httpx.Client(base_url=self.base_url, timeout=timeout_s) as client:
@@ -251,10 +252,11 @@ class OpenAICompatible(Engine):
                     f"HTTP {r.status_code}, not a model list"
                 )
             if self.model is None and not ids:
-                raise ServerError(f"{self.base_url} lists no model: name one with --served-model")
-            if self.model is not None and ids and self.model not in ids:
-                raise ServerError(f"{self.base_url} does not serve {self.model!r}: it lists {', '.join(ids)}")
+                raise ServerError(f"{self.base_url} lists no model: name the one requests ask for (--model)")
             flavor, version = _flavor(client)
+            # transformers serve loads an unlisted model on its first request (it lists only those loaded or cached)
+            if self.model is not None and ids and self.model not in ids and flavor != "transformers":
+                raise ServerError(f"{self.base_url} does not serve {self.model!r}: it lists {', '.join(ids)}")
             self.info = ServerInfo(
                 base_url=self.base_url,
                 model=self.model or ids[0],
