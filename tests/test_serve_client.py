@@ -316,6 +316,8 @@ def test_pools_lend_at_most_their_connections_each():
     assert len(made) == 2 and lent.count(made[0]) == POOL_CONNECTIONS and lent[-1] is made[1]
     pools.give_back(lent[0])
     assert pools.lend() is made[1] and len(made) == 2  # a free connection of a pool made before: no new pool
+    pools.reserve(3 * POOL_CONNECTIONS + 1)  # a level's concurrency: its pools made before its requests
+    assert len(made) == 4
 
 
 class _Interrupted(OpenAICompatible):

@@ -113,13 +113,14 @@ def _error_reason(status: int, text: str) -> RequestError:
     with contextlib.suppress(ValueError, AttributeError, TypeError):
         body = json.loads(text)
         detail = body.get("detail") or body.get("error") or body.get("message")
-        text = detail if isinstance(detail, str) else json.dumps(detail)
+        if detail is not None:
+            text = detail if isinstance(detail, str) else json.dumps(detail)
     return RequestError(f"http {status}", " ".join(text.split())[:300] or None)
 
 
 def parse_sse_line(line: str) -> dict[str, Any] | None:
-    """One line of an SSE stream: the JSON object of a ``data:`` line; None for a blank line, a comment, another
-    SSE field or ``data: [DONE]`` (the stream's end: the caller stops at :data:`DONE`).
+    """One line of an SSE stream: the JSON object of a ``data:`` line; :data:`DONE` for ``data: [DONE]`` (the
+    stream's end); None for a blank line, a comment or another SSE field.
 
     Raises:
         RequestError: ``malformed sse``: a line that is none of these, or data that is not a JSON object.
@@ -183,11 +184,19 @@ class _Pools:
     def __init__(self, make: Any):
         self._make, self._clients, self._free = make, [], collections.deque()
 
+    def _grow(self) -> None:
+        client = self._make()
+        self._clients.append(client)
+        self._free.extend([client] * POOL_CONNECTIONS)
+
+    def reserve(self, connections: int) -> None:
+        """Make the pools ``connections`` requests in flight need now, not during the measured requests."""
+        while len(self._clients) * POOL_CONNECTIONS < connections:
+            self._grow()
+
     def lend(self) -> Any:
         if not self._free:
-            client = self._make()
-            self._clients.append(client)
-            self._free.extend([client] * POOL_CONNECTIONS)
+            self._grow()
         return self._free.popleft()
 
     def give_back(self, client: Any) -> None:
@@ -295,7 +304,8 @@ class OpenAICompatible(Engine):
         waits for a connection and no pool grows large enough to slow the client.
 
         Args:
-            limit: the most requests the caller keeps in flight (the pools made; None: as many as it sends).
+            limit: the most requests the caller keeps in flight: their pools are made at once (None: one pool, and
+                more as the requests in flight need them).
             timeout_s: the read timeout of a request (a connection's is at most 30 s).
         """
         httpx = _httpx()
@@ -303,6 +313,7 @@ class OpenAICompatible(Engine):
         limits = httpx.Limits(max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS)
         verify = _ssl_context() if self.base_url.startswith("https:") else False  # one context for every pool
         pools = _Pools(lambda: httpx.AsyncClient(base_url=self.base_url, limits=limits, timeout=timeout, verify=verify))
+        pools.reserve(limit or POOL_CONNECTIONS)
         self._pools = pools
         try:
             yield
