@@ -305,6 +305,17 @@ def test_a_rejected_request_and_a_timeout_are_per_request_errors(engine, tokeniz
     assert json.loads(cols["errors_json"]) == {"http 422": 2} and cols["goodput_requests_per_s"] == 0
     late = load.run_level(engine, reqs[:1], concurrency=1, timeout_s=1e-4)
     assert (late.results[0].ok, late.results[0].error) == (False, "timeout")
+    broken = _Broken(engine.base_url, engine.model)
+    broken.info = engine.info
+    r = load.run_level(broken, reqs[:1], concurrency=1).results[0]
+    assert (r.ok, r.error, r.detail) == (False, "client error", "RuntimeError: a bug past the first chunk")
+
+
+class _Broken(OpenAICompatible):
+    async def stream(self, request):
+        async for event in super().stream(request):
+            yield event
+            raise RuntimeError("a bug past the first chunk")
 
 
 def test_pools_lend_at_most_their_connections_each():

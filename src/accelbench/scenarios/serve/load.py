@@ -44,7 +44,7 @@ class RequestResult:
 
     Attributes:
         error: None when ``ok``; else a short reason (``http 422``, ``timeout``, ``connection``, ``malformed sse``,
-            ``server error``, ``no output``) counted by reason.
+            ``server error``, ``no output``, ``client error``: anything else the stream raised) counted by reason.
         detail: the server's words for the error, when it gave any.
         output_len: the output length the request asked for (None: not fixed).
     """
@@ -227,6 +227,8 @@ class _Level:
             res.error = "timeout"
         except RequestError as exc:
             res.error, res.detail = exc.reason, exc.detail
+        except Exception as exc:  # one request's failure is its own error; the level goes on
+            res.error, res.detail = "client error", f"{type(exc).__name__}: {exc}"[:300]
         if res.end_s is None or not res.ok:
             res.end_s = self.now()
 
