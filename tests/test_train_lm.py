@@ -139,3 +139,26 @@ def test_gpus2_trains_under_ddp_and_fsdp2_in_one_launch(tmp_path):
         assert agg["tokens_per_step"] == 2 * 2 * 32  # two ranks of batch 2 x 32 tokens
         assert agg["throughput_per_gpu_samples_per_s"] == pytest.approx(agg["throughput_samples_per_s"] / 2)
         assert all(r["tokens_per_s_per_gpu"] > 0 and r["loss_finite"] for r in ranks)
+
+
+def test_epochs_train_to_a_held_out_perplexity_with_checkpoints(tmp_path):
+    """``--epochs`` from random weights of the tiny model's configuration: an epoch row each with the held-out
+    perplexity, a summary with the time to the target, a checkpoint an epoch."""
+    db = tmp_path / "c.db"
+    args = ["train", "-m", TINY, "--epochs", "2", "-b", "4", "--seq-len", "16", "--train-windows", "8"]
+    args += ["--eval-windows", "8", "--init", "random", "--lr", "3e-3", "--warmup-steps", "1"]
+    p = run_cli(*args, "--target-perplexity", "2000", "--device", "cpu", "--idle-s", "0", "--db", str(db))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    records = Store(db).records()
+    epochs = sorted((r for r in records if r["row_type"] == "epoch"), key=lambda r: r["epoch"])
+    (summary,) = [r for r in records if r["row_type"] == "summary"]
+    assert [r["epoch"] for r in epochs] == [1, 2] and all(r["workload"] == "convergence-lm" for r in epochs)
+    for r in epochs:
+        assert r["steps"] == 8 // 4 and r["train_tokens"] == 2 * 4 * 16
+        assert r["eval_perplexity"] == pytest.approx(math.exp(r["eval_loss"]), rel=1e-12)
+    assert summary["status"] == OK and summary["epochs_done"] == 2
+    assert summary["best_eval_perplexity"] == min(r["eval_perplexity"] for r in epochs)
+    assert summary["final_eval_perplexity"] == epochs[-1]["eval_perplexity"]
+    # random weights start near the vocabulary's size (1,024): the first epoch is under 2,000
+    assert summary["epochs_to_target"] == 1 and summary["time_to_target_s"] == epochs[0]["elapsed_s"]
+    assert len(list((tmp_path / "c-checkpoints").glob("*.pt"))) == 2

@@ -13,6 +13,7 @@ from accelbench.cli.common import command, console, err_console, fail, styled
 from accelbench.cli.declared import Given, declared
 from accelbench.cli.help import HOW, STORE, WHAT
 from accelbench.cli.options import Cost, How, Inputs, Label, Launch, Output, What, config_option, int_list
+from accelbench.core.options.train_lm import CONVERGE_OPTIONS as LM_CONVERGE_OPTIONS
 from accelbench.core.options.train_lm import OPTIONS as LM_OPTIONS
 
 SWEEP_ONLY = (
@@ -157,6 +158,7 @@ def train(
         None, "--checkpoint-dir", rich_help_panel=CONVERGE, help="Default: <db>-checkpoints next to --db."
     ),
     lm_options: Given = declared(LM_OPTIONS, only=LM_ONLY),
+    lm_converge: Given = declared(LM_CONVERGE_OPTIONS),
     plot: Path | None = typer.Option(
         None, "--plot", rich_help_panel=STORE, help="--epochs: write a PNG of top-1 vs epoch and vs time."
     ),
@@ -194,6 +196,7 @@ def train(
         "deterministic": deterministic,
         "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None,
         **lm_options.fields(),
+        **lm_converge.fields(),
     }
     layers = a.layers(config, "train", flags)
     named = label.of(layers)
@@ -202,8 +205,10 @@ def train(
     opts = launch.options(what.device)
     lm = _is_lm(layers)
     _check_lm_flags(layers, lm, opts is not None)
-    if lm and not converge:
-        return _train_lm(layers, opts, out, named)
+    if lm:
+        return _converge_lm(layers, out, named) if converge else _train_lm(layers, opts, out, named)
+    if any(layer.get(k) is not None for layer in layers for k in LM_CONVERGE_OPTIONS):
+        fail("--warmup-steps, --init and --target-perplexity apply to a language model (-m hf:...) with --epochs")
     if converge and opts is not None:
         fail("--gpus applies to the step-throughput sweep (no --epochs)")
     if not converge and plot:
@@ -262,6 +267,28 @@ def _train_lm(layers: list[dict], opts, out: Output, named) -> None:
     result = a.run_with_progress(api.train, spec, store, opts=opts, resume=out.resume, name=named.name, tags=named.tags)
     if result is None:
         raise typer.Exit(0)
+    a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
+
+
+def _converge_lm(layers: list[dict], out: Output, named) -> None:
+    """A language model trained to a held-out perplexity: one row per epoch as it ends, a summary per batch size."""
+    from accelbench import api
+
+    spec = api.spec("converge_lm", *layers)
+    _, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
+    s = spec.settings
+    console.print(
+        f"accelbench train: {spec.models[0]} on the shipped text, {s.epochs} epochs of {s.seq_lens[0]}-token windows, "
+        f"batch sizes {', '.join(map(str, spec.batch_sizes))} ({s.init} weights), db {out.db}"
+    )
+
+    def on_row(r: dict[str, Any]) -> None:
+        console.print(
+            f"bs={r['batch_size']} epoch {r['epoch']}/{s.epochs}: loss {r['train_loss']:.3f}, held-out perplexity "
+            f"{r['eval_perplexity']:.2f}, {r['epoch_wall_s']:.1f} s"
+        )
+
+    result = api.train(spec, store, resume=out.resume, on_row=on_row, name=named.name, tags=named.tags)
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
 
 

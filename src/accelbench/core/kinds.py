@@ -12,6 +12,7 @@ INFERENCE, INFERENCE_DP = "inference", "inference-dp"  # accelbench run, accelbe
 TRAINING, TRAIN_DDP = "training", "train-ddp"  # accelbench train, accelbench train --gpus N
 TRAIN_LM = "train-lm"  # accelbench train -m hf:... (a language model; under --gpus N its rows are train-ddp)
 CONVERGENCE = "convergence"  # accelbench train --epochs N
+CONVERGENCE_LM = "convergence-lm"  # accelbench train -m hf:... --epochs N (to a held-out perplexity)
 PROFILE = "profile"
 INPUT_PIPELINE = "input-pipeline"
 INTERCONNECT = "interconnect"

@@ -14,6 +14,7 @@ from accelbench.core.columns.column import FLOAT, INT, MAX, MEAN, STR, SUM, col
 from accelbench.core.columns.metric_map import MetricMap
 
 LM = "train_lm"
+CONVERGE = "converge_lm"
 
 DECLARED = (
     col("seq_len", INT, "Seq len", "int", scenarios=LM, doc="Tokens a sequence."),
@@ -87,6 +88,21 @@ DECLARED = (
         scenarios=LM,
         doc="The step's peak allocation less parameters, gradients and optimizer state.",
     ),
+    # training to a held-out perplexity (converge_lm): epoch rows and a summary per batch size
+    col(
+        "eval_perplexity",
+        FLOAT,
+        "Held-out perplexity",
+        "fixed:.2f",
+        short="PPL",
+        scenarios=CONVERGE,
+        doc="exp of the mean next-token cross-entropy over the held-out text's packed windows.",
+    ),
+    col("final_eval_perplexity", FLOAT, "Final perplexity", "fixed:.2f", scenarios=CONVERGE),
+    col("best_eval_perplexity", FLOAT, "Best perplexity", "fixed:.2f", scenarios=CONVERGE),
+    col("target_perplexity", FLOAT, "Target perplexity", "fixed:.2f", scenarios=CONVERGE),
+    col("train_tokens", INT, "Train tokens", "int", scenarios=CONVERGE, doc="Tokens an epoch trained on."),
+    col("train_tokens_total", INT, "Train tokens total", "int", scenarios=CONVERGE),
     col("energy_per_token_j", FLOAT, "Energy/token (J)", "number", combine=MEAN, scenarios=LM),
     col("cost_per_billion_tokens_usd", FLOAT, "$/1B tokens", "usd", combine=MEAN, scenarios=LM),
 )
@@ -117,5 +133,27 @@ METRIC_MAPS = (
         statistic="Step p50: median of every timed step; tok/s: tokens over the timed time",
         group=("model", "precision", "mode", "seq_len"),
         throughput_ci=("throughput_ci95_low_samples_per_s", "throughput_ci95_high_samples_per_s"),
+    ),
+)
+
+METRIC_MAPS += (
+    # an epoch's and a batch size's figures (time to a held-out perplexity): no throughput or latency to compare
+    MetricMap(
+        name="convergence-lm",
+        workloads=(kinds.CONVERGENCE_LM,),
+        kinds=(kinds.CONVERGENCE_LM,),
+        sample="token",
+        per="token",
+        table=tuple(
+            "model batch_size seq_len precision mode epochs_done final_train_loss final_eval_perplexity "
+            "best_eval_perplexity best_epoch target_perplexity epochs_to_target time_to_target_s tokens_per_s "
+            "total_wall_s energy_per_sample_j status".split()
+        ),
+        compact=tuple(
+            "batch_size seq_len precision final_eval_perplexity best_eval_perplexity epochs_to_target "
+            "time_to_target_s tokens_per_s status".split()
+        ),
+        statistic="Perplexity: the held-out text's; tok/s: training tokens over the training time",
+        group=("model", "precision", "mode", "seq_len"),
     ),
 )

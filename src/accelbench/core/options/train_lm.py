@@ -65,3 +65,50 @@ OPTIONS = declare(
         help="Fused AdamW kernels (unset: fused on CUDA where torch has them, foreach on a CPU)",
     ),
 )
+
+# training to a held-out perplexity (``--epochs N``): the ``converge_lm`` scenario's own
+CONVERGE_OPTIONS = declare(
+    Option(
+        name="warmup_steps",
+        type=int,
+        low=0,
+        high=INT_MAX,
+        default=50,
+        unit="steps",
+        panel="how",
+        help="With --epochs: linear learning-rate warm-up before the cosine decay",
+    ),
+    Option(
+        name="init",
+        type=str,
+        default="pretrained",
+        choices=("pretrained", "random"),
+        help="With --epochs: start from the checkpoint's weights, or fresh random weights of its configuration",
+    ),
+    Option(
+        name="train_windows",
+        type=int,
+        low=1,
+        high=INT_MAX,
+        default=None,
+        panel="how",
+        help="With --epochs: packed training windows an epoch takes, the first N of the text (unset: every one)",
+    ),
+    Option(
+        name="eval_windows",
+        type=int,
+        low=1,
+        high=INT_MAX,
+        default=None,
+        panel="accuracy",
+        help="With --epochs: packed held-out windows the perplexity reads, the first N (unset: every one)",
+    ),
+    Option(
+        name="target_perplexity",
+        type=float,
+        low=1.0,
+        default=None,
+        panel="accuracy",
+        help="With --epochs: held-out perplexity whose first reaching gives the time to target",
+    ),
+)

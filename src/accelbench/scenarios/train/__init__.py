@@ -16,4 +16,4 @@ pipeline alone (``input_pipeline``), with the machinery they share.
 | :mod:`.pipeline` | input-pipeline throughput (DataLoader workers, pinned memory) and storage reads |
 """
 
-from accelbench.scenarios.train import converge, input_pipeline, lm, train_step  # noqa: F401  (register the training scenarios)
+from accelbench.scenarios.train import converge, input_pipeline, lm, lm_converge, train_step  # noqa: F401  (register the training scenarios)
