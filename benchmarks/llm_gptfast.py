@@ -16,7 +16,7 @@ Two ways of attending over grouped KV heads (Llama-3's 8 KV heads for 32 query h
 
 Beside them, the same recipe through the ``transformers`` model, as accelbench's static-cache engines run it (a
 ``StaticCache``, the prefill with ``logits_to_keep=1``, the compiled decode step): ``hf`` (as built), and q/k/v and
-gate/up fused with each decode attention of :mod:`accelbench.scenarios.generate.fuse`: ``hf-fused-transformers``
+gate/up fused with each decode attention of :mod:`accelbench.backends.lm_fuse`: ``hf-fused-transformers``
 (the model family's function: under ``torch.compile`` it copies the KV cache once per query head group),
 ``hf-fused-pack`` and ``hf-fused-gqa`` (the ``static-compile-fused`` engine's default).
 
@@ -189,7 +189,7 @@ def build(variant: str, hf_model, batch: int, max_len: int):
     if variant in ("gqa", "pack"):
         return Decoder(hf_model, batch, max_len, variant)
     if variant.startswith("hf-fused"):
-        from accelbench.scenarios.generate.fuse import fuse_projections
+        from accelbench.backends.lm_fuse import fuse_projections
 
         if hasattr(hf_model.model.layers[0].self_attn, "q_proj"):
             fuse_projections(hf_model)

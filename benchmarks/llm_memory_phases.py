@@ -20,9 +20,9 @@ def main() -> None:
     ap.add_argument("--scheme", default="int8", choices=("int8", "fp8", "none"))
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    from accelbench.backends.lm_fuse import fuse_projections
     from accelbench.models import hf
     from accelbench.quant.weight_only import quantize_linears
-    from accelbench.scenarios.generate.fuse import fuse_projections
 
     dev = torch.device("cuda")
     phases = []

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from accelbench.scenarios.generate import fuse  # noqa: E402
+from accelbench.backends import lm_fuse as fuse  # noqa: E402
 
 
 def _decode_logits(model, prompts, steps: int):

@@ -141,7 +141,7 @@ def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():
     ],
 )
 def test_fused_projections_compute_the_same_function(cls, config, kw):
-    from accelbench.scenarios.generate.fuse import fuse_projections
+    from accelbench.backends.lm_fuse import fuse_projections
 
     model = tiny(cls, config, **kw)
     ids = torch.randint(0, 300, (2, 9))
@@ -154,7 +154,7 @@ def test_fused_projections_compute_the_same_function(cls, config, kw):
 
 
 def test_fusing_gpt2_is_refused_with_a_reason():
-    from accelbench.scenarios.generate.fuse import fusable, fuse_projections
+    from accelbench.backends.lm_fuse import fusable, fuse_projections
 
     model = GPT2LMHeadModel(GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=300))
     assert "model.layers" in fusable(model)
@@ -200,9 +200,9 @@ def test_a_compiled_step_over_fused_projections_decodes_the_plain_models_tokens(
     writes to and reads from the KV cache: its greedy tokens equal the plain model's eager ones (float32). The fused
     attention takes the cache by either keyword ``transformers`` has used (``past_key_values``, then ``cache``): with
     the newer spelling the cache was silently skipped and the compiled attention failed on its shapes."""
+    from accelbench.backends.lm_fuse import fuse_projections
     from accelbench.backends.lm_loop import StaticLoop, cache_argument, compiled_step
     from accelbench.scenarios.generate.decode import time_steps
-    from accelbench.scenarios.generate.fuse import fuse_projections
 
     model, dev = tiny(), torch.device("cpu")
     prompts = torch.randint(0, 300, (2, 7))

@@ -61,32 +61,19 @@ class LoadedModel:
         return self.lm.info
 
 
-# Fused projections are a model transform that lives beside the generate scenario
-# (:mod:`accelbench.scenarios.generate.fuse`); a backend imports nothing above its layer, so that package hands its
-# ``(fusable, fuse_projections)`` over here when it is imported (:func:`provide_fusion`).
-_FUSION: list[tuple[Callable, Callable]] = []
-
-
-def provide_fusion(fusable: Callable[[Any], str | None], fuse: Callable[[Any], int]) -> None:
-    """Give the engines the projection fusion: ``fusable(module) -> reason or None``, ``fuse(module) -> layers``."""
-    _FUSION[:] = [(fusable, fuse)]
-
-
 def _fuse(module) -> int:
-    """Fuse ``module``'s projections in place: the number of layers fused.
+    """Fuse ``module``'s projections in place (:mod:`accelbench.backends.lm_fuse`): the number of layers fused.
 
     Raises:
-        Unsupported: the model is not built like Llama, or no fusion was provided.
+        Unsupported: the model is not built like Llama.
     """
+    from accelbench.backends.lm_fuse import fusable, fuse_projections
     from accelbench.core.errors import Unsupported
 
-    if not _FUSION:
-        raise Unsupported("fused projections: import accelbench.scenarios first (it provides the fusion)")
-    fusable, fuse = _FUSION[0]
     reason = fusable(module)
     if reason:
         raise Unsupported(f"fused projections: {reason}")
-    return fuse(module)
+    return fuse_projections(module)
 
 
 def load_lm(name: str, device, dtype, seed: int) -> LoadedLM:

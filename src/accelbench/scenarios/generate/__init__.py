@@ -3,7 +3,7 @@
 A case is model x batch size x prompt length x new tokens x precision x backend. Per case: the model is built (or
 loaded) on the device in its precision (the weight-only precisions quantize its linear layers,
 :mod:`accelbench.quant.weight_only`), its projections fused where the backend asks
-(:mod:`~accelbench.scenarios.generate.fuse`), prompts drawn (random token ids, or windows of the shipped text:
+(:mod:`accelbench.backends.lm_fuse`), prompts drawn (random token ids, or windows of the shipped text:
 :mod:`accelbench.data.text`), the backend's loop (:mod:`~accelbench.scenarios.generate.decode`) warmed up (the first
 call compiles and captures: ``compile_s``), then ``repeats`` generations timed per token under telemetry
 (:mod:`~accelbench.scenarios.generate.measure`). With real weights and a tokenizer the perplexity of the case's model
@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.backends.generation import provide_fusion
 from accelbench.core import kinds
 from accelbench.core.errors import ConfigError
 from accelbench.core.options import aliases as declared_aliases
@@ -25,9 +24,6 @@ from accelbench.core.options.generate import OPTIONS
 from accelbench.core.spec import Extras, Windowed
 from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
-from accelbench.scenarios.generate.fuse import fusable, fuse_projections
-
-provide_fusion(fusable, fuse_projections)  # the fused engine's transform: a backend imports nothing from scenarios
 
 REPEATS = OPTIONS["repeats"].default
 GPU_DEFAULTS: dict[str, Any] = {
