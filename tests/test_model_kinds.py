@@ -35,8 +35,6 @@ def _refused(p, db: Path) -> str:
     "args, line",
     [
         (["run"], "error: " + TO_GENERATE.format("run")),
-        (["train"], "error: " + TO_GENERATE.format("train")),
-        (["train", "--epochs", "1"], "error: " + TO_GENERATE.format("train")),
         (["loadgen"], "error: " + TO_GENERATE.format("loadgen")),
         (["tune"], "error: " + TO_GENERATE.format("tune")),  # its scenario is run's: named as typed
     ],
