@@ -292,20 +292,23 @@ class ServerLauncher(Inline):
         from accelbench.backends.openai_api import OpenAICompatible
 
         env: dict[str, str] = {}
-        command, url = self.command, self.base_url
+        command, url, model = self.command, self.base_url, None
         if command is None:  # the built-in launch
             dtype = "float32" if device.type == "cpu" else "bfloat16"
             folder = checkpoint_folder(self.model, self.log_dir / "serve-checkpoints", dtype, spec.seed)
             port = free_port()
             command = transformers_command(folder, port, str(device), self.continuous_batching)
             url, env = f"http://127.0.0.1:{port}", server_env()
+            # requests name the folder it serves: transformers 5.17's /v1/models lists only the models in its cache
+            # (none), 5.24's the forced one as well
+            model = str(folder)
         elif "{port}" in command:
             port = free_port()
             command, url = command.replace("{port}", str(port)), f"http://127.0.0.1:{port}"
         url = url or "http://127.0.0.1:8000"
         stamp = time.strftime("%Y%m%d-%H%M%S")
         server = start(command, self.log_dir / f"{self.log_name}-{stamp}-server.log", url, env)
-        engine = OpenAICompatible(url, model=None, api=self.api)
+        engine = OpenAICompatible(url, model=model, api=self.api)
         try:
             wait_ready(server, engine.probe, self.timeout_s)
         except BaseException:
