@@ -22,7 +22,7 @@ IMPLS = ("fused", "fused+zero-momentum", "foreach")
 
 
 def make_sgd(params, impl: str, **kw):
-    from accelbench.scenarios.train.step import zero_momentum_buffers
+    from accelbench.training.step import zero_momentum_buffers
 
     opt = torch.optim.SGD(params, momentum=0.9, **kw, **{impl.split("+")[0]: True})
     if impl.endswith("+zero-momentum"):

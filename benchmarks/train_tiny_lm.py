@@ -6,7 +6,7 @@ Recipe (reproducible, CPU, ~4 min on 2 idle cores; the shipped model: ``--steps 
   2. a byte-level BPE tokenizer (Hugging Face ``tokenizers``, vocab 1,024) trained on the train split only;
   3. a Llama-architecture decoder (4 layers, hidden 192, 4 query heads and 2 key-value heads (grouped-query
      attention), SwiGLU MLP 512, tied embeddings, context 512; ~1.8 M parameters) trained on random 128-token
-     windows of the train split by :func:`accelbench.scenarios.train.step.build_step` (AdamW, lr 3e-3 with linear warm-up
+     windows of the train split by :func:`accelbench.training.step.build_step` (AdamW, lr 3e-3 with linear warm-up
      and cosine decay, weight decay 0.1, fp32), the logits flattened so the step's cross-entropy is the
      next-token loss;
   4. every ``--eval-every`` steps the held-out perplexity (:func:`accelbench.scenarios.generate.perplexity.perplexity`)
@@ -65,7 +65,7 @@ def main() -> None:
 
     from accelbench.data.text import split
     from accelbench.scenarios.generate.perplexity import perplexity
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)

@@ -276,7 +276,7 @@ def test_the_crafted_file_runs_code_when_loaded_unsafely_and_not_here(tmp_path: 
 def _tiny_step(optimizer: str):
     from helpers import TinyConvNet
 
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     torch.manual_seed(0)
     return build_step(

@@ -115,7 +115,7 @@ def test_convergence_and_profile_rows_carry_derived_columns(tmp_path, one_thread
 
 def test_the_profiled_training_step_is_the_one_train_times():
     from accelbench.scenarios.profile.step import build
-    from accelbench.scenarios.train.step import SWEEP_OPTIMIZER, TrainStep
+    from accelbench.training.step import SWEEP_OPTIMIZER, TrainStep
 
     spec = api.spec(
         "profile",

@@ -119,8 +119,8 @@ def toys():
 def test_what_compiles_is_an_attribute_not_a_name(toys):
     """A backend that compiles nothing, under any name: no compile_s on its training step, no compile in tune's cost
     model (both were decided by ``mode == "eager"``)."""
-    from accelbench.scenarios.train.step import StepConfig, build_step
     from accelbench.studies import tune_budget as tb
+    from accelbench.training.step import StepConfig, build_step
 
     step = build_step(torch.nn.Linear(4, 3), StepConfig(mode="toy-plain"), CPU)
     step(torch.randn(2, 4), torch.tensor([0, 2]))

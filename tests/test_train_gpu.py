@@ -59,7 +59,7 @@ def test_compiled_step_on_gpu(db):
 
 def test_amp_fp16_fused_sgd_survives_a_skipped_first_step():
     """The GradScaler's first step overflows and is skipped; fused SGD must not turn the weights NaN."""
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     torch.manual_seed(0)
     dev = torch.device("cuda")
@@ -125,7 +125,7 @@ def test_gpu_resident_and_loader_training(tmp_path):
 
 def _graph_vs_eager(precision: str, steps: int = 8):
     from accelbench.models import create_model
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(0)

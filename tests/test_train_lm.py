@@ -93,7 +93,7 @@ def test_the_loss_falls_over_steps_on_the_text_with_checkpointing():
 
     from accelbench.models.hf import load_lm
     from accelbench.scenarios.train import lm_build
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     torch.manual_seed(0)
     dev = torch.device("cpu")

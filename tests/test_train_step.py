@@ -12,8 +12,8 @@ from accelbench.api import train as run_train_sweep
 from accelbench.models import create_model
 from accelbench.report.table import oom_boundary
 from accelbench.scenarios.train.datasets import num_outputs, set_num_classes
-from accelbench.scenarios.train.step import StepConfig, build_step, make_optimizer, unsupported_reason
 from accelbench.store import Store
+from accelbench.training.step import StepConfig, build_step, make_optimizer, unsupported_reason
 
 CPU = torch.device("cpu")
 FAST = {"warmup_batches": 1, "min_timed_batches": 2, "min_time_s": 0.0, "device": "cpu"}
@@ -102,7 +102,7 @@ def _overflow_then_train(opt, model, scaler, steps=3):
 
 
 def test_fused_sgd_with_zero_momentum_survives_a_skipped_first_step():
-    from accelbench.scenarios.train.step import zero_momentum_buffers
+    from accelbench.training.step import zero_momentum_buffers
 
     def run(**impl):
         torch.manual_seed(0)

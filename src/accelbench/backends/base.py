@@ -38,7 +38,7 @@ class Backend:
         graph_capture: it replays CUDA graphs (on a CUDA device): launches cost nothing, inputs are copied into
             static buffers.
         step_graph: a training step through it is captured whole (forward, loss, backward, GradScaler and
-            optimizer step) into one CUDA graph and replayed (:class:`accelbench.scenarios.train.step.TrainStep`).
+            optimizer step) into one CUDA graph and replayed (:class:`accelbench.training.step.TrainStep`).
         host_bound: its step is bound by the host's Python work (many small operations a step, each dispatched
             from Python: Hugging Face ``generate`` or an eager decode step at batch 1), so a telemetry thread of the
             measured process that takes the GIL slows it (``benchmarks/llm_hf_overhead.py`` measures by how much;

@@ -10,7 +10,7 @@
 
 ``compile-cudagraphs`` captures the compiled forward (inference) or the whole training step with the compiled
 forward and backward, loss, GradScaler and fused optimizer step (training: ``step_graph``, see
-:mod:`accelbench.scenarios.train.step`) into one CUDA graph, without ``reduce-overhead``'s CUDA graph trees, which graph
+:mod:`accelbench.training.step`) into one CUDA graph, without ``reduce-overhead``'s CUDA graph trees, which graph
 the compiled forward and backward only and leave the optimizer step eager.
 
 Freezing (``torch._inductor.config.freezing``) constant-folds the weights into the graph and folds batch norm

@@ -6,7 +6,7 @@ server would copy a request in.
 
 Training: the whole step (forward, loss, backward, GradScaler, fused optimizer step) is captured into one
 graph ("whole-network capture" in the same notes; MLPerf Training's ResNet-50 submissions do the same) by
-:class:`accelbench.scenarios.train.step.TrainStep`: the module itself stays eager here (``step_graph``).
+:class:`accelbench.training.step.TrainStep`: the module itself stays eager here (``step_graph``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 | step | what one step runs |
 | --- | --- |
 | inference | ``model(x)`` through the case's backend, in the precision's context (``torch.inference_mode`` + autocast) |
-| train | :func:`accelbench.scenarios.train.step.build_step`'s step, the one ``accelbench train`` times: zero_grad, forward under autocast, cross-entropy, backward, the optimizer step (``accelbench train``'s defaults: fused SGD with momentum on CUDA), a GradScaler for amp-fp16 |
+| train | :func:`accelbench.training.step.build_step`'s step, the one ``accelbench train`` times: zero_grad, forward under autocast, cross-entropy, backward, the optimizer step (``accelbench train``'s defaults: fused SGD with momentum on CUDA), a GradScaler for amp-fp16 |
 
 The same builder serves the analytic count, the timing and the Nsight Compute target process, so all
 three see the same model, input, layout and precision.
@@ -162,7 +162,7 @@ def _float8(precision: str, module, x, device):
 def _train(case, module, x, y, device, cl: bool):
     import torch
 
-    from accelbench.scenarios.train.step import SWEEP_OPTIMIZER, StepConfig, build_step
+    from accelbench.training.step import SWEEP_OPTIMIZER, StepConfig, build_step
 
     cfg = StepConfig(precision=case.precision, mode=case.mode, channels_last=cl, **SWEEP_OPTIMIZER)
     step = build_step(module, cfg, device)

@@ -7,7 +7,7 @@ pipeline alone (``input_pipeline``), with the machinery they share.
 | :mod:`.lm` / :mod:`.lm_case` / :mod:`.lm_build` / :mod:`.lm_maths` | the ``train_lm`` scenario: a causal language model's training step (tokens/s, MFU, memory split; DDP or FSDP2), its case, the model made ready, the FLOP and memory counts |
 | :mod:`.converge` / :mod:`.convergence` | the ``converge`` scenario / training from scratch with per-epoch evaluation, checkpoints and resume |
 | :mod:`.input_pipeline` | the ``input_pipeline`` scenario: loader rows, the resident row, storage rows |
-| :mod:`.step` | the training step (forward + loss + backward + optimizer step) for one module, precision, optimizer, memory format and execution mode; also under DDP, and the step ``accelbench profile`` profiles |
+| :mod:`accelbench.training.step` | (below the scenarios) the training step every command that trains builds: forward + loss + backward + optimizer step for one module, precision, optimizer, memory format and execution mode; also under DDP, and the step ``accelbench profile`` profiles |
 | :mod:`.schedule` | learning-rate schedules (linear warm-up + cosine, or step decay) |
 | :mod:`.augment` | deterministic per-epoch augmentation plans (random crop with padding + flip) |
 | :mod:`.datasets` | the decoding Dataset for a DataLoader, and the GPU-resident dataset |

@@ -67,7 +67,7 @@ class ConvergeSettings(Settings):
     checkpoint_dir: str | None = None
 
     def __post_init__(self) -> None:
-        from accelbench.scenarios.train.step import OPTIMIZERS
+        from accelbench.training.step import OPTIMIZERS
 
         for name, allowed in (("schedule", SCHEDULES), ("placement", PLACEMENTS), ("optimizer", OPTIMIZERS)):
             if getattr(self, name) not in allowed:

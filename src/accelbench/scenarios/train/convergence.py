@@ -172,7 +172,7 @@ def _build_step(spec, bs: int, n_classes: int, device):
     from accelbench import precisions
     from accelbench.models import create_model
     from accelbench.scenarios.train.datasets import set_num_classes
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     s = spec.settings
     torch.manual_seed(spec.seed)

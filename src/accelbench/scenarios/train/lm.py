@@ -5,7 +5,7 @@ A case is model x precision x mode x sequence length x parallelism x batch size 
 torchrun). Per case: the model (:mod:`~accelbench.scenarios.train.lm_build`: loaded in float32, Float8 training for
 an fp8 precision, activation checkpointing, each decoder layer compiled for a compiling backend, FSDP2 or DDP under
 torchrun), token batches (random ids, or packed windows of the shipped text), and the training step of
-:func:`accelbench.scenarios.train.step.build_step` (forward, next-token cross-entropy, backward, AdamW: fused on CUDA
+:func:`accelbench.training.step.build_step` (forward, next-token cross-entropy, backward, AdamW: fused on CUDA
 where torch has it; autocast, GradScaler for amp-fp16, weights cast for bf16). The first step is timed as
 ``compile_s``, then ``warmup_batches`` steps, then whole passes over the batches are timed as the image step is
 (:mod:`accelbench.core.timing`: CUDA events on a GPU, ``repeats`` windows). The row's sample is a token:

@@ -8,7 +8,7 @@ model, a local folder), switched to training (``use_cache`` off), then, in this 
 Hugging Face's ``gradient_checkpointing_enable`` with non-reentrant ``torch.utils.checkpoint``, then the flag of each
 decoder layer the rule leaves out switched off), ``torch.compile`` of each decoder layer for a compiling backend
 (``nn.Module.compile``: state-dict keys unchanged), and under torchrun FSDP2 (``fully_shard`` on each decoder layer
-then on the root) or DDP. The step itself is :func:`accelbench.scenarios.train.step.build_step`'s, the module
+then on the root) or DDP. The step itself is :func:`accelbench.training.step.build_step`'s, the module
 wrapped by :class:`NextToken` so its cross-entropy is the next-token loss.
 
 Labels: each batch row is a window of ``seq_len + 1`` tokens; the inputs are its first ``seq_len``, the labels its
@@ -140,7 +140,7 @@ def prepare_lm(lm, *, checkpointing: str, compile_kwargs: dict | None) -> None:
 
 
 def fsdp_wrap(lm):
-    """A ``wrap`` for :func:`accelbench.scenarios.train.step.build_step` that shards with FSDP2: ``fully_shard``
+    """A ``wrap`` for :func:`accelbench.training.step.build_step` that shards with FSDP2: ``fully_shard``
     on each decoder layer of ``lm``, then on ``lm`` itself, the root of its parameters (the step's
     :func:`next_token` module around it holds none; its flattened logits are a view, which FSDP2's backward hook
     must not be registered on); one mesh over every rank."""

@@ -111,7 +111,7 @@ def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
 def _step_config(case, spec):
     """The step's configuration: AdamW; an fp8 precision trains its Float8 linears under bf16 autocast."""
     from accelbench import precisions
-    from accelbench.scenarios.train.step import StepConfig
+    from accelbench.training.step import StepConfig
 
     prec = case.precision
     if precisions.is_float8(prec):
@@ -135,7 +135,7 @@ def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any
     from accelbench.core.errors import Unsupported
     from accelbench.models.hf import load_lm
     from accelbench.scenarios.train import lm_build
-    from accelbench.scenarios.train.step import build_step
+    from accelbench.training.step import build_step
 
     dev, ex, st = rank.device, case.extras, spec.settings
     fsdp = rank.distributed and ex.parallel_strategy == "fsdp"

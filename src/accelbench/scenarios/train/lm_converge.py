@@ -158,7 +158,7 @@ def _build(case, spec, device, tokenizer_out: dict):
     from accelbench import backends
     from accelbench.models.hf import load_lm
     from accelbench.scenarios.train import lm_build
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     s = spec.settings
     loaded = load_lm(case.model, device, torch.float32, seed=spec.seed)

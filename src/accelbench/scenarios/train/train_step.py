@@ -1,7 +1,7 @@
 """The training-step scenario (``accelbench train``): step throughput, one process or DDP.
 
 Per case: a model with random weights, the images resized and normalised on the device (each rank keeps
-every ``world``-th one under torchrun), cut into batches, and :func:`accelbench.scenarios.train.step.build_step`'s
+every ``world``-th one under torchrun), cut into batches, and :func:`accelbench.training.step.build_step`'s
 step: forward, cross-entropy, backward and the optimizer step in the precision (autocast, GradScaler for
 amp-fp16, weights cast for bf16), compiled by the backend when it is ``compile``; under torchrun the
 module is wrapped in ``DistributedDataParallel`` (gradients all-reduced by DDP's bucketed hooks,
@@ -23,7 +23,7 @@ from accelbench.core.config import check_int, check_number
 from accelbench.core.errors import ConfigError
 from accelbench.core.spec import Extras, Windowed
 from accelbench.scenarios.base import Scenario, register
-from accelbench.scenarios.train.step import SWEEP_OPTIMIZER
+from accelbench.training.step import SWEEP_OPTIMIZER
 
 GPU_DEFAULTS: dict[str, Any] = {
     "models": ("resnet50",),
@@ -76,7 +76,7 @@ class TrainSettings(Windowed):
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
-        from accelbench.scenarios.train.step import OPTIMIZERS
+        from accelbench.training.step import OPTIMIZERS
 
         Windowed.__post_init__(self)
         check_eval_settings(self)
@@ -207,7 +207,7 @@ def _build(case, spec, inputs, rank):
     from accelbench.data.evaluation import mapped_labels
     from accelbench.models import create_model
     from accelbench.scenarios.train.datasets import num_outputs
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     dev, st = rank.device, spec.settings
     loaded = create_model(case.model, pretrained=False)

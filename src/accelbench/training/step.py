@@ -2,7 +2,7 @@
 
 Used by the step-throughput sweep, by convergence runs, and by the multi-GPU (DDP) workload::
 
-    from accelbench.scenarios.train.step import StepConfig, build_step
+    from accelbench.training.step import StepConfig, build_step
 
     step = build_step(module, StepConfig(precision="amp-fp16", optimizer="sgd", lr=0.1,
                                          channels_last=True, mode="compile"), device)
