@@ -2,7 +2,7 @@
 (prefill: time to first token, prefill tokens/s, MFU; decode: time per output token, decode tokens/s, MBU), the
 KV cache and weights, and quality (perplexity).
 
-Definitions (:mod:`accelbench.scenarios.generate.metrics` holds the formulas and their sources): TTFT is prefill plus
+Definitions (:mod:`accelbench.core.lm_analytic` holds the formulas and their sources): TTFT is prefill plus
 the first token; TPOT is one decode step (the inter-token latency); a sample of a generate row is an output token,
 so ``throughput_samples_per_s``, ``energy_per_sample_j`` and ``cost_per_1000_samples_usd`` are per output token.
 
@@ -20,6 +20,7 @@ from accelbench.core.columns.column import BOOL, FLOAT, INT, MAX, RANK, STR, col
 from accelbench.core.columns.metric_map import GENERATIONS, MetricMap
 
 G = "generate"
+SERVED = ("ttft", "tpot", "e2e_latency")  # timing columns a serve level fills too (core/columns/serve.py)
 GP = "generate profile"  # also a language model's profiled step (accelbench profile --step prefill|decode)
 
 
@@ -34,7 +35,7 @@ def _stats(prefix: str, what: str, short: str, doc: str) -> tuple:
             "number",
             short=f"{short} ms" if k == "mean" else f"{short} {k} ms",  # the compact table's: its caption says mean
             combine=RANK,
-            scenarios=G,
+            scenarios=(G, "serve") if prefix in SERVED else G,
             doc={"p50": doc, "mean": f"{doc} The mean: the time the row's rates are taken at."}.get(k, ""),
         )
         for k in ("mean", "min", "p50", "p90", "p99", "max")
@@ -46,7 +47,7 @@ def _stats(prefix: str, what: str, short: str, doc: str) -> tuple:
             f"{what} spread",
             "pct:1",
             combine=MAX,
-            scenarios=G,
+            scenarios=(G, "serve") if prefix in SERVED else G,
             doc="IQR / median of the observations.",
         ),
         col(f"{prefix}_noisy", BOOL, f"{what} noisy", "yesno", scenarios=G),
@@ -127,11 +128,20 @@ DECLARED = (
         "MFU",
         "pct:1",
         combine=RANK,
-        scenarios=G,
-        doc="Model FLOP utilisation of prefill: prefill FLOPs / mean TTFT over the precision's measured matmul "
-        "roof (None where no roof was measured).",
+        scenarios=(G, "train_lm"),
+        doc="Model FLOP utilisation over the precision's measured matmul roof (None where no roof was measured). "
+        "generate: of prefill, prefill FLOPs / mean TTFT; train_lm: of the training step, its model FLOPs a token "
+        "(torchtitan's 6N + 12 L H Q T) x tokens/s.",
     ),
-    col("mfu_datasheet", FLOAT, "MFU (datasheet)", "pct:1", combine=RANK, scenarios=G),
+    col(
+        "mfu_datasheet",
+        FLOAT,
+        "MFU (datasheet)",
+        "pct:1",
+        combine=RANK,
+        scenarios=(G, "train_lm"),
+        doc="The same FLOP rate over the datasheet's dense peak of the precision.",
+    ),
     # decode
     *_stats(
         "tpot",
