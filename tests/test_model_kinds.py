@@ -20,7 +20,7 @@ from accelbench.models import IMAGE, LM, ModelKindError, check_model, lookup
 
 DATA = Path(__file__).resolve().parent / "data"
 LM_NAMES = "(hf:<architecture>, hf:tiny-shakespeare, hf:/path/to/checkpoint)"
-TO_GENERATE = "hf:tiny-shakespeare is a language model: accelbench {} takes image classifiers; measure it with accelbench generate"
+TO_GENERATE = "hf:tiny-shakespeare is a language model: accelbench {} takes image classifiers; measure it with accelbench generate (or train, or serve)"
 
 
 def _refused(p, db: Path) -> str:

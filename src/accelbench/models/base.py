@@ -62,7 +62,7 @@ KINDS: dict[str, Kind] = {
         plural="language models",
         names="hf:<architecture>, hf:tiny-shakespeare, hf:/path/to/checkpoint",
         unknown="unknown language model",
-        command="accelbench generate",
+        command="accelbench generate (or train, or serve)",
         extra="hf: names need pip install 'accelbench[llm]'",
     ),
 }
