@@ -52,7 +52,8 @@ def test_every_scenario_kind_has_one_map_and_its_tables_say_their_unit_and_stati
         assert m.throughput in headers and "/s" in headers[m.throughput], m.name  # the unit in the header
         assert m.throughput in {key for _, key, _ in view(f"{m.name}-compact")}
         assert caption(f"{m.name}-compact") == m.statistic and m.statistic, m.name  # which statistic, said
-        assert all(w in columns.MAPS.values() for w in map(columns.for_workload, m.workloads))
+        assert m.workloads, m.name
+        assert all(columns.for_workload(w) in columns.MAPS.values() for w in m.workloads)
     gen = columns.for_kind(kinds.GENERATE)
     assert (gen.throughput, gen.latency, gen.latency_series) == ("decode_tokens_per_s", "tpot", "itl_ms")
     assert caption("generate-compact").startswith("TTFT, TPOT: means")  # the compact figures: means with means
