@@ -161,15 +161,15 @@ class TrainLM(Scenario):
         Raises:
             ModelKindError, UnknownModelError, MissingDependencyError, ConfigError: one line each.
         """
-        from accelbench.scenarios.train.lm_case import context_and_tokenizer
+        from accelbench.models.lm_checks import check_model_name
 
         self.check_models(spec)
         for name in spec.models:
-            context, has_tokenizer = context_and_tokenizer(name)
+            context, has_tokenizer = check_model_name(name)
             longest = max(spec.settings.seq_lens)
             if context and longest > context:
                 raise ConfigError("seq_len", longest, f"at most {name}'s context of {context} tokens")
-            if spec.settings.tokens == "text" and not has_tokenizer:
+            if spec.settings.tokens == "text" and has_tokenizer is False:
                 raise ConfigError("tokens", "text", f"random for {name} (it has no tokenizer)")
 
     def unsupported_reason(self, case, device) -> str | None:

@@ -56,25 +56,6 @@ def _roofs(ceilings, device, precision: str) -> tuple[float | None, float | None
     return None, None
 
 
-def context_and_tokenizer(name: str) -> tuple[int | None, bool]:
-    """``(context length or None, has a tokenizer)`` of the language model ``name``, without building it.
-
-    Raises:
-        UnknownModelError / MissingDependencyError: as :func:`accelbench.models.hf.check_lm`.
-    """
-    import json
-
-    from accelbench.models import hf
-
-    hf.check_lm(name)
-    path = hf.checkpoint_dir(name)
-    if path is None:
-        values = hf.ARCHITECTURES[name[len(hf.PREFIX) :]].values
-        return values.get("max_position_embeddings") or values.get("n_positions"), False
-    config = json.loads((path / "config.json").read_text())
-    return config.get("max_position_embeddings") or config.get("n_positions"), hf.has_tokenizer(path)
-
-
 def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
     """Refuse a case whose estimated step memory exceeds what the CPU has available (a CPU has no allocator that
     fails: exhausting RAM ends the process), before anything is built; a GPU's out-of-memory error is measured.

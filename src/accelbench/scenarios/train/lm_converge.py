@@ -125,10 +125,10 @@ class ConvergeLM(Scenario):
         Raises:
             ModelKindError, UnknownModelError, ConfigError: one line each.
         """
-        from accelbench.scenarios.train.lm_case import context_and_tokenizer
+        from accelbench.models.lm_checks import check_model_name
 
         self.check_models(spec)
-        context, has_tokenizer = context_and_tokenizer(spec.models[0])
+        context, has_tokenizer = check_model_name(spec.models[0])
         if context and spec.settings.seq_lens[0] > context:
             raise ConfigError("seq_len", spec.settings.seq_lens[0], f"at most the model's context of {context}")
         if not has_tokenizer:
