@@ -133,6 +133,7 @@ class ServeExtras(Extras):
     """One level: ``concurrency`` (closed loop) or ``request_rate_per_s`` (open loop); ``slo_search``: the case
     searches instead (its row is the highest level meeting the SLO)."""
 
+    memory_format = False  # the key: model, level (no memory format)
     concurrency: int | None = None
     request_rate_per_s: float | None = None
     slo_search: bool = False
@@ -185,20 +186,8 @@ class Serve(Scenario):
     backend_workload = "serve"
     uses_models = False
     settings_type, extras_type = ServeSettings, ServeExtras
-    rejects = (
-        "batch_sizes",
-        "precisions",
-        "modes",
-        "channels_last",
-        "images",
-        "data",
-        "image_size",
-        "skip_bad_images",
-        "warmup_batches",
-        "min_timed_batches",
-        "min_time_s",
-        "cudnn_benchmark",
-    )
+    image_inputs = False  # no images: the image fields are refused as one group, the rows carry no memory format
+    rejects = ("batch_sizes", "precisions", "modes")
     aliases = declared_aliases(OPTIONS)
     # energy and cost per output token over the level's measured window (first scheduled send to last completion);
     # a level's latency varies by design (its percentiles are the result): no spread check
