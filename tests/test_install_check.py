@@ -178,7 +178,9 @@ def test_the_extras_in_pyproject_agree_with_the_check():
         else:
             assert any(d.startswith(package + ">=") for d in extras[extra]), (package, extra)
     assert {"matplotlib", "pillow", "jinja2", "scipy"} <= base
-    assert extras["test"][0] == "accelbench[all]" and extras["all"] == ["accelbench[timm,loadgen,quant,llm,parquet,serve]"]
+    assert extras["test"][0] == "accelbench[all]" and extras["all"] == [
+        "accelbench[timm,loadgen,quant,llm,parquet,serve]"
+    ]
     assert set(extras) == {"timm", "loadgen", "quant", "llm", "parquet", "serve", "all", "test"}
     assert meta["license"] == "MIT" and meta["license-files"] == ["LICENSE"] and (ROOT / "LICENSE").is_file()
 
