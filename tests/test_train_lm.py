@@ -129,9 +129,11 @@ def test_gpus2_trains_under_ddp_and_fsdp2_in_one_launch(tmp_path):
     args = ["train", "--gpus", "2", "-m", TINY, "-b", "2", "--seq-len", "32", "--parallel", "ddp,fsdp"]
     p = run_cli(*args, "--db", str(db), *SMALL)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "tokens/s" in p.stdout  # the console line's rate is in the scenario's samples
     records = Store(db).records()
     aggs = {r["parallel_strategy"]: r for r in records if r["aggregate"]}
     assert set(aggs) == {"ddp", "fsdp"}
+    assert {r["workload"] for r in records} == {"train-lm-ddp"}  # its own workload: its metric map counts tokens
     assert aggs["ddp"]["mesh"] == "dp=2" and aggs["fsdp"]["mesh"] == "dp_shard=2"
     for strategy, agg in aggs.items():
         ranks = [r for r in records if not r["aggregate"] and r["parallel_strategy"] == strategy]

@@ -10,7 +10,7 @@ from __future__ import annotations
 # one process / under torchrun: a run's kind, and the workload of its case rows
 INFERENCE, INFERENCE_DP = "inference", "inference-dp"  # accelbench run, accelbench run --gpus N
 TRAINING, TRAIN_DDP = "training", "train-ddp"  # accelbench train, accelbench train --gpus N
-TRAIN_LM = "train-lm"  # accelbench train -m hf:... (a language model; under --gpus N its rows are train-ddp)
+TRAIN_LM, TRAIN_LM_DDP = "train-lm", "train-lm-ddp"  # accelbench train -m hf:... (a language model), under --gpus N
 CONVERGENCE = "convergence"  # accelbench train --epochs N
 CONVERGENCE_LM = "convergence-lm"  # accelbench train -m hf:... --epochs N (to a held-out perplexity)
 PROFILE = "profile"

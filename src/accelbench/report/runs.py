@@ -22,6 +22,7 @@ SWEEP = "sweep"  # the default section: the scenario's table, charts against bat
 RUN_SECTIONS = {
     kinds.INFERENCE_DP: "scale",
     kinds.TRAIN_DDP: "scale",
+    kinds.TRAIN_LM_DDP: "scale",
     kinds.SCALE: "scale",
     kinds.CONCURRENT: "concurrent",
     kinds.INTERCONNECT: "interconnect",

@@ -110,7 +110,7 @@ DECLARED = (
 METRIC_MAPS = (
     MetricMap(
         name="training-lm",
-        workloads=(kinds.TRAIN_LM,),
+        workloads=(kinds.TRAIN_LM, kinds.TRAIN_LM_DDP),
         kinds=(kinds.TRAIN_LM,),
         throughput="tokens_per_s",
         throughput_unit="tokens/s",

@@ -103,8 +103,8 @@ class TrainLMExtras(Extras):
 class TrainLM(Scenario):
     name = "train_lm"
     # one process: its own kind and metric map (a sample is a token); under torchrun the training step's rows
-    kind, dist_kind = kinds.TRAIN_LM, kinds.TRAIN_DDP
-    workload, dist_workload = kinds.TRAIN_LM, kinds.TRAIN_DDP
+    kind, dist_kind = kinds.TRAIN_LM, kinds.TRAIN_LM_DDP
+    workload, dist_workload = kinds.TRAIN_LM, kinds.TRAIN_LM_DDP
     model_kind, command = LM, "accelbench train"
     requires = {"transformers": "accelbench train with a language model"}
     settings_type, extras_type = TrainLMSettings, TrainLMExtras
