@@ -279,3 +279,20 @@ def test_the_gate_never_passes_what_it_cannot_judge(tmp_path):
     text = md.read_text()
     assert p.returncode == 3 and text.startswith("**Gate: UNDECIDED, 1 case(s) could not be judged**")
     assert "| Case | Windows | Metric | B/A | 95% CI | Verdict |" in text and "too few windows" in text
+
+
+def test_serve_levels_and_training_sequence_lengths_are_cases_of_their_own():
+    """A serve level (concurrency, request rate) and a language model's sequence length tell cases apart: two levels
+    of one run are two cases, each named by what distinguishes it."""
+    level = {"workload": "serve", "model": "m", "concurrency": 1}
+    keys = {cmp.match_key({**level, "concurrency": c}) for c in (1, 8)}
+    keys |= {cmp.match_key({**level, "concurrency": None, "request_rate_per_s": 2.5, "arrival": "poisson"})}
+    assert len(keys) == 3
+    assert {cmp.case_label(k) for k in keys} == {
+        "m concurrency=1 serve",
+        "m concurrency=8 serve",
+        "m rate=2.5/s poisson serve",
+    }
+    lm = {"workload": "train-lm", "model": "hf:x", "batch_size": 4, "seq_len": 512, "activation_checkpointing": "full"}
+    assert cmp.match_key(lm) != cmp.match_key({**lm, "seq_len": 2048})
+    assert cmp.case_label(cmp.match_key(lm)) == "hf:x bs=4 seq=512 checkpointing=full train-lm"

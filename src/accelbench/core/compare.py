@@ -58,6 +58,14 @@ MATCH_FIELDS = (
     "world_size",
     "prompt_len",
     "new_tokens",
+    "seq_len",  # a language model's training step
+    "token_source",
+    "activation_checkpointing",
+    "parallel_strategy",
+    "concurrency",  # a serve level
+    "request_rate_per_s",
+    "arrival",
+    "slo_search",
 )
 # Provenance that changes results; a difference is listed beside the verdicts.
 ENV_KEYS = (
@@ -160,7 +168,15 @@ def case_label(key: tuple) -> str:
     if d.get("batch_size") is not None:
         parts.append(f"bs={d['batch_size']}")
     parts += [str(d[f]) for f in ("precision", "mode") if d.get(f) is not None]
-    parts += [f"{w}={d[f]}" for f, w in (("prompt_len", "prompt"), ("new_tokens", "new")) if d.get(f) is not None]
+    named = (("prompt_len", "prompt"), ("new_tokens", "new"), ("seq_len", "seq"), ("concurrency", "concurrency"))
+    parts += [f"{w}={d[f]}" for f, w in named if d.get(f) is not None]
+    if d.get("request_rate_per_s") is not None:
+        parts.append(f"rate={d['request_rate_per_s']:g}/s" + (f" {d['arrival']}" if d.get("arrival") else ""))
+    parts += [str(d[f]) for f in ("token_source", "parallel_strategy") if d.get(f)]
+    if d.get("activation_checkpointing") not in (None, "none"):
+        parts.append(f"checkpointing={d['activation_checkpointing']}")
+    if d.get("slo_search"):
+        parts.append("SLO search")
     if d.get("workload") not in (None, kinds.INFERENCE):
         parts.append(str(d["workload"]))
     if d.get("channels_last"):
