@@ -354,3 +354,15 @@ def test_ctrl_c_cancels_the_requests_in_flight_and_re_raises(engine, tokenizer):
         load.run_level(ctrl_c, reqs, concurrency=2)
     # the requests stopped where they were (4 x 64 chunks had they run to their end) and the pools were closed
     assert 1 <= ctrl_c.chunks < 64 and ctrl_c._pools is None
+
+
+def test_a_levels_requests_cut_into_batch_means_windows_in_completion_order():
+    # ten requests, each 3 tokens, finishing every 0.5 s from t=1 (the level started at 0): 5 windows of 2 requests
+    rs = [_result(i, 0.0, [(0.4 * i + 0.1, 1), (0.4 * i + 0.3, 2)], 1.0 + 0.5 * i, 3) for i in range(10)]
+    w = metrics.request_windows(rs[::-1], 0.0)  # any order in: completion order out
+    assert w is not None and len(w["window_wall_s"]) == 5
+    assert w["window_wall_s"] == pytest.approx([1.5, 1.0, 1.0, 1.0, 1.0])  # first from the level's start
+    assert w["window_samples"] == [6.0] * 5  # two requests of 3 tokens a window
+    want = [(r.end_s - r.scheduled_s - (r.first_token_s - r.scheduled_s)) * 1e3 / 2 for r in rs]  # (E2E - TTFT)/(n-1)
+    assert w["window_tpot_ms"] == pytest.approx(want)
+    assert metrics.request_windows(rs[:9], 0.0) is None  # fewer than two requests a window

@@ -125,8 +125,8 @@ DECLARED = (
 )
 
 # What a serve row means: a sample is an output token, the throughput output tokens/s over the level's window, the
-# latency TPOT (TTFT compared beside it). The per-request series are drawn by the serve section (a histogram a level),
-# so the map names no per-batch series.
+# latency TPOT (TTFT compared beside it). compare reads a level's batch-means windows (consecutive groups of its
+# requests: accelbench.scenarios.serve.metrics.request_windows) and their requests' TPOTs.
 METRIC_MAPS = (
     MetricMap(
         name="serve",
@@ -138,6 +138,7 @@ METRIC_MAPS = (
         sample="output token",
         per="token",
         latency="tpot",
+        latency_series="window_tpot_ms",
         latency_label="TPOT",
         extra=("ttft_p50",),
         tracked=("throughput", "latency_p50"),

@@ -138,7 +138,8 @@ def level_columns(level: Any, slo: Slo | None) -> tuple[dict[str, Any], dict[str
 
     Returns:
         ``(columns, series)``; series ``ttft_ms``, ``tpot_ms``, ``e2e_latency_ms`` (one a successful request;
-        ``tpot_ms`` skips one-token outputs) and ``itl_ms`` (one a token gap).
+        ``tpot_ms`` skips one-token outputs), ``itl_ms`` (one a token gap), and the windows of
+        :func:`request_windows` where the level has them (``windows`` is then their count).
     """
     rs = level.results
     good = [r for r in rs if r.ok]
@@ -172,7 +173,41 @@ def level_columns(level: Any, slo: Slo | None) -> tuple[dict[str, Any], dict[str
         measured_wall_s=window,
         output_tokens_timed=sum(len(r.token_times_s) for r in good),
     )
+    windows = request_windows(good, min(r.scheduled_s for r in rs)) if rs else None
+    if windows is not None:
+        series.update(windows)
+        cols["windows"] = WINDOWS
     return cols, series
+
+
+WINDOWS = 5  # batch means: the windows a level's requests are cut into for compare's confidence intervals
+
+
+def request_windows(good: list, start_s: float, k: int = WINDOWS) -> dict[str, list[float]] | None:
+    """A level's successful requests as ``k`` windows for ``accelbench compare`` (the batch-means method of
+    steady-state output analysis: Law, "Simulation Modeling and Analysis", 5th ed., section 9.5.3): the requests in
+    completion order cut into ``k`` consecutive groups of equal count (the last ``len % k`` dropped); a window's wall
+    runs from the previous group's last completion (the first from ``start_s``, the level's first scheduled send) to
+    its own, its samples are its requests' output tokens, its latencies their TPOTs.
+
+    Returns:
+        Series ``window_wall_s``, ``window_samples`` (``k`` each) and ``window_tpot_ms`` (``k x group``, window
+        order), or None: fewer than two requests a window, a one-token output (no TPOT), or a window of no wall.
+    """
+    done = sorted(good, key=lambda r: r.end_s)
+    size = len(done) // k
+    if size < 2:
+        return None
+    walls, samples, tpots, prev = [], [], [], start_s
+    for i in range(k):
+        group = done[i * size : (i + 1) * size]
+        walls.append(group[-1].end_s - prev)
+        prev = group[-1].end_s
+        samples.append(float(sum(len(r.token_times_s) for r in group)))
+        tpots += [request_latencies(r)[2] for r in group]
+    if min(walls) <= 0 or any(t is None for t in tpots):
+        return None
+    return {"window_wall_s": walls, "window_samples": samples, "window_tpot_ms": tpots}
 
 
 def meets(columns: dict[str, Any], slo: Slo) -> bool:
