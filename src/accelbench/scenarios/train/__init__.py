@@ -8,6 +8,7 @@ pipeline alone (``input_pipeline``), with the machinery they share.
 | :mod:`.converge` / :mod:`.convergence` | the ``converge`` scenario / training from scratch with per-epoch evaluation, checkpoints and resume |
 | :mod:`.input_pipeline` | the ``input_pipeline`` scenario: loader rows, the resident row, storage rows |
 | :mod:`accelbench.training.step` | (below the scenarios) the training step every command that trains builds: forward + loss + backward + optimizer step for one module, precision, optimizer, memory format and execution mode; also under DDP, and the step ``accelbench profile`` profiles |
+| :mod:`.timed` | the timed steps of a training case (warm-up, the agreed passes, the windows under telemetry, the last loss) and their columns, for image and language-model rows |
 | :mod:`.schedule` | learning-rate schedules (linear warm-up + cosine, or step decay) |
 | :mod:`.augment` | deterministic per-epoch augmentation plans (random crop with padding + flip) |
 | :mod:`.datasets` | the decoding Dataset for a DataLoader, and the GPU-resident dataset |

@@ -14,7 +14,6 @@ None (torch keeps no CPU allocator statistics).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,10 +174,8 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
 
     from accelbench.core.ci import window_columns
     from accelbench.core.rank import add_telemetry
-    from accelbench.core.stats import stat_columns, summarize
-    from accelbench.core.timing import passes_needed, time_windows, warm_up
-    from accelbench.scenarios.base import case_monitor
     from accelbench.scenarios.train.lm_build import meta_shape, state_bytes
+    from accelbench.scenarios.train.timed import time_steps
 
     dev = rank.device
     if case.model not in state.shapes:
@@ -194,31 +191,14 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
     fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_windows feeds one item at a time)
     first_loss = fn(batches[0])[0].item()  # the first step: compiles each layer in compile mode, builds DDP's buckets
     grads, opt = state_bytes(step) if cuda else (None, None)
-    step_s = warm_up(fn, batches, spec.warmup_batches, dev) or step.first_step_s
-    n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(batches), step_s)))
-    with case_monitor(spec, case, dev, rank.pids()) as mon:
-        windows, clocks = rank.timed_window(
-            lambda: time_windows(fn, batches, n_passes * len(batches), dev, spec.settings.repeats)
-        )
-    lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
-    last_loss = fn(batches[0])[0].item()
-    tokens = len(lat_ms) * rec["tokens_per_step"]
+    timed = time_steps(fn, batches, step, spec, case, rank)
+    lat_ms, windows, clocks, mon = timed.lat_ms, timed.windows, timed.clocks, timed.monitor
+    rec.update(timed.columns(step, first_loss, rec["tokens_per_step"]))
+    tokens = rec["samples_timed"]
     rec.update(
-        compile_s=step.compile_s,
-        first_step_s=step.first_step_s,
-        passes=n_passes,
-        steps_timed=len(lat_ms),
-        samples_timed=tokens,
         tokens_timed=tokens,
-        timed_wall_s=wall_s,
-        device_time_s=sum(lat_ms) / 1e3,
-        throughput_samples_per_s=tokens / wall_s,
-        tokens_per_s=tokens / wall_s,
-        tokens_per_s_per_gpu=tokens / wall_s,
-        **stat_columns(summarize(lat_ms), "step_time"),
-        loss_first=first_loss,
-        loss_last=last_loss,
-        loss_finite=math.isfinite(last_loss),
+        tokens_per_s=rec["throughput_samples_per_s"],
+        tokens_per_s_per_gpu=rec["throughput_samples_per_s"],
     )
     rec.update(_utilisation(rec, state.ceilings, dev, case.precision))
     add_telemetry(rec, mon, dev)

@@ -14,7 +14,6 @@ cannot feed (``input_bound``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,9 +141,7 @@ class TrainStep(Scenario):
         from accelbench import backends
         from accelbench.core.ci import window_columns
         from accelbench.core.rank import add_telemetry
-        from accelbench.core.stats import stat_columns, summarize
-        from accelbench.core.timing import passes_needed, time_windows, warm_up
-        from accelbench.scenarios.base import case_monitor
+        from accelbench.scenarios.train.timed import time_steps
 
         inputs, loader_cache = state
         dev, st = rank.device, spec.settings
@@ -154,34 +151,14 @@ class TrainStep(Scenario):
         step, pairs, rec = _build(case, spec, inputs, rank)
         fn = lambda b: step(b[0], b[1])  # noqa: E731  (time_windows feeds one item at a time)
         first_loss = fn(pairs[0])[0].item()  # the first step: compiles in compile mode, builds DDP's buckets
-        step_s = warm_up(fn, pairs, spec.warmup_batches, dev) or step.first_step_s
-        n_passes = int(rank.agree_max(passes_needed(spec.min_timed_batches, spec.min_time_s, len(pairs), step_s)))
-        with case_monitor(spec, case, dev, rank.pids()) as mon:
-            windows, clocks = rank.timed_window(
-                lambda: time_windows(fn, pairs, n_passes * len(pairs), dev, spec.settings.repeats)
-            )
-        lat_ms, wall_s = [x for w in windows for x in w[0]], sum(w[1] for w in windows)
-        last_loss = fn(pairs[0])[0].item()
-        samples = len(lat_ms) * rec["rank_batch_size"]
+        timed = time_steps(fn, pairs, step, spec, case, rank)
+        lat_ms, windows, clocks, mon = timed.lat_ms, timed.windows, timed.clocks, timed.monitor
         rec.update(
-            {
-                "compile_s": step.compile_s,
-                "first_step_s": step.first_step_s,
-                "passes": n_passes,
-                "steps_timed": len(lat_ms),
-                "samples_timed": samples,
-                "timed_wall_s": wall_s,
-                "device_time_s": sum(lat_ms) / 1e3,
-                "throughput_samples_per_s": samples / wall_s,
-                **stat_columns(summarize(lat_ms), "step_time"),
-                "optimizer_fused": bool(step.optimizer.defaults.get("fused")),
-                "lr": st.lr,
-                "momentum": st.momentum,
-                "weight_decay": st.weight_decay,
-                "loss_first": first_loss,
-                "loss_last": last_loss,
-                "loss_finite": math.isfinite(last_loss),
-            }
+            timed.columns(step, first_loss, rec["rank_batch_size"]),
+            optimizer_fused=bool(step.optimizer.defaults.get("fused")),
+            lr=st.lr,
+            momentum=st.momentum,
+            weight_decay=st.weight_decay,
         )
         if rank.distributed:
             plain = not backends.get(case.mode).compiles  # no_sync around a compiled or captured step: not measured
