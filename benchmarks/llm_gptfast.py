@@ -159,7 +159,8 @@ def generate(model, step, prompts, new: int, graphs: bool, keep_logits: bool = F
         token, lg = decode_one(model, prompts, positions[:p])
         events[0].record()
         out = [token]
-        logits.append(lg.float().clone()) if keep_logits else None
+        if keep_logits:
+            logits.append(lg.float().clone())
         for i in range(new - 1):
             if graphs:
                 torch.compiler.cudagraph_mark_step_begin()
@@ -167,7 +168,8 @@ def generate(model, step, prompts, new: int, graphs: bool, keep_logits: bool = F
             token = token.clone()
             events[i + 1].record()
             out.append(token)
-            logits.append(lg.float().clone()) if keep_logits else None
+            if keep_logits:
+                logits.append(lg.float().clone())
         torch.cuda.synchronize()
     gaps = [a.elapsed_time(b) for a, b in zip(events, events[1:])]
     return gaps, torch.cat(out, 1), (logits if keep_logits else None)
@@ -232,23 +234,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="scratch.json")
     args = ap.parse_args()
-    from transformers import AutoModelForCausalLM
+    from llm_handloop import build as build_hf  # the model as accelbench builds hf:<arch> (this folder's hand loops)
 
-    from accelbench.models.hf import architecture_config
-
-    torch.manual_seed(args.seed)
-    with torch.device("cuda"):
-        hf_model = AutoModelForCausalLM.from_config(architecture_config(args.arch), dtype=torch.bfloat16).eval()
+    hf_model = build_hf(args.arch, torch.bfloat16, args.seed)
     prompts = torch.randint(0, hf_model.config.vocab_size, (args.batch, args.prompt), device="cuda")
     res = {"arch": args.arch, "batch": args.batch, "prompt": args.prompt, "new": args.new, "torch": torch.__version__}
     res["device"] = torch.cuda.get_device_name()
     for variant in args.variants.split(","):
         res[variant] = measure(variant, hf_model, prompts, args)
         print(variant, json.dumps(res[variant]), flush=True)
-        with open(args.out, "w") as f:
+        with open(args.out, "w") as f:  # after every variant: a stopped call keeps what ran
             json.dump(res, f, indent=1)
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":
