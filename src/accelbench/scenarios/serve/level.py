@@ -124,7 +124,10 @@ def prepare(spec, device, server=None) -> ServeState:
     for name in spec.models or (None,):
         model = info.model if (name is None or server is not None or st.engine) else name
         engine = OpenAICompatible(url, model=model, api=st.api)
-        engine.probe(10.0)  # the model id is one the server lists (ServerError: one line); bodies need its flavor
+        if model == info.model:  # what the probe above (or the launch's) answered for this model
+            engine.info = info
+        else:  # the model id is one the server lists (ServerError: one line); bodies need its flavor
+            engine.probe(10.0)
         state.served[name] = Served(
             engine=engine, model=model, requests=built[st.warmup_requests :], warmup=built[: st.warmup_requests]
         )
