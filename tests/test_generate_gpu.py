@@ -12,8 +12,8 @@ def test_compiled_graph_step_generates_the_eager_tokens():
     import torch
 
     from accelbench.backends.lm_loop import StaticLoop, compiled_step, hf_generate
+    from accelbench.backends.lm_timing import time_generation, time_steps
     from accelbench.models.hf import load_lm
-    from accelbench.scenarios.generate.decode import time_generation, time_steps
 
     dev = torch.device("cuda")
     model = load_lm("hf:tiny-shakespeare", dev, torch.float32).module

@@ -73,8 +73,8 @@ def test_every_rate_agrees_with_the_mean_latency_beside_it(runs):
 def test_output_tokens_per_s_never_exceeds_decode_tokens_per_s_with_slow_steps():
     """The issue's shape of numbers (a few slow decode steps pull the mean TPOT above its median): with every rate a
     mean, output tokens/s stays below decode tokens/s, and tok/s is batch over the mean TPOT shown beside it."""
+    from accelbench.backends.lm_timing import Generation
     from accelbench.core.lm_analytic import Shape
-    from accelbench.scenarios.generate.decode import Generation
     from accelbench.scenarios.generate.measure import Ceilings, generation_columns
 
     shape = Shape(layers=2, heads=4, kv_heads=4, head_dim=8, matmul_params=1000, lm_head_params=500, weight_bytes=6000)

@@ -164,7 +164,7 @@ def test_fusing_gpt2_is_refused_with_a_reason():
 
 def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
     from accelbench.backends.lm_loop import StaticLoop, hf_generate
-    from accelbench.scenarios.generate.decode import time_generation, time_steps
+    from accelbench.backends.lm_timing import time_generation, time_steps
 
     model, dev = tiny(), torch.device("cpu")
     prompts = torch.randint(0, 300, (3, 11))
@@ -182,8 +182,8 @@ def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_toke
     """The weight-only linears' one-token path (a multiply-and-sum inside the compiled step) with coordinate-descent
     tuning on gives the eager step's greedy tokens (CPU: Inductor's C++ backend)."""
     from accelbench.backends.lm_loop import StaticLoop, compiled_step
+    from accelbench.backends.lm_timing import time_steps
     from accelbench.quant.weight_only import quantize_linears
-    from accelbench.scenarios.generate.decode import time_steps
 
     model, dev = tiny(), torch.device("cpu")
     quantize_linears(model, "int8")
@@ -202,7 +202,7 @@ def test_a_compiled_step_over_fused_projections_decodes_the_plain_models_tokens(
     the newer spelling the cache was silently skipped and the compiled attention failed on its shapes."""
     from accelbench.backends.lm_fuse import fuse_projections
     from accelbench.backends.lm_loop import StaticLoop, cache_argument, compiled_step
-    from accelbench.scenarios.generate.decode import time_steps
+    from accelbench.backends.lm_timing import time_steps
 
     model, dev = tiny(), torch.device("cpu")
     prompts = torch.randint(0, 300, (2, 7))

@@ -3,7 +3,7 @@
 An engine is a backend of the ``generate`` workload (it registers in :data:`accelbench.backends.BACKENDS` and is
 found by the name users give to ``--modes``; a third-party engine registers through the ``accelbench.backends``
 entry point group). It owns *how* the model runs; the benchmark owns *how it is timed*: warm-up, synchronisation,
-CUDA events and the per-token marks stay in accelbench's timing loops (``accelbench.scenarios.generate.decode``),
+CUDA events and the per-token marks stay in accelbench's timing loops (``accelbench.backends.lm_timing``),
 which call the engine's verbs and take a mark after each token (optimum-benchmark's backends: ``load``, ``prefill``,
 ``generate``; vLLM's ``bench`` calls ``LLM.generate``, never the engine's internals).
 

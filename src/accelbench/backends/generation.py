@@ -11,7 +11,7 @@ steps, each an :class:`accelbench.backends.engine.Engine`.
 Every in-process engine loads through :func:`load_model`: the model (:mod:`accelbench.models.hf`, or a user
 factory) in its precision's dtype and quantized as its precision says (:mod:`accelbench.quant.lm`), its projections
 fused when the engine's capabilities say so, and its decode step compiled once a model. The loops are
-:mod:`accelbench.backends.lm_loop`'s; their timing is accelbench's (:mod:`accelbench.scenarios.generate.decode`).
+:mod:`accelbench.backends.lm_loop`'s; their timing is accelbench's (:mod:`accelbench.backends.lm_timing`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The in-process generation loops the engines run (:mod:`accelbench.backends.generation`); accelbench's scenarios
-time them (:mod:`accelbench.scenarios.generate.decode`), so nothing here reads a clock.
+time them (:mod:`accelbench.backends.lm_timing`), so nothing here reads a clock.
 
 - :func:`hf_generate`: Hugging Face ``model.generate`` as users call it (its default KV cache, greedy), with a logits
   processor that ``generate`` calls once a step right after the forward pass: ``on_token`` runs there, so a mark

@@ -4,7 +4,7 @@ A case is model x batch size x prompt length x new tokens x precision x backend.
 loaded) on the device in its precision (the weight-only precisions quantize its linear layers,
 :mod:`accelbench.quant.weight_only`), its projections fused where the backend asks
 (:mod:`accelbench.backends.lm_fuse`), prompts drawn (random token ids, or windows of the shipped text:
-:mod:`accelbench.data.text`), the backend's loop (:mod:`~accelbench.scenarios.generate.decode`) warmed up (the first
+:mod:`accelbench.data.text`), the backend's loop (:mod:`accelbench.backends.lm_timing`) warmed up (the first
 call compiles and captures: ``compile_s``), then ``repeats`` generations timed per token under telemetry
 (:mod:`~accelbench.scenarios.generate.measure`). With real weights and a tokenizer the perplexity of the case's model
 on the held-out text is measured too (:mod:`~accelbench.scenarios.generate.perplexity`); random weights report no

@@ -38,24 +38,6 @@ class Ceilings:
     datasheet_flops_per_s: float | None = None
 
 
-def warm_up(run, prompts, warmup: int, device) -> float:
-    """``warmup`` untimed generations (the first compiles and captures: its wall time is ``compile_s`` for a
-    compiling runner); returns the first one's seconds. Run before the telemetry monitor starts, so energy and
-    power are the timed generations' own."""
-    import time
-
-    from accelbench.core.timing import sync
-
-    first_s = 0.0
-    for i in range(warmup):
-        t0 = time.perf_counter()
-        run(prompts)
-        sync(device)
-        if i == 0:
-            first_s = time.perf_counter() - t0
-    return first_s
-
-
 def generation_columns(
     gens: list, shape: metrics.Shape, *, batch_size: int, prompt_len: int, new_tokens: int, ceilings: Ceilings
 ) -> tuple[dict[str, Any], dict[str, list[float]]]:

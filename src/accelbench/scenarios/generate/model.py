@@ -1,6 +1,6 @@
 """The generate scenario's measured case: the case's engine loads the model (one build shared by the cases of a
 (model, precision, mode, seed): :class:`SweepState`), accelbench's loop times it
-(:mod:`~accelbench.scenarios.generate.decode`), and the row's columns are taken (:mod:`~accelbench.scenarios.generate
+(:mod:`accelbench.backends.lm_timing`), and the row's columns are taken (:mod:`~accelbench.scenarios.generate
 .measure`).
 """
 
@@ -136,13 +136,13 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     import torch
 
     from accelbench import backends
+    from accelbench.backends.lm_timing import runner, warm_up
     from accelbench.core.rank import add_telemetry
     from accelbench.models.lm_checks import check_fits
     from accelbench.models.lm_shape import shape_of
     from accelbench.quant.lm import lm_dtype
     from accelbench.scenarios.base import case_monitor
-    from accelbench.scenarios.generate.decode import runner
-    from accelbench.scenarios.generate.measure import generation_columns, warm_up
+    from accelbench.scenarios.generate.measure import generation_columns
 
     dev, ex = rank.device, case.extras
     if dev.type == "cuda":

@@ -1,5 +1,7 @@
 """accelbench's timing of a generation: one loop for the engines that expose each step, one for those that run a
 whole generation; the engines (:mod:`accelbench.backends.generation`) run the model, these loops hold the clock.
+``accelbench generate`` times its cases with them and ``accelbench serve`` its in-process ceiling, so both read one
+clock the same way (the loops live beside the engines, below the scenarios, which never import each other).
 
 - :func:`time_steps`: a :class:`accelbench.backends.engine.Session`'s prefill, then a decode step a token; a mark
   after the prefill and after each decode step.
@@ -96,3 +98,21 @@ def runner(engine, loaded, batch_size: int, prompt_len: int, new_tokens: int, de
         return engine.generate(loaded, prompts, new_tokens, on_token)
 
     return lambda prompts: time_generation(generate, prompts, device)
+
+
+def warm_up(run, prompts, warmup: int, device) -> float:
+    """``warmup`` untimed generations (the first compiles and captures: its wall time is ``compile_s`` for a
+    compiling runner); returns the first one's seconds. Run before the telemetry monitor starts, so energy and
+    power are the timed generations' own."""
+    import time
+
+    from accelbench.core.timing import sync
+
+    first_s = 0.0
+    for i in range(warmup):
+        t0 = time.perf_counter()
+        run(prompts)
+        sync(device)
+        if i == 0:
+            first_s = time.perf_counter() - t0
+    return first_s
