@@ -130,6 +130,9 @@ def test_gpus2_trains_under_ddp_and_fsdp2_in_one_launch(tmp_path):
     p = run_cli(*args, "--db", str(db), *SMALL)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "tokens/s" in p.stdout  # the console line's rate is in the scenario's samples
+    # the table tells the strategies apart and heads its rates in the map's unit
+    assert "ddp (dp=2) on 2 ranks" in p.stdout and "fsdp (dp_shard=2) on 2 ranks" in p.stdout
+    assert "Throughput (tokens/s)" in p.stdout and "Per GPU (tokens/s)" in p.stdout and "dp_shard=2 " in p.stdout
     records = Store(db).records()
     aggs = {r["parallel_strategy"]: r for r in records if r["aggregate"]}
     assert set(aggs) == {"ddp", "fsdp"}

@@ -9,12 +9,14 @@ from rich.table import Table
 from accelbench.core import kinds
 from accelbench.core.errors import OK
 from accelbench.report.table import results_table
-from accelbench.report.views import view
+from accelbench.report.views import scale_view, view
 
 
 def scale_table(rows: Iterable[dict], title: str | None = None) -> Table:
-    """GPUs, samples/s, per-GPU samples/s, speed-up, efficiency, straggler gap, comm share per aggregate row."""
-    return results_table(rows, title=title, columns=view("scale"))
+    """GPUs, throughput, per-GPU throughput (in the rows' samples: images or tokens a second), speed-up, efficiency,
+    straggler gap, comm share per aggregate row."""
+    rows = list(rows)
+    return results_table(rows, title=title, columns=scale_view(rows))
 
 
 def collective_table(rows: Iterable[dict], title: str | None = None) -> Table:

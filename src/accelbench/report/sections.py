@@ -20,7 +20,7 @@ from accelbench.report import charts
 from accelbench.report.blocks import charts_block, table_block
 from accelbench.report.runs import section_of
 from accelbench.report.table import case_notes, is_detail
-from accelbench.report.views import view
+from accelbench.report.views import scale_view, view
 
 PROVENANCE = (
     ("Device", "device_name"),
@@ -186,7 +186,7 @@ def multi_blocks(kind: str, records: list[dict], context: str = "") -> list[dict
         return [table_block(aggs, view("concurrent"), "Concurrent and sequential jobs")]
     if section == "pipeline":
         return [table_block(records, view("pipeline"), "Input pipeline")]
-    blocks = [table_block(aggs, view("scale"), "Scaling (aggregate rows)")]
+    blocks = [table_block(aggs, scale_view(aggs), "Scaling (aggregate rows)")]
     chart = charts.batch_chart(
         aggs,
         "throughput_samples_per_s",

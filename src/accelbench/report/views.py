@@ -93,7 +93,8 @@ LAYOUTS: dict[str, str] = {
     "energy_confidence cost_per_1000_samples_usd validity status",
     "cost": "device_name configuration total_time_s throughput_samples_per_s price_per_hour_usd cost_usd "
     "cost_per_1000_samples_usd electricity_cost_per_1000_samples_usd validity status",
-    "scale": "model workload precision mode world_size batch_size rank_batch_size throughput_samples_per_s "
+    "scale": "model workload precision mode parallel_strategy mesh world_size batch_size seq_len rank_batch_size "
+    "throughput_samples_per_s "
     "throughput_per_gpu_samples_per_s speedup scaling_efficiency straggler_gap_share comm_exposed_share "
     "gpu_util_mean_pct status",
     "collective": "op size_bytes world_size backend time_s algbw_bytes_per_s busbw_bytes_per_s status",
@@ -152,6 +153,23 @@ def view(name: str, compact: bool | None = None) -> list[tuple[str, str, Callabl
             raise KeyError(f"table {name} shows {key}, which no column declares")
         out.append((c.header(name, short), key, formatter(c.format_kind(short), c.scale)))
     return out
+
+
+# the scaling table's rates, headed in the unit of its rows' metric map (a language model's steps count tokens)
+_SCALE_RATES = {
+    "throughput_samples_per_s": "Throughput",
+    "throughput_per_gpu_samples_per_s": "Per GPU",
+    "baseline_throughput_samples_per_s": "Baseline throughput",
+}
+
+
+def scale_view(records: Iterable[dict]) -> list[tuple[str, str, Callable[[Any], str]]]:
+    """The scaling table (:func:`view` of ``scale``) for ``records``: its rates headed in the throughput unit of the
+    rows' metric map (:attr:`accelbench.core.columns.MetricMap.throughput_unit`: ``tokens/s`` for a language model's
+    training steps, ``images/s`` for an image classifier's) when every row has the same map, ``samples/s`` else."""
+    maps = {columns.of_row(r) for r in records}
+    unit = maps.pop().throughput_unit if len(maps) == 1 and None not in maps else "samples/s"
+    return [(f"{_SCALE_RATES[k]} ({unit})" if k in _SCALE_RATES else head, k, fmt) for head, k, fmt in view("scale")]
 
 
 def caption(view: str) -> str | None:

@@ -205,10 +205,11 @@ class Torchrun:
             if agg["world_size"] == 1
             else find_baseline(sweep.store, sweep.run_id, agg["workload"], case.key, agg.get("device_name"))
         )
-        sweep.finished(case, with_scaling(agg, base))
+        row = with_scaling(agg, base)
+        sweep.finished(case, row)
         seen.add(case.key)
-        if self.echo:
-            print(self.prefix + summary_line(agg), flush=True)
+        if self.echo:  # the line carries the speed-up and efficiency the stored row has
+            print(self.prefix + summary_line(row), flush=True)
 
 
 def _simulated_only(case, device) -> str | None:

@@ -176,12 +176,14 @@ def find_baseline(store, run_id: int | None, workload: str, key: str, device_nam
 
 def summary_line(agg: dict) -> str:
     """One line per finished case for the console, its rate in the samples of its scenario's metric map (images,
-    tokens)."""
+    tokens), with its speed-up and scaling efficiency once :func:`with_scaling` has given them."""
     from accelbench.core import columns
 
     eff = agg.get("scaling_efficiency")
     tail = f", speed-up {agg['speedup']:.2f}x, efficiency {100 * eff:.1f}%" if eff is not None else ""
     what = f"{agg.get('model')} bs={agg.get('batch_size')} {agg.get('precision')} {agg.get('mode')}"
+    if agg.get("parallel_strategy"):  # a language model's step: DDP or FSDP2 over its mesh
+        what += f" seq={agg.get('seq_len')} {agg['parallel_strategy']} ({agg.get('mesh')})"
     if agg.get("throughput_samples_per_s") is None:
         return f"{agg.get('workload')} {agg.get('case_key')} on {agg.get('world_size')} ranks"
     per = getattr(columns.of_row(agg), "per", None) or "sample"
