@@ -1,7 +1,7 @@
 """A language model's training step (``accelbench train -m hf:...``): the bundled tiny model trains end to end on
 the CPU (tokens counted, the loss finite and falling), torchtitan's FLOP count against a hand count from the config,
 the memory estimate's out-of-memory row, fp8 training's ``unsupported`` row on a CPU, the refusals of options of the
-other kind of model, and ``--gpus 2`` over gloo with DDP and FSDP2 in one torchrun launch."""
+other kind of model, and ``scale`` over 1 and 2 processes (gloo) with DDP and FSDP2."""
 
 import json
 import math
@@ -121,29 +121,43 @@ def test_options_of_the_other_kind_of_model_are_refused():
     assert p.returncode == 2 and "--parallel applies with --gpus" in p.stderr
     p = run_cli("train", "-m", "hf:gpt2", "--tokens", "text", "--device", "cpu")
     assert p.returncode == 2 and "no tokenizer" in p.stderr
+    p = run_cli("scale", "-m", "cifar-resnet20", "--workload", "train", "--seq-len", "64", "--device", "cpu")
+    assert p.returncode == 2 and "applies to a language model" in p.stderr
+    p = run_cli("scale", "-m", TINY, "--device", "cpu")  # the default workload, inference
+    assert p.returncode == 2 and "train for a language model" in p.stderr
 
 
 @pytest.mark.slow
-def test_gpus2_trains_under_ddp_and_fsdp2_in_one_launch(tmp_path):
+def test_scale_trains_on_one_and_two_processes_under_ddp_and_fsdp2(tmp_path):
+    """``accelbench scale --workload train`` of a language model: the 1- and 2-process points of each strategy in one
+    run, the 2-process row's speed-up and efficiency against the same strategy's 1-process row, on the console line
+    and in the table (its rates in tokens/s, the strategy and mesh shown)."""
     db = tmp_path / "d.db"
-    args = ["train", "--gpus", "2", "-m", TINY, "-b", "2", "--seq-len", "32", "--parallel", "ddp,fsdp"]
-    p = run_cli(*args, "--db", str(db), *SMALL)
+    args = ["scale", "--gpus", "1,2", "--workload", "train", "-m", TINY, "-b", "2", "--seq-len", "32"]
+    p = run_cli(*args, "--parallel", "ddp,fsdp", "--db", str(db), *SMALL)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert "tokens/s" in p.stdout  # the console line's rate is in the scenario's samples
-    # the table tells the strategies apart and heads its rates in the map's unit
-    assert "ddp (dp=2) on 2 ranks" in p.stdout and "fsdp (dp_shard=2) on 2 ranks" in p.stdout
     assert "Throughput (tokens/s)" in p.stdout and "Per GPU (tokens/s)" in p.stdout and "dp_shard=2 " in p.stdout
+    lines = [line for line in p.stdout.splitlines() if " on 2 ranks: " in line]
+    assert len(lines) == 2 and all("tokens/s" in line and "efficiency" in line for line in lines)
+    assert any("ddp (dp=2)" in line for line in lines) and any("fsdp (dp_shard=2)" in line for line in lines)
     records = Store(db).records()
-    aggs = {r["parallel_strategy"]: r for r in records if r["aggregate"]}
-    assert set(aggs) == {"ddp", "fsdp"}
     assert {r["workload"] for r in records} == {"train-lm-ddp"}  # its own workload: its metric map counts tokens
-    assert aggs["ddp"]["mesh"] == "dp=2" and aggs["fsdp"]["mesh"] == "dp_shard=2"
-    for strategy, agg in aggs.items():
-        ranks = [r for r in records if not r["aggregate"] and r["parallel_strategy"] == strategy]
-        assert agg["status"] == OK and agg["world_size"] == 2 and len(ranks) == 2
-        assert agg["tokens_per_step"] == 2 * 2 * 32  # two ranks of batch 2 x 32 tokens
-        assert agg["throughput_per_gpu_samples_per_s"] == pytest.approx(agg["throughput_samples_per_s"] / 2)
+    aggs = {(r["parallel_strategy"], r["world_size"]): r for r in records if r["aggregate"]}
+    assert set(aggs) == {("ddp", 1), ("ddp", 2), ("fsdp", 1), ("fsdp", 2)}
+    assert aggs["ddp", 2]["mesh"] == "dp=2" and aggs["fsdp", 2]["mesh"] == "dp_shard=2"
+    for strategy in ("ddp", "fsdp"):
+        one, two = aggs[strategy, 1], aggs[strategy, 2]
+        ranks = [
+            r for r in records if not r["aggregate"] and r["parallel_strategy"] == strategy and r["world_size"] == 2
+        ]
+        assert one["status"] == OK and two["status"] == OK and len(ranks) == 2
+        assert two["tokens_per_step"] == 2 * 2 * 32  # two ranks of batch 2 x 32 tokens
+        assert two["throughput_per_gpu_samples_per_s"] == pytest.approx(two["throughput_samples_per_s"] / 2)
         assert all(r["tokens_per_s_per_gpu"] > 0 and r["loss_finite"] for r in ranks)
+        # scaling per strategy: against the same strategy's 1-process point
+        assert two["baseline_case_id"] == one["case_id"] and two["baseline_world_size"] == 1
+        assert two["speedup"] == pytest.approx(two["throughput_samples_per_s"] / one["throughput_samples_per_s"])
+        assert two["scaling_efficiency"] == pytest.approx(two["speedup"] / 2)
 
 
 def test_epochs_train_to_a_held_out_perplexity_with_checkpoints(tmp_path):

@@ -10,19 +10,41 @@ import typer
 
 from accelbench.cli import common as a
 from accelbench.cli.common import command, console, err_console, styled
+from accelbench.cli.declared import Given, declared
 from accelbench.cli.help import DIST, STORE
 from accelbench.cli.options import CONFIG, RESUME, Cost, How, Inputs, Launch, Output, What, int_list
 from accelbench.core import kinds
 from accelbench.core.errors import OK, ConfigError
+from accelbench.core.options.train_lm import OPTIONS as LM_OPTIONS
 
 WORKLOAD = typer.Option("inference", "--workload", "-w", help="inference (data parallel) or train (DDP steps).")
 SCENARIO_OF = {"inference": "inference", "train": "train_step"}
+# a language model's training step (-m hf:...) under scale: its sequence, tokens and DDP/FSDP2 options
+LM_SCALE = ("seq_lens", "tokens", "activation_checkpointing", "parallel", "batches")
 
 
 def _scenario(workload: str) -> str:
     if workload not in SCENARIO_OF:
         raise ConfigError("workload", workload, ", ".join(SCENARIO_OF))
     return SCENARIO_OF[workload]
+
+
+def _scale_scenario(workload: str, layers: list[dict], lm_given: dict[str, Any]) -> str:
+    """The scenario ``scale`` runs: a language model's training step (``train_lm``) for ``--workload train`` of
+    ``-m hf:...``, else the workload's; the language-model options with an image classifier, or with inference,
+    are a one-line config error."""
+    from accelbench.scenarios.train.lm import is_lm_spec
+
+    name = _scenario(workload)
+    models = next((m for layer in reversed(layers) if (m := layer.get("models") or layer.get("model"))), None)
+    if is_lm_spec(models):
+        if workload != "train":
+            raise ConfigError("workload", workload, "train for a language model (-m hf:...)")
+        return "train_lm"
+    if lm_given:
+        key = next(iter(lm_given))
+        raise ConfigError(key, lm_given[key], "unset: it applies to a language model (-m hf:...) with --workload train")
+    return name
 
 
 def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
@@ -37,9 +59,10 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
     console.print(scale_table(rows))
     ok = [r for r in rows if r.get("status") == OK]
     if workload == "train" and ok:
+        comm = any(r.get("comm_exposed_share") is not None for r in ok)
         console.print(
-            f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}; comm share: the step with gradient "
-            "all-reduce against the same step under no_sync()"
+            f"optimizer {ok[0].get('optimizer')}, lr {ok[0].get('lr')}"
+            + ("; comm share: the step with gradient all-reduce against the same step under no_sync()" if comm else "")
         )
     if ok and not any(r.get("scaling_efficiency") is not None for r in rows):
         console.print(
@@ -69,14 +92,17 @@ def scale(
         None, "--plot", rich_help_panel=STORE, help="Save throughput vs GPUs as an image (needs matplotlib)."
     ),
     resume: bool = RESUME,
+    lm_options: Given = declared(LM_OPTIONS, only=LM_SCALE),
 ) -> None:
-    """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting."""
+    """Scaling study: the same sweep on 1, 2, 4, ... GPUs; speed-up and scaling efficiency, stored for plotting.
+    A language model (-m hf:... --workload train) scales its training step under each --parallel strategy."""
     from accelbench import api
     from accelbench.report.scaling import plot_scaling
 
     counts = list(int_list("gpus", gpus, "process counts, e.g. 1,2,4"))
-    flags = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields()}
-    spec = api.spec(_scenario(workload), *a.layers(config, "sweep", flags))
+    flags = {**what.fields(), **inputs.fields(), **how.fields(), **cost.fields(), **lm_options.fields()}
+    layers = a.layers(config, "sweep", flags)
+    spec = api.spec(_scale_scenario(workload, layers, lm_options.fields()), *layers)
     opts = launch.options(spec.device, gpus=1)
     store = a.open_store(out.db, create=True)
     result = api.scale(spec, store, counts, opts, resume=resume)
