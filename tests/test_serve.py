@@ -275,3 +275,43 @@ def test_the_built_in_launch_whose_server_dies_between_levels_stores_the_finishe
     assert rows and rows[0]["concurrency"] == 1 and rows[0]["status"] == "ok" and len(rows) < 3
     assert "server stopped" in p.stderr or "server exited" in p.stderr
     assert not _group_alive(killed[0])
+
+
+# the bundled model's weights as a decode step reads them in fp32 (the served precision on a CPU), by hand from its
+# config.json: hidden 192, 4 layers of q, o (192 x 192), k, v (192 x 2 x 48), gate/up/down (3 x 192 x 512) and two
+# norms (192), the final norm (192), the tied LM head (1024 x 192, the embedding table counted once, as the head)
+TINY_WEIGHT_BYTES = 4 * (4 * (2 * 192 * 192 + 2 * 192 * 96 + 3 * 192 * 512 + 2 * 192) + 192 + 1024 * 192)
+TINY_KV_BYTES_PER_TOKEN = 2 * 4 * 2 * 48 * 4  # keys and values x layers x kv heads x head dim x fp32
+
+
+@pytest.fixture(scope="module")
+def ceiling_rows(served, tmp_path_factory):  # noqa: F811
+    """Two closed-loop levels of the module's server, -m hf:tiny-shakespeare, with the static-cache ceiling."""
+    url, _ = served
+    db = tmp_path_factory.mktemp("ceiling") / "ceiling.db"
+    args = ["--url", url, "-m", "hf:tiny-shakespeare", "--concurrency", "1,2", "--requests", "4", "--output-len", "8"]
+    p = run_cli("serve", *args, "--ceiling", "static-cache", "--db", str(db), *FAST)
+    assert p.returncode == 0, p.stderr
+    return _rows(db)
+
+
+def test_each_level_has_the_in_process_ceiling_at_its_batch(ceiling_rows):
+    assert [r["concurrency"] for r in ceiling_rows] == [1, 2]
+    for r in ceiling_rows:
+        assert r["ceiling_mode"] == "static-cache" and r["ceiling_batch"] == r["concurrency"], r.get("ceiling_note")
+        assert r["ceiling_tpot_p50_ms"] > 0 and r["ceiling_output_tokens_per_s"] > 0
+        assert r["engine_share_of_ceiling"] == pytest.approx(
+            r["output_tokens_per_s"] / r["ceiling_output_tokens_per_s"], rel=1e-12
+        )
+
+
+def test_the_served_decodes_mbu_is_its_step_bytes_over_tpot_over_the_bandwidth(ceiling_rows):
+    r = ceiling_rows[-1]
+    assert r["weight_bytes"] == TINY_WEIGHT_BYTES and r["kv_bytes_per_token"] == TINY_KV_BYTES_PER_TOKEN
+    assert 0 < r["mean_decode_batch"] <= r["mean_in_flight_requests"] <= 2
+    prompt = r["input_tokens_per_s"] * r["measured_wall_s"] / r["requests_ok"]  # mean prompt tokens
+    output = r["output_tokens_timed"] / r["requests_ok"]  # mean output tokens
+    step_bytes = TINY_WEIGHT_BYTES + r["mean_decode_batch"] * TINY_KV_BYTES_PER_TOKEN * (prompt + output / 2)
+    assert r["decode_step_bytes"] == pytest.approx(step_bytes, rel=1e-9)
+    assert r["mbu"] == pytest.approx(step_bytes / (r["tpot_mean_ms"] / 1e3) / r["memory_bandwidth_bytes_per_s"])
+    assert r.get("mbu_datasheet") is None  # a CPU has no datasheet bandwidth

@@ -113,6 +113,83 @@ DECLARED = (
         doc="The client's send slip or event-loop lag passed its threshold: the client, not the server, limited "
         "the level.",
     ),
+    # what the device could do (accelbench.scenarios.serve.roof, accelbench.scenarios.serve.ceiling)
+    col(
+        "mean_decode_batch",
+        FLOAT,
+        "Mean decode batch",
+        "number",
+        short="Decode batch",
+        combine=RANK,
+        scenarios=S,
+        doc="Requests between their first and last token, averaged over the measured window: sum(end - first "
+        "token) / window (Little's law).",
+    ),
+    col(
+        "mean_in_flight_requests",
+        FLOAT,
+        "Mean requests in flight",
+        "number",
+        combine=RANK,
+        scenarios=S,
+        doc="Requests between their send and their end, averaged over the measured window: sum(end - sent) / window.",
+    ),
+    col(
+        "memory_bandwidth_bytes_per_s",
+        FLOAT,
+        "Memory bandwidth",
+        "si:B/s",
+        scenarios=S,
+        doc="The device's measured copy bandwidth the served decode's MBU is taken against (the store's cached "
+        "ceilings, else one copy measured a run).",
+    ),
+    col(
+        "ceiling_mode",
+        STR,
+        "Ceiling engine",
+        scenarios=S,
+        doc="The in-process engine the ceiling beside the level was decoded with (static-compile, static-cache, ...).",
+    ),
+    col("ceiling_batch", INT, "Ceiling batch", "int", scenarios=S, doc="The batch the in-process ceiling ran at."),
+    col(
+        "ceiling_tpot_p50_ms",
+        FLOAT,
+        "Ceiling TPOT p50 (ms)",
+        "number",
+        short="Ceil TPOT ms",
+        scenarios=S,
+        doc="Median decode step of the same checkpoint decoded in process at the ceiling batch (CUDA events).",
+    ),
+    col(
+        "ceiling_output_tokens_per_s",
+        FLOAT,
+        "Ceiling output tok/s",
+        "rate",
+        short="Ceil tok/s",
+        scenarios=S,
+        doc="In-process output tokens/s at the ceiling batch: batch x new tokens / mean end-to-end, prefill "
+        "included (accelbench generate's output_tokens_per_s).",
+    ),
+    col(
+        "engine_share_of_ceiling",
+        FLOAT,
+        "Engine share of ceiling",
+        "pct:1",
+        short="Of ceiling",
+        scenarios=S,
+        doc="Served output tokens/s / ceiling output tokens/s at the same batch: the share of what this device "
+        "does in process that the served engine delivers.",
+    ),
+    col("ceiling_note", STR, "Ceiling note", scenarios=S, doc="Why a level has no ceiling figures."),
+    # the server's own metrics (accelbench.scenarios.serve.scrape)
+    col(
+        "server_metrics_json",
+        JSON,
+        "Server metrics",
+        scenarios=S,
+        doc="The server's Prometheus /metrics over the measured window: gauges' means and counters' increases, "
+        "by metric name (labels joined into the name).",
+    ),
     # the SLO and its search
     col("slo_search", BOOL, "SLO search", "yesno", scenarios=S, doc="The row is an SLO search's answer."),
     col("slo", STR, "SLO", scenarios=S, doc="The objective: a preset name or ttft_ms=...,tpot_ms=..."),
@@ -145,7 +222,8 @@ METRIC_MAPS = (
         table=tuple(
             "model concurrency request_rate_per_s arrival requests_ok requests_failed ttft_p50_ms ttft_p99_ms "
             "tpot_p50_ms tpot_p99_ms itl_p99_ms e2e_latency_p99_ms request_throughput_per_s output_tokens_per_s "
-            "goodput_requests_per_s slo_met_fraction slo_max_request_rate_per_s slo_max_concurrency power_mean_w "
+            "goodput_requests_per_s slo_met_fraction slo_max_request_rate_per_s slo_max_concurrency mean_decode_batch mbu "
+            "ceiling_output_tokens_per_s engine_share_of_ceiling power_mean_w "
             "energy_per_sample_j cost_per_million_tokens client_limited validity status".split()
         ),
         compact=tuple(

@@ -164,6 +164,15 @@ OPTIONS = declare(
         help="The built-in launch serves with continuous batching",
     ),
     Option(
+        name="ceiling",
+        type=str,
+        default="static-compile",
+        cpu="none",
+        allowed="an in-process engine (static-compile, static-cache, hf-generate, ...) or none",
+        help="In-process ceiling beside each level: the same hf: model decoded here at the level's batch by this "
+        "engine, after the levels (none: skip)",
+    ),
+    Option(
         name="launch_timeout_s",
         type=float,
         low=0,

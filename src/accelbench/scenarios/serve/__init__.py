@@ -53,6 +53,8 @@ class ServeSettings(Settings):
         workload, dataset, input_len, output_len, tokenizer: the requests (see :meth:`lengths`).
         slo, slo_search, search_steps: the objective, and the search of the highest load meeting it.
         continuous_batching, launch_timeout_s: of a launched server; request_timeout_s: of one request.
+        ceiling: the in-process engine of the ceiling beside each level, or ``none``
+            (:mod:`~accelbench.scenarios.serve.ceiling`).
     """
 
     volatile = ("launch_timeout_s",)
@@ -79,6 +81,7 @@ class ServeSettings(Settings):
     continuous_batching: bool = OPTIONS["continuous_batching"].field()
     launch_timeout_s: float = OPTIONS["launch_timeout_s"].field()
     request_timeout_s: float = OPTIONS["request_timeout_s"].field()
+    ceiling: str = OPTIONS["ceiling"].field()
 
     def __post_init__(self) -> None:
         check_declared(self)
@@ -216,6 +219,10 @@ class Serve(Scenario):
             )
         if len(spec.models) > 1 and st.launch is not None:
             raise ConfigError("model", ",".join(spec.models), "one model a launched server")
+        from accelbench.scenarios.serve.ceiling import NONE, engines
+
+        if st.ceiling != NONE and st.ceiling not in engines():
+            raise ConfigError("ceiling", st.ceiling, f"an in-process engine ({', '.join(engines())}) or none")
 
     def levels(self, spec, device: str) -> list[ServeExtras]:
         """The load levels of ``spec`` (closed loop when neither kind is given: the device's defaults)."""
@@ -273,7 +280,7 @@ class Serve(Scenario):
         :func:`accelbench.scenarios.serve.level.prepare`); ``server``: the launched server, if any."""
         from accelbench.scenarios.serve.level import prepare
 
-        return prepare(spec, device, server)
+        return prepare(spec, device, server, store, self.levels(spec, str(device))[-1])
 
     def base_record(self, case, device) -> dict[str, Any]:
         rec = super().base_record(case, device)
@@ -289,7 +296,7 @@ class Serve(Scenario):
 
         if case.extras.slo_search:
             return search_levels(case, spec, state, rank, sink)
-        return measure_level(case, spec, state, rank)
+        return measure_level(case, spec, state, rank, sink)
 
 
 register(Serve())

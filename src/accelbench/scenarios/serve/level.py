@@ -39,12 +39,34 @@ class ServeState:
         server: the launched server (:class:`accelbench.launchers.server.Launched`), or None (a server by URL).
         tokenizer: the tokenizer requests are built and counted with.
         served: per case model name (None: the server's own model), its :class:`Served`.
+        store: the run's store (None: rows go nowhere this process reads); last_level: the extras of each model's
+            last level, after which its in-process ceiling is taken (:mod:`~accelbench.scenarios.serve.ceiling`).
+        shapes: per model, its :class:`~accelbench.core.lm_analytic.Shape` in the served precision (None: unknown);
+            bandwidth: the device's (:func:`accelbench.scenarios.serve.roof.bandwidth`), read once a run.
     """
 
     info: Any
     server: Any = None
     tokenizer: Any = None
     served: dict[str | None, Served] = field(default_factory=dict)
+    store: Any = None
+    last_level: Any = None
+    shapes: dict[str | None, Any] = field(default_factory=dict)
+    bandwidth: Any = None
+
+    def shape(self, model: str | None, device) -> Any:
+        from accelbench.scenarios.serve.roof import served_precision, shape_for
+
+        if model not in self.shapes:
+            self.shapes[model] = shape_for(model, served_precision(device))
+        return self.shapes[model]
+
+    def bandwidth_of(self, device) -> Any:
+        from accelbench.scenarios.serve.roof import bandwidth
+
+        if self.bandwidth is None:
+            self.bandwidth = bandwidth(device, self.store)
+        return self.bandwidth
 
     def pids(self) -> tuple[int, ...]:
         return self.server.pids() if self.server is not None else ()
@@ -95,7 +117,7 @@ def _tokenizer(name: str) -> Any:
     return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True, trust_remote_code=False)
 
 
-def prepare(spec, device, server=None) -> ServeState:
+def prepare(spec, device, server=None, store=None, last_level=None) -> ServeState:
     """Probe the server (or take the launched one's answer), load the tokenizer, build each model's requests once.
 
     Raises:
@@ -110,7 +132,9 @@ def prepare(spec, device, server=None) -> ServeState:
     if url is None:  # a spec that launches its server, run without the launcher that starts it
         raise ConfigError("launch", st.launch or st.engine, "a server started by accelbench.api.serve (or --url)")
     info = server.info if server is not None else OpenAICompatible(url, None, st.api).probe(10.0)
-    state = ServeState(info=info, server=server, tokenizer=load_tokenizer(spec, info))
+    state = ServeState(
+        info=info, server=server, tokenizer=load_tokenizer(spec, info), store=store, last_level=last_level
+    )
     n = st.warmup_requests + st.requests
     built = make_requests(
         st.workload,
@@ -121,8 +145,13 @@ def prepare(spec, device, server=None) -> ServeState:
         seed=spec.seed,
         path=st.dataset,
     )
+    from accelbench.models import hf
+
     for name in spec.models or (None,):
-        model = info.model if (name is None or server is not None or st.engine) else name
+        # an hf: name is accelbench's (the tokenizer's and the in-process ceiling's model), never a server's model id:
+        # its requests name the server's own model
+        own = name is None or server is not None or st.engine or hf.is_lm_name(name)
+        model = info.model if own else name
         engine = OpenAICompatible(url, model=model, api=st.api)
         if model == info.model:  # what the probe above (or the launch's) answered for this model
             engine.info = info
@@ -164,6 +193,7 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
     """
     from accelbench.scenarios.base import case_monitor
     from accelbench.scenarios.serve.metrics import level_columns, parse_slo
+    from accelbench.scenarios.serve.roof import mbu_columns
 
     served = state.served[case.model]
     st = spec.settings
@@ -175,6 +205,8 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
         )
     rec, series = level_columns(level, parse_slo(st.slo) if st.slo else None)
     _check_alive(state, served, rec)
+    shape = state.shape(case.model, rank.device)
+    rec.update(mbu_columns(rec, level.results, shape, state.bandwidth_of(rank.device) if shape else None))
     info = state.info
     rec.update(mon.record())
     rec.update(
@@ -216,10 +248,57 @@ def _check_alive(state: ServeState, served: Served, rec: dict) -> None:
         ) from None
 
 
-def measure_level(case, spec, state: ServeState, rank) -> tuple[dict, dict]:
-    """The row of one level case (``concurrency`` or ``request_rate`` of its extras)."""
+def measure_level(case, spec, state: ServeState, rank, sink=None) -> tuple[dict, dict]:
+    """The row of one level case (``concurrency`` or ``request_rate`` of its extras); after a model's last level,
+    the in-process ceilings of all its levels (:func:`add_ceilings`)."""
+    from accelbench.scenarios.serve.ceiling import NONE
+
     ex = case.extras
-    return level_row(case, spec, state, rank, concurrency=ex.concurrency, request_rate=ex.request_rate_per_s)
+    rec, series = level_row(case, spec, state, rank, concurrency=ex.concurrency, request_rate=ex.request_rate_per_s)
+    if ex == state.last_level and spec.settings.ceiling != NONE:
+        add_ceilings(case, spec, state, rank, sink, rec)
+    return rec, series
+
+
+def add_ceilings(case, spec, state: ServeState, rank, sink, rec: dict) -> None:
+    """The in-process ceiling at each distinct batch of the model's levels (this one's ``rec`` and those already
+    stored in the run), set on each level row (:mod:`accelbench.scenarios.serve.ceiling`). A launched server is
+    stopped first: its GPU memory is the in-process model's."""
+    from accelbench.models import hf
+    from accelbench.scenarios.serve import ceiling
+
+    mode, model = spec.settings.ceiling, case.model
+    stored = []
+    if state.store is not None and sink is not None and sink.run_id is not None:
+        stored = [
+            r
+            for r in state.store.records(sink.run_id, workload=kinds.SERVE)
+            if r.get("model") == rec.get("model") and r.get("status") == OK and not r.get("slo_search")
+        ]
+    rows = [*stored, rec]
+    if not model or not hf.is_lm_name(model):
+        note = "no in-process ceiling: the model is no hf: name (-m hf:<name or folder>)"
+        updates = [{"ceiling_mode": mode, "ceiling_note": note} for _ in rows]
+    else:
+        if state.server is not None:
+            state.server.stop()
+        served = state.served[case.model]
+        prompt_len, new_tokens = ceiling.lengths(served.requests)
+        batches = [b for b in (ceiling.batch_of(r) for r in rows) if b is not None]
+        found = ceiling.measure(
+            model,
+            batches,
+            prompt_len,
+            new_tokens,
+            mode=mode,
+            shape=state.shape(model, rank.device),
+            device=rank.device,
+            seed=spec.seed,
+        )
+        updates = [ceiling.columns(mode, found.get(ceiling.batch_of(r)), r.get("output_tokens_per_s")) for r in rows]
+    for r, cols in zip(stored, updates, strict=False):
+        state.store.update_case(r["case_id"], cols)
+    rec.update(updates[-1])
 
 
 def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict]:
