@@ -1,6 +1,6 @@
 """A language model's training step by hand, in plain PyTorch, to check ``accelbench train -m hf:...``'s row.
 
-The same step as accelbench's (:mod:`accelbench.scenarios.train.lm_build`), written out: the model built from the same
+The same step as accelbench's (:mod:`accelbench.training.lm_step`), written out: the model built from the same
 ``transformers`` config with random weights (``hf:<architecture>``) or loaded from a folder, each decoder layer
 compiled with ``--compile`` (``nn.Module.compile``, as torchtitan compiles blocks), random token ids (windows of
 ``seq_len + 1``: inputs the first ``seq_len``, labels the last), forward under bf16 autocast, cross-entropy of the

@@ -66,8 +66,8 @@ def test_fp8_training_is_unsupported_on_a_cpu(run):
 
 
 def test_flops_per_token_is_torchtitans_count_of_the_config():
-    from accelbench.scenarios.train.lm_build import meta_shape
-    from accelbench.scenarios.train.lm_maths import flops_per_token
+    from accelbench.training.lm_maths import flops_per_token
+    from accelbench.training.lm_step import meta_shape
 
     c = json.loads((BUNDLED / "tiny-shakespeare" / "config.json").read_text())
     h, q, kv, f = c["hidden_size"], c["head_dim"], c["num_key_value_heads"], c["intermediate_size"]
@@ -80,7 +80,7 @@ def test_flops_per_token_is_torchtitans_count_of_the_config():
 
 
 def test_selective_checkpointing_recomputes_every_second_layer():
-    from accelbench.scenarios.train.lm_maths import checkpointed_layers
+    from accelbench.training.lm_maths import checkpointed_layers
 
     assert checkpointed_layers(4, "selective") == [1, 3]
     assert checkpointed_layers(3, "full") == [0, 1, 2]
@@ -92,18 +92,18 @@ def test_the_loss_falls_over_steps_on_the_text_with_checkpointing():
     import torch
 
     from accelbench.models.hf import load_lm
-    from accelbench.scenarios.train import lm_build
+    from accelbench.training import lm_step
     from accelbench.training.step import StepConfig, build_step
 
     torch.manual_seed(0)
     dev = torch.device("cpu")
     loaded = load_lm(TINY, dev, torch.float32)
     lm = loaded.module.train()
-    lm_build.prepare_lm(lm, checkpointing="selective", compile_kwargs=None)
-    assert [layer.gradient_checkpointing for layer in lm_build.decoder_layers(lm)] == [False, True, False, True]
-    step = build_step(lm_build.next_token(lm), StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.0), dev)
-    ids = lm_build.text_ids(loaded.tokenizer)
-    ((x, y),) = lm_build.token_batches("text", batch=2, seq_len=32, count=1, vocab=0, seed=0, rank=0, world=1, ids=ids)
+    lm_step.prepare_lm(lm, checkpointing="selective", compile_kwargs=None)
+    assert [layer.gradient_checkpointing for layer in lm_step.decoder_layers(lm)] == [False, True, False, True]
+    step = build_step(lm_step.next_token(lm), StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.0), dev)
+    ids = lm_step.text_ids(loaded.tokenizer)
+    ((x, y),) = lm_step.token_batches("text", batch=2, seq_len=32, count=1, vocab=0, seed=0, rank=0, world=1, ids=ids)
     assert torch.equal(x[0, 1:], y[:31]) and torch.equal(x[0], ids[:32])  # labels: the inputs shifted by one
     losses = [step(x, y)[0].item() for _ in range(8)]
     assert all(math.isfinite(v) for v in losses)

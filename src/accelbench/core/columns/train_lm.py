@@ -3,7 +3,7 @@
 A row's sample is a token: its ``throughput_samples_per_s`` is ``tokens_per_s``, its ``samples_timed`` the tokens
 timed, so the derived energy and cost per sample are per token (``energy_per_token_j``,
 ``cost_per_billion_tokens_usd`` name them so). FLOPs a token and MFU follow torchtitan's count
-(:mod:`accelbench.scenarios.train.lm_maths`); the memory split is the allocator's (a GPU only;
+(:mod:`accelbench.training.lm_maths`); the memory split is the allocator's (a GPU only;
 ``param_bytes``, the parameters' bytes, is the profile's column).
 """
 

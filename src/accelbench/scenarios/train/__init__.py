@@ -4,7 +4,7 @@ pipeline alone (``input_pipeline``), with the machinery they share.
 | module | what |
 | --- | --- |
 | :mod:`.train_step` | the ``train_step`` scenario: training-step throughput, model x batch size x precision x mode |
-| :mod:`.lm` / :mod:`.lm_case` / :mod:`.lm_build` / :mod:`.lm_maths` | the ``train_lm`` scenario: a causal language model's training step (tokens/s, MFU, memory split; DDP or FSDP2), its case, the model made ready, the FLOP and memory counts |
+| :mod:`.lm` / :mod:`.lm_case` | the ``train_lm`` scenario: a causal language model's training step (tokens/s, MFU, memory split; DDP or FSDP2) and its case; the model made ready and its step are :mod:`accelbench.training.lm_step`, the FLOP and memory counts :mod:`accelbench.training.lm_maths` |
 | :mod:`.converge` / :mod:`.convergence` | the ``converge`` scenario / training from scratch with per-epoch evaluation, checkpoints and resume |
 | :mod:`.input_pipeline` | the ``input_pipeline`` scenario: loader rows, the resident row, storage rows |
 | :mod:`accelbench.training.step` | (below the scenarios) the training step every command that trains builds: forward + loss + backward + optimizer step for one module, precision, optimizer, memory format and execution mode; also under DDP, and the step ``accelbench profile`` profiles |

@@ -2,7 +2,7 @@
 language model's training step, one process, DDP or FSDP2.
 
 A case is model x precision x mode x sequence length x parallelism x batch size (sequences a step; a rank's under
-torchrun). Per case: the model (:mod:`~accelbench.scenarios.train.lm_build`: loaded in float32, Float8 training for
+torchrun). Per case: the model (:mod:`~accelbench.training.lm_step`: loaded in float32, Float8 training for
 an fp8 precision, activation checkpointing, each decoder layer compiled for a compiling backend, FSDP2 or DDP under
 torchrun), token batches (random ids, or packed windows of the shipped text), and the training step of
 :func:`accelbench.training.step.build_step` (forward, next-token cross-entropy, backward, AdamW: fused on CUDA
@@ -176,7 +176,7 @@ class TrainLM(Scenario):
         """The image step's reasons, but an fp8 precision: Float8 training (torchao) where the GPU has fp8 matmuls
         (compute capability >= 8.9)."""
         from accelbench import backends, precisions
-        from accelbench.scenarios.train.lm_build import float8_reason
+        from accelbench.training.lm_step import float8_reason
 
         if precisions.is_float8(case.precision):
             why = precisions.unsupported_reason(case.precision, device) or float8_reason(device)

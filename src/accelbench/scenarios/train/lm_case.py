@@ -1,10 +1,10 @@
 """One language-model training case, measured: the memory check, the model and its step
-(:mod:`~accelbench.scenarios.train.lm_build`), the timed windows, and the row.
+(:mod:`~accelbench.training.lm_step`), the timed windows, and the row.
 
 Columns (declared in :mod:`accelbench.core.columns.train_lm`): ``tokens_per_step`` = batch x ``seq_len`` (a rank's),
 ``tokens_per_s`` = tokens timed / the window's synchronised wall time, ``tokens_per_s_per_gpu`` (the same in one
 process; a rank's under torchrun), ``mfu`` = ``tokens_per_s_per_gpu`` x FLOPs a token
-(:func:`~accelbench.scenarios.train.lm_maths.flops_per_token`) / the precision's measured matmul ceiling, and
+(:func:`~accelbench.training.lm_maths.flops_per_token`) / the precision's measured matmul ceiling, and
 ``mfu_datasheet`` against the datasheet's peak. On a GPU the memory split is read from the allocator
 (``torch.cuda.memory_allocated``): ``param_bytes`` is what building the model and wrapping it added, ``grad_bytes``
 and ``optimizer_state_bytes`` the bytes of the gradients and the optimizer's tensors this rank holds after a step,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.scenarios.train import lm_maths
+from accelbench.training import lm_maths
 
 
 @dataclass(kw_only=True, slots=True)
@@ -60,7 +60,7 @@ def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
     fails: exhausting RAM ends the process), before anything is built; a GPU's out-of-memory error is measured.
 
     Raises:
-        EstimatedOutOfMemory: the estimate (:func:`accelbench.scenarios.train.lm_maths.step_memory`) is larger.
+        EstimatedOutOfMemory: the estimate (:func:`accelbench.training.lm_maths.step_memory`) is larger.
     """
     if device.type != "cpu":
         return
@@ -88,58 +88,38 @@ def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
         )
 
 
-def _step_config(case, spec):
-    """The step's configuration: AdamW; an fp8 precision trains its Float8 linears under bf16 autocast."""
-    from accelbench import precisions
-    from accelbench.training.step import StepConfig
-
-    prec = case.precision
-    if precisions.is_float8(prec):
-        prec = next(p.name for p in precisions.PRECISIONS.values() if p.trainable and p.autocast_dtype and p.bf16)
-    st = spec.settings
-    return StepConfig(
-        precision=prec,
-        mode=case.mode,
-        optimizer="adamw",
-        lr=st.lr,
-        weight_decay=st.weight_decay,
-        fused=st.fused_optimizer,
-    )
-
-
 def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any]]:
-    """The model and its step, this rank's token batches on the device, and the row's first columns."""
-    import torch
-
-    from accelbench import backends, precisions
+    """The model and its step (:func:`accelbench.training.lm_step.build_lm_step`), this rank's token batches on the
+    device, and the row's first columns."""
+    from accelbench import precisions
     from accelbench.core.errors import Unsupported
-    from accelbench.models.hf import load_lm
-    from accelbench.scenarios.train import lm_build
-    from accelbench.training.step import build_step
+    from accelbench.training import lm_step
 
     dev, ex, st = rank.device, case.extras, spec.settings
     fsdp = rank.distributed and ex.parallel_strategy == "fsdp"
-    if fsdp and (lm_build.fsdp_reason() or precisions.get(case.precision).grad_scaler):
-        raise Unsupported(lm_build.fsdp_reason() or f"{case.precision}'s GradScaler is not sharded under FSDP2")
-    loaded = load_lm(case.model, dev, torch.float32, seed=spec.seed)
-    lm = loaded.module.train()
-    lm.config.use_cache = False
-    shape = lm_build.shape_of(lm)
-    rec: dict[str, Any] = {"fp8_linear_layers": None}
-    if precisions.is_float8(case.precision):
-        rec["fp8_linear_layers"] = lm_build.convert_float8(lm, rowwise=precisions.granularity(case.precision) == "row")
-    backend = backends.get(case.mode)
-    compile_kwargs = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
-    lm_build.prepare_lm(lm, checkpointing=ex.activation_checkpointing, compile_kwargs=compile_kwargs)
-    wrap = lm_build.fsdp_wrap(lm) if fsdp else rank.wrap
-    step = build_step(lm_build.next_token(lm), _step_config(case, spec), dev, wrap=wrap, compile_whole=False)
+    if fsdp and (lm_step.fsdp_reason() or precisions.get(case.precision).grad_scaler):
+        raise Unsupported(lm_step.fsdp_reason() or f"{case.precision}'s GradScaler is not sharded under FSDP2")
+    built = lm_step.build_lm_step(
+        case.model,
+        case.precision,
+        case.mode,
+        dev,
+        seed=spec.seed,
+        checkpointing=ex.activation_checkpointing,
+        lr=st.lr,
+        weight_decay=st.weight_decay,
+        fused=st.fused_optimizer,
+        wrap=rank.wrap,
+        fsdp=fsdp,
+    )
+    step, shape = built.step, built.shape
     bs = rank.per_rank_batch(case.batch_size)
     ids = None
     if ex.token_source == "text":
         if case.model not in state.text:
-            state.text[case.model] = lm_build.text_ids(loaded.tokenizer)
+            state.text[case.model] = lm_step.text_ids(built.loaded.tokenizer)
         ids = state.text[case.model]
-    batches = lm_build.token_batches(
+    batches = lm_step.token_batches(
         ex.token_source,
         batch=bs,
         seq_len=ex.seq_len,
@@ -150,8 +130,9 @@ def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any
         world=rank.world,
         ids=ids,
     )
-    rec.update(
-        weights=loaded.info.weights,
+    rec: dict[str, Any] = dict(
+        fp8_linear_layers=built.fp8_linear_layers,
+        weights=built.loaded.info.weights,
         params=shape.params,
         non_embedding_params=shape.non_embedding_params,
         flops_per_token=lm_maths.flops_per_token(shape, ex.seq_len),
@@ -174,8 +155,8 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
 
     from accelbench.core.ci import window_columns
     from accelbench.core.rank import add_telemetry
-    from accelbench.scenarios.train.lm_build import meta_shape, state_bytes
     from accelbench.scenarios.train.timed import time_steps
+    from accelbench.training.lm_step import meta_shape, state_bytes
 
     dev = rank.device
     if case.model not in state.shapes:

@@ -3,7 +3,7 @@
 
 One case per batch size (sequences a step). Each trains its model (the checkpoint's weights, or with
 ``init = random`` fresh random weights of the same configuration, seeded) with the language-model training step
-(:mod:`~accelbench.scenarios.train.lm_build`: AdamW, the precision's autocast, per-layer compile for a compiling
+(:mod:`~accelbench.training.lm_step`: AdamW, the precision's autocast, per-layer compile for a compiling
 backend) on the shipped text's training part packed into consecutive windows of ``seq_len + 1`` tokens, the windows
 shuffled each epoch by a generator seeded with ``(seed, epoch)``; the learning rate is a linear warm-up over
 ``warmup_steps`` then a cosine to 0 (:func:`accelbench.scenarios.train.schedule.lr_at`). After each epoch the
@@ -157,7 +157,7 @@ def _build(case, spec, device, tokenizer_out: dict):
 
     from accelbench import backends
     from accelbench.models.hf import load_lm
-    from accelbench.scenarios.train import lm_build
+    from accelbench.training import lm_step
     from accelbench.training.step import StepConfig, build_step
 
     s = spec.settings
@@ -171,10 +171,10 @@ def _build(case, spec, device, tokenizer_out: dict):
     lm.config.use_cache = False
     backend = backends.get(case.mode)
     kw = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
-    lm_build.prepare_lm(lm, checkpointing="none", compile_kwargs=kw)
+    lm_step.prepare_lm(lm, checkpointing="none", compile_kwargs=kw)
     cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer="adamw", lr=s.lr, weight_decay=s.weight_decay)
     tokenizer_out["tokenizer"] = loaded.tokenizer
-    return lm, build_step(lm_build.next_token(lm), cfg, device, compile_whole=False)
+    return lm, build_step(lm_step.next_token(lm), cfg, device, compile_whole=False)
 
 
 def _windows(ids, seq_len: int):

@@ -1,10 +1,12 @@
-"""A causal language model made ready for the training step, and its token batches.
+"""A causal language model made ready for the training step, the step built around it (:func:`build_lm_step`, the one
+``accelbench train -m hf:...`` times and ``accelbench profile --step train -m hf:...`` profiles), and its token
+batches.
 
 The model is loaded by :func:`accelbench.models.hf.load_lm` in float32 (random weights of an architecture, the bundled
 model, a local folder), switched to training (``use_cache`` off), then, in this order (torchtitan's order:
 ``torchtitan/models/llama3/infra/parallelize.py``): Float8 training for an fp8 precision
 (``torchao.float8.convert_to_float8_training`` on every ``nn.Linear`` but the LM head, as torchtitan leaves its
-``output`` layer), activation checkpointing (:func:`accelbench.scenarios.train.lm_maths.checkpointed_layers`:
+``output`` layer), activation checkpointing (:func:`accelbench.training.lm_maths.checkpointed_layers`:
 Hugging Face's ``gradient_checkpointing_enable`` with non-reentrant ``torch.utils.checkpoint``, then the flag of each
 decoder layer the rule leaves out switched off), ``torch.compile`` of each decoder layer for a compiling backend
 (``nn.Module.compile``: state-dict keys unchanged), and under torchrun FSDP2 (``fully_shard`` on each decoder layer
@@ -18,9 +20,86 @@ used), and the step's ``cross_entropy(logits.float(), labels)`` averages over ev
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from accelbench.scenarios.train.lm_maths import LMShape, checkpointed_layers, window_starts
+from accelbench.training.lm_maths import LMShape, checkpointed_layers, window_starts
+
+
+@dataclass(kw_only=True, slots=True)
+class LMStep:
+    """A language model's training step, built (:func:`build_lm_step`).
+
+    Attributes:
+        step: the :class:`accelbench.training.step.TrainStep` (``step(x (B, T), y (B * T,))`` -> ``(loss, logits)``).
+        lm: the causal LM inside the step's module; loaded: :func:`accelbench.models.hf.load_lm`'s result (its
+            ``info``, ``tokenizer``).
+        shape: the counts of the model before any Float8 swap (:func:`shape_of`).
+        fp8_linear_layers: Linear layers swapped for Float8 training, None for another precision.
+    """
+
+    step: Any
+    lm: Any
+    loaded: Any
+    shape: LMShape
+    fp8_linear_layers: int | None
+
+
+def step_config(precision: str, mode: str, *, lr: float, weight_decay: float, fused: bool | None):
+    """The step's :class:`accelbench.training.step.StepConfig`: AdamW; an fp8 precision trains its Float8 linears
+    under bf16 autocast."""
+    from accelbench import precisions
+    from accelbench.training.step import StepConfig
+
+    if precisions.is_float8(precision):
+        precision = next(p.name for p in precisions.PRECISIONS.values() if p.trainable and p.autocast_dtype and p.bf16)
+    return StepConfig(precision=precision, mode=mode, optimizer="adamw", lr=lr, weight_decay=weight_decay, fused=fused)
+
+
+def build_lm_step(
+    model: str,
+    precision: str,
+    mode: str,
+    device,
+    *,
+    seed: int,
+    checkpointing: str,
+    lr: float,
+    weight_decay: float,
+    fused: bool | None,
+    wrap=None,
+    fsdp: bool = False,
+) -> LMStep:
+    """The model ``model`` made ready (see the module docstring) and its training step on ``device``.
+
+    Args:
+        checkpointing: ``none``, ``selective`` or ``full`` (:func:`accelbench.training.lm_maths.checkpointed_layers`).
+        lr, weight_decay, fused: AdamW's (:func:`step_config`).
+        wrap: DDP's wrap of the step's module (a torchrun rank's), or None; fsdp: shard with FSDP2 instead
+            (:func:`fsdp_wrap`).
+    Raises:
+        UnknownModelError, MissingDependencyError: as :func:`accelbench.models.hf.load_lm`; RuntimeError (OOM):
+            as building raises it.
+    """
+    import torch
+
+    from accelbench import backends, precisions
+    from accelbench.models.hf import load_lm
+    from accelbench.training.step import build_step
+
+    loaded = load_lm(model, device, torch.float32, seed=seed)
+    lm = loaded.module.train()
+    lm.config.use_cache = False
+    shape = shape_of(lm)
+    fp8 = None
+    if precisions.is_float8(precision):
+        fp8 = convert_float8(lm, rowwise=precisions.granularity(precision) == "row")
+    backend = backends.get(mode)
+    compile_kwargs = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
+    prepare_lm(lm, checkpointing=checkpointing, compile_kwargs=compile_kwargs)
+    cfg = step_config(precision, mode, lr=lr, weight_decay=weight_decay, fused=fused)
+    step = build_step(next_token(lm), cfg, device, wrap=fsdp_wrap(lm) if fsdp else wrap, compile_whole=False)
+    return LMStep(step=step, lm=lm, loaded=loaded, shape=shape, fp8_linear_layers=fp8)
 
 
 def next_token(lm):
@@ -56,7 +135,7 @@ def decoder_layers(lm) -> list:
 
 
 def shape_of(lm) -> LMShape:
-    """The counts :mod:`~accelbench.scenarios.train.lm_maths` needs, from a built model (on any device, ``meta``
+    """The counts :mod:`~accelbench.training.lm_maths` needs, from a built model (on any device, ``meta``
     included)."""
     cfg = lm.config
     embed = lm.get_input_embeddings().weight
@@ -180,7 +259,7 @@ def token_batches(
 
     ``random``: token ids drawn uniformly from the vocabulary (seeded per rank). ``text``: consecutive packed windows
     of ``ids`` (:func:`text_ids`), rank ``r`` of ``w`` taking every ``w``-th window from its ``r``-th
-    (:func:`accelbench.scenarios.train.lm_maths.window_starts`).
+    (:func:`accelbench.training.lm_maths.window_starts`).
     """
     import torch
 
