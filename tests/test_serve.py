@@ -172,13 +172,16 @@ def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F
     assert answer["slo_max_concurrency"] == 2 and answer["slo_met"] and answer["slo_search_probes"] == 1
 
 
-# A stand-in OpenAI-compatible server (standard library only: it starts in a fraction of a second) that streams
-# max_tokens one-token chunks, then usage, and exits after answering DIE_AFTER completions: a server dying mid-run.
+# A stand-in OpenAI-compatible server (standard library and prometheus_client: it starts in a fraction of a second)
+# that streams max_tokens one-token chunks, then usage, counts the completions it was asked for on its Prometheus
+# /metrics, and exits after answering DIE_AFTER completions: a server dying mid-run.
 STUB = """
 import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from prometheus_client import Counter, generate_latest
 
 port, die_after, served = int(sys.argv[1]), int(sys.argv[2]), [0]
+asked = Counter("stub_completions", "completions asked")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -189,7 +192,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         body = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model"}]}).encode()
-        self.send_response(200 if self.path.startswith("/v1/models") else 404)
+        if self.path == "/metrics":
+            body = generate_latest()
+        self.send_response(200 if self.path.startswith(("/v1/models", "/metrics")) else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -197,6 +202,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         served[0] += 1
+        asked.inc()
         if served[0] > die_after:
             os._exit(3)
         req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -238,6 +244,8 @@ def test_a_run_whose_server_dies_resumes_with_the_server_started_again(db, tmp_p
     rows = store.records(run_id)
     assert [r["concurrency"] for r in rows] == [1, 2] and all(r["requests_ok"] == 4 for r in rows)
     assert {r["served_model"] for r in rows} == {"stub"} and rows[1]["server_engine"] == "openai"
+    # the server's /metrics scraped around each level: its counter rose by the level's requests
+    assert [r["server_metrics_json"]["stub_completions_total"] for r in rows] == [4, 4]
 
 
 def test_the_built_in_launch_whose_server_dies_between_levels_stores_the_finished_level(db):

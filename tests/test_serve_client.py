@@ -366,3 +366,60 @@ def test_a_levels_requests_cut_into_batch_means_windows_in_completion_order():
     want = [(r.end_s - r.scheduled_s - (r.first_token_s - r.scheduled_s)) * 1e3 / 2 for r in rs]  # (E2E - TTFT)/(n-1)
     assert w["window_tpot_ms"] == pytest.approx(want)
     assert metrics.request_windows(rs[:9], 0.0) is None  # fewer than two requests a window
+
+
+# --- the server's Prometheus metrics -----------------------------------------------------------------------------
+
+
+def test_a_servers_metrics_are_gauge_means_and_counter_increases_over_the_window():
+    """A real exposition (``prometheus_client.generate_latest`` of a registry the test moves) served over HTTP and
+    scraped by hand, one scrape per state the test sets."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+    from accelbench.scenarios.serve.scrape import Scraper, reduce
+
+    registry = CollectorRegistry()
+    running = Gauge("vllm:num_requests_running", "running", ["model_name"], registry=registry)
+    tokens = Counter("vllm:generation_tokens", "tokens", ["model_name"], registry=registry)
+    ttft = Histogram("vllm:time_to_first_token_seconds", "ttft", registry=registry)
+
+    class Metrics(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = generate_latest(registry)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        scraper = Scraper(f"http://127.0.0.1:{server.server_address[1]}", period=3600.0)  # no tick: scrapes by hand
+        running.labels("m").set(2)
+        tokens.labels("m").inc(10)
+        with scraper:  # a scrape before: running 2, 10 tokens so far
+            for value, more in ((4, 5), (9, 20)):
+                running.labels("m").set(value)
+                tokens.labels("m").inc(more)
+                ttft.observe(0.5)
+                scraper.scrape()
+            running.labels("m").set(1)  # and the scrape after
+    finally:
+        server.shutdown()
+    times = [t for t, _ in scraper.scrapes]
+    assert len(times) == 4 and scraper.errors == 0
+    # the window holds the two middle scrapes: running's mean over them; counters from the first scrape to the last
+    window = (times[1] - times[0] - 1e-6, times[2] - times[0] + 1e-6)
+    got, series = reduce(scraper.scrapes, times[0], window)
+    assert got['vllm:num_requests_running{model_name="m"}'] == pytest.approx((4 + 9) / 2)
+    assert got['vllm:generation_tokens_total{model_name="m"}'] == 25  # the 10 before the first scrape left out
+    assert got["vllm:time_to_first_token_seconds_count"] == 2 and got["vllm:time_to_first_token_seconds_sum"] == 1.0
+    assert not any(k.endswith(("_bucket", "_created")) or "_bucket{" in k for k in got)
+    assert series["server_vllm_num_requests_running"] == [2.0, 4.0, 9.0, 1.0]
+    assert series["server_t_s"] == pytest.approx([t - times[0] for t in times])

@@ -294,6 +294,8 @@ class Serve(Scenario):
     def measure(self, case, spec, state, rank, sink):
         from accelbench.scenarios.serve.level import measure_level, search_levels
 
+        while state.notes:
+            sink.note(state.notes.pop(0))
         if case.extras.slo_search:
             return search_levels(case, spec, state, rank, sink)
         return measure_level(case, spec, state, rank, sink)

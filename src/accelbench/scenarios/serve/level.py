@@ -11,7 +11,9 @@ processes are the job's own (``pids``), not "other processes" of the validity ch
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,7 @@ class ServeState:
             last level, after which its in-process ceiling is taken (:mod:`~accelbench.scenarios.serve.ceiling`).
         shapes: per model, its :class:`~accelbench.core.lm_analytic.Shape` in the served precision (None: unknown);
             bandwidth: the device's (:func:`accelbench.scenarios.serve.roof.bandwidth`), read once a run.
+        notes: one-line notes for the user, shown once (by the first level).
     """
 
     info: Any
@@ -53,6 +56,7 @@ class ServeState:
     last_level: Any = None
     shapes: dict[str | None, Any] = field(default_factory=dict)
     bandwidth: Any = None
+    notes: list[str] = field(default_factory=list)
 
     def shape(self, model: str | None, device) -> Any:
         from accelbench.scenarios.serve.roof import served_precision, shape_for
@@ -135,6 +139,12 @@ def prepare(spec, device, server=None, store=None, last_level=None) -> ServeStat
     state = ServeState(
         info=info, server=server, tokenizer=load_tokenizer(spec, info), store=store, last_level=last_level
     )
+    from accelbench.scenarios.serve import scrape
+
+    if getattr(info, "has_metrics", False) and not scrape.available():
+        state.notes.append(
+            "the server has /metrics; no scrape without prometheus-client (pip install 'accelbench[serve]')"
+        )
     n = st.warmup_requests + st.requests
     built = make_requests(
         st.workload,
@@ -199,11 +209,16 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
     st = spec.settings
     if served.warmup:
         run_load(served, spec, served.warmup, concurrency=concurrency, request_rate=request_rate)
-    with case_monitor(spec, case, rank.device, state.pids()) as mon:
+    scraper = metrics_scraper(served, spec)
+    with case_monitor(spec, case, rank.device, state.pids()) as mon, scraper or contextlib.nullcontext():
         level = run_load(
             served, spec, served.requests, concurrency=concurrency, request_rate=request_rate, tokenizer=state.tokenizer
         )
     rec, series = level_columns(level, parse_slo(st.slo) if st.slo else None)
+    if scraper is not None:
+        rec_metrics, metric_series = server_metrics(scraper, level, rec)
+        rec["server_metrics_json"] = json.dumps(rec_metrics, sort_keys=True)
+        series.update(metric_series)
     _check_alive(state, served, rec)
     shape = state.shape(case.model, rank.device)
     rec.update(mbu_columns(rec, level.results, shape, state.bandwidth_of(rank.device) if shape else None))
@@ -227,6 +242,26 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
         throughput_samples_per_s=rec.get("output_tokens_per_s"),  # a sample of text generation is an output token
     )
     return rec, {**series, **mon.series()}
+
+
+def metrics_scraper(served: Served, spec) -> Any:
+    """A :class:`~accelbench.scenarios.serve.scrape.Scraper` of the server's ``/metrics`` when its probe found
+    one and ``prometheus_client`` is installed (else None: no scrape)."""
+    from accelbench.scenarios.serve import scrape
+
+    info = getattr(served.engine, "info", None)
+    if not getattr(info, "has_metrics", False) or not scrape.available():
+        return None
+    return scrape.Scraper(served.engine.base_url, scrape.period_s(spec.telemetry_period_ms))
+
+
+def server_metrics(scraper, level, rec: dict) -> tuple[dict, dict]:
+    """The scrapes reduced to the level's measured window (first scheduled send to last completion)."""
+    from accelbench.scenarios.serve.scrape import reduce
+
+    starts = [r.scheduled_s for r in level.results]
+    start = min(starts) if starts else 0.0
+    return reduce(scraper.scrapes, level.started_at, (start, start + (rec.get("measured_wall_s") or 0.0)))
 
 
 def _check_alive(state: ServeState, served: Served, rec: dict) -> None:
