@@ -298,7 +298,9 @@ def ceiling_rows(served, tmp_path_factory):  # noqa: F811
     url, _ = served
     db = tmp_path_factory.mktemp("ceiling") / "ceiling.db"
     args = ["--url", url, "-m", "hf:tiny-shakespeare", "--concurrency", "1,2", "--requests", "4", "--output-len", "8"]
-    p = run_cli("serve", *args, "--ceiling", "static-cache", "--db", str(db), *FAST)
+    p = run_cli(
+        "serve", *args, "--ceiling", "static-cache", "--slo", "ttft_ms=600000,tpot_ms=600000", "--db", str(db), *FAST
+    )
     assert p.returncode == 0, p.stderr
     return _rows(db)
 
@@ -323,3 +325,22 @@ def test_the_served_decodes_mbu_is_its_step_bytes_over_tpot_over_the_bandwidth(c
     assert r["decode_step_bytes"] == pytest.approx(step_bytes, rel=1e-9)
     assert r["mbu"] == pytest.approx(step_bytes / (r["tpot_mean_ms"] / 1e3) / r["memory_bandwidth_bytes_per_s"])
     assert r.get("mbu_datasheet") is None  # a CPU has no datasheet bandwidth
+
+
+def test_the_reports_reading_says_where_the_time_goes_and_what_the_device_could_do(ceiling_rows):
+    from accelbench.report.serve import ceiling_figure, levels, reading
+
+    lines = reading(ceiling_rows)
+    best = max(ceiling_rows, key=lambda r: r["output_tokens_per_s"])
+    load = f"concurrency {best['concurrency']}"
+    assert lines and all(line.startswith("hf:tiny-shakespeare: ") for line in lines)
+    (time_line,) = [x for x in lines if "Time: at " + load in x]
+    assert f"TTFT is {100 * best['ttft_mean_ms'] / best['e2e_latency_mean_ms']:.1f} %" in time_line
+    if best["concurrency"] != 1:
+        assert "queueing adds" in time_line and "over the unloaded" in time_line
+    (device,) = [x for x in lines if "Device at " + load in x]
+    assert f"delivers {100 * best['engine_share_of_ceiling']:.1f} % of the" in device
+    assert "MBU, mean decode batch" in device and f"{100 * best['mbu']:.1f} %" in device
+    assert any(x.endswith("SLO ttft_ms=600000,tpot_ms=600000: met up to concurrency 2.") for x in lines)
+    fig = ceiling_figure(levels(ceiling_rows))
+    assert fig is not None and len(fig.axes[0].lines) == 2  # served and ceiling, one model

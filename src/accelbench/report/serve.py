@@ -1,6 +1,9 @@
 """The report of a serve run: output tokens/s against the load (concurrency or request rate), latency against
 throughput (the curve a serving system is sized by: vLLM's and MLPerf's plots of TPOT/TTFT against tokens/s), and
-the TTFT and inter-token-latency distributions of each level (the histograms of ``accelbench results --hist``).
+the TTFT and inter-token-latency distributions of each level (the histograms of ``accelbench results --hist``), the
+served engine's output tokens/s beside the in-process ceiling's over the load, and a short reading a model
+(:func:`reading`): where a request's time goes, what the device could do, energy and cost at the best level, and the
+SLO search's answer, every number taken from the rows.
 
 SLO-search probes are detail rows: the load charts draw them beside the levels (a search's probes are its levels),
 the table leaves them out (``accelbench export`` has them).
@@ -11,6 +14,7 @@ from __future__ import annotations
 from accelbench.core import kinds
 from accelbench.core.errors import OK
 from accelbench.report.plots import pyplot
+from accelbench.report.units import missing, ms, number, quantity, rate, usd
 
 # (column, label) of the latency curves drawn against throughput: the median and the tail of each phase
 LATENCIES = (
@@ -91,6 +95,123 @@ def latency_figure(rows: list[dict], context: str = ""):
     return fig
 
 
+def ceiling_figure(rows: list[dict], context: str = ""):
+    """The served engine's output tokens/s and the in-process ceiling's (at each level's batch) against the load,
+    a pair of lines a model. An open matplotlib figure (None when no level has a ceiling)."""
+    by_model = {m: [r for r in rs if r.get("ceiling_output_tokens_per_s")] for m, rs in _by_model(rows).items()}
+    by_model = {m: rs for m, rs in by_model.items() if rs}
+    if not by_model:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4), constrained_layout=True)
+    for model, rs in by_model.items():
+        x = [load_of(r)[1] for r in rs]
+        (line,) = ax.plot(x, [r["output_tokens_per_s"] for r in rs], marker="o", label=f"{model}: served")
+        ceiling = [r["ceiling_output_tokens_per_s"] for r in rs]
+        ax.plot(x, ceiling, marker="s", ls="--", color=line.get_color(), label=f"{model}: in-process ceiling")
+    ax.set_xlabel(load_of(rows[0])[0])
+    ax.set_ylabel("output tokens/s")
+    ax.set_title("Served engine against the in-process ceiling" + (f"\n{context}" if context else ""), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.1f} %"
+
+
+def _time_line(rs: list[dict], best: dict) -> str | None:
+    """Where a request's time goes at the best level: TTFT and decode shares of the mean end-to-end latency, and
+    the queueing: TTFT p50 beyond the unloaded one (the lowest concurrency's, when it is 1)."""
+    ttft, e2e = best.get("ttft_mean_ms"), best.get("e2e_latency_mean_ms")
+    if missing(ttft) or missing(e2e) or not e2e:
+        return None
+    text = (
+        f"Time: at {_load_text(best)}, TTFT is {_pct(ttft / e2e)} of the mean end-to-end latency "
+        f"({ms(e2e)}) and decode {_pct(1 - ttft / e2e)}"
+    )
+    unloaded = next((r for r in rs if r.get("concurrency") == 1 and not missing(r.get("ttft_p50_ms"))), None)
+    if unloaded is not None and best is not unloaded and not missing(best.get("ttft_p50_ms")):
+        queued = best["ttft_p50_ms"] - unloaded["ttft_p50_ms"]
+        text += (
+            f"; queueing adds {ms(max(0.0, queued))} to the TTFT p50 over the unloaded {ms(unloaded['ttft_p50_ms'])}"
+        )
+    return text + "."
+
+
+def _device_line(best: dict) -> str | None:
+    """What the device could do at the best level: the served decode's MBU and the engine's share of the ceiling."""
+    parts = []
+    if not missing(best.get("mbu")):
+        parts.append(
+            f"the served decode reads {_pct(best['mbu'])} of the measured memory bandwidth (MBU, mean decode batch "
+            f"{number(best['mean_decode_batch'])})"
+        )
+    if not missing(best.get("engine_share_of_ceiling")):
+        parts.append(
+            f"the engine delivers {_pct(best['engine_share_of_ceiling'])} of the "
+            f"{rate(best['ceiling_output_tokens_per_s'])} output tok/s this device decodes in process at batch "
+            f"{best['ceiling_batch']} ({best.get('ceiling_mode')}, TPOT p50 {ms(best['ceiling_tpot_p50_ms'])} "
+            f"against the served {ms(best.get('tpot_p50_ms'))})"
+        )
+    elif best.get("ceiling_note"):
+        parts.append(f"no in-process ceiling ({best['ceiling_note']})")
+    return f"Device at {_load_text(best)}: " + "; ".join(parts) + "." if parts else None
+
+
+def _cost_line(best: dict) -> str | None:
+    """Energy per output token and cost per million output tokens at the best level (a serve row's sample is an
+    output token)."""
+    parts = []
+    if not missing(best.get("energy_per_sample_j")):
+        parts.append(f"{quantity(best['energy_per_sample_j'], 'J')} per output token")
+    if not missing(best.get("cost_per_1000_samples_usd")):
+        parts.append(f"{usd(1000 * best['cost_per_1000_samples_usd'])} per million output tokens")
+    return f"Energy and cost at {_load_text(best)}: " + ", ".join(parts) + "." if parts else None
+
+
+def _slo_line(rows: list[dict]) -> str | None:
+    """The SLO search's answer (its row), else the highest level meeting the SLO."""
+    search = next((r for r in rows if r.get("slo_search")), None)
+    if search is not None:
+        unit, what = (
+            ("concurrency", "concurrency")
+            if search.get("concurrency") is not None
+            else ("request_rate_per_s", "request rate")
+        )
+        best, missed = search.get(f"slo_max_{unit}"), search.get(f"slo_lowest_missed_{unit}")
+        if best is None:
+            return f"SLO {search.get('slo')}: no {what} searched meets it."
+        more = f" ({missed:g} misses it)" if missed is not None else ""
+        return f"SLO {search.get('slo')}: the highest {what} meeting it is {best:g}{more}."
+    met = [r for r in rows if r.get("slo_met") is not None]
+    if not met:
+        return None
+    good = [r for r in met if r["slo_met"]]
+    if not good:
+        return f"SLO {met[0].get('slo')}: no level meets it."
+    return f"SLO {met[0].get('slo')}: met up to {_load_text(max(good, key=lambda r: load_of(r)[1]))}."
+
+
+def _load_text(r: dict) -> str:
+    axis, load = load_of(r)
+    return f"concurrency {load:g}" if axis.startswith("concurrency") else f"{load:g} requests/s"
+
+
+def reading(records: list[dict]) -> list[str]:
+    """A few lines a model on its ``ok`` level rows: the best level (highest output tokens/s), where its time goes,
+    what the device could do, energy and cost there, and the SLO's answer. Only what the rows hold is said."""
+    lines = []
+    answers = [r for r in records if r.get("slo_search") and r.get("status") == OK]
+    for model, rs in _by_model([r for r in levels(records) if r.get("workload") == kinds.SERVE]).items():
+        best = max(rs, key=lambda r: r["output_tokens_per_s"])
+        said = [_time_line(rs, best), _device_line(best), _cost_line(best)]
+        said.append(_slo_line(rs + [r for r in answers if str(r.get("model")) == model]))
+        lines += [f"{model}: {t}" for t in said if t]
+    return lines
+
+
 def distribution_items(store, rows: list[dict], context: str = "") -> list[dict]:
     """The TTFT and ITL histograms of each level (its stored ``ttft_ms`` and ``itl_ms`` series), p50 and p99
     marked (:func:`accelbench.report.distributions.histogram_figure`)."""
@@ -121,6 +242,7 @@ def serve_charts(store, records: list[dict], context: str = "") -> list[dict]:
     for title, fig in (
         ("Throughput against load", throughput_figure(rows, context)),
         ("Latency against throughput", latency_figure(rows, context)),
+        ("Served engine against the in-process ceiling", ceiling_figure(rows, context)),
     ):
         if fig is not None:
             items.append({"title": title, "svg": svg(fig)})
@@ -137,7 +259,9 @@ def serve_blocks(store, run: dict, records: list[dict], context: str = "") -> li
 
     rows = [r for r in records if not is_detail(r)]
     probes = [r for r in records if r.get("workload") == kinds.SERVE_PROBE]
+    said = reading(records)
     blocks = [
+        {"type": "notes", "title": "Reading", "lines": said} if said else None,
         table_block(rows, view(named("serve").name), "Load levels"),
         table_block(probes, view(named("serve").name), "SLO search: every probe"),
         charts_block(serve_charts(store, records, context)),

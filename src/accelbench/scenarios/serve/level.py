@@ -202,7 +202,7 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
             no longer answers its probe): the run ends interrupted, the finished levels stored.
     """
     from accelbench.scenarios.base import case_monitor
-    from accelbench.scenarios.serve.metrics import level_columns, parse_slo
+    from accelbench.scenarios.serve.metrics import level_columns, meets, parse_slo
     from accelbench.scenarios.serve.roof import mbu_columns
 
     served = state.served[case.model]
@@ -214,7 +214,10 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
         level = run_load(
             served, spec, served.requests, concurrency=concurrency, request_rate=request_rate, tokenizer=state.tokenizer
         )
-    rec, series = level_columns(level, parse_slo(st.slo) if st.slo else None)
+    slo = parse_slo(st.slo) if st.slo else None
+    rec, series = level_columns(level, slo)
+    if slo is not None:
+        rec["slo_met"] = meets(rec, slo)
     if scraper is not None:
         rec_metrics, metric_series = server_metrics(scraper, level, rec)
         rec["server_metrics_json"] = json.dumps(rec_metrics, sort_keys=True)
