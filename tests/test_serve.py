@@ -178,10 +178,11 @@ def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F
 STUB = """
 import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from prometheus_client import Counter, generate_latest
+from prometheus_client import Counter, Gauge, generate_latest
 
 port, die_after, served = int(sys.argv[1]), int(sys.argv[2]), [0]
 asked = Counter("stub_completions", "completions asked")
+running = Gauge("vllm:num_requests_running", "completions streaming now")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -213,10 +214,11 @@ class Handler(BaseHTTPRequestHandler):
         n = int(req.get("max_tokens") or 4)
         chunks = [{"choices": [{"index": 0, "text": " to", "finish_reason": None}]} for _ in range(n)]
         chunks.append({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": n}})
-        for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
-            line = ("data: " + data + "\\n\\n").encode()
-            self.wfile.write(b"%x\\r\\n%s\\r\\n" % (len(line), line))
-            self.wfile.flush()
+        with running.track_inprogress():
+            for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
+                line = ("data: " + data + "\\n\\n").encode()
+                self.wfile.write(b"%x\\r\\n%s\\r\\n" % (len(line), line))
+                self.wfile.flush()
         self.wfile.write(b"0\\r\\n\\r\\n")
 
 
@@ -246,6 +248,13 @@ def test_a_run_whose_server_dies_resumes_with_the_server_started_again(db, tmp_p
     assert {r["served_model"] for r in rows} == {"stub"} and rows[1]["server_engine"] == "openai"
     # the server's /metrics scraped around each level: its counter rose by the level's requests
     assert [r["server_metrics_json"]["stub_completions_total"] for r in rows] == [4, 4]
+    running = store.series(rows[1]["case_id"], "server_vllm_num_requests_running")  # its gauge, a scrape each
+    assert len(running) == len(store.series(rows[1]["case_id"], "server_t_s")) >= 2
+    assert running[0] == running[-1] == 0 and max(running) <= 2  # idle before and after; at most 2 at c=2
+    assert 0 <= rows[1]["server_metrics_json"]["vllm:num_requests_running"] <= 2
+    from accelbench.report.serve import server_timeline_figure
+
+    assert server_timeline_figure(store, rows) is not None
 
 
 def test_the_built_in_launch_whose_server_dies_between_levels_stores_the_finished_level(db):

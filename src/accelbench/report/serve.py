@@ -1,7 +1,8 @@
 """The report of a serve run: output tokens/s against the load (concurrency or request rate), latency against
 throughput (the curve a serving system is sized by: vLLM's and MLPerf's plots of TPOT/TTFT against tokens/s), and
 the TTFT and inter-token-latency distributions of each level (the histograms of ``accelbench results --hist``), the
-served engine's output tokens/s beside the in-process ceiling's over the load, and a short reading a model
+served engine's output tokens/s beside the in-process ceiling's over the load, the server's own queue and KV-cache
+gauges over each level (from its Prometheus ``/metrics``), and a short reading a model
 (:func:`reading`): where a request's time goes, what the device could do, energy and cost at the best level, and the
 SLO search's answer, every number taken from the rows.
 
@@ -23,6 +24,7 @@ LATENCIES = (
     ("ttft_p50_ms", "TTFT p50"),
     ("ttft_p99_ms", "TTFT p99"),
 )
+TIMELINE_PANELS = 8  # stacked panels of the server's gauges: more levels than this do not fit a page
 
 
 def load_of(r: dict) -> tuple[str, float] | None:
@@ -232,6 +234,34 @@ def distribution_items(store, rows: list[dict], context: str = "") -> list[dict]
     return items
 
 
+def server_timeline_figure(store, rows: list[dict], context: str = ""):
+    """The server's own queue and KV-cache gauges (the ``server_*`` series its ``/metrics`` gave,
+    :mod:`accelbench.scenarios.serve.scrape`) over each level's time, a panel a level (the first
+    :data:`TIMELINE_PANELS`). An open matplotlib figure (None when no level has them)."""
+    panels = []
+    for r in rows:
+        got = store.all_series(r["case_id"]) if r.get("case_id") is not None else {}
+        gauges = {k[len("server_") :]: v for k, v in got.items() if k.startswith("server_") and k != "server_t_s"}
+        if gauges and got.get("server_t_s"):
+            panels.append((r, got["server_t_s"], gauges))
+    if not panels:
+        return None
+    panels = panels[:TIMELINE_PANELS]
+    plt = pyplot()
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(5.2, 1.6 + 1.4 * len(panels)), constrained_layout=True, squeeze=False
+    )
+    for ax, (r, t, gauges) in zip(axes[:, 0], panels, strict=True):
+        for name, values in sorted(gauges.items()):
+            ax.plot(t, values, label=name)
+        ax.set_title(f"{r.get('model')}, {_load_text(r)}", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    axes[-1, 0].set_xlabel("s since the level's start")
+    fig.suptitle("The server's queue and KV cache" + (f"\n{context}" if context else ""), fontsize=9)
+    return fig
+
+
 def serve_charts(store, records: list[dict], context: str = "") -> list[dict]:
     """The report's chart items of a serve run: throughput against load, latency against throughput, the TTFT and
     ITL distributions of each level."""
@@ -243,6 +273,10 @@ def serve_charts(store, records: list[dict], context: str = "") -> list[dict]:
         ("Throughput against load", throughput_figure(rows, context)),
         ("Latency against throughput", latency_figure(rows, context)),
         ("Served engine against the in-process ceiling", ceiling_figure(rows, context)),
+        (
+            "The server's queue and KV cache",
+            server_timeline_figure(store, [r for r in rows if r.get("workload") == kinds.SERVE], context),
+        ),
     ):
         if fig is not None:
             items.append({"title": title, "svg": svg(fig)})

@@ -91,9 +91,25 @@ def bandwidth(device, store=None) -> Bandwidth:
         cached = cached_ceilings(store, name)
     measured = cached.dram_bytes_per_s if cached is not None else None
     if measured is None and device.type in ("cuda", "cpu"):
-        measured = measure_copy(CUDA_COPY_BYTES if cuda else CPU_COPY_BYTES, device)
+        measured = _copy_bandwidth(device, CUDA_COPY_BYTES if cuda else CPU_COPY_BYTES, measure_copy)
     sheet = datasheet(name) if cuda else None
     return Bandwidth(measured=measured, datasheet=(sheet or {}).get("dram_bytes_per_s"))
+
+
+def _copy_bandwidth(device, nbytes: int, measure_copy) -> float | None:
+    """The copy bandwidth on a buffer of ``nbytes`` (at most a quarter of the free memory: a server on the same GPU
+    holds most of it), or None when even that cannot be allocated."""
+    from accelbench.core.errors import is_oom
+    from accelbench.core.memory import available_bytes
+
+    free = available_bytes(device)
+    size = min(nbytes, free // 4) if free else nbytes
+    try:
+        return measure_copy(size, device) if size >= 64 << 20 else None
+    except Exception as exc:  # no room for the buffers: no measured bandwidth (MBU None), never a failed level
+        if not is_oom(exc):
+            raise
+        return None
 
 
 def occupancy(results: list) -> dict[str, float | None]:
