@@ -1,5 +1,5 @@
-"""`accelbench profile` of a language model's prefill and decode steps: on the CPU end to end with the bundled trained
-model (analytic placement, stored rows, generate's counts), the kernel families of transformer steps from real kernel
+"""`accelbench profile` of a language model's prefill, decode and training steps: on the CPU end to end with the
+bundled trained model (analytic placement, stored rows, generate's counts, train's FLOP count), the kernel families of transformer steps from real kernel
 names, bad combinations as one line; on a GPU under Nsight Compute (the device machine)."""
 
 import json
@@ -71,6 +71,43 @@ def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
     assert [r["step"] for r in json.loads(js.read_text())["results"]] == ["prefill", "decode"]
 
 
+def test_the_training_step_of_a_language_model_is_the_one_train_times(tmp_path):
+    """``--step train -m hf:...``: the step ``accelbench train -m hf:...`` times (AdamW, next-token loss), its
+    analytic FLOPs the MFU count train uses (torchtitan's ``6 N + 12 L H Q T`` a token) times the step's tokens."""
+    from accelbench.training import lm_maths
+    from accelbench.training.lm_step import meta_shape
+
+    db = tmp_path / "t.db"
+    args = ["-m", "hf:tiny-shakespeare", "--step", "train", "--seq-len", "32", "-b", "2", "--ncu", "off"]
+    run_cli(
+        "profile", *args, "--device", "cpu", "--warmup-steps", "0", "--timed-steps", "1", "--db", str(db), check=True
+    )
+    (r,) = [r for r in Store(db).records() if r.get("workload") == "profile"]
+    shape = meta_shape("hf:tiny-shakespeare")
+    assert r["status"] == "ok" and r["step"] == "train" and r["mode"] == "eager" and r["precision"] == "fp32"
+    assert r["seq_len"] == 32 and r["tokens_per_step"] == 2 * 32 and r["optimizer"] == "adamw"
+    assert r["flops_per_token"] == lm_maths.flops_per_token(shape, 32) > 0
+    assert r["analytic_flops"] == r["flops_per_token"] * 2 * 32
+    assert r["analytic_forward_flops"] == pytest.approx(r["analytic_flops"] / 3)
+    least = lm_maths.step_least_bytes(shape, batch_size=2, seq_len=32, param_bytes=4, activation_bytes=4)
+    assert r["analytic_min_bytes"] == least and r["ncu_status"] == "skipped"
+    assert r["steps_timed"] == 1 and r["achieved_flops_per_s"] == pytest.approx(r["analytic_flops"] / r["step_time_s"])
+
+
+def test_a_training_steps_least_bytes_by_hand():
+    """10 P + the int64 inputs and labels + twice the activations and logits (Korthikanti's count), by hand."""
+    from accelbench.training.lm_maths import LMShape, step_least_bytes
+
+    shape = LMShape(
+        params=1000, embedding_params=100, tied_head=False, layers=2, heads=2, head_dim=4, hidden=8, vocab=50
+    )
+    # 10 x 1000 x 4; 2 x 8 x 1 x 4; a layer 4 x 1 x 8 x (34 + 5 x 2 x 4 // 8) = 1,248 bytes in 16-bit, two layers;
+    # logits 1 x 4 x 50 x (2 + 4 + 4) = 2,000
+    assert step_least_bytes(shape, batch_size=1, seq_len=4, param_bytes=4, activation_bytes=2) == (
+        40_000 + 64 + 2 * (2 * 1248 + 2000)
+    )
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
@@ -80,16 +117,19 @@ def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
         ),
         (
             ["-m", "hf:tiny-shakespeare", "--step", "inference"],
-            "invalid step 'inference': allowed prefill, decode for hf:tiny-shakespeare",
+            "invalid step 'inference': allowed prefill, decode or train for hf:tiny-shakespeare",
         ),
-        (["-m", "hf:tiny-shakespeare", "--step", "prefill,train"], "not both kinds in one run"),
+        (["-m", "hf:tiny-shakespeare", "--step", "prefill,train"], "not two kinds in one run"),
+        (["-m", "hf:tiny-shakespeare", "--step", "train", "--seq-len", "100000"], "context"),
+        (["-m", "hf:tiny-shakespeare", "--step", "train", "--mode", "static-cache"], "invalid mode 'static-cache'"),
         (["-m", "hf:tiny-shakespeare", "--step", "decode", "--mode", "hf-generate"], "invalid mode 'hf-generate'"),
         (["-m", "hf:tiny-shakespeare", "--step", "decode", "--prompt-len", "100000"], "context"),
     ],
 )
 def test_a_step_of_the_other_kind_of_model_is_one_line(tmp_path, args, needle):
     """An image model has no prefill or decode; a language model's forward pass without its cache is neither phase
-    of a generation (what ``generate`` times), so ``inference``/``train`` of an hf: model is refused, not guessed."""
+    of a generation (what ``generate`` times), so ``inference`` of an hf: model is refused, not guessed; its training
+    step takes train's backends and a sequence its context holds."""
     p = run_cli("profile", *args, "--device", "cpu", "--ncu", "off", "--db", str(tmp_path / "x.db"))
     lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], p.stderr

@@ -33,7 +33,7 @@ def _scale_scenario(workload: str, layers: list[dict], lm_given: dict[str, Any])
     """The scenario ``scale`` runs: a language model's training step (``train_lm``) for ``--workload train`` of
     ``-m hf:...``, else the workload's; the language-model options with an image classifier, or with inference,
     are a one-line config error."""
-    from accelbench.scenarios.train.lm import is_lm_spec
+    from accelbench.training.lm_step import is_lm_spec
 
     name = _scenario(workload)
     models = next((m for layer in reversed(layers) if (m := layer.get("models") or layer.get("model"))), None)

@@ -1,5 +1,5 @@
-"""``accelbench profile``: roofline profile of an inference or training step, or of a language model's prefill or
-decode step (parsing only)."""
+"""``accelbench profile``: roofline profile of an inference or training step, or of a language model's prefill,
+decode or training step (parsing only)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def profile(
         "-m",
         rich_help_panel=WHAT,
         autocompletion=complete_models,
-        help="Model(s), comma-separated, as for `run`; hf:<model> (as for `generate`) for --step prefill/decode.",
+        help="Model(s), comma-separated, as for `run`; hf:<model> (as for `generate`) for --step prefill/decode, or "
+        "for --step train with --seq-len (the step `train -m hf:...` times).",
     ),
     batch_sizes: str = typer.Option(
         "32", "--batch-sizes", "--batch-size", "-b", rich_help_panel=WHAT, help="Batch size(s), e.g. 32 or 32,256."

@@ -243,7 +243,7 @@ def train(
 def _is_lm(layers: list[dict]) -> bool:
     """Whether the models the layers name (the last layer naming any) are language models."""
     from accelbench.core.errors import ConfigError
-    from accelbench.scenarios.train.lm import is_lm_spec
+    from accelbench.training.lm_step import is_lm_spec
 
     models = next((m for layer in reversed(layers) if (m := layer.get("models") or layer.get("model"))), None)
     try:

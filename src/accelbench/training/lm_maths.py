@@ -130,6 +130,21 @@ def step_memory(
     return StepMemory(state_bytes=state, activation_bytes=acts, logits_bytes=logits, margin_bytes=margin)
 
 
+def step_least_bytes(shape: LMShape, *, batch_size: int, seq_len: int, param_bytes: int, activation_bytes: int) -> int:
+    """The DRAM bytes one AdamW training step moves at the least (the roofline placement of ``accelbench profile
+    --step train -m hf:...``): ``10 P`` (P = parameters x ``param_bytes``: the weights read in the forward and again
+    in the backward, the gradient written, AdamW reading weight, gradient and its two moments and writing weight and
+    moments), the token ids (inputs and labels, int64), and twice (written in the forward, read in the backward) the
+    activations and logits :func:`step_memory` estimates without checkpointing (Korthikanti et al. 2022, eq. 1). An
+    estimate for the roofline, as the image step's ``8 P + X + 5 A`` (:mod:`accelbench.core.analytic`)."""
+    mem = step_memory(
+        shape, batch_size=batch_size, seq_len=seq_len, param_bytes=param_bytes, activation_bytes=activation_bytes
+    )
+    return (
+        10 * shape.params * param_bytes + 2 * 8 * batch_size * seq_len + 2 * (mem.activation_bytes + mem.logits_bytes)
+    )
+
+
 def window_starts(n_tokens: int, seq_len: int, count: int, first: int = 0, stride: int = 1) -> list[int]:
     """Starts of ``count`` packed windows of ``seq_len + 1`` tokens in a stream of ``n_tokens``: window ``k`` of
     this rank is the stream's ``first + k x stride``-th consecutive, non-overlapping window (torchtitan's loader packs

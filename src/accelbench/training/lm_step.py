@@ -290,3 +290,40 @@ def state_bytes(step) -> tuple[int, int]:
         local(v) for s in step.optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim()
     )
     return grads, opt
+
+
+def unsupported_reason(precision: str, mode: str, device, workload: str = "train") -> str | None:
+    """Why a language model's training step cannot run in ``precision`` and ``mode`` on ``device``, or None: the
+    image step's reasons, but an fp8 precision: Float8 training (torchao) where the GPU has fp8 matmuls (compute
+    capability >= 8.9)."""
+    from accelbench import backends, precisions
+
+    if precisions.is_float8(precision):
+        why = precisions.unsupported_reason(precision, device) or float8_reason(device)
+        return f"Float8 training: {why}" if why else None
+    return precisions.unsupported_reason(precision, device, True) or backends.get(mode).unsupported_reason(
+        device, workload
+    )
+
+
+def is_lm_spec(models) -> bool:
+    """Whether ``models`` (names, or one comma-separated string) are language models (``accelbench train`` trains
+    them as such, ``accelbench profile --step train`` profiles their step).
+
+    Raises:
+        ConfigError: language models mixed with image classifiers.
+    """
+    from accelbench.core.errors import ConfigError, UnknownModelError
+    from accelbench.models.base import LM, lookup
+    from accelbench.models.hf import is_lm_name
+
+    names = [s.strip() for s in models.split(",")] if isinstance(models, str) else list(models or ())
+    found = []
+    for n in names:
+        try:
+            found.append(lookup(n).kind == LM)
+        except UnknownModelError:
+            found.append(is_lm_name(n))
+    if found and any(found) and not all(found):
+        raise ConfigError("model", ",".join(names), "language models or image classifiers, not both in one run")
+    return bool(found) and all(found)

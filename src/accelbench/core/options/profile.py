@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from accelbench.core.options import Option, declare
+from accelbench.core.options import Option, declare, train_lm
 
 # the steps a profile times: an image model's, then a language model's (accelbench.scenarios.profile.lm)
 STEPS = ("inference", "train", "prefill", "decode")
@@ -20,8 +20,10 @@ PROFILE = declare(
         flag="--step",
         aliases=("step",),
         help="What to profile: an image model's inference and/or train step, a language model's (hf:<model>) prefill "
-        "and/or decode step",
+        "and/or decode step, or its train step",
     ),
+    # a language model's training step: the sequence length ``accelbench train -m hf:...`` takes (one declaration)
+    train_lm.OPTIONS["seq_lens"],
     Option(
         name="prompt_lens",
         type=int,

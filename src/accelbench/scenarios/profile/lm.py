@@ -29,11 +29,13 @@ LM_STEPS = ("prefill", "decode")
 
 @dataclass
 class LMWorkload:
-    """A built prefill or decode step, ready to run.
+    """A built prefill, decode or training step of a language model (the training step:
+    :mod:`accelbench.scenarios.profile.lm_train`), ready to run.
 
     Attributes:
-        run: one step (no gradients); reset: the cache's write position set back to where the step starts (one
-            tiny kernel: run before each step, outside the profiled range); counts: the step's analytic counts
+        run: one step (prefill and decode: no gradients); reset: the cache's write position set back to where the
+            step starts (one tiny kernel: run before each step, outside the profiled range; nothing for a training
+            step); counts: the step's analytic counts
             (:class:`accelbench.core.analytic.AnalyticCounts`); columns: the model's own (weights, quantization,
             fused layers, KV cache, prompt length); compile_s: the first compiled decode step's wall time, None eager.
     """

@@ -1,5 +1,6 @@
 """The profile scenario (``accelbench profile``): the roofline of one inference or training step of an image model, or
-of one prefill or decode step of a language model (:mod:`accelbench.scenarios.profile.lm`).
+of one prefill, decode (:mod:`accelbench.scenarios.profile.lm`) or training step
+(:mod:`accelbench.scenarios.profile.lm_train`) of a language model.
 
 Per case (a sweep case plus a step kind, :mod:`accelbench.scenarios.profile.step`):
 1. build the step; count FLOPs, parameters and minimum bytes analytically (any device);
@@ -34,7 +35,12 @@ IMAGE_STEPS = ("inference", "train")  # an image model's (timm, torchvision, a f
 STEPS = IMAGE_STEPS + LM_STEPS
 # The defaults that depend on the kind of step: (GPU precision, CPU precision, backend). A language model's steps
 # are the generate scenario's: bf16 with the static-cache loop (``--mode static-compile`` for the compiled step).
-STEP_DEFAULTS = {"image": ("amp-bf16", "fp32", "eager"), "lm": ("bf16", "fp32", "static-cache")}
+# A language model's training step is ``accelbench train -m hf:...``'s: amp-bf16 (float32 master weights), eager.
+STEP_DEFAULTS = {
+    "image": ("amp-bf16", "fp32", "eager"),
+    "lm": ("bf16", "fp32", "static-cache"),
+    "lm-train": ("amp-bf16", "fp32", "eager"),
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,6 +52,7 @@ class ProfileSettings(Settings):
     steps: ``inference``, ``train`` or both (an image model); ``prefill``, ``decode`` or both (a language model).
     prompt_lens: a language model's prompt lengths in tokens (each a case axis): the prefill's tokens a sequence,
         the KV-cache positions filled before the profiled decode step.
+    seq_lens: a language model's training sequence lengths in tokens (each a case axis of its ``train`` step).
     ncu: ``auto`` (on a GPU when ncu is found), ``on`` (a missing ncu is reported as an error), ``off``.
     warmup_steps / timed_steps: default 5 + 20 on a GPU, 1 + 3 on a CPU.
     chart_dir: write roofline charts (PNG + SVG) here; ncu_csv_dir: keep ncu's raw CSV here.
@@ -58,6 +65,7 @@ class ProfileSettings(Settings):
     volatile = ("chart_dir", "ncu_csv_dir", "remeasure_ceilings", "ncu_timeout_s")
     steps: tuple[str, ...] = PROFILE["steps"].field()
     prompt_lens: tuple[int, ...] = PROFILE["prompt_lens"].field()
+    seq_lens: tuple[int, ...] = PROFILE["seq_lens"].field()
     ncu: str = PROFILE["ncu"].field()
     warmup_steps: int | None = PROFILE["warmup_steps"].field()
     timed_steps: int | None = PROFILE["timed_steps"].field()
@@ -79,22 +87,44 @@ class ProfileSettings(Settings):
             raise ConfigError(
                 "step",
                 ",".join(self.steps),
-                "inference/train (an image model) or prefill/decode (a language model), not both kinds in one run",
+                "inference/train (an image model), prefill/decode or train (a language model), not two kinds in one "
+                "run",
             )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProfileExtras(Extras):
     step: str = "inference"
-    prompt_len: int | None = None  # a language model's step only
+    prompt_len: int | None = None  # a language model's prefill or decode step only
+    seq_len: int | None = None  # a language model's training step only
 
     def key_suffix(self) -> str:
-        return f"|step={self.step}" + (f"|p={self.prompt_len}" if self.prompt_len is not None else "")
+        return (
+            f"|step={self.step}"
+            + (f"|p={self.prompt_len}" if self.prompt_len is not None else "")
+            + (f"|T={self.seq_len}" if self.seq_len is not None else "")
+        )
 
 
 def is_lm_step(step: str) -> bool:
-    """A language model's step (prefill or decode)."""
+    """A language model's generation step (prefill or decode)."""
     return step in LM_STEPS
+
+
+def is_lm_case(case) -> bool:
+    """A language model's case: its prefill or decode step, or its training step (which has a sequence length)."""
+    return is_lm_step(case.extras.step) or case.extras.seq_len is not None
+
+
+def lm_train_run(steps, models) -> bool:
+    """Whether a run profiles a language model's training step: ``train`` of language models (``hf:...``).
+
+    Raises:
+        ConfigError: language models mixed with image classifiers.
+    """
+    from accelbench.training.lm_step import is_lm_spec
+
+    return isinstance(steps, (list, tuple)) and "train" in steps and is_lm_spec(models)
 
 
 def slug(case) -> str:
@@ -135,7 +165,8 @@ class Profile(Scenario):
             merged["steps"] = tuple(s.strip() for s in merged["steps"].split(",") if s.strip())
         steps = merged.get("steps")  # not typed yet: a wrong type is the settings' one-line ConfigError, later
         lm = isinstance(steps, (list, tuple)) and any(isinstance(s, str) and is_lm_step(s) for s in steps)
-        gpu, cpu, mode = STEP_DEFAULTS["lm" if lm else "image"]
+        kind = "lm" if lm else "lm-train" if lm_train_run(steps or ("inference",), merged.get("models")) else "image"
+        gpu, cpu, mode = STEP_DEFAULTS[kind]
         merged.setdefault("precisions", (gpu if cuda else cpu,))
         merged.setdefault("modes", (mode,))
         merged.setdefault("images", max(merged.get("batch_sizes") or (1,)))  # one batch of real images
@@ -147,11 +178,20 @@ class Profile(Scenario):
         """The precisions and backends of the kind of step: a language model's are the generate scenario's
         (weight-only precisions included), its backends the engines that expose each step (``hf-generate`` is a
         whole ``model.generate`` call, with no single step to profile)."""
-        from accelbench import precisions
+        from accelbench import backends, precisions
         from accelbench.backends.engine import engines
         from accelbench.core.config import check_choices
 
-        if not any(is_lm_step(s) for s in spec.settings.steps):
+        steps = spec.settings.steps
+        if lm_train_run(steps, spec.models):  # train's step of a language model: train's precisions and backends
+            if tuple(steps) != ("train",):
+                raise ConfigError("step", ",".join(steps), "train alone for a language model's training step")
+            if not spec.models or not spec.batch_sizes:
+                raise ConfigError("batch_sizes", spec.batch_sizes, "one or more positive integers, e.g. -b 4")
+            check_choices("precision", spec.precisions, precisions.names())
+            check_choices("mode", spec.modes, backends.names(workload="train"))
+            return None
+        if not any(is_lm_step(s) for s in steps):
             return super().validate(spec)
         if not spec.models or not spec.batch_sizes:
             raise ConfigError(
@@ -179,7 +219,7 @@ class Profile(Scenario):
                 raise ConfigError(
                     "step",
                     step,
-                    f"{'inference, train' if lm_steps else 'prefill, decode'} for "
+                    f"{'inference, train' if lm_steps else 'prefill, decode or train'} for "
                     f"{name} ({'a language model' if lm else 'not a language model: prefill and decode profile hf:<model>'})",
                 )
         if not lm_steps:
@@ -187,30 +227,42 @@ class Profile(Scenario):
         from accelbench.models.lm_checks import check_fits, check_model_name
 
         self.check_models(spec)
+        train = "train" in spec.settings.steps
         for name in spec.models:
             context, _ = check_model_name(name)
-            for p in spec.settings.prompt_lens:
+            longest = max(spec.settings.seq_lens)
+            if train and context and longest > context:
+                raise ConfigError("seq_len", longest, f"at most {name}'s context of {context} tokens")
+            for p in () if train else spec.settings.prompt_lens:
                 check_fits(name, context, p, 1)
 
     def takes(self, spec) -> str | None:
-        """A language model for the prefill and decode steps, an image classifier for the others."""
-        return LM if any(is_lm_step(s) for s in spec.settings.steps) else IMAGE
+        """A language model for the prefill and decode steps and for ``train`` of ``hf:...`` models, an image
+        classifier for the others."""
+        steps = spec.settings.steps
+        return LM if any(is_lm_step(s) for s in steps) or lm_train_run(steps, spec.models) else IMAGE
 
     def cases(self, spec, device: str) -> list:
         from accelbench.core.spec import grid
 
         st = spec.settings
+        lm = self.takes(spec) == LM
         return [
             c
             for step in st.steps
             for p in (st.prompt_lens if is_lm_step(step) else (None,))
-            for c in grid(spec, device, ProfileExtras(step=step, prompt_len=p))
+            for t in (st.seq_lens if lm and step == "train" else (None,))
+            for c in grid(spec, device, ProfileExtras(step=step, prompt_len=p, seq_len=t))
         ]
 
     def unsupported_reason(self, case, device) -> str | None:
         from accelbench import backends, precisions
         from accelbench.scenarios.base import quant_reason
 
+        if case.extras.seq_len is not None:  # a language model's training step: train's reasons
+            from accelbench.training.lm_step import unsupported_reason
+
+            return unsupported_reason(case.precision, case.mode, device)
         if is_lm_step(case.extras.step):
             return precisions.unsupported_reason(case.precision, device) or backends.get(case.mode).unsupported_reason(
                 device, "generate"
@@ -230,7 +282,8 @@ class Profile(Scenario):
         return ceilings
 
     def oom_group(self, case) -> tuple:
-        return (case.model, case.precision, case.mode, case.channels_last, case.extras.step, case.extras.prompt_len)
+        ex = case.extras
+        return (case.model, case.precision, case.mode, case.channels_last, ex.step, ex.prompt_len, ex.seq_len)
 
     def cudnn_benchmark(self, case, spec) -> bool | None:
         """A training step runs as ``accelbench train`` runs it: cuDNN autotuning on unless the spec says otherwise."""
@@ -247,7 +300,7 @@ class Profile(Scenario):
         from accelbench.scenarios.profile import step as stepmod
 
         dev, st = rank.device, spec.settings
-        cuda, lm = dev.type == "cuda", is_lm_step(case.extras.step)
+        cuda, lm = dev.type == "cuda", is_lm_case(case)
         work = stepmod.build(case, spec, dev)
         counts = work.counts if lm else analytic.count(work, case.extras.step)
         warm = st.warmup_steps if st.warmup_steps is not None else (5 if cuda else 1)

@@ -3,7 +3,7 @@
 | step | what one step runs |
 | --- | --- |
 | inference | ``model(x)`` through the case's backend, in the precision's context (``torch.inference_mode`` + autocast) |
-| train | :func:`accelbench.training.step.build_step`'s step, the one ``accelbench train`` times: zero_grad, forward under autocast, cross-entropy, backward, the optimizer step (``accelbench train``'s defaults: fused SGD with momentum on CUDA), a GradScaler for amp-fp16 |
+| train | :func:`accelbench.training.step.build_step`'s step, the one ``accelbench train`` times: zero_grad, forward under autocast, cross-entropy, backward, the optimizer step (``accelbench train``'s defaults: fused SGD with momentum on CUDA), a GradScaler for amp-fp16; a language model's (``-m hf:...``) is :mod:`accelbench.scenarios.profile.lm_train`'s (next-token cross-entropy, AdamW) |
 
 The same builder serves the analytic count, the timing and the Nsight Compute target process, so all
 three see the same model, input, layout and precision.
@@ -81,7 +81,8 @@ def _batch(case, spec, module, info, device, cl: bool):
 
 def build(case, spec, device):
     """Create the model, input and step callables for a profile ``case`` on ``device`` (torch.device): a
-    :class:`Workload`, or for a language model's prefill or decode step an :class:`accelbench.scenarios.profile.lm.LMWorkload`.
+    :class:`Workload`, or for a language model's prefill, decode or training step an
+    :class:`accelbench.scenarios.profile.lm.LMWorkload`.
 
     Raises:
         UnknownModelError, DataError, RuntimeError (incl. OOM): as model creation, data loading or the
@@ -95,6 +96,10 @@ def build(case, spec, device):
         from accelbench.scenarios.profile import lm
 
         return lm.build(case, spec, device)
+    if case.extras.seq_len is not None:  # a language model's training step
+        from accelbench.scenarios.profile import lm_train
+
+        return lm_train.build(case, spec, device)
     torch.manual_seed(spec.seed)
     from accelbench.models import with_overrides
 

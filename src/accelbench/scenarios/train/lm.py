@@ -175,15 +175,9 @@ class TrainLM(Scenario):
     def unsupported_reason(self, case, device) -> str | None:
         """The image step's reasons, but an fp8 precision: Float8 training (torchao) where the GPU has fp8 matmuls
         (compute capability >= 8.9)."""
-        from accelbench import backends, precisions
-        from accelbench.training.lm_step import float8_reason
+        from accelbench.training.lm_step import unsupported_reason
 
-        if precisions.is_float8(case.precision):
-            why = precisions.unsupported_reason(case.precision, device) or float8_reason(device)
-            return f"Float8 training: {why}" if why else None
-        return precisions.unsupported_reason(case.precision, device, True) or backends.get(
-            case.mode
-        ).unsupported_reason(device, self.backend_workload)
+        return unsupported_reason(case.precision, case.mode, device, self.backend_workload)
 
     def oom_group(self, case) -> tuple[Any, ...]:
         ex = case.extras
@@ -210,29 +204,6 @@ class TrainLM(Scenario):
         if cols:
             rec.update(cols)
             store.update_case(case_id, cols)
-
-
-def is_lm_spec(models) -> bool:
-    """Whether ``models`` (names, or one comma-separated string) are language models (``accelbench train`` runs
-    them through this scenario).
-
-    Raises:
-        ConfigError: language models mixed with image classifiers.
-    """
-    from accelbench.core.errors import UnknownModelError
-    from accelbench.models.base import lookup
-    from accelbench.models.hf import is_lm_name
-
-    names = [s.strip() for s in models.split(",")] if isinstance(models, str) else list(models or ())
-    found = []
-    for n in names:
-        try:
-            found.append(lookup(n).kind == LM)
-        except UnknownModelError:
-            found.append(is_lm_name(n))
-    if found and any(found) and not all(found):
-        raise ConfigError("model", ",".join(names), "language models or image classifiers, not both in one run")
-    return bool(found) and all(found)
 
 
 register(TrainLM())
