@@ -74,6 +74,7 @@ def test_a_client_limited_level_is_flagged_with_its_worst_delay():
         (("--url", "http://x", "--slo-search"), "an objective to search against"),
         (("--url", "http://x", "--slo", "ttft=3"), "invalid slo"),
         (("--engine", "transformers"), "one model for --engine transformers"),
+        (("--url", "http://x", "--ceiling", "vllm"), "an in-process engine (hf-generate, static-cache"),
     ],
 )
 def test_a_settings_mistake_is_one_line_before_anything_runs(db, args, words):
