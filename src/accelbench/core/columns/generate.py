@@ -177,7 +177,7 @@ DECLARED = (
         FLOAT,
         "Decode step bytes",
         "si:B",
-        scenarios=G,
+        scenarios=(G, "serve"),
         doc="Bytes a decode step must read: the weights plus the KV cache filled so far (mean over the steps).",
     ),
     col("decode_step_flops", FLOAT, "Decode step FLOPs", "si:FLOP", scenarios=G),
@@ -188,11 +188,11 @@ DECLARED = (
         "MBU",
         "pct:1",
         combine=RANK,
-        scenarios=G,
+        scenarios=(G, "serve"),
         doc="Memory-bandwidth utilisation of decode: decode step bytes / mean TPOT over the measured copy "
         "bandwidth (Databricks' MBU).",
     ),
-    col("mbu_datasheet", FLOAT, "MBU (datasheet)", "pct:1", combine=RANK, scenarios=G),
+    col("mbu_datasheet", FLOAT, "MBU (datasheet)", "pct:1", combine=RANK, scenarios=(G, "serve")),
     *_stats("e2e_latency", "End-to-end", "E2E", "One generation, prompt in to last token out."),
     # memory
     col(
@@ -203,8 +203,15 @@ DECLARED = (
         scenarios=GP,
         doc="Keys and values of every layer for batch x (prompt + new tokens), in the cache's dtype.",
     ),
-    col("kv_bytes_per_token", INT, "KV bytes/token", "si:B", scenarios=GP),
-    col("weight_bytes", INT, "Weights", "si:B", scenarios=GP, doc="Bytes of the weights as stored for the run."),
+    col("kv_bytes_per_token", INT, "KV bytes/token", "si:B", scenarios=GP + " serve"),
+    col(
+        "weight_bytes",
+        INT,
+        "Weights",
+        "si:B",
+        scenarios=GP + " serve",
+        doc="Bytes of the weights as stored for the run.",
+    ),
     # energy and quality
     col(
         "perplexity",
