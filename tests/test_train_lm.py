@@ -1,13 +1,18 @@
 """A language model's training step (``accelbench train -m hf:...``): the bundled tiny model trains end to end on
 the CPU (tokens counted, the loss finite and falling), torchtitan's FLOP count against a hand count from the config,
 the memory estimate's out-of-memory row, fp8 training's ``unsupported`` row on a CPU, the refusals of options of the
-other kind of model, and ``scale`` over 1 and 2 processes (gloo) with DDP and FSDP2."""
+other kind of model, ``scale`` over 1 and 2 processes (gloo) with DDP and FSDP2, and ``--resume`` of a sweep and of a
+convergence run SIGKILLed mid-way."""
 
 import json
 import math
+import signal
+import subprocess
+import sys
 
 import pytest
-from conftest import run_cli
+from conftest import cli_env, run_cli
+from signal_helpers import stored_rows, wait_for
 
 from accelbench.core.errors import OK, OOM, UNSUPPORTED
 from accelbench.models.hf import BUNDLED
@@ -181,3 +186,58 @@ def test_epochs_train_to_a_held_out_perplexity_with_checkpoints(tmp_path):
     # random weights start near the vocabulary's size (1,024): the first epoch is under 2,000
     assert summary["epochs_to_target"] == 1 and summary["time_to_target_s"] == epochs[0]["elapsed_s"]
     assert len(list((tmp_path / "c-checkpoints").glob("*.pt"))) == 2
+
+
+def _killed(args: list[str], reached, label: str) -> None:
+    """``accelbench <args>`` as a real process, SIGKILLed (no handler runs) once ``reached()`` holds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *args],
+        env=cli_env({"OMP_NUM_THREADS": "1"}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(reached, proc, label=label)  # a state of the store or the folder, not a time
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_resumes_without_measuring_its_stored_case_again(tmp_path):
+    """Three cases; SIGKILL once the first case's row is stored (each case times at least 1 s, so the kill lands in
+    the second); ``--resume`` measures the two left in the same run and keeps the stored row as it was."""
+    db = tmp_path / "k.db"
+    args = ["train", "-m", TINY, "-b", "1,2,3", "--seq-len", "16", "--min-time-s", "1", "--db", str(db), *SMALL]
+    _killed(args, lambda: stored_rows(db) >= 1, "the first case row")
+    (first,) = Store(db).records()
+    assert first["batch_size"] == 1 and first["status"] == OK
+    p = run_cli(*args, "--resume")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "1 cases were already done" in p.stdout
+    rows = Store(db).records()
+    assert sorted(r["batch_size"] for r in rows) == [1, 2, 3] and all(r["status"] == OK for r in rows)
+    assert {r["run_id"] for r in rows} == {first["run_id"]}
+    (kept,) = [r for r in rows if r["batch_size"] == 1]
+    assert kept["case_id"] == first["case_id"] and kept["tokens_per_s"] == first["tokens_per_s"]
+
+
+@pytest.mark.slow
+def test_a_killed_convergence_run_resumes_from_its_checkpoint(tmp_path):
+    """``--epochs 3`` SIGKILLed once the first epoch's checkpoint is written; ``--resume`` continues from the newest
+    checkpoint: each epoch's row stored once, none lost, none repeated."""
+    db = tmp_path / "c.db"
+    args = ["train", "-m", TINY, "--epochs", "3", "-b", "4", "--seq-len", "16", "--train-windows", "40"]
+    args += ["--eval-windows", "8", "--init", "random", "--warmup-steps", "1", "--device", "cpu", "--idle-s", "0"]
+    args += ["--db", str(db)]
+    folder = tmp_path / "c-checkpoints"
+    _killed(args, lambda: any(folder.glob("*.pt")), "the first checkpoint")
+    before = [r for r in Store(db).records() if r["row_type"] == "epoch"]
+    assert len(before) < 3  # killed before the run ended
+    p = run_cli(*args, "--resume")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "resumed after epoch" in p.stdout
+    records = Store(db).records()
+    assert sorted(r["epoch"] for r in records if r["row_type"] == "epoch") == [1, 2, 3]
+    (summary,) = [r for r in records if r["row_type"] == "summary"]
+    assert summary["status"] == OK and summary["epochs_done"] == 3

@@ -289,6 +289,8 @@ def _converge_lm(layers: list[dict], out: Output, named) -> None:
         )
 
     result = api.train(spec, store, resume=out.resume, on_row=on_row, name=named.name, tags=named.tags)
+    for bs, e in result.resumed.items():
+        console.print(f"bs={bs}: resumed after epoch {e} from its checkpoint")
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
 
 
