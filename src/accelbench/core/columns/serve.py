@@ -228,7 +228,7 @@ METRIC_MAPS = (
         ),
         compact=tuple(
             "concurrency request_rate_per_s ttft_p50_ms tpot_p50_ms output_tokens_per_s request_throughput_per_s "
-            "energy_per_sample_j status".split()
+            "engine_share_of_ceiling energy_per_sample_j status".split()
         ),
         statistic="TTFT, TPOT: medians of the level's requests; rates over its measured window",
         section="serve",
