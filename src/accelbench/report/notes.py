@@ -23,13 +23,16 @@ def _present(v: Any) -> bool:
 
 
 def case_label(r: dict, model: bool = True) -> str:
-    """``model bs=B precision mode``: names a case in notes and messages (``model=False``: without the model)."""
+    """``model bs=B precision mode``: names a case in notes and messages (``model=False``: without the model); a
+    language model's ``--gpus`` case adds its parallel strategy (ddp, fsdp), a profile case its step."""
     name = r.get("model")
     # a case without a model (the input pipeline's loader cases) is named by its key
     parts = [str(name) if _present(name) else str(r.get("case_key") or "?")] if model else []
     if _present(r.get("batch_size")):
         parts.append(f"bs={int(r['batch_size'])}")
-    parts += [str(r[k]) for k in ("precision", "mode", "step", "loadgen_scenario") if _present(r.get(k))]
+    parts += [
+        str(r[k]) for k in ("precision", "mode", "parallel_strategy", "step", "loadgen_scenario") if _present(r.get(k))
+    ]
     return " ".join(parts)
 
 
