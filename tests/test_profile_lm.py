@@ -122,6 +122,8 @@ def test_a_training_steps_least_bytes_by_hand():
         (["-m", "hf:tiny-shakespeare", "--step", "prefill,train"], "not two kinds in one run"),
         (["-m", "hf:tiny-shakespeare", "--step", "train", "--seq-len", "100000"], "context"),
         (["-m", "hf:tiny-shakespeare", "--step", "train", "--mode", "static-cache"], "invalid mode 'static-cache'"),
+        (["-m", "helpers:tiny_conv_net", "--step", "train", "--seq-len", "64"], "--seq-len applies to a language"),
+        (["-m", "hf:tiny-shakespeare", "--step", "train", "--prompt-len", "64"], "--prompt-len applies to a language"),
         (["-m", "hf:tiny-shakespeare", "--step", "decode", "--mode", "hf-generate"], "invalid mode 'hf-generate'"),
         (["-m", "hf:tiny-shakespeare", "--step", "decode", "--prompt-len", "100000"], "context"),
     ],
@@ -129,7 +131,7 @@ def test_a_training_steps_least_bytes_by_hand():
 def test_a_step_of_the_other_kind_of_model_is_one_line(tmp_path, args, needle):
     """An image model has no prefill or decode; a language model's forward pass without its cache is neither phase
     of a generation (what ``generate`` times), so ``inference`` of an hf: model is refused, not guessed; its training
-    step takes train's backends and a sequence its context holds."""
+    step takes train's backends and a sequence its context holds; a length flag of another step is refused."""
     p = run_cli("profile", *args, "--device", "cpu", "--ncu", "off", "--db", str(tmp_path / "x.db"))
     lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], p.stderr

@@ -83,6 +83,7 @@ def profile(
     )
     named = label.of()
     spec = api.spec("profile", flags)
+    _check_lengths(spec, settings.fields())
     where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
     console.print(
         f"accelbench profile: {', '.join(spec.models)} ({', '.join(spec.settings.steps)}) on {where}, db {out.db}"
@@ -137,3 +138,14 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
             console.print(f"{rec['status']}: {rec['model']} {rec['step']}: {rec['error']}")
     for label, text in case_notes(r for r in out.records if r.get("status") == OK):  # flagged, grouped
         console.print(styled(label, "yellow", " " + text))
+
+
+def _check_lengths(spec, given: dict) -> None:
+    """``--seq-len`` is a language model's training step's, ``--prompt-len`` its prefill's and decode's: given to a
+    run that does not use it, it is one line, not ignored."""
+    from accelbench.scenarios.profile.scenario import LM_STEPS, lm_train_run
+
+    if "seq_lens" in given and not lm_train_run(spec.settings.steps, spec.models):
+        a.fail("--seq-len applies to a language model's training step (--step train -m hf:...)")
+    if "prompt_lens" in given and not set(spec.settings.steps) & set(LM_STEPS):
+        a.fail("--prompt-len applies to a language model's prefill and decode steps (--step prefill,decode)")
