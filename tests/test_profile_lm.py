@@ -95,16 +95,20 @@ def test_the_training_step_of_a_language_model_is_the_one_train_times(tmp_path):
 
 
 def test_a_training_steps_least_bytes_by_hand():
-    """10 P + the int64 inputs and labels + twice the activations and logits (Korthikanti's count), by hand."""
+    """10 P + the int64 inputs and labels + twice the activations (Korthikanti's, the scores left on chip) and logits,
+    by hand."""
     from accelbench.training.lm_maths import LMShape, step_least_bytes
 
     shape = LMShape(
         params=1000, embedding_params=100, tied_head=False, layers=2, heads=2, head_dim=4, hidden=8, vocab=50
     )
-    # 10 x 1000 x 4; 2 x 8 x 1 x 4; a layer 4 x 1 x 8 x (34 + 5 x 2 x 4 // 8) = 1,248 bytes in 16-bit, two layers;
-    # logits 1 x 4 x 50 x (2 + 4 + 4) = 2,000
+    # 10 x 1000 x 4; 2 x 8 x 1 x 4; a layer 4 x 1 x 8 x 34 = 1,088 bytes in 16-bit, two layers (twice in fp32);
+    # logits 1 x 4 x 50 x (2 + 4 + 4) = 2,000 (x (4 + 4 + 4) = 2,400 in fp32)
     assert step_least_bytes(shape, batch_size=1, seq_len=4, param_bytes=4, activation_bytes=2) == (
-        40_000 + 64 + 2 * (2 * 1248 + 2000)
+        40_000 + 64 + 2 * (2 * 1088 + 2000)
+    )
+    assert step_least_bytes(shape, batch_size=1, seq_len=4, param_bytes=4, activation_bytes=4) == (
+        40_000 + 64 + 2 * (2 * 2176 + 2400)
     )
 
 

@@ -135,14 +135,13 @@ def step_least_bytes(shape: LMShape, *, batch_size: int, seq_len: int, param_byt
     --step train -m hf:...``): ``10 P`` (P = parameters x ``param_bytes``: the weights read in the forward and again
     in the backward, the gradient written, AdamW reading weight, gradient and its two moments and writing weight and
     moments), the token ids (inputs and labels, int64), and twice (written in the forward, read in the backward) the
-    activations and logits :func:`step_memory` estimates without checkpointing (Korthikanti et al. 2022, eq. 1). An
-    estimate for the roofline, as the image step's ``8 P + X + 5 A`` (:mod:`accelbench.core.analytic`)."""
-    mem = step_memory(
-        shape, batch_size=batch_size, seq_len=seq_len, param_bytes=param_bytes, activation_bytes=activation_bytes
-    )
-    return (
-        10 * shape.params * param_bytes + 2 * 8 * batch_size * seq_len + 2 * (mem.activation_bytes + mem.logits_bytes)
-    )
+    activations, ``s b h 34`` bytes a decoder layer in 16-bit (Korthikanti et al. 2022, eq. 1, without its ``5 a s /
+    h`` attention scores, which a fused attention kernel keeps on chip; twice that in fp32), and the logits ``b s V``
+    in the compute dtype with their float32 copy and gradient. An estimate for the roofline, as the image step's
+    ``8 P + X + 5 A`` (:mod:`accelbench.core.analytic`)."""
+    layer = seq_len * batch_size * shape.hidden * 34 * activation_bytes // 2
+    logits = batch_size * seq_len * shape.vocab * (activation_bytes + 4 + 4)
+    return 10 * shape.params * param_bytes + 2 * 8 * batch_size * seq_len + 2 * (shape.layers * layer + logits)
 
 
 def window_starts(n_tokens: int, seq_len: int, count: int, first: int = 0, stride: int = 1) -> list[int]:
