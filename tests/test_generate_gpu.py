@@ -101,7 +101,7 @@ def test_every_backend_and_precision_runs(tmp_path):
         "-m",
         "hf:tiny-shakespeare",
         "-b",
-        "1,4",
+        "2",
         "--prompt-lens",
         "64",
         "--new-tokens",
@@ -120,7 +120,7 @@ def test_every_backend_and_precision_runs(tmp_path):
         timeout=900,
     )
     rows = Store(db).records()
-    assert len(rows) == 2 * 3 * 4
+    assert len(rows) == 3 * 4
     bad = [
         (r["status"], r["mbu"], r["tpot_p50_ms"], r["perplexity"], r["precision"], r["mode"])
         for r in rows

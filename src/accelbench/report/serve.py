@@ -155,7 +155,7 @@ def _device_line(best: dict) -> str | None:
             f"the engine delivers {_pct(best['engine_share_of_ceiling'])} of the "
             f"{rate(best['ceiling_output_tokens_per_s'])} output tok/s this device decodes in process at batch "
             f"{best['ceiling_batch']} ({best.get('ceiling_mode')}, TPOT p50 {ms(best['ceiling_tpot_p50_ms'])} "
-            f"against the served {ms(best.get('tpot_p50_ms'))})"
+            f"against the served {ms(best['tpot_p50_ms'])})"
         )
     elif best.get("ceiling_note"):
         parts.append(f"no in-process ceiling ({best['ceiling_note']})")
