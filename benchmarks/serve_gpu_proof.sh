@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# accelbench serve against transformers serve on one GPU, in one call (under ~10 minutes), stages in priority order:
+#   cb       Llama-3.2-1B shape (random weights), continuous batching, concurrency 1..64, the in-process ceiling
+#   slo      Llama-3.1-8B shape, continuous batching, the highest concurrency meeting MLPerf's Server SLO
+#   nocb     Llama-3.2-1B without continuous batching, concurrency 1..16
+#   rate     Llama-3.2-1B, continuous batching, Poisson request rates
+# then the HTML report and a JSON export of the store. Results in $OUT: serve.db, serve.json, serve.html, log.txt and
+# the servers' logs (the random checkpoints stay in $RUN).
+# Run from the repository root with the serve extra's wheels on the path. DRY=1: the same stages on a CPU with the
+# bundled tiny model (seconds a level).
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-./serve-out}; RUN=${RUN:-/tmp/serve-run}; mkdir -p "$OUT" "$RUN"; DB=$RUN/serve.db  # the store, its server logs and checkpoints
+AB="python3 -m accelbench"
+T0=$(date +%s); left() { echo $(( ${BUDGET_S:-570} - ($(date +%s) - T0) )); }
+if [ "${DRY:-0}" = 1 ]; then
+  M1=hf:tiny-shakespeare; M8=hf:tiny-shakespeare; C=1,4; C8=1,4; R=2,4; LEN="--input-len 32 --output-len 16"
+  LEVEL="--duration-s 2 --warmup-requests 1 --idle-s 0 --device cpu"; CEIL="--ceiling static-cache"
+else
+  M1=hf:llama-3.2-1b; M8=hf:llama-3.1-8b; C=1,4,16,64; C8=1,64; R=4,16,64; LEN="--input-len 128 --output-len 128"
+  LEVEL="--duration-s 8 --warmup-requests 4 --idle-s 0"; CEIL=""
+fi
+SERVE="$AB serve --engine transformers $LEN $LEVEL --db $DB"
+step() { echo "=== $(date +%T) (left $(left) s) $*"; }
+{
+  step device; nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader 2>/dev/null
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+  step "cb: $M1 continuous batching, concurrency $C, in-process ceiling"
+  timeout 230 $SERVE -m $M1 --continuous-batching --concurrency $C $CEIL --name cb-1b
+  step "slo: $M8 continuous batching, MLPerf Server SLO search"
+  timeout $(( $(left) > 330 ? 200 : $(left) - 130 )) $SERVE -m $M8 --continuous-batching --concurrency $C8 \
+    --slo mlperf-server --slo-search --search-steps 3 --ceiling none --name slo-8b
+  step "nocb: $M1 without continuous batching"
+  timeout $(( $(left) > 160 ? 90 : $(left) - 70 )) $SERVE -m $M1 --concurrency ${C%,*} --ceiling none --name nocb-1b
+  step "rate: $M1 continuous batching, Poisson request rates $R"
+  timeout $(( $(left) - 40 )) $SERVE -m $M1 --continuous-batching --request-rate $R --ceiling none --name rate-1b
+  step report
+  timeout 30 $AB report --db $DB --html "$OUT/serve.html"
+  timeout 15 $AB export --db $DB --format json --output "$OUT/serve.json"
+  cp "$DB" "$RUN"/*-server.log "$OUT"/
+  step done
+} 2>&1 | grep -v -i "warn" | tee "$OUT/log.txt"
