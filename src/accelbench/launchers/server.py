@@ -160,11 +160,12 @@ def wait_ready(server: Launched, probe: Callable[[float], Any], timeout_s: float
         time.sleep(POLL_S)  # between two probes of a starting server: a poll interval, not a wait for a state
 
 
-def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0) -> Path:
+def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, device="cpu") -> Path:
     """The folder ``transformers serve`` loads for ``hf:<name>``: the bundled model's or a local folder as it is;
     for an architecture (:data:`accelbench.models.hf.ARCHITECTURES`), a random-weight checkpoint written once under
     ``cache_dir`` (config, ``model.safetensors`` in ``dtype``, the bundled model's tokenizer, whose ids the
-    architecture's embedding table holds).
+    architecture's embedding table holds). The weights are drawn on ``device`` (the server's GPU draws an 8B
+    model's in seconds where a CPU takes minutes) and freed before the server starts.
 
     Raises:
         UnknownModelError, MissingDependencyError: as :func:`accelbench.models.hf.check_lm`.
@@ -183,7 +184,7 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0) -> 
     out = cache_dir / f"{arch}-{dtype}-seed{seed}"
     if (out / "model.safetensors").is_file() or (out / "model.safetensors.index.json").is_file():
         return out
-    loaded = hf.load_lm(name, "cpu", getattr(torch, dtype), seed)
+    loaded = hf.load_lm(name, device, getattr(torch, dtype), seed)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     logging = hf.require_transformers().utils.logging
@@ -194,6 +195,9 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0) -> 
     finally:
         if shown:
             logging.enable_progress_bar()
+        del loaded
+        if torch.device(device).type == "cuda":
+            torch.cuda.empty_cache()  # the server, another process, needs the memory
     bundled = hf.BUNDLED / hf.BUNDLED_MODELS[0]
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(bundled / f, tmp / f)
@@ -295,7 +299,7 @@ class ServerLauncher(Inline):
         command, url, model = self.command, self.base_url, None
         if command is None:  # the built-in launch
             dtype = "float32" if device.type == "cpu" else "bfloat16"
-            folder = checkpoint_folder(self.model, self.log_dir / "serve-checkpoints", dtype, spec.seed)
+            folder = checkpoint_folder(self.model, self.log_dir / "serve-checkpoints", dtype, spec.seed, device)
             port = free_port()
             command = transformers_command(folder, port, str(device), self.continuous_batching)
             url, env = f"http://127.0.0.1:{port}", server_env()
