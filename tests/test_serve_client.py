@@ -162,7 +162,13 @@ def test_sse_lines_and_chunks():
     ev = chunk_event({"choices": [{"delta": {"content": "hi"}, "finish_reason": None}]}, "chat")
     assert (ev.text, ev.usage) == ("hi", None)
     ev = chunk_event({"choices": [], "usage": {"completion_tokens": 3}}, "completions")
-    assert (ev.text, ev.usage) == ("", {"completion_tokens": 3})
+    assert (ev.text, ev.usage, ev.output) == ("", {"completion_tokens": 3}, False)
+    # a generated token that decodes to no text is still output; a role announcement or a bare closing chunk is not
+    assert chunk_event({"choices": [{"text": "", "finish_reason": None}]}, "completions").output
+    assert chunk_event({"choices": [{"text": "a", "finish_reason": "length"}]}, "completions").output
+    assert not chunk_event({"choices": [{"text": "", "finish_reason": "length"}]}, "completions").output
+    assert not chunk_event({"choices": [{"delta": {"role": "assistant", "content": ""}}]}, "chat").output
+    assert chunk_event({"choices": [{"delta": {"content": ""}, "finish_reason": None}]}, "chat").output
     with pytest.raises(RequestError, match="server error"):
         chunk_event({"error": {"message": "out of memory"}}, "completions")
 
@@ -423,3 +429,20 @@ def test_a_servers_metrics_are_gauge_means_and_counter_increases_over_the_window
     assert not any(k.endswith(("_bucket", "_created")) or "_bucket{" in k for k in got)
     assert series["server_vllm_num_requests_running"] == [2.0, 4.0, 9.0, 1.0]
     assert series["server_t_s"] == pytest.approx([t - times[0] for t in times])
+
+
+def test_a_random_checkpoints_tokenizer_decodes_every_id_of_its_vocabulary(tmp_path):
+    """A random model generates ids from its whole vocabulary; the built-in launch's tokenizer must decode each to
+    text, or the server streams nothing for it."""
+    from tokenizers import Tokenizer
+
+    from accelbench.launchers.server import write_covering_tokenizer
+    from accelbench.models import hf
+
+    bundled = hf.BUNDLED / hf.BUNDLED_MODELS[0]
+    write_covering_tokenizer(bundled, tmp_path, 1100)
+    tok = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    known = Tokenizer.from_file(str(bundled / "tokenizer.json")).get_vocab_size()
+    assert known < 1100 and tok.get_vocab_size() == 1100
+    assert all(tok.decode([i]) for i in range(known, 1100))
+    assert tok.encode("To be").ids == Tokenizer.from_file(str(bundled / "tokenizer.json")).encode("To be").ids

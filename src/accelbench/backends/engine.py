@@ -94,12 +94,16 @@ class StreamEvent:
         tokens: output tokens the chunk carries when the server says so, else None (counted by the tokenizer).
         usage: the server's ``usage`` object when the chunk carries it (``prompt_tokens``, ``completion_tokens``).
         finish_reason: the choice's ``finish_reason`` on its last chunk.
+        output: the chunk carries generated output: a choice with text, even empty text (a token the tokenizer
+            decodes to nothing, or the first bytes of a character, is still a token the server generated); not a
+            chunk of usage alone, a chat stream's role announcement or an empty closing chunk.
     """
 
     text: str = ""
     tokens: int | None = None
     usage: dict[str, Any] | None = None
     finish_reason: str | None = None
+    output: bool = False
 
 
 class Engine(Backend):

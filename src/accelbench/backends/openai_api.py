@@ -146,7 +146,10 @@ DONE: dict[str, Any] = {}  # parse_sse_line's answer to ``data: [DONE]`` (compar
 
 def chunk_event(chunk: dict[str, Any], api: str) -> StreamEvent:
     """The :class:`StreamEvent` of one parsed chunk (completions: ``choices[0].text``; chat:
-    ``choices[0].delta.content``; ``usage`` when the chunk carries it).
+    ``choices[0].delta.content``; ``usage`` when the chunk carries it). A choice whose text field is present counts
+    as output even when the text is empty (vLLM's ``benchmarks/lib/endpoint_request_func.py`` times every chunk with
+    ``choices``), but for a chat stream's role announcement (``role`` with empty content) and an empty chunk that
+    only closes the choice (``finish_reason`` set).
 
     Raises:
         RequestError: ``server error``: the chunk is an error object (vLLM reports a failure mid-stream so).
@@ -157,12 +160,15 @@ def chunk_event(chunk: dict[str, Any], api: str) -> StreamEvent:
     choices = chunk.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
     part = (choice.get("delta") or {}) if api == "chat" else choice
-    text = part.get("content" if api == "chat" else "text") or ""
+    raw = part.get("content" if api == "chat" else "text")
+    text = raw if isinstance(raw, str) else ""
+    closing = choice.get("finish_reason") is not None or (api == "chat" and "role" in part)
     usage = chunk.get("usage")
     return StreamEvent(
-        text=text if isinstance(text, str) else "",
+        text=text,
         usage=usage if isinstance(usage, dict) else None,
         finish_reason=choice.get("finish_reason"),
+        output=isinstance(raw, str) and (bool(text) or not closing),
     )
 
 

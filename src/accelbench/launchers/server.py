@@ -163,8 +163,8 @@ def wait_ready(server: Launched, probe: Callable[[float], Any], timeout_s: float
 def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, device="cpu") -> Path:
     """The folder ``transformers serve`` loads for ``hf:<name>``: the bundled model's or a local folder as it is;
     for an architecture (:data:`accelbench.models.hf.ARCHITECTURES`), a random-weight checkpoint written once under
-    ``cache_dir`` (config, ``model.safetensors`` in ``dtype``, the bundled model's tokenizer, whose ids the
-    architecture's embedding table holds). The weights are drawn on ``device`` (the server's GPU draws an 8B
+    ``cache_dir`` (config, ``model.safetensors`` in ``dtype``, the bundled model's tokenizer made to cover the
+    architecture's vocabulary: :func:`write_covering_tokenizer`). The weights are drawn on ``device`` (the server's GPU draws an 8B
     model's in seconds where a CPU takes minutes) and freed before the server starts.
 
     Raises:
@@ -185,6 +185,7 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, dev
     if (out / "model.safetensors").is_file() or (out / "model.safetensors.index.json").is_file():
         return out
     loaded = hf.load_lm(name, device, getattr(torch, dtype), seed)
+    vocab = int(loaded.module.config.vocab_size)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     logging = hf.require_transformers().utils.logging
@@ -198,11 +199,31 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, dev
         del loaded
         if torch.device(device).type == "cuda":
             torch.cuda.empty_cache()  # the server, another process, needs the memory
-    bundled = hf.BUNDLED / hf.BUNDLED_MODELS[0]
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(bundled / f, tmp / f)
+    write_covering_tokenizer(hf.BUNDLED / hf.BUNDLED_MODELS[0], tmp, vocab)
     tmp.replace(out)  # a folder is complete or absent: an interrupted write is never loaded
     return out
+
+
+def write_covering_tokenizer(source: Path, folder: Path, vocab_size: int) -> None:
+    """Write ``source``'s tokenizer (``tokenizer.json``, ``tokenizer_config.json``) into ``folder``, its vocabulary
+    extended to ``vocab_size`` ids by one added token each (``<t{id}>``), so every id a random-weight model
+    generates decodes to text.
+
+    Why: a random model draws its output ids from its whole vocabulary (128,256 for Llama 3) while the bundled
+    tokenizer knows 1,024; a server streams a chunk only when the new ids decode to text, so with the bundled
+    tokenizer alone most generated tokens would reach the client as no chunk at all (most requests then seem to
+    produce nothing, and the TTFT and inter-token gaps would be those of the rare decodable tokens).
+    """
+    import json
+    import shutil
+
+    shutil.copy(source / "tokenizer_config.json", folder / "tokenizer_config.json")
+    doc = json.loads((source / "tokenizer.json").read_text())
+    added = doc.setdefault("added_tokens", [])
+    first = 1 + max([*doc["model"]["vocab"].values(), *(t["id"] for t in added)])
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False}
+    added += [{"id": i, "content": f"<t{i}>", **flags} for i in range(first, vocab_size)]
+    (folder / "tokenizer.json").write_text(json.dumps(doc))
 
 
 def transformers_command(folder: Path, port: int, device: str | None, continuous_batching: bool) -> str:

@@ -77,9 +77,10 @@ class ServeState:
 
 
 def load_tokenizer(spec, info) -> Any:
-    """The tokenizer of the run: ``tokenizer`` (a local folder), the model's checkpoint folder (``hf:`` names; an
-    architecture's random checkpoint uses the bundled tokenizer), or the served model's where its id is a local
-    folder or a hub id in the local cache.
+    """The tokenizer of the run: ``tokenizer`` (a local folder), the model's checkpoint folder (``hf:`` names), or the
+    served model's where its id is a local folder or a hub id in the local cache (the built-in launch's random
+    checkpoint of an architecture holds the tokenizer covering its vocabulary); else, for an architecture, the
+    bundled tokenizer.
 
     Raises:
         ConfigError: none is found here (no download, ever): one line asking for ``--tokenizer``.
@@ -88,13 +89,15 @@ def load_tokenizer(spec, info) -> Any:
 
     st = spec.settings
     candidates = [st.tokenizer] if st.tokenizer else []
+    bundled = []
     for name in spec.models[:1]:
         if hf.is_lm_name(name):
-            folder = hf.checkpoint_dir(name) or hf.BUNDLED / hf.BUNDLED_MODELS[0]
-            candidates.append(str(folder))
+            folder = hf.checkpoint_dir(name)
+            (candidates if folder is not None else bundled).append(str(folder or hf.BUNDLED / hf.BUNDLED_MODELS[0]))
     served = getattr(info, "model", None)
     if served:
         candidates.append(served)
+    candidates += bundled
     for c in candidates:
         try:
             return _tokenizer(c)

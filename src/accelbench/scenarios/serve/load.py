@@ -8,7 +8,8 @@ Definitions (the columns of :mod:`accelbench.scenarios.serve.metrics` are comput
   before the POST too, so time queued in the client counts in TTFT and E2E), or the moment a closed-loop worker
   took it (closed loop).
 - ``sent_s``: when the POST started (after a ``max_concurrency`` slot freed).
-- ``first_token_s``: the first chunk whose choice carries text. ``end_s``: the last chunk.
+- ``first_token_s``: the first chunk that carries output (:attr:`accelbench.backends.engine.StreamEvent.output`:
+  a choice with text, even empty). ``end_s``: the last chunk.
 - ``token_times_s``: one time per output token: a chunk of k tokens spreads the gap since the previous chunk evenly
   over its k tokens (MLPerf Inference's per-token accounting); tokens of the first chunk all arrive at
   ``first_token_s`` (the time before them is the prefill, not inter-token time).
@@ -214,7 +215,7 @@ class _Level:
             async with asyncio.timeout(self.timeout_s):
                 async for ev in self.engine.stream(body):
                     t = self.now()
-                    if ev.text:
+                    if ev.output:
                         st.times.append(t)
                         st.texts.append(ev.text)
                         st.tokens.append(ev.tokens)
