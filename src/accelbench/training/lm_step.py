@@ -98,7 +98,10 @@ def build_lm_step(
     compile_kwargs = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
     prepare_lm(lm, checkpointing=checkpointing, compile_kwargs=compile_kwargs)
     cfg = step_config(precision, mode, lr=lr, weight_decay=weight_decay, fused=fused)
-    step = build_step(next_token(lm), cfg, device, wrap=fsdp_wrap(lm) if fsdp else wrap, compile_whole=False)
+    if fsdp:
+        half = precisions.get(cfg.precision).autocast_dtype  # "bfloat16", "float16" or None
+        wrap = fsdp_wrap(lm, getattr(torch, half) if half else None)
+    step = build_step(next_token(lm), cfg, device, wrap=wrap, compile_whole=False)
     return LMStep(step=step, lm=lm, loaded=loaded, shape=shape, fp8_linear_layers=fp8)
 
 
@@ -218,17 +221,29 @@ def prepare_lm(lm, *, checkpointing: str, compile_kwargs: dict | None) -> None:
             layer.compile(**compile_kwargs)
 
 
-def fsdp_wrap(lm):
+def fsdp_wrap(lm, param_dtype=None):
     """A ``wrap`` for :func:`accelbench.training.step.build_step` that shards with FSDP2: ``fully_shard``
     on each decoder layer of ``lm``, then on ``lm`` itself, the root of its parameters (the step's
     :func:`next_token` module around it holds none; its flattened logits are a view, which FSDP2's backward hook
-    must not be registered on); one mesh over every rank."""
+    must not be registered on); one mesh over every rank.
+
+    ``param_dtype`` (the autocast dtype of an ``amp-*`` precision): FSDP2's mixed precision, as torchtitan trains
+    (``torchtitan/models/llama3/infra/parallelize.py``: ``MixedPrecisionPolicy(param_dtype=bfloat16,
+    reduce_dtype=float32)``): the float32 shards are gathered in ``param_dtype`` (half the all-gather bytes and no
+    per-op casts of the weights) and the gradients reduced in float32; the optimizer keeps float32 parameters."""
+    import torch
     from torch.distributed.fsdp import fully_shard
+
+    kwargs = {}
+    if param_dtype is not None:
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+
+        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
 
     def wrap(module):
         for layer in decoder_layers(lm):
-            fully_shard(layer)
-        fully_shard(lm)
+            fully_shard(layer, **kwargs)
+        fully_shard(lm, **kwargs)
         return module
 
     return wrap

@@ -16,7 +16,7 @@ decode tokens/s = batch / mean TPOT. The percentiles (p50, p99) describe the lat
 from __future__ import annotations
 
 from accelbench.core import kinds
-from accelbench.core.columns.column import BOOL, FLOAT, INT, MAX, RANK, STR, col
+from accelbench.core.columns.column import BOOL, FLOAT, INT, MAX, MEAN, RANK, STR, col
 from accelbench.core.columns.metric_map import GENERATIONS, MetricMap
 
 G = "generate"
@@ -127,18 +127,18 @@ DECLARED = (
         FLOAT,
         "MFU",
         "pct:1",
-        combine=RANK,
+        combine=MEAN,
         scenarios=(G, "train_lm"),
         doc="Model FLOP utilisation over the precision's measured matmul roof (None where no roof was measured). "
         "generate: of prefill, prefill FLOPs / mean TTFT; train_lm: of the training step, its model FLOPs a token "
-        "(torchtitan's 6N + 12 L H Q T) x tokens/s.",
+        "(torchtitan's 6N + 12 L H Q T) x tokens/s; a multi-GPU case's aggregate: the mean of its GPUs'.",
     ),
     col(
         "mfu_datasheet",
         FLOAT,
         "MFU (datasheet)",
         "pct:1",
-        combine=RANK,
+        combine=MEAN,
         scenarios=(G, "train_lm"),
         doc="The same FLOP rate over the datasheet's dense peak of the precision.",
     ),
