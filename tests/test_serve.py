@@ -166,11 +166,13 @@ def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F
     assert [(r["concurrency"], bool(r["slo_met"])) for r in probes] == [(2, False), (1, False)]
     (answer,) = _rows(db)
     assert answer.get("slo_max_concurrency") is None and not answer["slo_met"] and answer["slo_search_probes"] == 2
+    assert "no concurrency searched meets it" in p.stdout + p.stderr
     # one every level meets: the upper bound is the answer after one probe
     p = run_cli("serve", *common, "--slo", "ttft_ms=600000,tpot_ms=600000", "--db", str(db))
     assert p.returncode == 0, p.stderr
     (answer,) = _rows(db)
     assert answer["slo_max_concurrency"] == 2 and answer["slo_met"] and answer["slo_search_probes"] == 1
+    assert "the highest concurrency meeting it is 2" in p.stdout + p.stderr
 
 
 # A stand-in OpenAI-compatible server (standard library and prometheus_client: it starts in a fraction of a second)

@@ -83,12 +83,16 @@ def oom_lines(kind: str, records: list[dict]) -> list[str]:
 
 def quality_lines(kind: str, records: Iterable[dict]) -> list[str]:
     """Under a run's table: per model, the cheapest precision meeting its scenario's quality target (an image
-    classifier's top-1 against fp32, a language model's perplexity against its reference precision); none for a
-    scenario without one."""
+    classifier's top-1 against fp32, a language model's perplexity against its reference precision), or the
+    highest load meeting a serve run's SLO; none for a scenario without one."""
     from accelbench.report.table import cheapest_lines, is_detail
 
     name, _ = section_of(kind)
     rows = [r for r in records if not is_detail(r)]
+    if name == "serve":
+        from accelbench.report.serve import slo_lines
+
+        return slo_lines(rows)
     if name == "generate":
         from accelbench.scenarios.generate.quality import cheapest_meeting_perplexity, quality_line
 

@@ -173,6 +173,14 @@ def _cost_line(best: dict) -> str | None:
     return f"Energy and cost at {_load_text(best)}: " + ", ".join(parts) + "." if parts else None
 
 
+def slo_lines(rows: list[dict]) -> list[str]:
+    """Per model of a serve run's level rows, its SLO's answer (:func:`_slo_line`), model named where the run has
+    several."""
+    models = _by_model(rows)
+    lines = [(m, _slo_line(rs)) for m, rs in models.items()]
+    return [f"{m}: {line}" if len(models) > 1 else line for m, line in lines if line]
+
+
 def _slo_line(rows: list[dict]) -> str | None:
     """The SLO search's answer (its row), else the highest level meeting the SLO."""
     search = next((r for r in rows if r.get("slo_search")), None)
