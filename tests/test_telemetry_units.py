@@ -125,6 +125,13 @@ def test_gpu_record_falls_back_to_power_integration_and_container_pids():
     assert r["other_gpu_processes"] == 0  # one PID that is not ours: ours seen through another PID namespace
     r = gpu_record(SAMPLES, {"processes": []}, {"processes": []}, INFO)
     assert r["other_gpu_processes"] is None
+    # the measured job's other processes (a launched server, the other ranks) are not "other processes", whether
+    # NVML shows their PIDs (same namespace) or host PIDs (a container: counted off)
+    two = {"processes": [INFO["own_pid"], 4242]}
+    assert gpu_record(SAMPLES, two, two, {**INFO, "job_pids": (4242,)})["other_gpu_processes"] == 0
+    hosted = {"processes": [9001, 9002]}
+    assert gpu_record(SAMPLES, hosted, hosted, {**INFO, "job_pids": (4242,)})["other_gpu_processes"] == 0
+    assert gpu_record(SAMPLES, hosted, hosted, INFO)["other_gpu_processes"] == 1
     r = gpu_record([], {}, {}, INFO)
     assert r["energy_source"] == "not available" and r["power_mean_w"] is None and r["power_source"] == "not available"
 

@@ -110,15 +110,19 @@ def _throttle(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any]
     return out
 
 
-def _processes(begin: dict, end: dict, own_pid: int | None) -> dict[str, Any]:
+def _processes(begin: dict, end: dict, own_pid: int | None, job_pids: tuple[int, ...] = ()) -> dict[str, Any]:
+    """Processes holding a context on the GPU, and how many of them are not the measured job's: neither this
+    process nor ``job_pids`` (its other ranks, the server it launched)."""
     lists = [x.get("processes") for x in (begin, end)]
     if any(p is None for p in lists):
         return {"gpu_processes": None, "other_gpu_processes": None}
     pids = set(lists[0]) | set(lists[1])
     if not pids:  # we hold a context, so an empty list means NVML cannot see our PID namespace
         return {"gpu_processes": 0, "other_gpu_processes": None}
-    # In a container NVML reports host PIDs: if ours is not among them, one of them is us.
-    others = len(pids - {own_pid}) if own_pid in pids else len(pids) - 1
+    if own_pid in pids:
+        others = len(pids - {own_pid} - set(job_pids))
+    else:  # in a container NVML reports host PIDs: one of them is us, and up to len(job_pids) the job's
+        others = max(0, len(pids) - 1 - len(job_pids))
     return {"gpu_processes": len(pids), "other_gpu_processes": others}
 
 
@@ -192,7 +196,8 @@ def gpu_record(
         samples: raw samples in time order (``t_s`` in s from the window start).
         begin / end: counters at the window edges (``t`` s, ``energy_mj``, ``violation_*_ns``,
             ``processes``; ``end["gpm_window"]`` whole-window GPM metrics).
-        info: ``power_source``, ``pcie_source``, ``gpm_status``, ``own_pid``.
+        info: ``power_source``, ``pcie_source``, ``gpm_status``, ``own_pid``, ``job_pids`` (the measured job's
+            other processes: not counted in ``other_gpu_processes``).
         window_s: window length (s), used when the counters carry no time.
     Returns:
         ``<signal>_{min,mean,max}_<unit>`` for each of ``SIGNALS``, ``device_mem_used_bytes`` (max),
@@ -219,7 +224,7 @@ def gpu_record(
         gpm_status = "not available: no GPM values for this window"
     rec["gpm_status"] = gpm_status
     rec.update(_energy(samples, begin, end, window_s))
-    rec.update(_processes(begin, end, info.get("own_pid")))
+    rec.update(_processes(begin, end, info.get("own_pid"), tuple(info.get("job_pids") or ())))
     return rec
 
 

@@ -316,13 +316,14 @@ class NvmlSource(Source):
         return {**out, **step_counters(ticks, self.key)}
 
     def info(self) -> dict[str, Any]:
-        """What this GPU offers: power/PCIe sources, energy counter, GPM status, our PID."""
+        """What this GPU offers: power/PCIe sources, energy counter, GPM status, our PID and the job's other PIDs."""
         return {
             "power_source": self.power_source,
             "pcie_source": self.pcie_source,
             "energy_counter": self.energy_counter,
             "gpm_status": self.gpm_status,
             "own_pid": self.pid or os.getpid(),
+            "job_pids": tuple(getattr(self, "job_pids", ())),
         }
 
     def record(self, samples, begin, end, window_s) -> dict[str, Any]:
@@ -351,4 +352,5 @@ def gpu_sources(devices: list, period_s: float, pids: tuple) -> list[Source]:
     gpus = [g for g in gpus if g.available]
     for g in gpus:
         g.prefix = "nvml_" if len(gpus) == 1 else f"nvml{g.name[3:]}_"
+        g.job_pids = tuple(pids)  # the job's other processes (ranks, a launched server): not "other processes"
     return gpus or [Unavailable("gpu", NOT_AVAILABLE)]
