@@ -163,6 +163,13 @@ def test_scale_trains_on_one_and_two_processes_under_ddp_and_fsdp2(tmp_path):
         assert two["baseline_case_id"] == one["case_id"] and two["baseline_world_size"] == 1
         assert two["speedup"] == pytest.approx(two["throughput_samples_per_s"] / one["throughput_samples_per_s"])
         assert two["scaling_efficiency"] == pytest.approx(two["speedup"] / 2)
+        # the exposed communication: DDP's step against the same step under no_sync(); FSDP2 has no such switch
+        share = two["comm_exposed_share"]
+        assert (
+            (share is not None and share < 1 and two["step_time_nosync_mean_ms"] > 0)
+            if strategy == "ddp"
+            else (share is None)
+        )
 
 
 def test_epochs_train_to_a_held_out_perplexity_with_checkpoints(tmp_path):
