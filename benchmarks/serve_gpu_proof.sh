@@ -17,8 +17,8 @@ if [ "${DRY:-0}" = 1 ]; then
   M1=hf:tiny-shakespeare; M8=hf:tiny-shakespeare; C=1,4; C8=1,4; R=2,4; LEN="--input-len 32 --output-len 16"
   LEVEL="--duration-s 2 --warmup-requests 1 --idle-s 0 --device cpu"; CEIL="--ceiling static-cache"
 else
-  M1=hf:llama-3.2-1b; M8=hf:llama-3.1-8b; C=1,4,16,64; C8=1,64; R=4,16,64; LEN="--input-len 128 --output-len 128"
-  LEVEL="--duration-s 8 --warmup-requests 4 --idle-s 0"; CEIL=""
+  M1=hf:llama-3.2-1b; M8=hf:llama-3.1-8b; C=1,4,16,64; C8=1,64; R=4,16,64; LEN="--input-len 128 --output-len 64"
+  LEVEL="--duration-s 8 --requests 128 --warmup-requests 2 --idle-s 0"; CEIL=""
 fi
 SERVE="$AB serve --engine transformers $LEN $LEVEL --db $DB"
 step() { echo "=== $(date +%T) (left $(left) s) $*"; }
