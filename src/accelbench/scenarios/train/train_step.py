@@ -20,6 +20,7 @@ from typing import Any
 from accelbench.core import kinds
 from accelbench.core.config import check_int, check_number
 from accelbench.core.errors import ConfigError
+from accelbench.core.options.evaluation import EVALUATION
 from accelbench.core.spec import Extras, Windowed
 from accelbench.scenarios.base import Scenario, register
 from accelbench.training.step import SWEEP_OPTIMIZER
@@ -59,7 +60,8 @@ class TrainSettings(Windowed):
     fused_optimizer: the optimizer's fused kernels (``StepConfig.fused``): True fused, False ``foreach``,
         None (default: no suffix on the case key) fused on CUDA where torch has it.
     label_space, labels: how the data's classes map to the model's outputs (as ``accelbench run``'s); None:
-        each class folded into the model's outputs by its sorted position. mean, std: input normalisation.
+        each class folded into the model's outputs by its sorted position. mean, std: input normalisation (all four
+        declared once: :data:`accelbench.core.options.evaluation.EVALUATION`).
     """
 
     optimizer: str = SWEEP_OPTIMIZER["optimizer"]
@@ -68,10 +70,10 @@ class TrainSettings(Windowed):
     weight_decay: float = SWEEP_OPTIMIZER["weight_decay"]
     loader_workers: int | None = None
     fused_optimizer: bool | None = None
-    label_space: str | None = None
-    labels: str | None = None
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
+    label_space: str | None = EVALUATION["label_space"].field()
+    labels: str | None = EVALUATION["labels"].field()
+    mean: tuple[float, ...] | None = EVALUATION["mean"].field()
+    std: tuple[float, ...] | None = EVALUATION["std"].field()
 
     def __post_init__(self) -> None:
         from accelbench.data.evaluation import check_eval_settings
