@@ -145,6 +145,23 @@ def test_two_concurrency_levels_store_two_rows_with_their_latencies(served, db):
         assert len(store.series(r["case_id"], "ttft_ms")) == 4 and len(store.series(r["case_id"], "itl_ms")) == 4 * 7
 
 
+def test_compare_of_two_serve_runs_gives_a_verdict_per_level(served, db):  # noqa: F811
+    """Two runs of the same levels: ``compare`` matches them level by level, over the levels' five request groups
+    (batch means) with bootstrap intervals, and gives each metric a verdict."""
+    url, _ = served
+    for name in ("a", "b"):
+        args = ["--url", url, "--concurrency", "1,2", "--requests", "10", "--output-len", "8", "--name", name]
+        p = run_cli("serve", *args, "--db", str(db), *FAST)
+        assert p.returncode == 0, p.stderr
+    p = run_cli("compare", "--baseline", "a", "--db", str(db))
+    assert p.returncode == 0, p.stderr
+    assert "2 matched cases" in p.stdout and "concurrency=1" in p.stdout and "concurrency=2" in p.stdout
+    lines = [line for line in p.stdout.splitlines() if "Output tok/s" in line]
+    assert len(lines) == 2 and all("5/5" in line and ".." in line for line in lines)
+    verdicts = ("faster", "slower", "within noise", "equivalent")
+    assert all(any(v in line for v in verdicts) for line in lines)
+
+
 def test_a_request_rate_is_one_open_loop_level(served, db):  # noqa: F811
     url, _ = served
     p = run_cli(
