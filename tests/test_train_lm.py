@@ -16,6 +16,7 @@ from signal_helpers import stored_rows, wait_for
 
 from accelbench.core.errors import OK, OOM, UNSUPPORTED
 from accelbench.models.hf import BUNDLED
+from accelbench.report.views import throughput_unit
 from accelbench.store import Store
 
 TINY = "hf:tiny-shakespeare"
@@ -147,6 +148,7 @@ def test_scale_trains_on_one_and_two_processes_under_ddp_and_fsdp2(tmp_path):
     assert any("ddp (dp=2)" in line for line in lines) and any("fsdp (dp_shard=2)" in line for line in lines)
     records = Store(db).records()
     assert {r["workload"] for r in records} == {"train-lm-ddp"}  # its own workload: its metric map counts tokens
+    assert throughput_unit(records) == "tokens/s"  # the unit the scaling table and charts label its rates with
     aggs = {(r["parallel_strategy"], r["world_size"]): r for r in records if r["aggregate"]}
     assert set(aggs) == {("ddp", 1), ("ddp", 2), ("fsdp", 1), ("fsdp", 2)}
     assert aggs["ddp", 2]["mesh"] == "dp=2" and aggs["fsdp", 2]["mesh"] == "dp_shard=2"

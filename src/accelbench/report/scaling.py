@@ -9,7 +9,7 @@ from rich.table import Table
 from accelbench.core import kinds
 from accelbench.core.errors import OK
 from accelbench.report.table import results_table
-from accelbench.report.views import scale_view, view
+from accelbench.report.views import scale_view, throughput_unit, view
 
 
 def scale_table(rows: Iterable[dict], title: str | None = None) -> Table:
@@ -71,7 +71,7 @@ def plot_scaling(rows: list[dict], path: str) -> None:
         ax.plot(xs, ys, "o-", label=label)
         ax.plot(xs, [ys[0] * x / xs[0] for x in xs], ":", color="grey")
     ax.set_xlabel("GPUs (processes)")
-    ax.set_ylabel("throughput (samples/s)")
+    ax.set_ylabel(f"throughput ({throughput_unit(rows)})")
     ax.set_title("Data-parallel scaling (dotted: linear)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)

@@ -20,7 +20,7 @@ from accelbench.report import charts
 from accelbench.report.blocks import charts_block, table_block
 from accelbench.report.runs import section_of
 from accelbench.report.table import case_notes, is_detail
-from accelbench.report.views import scale_view, view
+from accelbench.report.views import scale_view, throughput_unit, view
 
 PROVENANCE = (
     ("Device", "device_name"),
@@ -190,7 +190,7 @@ def multi_blocks(kind: str, records: list[dict], context: str = "") -> list[dict
     chart = charts.batch_chart(
         aggs,
         "throughput_samples_per_s",
-        "samples/s",
+        throughput_unit(aggs),
         "Throughput against batch size",
         group=("model", "precision", "mode", "world_size"),
         context=context,

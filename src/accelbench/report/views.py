@@ -167,9 +167,15 @@ def scale_view(records: Iterable[dict]) -> list[tuple[str, str, Callable[[Any], 
     """The scaling table (:func:`view` of ``scale``) for ``records``: its rates headed in the throughput unit of the
     rows' metric map (:attr:`accelbench.core.columns.MetricMap.throughput_unit`: ``tokens/s`` for a language model's
     training steps, ``images/s`` for an image classifier's) when every row has the same map, ``samples/s`` else."""
-    maps = {columns.of_row(r) for r in records}
-    unit = maps.pop().throughput_unit if len(maps) == 1 and None not in maps else "samples/s"
+    unit = throughput_unit(records)
     return [(f"{_SCALE_RATES[k]} ({unit})" if k in _SCALE_RATES else head, k, fmt) for head, k, fmt in view("scale")]
+
+
+def throughput_unit(records: Iterable[dict]) -> str:
+    """The unit of ``throughput_samples_per_s`` in ``records``: their metric map's
+    (:attr:`accelbench.core.columns.MetricMap.throughput_unit`) when every row has the same map, ``samples/s`` else."""
+    maps = {columns.of_row(r) for r in records}
+    return maps.pop().throughput_unit if len(maps) == 1 and None not in maps else "samples/s"
 
 
 def caption(view: str) -> str | None:
