@@ -10,9 +10,10 @@
 # bundled tiny model (seconds a level).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-OUT=${OUT:-./serve-out}; RUN=${RUN:-/tmp/serve-run}; mkdir -p "$OUT" "$RUN"; DB=$RUN/serve.db  # the store, its server logs and checkpoints
+OUT=${OUT:-./serve-out}; RUN=${RUN:-/tmp/serve-run}; mkdir -p "$OUT" "$RUN"
+DB=$RUN/serve.db  # the store; its server logs and the random checkpoints go beside it
 AB="python3 -m accelbench"
-T0=$(date +%s); left() { echo $(( ${BUDGET_S:-570} - ($(date +%s) - T0) )); }
+BUDGET_S=${BUDGET_S:-570}; T0=$(date +%s); STAGE_MIN_S=20; source "$(dirname "$0")/lib/stage.sh"
 if [ "${DRY:-0}" = 1 ]; then
   M1=hf:tiny-shakespeare; M8=hf:tiny-shakespeare; C=1,4; C8=1,4; R=2,4; LEN="--input-len 32 --output-len 16"
   LEVEL="--duration-s 2 --warmup-requests 1 --idle-s 0 --device cpu"; CEIL="--ceiling static-cache"
@@ -21,22 +22,16 @@ else
   LEVEL="--duration-s 8 --requests 128 --warmup-requests 2 --idle-s 0"; CEIL=""
 fi
 SERVE="$AB serve --engine transformers $LEN $LEVEL --db $DB"
-step() { echo "=== $(date +%T) (left $(left) s) $*"; }
 {
-  step device; nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader 2>/dev/null
+  echo "=== $(date +%T) device"
+  nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader 2>/dev/null
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  step "cb: $M1 continuous batching, concurrency $C, in-process ceiling"
-  timeout 230 $SERVE -m $M1 --continuous-batching --concurrency $C $CEIL --name cb-1b
-  step "slo: $M8 continuous batching, MLPerf Server SLO search"
-  timeout $(( $(left) > 330 ? 200 : $(left) - 130 )) $SERVE -m $M8 --continuous-batching --concurrency $C8 \
-    --slo mlperf-server --slo-search --search-steps 3 --ceiling none --name slo-8b
-  step "nocb: $M1 without continuous batching"
-  timeout $(( $(left) > 160 ? 90 : $(left) - 70 )) $SERVE -m $M1 --concurrency ${C%,*} --ceiling none --name nocb-1b
-  step "rate: $M1 continuous batching, Poisson request rates $R"
-  timeout $(( $(left) - 40 )) $SERVE -m $M1 --continuous-batching --request-rate $R --ceiling none --name rate-1b
-  step report
-  timeout 30 $AB report --db $DB --html "$OUT/serve.html"
-  timeout 15 $AB export --db $DB --format json --output "$OUT/serve.json"
+  stage cb 230 $SERVE -m $M1 --continuous-batching --concurrency $C $CEIL --name cb-1b
+  stage slo 200 $SERVE -m $M8 --continuous-batching --concurrency $C8 --slo mlperf-server --slo-search \
+    --search-steps 3 --ceiling none --name slo-8b
+  stage nocb 90 $SERVE -m $M1 --concurrency ${C%,*} --ceiling none --name nocb-1b
+  stage rate $(( $(left) - 60 )) $SERVE -m $M1 --continuous-batching --request-rate $R --ceiling none --name rate-1b
+  stage report 30 $AB report --db $DB --html "$OUT/serve.html"
+  stage export 30 $AB export --db $DB --format json --output "$OUT/serve.json"
   cp "$DB" "$RUN"/*-server.log "$OUT"/
-  step done
 } 2>&1 | grep -v -i "warn" | tee "$OUT/log.txt"
