@@ -250,3 +250,22 @@ def test_a_killed_convergence_run_resumes_from_its_checkpoint(tmp_path):
     assert sorted(r["epoch"] for r in records if r["row_type"] == "epoch") == [1, 2, 3]
     (summary,) = [r for r in records if r["row_type"] == "summary"]
     assert summary["status"] == OK and summary["epochs_done"] == 3
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["-m", "cifar-resnet20,resnet18"],
+            "invalid model 'cifar-resnet20,resnet18': allowed one model for a training",
+        ),
+        (["-m", TINY, "-p", "fp32,bf16"], "invalid precision 'fp32,bf16': allowed one precision for a training run"),
+    ],
+)
+def test_a_training_run_to_a_target_takes_one_configuration(args, line, tmp_path):
+    """--epochs trains one model in one precision and mode, image classifier or language model alike: more is one
+    line and exit 2 before anything runs (the store stays empty)."""
+    db = tmp_path / "e.db"
+    p = run_cli("train", *args, "--epochs", "1", "--device", "cpu", "--db", str(db))
+    assert p.returncode == 2 and line in p.stderr
+    assert not db.exists() or not Store(db).records()

@@ -125,10 +125,9 @@ class Converge(Scenario):
     }
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
-        for key in ("models", "precisions", "modes"):  # one each (the sweep's plural spellings are accepted)
-            v = merged.get(key)
-            if isinstance(v, tuple) and len(v) != 1:
-                raise ConfigError(key[:-1], ",".join(map(str, v)), f"one {key[:-1]} for a training run")
+        from accelbench.scenarios.train.convergence import one_configuration
+
+        one_configuration(merged)
         t = merged.get("target_top1")
         if is_number(t) and t > 1:
             merged["target_top1"] = t / 100

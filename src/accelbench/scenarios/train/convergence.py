@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core import kinds
-from accelbench.core.errors import OK
+from accelbench.core.errors import OK, ConfigError
 from accelbench.scenarios.train import checkpoint as ckpt
 from accelbench.scenarios.train.augment import epoch_plan, scaled_pad
 
@@ -372,6 +372,19 @@ def summary_fields(history: list[dict], settings) -> dict[str, Any]:
         "energy_j": sum(energies) if all(e is not None for e in energies) else None,
         "energy_window_s": sum(r.get("energy_window_s") or 0.0 for r in history) or None,
     }
+
+
+def one_configuration(merged: dict[str, Any]) -> None:
+    """A training-to-target run trains one model in one precision and mode (the sweep's plural spellings are
+    accepted with one value each).
+
+    Raises:
+        ConfigError: ``models``, ``precisions`` or ``modes`` holds more than one.
+    """
+    for key in ("models", "precisions", "modes"):
+        v = merged.get(key)
+        if isinstance(v, tuple) and len(v) != 1:
+            raise ConfigError(key[:-1], ",".join(map(str, v)), f"one {key[:-1]} for a training run")
 
 
 def determinism(settings, seed: int) -> dict[str, Any]:

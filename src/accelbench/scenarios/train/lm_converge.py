@@ -99,10 +99,9 @@ class ConvergeLM(Scenario):
     }
 
     def normalize(self, merged: dict[str, Any]) -> dict[str, Any]:
-        for key in ("models", "precisions", "modes"):
-            v = merged.get(key)
-            if isinstance(v, tuple) and len(v) != 1:
-                raise ConfigError(key[:-1], ",".join(map(str, v)), f"one {key[:-1]} for a training run")
+        from accelbench.scenarios.train.convergence import one_configuration
+
+        one_configuration(merged)
         return merged
 
     def cases(self, spec, device: str) -> list[Case]:

@@ -147,8 +147,17 @@ class NvmlSource(Source):
 
     combine = staticmethod(combine)
 
-    def __init__(self, torch_index: int, period_s: float = 0.1, name: str = "gpu0", prefix: str = "nvml_", uuid=None):
+    def __init__(
+        self,
+        torch_index: int,
+        period_s: float = 0.1,
+        name: str = "gpu0",
+        prefix: str = "nvml_",
+        uuid=None,
+        job_pids: tuple[int, ...] = (),
+    ):
         self.name, self.period_s, self.prefix, self.key = name, period_s, prefix, ("nvml", torch_index)
+        self.job_pids = tuple(job_pids)  # the job's other processes (ranks, a launched server): not "other processes"
         self.nv = _nvml()
         self.h = handle_for(torch_index, uuid) if self.nv is not None else None
         self.available = self.h is not None
@@ -323,7 +332,7 @@ class NvmlSource(Source):
             "energy_counter": self.energy_counter,
             "gpm_status": self.gpm_status,
             "own_pid": self.pid or os.getpid(),
-            "job_pids": tuple(getattr(self, "job_pids", ())),
+            "job_pids": self.job_pids,
         }
 
     def record(self, samples, begin, end, window_s) -> dict[str, Any]:
@@ -348,9 +357,11 @@ def gpu_sources(devices: list, period_s: float, pids: tuple) -> list[Source]:
     cuda = [d for d in devices if getattr(d, "type", None) == "cuda"]
     if not cuda:
         return []
-    gpus = [NvmlSource(d.index or 0, period_s, f"gpu{i}", uuid=getattr(d, "uuid", None)) for i, d in enumerate(cuda)]
+    gpus = [
+        NvmlSource(d.index or 0, period_s, f"gpu{i}", uuid=getattr(d, "uuid", None), job_pids=pids)
+        for i, d in enumerate(cuda)
+    ]
     gpus = [g for g in gpus if g.available]
     for g in gpus:
         g.prefix = "nvml_" if len(gpus) == 1 else f"nvml{g.name[3:]}_"
-        g.job_pids = tuple(pids)  # the job's other processes (ranks, a launched server): not "other processes"
     return gpus or [Unavailable("gpu", NOT_AVAILABLE)]
