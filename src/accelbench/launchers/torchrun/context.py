@@ -94,11 +94,17 @@ class RankContext(Rank):
         self._ddp = DDP(module, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         return self._ddp
 
-    def nosync_step_ms(self, step, items, n: int) -> float:
+    def nosync_step_ms(self, step, items, n: int, mode: str) -> float | None:
         """Mean step time (ms) of ``n`` (3..30) steps with DDP's gradient all-reduce switched off (``no_sync``):
-        against the normal step, the communication the backward pass did not hide."""
+        against the normal step, the communication the backward pass did not hide. None where it is not measured:
+        the job does not ask for it (``comm_share``), or ``mode`` compiles or captures the step (``no_sync`` around
+        a compiled or captured step would time another program). The caller's step must be wrapped by :meth:`wrap`
+        (DDP)."""
+        from accelbench import backends
         from accelbench.core.timing import time_passes
 
+        if not self.comm_share or backends.get(mode).compiles:
+            return None
         n = max(3, min(n, 30))
         self.barrier()
         with self._ddp.no_sync():

@@ -153,7 +153,6 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
     """One case's row and series (see the module docstring)."""
     import torch
 
-    from accelbench import backends
     from accelbench.core.ci import window_columns
     from accelbench.core.rank import add_telemetry
     from accelbench.scenarios.train.timed import time_steps
@@ -186,10 +185,10 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
     add_telemetry(rec, mon, dev)
     rec.update(_memory_split(rec.get("peak_mem_bytes"), params, grads, opt))
     if rank.distributed:
-        # DDP's exposed communication: the same steps with the gradient all-reduce off (no_sync), eager only, as the
-        # image step measures it (FSDP2's reduce-scatter has no such switch that keeps the step the same)
-        ddp = case.extras.parallel_strategy == "ddp" and not backends.get(case.mode).compiles
-        nosync = rank.nosync_step_ms(fn, batches, len(lat_ms)) if rank.comm_share and ddp else None
+        # DDP's exposed communication: the same steps with the gradient all-reduce off (no_sync), as the image step
+        # measures it (FSDP2's reduce-scatter has no such switch that keeps the step the same)
+        ddp = case.extras.parallel_strategy == "ddp"
+        nosync = rank.nosync_step_ms(fn, batches, len(lat_ms), case.mode) if ddp else None
         rec.update(clocks, step_time_nosync_mean_ms=nosync, **rank.fields())
     else:
         del rec["rank_batch_size"]

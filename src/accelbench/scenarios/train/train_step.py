@@ -140,7 +140,6 @@ class TrainStep(Scenario):
     def measure(self, case, spec, state, rank, sink):
         import torch
 
-        from accelbench import backends
         from accelbench.core.ci import window_columns
         from accelbench.core.rank import add_telemetry
         from accelbench.scenarios.train.timed import time_steps
@@ -163,8 +162,7 @@ class TrainStep(Scenario):
             weight_decay=st.weight_decay,
         )
         if rank.distributed:
-            plain = not backends.get(case.mode).compiles  # no_sync around a compiled or captured step: not measured
-            nosync = rank.nosync_step_ms(fn, pairs, len(lat_ms)) if rank.comm_share and plain else None
+            nosync = rank.nosync_step_ms(fn, pairs, len(lat_ms), case.mode)
             rec.update(clocks, step_time_nosync_mean_ms=nosync, **rank.fields())
         else:
             del rec["rank_batch_size"], rec["rank_images"]
