@@ -143,6 +143,12 @@ def test_scale_trains_on_one_and_two_processes_under_ddp_and_fsdp2(tmp_path):
     p = run_cli(*args, "--parallel", "ddp,fsdp", "--db", str(db), *SMALL)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "Throughput (tokens/s)" in p.stdout and "Per GPU (tokens/s)" in p.stdout and "dp_shard=2 " in p.stdout
+    # the compact table of the same run (results, and train --gpus's outcome) fits 80 columns with its rates in tokens/s
+    run_id = Store(db).run()["run_id"]
+    compact = run_cli("results", "--run", str(run_id), "--db", str(db), env={"COLUMNS": "80"}).stdout
+    table = compact[compact.index("Precision") :].splitlines()
+    assert "tokens/s" in table[0] and "Efficiency" in table[0] and "Parallel" in table[0]
+    assert all(len(line) <= 80 for line in table) and sum(" ddp " in line or " fsdp " in line for line in table) == 4
     lines = [line for line in p.stdout.splitlines() if " on 2 ranks: " in line]
     assert len(lines) == 2 and all("tokens/s" in line and "efficiency" in line for line in lines)
     assert any("ddp (dp=2)" in line for line in lines) and any("fsdp (dp_shard=2)" in line for line in lines)

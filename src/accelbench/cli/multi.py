@@ -56,7 +56,7 @@ def _print_sweep(rows: list[dict[str, Any]], title: str, workload: str) -> None:
         console.print("no cases ran")
         return
     console.print(title)
-    console.print(scale_table(rows))
+    a.print_table(scale_table(rows), wide=True)  # the study's every column, at its natural width (never squeezed)
     ok = [r for r in rows if r.get("status") == OK]
     if workload == "train" and ok:
         comm = any(r.get("comm_exposed_share") is not None for r in ok)

@@ -50,7 +50,7 @@ def table_for(kind: str) -> Callable[..., Any]:
         return lambda records, compact=False: scenario_table(m, records, compact)
 
     def aggregates(fn):
-        return lambda records, compact=False: fn([r for r in records if r.get("aggregate") == 1])
+        return lambda records, compact=False: fn([r for r in records if r.get("aggregate") == 1], compact=compact)
 
     by_section = {
         "convergence": lambda records, compact=False: train.summary_table(records),

@@ -12,11 +12,11 @@ from accelbench.report.table import results_table
 from accelbench.report.views import scale_view, throughput_unit, view
 
 
-def scale_table(rows: Iterable[dict], title: str | None = None) -> Table:
+def scale_table(rows: Iterable[dict], title: str | None = None, compact: bool = False) -> Table:
     """GPUs, throughput, per-GPU throughput (in the rows' samples: images or tokens a second), speed-up, efficiency,
-    straggler gap, comm share per aggregate row."""
+    straggler gap, comm share per aggregate row; ``compact``: the columns that fit 80, a table a model."""
     rows = list(rows)
-    return results_table(rows, title=title, columns=scale_view(rows))
+    return results_table(rows, title=title, columns=scale_view(rows, compact), compact=compact)
 
 
 def collective_table(rows: Iterable[dict], title: str | None = None) -> Table:

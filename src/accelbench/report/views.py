@@ -97,6 +97,8 @@ LAYOUTS: dict[str, str] = {
     "throughput_samples_per_s "
     "throughput_per_gpu_samples_per_s speedup scaling_efficiency straggler_gap_share comm_exposed_share "
     "gpu_util_mean_pct status",
+    "scale-compact": "precision mode parallel_strategy world_size rank_batch_size throughput_samples_per_s "
+    "throughput_per_gpu_samples_per_s scaling_efficiency status",
     "collective": "op size_bytes world_size backend time_s algbw_bytes_per_s busbw_bytes_per_s status",
     "p2p": "src_device dst_device link bandwidth_bytes_per_s",
     "concurrent": "schedule job model workload world_size throughput_samples_per_s status",
@@ -163,12 +165,18 @@ _SCALE_RATES = {
 }
 
 
-def scale_view(records: Iterable[dict]) -> list[tuple[str, str, Callable[[Any], str]]]:
-    """The scaling table (:func:`view` of ``scale``) for ``records``: its rates headed in the throughput unit of the
-    rows' metric map (:attr:`accelbench.core.columns.MetricMap.throughput_unit`: ``tokens/s`` for a language model's
-    training steps, ``images/s`` for an image classifier's) when every row has the same map, ``samples/s`` else."""
+def scale_view(records: Iterable[dict], compact: bool = False) -> list[tuple[str, str, Callable[[Any], str]]]:
+    """The scaling table (:func:`view` of ``scale``, or ``scale-compact``: the columns that fit 80) for ``records``:
+    its rates headed in the throughput unit of the rows' metric map
+    (:attr:`accelbench.core.columns.MetricMap.throughput_unit`: ``tokens/s`` for a language model's training steps,
+    ``images/s`` for an image classifier's) when every row has the same map, ``samples/s`` else."""
     unit = throughput_unit(records)
-    return [(f"{_SCALE_RATES[k]} ({unit})" if k in _SCALE_RATES else head, k, fmt) for head, k, fmt in view("scale")]
+    heads = (
+        {"throughput_samples_per_s": unit, "throughput_per_gpu_samples_per_s": "per GPU"}
+        if compact
+        else {k: f"{head} ({unit})" for k, head in _SCALE_RATES.items()}
+    )
+    return [(heads.get(k, head), k, fmt) for head, k, fmt in view("scale-compact" if compact else "scale")]
 
 
 def throughput_unit(records: Iterable[dict]) -> str:

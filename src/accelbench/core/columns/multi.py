@@ -22,7 +22,7 @@ DECLARED = (
         levels="weak strong",
         doc="weak (the batch size per rank) or strong (a global batch split over the ranks).",
     ),
-    col("rank_batch_size", INT, "Batch/GPU", "int", scenarios=DP),
+    col("rank_batch_size", INT, "Batch/GPU", "int", short="B/GPU", scenarios=DP),
     col("rank_images", INT, "Images per rank", "int", scenarios=DP),
     col("rank", INT, "Rank", "int", combine=RANK, scenarios=DP, doc="The rank of a rank row (None: the aggregate)."),
     col("local_rank", INT, "Local rank", "int", combine=RANK, scenarios=DP),

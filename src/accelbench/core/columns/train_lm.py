@@ -31,6 +31,7 @@ DECLARED = (
         "parallel_strategy",
         STR,
         "Parallelism",
+        short="Parallel",
         scenarios=LM,
         doc="ddp (DistributedDataParallel) or fsdp (FSDP2: fully_shard per decoder layer, then the root); None in "
         "one process.",
