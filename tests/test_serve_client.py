@@ -446,3 +446,32 @@ def test_a_random_checkpoints_tokenizer_decodes_every_id_of_its_vocabulary(tmp_p
     assert known < 1100 and tok.get_vocab_size() == 1100
     assert all(tok.decode([i]) for i in range(known, 1100))
     assert tok.encode("To be").ids == Tokenizer.from_file(str(bundled / "tokenizer.json")).encode("To be").ids
+
+
+def test_a_gpu_serve_levels_compact_table_fits_80_columns():
+    """Every column of the serve scenario's compact table filled as on a GPU (the ceiling's share and the energy per
+    token too), at their widest plausible figures: the table needs no more than 80 columns."""
+    from rich.console import Console
+
+    from accelbench.report.runs import table_for
+    from accelbench.report.table import natural_width
+
+    row = {
+        "workload": "serve",
+        "model": "hf:llama-3.1-8b",
+        "concurrency": 256,
+        "ttft_p50_ms": 12345.6,
+        "tpot_p50_ms": 123.4,
+        "output_tokens_per_s": 123456.7,
+        "request_throughput_per_s": 1234.5,
+        "engine_share_of_ceiling": 0.123,
+        "energy_per_sample_j": 12.345,
+        "status": "ok",
+        "validity": "flagged",
+    }
+    table = table_for("serve")([row], compact=True)
+    console = Console(width=80)
+    assert natural_width(table, console) <= 80
+    with console.capture() as out:
+        console.print(table)
+    assert "Of ceiling" in out.get() and "Status" in out.get() and "ok, flagged" in out.get()

@@ -166,6 +166,7 @@ DECLARED = (
         FLOAT,
         "Output (tok/s)",
         "rate",
+        short="Out tok/s",
         combine=RANK,
         scenarios=G,
         doc="Output tokens/s: every generated token over the whole generation's time, prefill included: batch x new "

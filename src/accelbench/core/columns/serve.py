@@ -74,6 +74,7 @@ DECLARED = (
         FLOAT,
         "Requests/s",
         "rate",
+        short="Req/s",
         combine=RANK,
         scenarios=S,
         doc="Completed requests over the measured window (first scheduled send to last completion).",
