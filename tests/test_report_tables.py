@@ -269,3 +269,40 @@ def test_a_reason_shared_by_many_cases_is_one_line():
         "resnet50 bs=8 fp32 cudagraphs, resnet50 bs=32 fp32 cudagraphs",
     )
     assert notes[1] == ("error:", "resnet50 bs=4 fp32 eager: boom")
+
+
+@pytest.mark.parametrize("kind", ["profile", "train-lm-ddp"])
+def test_results_of_a_profile_or_multi_gpu_run_is_compact_by_default(kind):
+    """``results`` (no --wide) asks each run kind's table for its compact form: a profile run's and a multi-GPU run's
+    fit 80 columns; --wide keeps every column."""
+    from accelbench.report.runs import table_for
+
+    row = {
+        "workload": kind,
+        "model": "hf:llama-3.2-1b",
+        "step": "train",
+        "batch_size": 4,
+        "precision": "fp8-tensor",
+        "mode": "compile",
+        "step_time_s": 0.0641,
+        "measured_vs_theoretical": 5.27,
+        "achieved_flops_per_s": 6.09e13,
+        "ncu_bound": "memory",
+        "ncu_roof_fraction": 0.09,
+        "parallel_strategy": "fsdp",
+        "mesh": "dp_shard=2",
+        "world_size": 2,
+        "rank_batch_size": 4,
+        "seq_len": 2048,
+        "throughput_samples_per_s": 77692.5,
+        "throughput_per_gpu_samples_per_s": 38846.2,
+        "speedup": 1.63,
+        "scaling_efficiency": 0.816,
+        "straggler_gap_share": 0.001,
+        "aggregate": 1,
+        "status": "ok",
+        "validity": "flagged",
+    }
+    console = Console(width=80)
+    compact, wide = table_for(kind)([row], compact=True), table_for(kind)([row], compact=False)
+    assert natural_width(compact, console) <= 80 < natural_width(wide, console)

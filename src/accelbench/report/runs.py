@@ -55,7 +55,7 @@ def table_for(kind: str) -> Callable[..., Any]:
     by_section = {
         "convergence": lambda records, compact=False: train.summary_table(records),
         "pipeline": lambda records, compact=False: train.pipeline_table(records),
-        "profile": lambda records, compact=False: profile_table(records),
+        "profile": lambda records, compact=False: profile_table(records, compact=compact),
         "scale": aggregates(scaling.scale_table),
         "interconnect": lambda records, compact=False: scaling.collective_table(records),
         "concurrent": lambda records, compact=False: scaling.concurrent_table(records),

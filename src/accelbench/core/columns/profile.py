@@ -52,6 +52,7 @@ _NCU["ncu_roof_fraction"] = col(
     FLOAT,
     "% roof",
     "pct:0",
+    short="Roof",
     scenarios=P,
     doc="Achieved FLOP/s over the attainable roof at the step's intensity.",
 )
