@@ -133,3 +133,30 @@ def test_a_full_disk_mid_sweep_is_an_interruption_with_the_rows_kept(tmp_path: P
     assert "its disk is full" in p.stderr and "rerun with --resume" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr
     assert [r["status"] for r in cases(db)] == ["ok"] and runs(db) == [(1, "inference", "interrupted")]
+
+
+def _open_at_the_barrier(path: str, barrier) -> str:
+    from accelbench.store import Store
+
+    barrier.wait()
+    try:
+        Store(path).close()
+    except Exception as exc:  # the test reports each process's failure
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path):
+    """Eight processes released together open one store that does not exist yet (as the ranks of a user's torchrun
+    do): each sees it empty or complete, never half-created ("another application's database")."""
+    import multiprocessing as mp
+
+    path = str(tmp_path / "new.db")
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(8)
+        with ctx.Pool(8) as pool:
+            results = pool.starmap(_open_at_the_barrier, [(path, barrier)] * 8)
+    assert results == ["ok"] * 8
+    (version,) = sqlite3.connect(path).execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    assert int(version) > 0

@@ -193,6 +193,34 @@ class Schema:
         return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
     def _init_schema(self) -> None:
+        """Check the store's schema and write or upgrade it. The check that leads to a write runs again under the
+        write lock, with the write in the same transaction: processes opening one new store at once (the ranks of a
+        user's torchrun) see it either empty or complete, never half-created."""
+        if self._schema_version() == SCHEMA_VERSION:
+            return  # nothing to write: a read-only store can still be read
+        self.conn.execute("BEGIN IMMEDIATE")  # waits (the connection's timeout) for another writer's transaction
+        try:
+            version = self._schema_version()
+            if version != SCHEMA_VERSION:
+                for statement in filter(str.strip, _DDL.split(";")):
+                    self.conn.execute(statement)
+                if version is not None and version < 2:
+                    self._migrate_v1()
+                if version is not None and version < 3:
+                    self._add_columns(_LABEL_COLUMNS)
+                self.conn.execute(_UNIQUE)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+    def _schema_version(self) -> int | None:
+        """The store's schema version, None for an empty store.
+
+        Raises:
+            StoreError: another application's database, or a schema newer than this accelbench's.
+        """
         tables = self._tables()
         if tables and "meta" not in tables:
             raise StoreError(
@@ -213,16 +241,7 @@ class Schema:
                     f"{self.path} has schema {version}, newer than this accelbench "
                     f"({SCHEMA_VERSION}): upgrade accelbench"
                 )
-        if version == SCHEMA_VERSION:
-            return  # nothing to write: a read-only store can still be read
-        with self.conn:
-            self.conn.executescript(_DDL)
-            if version is not None and version < 2:
-                self._migrate_v1()
-            if version is not None and version < 3:
-                self._add_columns(_LABEL_COLUMNS)
-            self.conn.execute(_UNIQUE)
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        return version
 
     def _migrate_v1(self) -> None:
         """Schema 1 -> 2: lease columns on ``runs``; one row per (run, case key). Duplicate keys (written by
