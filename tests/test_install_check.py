@@ -2,15 +2,22 @@
 the versions and the install command; ``accelbench doctor`` shows the same; ``profile --charts`` reports a chart
 failure on stderr and exits 1; the extras in ``pyproject.toml`` agree with the check.
 
-Missing packages are simulated in a real ``python -m accelbench`` process: a ``sitecustomize`` puts a None entry
-into ``sys.modules`` for each blocked name (what ``import`` meets for an absent package: ModuleNotFoundError),
-and a torchvision whose C++ library is left out (a copy of the package of links, without its ``.so`` files)
-stands for a torchvision built for another torch.
+A missing package is a None entry in ``sys.modules`` for its name (what ``import`` meets for an absent package:
+ModuleNotFoundError), set for the command's duration in this process (:func:`_blocked`; the command runs in-process
+through :func:`conftest.run_cli`). Where the check must meet a package that this process has already imported
+under other names (transformers, imported by accelbench's own modules), a real ``python -m accelbench`` process
+gets the entry from a ``sitecustomize`` (:func:`_blocking`). A torchvision whose C++ library is left out (a copy of
+the package of links, without its ``.so`` files) stands for a torchvision built for another torch, in a real process
+too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +37,20 @@ SITE = (
     "import os, sys\nfor name in os.environ.get('BLOCK_IMPORTS', '').split(','):\n    if name:\n"
     "        sys.modules[name] = None\n"
 )
+
+
+@contextlib.contextmanager
+def _blocked(names: str) -> Iterator[None]:
+    """Inside the block, the packages ``names`` (comma-separated) do not import in this process: a None entry in
+    ``sys.modules`` for each, and a submodule imported earlier no longer an attribute of its package (``from
+    matplotlib import pyplot`` would find it there); all put back after."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in names.split(","):
+            parent, _, child = name.rpartition(".")
+            if parent and parent in sys.modules:
+                mp.delattr(sys.modules[parent], child, raising=False)
+            mp.setitem(sys.modules, name, None)
+        yield
 
 
 def _blocking(tmp: Path, names: str) -> dict:
@@ -57,7 +78,8 @@ def _torchvision_without_ops(tmp: Path) -> dict:
 
 QUANT, TIMM = "pip install 'accelbench[quant]'", "pip install 'accelbench[timm]'"
 ROWS = [
-    # (id, blocked imports, extra args, the one line holds all of these)
+    # (id, blocked imports, extra args, the one line holds all of these). int8's check imports accelbench's PT2E
+    # module, which an earlier test of this process may have imported with torchao: that row runs in a real process.
     ("int8-without-torchao", "torchao", ["-p", "int8"], ["error: torchao ", "int8 needs it", QUANT]),
     (
         "onnxruntime-mode-without-onnxruntime",
@@ -71,19 +93,19 @@ ROWS = [
 
 @pytest.mark.parametrize("blocked, extra, parts", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_a_missing_extra_is_one_line_and_exit_2_before_anything_runs(tmp_path: Path, blocked, extra, parts):
-    p = check(
-        Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True, env=_blocking(tmp_path, blocked)),
-        tmp_path,
-    )
+    fault = Fault("x", ["run", *TINY, *extra], 2, parts[0], no_run, one_line=True)
+    if blocked == "torchao":
+        p = check(dataclasses.replace(fault, env=_blocking(tmp_path, blocked)), tmp_path)
+    else:
+        with _blocked(blocked):
+            p = check(fault, tmp_path)
     assert parts and all(part in p.stderr for part in parts), p.stderr
 
 
 def test_profile_charts_without_matplotlib_is_refused_before_anything_runs(tmp_path: Path):
     args = ["profile", *PROFILE, "--charts", "{tmp}/charts"]
-    check(
-        Fault("x", args, 2, "error: matplotlib ", no_run, one_line=True, env=_blocking(tmp_path, "matplotlib")),
-        tmp_path,
-    )
+    with _blocked("matplotlib"):
+        check(Fault("x", args, 2, "error: matplotlib ", no_run, one_line=True), tmp_path)
     assert not (tmp_path / "charts").exists()
 
 
@@ -117,23 +139,16 @@ def test_doctor_reports_the_install(tmp_path: Path):
     assert "C++ operators loaded (torchvision::nms)" in ok.stdout and "ready: accelbench run" in ok.stdout
     broken = run_cli("doctor", env=_torchvision_without_ops(tmp_path))
     assert broken.returncode == 2 and "does not work with torch" in broken.stderr, broken.stdout + broken.stderr
-    optional = run_cli("doctor", env=_blocking(tmp_path, "timm"))
+    with _blocked("timm"):
+        optional = run_cli("doctor")
     assert optional.returncode == 0 and "optional: timm " in optional.stdout and TIMM in optional.stdout
 
 
 def test_profile_chart_failure_is_reported_on_stderr_and_exits_1(tmp_path: Path):
     # matplotlib imports (the check passes) but its pyplot does not: drawing fails after the case was measured
     args = ["profile", *PROFILE, "--charts", "{tmp}/charts"]
-    p = check(
-        Fault(
-            "x",
-            args,
-            1,
-            "error: charts not written for helpers:tiny_conv_net inference",
-            env=_blocking(tmp_path, "matplotlib.pyplot"),
-        ),
-        tmp_path,
-    )
+    with _blocked("matplotlib.pyplot"):
+        p = check(Fault("x", args, 1, "error: charts not written for helpers:tiny_conv_net inference"), tmp_path)
     assert "matplotlib" in p.stderr
     rows = cases(tmp_path / "faults.db")
     assert rows and all(r["status"] == "ok" for r in rows)  # the measurement is kept

@@ -22,14 +22,17 @@ from signal_helpers import DEADLINE_S, Gate, stored_rows, takes_ctrl_c, wait_for
 pytest.importorskip("mlperf_loadgen")
 
 DATA = Path(__file__).with_name("data") / "loadgen"
-# the tiny case as a loadgen: 64 samples, 1 s tests, batches up to 16 (no timed-step count: LoadGen sets the tests)
+# the tiny case as a loadgen: 64 samples, 0.5 s tests, batches up to 16 (no timed-step count: LoadGen sets the tests).
+# Offline's one query is sized from the bare forward time, which for this tiny CPU model underestimates LoadGen's
+# per-sample host cost many times over: its test lasts far longer than asked, in proportion to what is asked.
+MIN_DURATION_S = 0.5
 TINY = flags(
     tiny_case(
         model="helpers:tiny_conv_net",
         batch_sizes=None,
         images=64,
         min_timed_batches=None,
-        min_duration_s=1,
+        min_duration_s=MIN_DURATION_S,
         max_batch=16,
     )
 )
@@ -128,7 +131,7 @@ def test_every_scenario_gives_a_valid_row_with_derived_columns_and_logs(tmp_path
     assert rows["MultiStream"]["samples_per_query"] == 8 and rows["MultiStream"]["queries"] >= 662
     assert rows["Server"]["server_target_qps"] == 300 and rows["Server"]["queries"] >= 662
     for _sc, r in rows.items():
-        assert r["figure_of_merit"] > 0 and r["samples_timed"] > 0 and r["timed_wall_s"] >= 1.0
+        assert r["figure_of_merit"] > 0 and r["samples_timed"] > 0 and r["timed_wall_s"] >= MIN_DURATION_S
         assert r["cost_per_1000_samples_usd"] > 0 and r["validity"] is not None and r["price_per_hour_usd"] > 0
         assert (Path(r["loadgen_log_dir"]) / "mlperf_log_summary.txt").exists()
         assert Path(r["loadgen_log_dir"]).is_relative_to(tmp_path / "lg-loadgen" / "run1")
@@ -238,8 +241,6 @@ def test_ctrl_c_keeps_the_finished_scenarios_and_resume_runs_the_rest(tmp_path: 
         *TINY[2:],
         "--scenarios",
         "SingleStream,MultiStream",
-        "--min-duration-s",
-        "2",
         "--db",
         str(db),
     ]

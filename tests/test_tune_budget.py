@@ -122,7 +122,7 @@ def test_a_real_tune_keeps_its_budget_and_refuses_one_too_small(tmp_path, one_th
 
 def test_a_trial_running_past_the_budget_is_stopped(tmp_path, one_thread):
     # batches 1 and 2 take milliseconds, batch 4 sleeps 30 s a step: nothing measured before predicts it
-    budget = _minimum(tmp_path, "measure_helpers:slow_above_two") + 12.0
+    budget = _minimum(tmp_path, "measure_helpers:slow_above_two") + 6.0
     out, store, budget = _accepted(
         tmp_path, budget, "slow", model="measure_helpers:slow_above_two", precisions=("fp32",)
     )
