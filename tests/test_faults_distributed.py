@@ -303,3 +303,40 @@ def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:
         gate.open()
     _kill_left(left)
     assert not left, "ranks or torchrun still running after accelbench was killed"
+
+
+# A stand-in for torchrun (no torch): it puts its pid where the tether puts torchrun's, starts one "rank" and waits;
+# the rank ties itself to it first, as the worker module does.
+AGENT = """
+import os, subprocess, sys, time
+os.environ[sys.argv[1]] = str(os.getpid())
+subprocess.Popen([sys.executable, "-c", sys.argv[2], sys.argv[3]])
+time.sleep(600)
+"""
+RANK = """
+import sys, time
+from pathlib import Path
+from accelbench.launchers.torchrun.tether import tie_to_agent
+if tie_to_agent():
+    Path(sys.argv[1]).touch()
+    time.sleep(600)
+"""
+
+
+def test_a_rank_ends_with_its_torchrun_however_torchrun_ends(tmp_path: Path) -> None:
+    """The ranks' own tie: torchrun SIGKILLed (no handler runs, so it cannot stop its ranks) takes its rank with
+    it. Under the launcher's tie alone, torchrun gets SIGTERM once per thread of the dying accelbench and its
+    handler raises on each: a burst of them could end torchrun inside its shutdown, before it signalled the ranks,
+    which then ran on."""
+    import psutil
+
+    from accelbench.launchers.torchrun.tether import AGENT_PID
+
+    tied = tmp_path / "tied"
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, AGENT_PID, RANK, str(tied)], env=cli_env())
+    (rank,) = wait_for(lambda: tied.exists() and psutil.Process(agent.pid).children(), agent, label="the rank tied")
+    agent.kill()
+    agent.wait()
+    left = _gone([rank], 60)  # it sleeps for 10 minutes unless the tie ends it
+    _kill_left(left)
+    assert not left, "the rank outlived its torchrun"

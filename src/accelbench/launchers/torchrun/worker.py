@@ -102,8 +102,13 @@ def run_job(job: Job, info: RankInfo) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of one rank. Raises on failure (non-zero exit, torchrun stops the others)."""
+    """Entry point of one rank. Raises on failure (non-zero exit, torchrun stops the others); 1 at once when the
+    torchrun that started it has already ended."""
     from accelbench.core import quiet
+    from accelbench.launchers.torchrun.tether import tie_to_agent
+
+    if not tie_to_agent():  # this rank ends with torchrun, however torchrun ends
+        return 1
 
     quiet.install(lambda text: print(f"note: {text}", file=sys.stderr))  # the same filtered noise as the launcher
     argv = sys.argv[1:] if argv is None else argv
