@@ -102,7 +102,7 @@ def test_two_node_rendezvous_on_loopback(tmp_path):
 def test_concurrent_jobs_vs_sequential(tmp_path):
     db, scratch = tmp_path / "c.db", tmp_path / "scratch"
     scratch.mkdir()
-    args = ["concurrent", "--models", f"multi_helpers:tiny,{TINY_MODEL}", "-b", "2", "-n", "4", "--min-time-s", "1"]
+    args = ["concurrent", "--models", f"multi_helpers:tiny,{TINY_MODEL}", "-b", "2", "-n", "4", "--min-time-s", "0.3"]
     # a real process: the test reads its TMPDIR (in-process, that is the test's)
     p = run_cli_process(*args, "--db", str(db), *FAST, "--idle-s", "0", env={"TMPDIR": str(scratch)})
     assert p.returncode == 0, p.stdout + p.stderr

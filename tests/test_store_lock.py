@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import cli_env, flags, tiny_case
+from conftest import cli_env, flags, run_cli, tiny_case
 from fault_harness import cases, runs
 
 ARGS = ["run", *flags(tiny_case(batch_sizes="1,2,3,4,5,6", images=6))]
@@ -28,10 +28,10 @@ con.execute("COMMIT")
 """
 
 
-def _sweep(db: Path, wait_s: str, extra: list[str] = ()) -> subprocess.Popen:
+def _sweep(db: Path, wait_s: str) -> subprocess.Popen:
     env = cli_env({"OMP_NUM_THREADS": "1", "ACCELBENCH_STORE_LOCK_WAIT_S": wait_s})
     return subprocess.Popen(
-        [sys.executable, "-m", "accelbench", *ARGS, "--db", str(db), *extra],
+        [sys.executable, "-m", "accelbench", *ARGS, "--db", str(db)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -94,9 +94,8 @@ def test_a_store_locked_past_the_wait_is_an_interruption_that_resumes(tmp_path: 
     assert 1 <= done < 6
     # the run could not be marked while locked: it reads as stale (its process is gone) and resumes
     assert runs(db)[0][2] in ("interrupted", "running")
-    again = _sweep(db, "600", ["--resume"])
-    out, err = again.communicate(timeout=600)
-    assert again.returncode == 0 and f"{done} cases were already done" in out, out + err
+    again = run_cli(*ARGS, "--db", str(db), "--resume", env={"OMP_NUM_THREADS": "1"})
+    assert again.returncode == 0 and f"{done} cases were already done" in again.stdout, again.stdout + again.stderr
     assert runs(db) == [(1, "inference", "complete")] and len(cases(db)) == 6
 
 
