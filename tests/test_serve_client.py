@@ -353,11 +353,19 @@ class _Interrupted(OpenAICompatible):
 
 
 def test_ctrl_c_cancels_the_requests_in_flight_and_re_raises(engine, tokenizer):
+    import signal
+
     ctrl_c = _Interrupted(engine.base_url, engine.model)
     ctrl_c.info = engine.info
     reqs = workloads.make_requests("random", 4, tokenizer=tokenizer, input_len=4, output_len=64, seed=0)
-    with pytest.raises(KeyboardInterrupt):
-        load.run_level(ctrl_c, reqs, concurrency=2)
+    # Ctrl-C's handler as in a terminal: a test runner started in the background (``cmd &`` in a script) inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler (signal_helpers.takes_ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            load.run_level(ctrl_c, reqs, concurrency=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     # the requests stopped where they were (4 x 64 chunks had they run to their end) and the pools were closed
     assert 1 <= ctrl_c.chunks < 64 and ctrl_c._pools is None
 
