@@ -24,7 +24,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 AB=${AB:-accelbench}
 ALL_STUDIES="resnet50-inference telemetry-energy training roofline-profile multi-gpu loadgen h100-vs-h200
-reduced-precision tune language-models"
+reduced-precision tune language-models training-lm serve-gpu serve-vllm-cpu"
 STUDIES=${STUDIES-$ALL_STUDIES}
 
 # report NAME "REPORT ARGS" FILE...: import FILE... into a fresh store, then write OUT/NAME.{html,md}.
@@ -40,9 +40,9 @@ report() {
   echo "$OUT/$name.html: $# runs, $((SECONDS - t0)) s"
 }
 
-exports() { find "$RES/$1" -name '*.parquet' -o -name '*.json' | sort | while read -r f; do
+exports() { find "$RES/$1" -name '*.parquet' -o -name '*.json' -o -name '*.json.gz' | sort | while read -r f; do
   # only accelbench run exports: the hand loops, probes and summaries beside them are other JSON
-  if head -c 200 "$f" | grep -q '"run_id"' || [[ $f == *.parquet ]]; then echo "$f"; fi
+  if gzip -cdf "$f" | head -c 200 | grep -q '"run_id"' || [[ $f == *.parquet ]]; then echo "$f"; fi
 done; }
 
 for s in $STUDIES; do
@@ -61,6 +61,6 @@ report llm-batch-sweeps "--compare 1 --compare 2" \
   "$L/h100-1b-batch-sweep.parquet" "$L/h200-1b-batch-sweep.parquet" "$L/h100-1b-prompt2048-sweep.json" \
   "$L/h200-8b-prompt2048-oom.json"
 report llm-h100-vs-h200 "--compare 7 --compare 8" \
-  "$L/h100-8b-gemv-bf16.json" "$L/h100-8b-gemv-8bit.json" "$L/h200-8b-gemv-bf16.json" "$L/h200-8b-gemv-8bit.json" \
+  "$L/h100-8b-gemv-bf16.json" "$L/h100-8b-gemv-8bit.json.gz" "$L/h200-8b-gemv-bf16.json" "$L/h200-8b-gemv-8bit.json.gz" \
   "$L/h100-1b-repeat5.json" "$L/h200-1b-batch-sweep.parquet" "$L/h100-8b-repeat5.json" "$L/h200-8b-batch-sweep.json"
 report tune-resnet50-throughput-h200 "" "$RES/tune/h200-throughput.parquet"

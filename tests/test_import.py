@@ -92,3 +92,22 @@ def test_without_pyarrow_parquet_is_one_line_naming_the_extra(source, tmp_path):
     out.write_bytes(b"PAR1")
     p = run_cli("import", str(out), "--db", str(tmp_path / "d.db"), env=env)
     assert p.returncode == 2 and "pip install 'accelbench[parquet]'" in p.stderr
+
+
+def test_a_gzipped_json_export_imports_as_the_json_does(source, tmp_path):
+    """The repository keeps its recorded results as ``.json.gz``: they import without unpacking."""
+    import gzip
+
+    db, rid = source
+    path = tmp_path / "run.json"
+    run_cli("export", "--run", str(rid), "--format", "json", "--output", str(path), "--db", str(db), check=True)
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    dst = tmp_path / "dst.db"
+    p = run_cli("import", str(packed), "--db", str(dst), check=True)
+    assert f"run 1 (inference, 2 cases) in {dst}" in p.stdout
+    a, b = _rows(Store(db), rid), _rows(Store(dst), 1)
+    assert len(a) == 2 and a == b
+    packed.write_bytes(b"\x1f\x8b not gzip")
+    p = run_cli("import", str(packed), "--db", str(tmp_path / "d2.db"))
+    assert p.returncode == 2 and "not readable JSON" in p.stderr and p.stderr.count("\n") == 1

@@ -6,6 +6,7 @@ whose server dies between levels (the finished level stored, the run interrupted
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import signal
 import threading
@@ -308,6 +309,7 @@ def test_the_built_in_launch_whose_server_dies_between_levels_stores_the_finishe
     store = Store(db)
     run = store.run(_last_run(store))
     assert run["status"] == "interrupted" and "transformers serve" in run["env"]["server_command"]
+    assert run["env"]["server_version"] == importlib.metadata.version("transformers")  # the built-in launch's own
     rows = store.records(run["run_id"])
     assert rows and rows[0]["concurrency"] == 1 and rows[0]["status"] == "ok" and len(rows) < 3
     assert "server stopped" in p.stderr or "server exited" in p.stderr

@@ -22,6 +22,7 @@ the bundled ``hf:tiny-shakespeare`` or a local ``hf:/path`` folder as it is, an 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -339,6 +340,11 @@ class ServerLauncher(Inline):
         except BaseException:
             server.stop()
             raise
+        if self.command is None and server.info is not None and server.info.version is None:
+            # transformers serve names no version on its endpoints; the built-in launch runs this environment's
+            from accelbench.sweep.requirements import version
+
+            server.info = dataclasses.replace(server.info, version=version("transformers"))
         return server
 
     def execute(self, sweep, cases: list, state) -> None:

@@ -1,5 +1,6 @@
-"""Loading an export back (``accelbench import``): a JSON export (the full run document) or a Parquet export (rows,
-with the run document in the file's metadata) becomes a new run of a store, with its spec, provenance, name, tags,
+"""Loading an export back (``accelbench import``): a JSON export (the full run document; gzip-compressed as
+``.json.gz`` too, as the repository's recorded results are kept) or a Parquet export (rows, with the run document in
+the file's metadata) becomes a new run of a store, with its spec, provenance, name, tags,
 start and end times, raw series, and a note of where it came from (``env["imported_from"]``), so results move
 between machines without copying SQLite files.
 
@@ -9,6 +10,7 @@ pandas metadata). A CSV export carries no run metadata (spec, environment, serie
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -34,21 +36,22 @@ def read_export(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ExportFileError(f"cannot import {p}: no such file")
-    suffix = p.suffix.lower()
+    suffix = ".json.gz" if p.name.lower().endswith(".json.gz") else p.suffix.lower()
     if suffix == ".csv":
         raise ExportFileError(
             f"cannot import {p}: a CSV export holds no run metadata (spec, environment, raw series); "
             "export the run with --format json or --format parquet"
         )
-    if suffix == ".json":
+    if suffix in (".json", ".json.gz"):
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raw = gzip.decompress(p.read_bytes()) if suffix == ".json.gz" else p.read_bytes()
+            doc = json.loads(raw.decode("utf-8"))
+        except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
             raise ExportFileError(f"cannot import {p}: not readable JSON ({' '.join(str(exc).split())})") from None
     elif suffix == ".parquet":
         doc = _parquet(p)
     else:
-        raise ExportFileError(f"cannot import {p}: allowed a .json or .parquet export of accelbench export")
+        raise ExportFileError(f"cannot import {p}: allowed a .json, .json.gz or .parquet export of accelbench export")
     return _checked(p, doc)
 
 
