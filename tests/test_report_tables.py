@@ -191,9 +191,11 @@ def test_provenance_values_reach_the_reader_formatted():
             "sm_clock_max_mhz": 1980,
             "device_name": "NVIDIA H200",
             "cpu_count": 16,
+            "cudnn": 91900,  # torch.backends.cudnn.version() of cuDNN 9.19.0, not "91,900"
         },
     }
     got = dict(provenance(run))
+    assert got["cuDNN"] == "9.19.0"
     assert got["Idle power (W)"] == "74.94" and got["Power limit (W)"] == "700.0"
     assert got["SM clock max (MHz)"] == "1980" and got["Device"] == "NVIDIA H200" and got["CPU count"] == "16"
 

@@ -56,12 +56,22 @@ def _shown(value: Any) -> str:
     return number(value, 4)
 
 
+def cudnn_version(number: int) -> str:
+    """``torch.backends.cudnn.version()``'s integer as cuDNN's dotted version: 91900 -> ``9.19.0`` (cuDNN 9 encodes
+    major * 10000 + minor * 100 + patch), 8907 -> ``8.9.7`` (cuDNN 8 and older: major * 1000 + minor * 100 + patch),
+    as ``cudnn_version.h`` defines ``CUDNN_VERSION``."""
+    major = number // 10000 if number >= 90000 else number // 1000
+    minor = (number - major * (10000 if number >= 90000 else 1000)) // 100
+    return f"{major}.{minor}.{number % 100}"
+
+
 def provenance(run: dict) -> list[tuple[str, str]]:
-    """``(label, value)`` rows of a run's provenance, values formatted (:func:`_shown`)."""
+    """``(label, value)`` rows of a run's provenance, values formatted (:func:`_shown`; cuDNN as its version)."""
     env = run["env"]
     when = dt.datetime.fromtimestamp(run["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     out = [("Run", str(run["run_id"])), ("Kind", run["kind"]), ("Status", run["status"]), ("Created", when)]
-    return out + [(label, _shown(env[k])) for label, k in PROVENANCE if env.get(k) is not None]
+    shown = {k: cudnn_version(v) if k == "cudnn" and isinstance(v, int) else _shown(v) for k, v in env.items()}
+    return out + [(label, shown[k]) for label, k in PROVENANCE if env.get(k) is not None]
 
 
 def _ci_lines(records: list[dict]) -> list[str]:
