@@ -114,7 +114,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto`` (the README's and CI's test command): one worker a CPU, at most 4. Many tests start real torchrun
     jobs (an agent and two ranks, each importing torch: ~1 GB), so more workers than that buy memory pressure, not
     time."""
-    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 4))
+    return max(1, min(_cpus(), 4))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -150,10 +150,29 @@ def _gpu_tests_in_a_real_process(request, monkeypatch):
     yield
 
 
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# torch's intra-op threads for the tests' work (this process's torch, and ``OMP_NUM_THREADS`` of the commands they run):
+# the CPUs shared among pytest-xdist's workers, at most 2. Two workers on CI's 2 cores take one thread each: with two,
+# the threads of the two workers (and of the ranks and servers they start) wait on each other at every operator, and
+# small CPU kernels ran several times slower (single_torch_thread).
+THREADS = max(1, min(2, _cpus() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+
+
+def pytest_configure(config) -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(THREADS)
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     # Keep CPU tests predictable on a 2-core CI machine.
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     yield
 
 

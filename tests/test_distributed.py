@@ -97,11 +97,16 @@ def faulty(tmp_path_factory) -> Launched:
 
 @pytest.mark.slow
 def test_run_gpus2_crash_then_next_case_runs(faulty):
+    """A rank that raises: its case is an error row naming the rank, the run completes, exit 1 with the count of
+    failed cases and no traceback, and torchrun starts again on the cases left."""
     p = faulty.proc
     assert p.returncode == 1, p.stdout + p.stderr  # cases ended in error: exit 1 (errors.py)
+    assert "2 of 3 cases ended in error" in p.stderr and "Traceback" not in p.stdout + p.stderr
     # each launch's work directory (job file, progress, results, torchelastic's rank logs) is gone when it ends
     assert not left_behind(faulty.folder)
+    assert Store(faulty.db).run()["status"] == "complete"
     by = {r["model"]: r for r in rows(faulty.db) if r["aggregate"] == 1}
+    assert by[CRASH]["status"] == "error" and by[CRASH]["world_size"] == 2
     assert by[CRASH]["error"] == "rank 1 failed: RuntimeError: injected failure on this rank"
     assert by[HEALTHY]["status"] == "ok" and by[HEALTHY]["world_size"] == 2
 

@@ -22,15 +22,15 @@ from accelbench.store import Store
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-# 128 real training images (4 steps of 32), 100 test images, 3 epochs: a few seconds on one CPU core. The
+# 64 real training images (2 steps of 32), 32 test images, 3 epochs: a few seconds on one CPU core. The
 # library settings below and the flags of TRAIN give the same spec, so `--resume` finds the killed run.
 SETTINGS = {
     "model": "cifar-resnet20",
     "device": "cpu",
     "epochs": 3,
     "batch_sizes": "32",
-    "train_images": 128,
-    "eval_images": 100,
+    "train_images": 64,
+    "eval_images": 32,
     "placement": "resident",
 }
 TRAIN = [
@@ -44,9 +44,9 @@ TRAIN = [
     "--batch-sizes",
     "32",
     "--images",
-    "128",
+    "64",
     "--eval-images",
-    "100",
+    "32",
     "--placement",
     "resident",
     "--db",
