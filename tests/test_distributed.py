@@ -138,14 +138,36 @@ def test_hung_rank_times_out_and_all_ranks_stop(faulty):
 
 
 # ---- one compiled launch: the aggregate row's columns, the JSON export and the case runner's recorded settings ----
+COMPILED = ["run", "--gpus", "2", "--model", TINY_MODEL, "-b", "2", "-n", "4", "--modes", "compile-freeze"]
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Launched:
-    """``run --gpus 2 --modes compile-freeze --no-cudnn-benchmark`` of the tiny model, exported to JSON."""
+    """``run --gpus 2 --modes compile-freeze --no-cudnn-benchmark --resume`` of the tiny model into a new store (a new
+    run: nothing to resume), exported to JSON."""
     folder = tmp_path_factory.mktemp("compiled")
     db = folder / "g.db"
-    args = ["run", "--gpus", "2", "--model", TINY_MODEL, "-b", "2", "-n", "4", "--modes", "compile-freeze"]
-    p = run_cli(*args, "--no-cudnn-benchmark", "--db", str(db), "--json", str(folder / "g.json"), *SMALL, check=True)
+    p = run_cli(*_compiled_args(folder), check=True)
     return Launched(p, db, folder)
+
+
+def _compiled_args(folder: Path) -> list[str]:
+    files = ["--db", str(folder / "g.db"), "--json", str(folder / "g.json")]
+    return [*COMPILED, "--no-cudnn-benchmark", *files, *SMALL, "--resume"]
+
+
+def test_resume_of_a_complete_gpus_run_measures_nothing(compiled):
+    """``--resume`` is idempotent under ``--gpus 2`` too (test_resume_idempotent.py for one process): the first
+    ran the settings as a new run; the second says the run is complete, starts no torchrun and adds nothing."""
+    db = compiled.db
+    assert f"--resume: no earlier run of these settings in {db}: ran them as new run 1" in compiled.proc.stdout
+    before = [r["case_id"] for r in rows(db)]
+    again = run_cli(*_compiled_args(compiled.folder))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"nothing to resume: run 1 in {db} is complete with these settings" in again.stdout, again.stdout
+    assert "Traceback" not in again.stderr and not again.stderr.strip(), again.stderr
+    assert before and [r["case_id"] for r in rows(db)] == before  # nothing measured, nothing added
+    assert [r["run_id"] for r in Store(db).runs()] == [1]
 
 
 def test_run_gpus2_aggregate_row_keeps_every_column_by_its_rule(compiled):

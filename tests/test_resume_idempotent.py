@@ -1,6 +1,7 @@
 """``--resume`` is idempotent: with nothing unfinished and a complete run of the same settings,
-it says which run is complete (id, store) and exits 0 having measured nothing, in one process and under
-``--gpus``; with no run of these settings at all it starts one and says so; an interrupted run still continues."""
+it says which run is complete (id, store) and exits 0 having measured nothing, in one process here and under
+``--gpus`` on ``test_distributed.py``'s compiled launch; with no run of these settings at all it starts one and says
+so; an interrupted run still continues."""
 
 from __future__ import annotations
 
@@ -12,29 +13,20 @@ from fault_harness import cases, runs
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
-def _resume_twice(tmp_path: Path, extra: list[str]) -> None:
+def test_resume_of_a_complete_run_measures_nothing(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    first = run_cli("run", *TINY, *extra, "--db", str(db), "--resume", env=ONE_THREAD)
+    first = run_cli("run", *TINY, "--db", str(db), "--resume", env=ONE_THREAD)
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"--resume: no earlier run of these settings in {db}: ran them as new run 1" in first.stdout, first.stdout
     before = [r["case_id"] for r in cases(db)]
     assert before and runs(db) == [(1, runs(db)[0][1], "complete")]
 
-    again = run_cli("run", *TINY, *extra, "--db", str(db), "--resume", env=ONE_THREAD)
+    again = run_cli("run", *TINY, "--db", str(db), "--resume", env=ONE_THREAD)
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"nothing to resume: run 1 in {db} is complete with these settings" in again.stdout, again.stdout
     assert "Traceback" not in again.stderr and not again.stderr.strip(), again.stderr
     assert [r["case_id"] for r in cases(db)] == before  # nothing measured, nothing added
     assert [r[0] for r in runs(db)] == [1]
-
-
-def test_resume_of_a_complete_run_measures_nothing(tmp_path: Path) -> None:
-    _resume_twice(tmp_path, [])
-
-
-def test_resume_of_a_complete_run_measures_nothing_under_gpus(tmp_path: Path) -> None:
-    """The same under ``--gpus 2`` (two CPU processes through torchrun): no torchrun is started the second time."""
-    _resume_twice(tmp_path, ["--gpus", "2"])
 
 
 def test_other_settings_are_a_new_run_not_the_complete_one(tmp_path: Path) -> None:
