@@ -188,6 +188,19 @@ def _gone(procs: list, timeout: float) -> list:
     return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+def _named(procs: list) -> list[str]:
+    """``pid: command line`` of each of ``procs`` (which of torchrun and the ranks a failure left running)."""
+    import psutil
+
+    out = []
+    for p in procs:
+        try:
+            out.append(f"{p.pid}: {' '.join(p.cmdline())[-160:]}")
+        except psutil.Error:
+            out.append(f"{p.pid}: ended")
+    return out
+
+
 def _kill_left(procs: list) -> None:
     """Clean up after a failed assertion: end what is still running of ``procs`` (these tests' own children)."""
     import psutil
@@ -206,8 +219,9 @@ def _stopped_cleanly(proc: subprocess.Popen, children: list) -> tuple[str, str]:
         assert word not in out + err, out + err
     assert INTERRUPTED in err.splitlines(), err
     left = _gone(children, 60)  # they stop on the signal: the gated case never ends by itself
+    named = _named(left)
     _kill_left(left)
-    assert not left, "ranks or torchrun still running"
+    assert not left, f"ranks or torchrun still running: {named}"
     return out, err
 
 
@@ -287,8 +301,9 @@ def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:
         left = _gone(children, 60)  # the gate stays closed: only the tether can stop them
     finally:
         gate.open()
+    named = _named(left)
     _kill_left(left)
-    assert not left, "ranks or torchrun still running after accelbench was killed"
+    assert not left, f"ranks or torchrun still running after accelbench was killed: {named}"
 
 
 # A stand-in for torchrun (no torch): it puts its pid where the tether puts torchrun's, starts one "rank" and waits;
