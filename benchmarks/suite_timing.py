@@ -1,8 +1,9 @@
 """Time the README's test command and record the run in benchmarks/results/suite-under-load/suite-runs.json.
 
 Runs ``python -m pytest -q -n auto --dist loadfile`` (what ``.ci/run`` runs after ruff) with a JUnit XML report,
-and stores the wall time, the test counts, the machine's load average before and after, and the slowest files and
-tests, under ``--name``. Run it from the repository root on a clean checkout, with nothing else running, unless the
+and stores the wall time, the CPU time of the run's processes (user + system: less sensitive than the wall time to
+what else shares the machine), the test counts, the machine's load average before and after, and the slowest files
+and tests, under ``--name``. Run it from the repository root on a clean checkout, with nothing else running, unless the
 run is meant to measure the suite under load (say so in ``--how``).
 
 Usage: ``python benchmarks/suite_timing.py --name xdist-lean --how "-n auto --dist loadfile, nothing else running"``
@@ -11,8 +12,10 @@ Usage: ``python benchmarks/suite_timing.py --name xdist-lean --how "-n auto --di
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -55,18 +58,23 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "junit.xml"
         load_before = os.getloadavg()
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadfile", f"--junitxml={xml}"]
         )
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the test processes, once waited for
+        cpu = (after.ru_utime - cpu_before.ru_utime) + (after.ru_stime - cpu_before.ru_stime)
         load_after = os.getloadavg()
         summary = junit_summary(xml)
     run = {
         "commit": commit,
         "how": args.how,
         "exit_code": p.returncode,
+        "date": datetime.date.today().isoformat(),
         "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
         "loadavg_1_5_15_before": [round(x, 2) for x in load_before],
         "loadavg_1_5_15_after": [round(x, 2) for x in load_after],
         **summary,
