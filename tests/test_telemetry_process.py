@@ -69,7 +69,8 @@ def test_process_mode_returns_the_thread_modes_columns_and_data():
     assert set(thread.series()) == set(proc.series()) and set(thread.raw()) == set(proc.raw())
     # the child read this process: >= 0.3 CPU s of it in the window, its RSS holds the tensor
     assert rp["process_cpu_util_pct"] >= 100 * 0.3 / rp["telemetry_window_s"] * 0.95
-    assert rp["process_rss_max_bytes"] > a.numel() * 4 and 0 < rp["system_cpu_util_pct"] <= 100
+    # a host busy the whole window reads 100 % give or take the float rounding of its tick counts (1e-9 relative)
+    assert rp["process_rss_max_bytes"] > a.numel() * 4 and 0 < rp["system_cpu_util_pct"] <= 100 * (1 + 1e-9)
     assert rp["telemetry_samples"] >= 10 and len(proc.series()["cpu_t_s"]) == rp["telemetry_samples"]
     assert rp["energy_source"] == rt["energy_source"] and rp["cpu_energy_source"] == rt["cpu_energy_source"]
     handed = proc.sampler  # what the thread Sampler holds, from the child
