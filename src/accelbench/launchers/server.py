@@ -342,7 +342,7 @@ class ServerLauncher(Inline):
             raise
         if self.command is None and server.info is not None and server.info.version is None:
             # transformers serve names no version on its endpoints; the built-in launch runs this environment's
-            from accelbench.sweep.requirements import version
+            from importlib.metadata import version
 
             server.info = dataclasses.replace(server.info, version=version("transformers"))
         return server
