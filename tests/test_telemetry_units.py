@@ -250,6 +250,8 @@ def test_cpu_record_exact():
     r = cpu_record([{"rss_bytes": 9.0}], b, e)
     assert r["process_cpu_util_pct"] == 150.0 and r["system_cpu_util_pct"] == 75.0 and r["process_rss_max_bytes"] == 9.0
     assert r["cpu_energy_j"] == 50.0 and r["cpu_power_mean_w"] == 25.0 and r["cpu_energy_source"] == "rapl"
+    busy = {**e, "system_busy_s": 10.0 + 4.0 + 4e-9}  # psutil's per-state sums can pass the total by a rounding error
+    assert cpu_record([], b, busy)["system_cpu_util_pct"] == 100.0
 
 
 def test_rapl_source_meters_a_cpu_run_from_the_zone_counters(tmp_path):

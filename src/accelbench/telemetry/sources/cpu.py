@@ -124,7 +124,8 @@ def cpu_record(samples: Sequence[dict], begin: dict, end: dict) -> dict[str, Any
         rec["process_cpu_util_pct"] = 100.0 * (end["process_cpu_s"] - begin["process_cpu_s"]) / wall
         dt = end["system_total_s"] - begin["system_total_s"]
         busy = end["system_busy_s"] - begin["system_busy_s"]
-        rec["system_cpu_util_pct"] = 100.0 * busy / dt if dt > 0 else None
+        # busy is a sum of psutil's per-state times and dt their total: a fully busy host can read 1e-9 % over 100
+        rec["system_cpu_util_pct"] = 100.0 * min(busy, dt) / dt if dt > 0 else None
         if dt > 0 and "tree_cpu_s" in begin and "tree_cpu_s" in end:
             other = busy - (end["tree_cpu_s"] - begin["tree_cpu_s"])
             rec["cpu_other_util_pct"] = max(0.0, 100.0 * other / dt)
