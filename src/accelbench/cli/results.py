@@ -96,9 +96,12 @@ def export(
 
 @command("import")
 def import_cmd(
-    files: list[Path] = typer.Argument(..., help="JSON or Parquet files written by accelbench export."), db: Path = DB
+    files: list[Path] = typer.Argument(
+        ..., help="JSON (or gzip-compressed .json.gz) or Parquet files written by accelbench export."
+    ),
+    db: Path = DB,
 ) -> None:
-    """Load exported runs (JSON or Parquet; CSV holds no run metadata) into --db, each as a new run with its
+    """Load exported runs (JSON, .json.gz or Parquet; CSV holds no run metadata) into --db, each as a new run with its
     provenance, name and tags, and a note of the file it came from."""
     from accelbench import api
 

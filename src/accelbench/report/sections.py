@@ -70,8 +70,11 @@ def provenance(run: dict) -> list[tuple[str, str]]:
     env = run["env"]
     when = dt.datetime.fromtimestamp(run["created_at"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     out = [("Run", str(run["run_id"])), ("Kind", run["kind"]), ("Status", run["status"]), ("Created", when)]
-    shown = {k: cudnn_version(v) if k == "cudnn" and isinstance(v, int) else _shown(v) for k, v in env.items()}
-    return out + [(label, shown[k]) for label, k in PROVENANCE if env.get(k) is not None]
+
+    def shown(key: str, value: Any) -> str:
+        return cudnn_version(value) if key == "cudnn" and isinstance(value, int) else _shown(value)
+
+    return out + [(label, shown(k, env[k])) for label, k in PROVENANCE if env.get(k) is not None]
 
 
 def _ci_lines(records: list[dict]) -> list[str]:
