@@ -336,16 +336,17 @@ def input_dtype(name: str):
     return getattr(torch, p.cast_dtype) if p.cast_dtype else torch.float32
 
 
-def context(name: str, device, *, inference: bool = True):
-    """The context a step runs in: ``torch.autocast`` for amp precisions (a no-op otherwise), inside
-    ``torch.inference_mode`` when ``inference``. THE one ``torch.autocast`` call site of accelbench."""
+def context(name: str, device, *, inference: bool = True, autocast: bool = True):
+    """The context a step runs in: ``torch.autocast`` for amp precisions (a no-op otherwise, or with ``autocast``
+    False), inside ``torch.inference_mode`` when ``inference``. THE one ``torch.autocast`` call site of
+    accelbench."""
     import torch
 
     p = get(name)
     stack = contextlib.ExitStack()
     if inference:
         stack.enter_context(torch.inference_mode())
-    if p.autocast_dtype:
+    if p.autocast_dtype and autocast:
         stack.enter_context(torch.autocast(device.type, dtype=getattr(torch, p.autocast_dtype)))
     return stack
 

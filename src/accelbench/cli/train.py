@@ -42,7 +42,7 @@ CONVERGE_ONLY = (
 )
 
 
-LM_ONLY = ("seq_lens", "tokens", "activation_checkpointing", "parallel", "batches")
+LM_ONLY = ("seq_lens", "tokens", "activation_checkpointing", "parallel", "fsdp_autocast", "batches")
 IMAGE_ONLY = ("optimizer", "momentum", "loader_workers", "images", "channels_last", "image_size", "data")
 
 

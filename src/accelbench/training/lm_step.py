@@ -20,6 +20,7 @@ used), and the step's ``cross_entropy(logits.float(), labels)`` averages over ev
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,7 @@ def build_lm_step(
     fused: bool | None,
     wrap=None,
     fsdp: bool = False,
+    fsdp_autocast: bool = True,
 ) -> LMStep:
     """The model ``model`` made ready (see the module docstring) and its training step on ``device``.
 
@@ -76,7 +78,8 @@ def build_lm_step(
         checkpointing: ``none``, ``selective`` or ``full`` (:func:`accelbench.training.lm_maths.checkpointed_layers`).
         lr, weight_decay, fused: AdamW's (:func:`step_config`).
         wrap: DDP's wrap of the step's module (a torchrun rank's), or None; fsdp: shard with FSDP2 instead
-            (:func:`fsdp_wrap`).
+            (:func:`fsdp_wrap`); fsdp_autocast: under FSDP2 with an ``amp-*`` precision, autocast on top of the
+            gathers in its dtype (False: the gathers alone, torchtitan's way).
     Raises:
         UnknownModelError, MissingDependencyError: as :func:`accelbench.models.hf.load_lm`; RuntimeError (OOM):
             as building raises it.
@@ -101,6 +104,8 @@ def build_lm_step(
     if fsdp:
         half = precisions.get(cfg.precision).autocast_dtype  # "bfloat16", "float16" or None
         wrap = fsdp_wrap(lm, getattr(torch, half) if half else None)
+        if half and not fsdp_autocast and fp8 is None:  # Float8 linears keep autocast's bf16 inputs
+            cfg = dataclasses.replace(cfg, autocast=False)
     step = build_step(next_token(lm), cfg, device, wrap=wrap, compile_whole=False)
     return LMStep(step=step, lm=lm, loaded=loaded, shape=shape, fp8_linear_layers=fp8)
 

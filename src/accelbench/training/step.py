@@ -72,6 +72,10 @@ class StepConfig:
         fused: the optimizer's fused kernels (``torch.optim`` ``fused=True``, one kernel for every parameter):
             True: fused (an error where torch has none); False: ``foreach``; None: fused on CUDA where torch
             has it, else ``foreach``.
+        autocast: run forward and loss under the precision's ``torch.autocast`` (an ``amp-*`` precision); False
+            where the parameters already reach the forward in the compute dtype (FSDP2's ``MixedPrecisionPolicy``
+            gathers them in bf16: torchtitan trains so, without autocast) and autocast would only add its per-op
+            dispatch and casts. The loss is still the float32 cross-entropy of the logits.
     """
 
     precision: str = "fp32"
@@ -84,6 +88,7 @@ class StepConfig:
     channels_last: bool = False
     label_smoothing: float = 0.0
     fused: bool | None = None
+    autocast: bool = True
 
 
 def unsupported_reason(cfg: StepConfig, device) -> str | None:
@@ -251,7 +256,7 @@ class TrainStep:
 
         x = self._input(x)
         self.optimizer.zero_grad(set_to_none=True)
-        with precisions.context(self.config.precision, self.device, inference=False):
+        with precisions.context(self.config.precision, self.device, inference=False, autocast=self.config.autocast):
             logits = self.model(x)
             loss = F.cross_entropy(logits.float(), y, label_smoothing=self.config.label_smoothing)
         if self.scaler is not None:

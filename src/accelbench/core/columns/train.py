@@ -23,6 +23,15 @@ DECLARED = (
         scenarios="train_step tune",
         doc="The optimizer's kernels a tune trial chose: fused (True), foreach (False), the default (None).",
     ),
+    col(
+        "autocast",
+        BOOL,
+        "Autocast",
+        "yesno",
+        scenarios="train_step",
+        doc="The step ran forward and loss under torch.autocast (an amp precision); False under FSDP2 with "
+        "--no-fsdp-autocast, its gathers in the autocast dtype alone.",
+    ),
     col("fused", BOOL, "Fused", "yesno", scenarios=CONVERGE),
     col("lr", FLOAT, "Learning rate", "number", scenarios=STEP),
     col("momentum", FLOAT, "Momentum", "number", scenarios=STEP),

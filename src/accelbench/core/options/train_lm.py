@@ -47,6 +47,14 @@ OPTIONS = declare(
         help="With --gpus N: DistributedDataParallel and/or FSDP2 (each a case)",
     ),
     Option(
+        name="fsdp_autocast",
+        type=bool,
+        default=True,
+        panel="dist",
+        help="With --parallel fsdp and an amp precision: autocast on top of FSDP2's gathers in the autocast dtype "
+        "(--no-fsdp-autocast: the gathers alone, as torchtitan trains)",
+    ),
+    Option(
         name="batches",
         type=int,
         low=1,

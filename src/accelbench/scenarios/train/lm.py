@@ -66,6 +66,8 @@ class TrainLMSettings(Windowed):
             of the shipped text's training part, tokenized by the model's tokenizer: a checkpoint with one).
         activation_checkpointing: ``none``, ``selective`` (every second decoder layer) or ``full`` (every layer).
         parallel: under ``--gpus N``: ``ddp`` (DistributedDataParallel) and/or ``fsdp`` (FSDP2), each a case axis.
+        fsdp_autocast: under FSDP2 with an ``amp-*`` precision, ``torch.autocast`` on top of the gathers in its
+            dtype; False: the gathers alone (:func:`accelbench.training.lm_step.build_lm_step`).
         batches: distinct token batches cycled through the timed steps.
         lr, weight_decay: AdamW's (decoupled weight decay, Loshchilov & Hutter 2019).
         fused_optimizer: as the image step's (None: fused on CUDA where torch has it).
@@ -76,6 +78,7 @@ class TrainLMSettings(Windowed):
     tokens: str = OPTIONS["tokens"].field()
     activation_checkpointing: str = OPTIONS["activation_checkpointing"].field()
     parallel: tuple[str, ...] = OPTIONS["parallel"].field()
+    fsdp_autocast: bool = OPTIONS["fsdp_autocast"].field()
     batches: int = OPTIONS["batches"].field()
     lr: float = OPTIONS["lr"].field()
     weight_decay: float = OPTIONS["weight_decay"].field()

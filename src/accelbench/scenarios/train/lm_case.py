@@ -111,6 +111,7 @@ def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any
         fused=st.fused_optimizer,
         wrap=rank.wrap,
         fsdp=fsdp,
+        fsdp_autocast=st.fsdp_autocast,
     )
     step, shape = built.step, built.shape
     bs = rank.per_rank_batch(case.batch_size)
@@ -145,6 +146,7 @@ def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any
         weight_decay=st.weight_decay,
         fused_optimizer=st.fused_optimizer,
         optimizer_fused=bool(step.optimizer.defaults.get("fused")),
+        autocast=step.config.autocast and precisions.get(case.precision).autocast_dtype is not None,
     )
     return step, [(x.to(dev), y.to(dev)) for x, y in batches], rec
 
