@@ -19,20 +19,19 @@ if [ "${DRY:-0}" = 1 ]; then
 else
   M=hf:llama-3.2-1b; B=4; SEQ=2048; P=amp-bf16; DEV=""; STEPS=30; WARM=5
 fi
-PLAIN="torchrun --nproc-per-node 2 benchmarks/fsdp_plain_loop.py --model $M --batch $B --seq-len $SEQ --steps $STEPS --warmup $WARM"
+PLAIN="torchrun --nproc-per-node 2 benchmarks/fsdp_plain_loop.py --model $M --batch $B --seq-len $SEQ --steps $STEPS --warmup $WARM --out $OUT/plain.jsonl"
 AB="python3 -m accelbench train --gpus 2 --parallel fsdp -m $M -b $B --seq-len $SEQ -p $P --modes eager --idle-s 0 \
   --warmup-batches $WARM --min-timed-batches $STEPS --min-time-s 0 $DEV --db $DB"
-plain() { "$@" 2>&1 | grep '^{' | tee -a "$OUT/plain.jsonl"; }
 {
   echo "=== $(date +%T) device"
   nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader 2>/dev/null
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  has plain && stage plain 90 plain $PLAIN
-  has plain-amp && stage plain-amp 90 plain $PLAIN --autocast --loss ce
-  has plain-ce && stage plain-ce 90 plain $PLAIN --loss ce
+  has plain && stage plain 90 $PLAIN
+  has plain-amp && stage plain-amp 90 $PLAIN --autocast --loss ce
+  has plain-ce && stage plain-ce 90 $PLAIN --loss ce
   has ab-amp && stage ab-amp 100 $AB --name fsdp-autocast
   has ab-noamp && stage ab-noamp 100 $AB --no-fsdp-autocast --name fsdp-gathers-only
   has ab-noamp-proc && stage ab-noamp-proc 100 $AB --no-fsdp-autocast --telemetry-isolation process --name fsdp-gathers-only-proc
-  has plain2 && stage plain2 90 plain $PLAIN
+  has plain2 && stage plain2 90 $PLAIN
   python3 -m accelbench results --db "$DB" 2>&1 | tail -20
 } 2>&1 | grep -v -i "warn" | tee "$OUT/log.txt"

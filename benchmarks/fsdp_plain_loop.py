@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--autocast", action="store_true")
     ap.add_argument("--loss", choices=("own", "ce"), default="own")
+    ap.add_argument("--out", default=None, help="a file rank 0 appends its JSON line to")
     args = ap.parse_args()
 
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -96,21 +97,22 @@ def main() -> None:
     wall = time.perf_counter() - t0
     tokens_per_s = args.batch * args.seq_len * args.steps / wall
     if rank == 0:
-        print(
-            json.dumps(
-                {
-                    **vars(args),
-                    "world": world,
-                    "device": torch.cuda.get_device_name(device) if cuda else "cpu",
-                    "torch": torch.__version__,
-                    "loss_last": loss.item(),
-                    "step_ms": wall / args.steps * 1e3,
-                    "tokens_per_s_per_gpu": tokens_per_s,
-                    "peak_mem_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
-                }
-            ),
-            flush=True,
+        line = json.dumps(
+            {
+                **vars(args),
+                "world": world,
+                "device": torch.cuda.get_device_name(device) if cuda else "cpu",
+                "torch": torch.__version__,
+                "loss_last": loss.item(),
+                "step_ms": wall / args.steps * 1e3,
+                "tokens_per_s_per_gpu": tokens_per_s,
+                "peak_mem_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
+            }
         )
+        print(line, flush=True)
+        if args.out:
+            with open(args.out, "a") as f:
+                f.write(line + "\n")
     dist.destroy_process_group()
 
 
