@@ -52,6 +52,18 @@ def test_step_fits_a_real_batch(cfg):
     assert logits.shape == (16, 10) and not logits.requires_grad
 
 
+@pytest.mark.parametrize("autocast, dtype", [(True, torch.bfloat16), (False, torch.float32)])
+def test_autocast_off_leaves_an_amp_step_in_the_parameters_dtype(autocast, dtype):
+    """``StepConfig.autocast`` False (FSDP2's gathers in the compute dtype): the step adds no autocast, so a float32
+    module's logits stay float32; with it the same amp-bf16 step computes them in bf16."""
+    torch.manual_seed(0)
+    cfg = StepConfig(precision="amp-bf16", lr=0.05, autocast=autocast)
+    step = build_step(create_model("cifar-resnet20", pretrained=False).module, cfg, CPU)
+    x, y = _batch(4)
+    loss, logits = step(x, y)
+    assert logits.dtype == dtype and loss.dtype == torch.float32 and math.isfinite(loss.item())
+
+
 def test_state_dict_restores_the_same_trajectory():
     x, y = _batch(8)
 
