@@ -2,7 +2,13 @@
 (:mod:`.server`), the GGUF file it loads and the tokenizer that counts its tokens (:mod:`.checkpoint`, written by
 :mod:`.weights` and :mod:`.vocab`). ``gguf`` (the ``serve`` extra) is imported only where a file is written."""
 
-from accelbench.launchers.llamacpp.checkpoint import Checkpoint, ConversionError, checkpoint, convert_folder, write_gguf
+from accelbench.launchers.llamacpp.checkpoint import (
+    Checkpoint,
+    ConversionError,
+    convert_folder,
+    gguf_checkpoint,
+    write_gguf,
+)
 from accelbench.launchers.llamacpp.server import (
     METRICS,
     ServerNotFound,
@@ -19,7 +25,7 @@ __all__ = [
     "Checkpoint",
     "ConversionError",
     "ServerNotFound",
-    "checkpoint",
+    "gguf_checkpoint",
     "convert_folder",
     "find_server",
     "fixed_length",

@@ -44,6 +44,8 @@ class Checkpoint:
         precision: the file's precision (:data:`weights.PRECISIONS`), None when not written here.
         file_bytes: the file's size.
         weights: ``random``, ``bundled``, the converted folder or the given file.
+        banned_ids: token ids whose bytes are not whole UTF-8 (:func:`.vocab.incomplete_utf8_ids`), for
+            ``server_command(banned_ids=...)``: a random model emits them and llama-server then fails the request.
     """
 
     gguf: Path
@@ -51,6 +53,7 @@ class Checkpoint:
     precision: str | None
     file_bytes: int
     weights: str
+    banned_ids: tuple[int, ...] = ()
 
 
 def _require_gguf() -> None:
@@ -91,29 +94,51 @@ def write_gguf(name: str, out_dir: Path, precision: str = "bf16", seed: int = 0,
         ConfigError: an unknown precision.
         MissingDependencyError: ``gguf`` or ``transformers`` is not installed.
     """
-    from accelbench.launchers.llamacpp.vocab import add_vocabulary
+    from accelbench.models import hf
+
+    weights.precision(precision)
+    _require_gguf()
+    config, folder = _config(name)
+    if folder is not None and folder.parent != hf.BUNDLED:
+        raise UnknownModelError(f"{name} is a checkpoint folder: convert it with llama.cpp's converter")
+    return write_config_gguf(config, name[len(hf.PREFIX) :], out_dir, precision, seed, device, trained=folder)
+
+
+def write_config_gguf(
+    config: Any,
+    label: str,
+    out_dir: Path,
+    precision: str = "bf16",
+    seed: int = 0,
+    device: Any = "cpu",
+    *,
+    trained: Path | None = None,
+) -> Checkpoint:
+    """:func:`write_gguf` of a ``transformers`` Llama config (an architecture's, the bundled model's, or one a test
+    defines), named ``label``: random weights, or ``trained``'s ``model.safetensors``; the tokenizer the bundled
+    model's, covering ``config.vocab_size`` ids.
+
+    Raises:
+        UnknownModelError: a config :func:`weights.check_config` refuses.
+    """
+    from accelbench.launchers.llamacpp.vocab import add_vocabulary, incomplete_utf8_ids
     from accelbench.launchers.server import write_covering_tokenizer
     from accelbench.models import hf
 
     p = weights.precision(precision)
-    _require_gguf()
-    config, folder = _config(name)
-    label = name[len(hf.PREFIX) :]
-    if folder is not None and folder.parent != hf.BUNDLED:
-        raise UnknownModelError(f"{name} is a checkpoint folder: convert it with llama.cpp's converter")
-    weights.check_config(name, config)
-    stem = f"{label}-{p.name}" if folder is not None else f"{label}-{p.name}-seed{seed}"
+    weights.check_config(label, config)
+    stem = f"{label}-{p.name}" if trained is not None else f"{label}-{p.name}-seed{seed}"
     out_dir.mkdir(parents=True, exist_ok=True)
     target, tok = out_dir / f"{stem}.gguf", out_dir / f"{stem}.tokenizer"
     if not tok.is_dir():
         partial = tok.with_name(tok.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
-        write_covering_tokenizer(folder or hf.BUNDLED / hf.BUNDLED_MODELS[0], partial, config.vocab_size)
+        write_covering_tokenizer(hf.BUNDLED / hf.BUNDLED_MODELS[0], partial, config.vocab_size)
         partial.replace(tok)
     if not target.is_file():
         partial = target.with_name(target.name + ".partial")
-        source = weights.checkpoint_source(folder, device) if folder else weights.random_source(config, seed, device)
+        source = weights.checkpoint_source(trained, device) if trained else weights.random_source(config, seed, device)
         weights.write_file(partial, label, config, p, source, lambda w: add_vocabulary(w, tok, config.vocab_size))
         partial.replace(target)
     return Checkpoint(
@@ -121,7 +146,8 @@ def write_gguf(name: str, out_dir: Path, precision: str = "bf16", seed: int = 0,
         tokenizer_dir=tok,
         precision=p.name,
         file_bytes=target.stat().st_size,
-        weights="bundled" if folder else "random",
+        weights="bundled" if trained else "random",
+        banned_ids=incomplete_utf8_ids(tok),
     )
 
 
@@ -176,12 +202,20 @@ def convert_folder(folder: Path, out_dir: Path, precision: str = "bf16", src: st
             partial.unlink(missing_ok=True)
             raise ConversionError(f"llama.cpp's converter refused {folder}: {_reason(done.stdout + done.stderr)}")
         partial.replace(target)
+    from accelbench.launchers.llamacpp.vocab import incomplete_utf8_ids
+
+    tokenizer = Path(folder) if (Path(folder) / "tokenizer.json").is_file() else None
     return Checkpoint(
-        gguf=target, tokenizer_dir=Path(folder), precision=p.name, file_bytes=target.stat().st_size, weights=str(folder)
+        gguf=target,
+        tokenizer_dir=tokenizer,
+        precision=p.name,
+        file_bytes=target.stat().st_size,
+        weights=str(folder),
+        banned_ids=incomplete_utf8_ids(tokenizer) if tokenizer else (),
     )
 
 
-def checkpoint(
+def gguf_checkpoint(
     name: str,
     cache_dir: Path,
     precision: str = "bf16",

@@ -55,7 +55,9 @@ METRICS = {
 }
 TIMELINE = ("llamacpp:requests_processing", "llamacpp:requests_deferred")  # the queue gauges worth drawing over time
 
-_VERSION = re.compile(r"version:\s*(\d+)\s*\(([0-9a-zA-Z]+)\)")
+# ``--version`` on stderr: "version: 0.2.0-dev (build 10587, commit 3f545bec)" (common/build-info.cpp.in); older
+# builds: "version: 10587 (3f545bec)"
+_VERSION = re.compile(r"version:\s*(?:\S+\s*\(build\s*(\d+),\s*commit\s*(\w+)\)|(\d+)\s*\((\w+)\))")
 
 
 class ServerNotFound(AccelbenchError):
@@ -92,10 +94,11 @@ def server_version(server_bin: str | Path, timeout_s: float = 30.0) -> str | Non
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = _VERSION.search(done.stdout + done.stderr)
-    if m is None or (m.group(1) == "0" and m.group(2) == "unknown"):
+    m = _VERSION.search(done.stderr + done.stdout)
+    if m is None:
         return None
-    return f"b{m.group(1)}-{m.group(2)}"
+    number, commit = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
+    return None if number == "0" and commit == "unknown" else f"b{number}-{commit}"
 
 
 def server_command(
@@ -107,6 +110,7 @@ def server_command(
     ctx_per_slot: int,
     gpu: bool,
     alias: str | None = None,
+    banned_ids: Sequence[int] = (),
     extra: Sequence[str] = (),
 ) -> str:
     """The shell command that starts ``llama-server`` on ``127.0.0.1:port`` for a load of at most ``parallel``
@@ -115,14 +119,18 @@ def server_command(
     ``-np parallel`` slots, ``-c parallel * ctx_per_slot`` (each slot gets ``-c / -np`` tokens: the KV cache is per slot
     when ``-np`` is given, ``--kv-unified`` being on only for ``-np -1``), continuous batching (its default),
     ``--metrics``, ``--alias`` (the id ``/v1/models`` lists; default the file's stem), every layer on the GPU
-    (``-ngl 99``) or none (``-ngl 0``: a CUDA build otherwise offloads by default), then ``extra`` as given.
+    (``-ngl 99``) or none (``-ngl 0``: a CUDA build otherwise offloads by default), ``banned_ids`` never sampled
+    (``-l ID-inf`` each: the server's default logit bias, kept by a request that sends no ``logit_bias`` of its own;
+    :attr:`~accelbench.launchers.llamacpp.checkpoint.Checkpoint.banned_ids`), then ``extra`` as given.
     ``exec``: the server is its process group's leader, so its exit is seen at once.
     """
     if parallel < 1 or ctx_per_slot < 1:
         raise ValueError(f"parallel and ctx_per_slot must be at least 1, got {parallel} and {ctx_per_slot}")
     args = [str(server_bin), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
     args += ["-np", str(parallel), "-c", str(parallel * ctx_per_slot), "--metrics"]
-    args += ["--alias", alias or Path(gguf).stem, "-ngl", "99" if gpu else "0", *extra]
+    args += ["--alias", alias or Path(gguf).stem, "-ngl", "99" if gpu else "0"]
+    args += [a for i in banned_ids for a in ("-l", f"{int(i)}-inf")]
+    args += list(extra)
     return "exec " + shlex.join(args)
 
 

@@ -95,6 +95,38 @@ def vocabulary(folder: Path, vocab_size: int) -> dict[str, Any]:
     }
 
 
+def _byte_of_char() -> dict[str, int]:
+    """GPT-2's byte-level alphabet inverted: the character ``tokenizers``' ByteLevel writes for each byte -> the byte
+    (printable bytes stand for themselves, the others for 256 + their rank)."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]  # "!".."~", "¡".."¬", "®".."ÿ"
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+def incomplete_utf8_ids(folder: Path) -> tuple[int, ...]:
+    """The ids of the byte-level BPE tokenizer in ``folder`` whose bytes are not whole UTF-8 text (a lone byte of a
+    multi-byte character: 128 of the bundled tokenizer's 1,024).
+
+    Why: ``llama-server`` parses its output as text after every token, also for ``/v1/completions``, and ends a
+    stream with ``{"error": {"code": 500, "message": "The model produced output that does not match the expected
+    Content-only format"}}`` on bytes that are not UTF-8; a trained model rarely emits such a token out of its
+    character, a random one does (about one token in a thousand over Llama 3's 128,256 ids, so most requests of a
+    thousand output tokens would fail). Text made of whole-UTF-8 tokens is whole UTF-8, so banning these ids from
+    sampling keeps every stream whole. A tokenizer that is not byte-level BPE gives ``()``.
+    """
+    doc = json.loads((folder / "tokenizer.json").read_text())
+    if (doc.get("model") or {}).get("type") != "BPE" or (doc.get("pre_tokenizer") or {}).get("type") != "ByteLevel":
+        return ()
+    table, out = _byte_of_char(), []
+    for text, i in doc["model"]["vocab"].items():
+        try:
+            bytes(table[c] for c in text).decode("utf-8")
+        except (KeyError, UnicodeDecodeError):  # KeyError: a character outside the alphabet (an added token's)
+            out.append(i)
+    added = {t["id"] for t in doc.get("added_tokens", [])}
+    return tuple(sorted(i for i in out if i not in added))
+
+
 def add_vocabulary(writer: Any, folder: Path, vocab_size: int) -> None:
     """Add :func:`vocabulary` of ``folder`` to a ``gguf.GGUFWriter`` (before its KV data is written)."""
     v = vocabulary(folder, vocab_size)
