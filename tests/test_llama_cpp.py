@@ -312,11 +312,12 @@ def test_fixed_length_stream_and_what_accelbench_reads_of_it(tiny_server):
     assert events[-1].finish_reason == "length" and events[-1].usage["completion_tokens"] == 16
     assert last["timings"]["predicted_n"] == 16 and lines[-2:] == ["data: [DONE]", ""]
     assert events[-1].usage["prompt_tokens"] == len(tok.encode(prompt, add_special_tokens=False))
-    # a chunk a token whose text is complete UTF-8 (llama.cpp holds back a partial character): at most 16 chunks
-    assert 1 <= len(output) <= 16
+    # with the lone high bytes banned every token is whole UTF-8 text: one chunk a token, none held back
+    assert len(output) == 16 and all(e.text for e in output)  # the closing chunk (empty text) is no output
     text = "".join(e.text for e in events)
-    ids = tok.encode(text, add_special_tokens=False)
-    assert 0 < len(ids) <= 16 + 2 * text.count("\ufffd")  # re-tokenized text: merges join pieces, never split one
+    # the text re-tokenized: BPE over the joined pieces may merge across a boundary or split a piece differently
+    # (over 40 seeds of this model: 16 tokens 38 times, 17 twice)
+    assert abs(len(tok.encode(text, add_special_tokens=False)) - 16) <= 2
 
 
 def test_incomplete_utf8_tokens_are_the_lone_high_bytes(tmp_path):

@@ -2,14 +2,14 @@
 and read (the facts a server-kind table needs; read from ``tools/server/`` of the vendored llama.cpp source,
 b10573-14-g3f545bec, and checked against that build's ``--help`` and answers).
 
-| what | llama-server |
-| --- | --- |
-| fixed output length | ``ignore_eos: true`` + ``max_tokens`` (alias ``n_predict``); no ``min_tokens`` |
-| usage | ``stream_options.include_usage``: a last chunk with ``usage`` and empty ``choices`` before ``data: [DONE]`` |
-| readiness | ``GET /health``: 200 ``{"status": "ok"}`` when loaded, 503 while the model loads |
-| version | ``GET /props`` ``build_info`` (``b<number>-<commit>``), or the binary's ``--version`` |
-| metrics | ``GET /metrics`` (Prometheus text, with ``--metrics`` only): :data:`METRICS` |
-| model id | ``/v1/models`` lists the ``--alias`` (else the file's path) |
+- **fixed output length**: ``ignore_eos: true`` and ``max_tokens`` (alias ``n_predict``); there is no ``min_tokens``.
+- **stream**: a chunk a token whose text is whole UTF-8 (the bytes of a split character wait for the rest); the last
+  chunk has empty text, ``finish_reason`` (``length``), ``usage`` (with ``stream_options.include_usage``) and
+  llama.cpp's ``timings``; then ``data: [DONE]``. A failure mid-stream is a chunk ``{"error": {...}}``.
+- **readiness**: ``GET /health`` answers 200 once the model is loaded, 503 while it loads.
+- **version**: ``GET /props``' ``build_info`` (``b<number>-<commit>``), or the binary's ``--version``.
+- **metrics**: ``GET /metrics`` (Prometheus text, with ``--metrics`` only): :data:`METRICS`.
+- **model id**: ``/v1/models`` lists the ``--alias`` (else the file's path).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from accelbench.core.errors import AccelbenchError
 SERVER_ENV = "ACCELBENCH_LLAMA_SERVER"  # the binary's path, when --server-bin is not given
 BINARY = "llama-server"
 BUILD_HINT = (
-    "build it from llama.cpp's source with benchmarks/build_llama_server.sh SOURCE.tar.xz BUILD_DIR "
+    "build it from llama.cpp's source with benchmarks/build_llama_server.sh [SOURCE.tar.xz] [BUILD_DIR] "
     "(CUDA when nvcc is found: -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=<compute capability>), then pass "
-    f"--server-bin BUILD_DIR/bin/llama-server or set {SERVER_ENV}"
+    f"--server-bin BUILD_DIR/build/bin/llama-server or set {SERVER_ENV}"
 )
 
 READY_PATH = "/health"  # 200 once the model is loaded; 503 {"error": {"message": "Loading model", ...}} before
