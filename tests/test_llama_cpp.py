@@ -4,6 +4,7 @@ its path or put it on PATH; the converter test needs ACCELBENCH_LLAMA_CPP_SRC, l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -17,6 +18,7 @@ gguf = pytest.importorskip("gguf")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from accelbench.backends.openai_api import RequestError  # noqa: E402
 from accelbench.core.errors import EXIT_USAGE, ConfigError  # noqa: E402
 from accelbench.launchers.llamacpp import checkpoint as ck  # noqa: E402
 from accelbench.launchers.llamacpp import server as srv  # noqa: E402
@@ -219,6 +221,7 @@ def test_server_command():
     cpu = srv.server_command("s", "x.gguf", 1, parallel=1, ctx_per_slot=64, gpu=False, alias="m", extra=["-t", "2"])
     assert cpu.endswith("-np 1 -c 64 --metrics --alias m -ngl 0 -t 2")
     assert srv.fixed_length(16) == {"ignore_eos": True, "max_tokens": 16}
+    assert srv.banned_body([3, 9]) == {"logit_bias": [[3, False], [9, False]]} and srv.banned_body(()) == {}
     assert srv.build_info({"build_info": "b10587-3f545bec"}) == "b10587-3f545bec"
     assert srv.build_info({"build_info": "b0-unknown"}) is None
 
@@ -281,8 +284,9 @@ def _events(lines: list[str]):
     from accelbench.backends.openai_api import DONE, chunk_event, parse_sse_line
 
     chunks = [c for c in map(parse_sse_line, lines) if c is not None]  # None: the blank line after each event
+    events = [chunk_event(c, "completions") for c in chunks if c is not DONE]  # an error chunk raises here
     assert chunks[-1] is DONE
-    return [chunk_event(c, "completions") for c in chunks if c is not None and c is not DONE]
+    return events
 
 
 @needs_server
@@ -336,6 +340,21 @@ def test_random_model_streams_stay_whole_utf8(tiny_server):
     for seed in range(4):  # 1 token in 12 of this vocabulary is a lone high byte: unbanned, each request would fail
         events = _events(_stream(server.base_url, {**body, **srv.fixed_length(64), "seed": seed, "temperature": 2}))
         assert events[-1].usage["completion_tokens"] == 64
+
+
+@needs_server
+def test_a_request_can_ban_the_tokens_itself(tmp_path):
+    model = ck.write_config_gguf(tiny_config(), "tiny", tmp_path, "q8_0")
+    server = _start(tmp_path, dataclasses.replace(model, banned_ids=()), "unbanned")
+    try:
+        body = {"model": "unbanned", "prompt": "a", "stream": True, **srv.fixed_length(64), "temperature": 2}
+        with pytest.raises(RequestError, match="server error: .*does not match the expected Content-only format"):
+            _events(_stream(server.base_url, {**body, "seed": 0}))  # a lone high byte ends the stream with an error
+        for seed in range(4):
+            events = _events(_stream(server.base_url, {**body, **srv.banned_body(model.banned_ids), "seed": seed}))
+            assert sum(1 for e in events if e.output) == 64
+    finally:
+        server.stop()
 
 
 @needs_server

@@ -12,6 +12,7 @@ from accelbench.launchers.llamacpp.checkpoint import (
 from accelbench.launchers.llamacpp.server import (
     METRICS,
     ServerNotFound,
+    banned_body,
     find_server,
     fixed_length,
     server_command,
@@ -27,6 +28,7 @@ __all__ = [
     "ServerNotFound",
     "gguf_checkpoint",
     "convert_folder",
+    "banned_body",
     "find_server",
     "fixed_length",
     "server_command",

@@ -121,7 +121,9 @@ def server_command(
     ``--metrics``, ``--alias`` (the id ``/v1/models`` lists; default the file's stem), every layer on the GPU
     (``-ngl 99``) or none (``-ngl 0``: a CUDA build otherwise offloads by default), ``banned_ids`` never sampled
     (``-l ID-inf`` each: the server's default logit bias, kept by a request that sends no ``logit_bias`` of its own;
-    :attr:`~accelbench.launchers.llamacpp.checkpoint.Checkpoint.banned_ids`), then ``extra`` as given.
+    :attr:`~accelbench.launchers.llamacpp.checkpoint.Checkpoint.banned_ids`; this build applies every ``-l`` but logs
+    a "specified multiple times ... deprecated" warning a repeat, and its ``-l`` parser takes no comma list: a later
+    build may keep only the last, when :func:`banned_body` is the way), then ``extra`` as given.
     ``exec``: the server is its process group's leader, so its exit is seen at once.
     """
     if parallel < 1 or ctx_per_slot < 1:
@@ -138,6 +140,12 @@ def fixed_length(output_len: int) -> dict[str, Any]:
     """The body fields that ask ``llama-server`` for exactly ``output_len`` tokens: end-of-generation tokens are
     banned (``ignore_eos``) and generation stops at ``max_tokens``."""
     return {"ignore_eos": True, "max_tokens": output_len}
+
+
+def banned_body(banned_ids: Sequence[int]) -> dict[str, Any]:
+    """The body field that bans ``banned_ids`` in one request (``logit_bias`` pairs ``[id, false]``; it replaces the
+    command line's ``-l`` biases for that request; ``ignore_eos`` still adds its own)."""
+    return {"logit_bias": [[int(i), False] for i in banned_ids]} if banned_ids else {}
 
 
 def build_info(props: dict[str, Any]) -> str | None:
