@@ -1,0 +1,37 @@
+"""llama.cpp's ``llama-server`` as a launched server of ``accelbench serve``: its binary, version and command
+(:mod:`.server`), the GGUF file it loads and the tokenizer that counts its tokens (:mod:`.checkpoint`, written by
+:mod:`.weights` and :mod:`.vocab`). ``gguf`` (the ``serve`` extra) is imported only where a file is written."""
+
+from accelbench.launchers.llamacpp.checkpoint import (
+    Checkpoint,
+    ConversionError,
+    convert_folder,
+    gguf_checkpoint,
+    write_gguf,
+)
+from accelbench.launchers.llamacpp.server import (
+    METRICS,
+    ServerNotFound,
+    banned_body,
+    find_server,
+    fixed_length,
+    server_command,
+    server_version,
+)
+from accelbench.launchers.llamacpp.weights import PRECISIONS
+
+__all__ = [
+    "METRICS",
+    "PRECISIONS",
+    "Checkpoint",
+    "ConversionError",
+    "ServerNotFound",
+    "gguf_checkpoint",
+    "convert_folder",
+    "banned_body",
+    "find_server",
+    "fixed_length",
+    "server_command",
+    "server_version",
+    "write_gguf",
+]
