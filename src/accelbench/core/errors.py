@@ -65,7 +65,18 @@ class ConfigError(AccelbenchError, ValueError):
         self.field, self.value, self.allowed = field, value, allowed
         if choices is None and _NAME_LIST.fullmatch(allowed or ""):
             choices = allowed.split(", ")
-        super().__init__(f"invalid {field} {value!r}: allowed {allowed}{did_you_mean(value, choices or ())}")
+        if value is None:
+            super().__init__(f"missing {field}: allowed {allowed}")
+            return
+        super().__init__(f"invalid {field} {shown(value)}: allowed {allowed}{did_you_mean(value, choices or ())}")
+
+
+def shown(value: object) -> str:
+    """A value as a user types it: a list's items joined by commas (``2,0.0``; an empty one ``""``), a text quoted
+    (``'fp33'``), a number as it is (``0``, ``0.0``)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(v if isinstance(v, str) else shown(v) for v in value) or '""'
+    return repr(value)
 
 
 class UnknownModelError(AccelbenchError, ValueError):
