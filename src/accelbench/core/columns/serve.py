@@ -220,6 +220,7 @@ METRIC_MAPS = (
         latency_label="TPOT",
         extra=("ttft_p50",),
         tracked=("throughput", "latency_p50"),
+        compared=("throughput", "latency_p50", "ttft_p50"),  # output tokens/s, TPOT, TTFT
         table=tuple(
             "model concurrency request_rate_per_s arrival requests_ok requests_failed ttft_p50_ms ttft_p99_ms "
             "tpot_p50_ms tpot_p99_ms itl_p99_ms e2e_latency_p99_ms request_throughput_per_s output_tokens_per_s "
