@@ -145,6 +145,15 @@ class Unsupported(Exception):
         self.reason, self.columns = reason, dict(columns or {})
 
 
+class CaseFailed(Exception):
+    """A case that ran but failed as a whole (most of a serve level's requests failed): the loop stores an ``error``
+    row with ``reason`` and ``columns`` (what was measured: the counts and reasons of the failures)."""
+
+    def __init__(self, reason: str, columns: dict | None = None):
+        super().__init__(reason)
+        self.reason, self.columns = reason, dict(columns or {})
+
+
 def exit_code(statuses: Iterable[str | None], interrupted: bool = False) -> int:
     """The exit code of a command whose cases ended with ``statuses`` (see the module table).
 

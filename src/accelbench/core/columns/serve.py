@@ -229,8 +229,8 @@ METRIC_MAPS = (
             "energy_per_sample_j cost_per_million_tokens client_limited validity status".split()
         ),
         compact=tuple(
-            "concurrency request_rate_per_s ttft_p50_ms tpot_p50_ms output_tokens_per_s request_throughput_per_s "
-            "engine_share_of_ceiling energy_per_sample_j status".split()
+            "concurrency request_rate_per_s requests_failed ttft_p50_ms tpot_p50_ms output_tokens_per_s "
+            "request_throughput_per_s engine_share_of_ceiling energy_per_sample_j status".split()
         ),
         statistic="TTFT, TPOT: medians of the level's requests; rates over its measured window",
         section="serve",
