@@ -137,12 +137,14 @@ def test_a_server_started_without_a_model_is_measured_for_the_folder_given_to_m(
     """``transformers serve`` started with no model lists none until a request names one (transformers 5.17 with no
     hub cache answers its /v1/models HTTP 500): ``-m FOLDER`` (no ``hf:``) is accelbench's model and the id requests
     name, the server checked by one short completion (the first request here; tests/test_serve_faults.py has a server
-    that never lists one)."""
+    that never lists one); the folder's in-process ceiling is taken."""
     url, model = served
-    p = run_cli("serve", "--url", url, "-m", model, "--concurrency", "1", "--requests", "2", "--db", str(db), *FAST)
+    args = ["--url", url, "-m", model, "--concurrency", "1", "--requests", "2", "--ceiling", "static-cache"]
+    p = run_cli("serve", *args, "--db", str(db), *FAST)
     assert p.returncode == 0, p.stderr
     (row,) = _rows(db)
     assert row["model"] == f"hf:{model}" and row["served_model"] == model and row["server_engine"] == "transformers"
+    assert row["ceiling_batch"] == 1 and row["ceiling_tpot_p50_ms"] > 0, row.get("ceiling_note")  # the folder's
     assert row["status"] == "ok" and row["requests_ok"] == 2 and row["output_tokens_mismatch"] == 0
     env = Store(db).run(row["run_id"])["env"]
     assert env["served_model"] == model and env["server_models"].startswith("HTTP 200, ")
