@@ -8,6 +8,11 @@ runs in its own process group with its output in a temporary log file; ``HF_HUB_
 network and ``HF_HUB_CACHE`` points at an existing empty folder (``/v1/models`` scans it and answers 500 without
 it). Nothing is written into the repository.
 
+:data:`STUB` is a stand-in OpenAI-compatible server of the standard library (and ``prometheus_client``) that starts in a
+fraction of a second, for what ``transformers serve`` cannot be made to do on purpose: die mid-run, fail requests,
+send a stream accelbench does not understand or a character split across chunks (:func:`write_stub`,
+:func:`stub_server`).
+
 Use the module-scoped fixture: ``from serve_server import served, server_process`` in a test module, then a test
 takes ``served``, a ``(base_url, model_id)`` pair (``server_process`` is what it waits for).
 """
@@ -46,12 +51,15 @@ def _answers(url: str) -> bool:
     return False
 
 
-def _command(port: int) -> str:
+def _command(port: int, preload: bool = True) -> str:
     """The built-in launch's command (:func:`accelbench.launchers.server.transformers_command`: the model positional
-    or ``--force-model``, as the installed CLI takes it; ``exec``, so the server leads its process group)."""
+    or ``--force-model``, as the installed CLI takes it; ``exec``, so the server leads its process group); without
+    ``preload``, ``transformers serve`` as a user starts it: no model (it loads one on the first request naming it)."""
     pytest.importorskip("fastapi", reason="transformers serve needs the serve extra: pip install 'accelbench[serve]'")
-    from accelbench.launchers.server import transformers_command
+    from accelbench.launchers.server import _transformers_cli, transformers_command
 
+    if not preload:
+        return f"exec {_transformers_cli()} serve --host 127.0.0.1 --port {port}"
     return transformers_command(MODEL_DIR, port, None, False)
 
 
@@ -59,7 +67,7 @@ class ServerProcess:
     """``transformers serve`` on the bundled model, started at construction (it loads while the caller does other
     work); :meth:`wait_ready` waits for it, :meth:`stop` ends its process group and removes its folder."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: bool = True) -> None:
         port = free_port()
         self._tmp = tempfile.TemporaryDirectory(prefix="accelbench-serve-")
         cache = Path(self._tmp.name, "hub")
@@ -76,7 +84,7 @@ class ServerProcess:
         self.log_path = Path(self._tmp.name, "server.log")
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                _command(port),
+                _command(port, preload),
                 shell=True,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -142,12 +150,13 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def server_process() -> Iterator[ServerProcess]:
+def server_process(request) -> Iterator[ServerProcess]:
     """The module's ``transformers serve``, started but not waited for: a module that lists it first
-    (``pytestmark = pytest.mark.usefixtures("server_process")``) lets the server load while its other tests run."""
+    (``pytestmark = pytest.mark.usefixtures("server_process")``) lets the server load while its other tests run. A
+    module whose ``SERVER_PRELOADS`` is False gets it as a user starts it: no model, until a request names one."""
     if sys.platform == "win32":
         pytest.skip("process groups are POSIX")
-    server = ServerProcess()
+    server = ServerProcess(getattr(request.module, "SERVER_PRELOADS", True))
     yield server
     server.stop()
 
@@ -156,3 +165,119 @@ def server_process() -> Iterator[ServerProcess]:
 def served(server_process: ServerProcess) -> tuple[str, str]:
     """One ``transformers serve`` for the test module, answering: ``(base_url, model_id)``."""
     return server_process.wait_ready()
+
+
+# A stand-in OpenAI-compatible server: ``python stub.py PORT MODE [DIE_AFTER]``. It lists one model, ``stub``, streams
+# max_tokens one-token chunks, then usage, counts the completions it was asked for on its Prometheus /metrics, and
+# exits after answering DIE_AFTER completions (a server dying mid-run). MODE ``ok`` serves; ``http500`` answers every
+# completion HTTP 500 with an error object; ``html`` answers 200 with an HTML page (a stream accelbench does not
+# understand); ``cut`` sends one chunk and closes the connection in the middle of the response; ``split`` sends each
+# token's text as a two-byte character (U+00E9) whose two bytes travel in two chunks; ``half`` fails every other
+# completion with HTTP 500; ``empty`` lists no model and ``nolist`` answers /v1/models HTTP 500 (as ``transformers
+# serve`` started without a model), both serving any model a request names.
+STUB = r"""
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from prometheus_client import Counter, Gauge, generate_latest
+
+port, mode = int(sys.argv[1]), sys.argv[2]
+die_after, served = int(sys.argv[3]) if len(sys.argv) > 3 else 1 << 30, [0]
+asked = Counter("stub_completions", "completions asked")
+running = Gauge("vllm:num_requests_running", "completions streaming now")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, body, kind="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        listed = [] if mode == "empty" else [{"id": "stub", "object": "model"}]
+        body = json.dumps({"object": "list", "data": listed}).encode()
+        if self.path == "/metrics":
+            body = generate_latest()
+        if mode == "nolist" and self.path.startswith("/v1/models"):
+            return self.send(500, b"Internal Server Error", "text/plain")
+        self.send(200 if self.path.startswith(("/v1/models", "/metrics")) else 404, body)
+
+    def chunk(self, data):
+        line = b"data: " + data + b"\n\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+        self.wfile.flush()
+
+    def do_POST(self):
+        served[0] += 1
+        asked.inc()
+        if served[0] > die_after:
+            os._exit(3)
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not req.get("stream"):  # a probe's check
+            return self.send(200, json.dumps({"choices": [{"index": 0, "text": " to"}]}).encode())
+        if mode == "http500" or (mode == "half" and served[0] % 2 == 0):
+            return self.send(500, json.dumps({"error": {"message": "the stub failed on purpose"}}).encode())
+        if mode == "html":
+            return self.send(200, b"<html><body>" + b"not a stream " * 40 + b"</body></html>", "text/html")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        n = int(req.get("max_tokens") or 4)
+        text = {"choices": [{"index": 0, "text": " to", "finish_reason": None}]}
+        with running.track_inprogress():
+            if mode == "cut":
+                self.chunk(json.dumps(text).encode())
+                self.wfile.write(b"ff\r\ndata: {")  # a chunk promised 255 bytes, then the connection closes
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            for _ in range(n):
+                if mode == "split":
+                    for part in (b"\xc3", b"\xa9"):  # U+00E9, one byte a chunk
+                        self.chunk(b'{"choices": [{"index": 0, "text": "' + part + b'", "finish_reason": null}]}')
+                else:
+                    self.chunk(json.dumps(text).encode())
+            self.chunk(json.dumps({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": n}}).encode())
+            self.chunk(b"[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+
+
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def write_stub(folder: Path) -> Path:
+    """:data:`STUB` written into ``folder``: its path."""
+    path = folder / "stub_server.py"
+    path.write_text(STUB)
+    return path
+
+
+@contextlib.contextmanager
+def stub_server(
+    folder: Path, mode: str = "ok", die_after: int | None = None, port: int | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:data:`STUB` running in ``mode`` in its own process group: ``(base_url, process)`` once it answers; its group
+    ended on exit."""
+    port = port or free_port()
+    args = [sys.executable, str(write_stub(folder)), str(port), mode, *([str(die_after)] if die_after else [])]
+    proc = subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while not _answers(f"{url}/metrics"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the stub server did not start (exit {proc.poll()})")
+            time.sleep(0.05)  # a poll interval between checks of the state
+        yield url, proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=15)

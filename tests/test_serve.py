@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from serve_server import free_port, served, server_process  # noqa: F401  (the module's server fixtures)
+from serve_server import free_port, served, server_process, write_stub  # noqa: F401  (the module's server fixtures)
 
 from accelbench.core import kinds
 from accelbench.scenarios.serve.search import bisect_load
 from accelbench.store import Store
 
 pytestmark = pytest.mark.usefixtures("server_process")  # the server loads while the tests without it run
+SERVER_PRELOADS = False  # the module's transformers serve is started as a user starts it: no model, no hub cache
 FAST = ["--device", "cpu", "--idle-s", "0", "--warmup-requests", "0", "--telemetry-period-ms", "50"]
 
 
@@ -72,7 +73,13 @@ def test_a_client_limited_level_is_flagged_with_its_worst_delay():
     [
         ((), "--url URL, --launch COMMAND or --engine transformers"),
         (("--url", "http://x", "--concurrency", "1", "--request-rate", "2"), "one kind of load a run"),
-        (("--url", "http://x", "--slo-search"), "an objective to search against"),
+        (("--url", "http://x", "--slo-search"), "missing slo: allowed an objective to search against"),
+        (("--url", "http://x", "--request-rate", "0"), "invalid request_rate 0.0: allowed request rates > 0"),
+        (
+            ("--url", "http://x", "-m", "hf:tiny-shakespeare", "--input-len", "500", "--output-len", "64"),
+            "invalid output_len 64: allowed at most 12 after a 500-token prompt: hf:tiny-shakespeare's maximum context",
+        ),
+        (("--url", "http://x", "-m", "hf:tiny-shakespeare", "--input-len", "5000"), "invalid input_len 5000"),
         (("--url", "http://x", "--slo", "ttft=3"), "invalid slo"),
         (("--engine", "transformers"), "one model for --engine transformers"),
         (("--url", "http://x", "--ceiling", "vllm"), "an in-process engine (hf-generate, static-cache"),
@@ -126,10 +133,28 @@ def test_a_launch_that_never_answers_is_stopped_with_its_whole_group(db, tmp_pat
     assert not _group_alive(int(pidfile.read_text()))
 
 
+def test_a_server_started_without_a_model_is_measured_for_the_folder_given_to_m(served, db):  # noqa: F811
+    """``transformers serve`` started with no model lists none until a request names one (transformers 5.17 with no
+    hub cache answers its /v1/models HTTP 500): ``-m FOLDER`` (no ``hf:``) is accelbench's model and the id requests
+    name, the server checked by one short completion (the first request here; tests/test_serve_faults.py has a server
+    that never lists one); the folder's in-process ceiling is taken."""
+    url, model = served
+    args = ["--url", url, "-m", model, "--concurrency", "1", "--requests", "2", "--ceiling", "static-cache"]
+    p = run_cli("serve", *args, "--db", str(db), *FAST)
+    assert p.returncode == 0, p.stderr
+    (row,) = _rows(db)
+    assert row["model"] == f"hf:{model}" and row["served_model"] == model and row["server_engine"] == "transformers"
+    assert row["ceiling_batch"] == 1 and row["ceiling_tpot_p50_ms"] > 0, row.get("ceiling_note")  # the folder's
+    assert row["status"] == "ok" and row["requests_ok"] == 2 and row["output_tokens_mismatch"] == 0
+    env = Store(db).run(row["run_id"])["env"]
+    assert env["served_model"] == model and env["server_models"].startswith("HTTP 200, ")
+
+
 def test_two_concurrency_levels_store_two_rows_with_their_latencies(served, db):  # noqa: F811
     url, model = served
     p = run_cli(
-        "serve", "--url", url, "--concurrency", "1,2", "--requests", "4", "--output-len", "8", "--db", str(db), *FAST
+        *("serve", "--url", url, "--served-model-name", model, "--concurrency", "1,2", "--requests", "4"),
+        *("--output-len", "8", "--db", str(db), *FAST),
     )
     assert p.returncode == 0, p.stderr
     rows = _rows(db)
@@ -149,9 +174,10 @@ def test_two_concurrency_levels_store_two_rows_with_their_latencies(served, db):
 def test_compare_of_two_serve_runs_gives_a_verdict_per_level(served, db):  # noqa: F811
     """Two runs of the same levels: ``compare`` matches them level by level, over the levels' five request groups
     (batch means) with bootstrap intervals, and gives each metric a verdict."""
-    url, _ = served
+    url, model = served
     for name in ("a", "b"):
-        args = ["--url", url, "--concurrency", "1,2", "--requests", "10", "--output-len", "8", "--name", name]
+        args = ["--url", url, "--served-model-name", model, "--concurrency", "1,2", "--requests", "10"]
+        args += ["--output-len", "8", "--name", name]
         p = run_cli("serve", *args, "--db", str(db), *FAST)
         assert p.returncode == 0, p.stderr
     p = run_cli("compare", "--baseline", "a", "--db", str(db))
@@ -161,12 +187,15 @@ def test_compare_of_two_serve_runs_gives_a_verdict_per_level(served, db):  # noq
     assert len(lines) == 2 and all("5/5" in line and ".." in line for line in lines)
     verdicts = ("faster", "slower", "within noise", "equivalent")
     assert all(any(v in line for v in verdicts) for line in lines)
+    for metric in ("TPOT p50", "TTFT p50"):  # each level's decode and prefill latency under its throughput
+        assert len([line for line in p.stdout.splitlines() if metric in line and ".." in line]) == 2, p.stdout
 
 
 def test_a_request_rate_is_one_open_loop_level(served, db):  # noqa: F811
-    url, _ = served
+    url, model = served
     p = run_cli(
-        "serve", "--url", url, "--request-rate", "50", "--requests", "3", "--output-len", "4", "--db", str(db), *FAST
+        *("serve", "--url", url, "--served-model-name", model, "--request-rate", "50", "--requests", "3"),
+        *("--output-len", "4", "--db", str(db), *FAST),
     )
     assert p.returncode == 0, p.stderr
     (row,) = _rows(db)
@@ -175,8 +204,21 @@ def test_a_request_rate_is_one_open_loop_level(served, db):  # noqa: F811
 
 
 def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F811
-    url, _ = served
-    common = ["--url", url, "--concurrency", "1,2", "--requests", "2", "--output-len", "4", "--slo-search", *FAST]
+    url, model = served
+    common = [
+        "--url",
+        url,
+        "--served-model-name",
+        model,
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "2",
+        "--output-len",
+        "4",
+        "--slo-search",
+        *FAST,
+    ]
     # an objective no level can meet: the upper bound, then the lower, both missed: no answer
     p = run_cli("serve", *common, "--slo", "ttft_ms=0.001,tpot_ms=0.001", "--db", str(db))
     assert p.returncode == 0, p.stderr
@@ -193,67 +235,12 @@ def test_the_slo_search_stores_each_probe_and_its_answer(served, db):  # noqa: F
     assert "the highest concurrency meeting it is 2" in p.stdout + p.stderr
 
 
-# A stand-in OpenAI-compatible server (standard library and prometheus_client: it starts in a fraction of a second)
-# that streams max_tokens one-token chunks, then usage, counts the completions it was asked for on its Prometheus
-# /metrics, and exits after answering DIE_AFTER completions: a server dying mid-run.
-STUB = """
-import json, os, sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from prometheus_client import Counter, Gauge, generate_latest
-
-port, die_after, served = int(sys.argv[1]), int(sys.argv[2]), [0]
-asked = Counter("stub_completions", "completions asked")
-running = Gauge("vllm:num_requests_running", "completions streaming now")
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        body = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model"}]}).encode()
-        if self.path == "/metrics":
-            body = generate_latest()
-        self.send_response(200 if self.path.startswith(("/v1/models", "/metrics")) else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        served[0] += 1
-        asked.inc()
-        if served[0] > die_after:
-            os._exit(3)
-        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        n = int(req.get("max_tokens") or 4)
-        chunks = [{"choices": [{"index": 0, "text": " to", "finish_reason": None}]} for _ in range(n)]
-        chunks.append({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": n}})
-        with running.track_inprogress():
-            for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
-                line = ("data: " + data + "\\n\\n").encode()
-                self.wfile.write(b"%x\\r\\n%s\\r\\n" % (len(line), line))
-                self.wfile.flush()
-        self.wfile.write(b"0\\r\\n\\r\\n")
-
-
-ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
-"""
-
-
 def test_a_run_whose_server_dies_resumes_with_the_server_started_again(db, tmp_path):
     import sys
 
-    stub = tmp_path / "stub_server.py"
-    stub.write_text(STUB)
+    stub = write_stub(tmp_path)
     tokenizer = str(Path(__file__).resolve().parents[1] / "src/accelbench/assets/llm/tiny-shakespeare")
-    args = ["serve", "--launch", f"{sys.executable} {stub} {{port}} 6", "--tokenizer", tokenizer]
+    args = ["serve", "--launch", f"{sys.executable} {stub} {{port}} ok 6", "--tokenizer", tokenizer]
     args += ["--concurrency", "1,2", "--requests", "4", "--output-len", "4", "--db", str(db), *FAST]
     first = run_cli(*args)  # 4 requests answered, then the server exits during the second level
     assert first.returncode == 130 and "server" in first.stderr, first.stderr

@@ -4,13 +4,19 @@ over HTTP and streamed (``accelbench serve``).
 The engine sends one request body and yields one :class:`~accelbench.backends.engine.StreamEvent` a server-sent
 event (SSE) chunk; the caller (:mod:`accelbench.scenarios.serve.load`) stamps each event with
 ``time.perf_counter()`` as it is yielded, right after its line is read. The body asks for a fixed output length in the
-words its server understands (:attr:`ServerInfo.flavor`):
+words its server understands (:attr:`ServerInfo.flavor`; each flavor's differences one entry of
+:data:`FLAVOR_TRAITS`):
 
 | flavor | server | fixed output length |
 | --- | --- | --- |
 | ``transformers`` | ``transformers serve`` (unknown fields are HTTP 422) | ``generation_config`` ``{"min_new_tokens": N, "max_new_tokens": N}`` (a JSON string), ``max_tokens`` |
 | ``vllm`` | vLLM, SGLang (a ``/version`` endpoint) | ``ignore_eos: true``, ``min_tokens: N``, ``max_tokens: N``, ``stream_options.include_usage`` |
 | ``openai`` | any other | ``max_tokens: N`` only (the model may stop early: counted as an output-length mismatch) |
+
+Which model requests name is the user's (``--served-model-name``), a guess from accelbench's model (a checkpoint
+folder's path), or the one the server lists (:meth:`OpenAICompatible.probe`). A server whose ``/v1/models`` lists
+nothing or fails (``transformers serve`` started without a model) is checked by one short completion of the named model
+instead. The response streams are parsed by :mod:`accelbench.backends.openai_stream`.
 
 Not registered in :data:`accelbench.backends.BACKENDS`: the registry's listings (``accelbench backends``, help, the
 generated tables of ``docs/reference.md`` and the table of ``accelbench/backends/__init__.py``, which
@@ -25,38 +31,69 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from accelbench.backends.engine import Capabilities, Engine, StreamEvent
+from accelbench.backends.openai_stream import DONE, RequestError, chunk_event, events, parse_sse_line
 from accelbench.core.errors import ConfigError, MissingDependencyError
+
+__all__ = ["DONE", "OpenAICompatible", "RequestError", "ServerError", "ServerInfo", "chunk_event", "parse_sse_line"]
 
 SERVE = "serve"  # the workload: an engine of it is driven by ``accelbench serve``, never by ``generate``
 APIS = ("completions", "chat")
-FLAVORS = ("transformers", "vllm", "openai")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FlavorTraits:
+    """What differs between the server flavors (one entry each in :data:`FLAVOR_TRAITS`).
+
+    Attributes:
+        fixed_length: the body fields asking exactly N output tokens.
+        usage_option: takes ``stream_options.include_usage`` (``transformers serve`` refuses unknown fields with
+            HTTP 422 and always sends usage last).
+        loads_on_request: loads a model it does not list on the first request naming it.
+    """
+
+    fixed_length: Callable[[int], dict[str, Any]]
+    usage_option: bool = True
+    loads_on_request: bool = False
+
+
+FLAVOR_TRAITS: dict[str, FlavorTraits] = {
+    "transformers": FlavorTraits(
+        fixed_length=lambda n: {
+            "max_tokens": n,
+            "generation_config": json.dumps({"min_new_tokens": n, "max_new_tokens": n}),
+        },
+        usage_option=False,
+        loads_on_request=True,
+    ),
+    "vllm": FlavorTraits(fixed_length=lambda n: {"max_tokens": n, "ignore_eos": True, "min_tokens": n}),
+    "openai": FlavorTraits(fixed_length=lambda n: {"max_tokens": n}),
+}
+FLAVORS = tuple(FLAVOR_TRAITS)
 # Connections a pool holds. httpcore's pool scans its connections, and for each idle one the others, every time it
 # hands out or takes back a connection (O(connections^2) a request): with many requests in flight, small pools cost
 # the client less than half the CPU a request of one large pool (docs/results.md, "The serving client's capacity")
 POOL_CONNECTIONS = 8
-_SSE_FIELDS = ("event:", "id:", "retry:")  # SSE fields other than data (WHATWG HTML, "Server-sent events")
 
 
 class ServerError(ConfigError):
-    """The server cannot be used: unreachable, or not OpenAI-compatible (one line; exit code 2)."""
+    """The server cannot be used: unreachable, or not OpenAI-compatible (one line; exit code 2).
 
-    def __init__(self, message: str):
-        self.field, self.value, self.allowed = "server", None, ""
+    Attributes:
+        definitive: the server answered, and will not answer otherwise by waiting (a launch stops waiting at once).
+    """
+
+    def __init__(self, message: str, definitive: bool = False):
+        self.field, self.value, self.allowed, self.definitive = "server", None, "", definitive
         Exception.__init__(self, message)
 
 
-class RequestError(Exception):
-    """One request failed; ``reason`` is its short cause (``http 422``, ``connection``, ``malformed sse``,
-    ``server error``), ``detail`` the server's words when it gave any."""
-
-    def __init__(self, reason: str, detail: str | None = None):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason, self.detail = reason, detail
+class NoModelError(ServerError):
+    """The server lists no model and none is named (``--served-model-name``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,8 +102,9 @@ class ServerInfo:
 
     Attributes:
         base_url: the server's URL without a trailing ``/`` (``http://127.0.0.1:8000``).
-        model: the model id requests name (the one asked for, else the first the server lists).
-        models: every id ``/v1/models`` lists.
+        model: the model id requests name (the one named, else the first the server lists).
+        models: every id ``/v1/models`` lists (empty when it lists none or failed).
+        listing: what ``/v1/models`` answered: ``HTTP 200, N models`` or ``HTTP 500, not a model list``.
         flavor: ``transformers``, ``vllm`` or ``openai``: how a fixed output length is asked (module docstring).
         version: the server's version when it says (vLLM's ``/version``), else None.
         has_metrics: a Prometheus ``/metrics`` endpoint answers.
@@ -75,9 +113,32 @@ class ServerInfo:
     base_url: str
     model: str
     models: tuple[str, ...]
+    listing: str = "HTTP 200"
     flavor: str
     version: str | None
     has_metrics: bool
+
+
+def request_model(served_model_name: str | None, model: str | None) -> tuple[str | None, tuple[str, ...] | None]:
+    """``(model, guess)`` of :class:`OpenAICompatible` for accelbench's model ``model`` (``-m``) and the server's
+    id ``served_model_name``: the id named; a name that is not accelbench's (no ``hf:``) as the id (vLLM serves a
+    model under the name it was started with); for a checkpoint folder (``hf:PATH``), its path as typed and resolved
+    as guesses (``vllm serve PATH`` and ``transformers serve`` name a folder's model by its path); else none (the
+    server's own).
+    """
+    if served_model_name:
+        return served_model_name, None
+    if not model:
+        return None, None
+    from accelbench.models import hf
+
+    if not hf.is_lm_name(model):
+        return model, None
+    folder = hf.checkpoint_dir(model)
+    if folder is None:
+        return None, None
+    typed = model[len(hf.PREFIX) :]
+    return None, tuple(dict.fromkeys((typed, str(folder.resolve()))))
 
 
 def _httpx():
@@ -102,6 +163,17 @@ def _flavor(client: Any) -> tuple[str, str | None]:
     return "openai", None
 
 
+def _listing(r: Any) -> tuple[tuple[str, ...] | None, str]:
+    """The ids a ``GET /v1/models`` response lists (None: not a model list) and a few words saying what it was."""
+    try:
+        ids = tuple(str(m["id"]) for m in r.json()["data"]) if r.status_code == 200 else None
+    except (ValueError, KeyError, TypeError):
+        ids = None
+    if ids is None:
+        return None, f"HTTP {r.status_code}, not a model list"
+    return ids, f"HTTP 200, {len(ids)} model{'s' if len(ids) != 1 else ''}"
+
+
 def _has_metrics(client: Any) -> bool:
     with contextlib.suppress(Exception):
         r = client.get("/metrics")
@@ -116,60 +188,6 @@ def _error_reason(status: int, text: str) -> RequestError:
         if detail is not None:
             text = detail if isinstance(detail, str) else json.dumps(detail)
     return RequestError(f"http {status}", " ".join(text.split())[:300] or None)
-
-
-def parse_sse_line(line: str) -> dict[str, Any] | None:
-    """One line of an SSE stream: the JSON object of a ``data:`` line; :data:`DONE` for ``data: [DONE]`` (the
-    stream's end); None for a blank line, a comment or another SSE field.
-
-    Raises:
-        RequestError: ``malformed sse``: a line that is none of these, or data that is not a JSON object.
-    """
-    if not line or line.startswith(":") or line.startswith(_SSE_FIELDS):
-        return None
-    if not line.startswith("data:"):
-        raise RequestError("malformed sse", line[:200])
-    data = line[5:].strip()
-    if data == "[DONE]":
-        return DONE
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        raise RequestError("malformed sse", data[:200]) from None
-    if not isinstance(obj, dict):
-        raise RequestError("malformed sse", data[:200])
-    return obj
-
-
-DONE: dict[str, Any] = {}  # parse_sse_line's answer to ``data: [DONE]`` (compared by identity)
-
-
-def chunk_event(chunk: dict[str, Any], api: str) -> StreamEvent:
-    """The :class:`StreamEvent` of one parsed chunk (completions: ``choices[0].text``; chat:
-    ``choices[0].delta.content``; ``usage`` when the chunk carries it). A choice whose text field is present counts
-    as output even when the text is empty (vLLM's ``benchmarks/lib/endpoint_request_func.py`` times every chunk with
-    ``choices``), but for a chat stream's role announcement (``role`` with empty content) and an empty chunk that
-    only closes the choice (``finish_reason`` set).
-
-    Raises:
-        RequestError: ``server error``: the chunk is an error object (vLLM reports a failure mid-stream so).
-    """
-    if "error" in chunk and "choices" not in chunk:
-        err = chunk["error"]
-        raise RequestError("server error", str(err.get("message", err) if isinstance(err, dict) else err)[:300])
-    choices = chunk.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    part = (choice.get("delta") or {}) if api == "chat" else choice
-    raw = part.get("content" if api == "chat" else "text")
-    text = raw if isinstance(raw, str) else ""
-    closing = choice.get("finish_reason") is not None or (api == "chat" and "role" in part)
-    usage = chunk.get("usage")
-    return StreamEvent(
-        text=text,
-        usage=usage if isinstance(usage, dict) else None,
-        finish_reason=choice.get("finish_reason"),
-        output=isinstance(raw, str) and (bool(text) or not closing),
-    )
 
 
 def _ssl_context() -> Any:
@@ -218,7 +236,9 @@ class OpenAICompatible(Engine):
 
     Args:
         base_url: the server's URL (``http://host:port``; a trailing ``/v1`` is dropped).
-        model: the model id requests name; None: the first one the server lists.
+        model: the model id requests name (``--served-model-name``); None: ``guess``'s where the server lists it (or
+            lists none), else the first one the server lists.
+        guess: ids the model may be served under (a checkpoint folder's path as typed and resolved), tried in order.
         api: ``completions`` (``/v1/completions``, a ``prompt``) or ``chat`` (``/v1/chat/completions``, the prompt as
             one user message).
     """
@@ -229,12 +249,18 @@ class OpenAICompatible(Engine):
     capabilities = Capabilities(in_process=False, steps=False, streams=True, compiles=False, weight_only_kernels=False)
     requires = ("httpx",)
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", model: str | None = None, api: str = "completions"):
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        model: str | None = None,
+        api: str = "completions",
+        guess: tuple[str, ...] | None = None,
+    ):
         if api not in APIS:
             raise ConfigError("api", api, ", ".join(APIS))
         url = base_url.rstrip("/")
         self.base_url = url[: -len("/v1")] if url.endswith("/v1") else url
-        self.model, self.api = model, api
+        self.model, self.api, self.guess = model, api, guess or None
         self.info: ServerInfo | None = None
         self._pools: _Pools | None = None
 
@@ -243,13 +269,23 @@ class OpenAICompatible(Engine):
         """The endpoint requests are posted to."""
         return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
 
-    def probe(self, timeout_s: float = 10.0) -> ServerInfo:
+    def probe(self, timeout_s: float = 10.0, check_timeout_s: float | None = None) -> ServerInfo:
         """Ask the server what it serves (``/v1/models``), which flavor it is and whether it has ``/metrics``.
 
+        A server whose ``/v1/models`` fails or does not list the model (``transformers serve`` lists only the models
+        it has loaded or finds in its hub cache, and answers HTTP 500 without a cache) is still used when the model
+        is named (``model``, or the ``guess`` from accelbench's own model): one short real completion of it
+        (``max_tokens`` 1, not streamed) decides. What ``/v1/models`` answered is kept in ``ServerInfo.listing``.
+
+        Args:
+            timeout_s: of each probing request.
+            check_timeout_s: of the completion that checks an unlisted model (a server may load it on that request);
+                None: ``max(timeout_s, 120)``.
+
         Raises:
-            ServerError: unreachable within ``timeout_s``, not OpenAI-compatible (``/v1/models`` does not answer a
-                model list), no model listed and none asked, or the asked model is not among those listed (except
-                by ``transformers serve``, which loads a model on its first request).
+            ServerError: unreachable within ``timeout_s``; no model listed and none named (:class:`NoModelError`); the
+                named model is not among those listed (but by a server that loads a model on request); the check's
+                completion failed.
         """
         httpx = _httpx()
         with httpx.Client(base_url=self.base_url, timeout=timeout_s) as client:
@@ -257,30 +293,77 @@ class OpenAICompatible(Engine):
                 r = client.get("/v1/models")
             except httpx.HTTPError as exc:
                 raise ServerError(f"cannot reach {self.base_url}: {type(exc).__name__} {exc}".strip()) from None
-            try:
-                ids = tuple(m["id"] for m in r.json()["data"]) if r.status_code == 200 else None
-            except (ValueError, KeyError, TypeError):
-                ids = None
-            if ids is None:
-                raise ServerError(
-                    f"{self.base_url} is not an OpenAI-compatible server: GET /v1/models answered "
-                    f"HTTP {r.status_code}, not a model list"
-                )
-            if self.model is None and not ids:
-                raise ServerError(f"{self.base_url} lists no model: name the one requests ask for (--model)")
+            ids, listing = _listing(r)
             flavor, version = _flavor(client)
-            # transformers serve loads an unlisted model on its first request (it lists only those loaded or cached)
-            if self.model is not None and ids and self.model not in ids and flavor != "transformers":
-                raise ServerError(f"{self.base_url} does not serve {self.model!r}: it lists {', '.join(ids)}")
+            model = self._pick(ids, listing, flavor, r.status_code)
+            if ids is None or model not in ids:
+                self._check_completion(client, model, listing, check_timeout_s or max(timeout_s, 120.0))
             self.info = ServerInfo(
                 base_url=self.base_url,
-                model=self.model or ids[0],
-                models=ids,
+                model=model,
+                models=ids or (),
+                listing=listing,
                 flavor=flavor,
                 version=version,
                 has_metrics=_has_metrics(client),
             )
         return self.info
+
+    def _pick(self, ids: tuple[str, ...] | None, listing: str, flavor: str, status: int) -> str:
+        """The model id requests name: the one named, else the guess where the server lists it (or lists none, or
+        loads models on request), else the only one listed."""
+        loads = FLAVOR_TRAITS[flavor].loads_on_request
+        if self.model is not None:
+            if ids and self.model not in ids and not loads:
+                raise ServerError(
+                    f"{self.base_url} does not serve {self.model!r}: it lists {', '.join(ids)} (--served-model-name)"
+                )
+            return self.model
+        if self.guess is not None:
+            known = [g for g in self.guess if ids and g in ids]
+            if known or not ids or loads:
+                return known[0] if known else self.guess[0]
+        if ids and (len(ids) == 1 or self.guess is None):
+            return ids[0]
+        if ids:
+            raise ServerError(
+                f"{self.base_url} lists {', '.join(ids)}, not {self.guess[0]!r}: name the one requests ask for "
+                "(--served-model-name)"
+            )
+        what = "lists no model" if ids is not None else "is not an OpenAI-compatible server, or lists no model"
+        raise NoModelError(
+            f"{self.base_url} {what} (GET /v1/models: {listing}): name the model requests ask for "
+            "(--served-model-name NAME; a short completion then checks it)",
+            definitive=status not in (502, 503, 504),
+        )
+
+    def _check_completion(self, client: Any, model: str, listing: str, timeout_s: float) -> None:
+        """One short real completion of ``model`` (``max_tokens`` 1, not streamed).
+
+        Raises:
+            ServerError: no answer, or not a completion (``definitive`` for a 4xx refusal).
+        """
+        body: dict[str, Any] = {"model": model, "max_tokens": 1, "stream": False}
+        if self.api == "chat":
+            body["messages"] = [{"role": "user", "content": "Hello"}]
+        else:
+            body["prompt"] = "Hello"
+        httpx = _httpx()
+        where = f"{self.base_url} (GET /v1/models: {listing})"
+        try:
+            r = client.post(self.path, json=body, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise ServerError(f"{where} did not answer a completion of {model!r}: {type(exc).__name__}") from None
+        try:
+            ok = r.status_code == 200 and isinstance(r.json().get("choices"), list)
+        except (ValueError, AttributeError):
+            ok = False
+        if not ok:
+            err = _error_reason(r.status_code, r.text) if r.status_code >= 400 else RequestError("not a completion")
+            refused = 400 <= r.status_code < 500 and r.status_code not in (408, 429)
+            raise ServerError(
+                f"{where} did not answer a completion of {model!r} (--served-model-name): {err}", definitive=refused
+            )
 
     def body(self, prompt: str, output_len: int | None) -> dict[str, Any]:
         """The streamed request of ``prompt`` asking exactly ``output_len`` output tokens the way the server's flavor
@@ -292,15 +375,11 @@ class OpenAICompatible(Engine):
             body["messages"] = [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt
-        if info.flavor != "transformers":  # transformers serve ignores it and always sends usage last
+        traits = FLAVOR_TRAITS[info.flavor]
+        if traits.usage_option:
             body["stream_options"] = {"include_usage": True}
-        if output_len is None:
-            return body
-        body["max_tokens"] = output_len
-        if info.flavor == "transformers":
-            body["generation_config"] = json.dumps({"min_new_tokens": output_len, "max_new_tokens": output_len})
-        elif info.flavor == "vllm":
-            body.update(ignore_eos=True, min_tokens=output_len)
+        if output_len is not None:
+            body.update(traits.fixed_length(output_len))
         return body
 
     @contextlib.asynccontextmanager
@@ -346,14 +425,8 @@ class OpenAICompatible(Engine):
                 async with client.stream("POST", self.path, json=request) as r:
                     if r.status_code >= 400:
                         raise _error_reason(r.status_code, (await r.aread()).decode(errors="replace"))
-                    done = False
-                    async for line in r.aiter_lines():
-                        # after [DONE] the rest of the response is read, not dropped: a response closed unread
-                        # closes its connection, and every request would then pay a new TCP connection
-                        chunk = None if done else parse_sse_line(line.rstrip("\r"))
-                        done = done or chunk is DONE
-                        if chunk is not None and chunk is not DONE:
-                            yield chunk_event(chunk, self.api)
+                    async for event in events(r, self.api):
+                        yield event
             except httpx.TimeoutException as exc:
                 raise RequestError("timeout", type(exc).__name__) from None
             except httpx.HTTPError as exc:

@@ -24,8 +24,9 @@ def serve(
             "--model",
             "-m",
             rich_help_panel=WHAT,
-            help="With --url: the served model id requests name (default: the server's); with --engine: "
-            "hf:<architecture> (random weights), hf:tiny-shakespeare (bundled), hf:/path/to/checkpoint.",
+            help="accelbench's model (tokenizer, context, ceiling): hf:<architecture> (random weights), "
+            "hf:tiny-shakespeare (bundled), a checkpoint folder (hf:/path or /path); requests name its folder's path "
+            "unless --served-model-name says otherwise. Another name: the served model id itself.",
         ),
         device=typer.Option(
             None,

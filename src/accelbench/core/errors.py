@@ -65,7 +65,18 @@ class ConfigError(AccelbenchError, ValueError):
         self.field, self.value, self.allowed = field, value, allowed
         if choices is None and _NAME_LIST.fullmatch(allowed or ""):
             choices = allowed.split(", ")
-        super().__init__(f"invalid {field} {value!r}: allowed {allowed}{did_you_mean(value, choices or ())}")
+        if value is None:
+            super().__init__(f"missing {field}: allowed {allowed}")
+            return
+        super().__init__(f"invalid {field} {shown(value)}: allowed {allowed}{did_you_mean(value, choices or ())}")
+
+
+def shown(value: object) -> str:
+    """A value as a user types it: a list's items joined by commas (``2,0.0``; an empty one ``""``), a text quoted
+    (``'fp33'``), a number as it is (``0``, ``0.0``)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(v if isinstance(v, str) else shown(v) for v in value) or '""'
+    return repr(value)
 
 
 class UnknownModelError(AccelbenchError, ValueError):
@@ -128,6 +139,15 @@ class PluginWarning(UserWarning):
 class Unsupported(Exception):
     """A case that cannot run here, found once its model was built (a convolutional model in fp8, say): the loop
     stores an ``unsupported`` row with ``reason`` and ``columns`` (what was measured anyway: simulated accuracy)."""
+
+    def __init__(self, reason: str, columns: dict | None = None):
+        super().__init__(reason)
+        self.reason, self.columns = reason, dict(columns or {})
+
+
+class CaseFailed(Exception):
+    """A case that ran but failed as a whole (most of a serve level's requests failed): the loop stores an ``error``
+    row with ``reason`` and ``columns`` (what was measured: the counts and reasons of the failures)."""
 
     def __init__(self, reason: str, columns: dict | None = None):
         super().__init__(reason)

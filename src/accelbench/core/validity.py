@@ -21,6 +21,7 @@ Each check runs only when its inputs exist (``validity_checks`` lists those that
   thread waits for a core; 10 % is an order above an idle host's background (about 1 % here) and the
   size at which a case that uses every core loses a comparable share of its time. One job sharing the
   2 cores of a small machine shows as 50 % or more.
+- ``failed-requests``: a serve level where requests failed (``requests_failed``; their reasons in ``errors_json``).
 - ``client-limited``: a serve level whose load generator's p99 send slip or event-loop lag passed its threshold
   (``client_limited``, :mod:`accelbench.scenarios.serve.metrics`): the requests left late, so the level measures the
   client as much as the server.
@@ -81,6 +82,17 @@ def _throttle_frac(rec: dict) -> float | None:
     return max(fracs) if fracs else None
 
 
+def _by_reason(rec: dict[str, Any]) -> str:
+    """`` (http 500: 3, connection: 1)`` from a serve row's ``errors_json``, or ``""``."""
+    import json
+
+    try:
+        counts = json.loads(rec.get("errors_json") or "{}")
+    except (TypeError, ValueError):
+        return ""
+    return f" ({', '.join(f'{k}: {v}' for k, v in counts.items())})" if counts else ""
+
+
 def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str, Any]:
     """Validity columns of one case record.
 
@@ -137,6 +149,12 @@ def assess(rec: dict[str, Any], spread_key: str = "latency_spread") -> dict[str,
             worst = f" by {max(seen.values()):.1f} ms" if seen else ""  # the figure the flag's note shows first
             which = ", ".join(f"{k} p99 {v:.1f} ms" for k, v in seen.items())
             reasons.append(f"the client fell behind{worst} ({which}): the client, not the server, limited the level")
+    failed = _value(rec, "requests_failed")
+    if failed is not None:  # a serve level: requests that failed (MLPerf LoadGen invalidates a run with errors)
+        checks.append("requests")
+        if failed > 0:
+            flags.append("failed-requests")
+            reasons.append(f"{int(failed)} of {int(_value(rec, 'requests') or 0)} requests failed{_by_reason(rec)}")
     for key, check, flag, what in _FINITE:
         v = _value(rec, key)
         if v is not None:

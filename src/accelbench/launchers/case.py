@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from accelbench.core.device import cudnn_benchmark, sync_if_context
-from accelbench.core.errors import ERROR, OK, OOM, UNSUPPORTED, StopSweep, Unsupported, is_oom, one_line
+from accelbench.core.errors import ERROR, OK, OOM, UNSUPPORTED, CaseFailed, StopSweep, Unsupported, is_oom, one_line
 
 
 def cleanup(device, reset_compiled: bool = True) -> None:
@@ -85,8 +85,8 @@ def guarded(
         rec.update(measured or {}, status=OK, error=None)
     except (KeyboardInterrupt, StopSweep):
         raise
-    except Unsupported as exc:  # found unable to run once built; what it measured anyway stays in the row
-        rec.update(exc.columns, status=UNSUPPORTED, error=exc.reason)
+    except (Unsupported, CaseFailed) as exc:  # what it measured anyway stays in the row
+        rec.update(exc.columns, status=UNSUPPORTED if isinstance(exc, Unsupported) else ERROR, error=exc.reason)
         series = {}
         if failed is not None:
             failed(rec)

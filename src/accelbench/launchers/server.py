@@ -3,7 +3,8 @@ stopped, around the sweep's cases.
 
 :class:`ServerLauncher` is the inline launcher (every case in this process) with a server's lifetime around the
 cases: :meth:`ServerLauncher.prepare` starts the command in its own process group (``start_new_session``: the server
-and every process it forks are one group), its stdout and stderr to a log file beside the store, and waits until the
+and every process it forks are one group), led by a tether (:mod:`accelbench.launchers.tether`) that ends the group
+when accelbench dies however it dies (``kill -9`` included), its stdout and stderr to a log file beside the store, and waits until the
 server answers the engine's probe (:meth:`accelbench.backends.openai_api.OpenAICompatible.probe`: a state, polled, never
 a fixed sleep), bounded by ``launch_timeout_s``. :meth:`ServerLauncher.stop` ends the whole group (SIGTERM, then SIGKILL
 after :data:`GRACE_S`) at the end of the cases, on Ctrl-C and on error; the command's caller (:func:`launched`) calls
@@ -34,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.core.errors import AccelbenchError
+from accelbench.launchers import tether
 from accelbench.launchers.inline import Inline
 
-GRACE_S = 10.0  # seconds a server has to exit after SIGTERM before its group is killed (vLLM's own shutdown waits 5)
+GRACE_S = tether.GRACE_S  # seconds a server has to exit after SIGTERM before its group is killed
 POLL_S = 0.2  # how often a starting server is asked whether it answers
 TAIL_LINES = 10  # lines of the log an error shows
 
@@ -51,7 +53,8 @@ class Launched:
 
     Attributes:
         command: the command as given (a shell command line).
-        process: its :class:`subprocess.Popen` (the group's leader: its pid is the group id).
+        process: its :class:`subprocess.Popen`: the group's leader, the tether that holds the command (its pid is the
+            group id; its exit code the command's).
         log_path: where its stdout and stderr go.
         base_url: where it answers.
         info: the engine's :class:`ServerInfo` once it answered (None before).
@@ -113,7 +116,8 @@ def free_port() -> int:
 
 
 def start(command: str, log_path: Path, base_url: str, env: dict[str, str] | None = None) -> Launched:
-    """Start ``command`` (a shell command line) in its own process group, stdout and stderr to ``log_path``.
+    """Start ``command`` (a shell command line) in its own process group, stdout and stderr to ``log_path``, held by
+    :func:`accelbench.launchers.tether.hold` (the group ends with this process, however it ends).
 
     Raises:
         LaunchError: the command cannot be started (no shell, a log file that cannot be written).
@@ -122,7 +126,7 @@ def start(command: str, log_path: Path, base_url: str, env: dict[str, str] | Non
     try:
         log = open(log_path, "ab")  # noqa: SIM115  (closed by Launched.stop)
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            tether.command(os.getpid(), ["/bin/sh", "-c", command]),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -135,11 +139,13 @@ def start(command: str, log_path: Path, base_url: str, env: dict[str, str] | Non
 
 
 def wait_ready(server: Launched, probe: Callable[[float], Any], timeout_s: float) -> Any:
-    """Poll ``probe(seconds)`` until it answers (returns the engine's ``ServerInfo``), the process exits or
-    ``timeout_s`` passes; the server is stopped on failure.
+    """Poll ``probe(seconds)`` until it answers (returns the engine's ``ServerInfo``), the process exits,
+    ``timeout_s`` passes or the probe's error is ``definitive`` (the server answers, but lists no model and none is
+    named, or refuses the one named); the server is stopped on failure.
 
     Raises:
-        LaunchError: the command exited, or did not answer within ``timeout_s``; with its log's last lines.
+        LaunchError: the command exited, did not answer within ``timeout_s`` (with its log's last lines), or answered
+            definitively that it cannot be used.
     """
     deadline = time.monotonic() + timeout_s
     while True:
@@ -150,8 +156,10 @@ def wait_ready(server: Launched, probe: Callable[[float], Any], timeout_s: float
         try:
             server.info = probe(min(2.0, max(0.1, deadline - time.monotonic())))
             return server.info
-        except AccelbenchError:
-            pass
+        except AccelbenchError as exc:
+            if getattr(exc, "definitive", False):  # it answers, and waiting will not change the answer
+                server.stop()
+                raise LaunchError(str(exc)) from None
         if time.monotonic() >= deadline:
             server.stop()
             raise LaunchError(
@@ -284,6 +292,7 @@ class ServerLauncher(Inline):
         model: the ``hf:`` model of the built-in launch.
         base_url: where the server answers (``{port}`` in ``command`` picks a free port and sets it).
         timeout_s: how long it may take to answer.
+        served_model_name: the model id requests name (:func:`accelbench.backends.openai_api.request_model`).
         log_dir: the folder of the log file (beside the store); continuous_batching, device: of the built-in launch.
     """
 
@@ -299,10 +308,11 @@ class ServerLauncher(Inline):
         log_name: str = "serve",
         continuous_batching: bool = False,
         api: str = "completions",
+        served_model_name: str | None = None,
     ):
         self.command, self.engine, self.model, self.base_url = command, engine, model, base_url
         self.timeout_s, self.log_dir, self.log_name = timeout_s, Path(log_dir), log_name
-        self.continuous_batching, self.api = continuous_batching, api
+        self.continuous_batching, self.api, self.served_model_name = continuous_batching, api, served_model_name
         self.server: Launched | None = None
 
     def prepare(self, scenario, spec, device, store):
@@ -315,10 +325,11 @@ class ServerLauncher(Inline):
         Raises:
             LaunchError: it exited or did not answer in time (its log's tail in the message).
         """
-        from accelbench.backends.openai_api import OpenAICompatible
+        from accelbench.backends.openai_api import OpenAICompatible, request_model
 
         env: dict[str, str] = {}
-        command, url, model = self.command, self.base_url, None
+        command, url = self.command, self.base_url
+        model, guess = request_model(self.served_model_name, self.model)
         if command is None:  # the built-in launch
             dtype = "float32" if device.type == "cpu" else "bfloat16"
             folder = checkpoint_folder(self.model, self.log_dir / "serve-checkpoints", dtype, spec.seed, device)
@@ -327,16 +338,16 @@ class ServerLauncher(Inline):
             url, env = f"http://127.0.0.1:{port}", server_env()
             # requests name the folder it serves: transformers 5.17's /v1/models lists only the models in its cache
             # (none), 5.24's the forced one as well
-            model = str(folder)
+            model, guess = self.served_model_name or str(folder), None
         elif "{port}" in command:
             port = free_port()
             command, url = command.replace("{port}", str(port)), f"http://127.0.0.1:{port}"
         url = url or "http://127.0.0.1:8000"
         stamp = time.strftime("%Y%m%d-%H%M%S")
         server = start(command, self.log_dir / f"{self.log_name}-{stamp}-server.log", url, env)
-        engine = OpenAICompatible(url, model=model, api=self.api)
-        try:
-            wait_ready(server, engine.probe, self.timeout_s)
+        engine = OpenAICompatible(url, model=model, api=self.api, guess=guess)
+        try:  # a model the server lists not may load on its check's request: that one waits up to the whole timeout
+            wait_ready(server, lambda t: engine.probe(t, check_timeout_s=self.timeout_s), self.timeout_s)
         except BaseException:
             server.stop()
             raise
@@ -357,14 +368,12 @@ class ServerLauncher(Inline):
         s = self.server
         if s is None:
             return {}
-        info = s.info
         return {
             "server_command": s.command,
             "server_log": str(s.log_path),
             "server_pid": s.process.pid,
-            "server_engine": getattr(info, "flavor", None) if self.engine is None else self.engine,
-            "server_version": getattr(info, "version", None),
-            "served_model": getattr(info, "model", None),
+            **server_provenance(s.info),
+            "server_engine": getattr(s.info, "flavor", None) if self.engine is None else self.engine,
         }
 
     def stop(self) -> None:
@@ -373,12 +382,40 @@ class ServerLauncher(Inline):
             self.server.stop()
 
 
-def for_spec(spec, db_path: Path, name: str | None = None) -> ServerLauncher | None:
-    """The launcher of a serve spec whose server is launched (``launch`` or ``engine``), or None (a server by URL):
-    its log beside the store ``db_path``, named after the run (``name``) or the store."""
+def server_provenance(info: Any) -> dict:
+    """A server's entries of the run's provenance: what its probe found (:class:`ServerInfo`)."""
+    return {
+        "server_engine": getattr(info, "flavor", None),
+        "server_version": getattr(info, "version", None),
+        "served_model": getattr(info, "model", None),
+        "server_models": getattr(info, "listing", None),
+    }
+
+
+class ServerByUrl(Inline):
+    """The inline launcher of a server given by URL: the server's probe in the run's provenance."""
+
+    def __init__(self) -> None:
+        self.state: Any = None
+
+    def prepare(self, scenario, spec, device, store):
+        self.state = scenario.prepare(spec, device, store)
+        return self.state
+
+    def env(self) -> dict:
+        info = getattr(self.state, "info", None)
+        return {"server_url": getattr(info, "base_url", None), **server_provenance(info)} if info else {}
+
+    def stop(self) -> None:
+        """Nothing to stop: the server is the user's."""
+
+
+def for_spec(spec, db_path: Path, name: str | None = None) -> ServerLauncher | ServerByUrl:
+    """The launcher of a serve spec: its server launched (``launch`` or ``engine``; its log beside the store
+    ``db_path``, named after the run (``name``) or the store), or a server by URL."""
     st = spec.settings
     if st.launch is None and st.engine is None:
-        return None
+        return ServerByUrl()
     return ServerLauncher(
         command=st.launch,
         engine=st.engine,
@@ -389,11 +426,12 @@ def for_spec(spec, db_path: Path, name: str | None = None) -> ServerLauncher | N
         log_name=name or Path(db_path).stem,
         continuous_batching=st.continuous_batching,
         api=st.api,
+        served_model_name=st.served_model_name,
     )
 
 
 @contextlib.contextmanager
-def launched(launcher: ServerLauncher | None) -> Iterator[ServerLauncher | None]:
+def launched(launcher: ServerLauncher | ServerByUrl | None) -> Iterator[ServerLauncher | ServerByUrl | None]:
     """``launcher`` whose server is stopped whatever ends the block (a sweep's end, Ctrl-C, an error before the cases
     began)."""
     try:

@@ -38,8 +38,17 @@ def check_model_name(name: str) -> tuple[int | None, bool | None]:
     return context, tokenizer
 
 
-def check_fits(name: str, context: int | None, prompt_len: int, new_tokens: int) -> None:
+def check_fits(
+    name: str,
+    context: int | None,
+    prompt_len: int,
+    new_tokens: int,
+    fields: tuple[str, str] = ("prompt_lens", "new_tokens"),
+) -> None:
     """Refuse a prompt plus new tokens longer than the model's context (positions past it have no meaning).
+
+    Args:
+        fields: the command's names of the prompt's and the new tokens' lengths (``serve``: input_len, output_len).
 
     Raises:
         ConfigError: naming the field to change (``new_tokens``, unless the prompt alone leaves no room for a decode
@@ -50,7 +59,7 @@ def check_fits(name: str, context: int | None, prompt_len: int, new_tokens: int)
     limit = f"{name}'s maximum context is {context} tokens, prompt and new tokens together"
     least = min(new_tokens, 2)  # a generation's first decode step (a profiled step: its one position)
     if prompt_len + least > context:  # the prompt alone leaves no room
-        raise ConfigError("prompt_lens", prompt_len, f"at most {context - least} tokens: {limit}")
+        raise ConfigError(fields[0], prompt_len, f"at most {context - least} tokens: {limit}")
     raise ConfigError(
-        "new_tokens", new_tokens, f"at most {context - prompt_len} after a {prompt_len}-token prompt: {limit}"
+        fields[1], new_tokens, f"at most {context - prompt_len} after a {prompt_len}-token prompt: {limit}"
     )

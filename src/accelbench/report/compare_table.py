@@ -102,8 +102,11 @@ COMPACT_METRICS = ("throughput", "latency_p50")
 
 
 def compact_metrics(m: MetricMap) -> tuple[str, ...]:
-    """The metrics of a case's compact comparison: throughput, then the scenario's first extra metric (a generate
-    case's TTFT: decode and prefill) or else its latency p50."""
+    """The metrics of a case's compact comparison: those its scenario names (a serve level's output tokens/s, TPOT
+    and TTFT), else throughput, then the scenario's first extra metric (a generate case's TTFT: decode and prefill)
+    or else its latency p50."""
+    if m.compared:
+        return m.compared
     return ("throughput", m.extra[0]) if m.extra else COMPACT_METRICS
 
 

@@ -33,7 +33,8 @@ DECLARED = (
         "Validity",
         combine=RANK,
         doc="ok, or the flags: latency-spread, throttled, "
-        "clock-variation, other-process, cpu-contention, client-limited, non-finite-output, non-finite-loss.",
+        "clock-variation, other-process, cpu-contention, failed-requests, client-limited, non-finite-output, "
+        "non-finite-loss.",
     ),
     col(
         "validity_reason",

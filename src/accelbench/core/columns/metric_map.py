@@ -55,6 +55,8 @@ class MetricMap:
         windows: how a case's windows are read (:data:`BATCHES` or :data:`GENERATIONS`).
         extra: further comparable metrics (names of :data:`accelbench.core.compare.METRICS`: ``ttft_p50``).
         tracked: the metrics ``report --history`` follows, in order.
+        compared: the metrics ``compare``'s compact table shows, in order; empty: the throughput, then the first
+            ``extra`` metric or else the latency p50.
         table: the wide table's columns, in order (columns declared with ``views=<name>`` join before its Validity).
         compact: the compact (80-column) table's columns; all its figures from one statistic.
         statistic: the line under the compact table: which statistic its figures are.
@@ -78,6 +80,7 @@ class MetricMap:
     windows: str = BATCHES
     extra: tuple[str, ...] = ()
     tracked: tuple[str, ...] = ("throughput",)
+    compared: tuple[str, ...] = ()
     table: tuple[str, ...] = ()
     compact: tuple[str, ...] = ()
     statistic: str = ""

@@ -220,6 +220,7 @@ METRIC_MAPS = (
         latency_label="TPOT",
         extra=("ttft_p50",),
         tracked=("throughput", "latency_p50"),
+        compared=("throughput", "latency_p50", "ttft_p50"),  # output tokens/s, TPOT, TTFT
         table=tuple(
             "model concurrency request_rate_per_s arrival requests_ok requests_failed ttft_p50_ms ttft_p99_ms "
             "tpot_p50_ms tpot_p99_ms itl_p99_ms e2e_latency_p99_ms request_throughput_per_s output_tokens_per_s "
@@ -228,8 +229,8 @@ METRIC_MAPS = (
             "energy_per_sample_j cost_per_million_tokens client_limited validity status".split()
         ),
         compact=tuple(
-            "concurrency request_rate_per_s ttft_p50_ms tpot_p50_ms output_tokens_per_s request_throughput_per_s "
-            "engine_share_of_ceiling energy_per_sample_j status".split()
+            "concurrency request_rate_per_s requests_failed ttft_p50_ms tpot_p50_ms output_tokens_per_s "
+            "request_throughput_per_s engine_share_of_ceiling energy_per_sample_j status".split()
         ),
         statistic="TTFT, TPOT: medians of the level's requests; rates over its measured window",
         section="serve",

@@ -33,6 +33,15 @@ OPTIONS = declare(
         help="Built-in launch of -m hf:<name> (transformers serve)",
     ),
     Option(
+        name="served_model_name",
+        type=str,
+        default=None,
+        default_text="the -m checkpoint folder's path, else the server's only model",
+        allowed="a model id",
+        help="Model id requests name (what the server calls it), apart from -m (accelbench's own model: tokenizer, "
+        "ceiling, shape)",
+    ),
+    Option(
         name="api", type=str, default="completions", choices=("completions", "chat"), help="Endpoint requests go to"
     ),
     Option(

@@ -1,7 +1,7 @@
 """Start torchrun tied to the accelbench process that launches it.
 
 ``python -m accelbench.launchers.torchrun.tether PARENT_PID PROGRAM ARG...`` asks Linux to send this process
-``SIGTERM`` when its parent dies (``prctl(PR_SET_PDEATHSIG)``, man 2 prctl), then replaces itself with
+``SIGTERM`` when its parent dies (:func:`accelbench.launchers.tether.tie_to_parent`), then replaces itself with
 ``PROGRAM`` (``os.execv``; the setting survives the exec of a program that is not set-user-ID). The
 launcher starts torchrun in a session of its own, so a terminal's Ctrl-C reaches accelbench only; this tie
 is what still stops torchrun, and through it every rank, when accelbench itself is killed (``kill -9``,
@@ -23,18 +23,11 @@ import os
 import signal
 import sys
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+from accelbench.launchers.tether import tie_to_parent
+
+__all__ = ["AGENT_PID", "main", "tie_to_agent", "tie_to_parent"]
+
 AGENT_PID = "ACCELBENCH_TORCHRUN_PID"  # torchrun's pid (the tether's: exec keeps it), in the ranks' environment
-
-
-def tie_to_parent(sig: int = signal.SIGTERM) -> bool:
-    """Ask the kernel to send ``sig`` to this process when its parent thread ends; True when set (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
 
 
 def main(argv: list[str]) -> int:

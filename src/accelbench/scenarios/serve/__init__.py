@@ -44,6 +44,8 @@ class ServeSettings(Settings):
     Attributes:
         url / launch / engine: the server: one running at ``url``, one ``launch`` starts (``{port}``: a free port),
             or the built-in launch of ``engine`` (``transformers``) serving the run's ``hf:`` model.
+        served_model_name: the model id requests name, apart from the run's model (accelbench's: tokenizer,
+            ceiling, shape); None: derived (:func:`accelbench.backends.openai_api.request_model`).
         api: ``completions`` or ``chat``.
         concurrency / request_rates: the levels, closed loop or open loop (one kind a run; neither: the device's
             default concurrencies).
@@ -61,6 +63,7 @@ class ServeSettings(Settings):
     url: str | None = OPTIONS["url"].field()
     launch: str | None = OPTIONS["launch"].field()
     engine: str | None = OPTIONS["engine"].field()
+    served_model_name: str | None = OPTIONS["served_model_name"].field()
     api: str = OPTIONS["api"].field()
     concurrency: tuple[int, ...] | None = OPTIONS["concurrency"].field()
     request_rates: tuple[float, ...] | None = OPTIONS["request_rates"].field()
@@ -87,7 +90,7 @@ class ServeSettings(Settings):
         check_declared(self)
         if self.engine is not None and self.launch is not None:
             raise ConfigError("engine", self.engine, "nothing with --launch (the command starts the server)")
-        for name in ("url", "launch", "dataset", "tokenizer", "slo"):
+        for name in ("url", "launch", "dataset", "tokenizer", "slo", "served_model_name"):
             v = getattr(self, name)
             if v is not None and not v.strip():
                 raise ConfigError(name, v, "a non-empty text")
@@ -164,6 +167,16 @@ def _numbers(name: str, value, kind: type) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
+def _checkpoint_name(model: str) -> str:
+    """A local folder given to ``-m`` without ``hf:`` is that checkpoint (``hf:PATH``): accelbench's model (tokenizer,
+    ceiling, shape), and the id its server is guessed to serve it under (:func:`request_model`)."""
+    from pathlib import Path
+
+    if not model.startswith("hf:") and ("/" in model or model.startswith(".")) and Path(model).expanduser().is_dir():
+        return f"hf:{model}"
+    return model
+
+
 # what ``transformers serve`` imports to start (its CLI refuses to start without them)
 SERVING = ("fastapi", "uvicorn", "openai")
 
@@ -206,7 +219,7 @@ class Serve(Scenario):
         if merged.get("request_rates") is not None:  # a list of numbers kept as the text typed
             merged["request_rates"] = _numbers("request_rate", merged["request_rates"], float)
         if isinstance(merged.get("models"), tuple):
-            merged["models"] = tuple(m for m in merged["models"] if m)
+            merged["models"] = tuple(_checkpoint_name(m) for m in merged["models"] if m)
         return merged
 
     def validate(self, spec) -> None:
@@ -264,10 +277,34 @@ class Serve(Scenario):
             hf.check_lm(spec.models[0])
         if st.dataset is not None and not Path(st.dataset).expanduser().is_file():
             raise ConfigError("dataset", st.dataset, "a readable local file")
+        self.check_lengths(spec)
         if st.url is not None and st.launch is None:
-            from accelbench.backends.openai_api import OpenAICompatible
+            from accelbench.backends.openai_api import OpenAICompatible, request_model
 
-            OpenAICompatible(st.url, model=spec.models[0] if spec.models else None, api=st.api).probe(10.0)
+            model, guess = request_model(st.served_model_name, spec.models[0] if spec.models else None)
+            OpenAICompatible(st.url, model=model, api=st.api, guess=guess).probe(10.0)
+
+    def check_lengths(self, spec) -> None:
+        """Each ``hf:`` model's context holds the longest prompt plus the longest output asked (the check ``generate``
+        and ``train`` make; a context that is not known here is not checked).
+
+        Raises:
+            UnknownModelError: an unusable ``hf:`` model; ConfigError: naming ``input_len`` or ``output_len``.
+        """
+        from accelbench.models import hf
+        from accelbench.models.lm_checks import check_fits, check_model_name
+
+        st = spec.settings
+
+        def most(name: str) -> int:  # a file's prompts and a dataset's lengths are each request's own: unknown here
+            n = st.lengths(name) if name == "output_len" or st.workload in ("random", "text") else None
+            return n if isinstance(n, int) else (n[1] if n else 1)
+
+        longest = (most("input_len"), most("output_len"))
+        for name in spec.models:
+            if hf.is_lm_name(name):
+                context, _ = check_model_name(name)
+                check_fits(name, context, *longest, fields=("input_len", "output_len"))
 
     def unsupported_reason(self, case, device) -> str | None:
         return None

@@ -131,14 +131,19 @@ def prepare(spec, device, server=None, store=None, last_level=None) -> ServeStat
         ServerError: the server does not answer (one line).
         ConfigError: no tokenizer; a missing or malformed dataset (one line naming it).
     """
-    from accelbench.backends.openai_api import OpenAICompatible
+    from accelbench.backends.openai_api import OpenAICompatible, request_model
     from accelbench.scenarios.serve.workloads import make_requests
 
     st = spec.settings
+    first = spec.models[0] if spec.models else None
     url = server.base_url if server is not None else st.url
     if url is None:  # a spec that launches its server, run without the launcher that starts it
         raise ConfigError("launch", st.launch or st.engine, "a server started by accelbench.api.serve (or --url)")
-    info = server.info if server is not None else OpenAICompatible(url, None, st.api).probe(10.0)
+    if server is not None:
+        info = server.info
+    else:
+        model, guess = request_model(st.served_model_name, first)
+        info = OpenAICompatible(url, model, st.api, guess=guess).probe(10.0)
     state = ServeState(
         info=info, server=server, tokenizer=load_tokenizer(spec, info), store=store, last_level=last_level
     )
@@ -158,18 +163,16 @@ def prepare(spec, device, server=None, store=None, last_level=None) -> ServeStat
         seed=spec.seed,
         path=st.dataset,
     )
-    from accelbench.models import hf
-
     for name in spec.models or (None,):
-        # an hf: name is accelbench's (the tokenizer's and the in-process ceiling's model), never a server's model id:
-        # its requests name the server's own model
-        own = name is None or server is not None or st.engine or hf.is_lm_name(name)
-        model = info.model if own else name
-        engine = OpenAICompatible(url, model=model, api=st.api)
-        if model == info.model:  # what the probe above (or the launch's) answered for this model
+        # -m is accelbench's model (tokenizer, ceiling, shape); the id requests name is --served-model-name, a name
+        # that is no hf: one, or found by the probe (a launched server serves the one model it was started with)
+        model, guess = request_model(st.served_model_name, name)
+        engine = OpenAICompatible(url, model=model, api=st.api, guess=guess)
+        if server is not None or name == first:  # what the probe above (or the launch's) answered for this model
             engine.info = info
-        else:  # the model id is one the server lists (ServerError: one line); bodies need its flavor
+        else:  # another model of the server (ServerError: one line); bodies need its flavor
             engine.probe(10.0)
+        model = engine.info.model
         state.served[name] = Served(
             engine=engine, model=model, requests=built[st.warmup_requests :], warmup=built[: st.warmup_requests]
         )
@@ -201,8 +204,9 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
     """One level measured: warm-up, then the measured requests under telemetry; the row's columns and series.
 
     Raises:
-        StopSweep: the server stopped answering (a launched server exited, or every request failed and the server
-            no longer answers its probe): the run ends interrupted, the finished levels stored.
+        StopSweep: the server stopped answering (a launched server exited, or requests failed unanswered and the
+            server no longer answers its probe): the run ends interrupted, the finished levels stored, this one not.
+        CaseFailed: more than half the requests failed (an ``error`` row with the columns).
     """
     from accelbench.scenarios.base import case_monitor
     from accelbench.scenarios.serve.metrics import level_columns, meets, parse_slo
@@ -247,6 +251,7 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
         samples_timed=rec.get("output_tokens_timed"),
         throughput_samples_per_s=rec.get("output_tokens_per_s"),  # a sample of text generation is an output token
     )
+    _check_failures(rec, level)
     return rec, {**series, **mon.series()}
 
 
@@ -271,13 +276,17 @@ def server_metrics(scraper, level, rec: dict) -> tuple[dict, dict]:
 
 
 def _check_alive(state: ServeState, served: Served, rec: dict) -> None:
+    """A level cut short by its server is no result: raise StopSweep when the launched server exited, or when
+    requests failed for want of an answer (``connection``, ``timeout``; or none succeeded) and the server no longer
+    answers its probe. The row is then not stored, the run ends interrupted and ``--resume`` measures the level."""
     server = state.server
     if server is not None and not server.alive():
         raise StopSweep(
-            f"the launched server exited (code {server.process.returncode}) during the level; the finished levels "
-            f"are stored and --resume continues (its log: {server.log_path})"
+            f"the launched server exited (code {server.process.returncode}) during the level; the level is not "
+            f"stored, the finished levels are, and --resume continues (its log: {server.log_path})"
         )
-    if rec.get("requests_ok"):
+    errors = json.loads(rec.get("errors_json") or "{}")
+    if rec.get("requests_ok") and not any(errors.get(k) for k in UNANSWERED):
         return
     from accelbench.core.errors import AccelbenchError
 
@@ -285,8 +294,29 @@ def _check_alive(state: ServeState, served: Served, rec: dict) -> None:
         served.engine.probe(5.0)
     except AccelbenchError as exc:
         raise StopSweep(
-            f"the server stopped answering ({exc}); the finished levels are stored and --resume continues"
+            f"the server stopped answering during the level ({exc}); the level is not stored, the finished levels "
+            "are, and --resume continues"
         ) from None
+
+
+UNANSWERED = ("connection", "timeout")  # request errors of a server that may have stopped answering
+
+
+def _check_failures(rec: dict, level) -> None:
+    """A level whose requests mostly failed (more than half) is an ``error`` row: its first failure's words as the
+    one-line error, its columns kept. Fewer failures flag the row (``failed-requests``: :mod:`accelbench.core.validity`).
+
+    Raises:
+        CaseFailed: more than half the level's requests failed.
+    """
+    failed = [r for r in level.results if not r.ok]
+    if not failed or 2 * len(failed) <= len(level.results):
+        return
+    from accelbench.core.errors import CaseFailed
+
+    first = failed[0]
+    words = f"{first.error}: {first.detail}" if first.detail else first.error
+    raise CaseFailed(f"{len(failed)} of {len(level.results)} requests failed; the first: {words}", rec)
 
 
 def measure_level(case, spec, state: ServeState, rank, sink=None) -> tuple[dict, dict]:
@@ -318,8 +348,11 @@ def add_ceilings(case, spec, state: ServeState, rank, sink, rec: dict) -> None:
         ]
     rows = [*stored, rec]
     if not model or not hf.is_lm_name(model):
-        note = "no in-process ceiling: the model is no hf: name (-m hf:<name or folder>)"
+        what = f"-m {model} is no hf: model" if model else "no -m model"
+        note = f"no in-process ceiling ({mode}): {what} (-m hf:<architecture or checkpoint folder>, or --ceiling none)"
         updates = [{"ceiling_mode": mode, "ceiling_note": note} for _ in rows]
+        if sink is not None:
+            sink.note(note)  # where the user reads the result, not only in the rows
     else:
         if state.server is not None:
             state.server.stop()
