@@ -1,7 +1,7 @@
 """A real OpenAI-compatible server for the serving tests: ``transformers serve`` on the bundled tiny-shakespeare
 checkpoint, on 127.0.0.1 at a free port.
 
-The command is the built-in launch's (:func:`accelbench.launchers.server.transformers_command`): ``transformers
+The command is the built-in launch's (:func:`accelbench.backends.servers.transformers.transformers_command`): ``transformers
 serve MODEL`` preloads ``MODEL`` (``FORCE_MODEL``, positional or ``--force-model`` as the installed CLI takes it); a
 local folder's path is its model id (``ModelManager.process_model_name`` keeps an existing path as it is), and requests name that path. The server
 runs in its own process group with its output in a temporary log file; ``HF_HUB_OFFLINE=1`` keeps it off the
@@ -52,11 +52,11 @@ def _answers(url: str) -> bool:
 
 
 def _command(port: int, preload: bool = True) -> str:
-    """The built-in launch's command (:func:`accelbench.launchers.server.transformers_command`: the model positional
+    """The built-in launch's command (:func:`accelbench.backends.servers.transformers.transformers_command`: the model positional
     or ``--force-model``, as the installed CLI takes it; ``exec``, so the server leads its process group); without
     ``preload``, ``transformers serve`` as a user starts it: no model (it loads one on the first request naming it)."""
     pytest.importorskip("fastapi", reason="transformers serve needs the serve extra: pip install 'accelbench[serve]'")
-    from accelbench.launchers.server import _transformers_cli, transformers_command
+    from accelbench.backends.servers.transformers import _transformers_cli, transformers_command
 
     if not preload:
         return f"exec {_transformers_cli()} serve --host 127.0.0.1 --port {port}"

@@ -1,4 +1,4 @@
-"""llama.cpp's llama-server pieces (accelbench.launchers.llamacpp): the GGUF files written and read back, the command,
+"""llama.cpp's llama-server pieces (accelbench.backends.servers.llamacpp): the GGUF files written and read back, the command,
 the binary's lookup, and the contract with a real llama-server (skipped without one: set ACCELBENCH_LLAMA_SERVER to
 its path or put it on PATH; the converter test needs ACCELBENCH_LLAMA_CPP_SRC, llama.cpp's source folder)."""
 
@@ -20,9 +20,9 @@ transformers = pytest.importorskip("transformers")
 
 from accelbench.backends.openai_api import RequestError  # noqa: E402
 from accelbench.core.errors import EXIT_USAGE, ConfigError  # noqa: E402
-from accelbench.launchers.llamacpp import checkpoint as ck  # noqa: E402
-from accelbench.launchers.llamacpp import server as srv  # noqa: E402
-from accelbench.launchers.llamacpp import weights  # noqa: E402
+from accelbench.backends.servers.llamacpp import checkpoint as ck  # noqa: E402
+from accelbench.backends.servers.llamacpp import server as srv  # noqa: E402
+from accelbench.backends.servers.llamacpp import weights  # noqa: E402
 from accelbench.models import hf  # noqa: E402
 
 # a Llama small enough to write and serve in a second, with a vocabulary past the bundled tokenizer's 1,024 ids (the

@@ -92,7 +92,7 @@ def test_a_settings_mistake_is_one_line_before_anything_runs(db, args, words):
 
 
 def test_an_architecture_is_served_from_a_random_checkpoint_written_once(tmp_path, monkeypatch):
-    from accelbench.launchers.server import checkpoint_folder, transformers_command
+    from accelbench.backends.servers.transformers import checkpoint_folder, transformers_command
     from accelbench.models import hf
 
     tiny = hf.Architecture(

@@ -174,16 +174,23 @@ def test_sse_lines_and_chunks():
 
 
 @pytest.mark.parametrize(
-    "flavor, fixed",
+    "kind, fixed",
     [
         ("transformers", {"generation_config": '{"min_new_tokens": 7, "max_new_tokens": 7}'}),
         ("vllm", {"ignore_eos": True, "min_tokens": 7, "stream_options": {"include_usage": True}}),
+        ("sglang", {"ignore_eos": True, "min_tokens": 7, "stream_options": {"include_usage": True}}),
+        (
+            "llama.cpp",
+            {"ignore_eos": True, "cache_prompt": False, "stream_options": {"include_usage": True},
+             "logit_bias": [[5, False]]},
+        ),
         ("openai", {"stream_options": {"include_usage": True}}),
     ],
 )
-def test_a_body_asks_a_fixed_length_in_its_servers_words(flavor, fixed):
-    engine = OpenAICompatible("http://127.0.0.1:1/v1/", api="chat")
-    engine.info = ServerInfo(base_url="", model="m", models=("m",), flavor=flavor, version=None, has_metrics=False)
+def test_a_body_asks_a_fixed_length_in_its_servers_words(kind, fixed):
+    """Each server kind's entry words the body; banned ids reach only a kind that must be told (llama.cpp)."""
+    engine = OpenAICompatible("http://127.0.0.1:1/v1/", api="chat", banned_ids=(5,))
+    engine.info = ServerInfo(base_url="", model="m", models=("m",), kind=kind, version=None, has_metrics=False)
     body = engine.body("hello", 7)
     assert body == {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hello"}],
                     "max_tokens": 7, **fixed}  # fmt: skip
@@ -263,7 +270,7 @@ def engine(served):  # noqa: F811  (the fixture imported above)
     base_url, model = served
     e = OpenAICompatible(base_url, model)
     info = e.probe(timeout_s=10)
-    assert (info.flavor, info.model) == ("transformers", model) and model in info.models
+    assert (info.kind, info.model) == ("transformers", model) and model in info.models
     return e
 
 
@@ -444,7 +451,7 @@ def test_a_random_checkpoints_tokenizer_decodes_every_id_of_its_vocabulary(tmp_p
     text, or the server streams nothing for it."""
     from tokenizers import Tokenizer
 
-    from accelbench.launchers.server import write_covering_tokenizer
+    from accelbench.backends.servers.transformers import write_covering_tokenizer
     from accelbench.models import hf
 
     bundled = hf.BUNDLED / hf.BUNDLED_MODELS[0]

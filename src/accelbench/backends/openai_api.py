@@ -4,14 +4,8 @@ over HTTP and streamed (``accelbench serve``).
 The engine sends one request body and yields one :class:`~accelbench.backends.engine.StreamEvent` a server-sent
 event (SSE) chunk; the caller (:mod:`accelbench.scenarios.serve.load`) stamps each event with
 ``time.perf_counter()`` as it is yielded, right after its line is read. The body asks for a fixed output length in the
-words its server understands (:attr:`ServerInfo.flavor`; each flavor's differences one entry of
-:data:`FLAVOR_TRAITS`):
-
-| flavor | server | fixed output length |
-| --- | --- | --- |
-| ``transformers`` | ``transformers serve`` (unknown fields are HTTP 422) | ``generation_config`` ``{"min_new_tokens": N, "max_new_tokens": N}`` (a JSON string), ``max_tokens`` |
-| ``vllm`` | vLLM, SGLang (a ``/version`` endpoint) | ``ignore_eos: true``, ``min_tokens: N``, ``max_tokens: N``, ``stream_options.include_usage`` |
-| ``openai`` | any other | ``max_tokens: N`` only (the model may stop early: counted as an output-length mismatch) |
+words its server understands: the probe finds the server's kind (:func:`accelbench.backends.servers.detect`), and the
+kind's entry says how (:data:`accelbench.backends.servers.KINDS`: transformers, llama.cpp, SGLang, vLLM, any other).
 
 Which model requests name is the user's (``--served-model-name``), a guess from accelbench's model (a checkpoint
 folder's path), or the one the server lists (:meth:`OpenAICompatible.probe`). A server whose ``/v1/models`` lists
@@ -31,10 +25,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.backends import servers
 from accelbench.backends.engine import Capabilities, Engine, StreamEvent
 from accelbench.backends.openai_stream import DONE, RequestError, chunk_event, events, parse_sse_line
 from accelbench.core.errors import ConfigError, MissingDependencyError
@@ -45,39 +40,11 @@ SERVE = "serve"  # the workload: an engine of it is driven by ``accelbench serve
 APIS = ("completions", "chat")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FlavorTraits:
-    """What differs between the server flavors (one entry each in :data:`FLAVOR_TRAITS`).
-
-    Attributes:
-        fixed_length: the body fields asking exactly N output tokens.
-        usage_option: takes ``stream_options.include_usage`` (``transformers serve`` refuses unknown fields with
-            HTTP 422 and always sends usage last).
-        loads_on_request: loads a model it does not list on the first request naming it.
-    """
-
-    fixed_length: Callable[[int], dict[str, Any]]
-    usage_option: bool = True
-    loads_on_request: bool = False
-
-
-FLAVOR_TRAITS: dict[str, FlavorTraits] = {
-    "transformers": FlavorTraits(
-        fixed_length=lambda n: {
-            "max_tokens": n,
-            "generation_config": json.dumps({"min_new_tokens": n, "max_new_tokens": n}),
-        },
-        usage_option=False,
-        loads_on_request=True,
-    ),
-    "vllm": FlavorTraits(fixed_length=lambda n: {"max_tokens": n, "ignore_eos": True, "min_tokens": n}),
-    "openai": FlavorTraits(fixed_length=lambda n: {"max_tokens": n}),
-}
-FLAVORS = tuple(FLAVOR_TRAITS)
 # Connections a pool holds. httpcore's pool scans its connections, and for each idle one the others, every time it
 # hands out or takes back a connection (O(connections^2) a request): with many requests in flight, small pools cost
 # the client less than half the CPU a request of one large pool (docs/results.md, "The serving client's capacity")
 POOL_CONNECTIONS = 8
+CLOSE = {"Connection": "close"}  # a request to a server that closes its connection after a streamed response
 
 
 class ServerError(ConfigError):
@@ -105,8 +72,8 @@ class ServerInfo:
         model: the model id requests name (the one named, else the first the server lists).
         models: every id ``/v1/models`` lists (empty when it lists none or failed).
         listing: what ``/v1/models`` answered: ``HTTP 200, N models`` or ``HTTP 500, not a model list``.
-        flavor: ``transformers``, ``vllm`` or ``openai``: how a fixed output length is asked (module docstring).
-        version: the server's version when it says (vLLM's ``/version``), else None.
+        kind: the server's kind (:data:`accelbench.backends.servers.KINDS`' name): how a fixed output length is asked.
+        version: the server's version when it says (vLLM's ``/version``, llama.cpp's ``/props``), else None.
         has_metrics: a Prometheus ``/metrics`` endpoint answers.
     """
 
@@ -114,7 +81,7 @@ class ServerInfo:
     model: str
     models: tuple[str, ...]
     listing: str = "HTTP 200"
-    flavor: str
+    kind: str
     version: str | None
     has_metrics: bool
 
@@ -147,20 +114,6 @@ def _httpx():
     except ImportError as exc:
         raise MissingDependencyError("httpx", "serve") from exc
     return httpx
-
-
-def _flavor(client: Any) -> tuple[str, str | None]:
-    """``(flavor, version)`` from the server's own endpoints: ``transformers serve`` lists ``/load_model`` in its
-    OpenAPI schema; vLLM and SGLang answer ``/version`` with ``{"version": ...}``."""
-    with contextlib.suppress(Exception):
-        paths = client.get("/openapi.json").json().get("paths", {})
-        if "/load_model" in paths and "/v1/completions" in paths:
-            return "transformers", None
-    with contextlib.suppress(Exception):
-        version = client.get("/version").json().get("version")
-        if isinstance(version, str):
-            return "vllm", version
-    return "openai", None
 
 
 def _listing(r: Any) -> tuple[tuple[str, ...] | None, str]:
@@ -239,6 +192,8 @@ class OpenAICompatible(Engine):
         model: the model id requests name (``--served-model-name``); None: ``guess``'s where the server lists it (or
             lists none), else the first one the server lists.
         guess: ids the model may be served under (a checkpoint folder's path as typed and resolved), tried in order.
+        banned_ids: token ids never to sample (a random-weight model's tokens that are not whole UTF-8, for a kind
+            that ends a stream on such text: :attr:`accelbench.backends.servers.ServerKind.banned_tokens`).
         api: ``completions`` (``/v1/completions``, a ``prompt``) or ``chat`` (``/v1/chat/completions``, the prompt as
             one user message).
     """
@@ -255,12 +210,13 @@ class OpenAICompatible(Engine):
         model: str | None = None,
         api: str = "completions",
         guess: tuple[str, ...] | None = None,
+        banned_ids: tuple[int, ...] = (),
     ):
         if api not in APIS:
             raise ConfigError("api", api, ", ".join(APIS))
         url = base_url.rstrip("/")
         self.base_url = url[: -len("/v1")] if url.endswith("/v1") else url
-        self.model, self.api, self.guess = model, api, guess or None
+        self.model, self.api, self.guess, self.banned_ids = model, api, guess or None, tuple(banned_ids)
         self.info: ServerInfo | None = None
         self._pools: _Pools | None = None
 
@@ -270,7 +226,7 @@ class OpenAICompatible(Engine):
         return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
 
     def probe(self, timeout_s: float = 10.0, check_timeout_s: float | None = None) -> ServerInfo:
-        """Ask the server what it serves (``/v1/models``), which flavor it is and whether it has ``/metrics``.
+        """Ask the server what it serves (``/v1/models``), which kind it is and whether it has ``/metrics``.
 
         A server whose ``/v1/models`` fails or does not list the model (``transformers serve`` lists only the models
         it has loaded or finds in its hub cache, and answers HTTP 500 without a cache) is still used when the model
@@ -294,8 +250,8 @@ class OpenAICompatible(Engine):
             except httpx.HTTPError as exc:
                 raise ServerError(f"cannot reach {self.base_url}: {type(exc).__name__} {exc}".strip()) from None
             ids, listing = _listing(r)
-            flavor, version = _flavor(client)
-            model = self._pick(ids, listing, flavor, r.status_code)
+            kind, version = servers.detect(client)
+            model = self._pick(ids, listing, kind, r.status_code)
             if ids is None or model not in ids:
                 self._check_completion(client, model, listing, check_timeout_s or max(timeout_s, 120.0))
             self.info = ServerInfo(
@@ -303,16 +259,16 @@ class OpenAICompatible(Engine):
                 model=model,
                 models=ids or (),
                 listing=listing,
-                flavor=flavor,
+                kind=kind.name,
                 version=version,
                 has_metrics=_has_metrics(client),
             )
         return self.info
 
-    def _pick(self, ids: tuple[str, ...] | None, listing: str, flavor: str, status: int) -> str:
+    def _pick(self, ids: tuple[str, ...] | None, listing: str, kind: servers.ServerKind, status: int) -> str:
         """The model id requests name: the one named, else the guess where the server lists it (or lists none, or
         loads models on request), else the only one listed."""
-        loads = FLAVOR_TRAITS[flavor].loads_on_request
+        loads = kind.loads_on_request
         if self.model is not None:
             if ids and self.model not in ids and not loads:
                 raise ServerError(
@@ -366,20 +322,23 @@ class OpenAICompatible(Engine):
             )
 
     def body(self, prompt: str, output_len: int | None) -> dict[str, Any]:
-        """The streamed request of ``prompt`` asking exactly ``output_len`` output tokens the way the server's flavor
-        understands (module docstring); ``output_len`` None: as many as the server decides. Probes first if
-        :meth:`probe` has not run."""
+        """The streamed request of ``prompt`` asking exactly ``output_len`` output tokens the way the server's kind
+        understands (module docstring), the :attr:`banned_ids` never sampled where the kind must be told; ``output_len``
+        None: as many as the server decides. Probes first if :meth:`probe` has not run."""
         info = self.info or self.probe()
         body: dict[str, Any] = {"model": info.model, "stream": True}
         if self.api == "chat":
             body["messages"] = [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt
-        traits = FLAVOR_TRAITS[info.flavor]
-        if traits.usage_option:
+        kind = servers.get(info.kind)
+        body.update(kind.extra_body)
+        if kind.usage_option:
             body["stream_options"] = {"include_usage": True}
         if output_len is not None:
-            body.update(traits.fixed_length(output_len))
+            body.update(kind.fixed_length(output_len))
+        if self.banned_ids and kind.banned_tokens is not None:
+            body.update(kind.banned_tokens(self.banned_ids))
         return body
 
     @contextlib.asynccontextmanager
@@ -421,8 +380,10 @@ class OpenAICompatible(Engine):
                 stack.callback(self._pools.give_back, client)
             else:
                 client = await stack.enter_async_context(httpx.AsyncClient(base_url=self.base_url, timeout=600.0))
+            kind = servers.KINDS.get(self.info.kind) if self.info is not None else None
+            headers = None if kind is None or kind.keep_alive else CLOSE
             try:
-                async with client.stream("POST", self.path, json=request) as r:
+                async with client.stream("POST", self.path, json=request, headers=headers) as r:
                     if r.status_code >= 400:
                         raise _error_reason(r.status_code, (await r.aread()).decode(errors="replace"))
                     async for event in events(r, self.api):

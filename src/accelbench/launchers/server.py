@@ -14,10 +14,10 @@ provenance (:meth:`ServerLauncher.env`).
 A command that exits before it answers, or does not answer in time, is :class:`LaunchError` (exit 2) with the last
 lines of its log. ``{port}`` in a command is replaced by a free port of this host (the URL then follows).
 
-``--engine transformers -m hf:<name>`` is the built-in launch of ``transformers serve`` (:func:`transformers_command`):
-the bundled ``hf:tiny-shakespeare`` or a local ``hf:/path`` folder as it is, an architecture name
-(``hf:llama-3.2-1b``) as a random-weight checkpoint folder written once into a cache beside the store
-(:func:`checkpoint_folder`: config, safetensors weights and the bundled tokenizer).
+``--engine KIND -m hf:<name>`` is the built-in launch of a server kind (:data:`accelbench.backends.servers.KINDS`:
+``transformers serve``, llama.cpp's ``llama-server``): the kind writes its checkpoint into a cache beside the store
+(random weights of an architecture, or a folder converted) and gives the command (:class:`~accelbench.backends.
+servers.LaunchPlan`); this module starts, waits for and stops it like any other command.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelbench.backends import servers
 from accelbench.core.errors import AccelbenchError
 from accelbench.launchers import tether
 from accelbench.launchers.inline import Inline
@@ -41,6 +42,8 @@ from accelbench.launchers.inline import Inline
 GRACE_S = tether.GRACE_S  # seconds a server has to exit after SIGTERM before its group is killed
 POLL_S = 0.2  # how often a starting server is asked whether it answers
 TAIL_LINES = 10  # lines of the log an error shows
+OPEN_LOOP_SLOTS = 64  # a built-in launch's request slots for an open loop without --max-concurrency
+DATASET_TOKENS = 2048  # a dataset request's prompt or output tokens, not known before the requests are read
 
 
 class LaunchError(AccelbenchError):
@@ -58,6 +61,7 @@ class Launched:
         log_path: where its stdout and stderr go.
         base_url: where it answers.
         info: the engine's :class:`ServerInfo` once it answered (None before).
+        plan: the :class:`~accelbench.backends.servers.LaunchPlan` of a built-in launch (None: a command's).
     """
 
     command: str
@@ -65,6 +69,7 @@ class Launched:
     log_path: Path
     base_url: str
     info: Any = None
+    plan: Any = None
     _log: Any = field(default=None, repr=False)
 
     def alive(self) -> bool:
@@ -169,131 +174,18 @@ def wait_ready(server: Launched, probe: Callable[[float], Any], timeout_s: float
         time.sleep(POLL_S)  # between two probes of a starting server: a poll interval, not a wait for a state
 
 
-def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, device="cpu") -> Path:
-    """The folder ``transformers serve`` loads for ``hf:<name>``: the bundled model's or a local folder as it is;
-    for an architecture (:data:`accelbench.models.hf.ARCHITECTURES`), a random-weight checkpoint written once under
-    ``cache_dir`` (config, ``model.safetensors`` in ``dtype``, the bundled model's tokenizer made to cover the
-    architecture's vocabulary: :func:`write_covering_tokenizer`). The weights are drawn on ``device`` (the server's GPU draws an 8B
-    model's in seconds where a CPU takes minutes) and freed before the server starts.
-
-    Raises:
-        UnknownModelError, MissingDependencyError: as :func:`accelbench.models.hf.check_lm`.
-    """
-    import shutil
-
-    import torch
-
-    from accelbench.models import hf
-
-    hf.check_lm(name)
-    folder = hf.checkpoint_dir(name)
-    if folder is not None:
-        return folder.resolve()
-    arch = name[len(hf.PREFIX) :]
-    out = cache_dir / f"{arch}-{dtype}-seed{seed}"
-    if (out / "model.safetensors").is_file() or (out / "model.safetensors.index.json").is_file():
-        return out
-    loaded = hf.load_lm(name, device, getattr(torch, dtype), seed)
-    vocab = int(loaded.module.config.vocab_size)
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    logging = hf.require_transformers().utils.logging
-    shown = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()  # one progress bar a run: accelbench's
-    try:
-        loaded.module.save_pretrained(tmp, safe_serialization=True)
-    finally:
-        if shown:
-            logging.enable_progress_bar()
-        del loaded
-        if torch.device(device).type == "cuda":
-            torch.cuda.empty_cache()  # the server, another process, needs the memory
-    write_covering_tokenizer(hf.BUNDLED / hf.BUNDLED_MODELS[0], tmp, vocab)
-    tmp.replace(out)  # a folder is complete or absent: an interrupted write is never loaded
-    return out
-
-
-def write_covering_tokenizer(source: Path, folder: Path, vocab_size: int) -> None:
-    """Write ``source``'s tokenizer (``tokenizer.json``, ``tokenizer_config.json``) into ``folder``, its vocabulary
-    extended to ``vocab_size`` ids by one added token each (``<t{id}>``), so every id a random-weight model
-    generates decodes to text.
-
-    Why: a random model draws its output ids from its whole vocabulary (128,256 for Llama 3) while the bundled
-    tokenizer knows 1,024; a server streams a chunk only when the new ids decode to text, so with the bundled
-    tokenizer alone most generated tokens would reach the client as no chunk at all (most requests then seem to
-    produce nothing, and the TTFT and inter-token gaps would be those of the rare decodable tokens).
-    """
-    import json
-    import shutil
-
-    shutil.copy(source / "tokenizer_config.json", folder / "tokenizer_config.json")
-    doc = json.loads((source / "tokenizer.json").read_text())
-    added = doc.setdefault("added_tokens", [])
-    first = 1 + max([*doc["model"]["vocab"].values(), *(t["id"] for t in added)])
-    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False}
-    added += [{"id": i, "content": f"<t{i}>", **flags} for i in range(first, vocab_size)]
-    (folder / "tokenizer.json").write_text(json.dumps(doc))
-
-
-def transformers_command(folder: Path, port: int, device: str | None, continuous_batching: bool) -> str:
-    """``transformers serve`` of ``folder`` on ``127.0.0.1:port``: the model as its positional argument where the
-    installed CLI takes one (transformers 5: ``force_model``), else ``--force-model`` (read from its signature, not
-    its version); ``--device`` as the server takes it (``cuda:0``, ``cpu``)."""
-    import shlex
-
-    args = [_transformers_cli(), "serve", *_model_args(str(folder)), "--host", "127.0.0.1", "--port", str(port)]
-    if device and device != "auto":
-        args += ["--device", device]
-    if continuous_batching:
-        args.append("--continuous-batching")
-    return "exec " + shlex.join(args)  # the server is the group's leader (no shell between: its exit is seen at once)
-
-
-def _transformers_cli() -> str:
-    """The ``transformers`` command of this interpreter's environment (beside ``sys.executable``: a virtual
-    environment run without activating it has it there, not on ``PATH``), else the one ``PATH`` finds."""
-    import shutil
-    import sys
-
-    beside = Path(sys.executable).with_name("transformers")
-    return str(beside) if beside.is_file() else shutil.which("transformers") or "transformers"
-
-
-def _model_args(folder: str) -> list[str]:
-    import inspect
-
-    try:
-        from transformers.cli.serve import Serve
-
-        param = inspect.signature(Serve.__init__).parameters.get("force_model")
-    except Exception:  # another layout of the CLI: the positional form the current one documents
-        return [folder]
-    if param is None:
-        return [folder]
-    metadata = getattr(param.annotation, "__metadata__", ())
-    is_option = any(type(m).__name__ == "OptionInfo" for m in metadata)
-    return ["--force-model", folder] if is_option else [folder]
-
-
-def server_env() -> dict[str, str]:
-    """The environment of a ``transformers serve`` launch: offline (no hub lookups), and a hub cache that exists
-    (its ``/v1/models`` lists the cache and fails without one)."""
-    cache = os.environ.get("HF_HUB_CACHE") or str(Path.home() / ".cache" / "huggingface" / "hub")
-    Path(cache).mkdir(parents=True, exist_ok=True)
-    return {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": cache}
-
-
 class ServerLauncher(Inline):
     """The inline launcher with a launched server around the cases (see the module docstring).
 
     Args:
         command: the shell command that starts the server, or None for the built-in launch of ``engine``.
-        engine: the built-in launch (``transformers``) when ``command`` is None.
+        engine: the server kind of the built-in launch (:func:`accelbench.backends.servers.launchable`) when
+            ``command`` is None.
         model: the ``hf:`` model of the built-in launch.
         base_url: where the server answers (``{port}`` in ``command`` picks a free port and sets it).
         timeout_s: how long it may take to answer.
         served_model_name: the model id requests name (:func:`accelbench.backends.openai_api.request_model`).
-        log_dir: the folder of the log file (beside the store); continuous_batching, device: of the built-in launch.
+        log_dir: the folder of the log file (beside the store).
     """
 
     def __init__(
@@ -306,13 +198,12 @@ class ServerLauncher(Inline):
         timeout_s: float = 300.0,
         log_dir: Path = Path("."),
         log_name: str = "serve",
-        continuous_batching: bool = False,
         api: str = "completions",
         served_model_name: str | None = None,
     ):
         self.command, self.engine, self.model, self.base_url = command, engine, model, base_url
         self.timeout_s, self.log_dir, self.log_name = timeout_s, Path(log_dir), log_name
-        self.continuous_batching, self.api, self.served_model_name = continuous_batching, api, served_model_name
+        self.api, self.served_model_name = api, served_model_name
         self.server: Launched | None = None
 
     def prepare(self, scenario, spec, device, store):
@@ -328,34 +219,28 @@ class ServerLauncher(Inline):
         from accelbench.backends.openai_api import OpenAICompatible, request_model
 
         env: dict[str, str] = {}
-        command, url = self.command, self.base_url
+        command, url, plan = self.command, self.base_url, None
         model, guess = request_model(self.served_model_name, self.model)
-        if command is None:  # the built-in launch
-            dtype = "float32" if device.type == "cpu" else "bfloat16"
-            folder = checkpoint_folder(self.model, self.log_dir / "serve-checkpoints", dtype, spec.seed, device)
+        if command is None:  # the built-in launch of a server kind
             port = free_port()
-            command = transformers_command(folder, port, str(device), self.continuous_batching)
-            url, env = f"http://127.0.0.1:{port}", server_env()
-            # requests name the folder it serves: transformers 5.17's /v1/models lists only the models in its cache
-            # (none), 5.24's the forced one as well
-            model, guess = self.served_model_name or str(folder), None
+            plan = servers.get(self.engine).launch(launch_request(spec, self.model, self.log_dir, device, port))
+            command, url, env = plan.command, f"http://127.0.0.1:{port}", plan.env
+            model, guess = self.served_model_name or plan.model_id, None
         elif "{port}" in command:
             port = free_port()
             command, url = command.replace("{port}", str(port)), f"http://127.0.0.1:{port}"
         url = url or "http://127.0.0.1:8000"
         stamp = time.strftime("%Y%m%d-%H%M%S")
         server = start(command, self.log_dir / f"{self.log_name}-{stamp}-server.log", url, env)
+        server.plan = plan
         engine = OpenAICompatible(url, model=model, api=self.api, guess=guess)
         try:  # a model the server lists not may load on its check's request: that one waits up to the whole timeout
             wait_ready(server, lambda t: engine.probe(t, check_timeout_s=self.timeout_s), self.timeout_s)
         except BaseException:
             server.stop()
             raise
-        if self.command is None and server.info is not None and server.info.version is None:
-            # transformers serve names no version on its endpoints; the built-in launch runs this environment's
-            from importlib.metadata import version
-
-            server.info = dataclasses.replace(server.info, version=version("transformers"))
+        if plan is not None and server.info is not None and server.info.version is None:
+            server.info = dataclasses.replace(server.info, version=plan.version)
         return server
 
     def execute(self, sweep, cases: list, state) -> None:
@@ -373,7 +258,7 @@ class ServerLauncher(Inline):
             "server_log": str(s.log_path),
             "server_pid": s.process.pid,
             **server_provenance(s.info),
-            "server_engine": getattr(s.info, "flavor", None) if self.engine is None else self.engine,
+            "server_engine": getattr(s.info, "kind", None) if self.engine is None else self.engine,
         }
 
     def stop(self) -> None:
@@ -382,10 +267,33 @@ class ServerLauncher(Inline):
             self.server.stop()
 
 
+def launch_request(spec, model: str, log_dir: Path, device, port: int) -> servers.LaunchRequest:
+    """What a serve spec asks of a built-in launch: slots for its most requests in flight (the highest concurrency,
+    or an open loop's cap, else :data:`OPEN_LOOP_SLOTS`), each holding its longest prompt plus output."""
+    st = spec.settings
+
+    def most(name: str, unknown: int) -> int:
+        n = st.lengths(name) if name == "output_len" or st.workload in ("random", "text") else None
+        return unknown if n is None else n if isinstance(n, int) else n[1]
+
+    return servers.LaunchRequest(
+        model=model,
+        cache_dir=log_dir / "serve-checkpoints",
+        device=device,
+        port=port,
+        seed=spec.seed,
+        precision=st.served_precision,
+        parallel=max(st.concurrency or ()) if st.concurrency else st.max_concurrency or OPEN_LOOP_SLOTS,
+        tokens_per_request=most("input_len", DATASET_TOKENS) + most("output_len", DATASET_TOKENS),
+        continuous_batching=st.continuous_batching,
+        server_bin=st.server_bin,
+    )
+
+
 def server_provenance(info: Any) -> dict:
     """A server's entries of the run's provenance: what its probe found (:class:`ServerInfo`)."""
     return {
-        "server_engine": getattr(info, "flavor", None),
+        "server_engine": getattr(info, "kind", None),
         "server_version": getattr(info, "version", None),
         "served_model": getattr(info, "model", None),
         "server_models": getattr(info, "listing", None),
@@ -424,7 +332,6 @@ def for_spec(spec, db_path: Path, name: str | None = None) -> ServerLauncher | S
         timeout_s=st.launch_timeout_s,
         log_dir=Path(db_path).resolve().parent,
         log_name=name or Path(db_path).stem,
-        continuous_batching=st.continuous_batching,
         api=st.api,
         served_model_name=st.served_model_name,
     )

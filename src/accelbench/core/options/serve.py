@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from accelbench.core.options import Option, declare
 
-ENGINES = ("transformers",)  # built-in launches: ``transformers serve`` (accelbench.launchers.server)
 LENGTHS = "tokens: N, or a uniform range LOW:HIGH"
 OUTPUT_LENGTHS = "tokens: N, a uniform range LOW:HIGH, or dataset (each request's own)"
 POSITIVE = "a number > 0"
@@ -29,8 +28,25 @@ OPTIONS = declare(
         name="engine",
         type=str,
         default=None,
-        choices=ENGINES,
-        help="Built-in launch of -m hf:<name> (transformers serve)",
+        allowed="a server kind accelbench starts: transformers, llama.cpp",
+        help="Built-in launch of -m hf:<name> (or X.gguf) by a server kind: transformers (transformers serve), "
+        "llama.cpp (llama-server)",
+    ),
+    Option(
+        name="server_bin",
+        type=str,
+        default=None,
+        default_text="$ACCELBENCH_LLAMA_SERVER, else llama-server on PATH",
+        allowed="an executable file",
+        help="The server binary of --engine llama.cpp (benchmarks/build_llama_server.sh builds one)",
+    ),
+    Option(
+        name="served_precision",
+        type=str,
+        default=None,
+        default_text="bf16 (fp32 on a CPU for transformers)",
+        allowed="bf16, fp32 (transformers), q8_0 (llama.cpp)",
+        help="Precision the server holds the weights in: what --engine writes, and what MBU counts for any server",
     ),
     Option(
         name="served_model_name",

@@ -43,7 +43,10 @@ class ServeSettings(Settings):
 
     Attributes:
         url / launch / engine: the server: one running at ``url``, one ``launch`` starts (``{port}``: a free port),
-            or the built-in launch of ``engine`` (``transformers``) serving the run's ``hf:`` model.
+            or the built-in launch of server kind ``engine`` (``transformers``, ``llama.cpp``:
+            :func:`accelbench.backends.servers.launchable`) serving the run's ``hf:`` model.
+        server_bin, served_precision: the binary of a kind that runs one (llama.cpp); the precision the server holds
+            its weights in (the built-in launch writes it; MBU counts it).
         served_model_name: the model id requests name, apart from the run's model (accelbench's: tokenizer,
             ceiling, shape); None: derived (:func:`accelbench.backends.openai_api.request_model`).
         api: ``completions`` or ``chat``.
@@ -63,6 +66,8 @@ class ServeSettings(Settings):
     url: str | None = OPTIONS["url"].field()
     launch: str | None = OPTIONS["launch"].field()
     engine: str | None = OPTIONS["engine"].field()
+    server_bin: str | None = OPTIONS["server_bin"].field()
+    served_precision: str | None = OPTIONS["served_precision"].field()
     served_model_name: str | None = OPTIONS["served_model_name"].field()
     api: str = OPTIONS["api"].field()
     concurrency: tuple[int, ...] | None = OPTIONS["concurrency"].field()
@@ -177,10 +182,6 @@ def _checkpoint_name(model: str) -> str:
     return model
 
 
-# what ``transformers serve`` imports to start (its CLI refuses to start without them)
-SERVING = ("fastapi", "uvicorn", "openai")
-
-
 def _check_installed(modules: tuple[str, ...]) -> None:
     """Each of ``modules`` importable (found, not imported: a launch imports them in its own process).
 
@@ -225,7 +226,14 @@ class Serve(Scenario):
     def validate(self, spec) -> None:
         st = spec.settings
         if st.url is None and st.launch is None and st.engine is None:
-            raise ConfigError("url", None, "a server to measure: --url URL, --launch COMMAND or --engine transformers")
+            raise ConfigError("url", None, "a server to measure: --url URL, --launch COMMAND or --engine KIND")
+        from accelbench.backends import servers
+
+        if st.engine is not None and st.engine not in servers.launchable():
+            raise ConfigError("engine", st.engine, ", ".join(servers.launchable()))
+        if st.server_bin is not None and (st.engine is None or servers.get(st.engine).binary is None):
+            runs = [k for k in servers.launchable() if servers.get(k).binary]
+            raise ConfigError("server_bin", st.server_bin, f"nothing without --engine {' or '.join(runs)}")
         if st.engine is not None and len(spec.models) != 1:
             raise ConfigError(
                 "model", ",".join(spec.models), f"one model for --engine {st.engine}, e.g. -m hf:tiny-shakespeare"
@@ -268,13 +276,20 @@ class Serve(Scenario):
         """
         from pathlib import Path
 
-        st = spec.settings
-        _check_installed(("httpx",) + (SERVING if st.engine is not None else ()))
-        if st.engine is not None:
-            self.check_models(spec)
-            from accelbench.models import hf
+        from accelbench.backends import servers
 
-            hf.check_lm(spec.models[0])
+        st = spec.settings
+        kind = servers.get(st.engine) if st.engine is not None else None
+        _check_installed(("httpx",) + (kind.requires if kind is not None else ()))
+        if kind is not None:
+            kind.precision(st.served_precision, "cuda")
+            if not spec.models[0].endswith(".gguf"):  # a kind's own file (llama.cpp's) is checked by its launch
+                self.check_models(spec)
+                from accelbench.models import hf
+
+                hf.check_lm(spec.models[0])
+            if kind.preflight is not None:  # e.g. no binary: one line saying how to build one, before anything runs
+                kind.preflight(st)
         if st.dataset is not None and not Path(st.dataset).expanduser().is_file():
             raise ConfigError("dataset", st.dataset, "a readable local file")
         self.check_lengths(spec)

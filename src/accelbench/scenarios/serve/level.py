@@ -46,6 +46,8 @@ class ServeState:
         shapes: per model, its :class:`~accelbench.core.lm_analytic.Shape` in the served precision (None: unknown);
             bandwidth: the device's (:func:`accelbench.scenarios.serve.roof.bandwidth`), read once a run.
         notes: one-line notes for the user, shown once (by the first level).
+        precision: the precision the server holds its weights in (a built-in launch's, or ``--served-precision``;
+            None: :func:`accelbench.scenarios.serve.roof.served_precision` of the device).
     """
 
     info: Any
@@ -57,12 +59,16 @@ class ServeState:
     shapes: dict[str | None, Any] = field(default_factory=dict)
     bandwidth: Any = None
     notes: list[str] = field(default_factory=list)
+    precision: str | None = None
 
     def shape(self, model: str | None, device) -> Any:
+        from accelbench.backends.servers import served_bytes_per_weight
         from accelbench.scenarios.serve.roof import served_precision, shape_for
 
         if model not in self.shapes:
-            self.shapes[model] = shape_for(model, served_precision(device))
+            precision = self.precision or served_precision(device)
+            per_weight = served_bytes_per_weight(getattr(self.info, "kind", None), precision)
+            self.shapes[model] = shape_for(model, precision, per_weight)
         return self.shapes[model]
 
     def bandwidth_of(self, device) -> Any:
@@ -76,11 +82,11 @@ class ServeState:
         return self.server.pids() if self.server is not None else ()
 
 
-def load_tokenizer(spec, info) -> Any:
-    """The tokenizer of the run: ``tokenizer`` (a local folder), the model's checkpoint folder (``hf:`` names), or the
-    served model's where its id is a local folder or a hub id in the local cache (the built-in launch's random
-    checkpoint of an architecture holds the tokenizer covering its vocabulary); else, for an architecture, the
-    bundled tokenizer.
+def load_tokenizer(spec, info, server=None) -> Any:
+    """The tokenizer of the run: ``tokenizer`` (a local folder), the built-in launch's (``server.plan``), the model's
+    checkpoint folder (``hf:`` names), or the served model's where its id is a local folder or a hub id in the local
+    cache (the built-in launch's random checkpoint of an architecture holds the tokenizer covering its vocabulary);
+    else, for an architecture, the bundled tokenizer.
 
     Raises:
         ConfigError: none is found here (no download, ever): one line asking for ``--tokenizer``.
@@ -89,6 +95,9 @@ def load_tokenizer(spec, info) -> Any:
 
     st = spec.settings
     candidates = [st.tokenizer] if st.tokenizer else []
+    launched = getattr(getattr(server, "plan", None), "tokenizer_dir", None)
+    if launched is not None:  # the built-in launch's (a GGUF file's tokenizer folder beside it)
+        candidates.append(str(launched))
     bundled = []
     for name in spec.models[:1]:
         if hf.is_lm_name(name):
@@ -131,6 +140,7 @@ def prepare(spec, device, server=None, store=None, last_level=None) -> ServeStat
         ServerError: the server does not answer (one line).
         ConfigError: no tokenizer; a missing or malformed dataset (one line naming it).
     """
+    from accelbench.backends import servers
     from accelbench.backends.openai_api import OpenAICompatible, request_model
     from accelbench.scenarios.serve.workloads import make_requests
 
@@ -145,8 +155,11 @@ def prepare(spec, device, server=None, store=None, last_level=None) -> ServeStat
         model, guess = request_model(st.served_model_name, first)
         info = OpenAICompatible(url, model, st.api, guess=guess).probe(10.0)
     state = ServeState(
-        info=info, server=server, tokenizer=load_tokenizer(spec, info), store=store, last_level=last_level
+        info=info, server=server, tokenizer=load_tokenizer(spec, info, server), store=store, last_level=last_level
     )
+    kind = servers.get(info.kind)
+    plan = getattr(server, "plan", None)
+    state.precision = getattr(plan, "precision", None) or st.served_precision
     from accelbench.scenarios.serve import scrape
 
     if getattr(info, "has_metrics", False) and not scrape.available():
@@ -167,16 +180,26 @@ def prepare(spec, device, server=None, store=None, last_level=None) -> ServeStat
         # -m is accelbench's model (tokenizer, ceiling, shape); the id requests name is --served-model-name, a name
         # that is no hf: one, or found by the probe (a launched server serves the one model it was started with)
         model, guess = request_model(st.served_model_name, name)
-        engine = OpenAICompatible(url, model=model, api=st.api, guess=guess)
+        # a random-weight model samples every id: on a kind that needs it, the ids whose text is not whole UTF-8 are
+        # banned (a trained model's own choices are left alone)
+        banned = servers.random_weight_bans(state.tokenizer) if kind.banned_tokens and _random(name) else ()
+        engine = OpenAICompatible(url, model=model, api=st.api, guess=guess, banned_ids=banned)
         if server is not None or name == first:  # what the probe above (or the launch's) answered for this model
             engine.info = info
-        else:  # another model of the server (ServerError: one line); bodies need its flavor
+        else:  # another model of the server (ServerError: one line); bodies need its kind
             engine.probe(10.0)
         model = engine.info.model
         state.served[name] = Served(
             engine=engine, model=model, requests=built[st.warmup_requests :], warmup=built[: st.warmup_requests]
         )
     return state
+
+
+def _random(name: str | None) -> bool:
+    """Whether ``name`` is an architecture served with random weights (``hf:llama-3.2-1b``)."""
+    from accelbench.models import hf
+
+    return bool(name) and hf.is_lm_name(name) and name[len(hf.PREFIX) :] in hf.ARCHITECTURES
 
 
 def run_load(served: Served, spec, requests: list, *, concurrency=None, request_rate=None, tokenizer=None):
@@ -242,7 +265,7 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
         max_concurrency=st.max_concurrency if request_rate is not None else None,
         api=st.api,
         prompt_source=st.workload,
-        server_engine=st.engine or getattr(info, "flavor", None),
+        server_engine=st.engine or getattr(info, "kind", None),
         server_version=getattr(info, "version", None),
         model=case.model or served.model,
         served_model=served.model,

@@ -23,6 +23,7 @@ weights allocated or read) and counted by :func:`accelbench.models.lm_shape.shap
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,13 @@ def served_precision(device) -> str:
     return SERVED_PRECISION.get(device.type, SERVED_PRECISION["cpu"])
 
 
-def shape_for(model: str | None, precision: str) -> lm_analytic.Shape | None:
+def shape_for(model: str | None, precision: str, bytes_per_weight: float | None = None) -> lm_analytic.Shape | None:
     """The :class:`~accelbench.core.lm_analytic.Shape` of ``hf:`` model ``model`` in ``precision``, built on the
-    ``meta`` device from its config; None when the model is no ``hf:`` name or its config cannot be read."""
+    ``meta`` device from its config; None when the model is no ``hf:`` name or its config cannot be read.
+
+    ``bytes_per_weight``: the weights' storage where ``precision`` is a server's own format (llama.cpp's Q8_0: 8.5
+    bits a weight, ggml's ``block_q8_0``): the weight bytes are the bf16 count's scaled to it (norms and the like,
+    a few thousandths of the weights, counted at that rate too); the KV cache stays 16-bit."""
     from accelbench.models import hf
 
     if not model or not hf.is_lm_name(model):
@@ -58,10 +63,16 @@ def shape_for(model: str | None, precision: str) -> lm_analytic.Shape | None:
             config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=False)
         else:
             config = hf.architecture_config(model[len(hf.PREFIX) :])
-        dtype = lm_dtype(precision)
+        from accelbench import precisions
+
+        own = bytes_per_weight is not None and precision not in precisions.names()
+        dtype = torch.bfloat16 if own else lm_dtype(precision)
         with torch.device("meta"):
             module = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
-        return shape_of(module, dtype)
+        shape = shape_of(module, dtype)
+        if own:
+            shape = dataclasses.replace(shape, weight_bytes=round(shape.weight_bytes * bytes_per_weight / 2))
+        return shape
     except Exception:  # an unreadable or unknown config: no bytes, so no MBU (None), never a failed level
         return None
 

@@ -2,7 +2,8 @@
 parsed by ``prometheus_client`` (:func:`prometheus_client.parser.text_string_to_metric_families`; the ``serve``
 extra), reduced to the level's measured window.
 
-vLLM, SGLang, TGI and llama.cpp (``--metrics``) answer ``/metrics``; ``transformers serve`` does not (no scrape).
+vLLM, SGLang, TGI and llama.cpp (``--metrics``) answer ``/metrics``; ``transformers serve`` does not (no scrape). Which
+series mean what is each server kind's entry (:data:`accelbench.backends.servers.KINDS`).
 
 Timeline: a scrape right before the level's first send, one every :func:`period_s` while it runs, one right after
 its last request ends; each stamped with ``time.time()``, turned into seconds since the level's start
@@ -27,17 +28,11 @@ import threading
 import time
 from typing import Any
 
-# the gauges drawn on the timeline: requests running and waiting, and the KV cache's use (vLLM's names, old and new,
-# and SGLang's)
-TIMELINE = (
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:gpu_cache_usage_perc",
-    "vllm:kv_cache_usage_perc",
-    "sglang:num_running_reqs",
-    "sglang:num_queue_reqs",
-    "sglang:token_usage",
-)
+from accelbench.backends import servers
+
+# the gauges drawn on the timeline: each server kind's requests running and waiting and KV-cache use
+# (:class:`accelbench.backends.servers.Metrics`), and vLLM's KV-cache name before 0.10
+TIMELINE = (*dict.fromkeys(n for k in servers.KINDS.values() for n in k.metrics.timeline), "vllm:gpu_cache_usage_perc")
 MIN_PERIOD_S = 0.25  # a scrape makes the server render every metric: not more often than this
 COUNTED = ("counter", "histogram", "summary", "gaugehistogram")
 

@@ -3,7 +3,7 @@ tokens on the client.
 
 - an architecture (``hf:llama-3.2-1b``, ``hf:llama-3.1-8b``, ``hf:mistral-7b``): random weights written once into a
   cache (:func:`write_gguf`), with the bundled tokenizer made to cover the whole vocabulary
-  (:func:`accelbench.launchers.server.write_covering_tokenizer`, the same folder the ``transformers`` launch uses);
+  (:func:`accelbench.backends.servers.transformers.write_covering_tokenizer`, the same folder the ``transformers`` launch uses);
   the GGUF vocabulary is that folder's, token for token (:mod:`.vocab`), so a prompt of N tokens by the client's
   count is N tokens for the server;
 - the bundled ``hf:tiny-shakespeare``: its trained weights, through the same writer (the vendored converter refuses
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.backends.servers.llamacpp import weights
 from accelbench.core.errors import AccelbenchError, MissingDependencyError, UnknownModelError
-from accelbench.launchers.llamacpp import weights
 
 CONVERTER_ENV = "ACCELBENCH_LLAMA_CPP_SRC"  # llama.cpp's source folder (convert_hf_to_gguf.py, gguf-py/)
 
@@ -121,8 +121,8 @@ def write_config_gguf(
     Raises:
         UnknownModelError: a config :func:`weights.check_config` refuses.
     """
-    from accelbench.launchers.llamacpp.vocab import add_vocabulary, incomplete_utf8_ids
-    from accelbench.launchers.server import write_covering_tokenizer
+    from accelbench.backends.servers.llamacpp.vocab import add_vocabulary, incomplete_utf8_ids
+    from accelbench.backends.servers.transformers import write_covering_tokenizer
     from accelbench.models import hf
 
     p = weights.precision(precision)
@@ -202,7 +202,7 @@ def convert_folder(folder: Path, out_dir: Path, precision: str = "bf16", src: st
             partial.unlink(missing_ok=True)
             raise ConversionError(f"llama.cpp's converter refused {folder}: {_reason(done.stdout + done.stderr)}")
         partial.replace(target)
-    from accelbench.launchers.llamacpp.vocab import incomplete_utf8_ids
+    from accelbench.backends.servers.llamacpp.vocab import incomplete_utf8_ids
 
     tokenizer = Path(folder) if (Path(folder) / "tokenizer.json").is_file() else None
     return Checkpoint(

@@ -121,7 +121,7 @@ def server_command(
     ``--metrics``, ``--alias`` (the id ``/v1/models`` lists; default the file's stem), every layer on the GPU
     (``-ngl 99``) or none (``-ngl 0``: a CUDA build otherwise offloads by default), ``banned_ids`` never sampled
     (``-l ID-inf`` each: the server's default logit bias, kept by a request that sends no ``logit_bias`` of its own;
-    :attr:`~accelbench.launchers.llamacpp.checkpoint.Checkpoint.banned_ids`; this build applies every ``-l`` but logs
+    :attr:`~accelbench.backends.servers.llamacpp.checkpoint.Checkpoint.banned_ids`; this build applies every ``-l`` but logs
     a "specified multiple times ... deprecated" warning a repeat, and its ``-l`` parser takes no comma list: a later
     build may keep only the last, when :func:`banned_body` is the way), then ``extra`` as given.
     ``exec``: the server is its process group's leader, so its exit is seen at once.

@@ -103,9 +103,9 @@ def _byte_of_char() -> dict[str, int]:
     return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
 
 
-def incomplete_utf8_ids(folder: Path) -> tuple[int, ...]:
-    """The ids of the byte-level BPE tokenizer in ``folder`` whose bytes are not whole UTF-8 text (a lone byte of a
-    multi-byte character: 128 of the bundled tokenizer's 1,024).
+def incomplete_utf8_ids(folder: Path | dict[str, Any]) -> tuple[int, ...]:
+    """The ids of the byte-level BPE tokenizer in ``folder`` (or of its ``tokenizer.json`` document) whose bytes are
+    not whole UTF-8 text (a lone byte of a multi-byte character: 128 of the bundled tokenizer's 1,024).
 
     Why: ``llama-server`` parses its output as text after every token, also for ``/v1/completions``, and ends a
     stream with ``{"error": {"code": 500, "message": "The model produced output that does not match the expected
@@ -114,7 +114,7 @@ def incomplete_utf8_ids(folder: Path) -> tuple[int, ...]:
     thousand output tokens would fail). Text made of whole-UTF-8 tokens is whole UTF-8, so banning these ids from
     sampling keeps every stream whole. A tokenizer that is not byte-level BPE gives ``()``.
     """
-    doc = json.loads((folder / "tokenizer.json").read_text())
+    doc = folder if isinstance(folder, dict) else json.loads((folder / "tokenizer.json").read_text())
     if (doc.get("model") or {}).get("type") != "BPE" or (doc.get("pre_tokenizer") or {}).get("type") != "ByteLevel":
         return ()
     table, out = _byte_of_char(), []

@@ -2,14 +2,15 @@
 (:mod:`.server`), the GGUF file it loads and the tokenizer that counts its tokens (:mod:`.checkpoint`, written by
 :mod:`.weights` and :mod:`.vocab`). ``gguf`` (the ``serve`` extra) is imported only where a file is written."""
 
-from accelbench.launchers.llamacpp.checkpoint import (
+from accelbench.backends.servers.llamacpp.checkpoint import (
     Checkpoint,
     ConversionError,
     convert_folder,
     gguf_checkpoint,
     write_gguf,
 )
-from accelbench.launchers.llamacpp.server import (
+from accelbench.backends.servers.llamacpp.kind import KIND  # registers the llama.cpp kind
+from accelbench.backends.servers.llamacpp.server import (
     METRICS,
     ServerNotFound,
     banned_body,
@@ -18,9 +19,10 @@ from accelbench.launchers.llamacpp.server import (
     server_command,
     server_version,
 )
-from accelbench.launchers.llamacpp.weights import PRECISIONS
+from accelbench.backends.servers.llamacpp.weights import PRECISIONS
 
 __all__ = [
+    "KIND",
     "METRICS",
     "PRECISIONS",
     "Checkpoint",
