@@ -161,3 +161,23 @@ def test_run_level_refuses_no_requests_and_an_ambiguous_load_before_sending():
     with pytest.raises(ConfigError) as err:
         run_level(None, req)
     assert str(err.value) == "invalid load None,None: allowed a concurrency (closed loop) or a request rate, not both"
+
+
+def test_a_stored_rows_load_is_read_back():
+    assert Load.of_row(Load.closed(8).columns()) == Load.closed(8)
+    gamma = Load.open(2.5, arrival="gamma", burstiness=0.5, cap=4)
+    assert Load.of_row(gamma.columns()) == gamma
+    assert Load.of_row({"concurrency": 8.0, "request_rate_per_s": None}) == Load.closed(8)  # a number read as float
+    assert Load.of_row({"request_rate_per_s": 2, "arrival": "poisson", "max_concurrency": 4.0}) == Load.open(2.0, cap=4)
+    assert Load.of_row({"concurrency": None, "request_rate_per_s": None}) is None
+    assert Load.of_row({"concurrency": 0}) is None  # no valid load: no point on a chart
+
+
+def test_the_report_names_a_rows_load_as_before():
+    from accelbench.report.serve import _load_text, load_of
+
+    closed, opened = Load.closed(8).columns(), Load.open(2.5).columns()
+    assert load_of(closed) == ("concurrency (requests in flight)", 8.0)
+    assert load_of(opened) == ("request rate (requests/s)", 2.5)
+    assert load_of({"model": "m"}) is None
+    assert (_load_text(closed), _load_text(opened)) == ("concurrency 8", "2.5 requests/s")

@@ -157,6 +157,20 @@ class Load:
             rate_per_s, arrival=settings.arrival, burstiness=settings.burstiness, cap=settings.max_concurrency
         )
 
+    @classmethod
+    def of_row(cls, row: dict[str, Any]) -> Load | None:
+        """The load of a stored level row (its :meth:`columns`); None: a row without a valid one."""
+        c, r, cap = row.get("concurrency"), row.get("request_rate_per_s"), row.get("max_concurrency")
+        try:
+            if c is not None:
+                return cls.closed(int(c))
+            if r is None:
+                return None
+            arrival, burstiness = row.get("arrival") or "poisson", row.get("burstiness") or 1.0
+            return cls.open(float(r), arrival=arrival, burstiness=burstiness, cap=None if cap is None else int(cap))
+        except (ConfigError, TypeError, ValueError):
+            return None
+
     @property
     def is_open(self) -> bool:
         """Arrivals at a rate (open loop), not a fixed number in flight (closed loop)."""
