@@ -19,10 +19,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from accelbench.backends.openai_api import RequestError  # noqa: E402
-from accelbench.core.errors import EXIT_USAGE, ConfigError  # noqa: E402
 from accelbench.backends.servers.llamacpp import checkpoint as ck  # noqa: E402
 from accelbench.backends.servers.llamacpp import server as srv  # noqa: E402
 from accelbench.backends.servers.llamacpp import weights  # noqa: E402
+from accelbench.core.errors import EXIT_USAGE, ConfigError  # noqa: E402
 from accelbench.models import hf  # noqa: E402
 
 # a Llama small enough to write and serve in a second, with a vocabulary past the bundled tokenizer's 1,024 ids (the

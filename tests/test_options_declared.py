@@ -113,7 +113,7 @@ def test_a_list_option_parses_and_checks_each_item():
     assert lens.parse("8, 16") == (8, 16) and lens.parse(4) == (4,)
     with pytest.raises(ConfigError, match=re.escape("invalid lens 0: allowed integers >= 1")):
         lens.check((8, 0))
-    with pytest.raises(ConfigError, match=re.escape("invalid lens \"\": allowed integers >= 1")):
+    with pytest.raises(ConfigError, match=re.escape('invalid lens "": allowed integers >= 1')):
         lens.check(())
 
 

@@ -181,8 +181,12 @@ def test_sse_lines_and_chunks():
         ("sglang", {"ignore_eos": True, "min_tokens": 7, "stream_options": {"include_usage": True}}),
         (
             "llama.cpp",
-            {"ignore_eos": True, "cache_prompt": False, "stream_options": {"include_usage": True},
-             "logit_bias": [[5, False]]},
+            {
+                "ignore_eos": True,
+                "cache_prompt": False,
+                "stream_options": {"include_usage": True},
+                "logit_bias": [[5, False]],
+            },
         ),
         ("openai", {"stream_options": {"include_usage": True}}),
     ],

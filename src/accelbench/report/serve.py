@@ -27,13 +27,19 @@ LATENCIES = (
 TIMELINE_PANELS = 8  # stacked panels of the server's gauges: more levels than this do not fit a page
 
 
+# per load column (:attr:`accelbench.scenarios.serve.load.Load.column`): its axis label and its name in a sentence
+LOAD_WORDS = {
+    "concurrency": ("concurrency (requests in flight)", "concurrency"),
+    "request_rate_per_s": ("request rate (requests/s)", "request rate"),
+}
+
+
 def load_of(r: dict) -> tuple[str, float] | None:
     """``(axis label, value)`` of a row's load: its concurrency or its request rate, or None."""
-    if r.get("concurrency") is not None:
-        return "concurrency (requests in flight)", float(r["concurrency"])
-    if r.get("request_rate_per_s") is not None:
-        return "request rate (requests/s)", float(r["request_rate_per_s"])
-    return None
+    from accelbench.scenarios.serve.load import Load
+
+    load = Load.of_row(r)
+    return (LOAD_WORDS[load.column][0], float(load.value)) if load is not None else None
 
 
 def levels(records: list[dict]) -> list[dict]:
@@ -185,11 +191,11 @@ def _slo_line(rows: list[dict]) -> str | None:
     """The SLO search's answer (its row), else the highest level meeting the SLO."""
     search = next((r for r in rows if r.get("slo_search")), None)
     if search is not None:
-        unit, what = (
-            ("concurrency", "concurrency")
-            if search.get("concurrency") is not None
-            else ("request_rate_per_s", "request rate")
-        )
+        from accelbench.scenarios.serve.load import Load
+
+        load = Load.of_row(search)
+        unit = load.column if load is not None else "request_rate_per_s"
+        what = LOAD_WORDS[unit][1]
         best, missed = search.get(f"slo_max_{unit}"), search.get(f"slo_lowest_missed_{unit}")
         if best is None:
             return f"SLO {search.get('slo')}: no {what} searched meets it."
@@ -205,8 +211,9 @@ def _slo_line(rows: list[dict]) -> str | None:
 
 
 def _load_text(r: dict) -> str:
-    axis, load = load_of(r)
-    return f"concurrency {load:g}" if axis.startswith("concurrency") else f"{load:g} requests/s"
+    from accelbench.scenarios.serve.load import Load
+
+    return Load.of_row(r).label
 
 
 def reading(records: list[dict]) -> list[str]:
@@ -227,6 +234,7 @@ def distribution_items(store, rows: list[dict], context: str = "") -> list[dict]
     marked (:func:`accelbench.report.distributions.histogram_figure`)."""
     from accelbench.report.charts import svg
     from accelbench.report.distributions import MAX_PANELS, histogram_figure
+    from accelbench.scenarios.serve.load import Load
 
     items = []
     for series, what in (("ttft_ms", "Time to first token"), ("itl_ms", "Inter-token latency")):
@@ -234,8 +242,7 @@ def distribution_items(store, rows: list[dict], context: str = "") -> list[dict]
         for r in rows:
             values = store.series(r["case_id"], series) if r.get("case_id") is not None else None
             if values:
-                axis, load = load_of(r)
-                cases.append((f"{'c' if axis.startswith('concurrency') else 'rate'}={load:g}", list(values)))
+                cases.append((Load.of_row(r).key_suffix().lstrip("|"), list(values)))
         if cases:
             title = f"{what} a level, p50 solid, p99 dashed" + (f"\n{context}" if context else "")
             items.append({"title": what, "svg": svg(histogram_figure(cases[:MAX_PANELS], title)), "natural": True})

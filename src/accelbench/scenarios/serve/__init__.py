@@ -29,6 +29,7 @@ from accelbench.core.options.serve import OPTIONS
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
+from accelbench.scenarios.serve.load import Load
 
 # levels run when neither concurrency nor request rates are given
 GPU_CONCURRENCY, CPU_CONCURRENCY = (1, 8, 32), (1, 4)
@@ -141,18 +142,38 @@ class ServeSettings(Settings):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ServeExtras(Extras):
-    """One level: ``concurrency`` (closed loop) or ``request_rate_per_s`` (open loop); ``slo_search``: the case
-    searches instead (its row is the highest level meeting the SLO)."""
+    """One level: its :class:`~accelbench.scenarios.serve.load.Load` kept as the two fields rows and keys have
+    always had (``concurrency``: closed loop, or ``request_rate_per_s``: open loop; :meth:`of` and :meth:`load`
+    convert); ``slo_search``: the case searches instead (its row is the highest level meeting the SLO)."""
 
     memory_format = False  # the key: model, level (no memory format)
     concurrency: int | None = None
     request_rate_per_s: float | None = None
     slo_search: bool = False
 
+    @classmethod
+    def of(cls, load: Load, slo_search: bool = False) -> ServeExtras:
+        """The extras of a level at ``load`` (its arrivals and cap are the settings', not the case's)."""
+        return cls(concurrency=load.concurrency, request_rate_per_s=load.rate_per_s, slo_search=slo_search)
+
+    def load(self, settings: ServeSettings | None = None) -> Load:
+        """The level's load, an open loop's arrivals, burstiness and cap from ``settings`` (None: the defaults)."""
+        return Load.of_level(self.concurrency, self.request_rate_per_s, settings)
+
     def key_suffix(self) -> str:
-        if self.slo_search:
-            return "|slo-search" + ("|rate" if self.request_rate_per_s is not None else "|concurrency")
-        return f"|c={self.concurrency}" if self.concurrency is not None else f"|rate={self.request_rate_per_s:g}"
+        load = self.load()
+        return "|slo-search" + load.search_key_suffix() if self.slo_search else load.key_suffix()
+
+
+def level_loads(st: ServeSettings, device: str) -> list[Load]:
+    """The loads of the levels ``st`` gives: its request rates (open loop), else its concurrencies (closed loop;
+    neither given: the device's defaults)."""
+    if st.request_rates:
+        return [
+            Load.open(r, arrival=st.arrival, burstiness=st.burstiness, cap=st.max_concurrency) for r in st.request_rates
+        ]
+    conc = st.concurrency or (GPU_CONCURRENCY if device.startswith("cuda") else CPU_CONCURRENCY)
+    return [Load.closed(c) for c in conc]
 
 
 def _numbers(name: str, value, kind: type) -> tuple:
@@ -246,16 +267,11 @@ class Serve(Scenario):
             raise ConfigError("ceiling", st.ceiling, f"an in-process engine ({', '.join(engines())}) or none")
 
     def levels(self, spec, device: str) -> list[ServeExtras]:
-        """The load levels of ``spec`` (closed loop when neither kind is given: the device's defaults)."""
-        st = spec.settings
-        if st.request_rates:
-            if st.slo_search:
-                return [ServeExtras(request_rate_per_s=max(st.request_rates), slo_search=True)]
-            return [ServeExtras(request_rate_per_s=r) for r in st.request_rates]
-        conc = st.concurrency or (GPU_CONCURRENCY if device.startswith("cuda") else CPU_CONCURRENCY)
-        if st.slo_search:
-            return [ServeExtras(concurrency=max(conc), slo_search=True)]
-        return [ServeExtras(concurrency=c) for c in conc]
+        """The load levels of ``spec`` (:func:`level_loads`); with ``slo_search``, one case at the highest."""
+        loads = level_loads(spec.settings, device)
+        if spec.settings.slo_search:
+            return [ServeExtras.of(max(loads, key=lambda x: x.value), slo_search=True)]
+        return [ServeExtras.of(x) for x in loads]
 
     def cases(self, spec, device: str) -> list[Case]:
         """model x load level (one case a level; one search case with ``slo_search``)."""

@@ -202,19 +202,16 @@ def _random(name: str | None) -> bool:
     return bool(name) and hf.is_lm_name(name) and name[len(hf.PREFIX) :] in hf.ARCHITECTURES
 
 
-def run_load(served: Served, spec, requests: list, *, concurrency=None, request_rate=None, tokenizer=None):
-    """:func:`accelbench.scenarios.serve.load.run_level` of ``requests`` at one load, with the spec's settings."""
+def run_load(served: Served, spec, requests: list, load, tokenizer=None):
+    """:func:`accelbench.scenarios.serve.load.run_level` of ``requests`` at ``load`` (a
+    :class:`~accelbench.scenarios.serve.load.Load`), with the spec's settings."""
     from accelbench.scenarios.serve.load import run_level
 
     st = spec.settings
     return run_level(
         served.engine,
         requests,
-        concurrency=concurrency,
-        request_rate=request_rate,
-        arrival=st.arrival,
-        burstiness=st.burstiness,
-        max_concurrency=st.max_concurrency,
+        load,
         warmup=0,
         duration_s=st.duration_s,
         timeout_s=st.request_timeout_s,
@@ -223,8 +220,9 @@ def run_load(served: Served, spec, requests: list, *, concurrency=None, request_
     )
 
 
-def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_rate=None) -> tuple[dict, dict]:
-    """One level measured: warm-up, then the measured requests under telemetry; the row's columns and series.
+def level_row(case, spec, state: ServeState, rank, load) -> tuple[dict, dict]:
+    """One level measured at ``load`` (a :class:`~accelbench.scenarios.serve.load.Load`): warm-up, then the measured
+    requests under telemetry; the row's columns (the load's among them) and series.
 
     Raises:
         StopSweep: the server stopped answering (a launched server exited, or requests failed unanswered and the
@@ -238,12 +236,10 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
     served = state.served[case.model]
     st = spec.settings
     if served.warmup:
-        run_load(served, spec, served.warmup, concurrency=concurrency, request_rate=request_rate)
+        run_load(served, spec, served.warmup, load)
     scraper = metrics_scraper(served, spec)
     with case_monitor(spec, case, rank.device, state.pids()) as mon, scraper or contextlib.nullcontext():
-        level = run_load(
-            served, spec, served.requests, concurrency=concurrency, request_rate=request_rate, tokenizer=state.tokenizer
-        )
+        level = run_load(served, spec, served.requests, load, tokenizer=state.tokenizer)
     slo = parse_slo(st.slo) if st.slo else None
     rec, series = level_columns(level, slo)
     if slo is not None:
@@ -258,11 +254,7 @@ def level_row(case, spec, state: ServeState, rank, *, concurrency=None, request_
     info = state.info
     rec.update(mon.record())
     rec.update(
-        concurrency=concurrency,
-        request_rate_per_s=request_rate,
-        arrival=st.arrival if request_rate is not None else None,
-        burstiness=st.burstiness if request_rate is not None and st.arrival == "gamma" else None,
-        max_concurrency=st.max_concurrency if request_rate is not None else None,
+        **load.columns(),
         api=st.api,
         prompt_source=st.workload,
         server_engine=st.engine or getattr(info, "kind", None),
@@ -343,12 +335,12 @@ def _check_failures(rec: dict, level) -> None:
 
 
 def measure_level(case, spec, state: ServeState, rank, sink=None) -> tuple[dict, dict]:
-    """The row of one level case (``concurrency`` or ``request_rate`` of its extras); after a model's last level,
-    the in-process ceilings of all its levels (:func:`add_ceilings`)."""
+    """The row of one level case (the load of its extras); after a model's last level, the in-process ceilings of all
+    its levels (:func:`add_ceilings`)."""
     from accelbench.scenarios.serve.ceiling import NONE
 
     ex = case.extras
-    rec, series = level_row(case, spec, state, rank, concurrency=ex.concurrency, request_rate=ex.request_rate_per_s)
+    rec, series = level_row(case, spec, state, rank, ex.load(spec.settings))
     if ex == state.last_level and spec.settings.ceiling != NONE:
         add_ceilings(case, spec, state, rank, sink, rec)
     return rec, series
@@ -403,37 +395,34 @@ def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict
     (:func:`accelbench.scenarios.serve.search.bisect_load`); each probe a ``serve-probe`` detail row. The case's row
     is the best probe's (or, when none met the SLO, the last probe's), with the search's answer.
     """
+    from accelbench.scenarios.serve import level_loads
     from accelbench.scenarios.serve.metrics import meets, parse_slo
     from accelbench.scenarios.serve.search import bisect_load
 
     st = spec.settings
     slo = parse_slo(st.slo)
-    by_rate = case.extras.request_rate_per_s is not None
-    loads = st.request_rates if by_rate else (st.concurrency or (case.extras.concurrency,))
-    lo, hi = (min(loads), max(loads)) if len(loads) > 1 else ((0.0 if by_rate else 1), max(loads))
-    if by_rate and lo == 0.0:
-        lo = hi / 2 ** (st.search_steps + 1)  # a rate must be > 0: the finest step the search would take
+    load = case.extras.load(st)
+    lo, hi = load.search_bounds([x.value for x in level_loads(st, case.device)], st.search_steps)
     measured: dict[float, tuple[dict, dict]] = {}
 
-    def probe(load: float):
-        kw = {"request_rate": float(load)} if by_rate else {"concurrency": int(load)}
+    def probe(value: float):
+        at = load.with_value(value)
         started = time.time()
-        rec, series = level_row(case, spec, state, rank, **kw)
+        rec, series = level_row(case, spec, state, rank, at)
         met = bool(meets(rec, slo))
-        measured[load] = (rec, series)
-        key = f"{case.key}|{'rate' if by_rate else 'c'}={load:g}"
+        measured[value] = (rec, series)
+        key = case.key + at.key_suffix()
         row = {**rec, "case_key": key, "workload": kinds.SERVE_PROBE, "row_type": "server-probe", "slo_met": met}
         sink.add({**row, "device": str(rank.device), "status": OK, "error": None, "started_at": started}, series)
-        return met, load
+        return met, value
 
-    found = bisect_load(probe, lo, hi, st.search_steps, integer=not by_rate)
+    found = bisect_load(probe, lo, hi, st.search_steps, integer=load.integer)
     last = found.best if found.best is not None else found.probes[-1][0]
     rec, series = measured[last]
-    unit = "request_rate_per_s" if by_rate else "concurrency"
     rec = {
         **rec,
-        f"slo_max_{unit}": found.best,
-        f"slo_lowest_missed_{unit}": found.lowest_missed,
+        f"slo_max_{load.column}": found.best,
+        f"slo_lowest_missed_{load.column}": found.lowest_missed,
         "slo_met": found.best is not None,
         "slo_search_probes": len(found.probes),
     }
