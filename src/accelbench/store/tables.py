@@ -14,6 +14,10 @@ class Tables:
 
     conn: sqlite3.Connection
 
+    def has_table(self, table: str) -> bool:
+        """Whether the store holds extension table ``table`` (reading never creates one)."""
+        return table in self._tables()
+
     def ensure_table(self, ddl: str, table: str, columns: dict[str, str] | None = None) -> None:
         """Create an extension table (``ddl``: ``CREATE TABLE IF NOT EXISTS ...`` and its indexes) and add any
         of ``columns`` (name -> SQL type) that a store written by an older accelbench lacks."""

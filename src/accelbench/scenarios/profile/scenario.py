@@ -389,5 +389,10 @@ class Profile(Scenario):
 
         storage.export_extra(store, run_id, doc)
 
+    def import_extra(self, store, run_id: int, doc: dict, case_ids: dict[str, int]) -> None:
+        from accelbench.scenarios.profile import storage
+
+        storage.import_extra(store, doc, case_ids)
+
 
 register(Profile())
