@@ -33,10 +33,10 @@ class Tables:
         self._write(create)
 
     def insert_rows(self, table: str, rows: list[dict[str, Any]]) -> int | None:
-        """Insert ``rows`` (dicts with the same keys) into an extension table; returns the last row id."""
+        """Insert ``rows`` into an extension table (a key a row lacks: NULL); returns the last row id."""
         if not rows:
             return None
-        cols = list(rows[0])
+        cols = list(dict.fromkeys(k for r in rows for k in r))
 
         def insert() -> int:
             with self.conn:
