@@ -5,7 +5,9 @@ aggregate rows (the ranks' rows keep their own step times in the store), gzip-co
 Every measured column of the rows kept is unchanged, and ``accelbench import`` reads the file back (a profile's
 roofline and kernels included).
 
-Usage: ``python benchmarks/compact_export.py STORE RUN_ID OUT.json[.gz] [--ranks]`` (``--ranks``: keep the rank rows).
+Usage: ``python benchmarks/compact_export.py STORE RUN_ID OUT.json[.gz] [--ranks] [--source TEXT]`` (``--ranks``: keep
+the rank rows; ``--source``: for a run imported from a temporary file, what ``env.imported_from.file`` names instead,
+e.g. ``git:COMMIT:PATH``, so the export does not depend on where the file was).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def main(argv: list[str]) -> None:
         sys.exit(__doc__)
     with Store(argv[0]) as store:
         doc = compact(store, int(argv[1]), keep_ranks="--ranks" in argv)
+    if "--source" in argv and isinstance(doc["env"].get("imported_from"), dict):
+        doc["env"]["imported_from"]["file"] = argv[argv.index("--source") + 1]
     raw = json.dumps(doc, separators=(",", ":"), default=str).encode()
     Path(argv[2]).write_bytes(gzip.compress(raw, mtime=0) if argv[2].endswith(".gz") else raw)
     print(f"{argv[2]}: {len(doc['results'])} rows, {Path(argv[2]).stat().st_size:,} bytes")

@@ -18,6 +18,8 @@
 #                                                 makes it one run export, with the kernels of roofline-profile/
 #                                                 h200-kernels.csv.gz
 # The training-lm/ profiles were exported with their ceilings already; their stores were not committed.
+# Then every other committed export of a run of those stores (the language-model generate runs, whose report places
+# prefill and decode on the roofline) gets the ceilings it was measured against: benchmarks/add_ceilings.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
@@ -37,7 +39,7 @@ export_run() {
 reexport() {
   git show "$OLD:$R/$1" >"$TMP/e.json"
   $AB import "$TMP/e.json" --db "$TMP/e.db" >/dev/null
-  $PY benchmarks/compact_export.py "$TMP/e.db" 1 "$2"
+  $PY benchmarks/compact_export.py "$TMP/e.db" 1 "$2" --source "git:$OLD:$R/$1"
   rm -f "$TMP/e.json" "$TMP/e.db"
 }
 
@@ -48,5 +50,15 @@ reexport renovation-h200/profile-resnet50-bs32.json "$R/roofline-profile/h200-re
 reexport renovation-h200-2/profile-roofs.json "$R/roofline-profile/h200-vit-bf16-fp8-roofs.json.gz"
 git show "$OLD:$R/profile-h200.json" >"$TMP/first.json"
 $PY benchmarks/profile_json_to_export.py "$TMP/first.json" "$R/roofline-profile/h200-kernels.csv.gz" "$TMP/first-run.json"
-reexport_file() { $AB import "$1" --db "$TMP/f.db" >/dev/null && $PY benchmarks/compact_export.py "$TMP/f.db" 1 "$2"; }
-reexport_file "$TMP/first-run.json" "$R/roofline-profile/h200-first-study.json.gz"
+$AB import "$TMP/first-run.json" --db "$TMP/f.db" >/dev/null
+$PY benchmarks/compact_export.py "$TMP/f.db" 1 "$R/roofline-profile/h200-first-study.json.gz" \
+  --source "benchmarks/profile_json_to_export.py of git:$OLD:$R/profile-h200.json"
+
+# the language-model stores at $OLD, then every run export of benchmarks/results/ that one of their runs made
+stores=()
+for p in $(git ls-tree -r --name-only "$OLD" "$R" | grep -E '/llm[^/]*\.db\.gz$|/wo-call4\.db\.gz$'); do
+  stores+=("$TMP/$(echo "${p#"$R"/}" | tr / _ | sed 's/\.gz$//')")
+  git show "$OLD:$p" | gunzip >"${stores[-1]}"
+done
+mapfile -t files < <(find "$R" -mindepth 2 \( -name '*.json' -o -name '*.json.gz' -o -name '*.parquet' \) | sort)
+$PY benchmarks/add_ceilings.py "${stores[@]}" -- "${files[@]}" | grep -v 'left as it is'
