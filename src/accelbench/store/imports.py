@@ -29,8 +29,9 @@ class ExportFileError(AccelbenchError):
 
 
 def read_export(path: str | Path) -> dict[str, Any]:
-    """The run document of an export file: ``kind``, ``status``, ``spec``, ``env``, ``results`` (rows), and what the
-    export kept of ``name``, ``tags``, ``created_at``, ``finished_at``, ``spec_hash`` and ``series``.
+    """The run document of an export file: ``kind``, ``status``, ``spec``, ``env``, ``results`` (rows, with their
+    extension data: a profile's ``kernels``), and what the export kept of ``name``, ``tags``, ``created_at``,
+    ``finished_at``, ``spec_hash``, ``series`` and ``ceilings`` (read as :class:`accelbench.ceilings.measure.Ceilings`).
 
     Raises:
         ExportFileError: unreadable, a CSV, another format, or not an accelbench run (one line).
