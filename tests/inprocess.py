@@ -5,7 +5,8 @@ have it, and puts back everything a command changes globally, so that the next t
 worker starts from the same state:
 
 - the environment (the command's own on top, :func:`conftest.cli_env`), the current folder, ``sys.argv``,
-  ``sys.path`` and the modules a command imported from a temporary folder (a factory module written by a test);
+  ``sys.path`` and the modules a command imported from a folder that was not on ``sys.path`` (a factory module a test
+  wrote in its working folder; every other module stays imported, as in one process);
 - stdout and stderr captured, and the CLI's rich consoles rebuilt on the captured streams as at a fresh import
   (their width from ``COLUMNS``, no colours on a pipe);
 - the SIGINT and SIGTERM handlers (``main`` installs its own SIGTERM one), warnings (filters, ``showwarning``,
@@ -28,7 +29,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -135,11 +135,16 @@ def _chdir(folder: str | os.PathLike | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _imports(argv: list[str]) -> Iterator[None]:
-    """``sys.argv`` as ``python -m accelbench`` has it; ``sys.path`` put back after; modules imported from a
-    temporary folder forgotten (the next test's factory module of the same name is another file)."""
+    """``sys.argv`` as ``python -m accelbench`` has it; ``sys.path`` put back after; the modules the command imported
+    from a folder that was not on ``sys.path`` before it (its working folder, through ``""`` or the model loader's
+    insertion: a factory module a test wrote) forgotten, so that the next test's module of the same name is its own
+    file. Every other module stays: one imported again would run its import-time registrations twice (a Dynamo
+    backend's ``register_backend``: "duplicate name"), whatever folder the checkout, the virtualenv or
+    ``tempfile.gettempdir()`` is in."""
     import accelbench
 
     saved_argv, saved_path, before = sys.argv, list(sys.path), set(sys.modules)
+    on_path = _folders(saved_path, os.getcwd())
     sys.argv = [str(Path(accelbench.__file__).with_name("__main__.py")), *argv]
     importlib_invalidate()
     try:
@@ -147,12 +152,36 @@ def _imports(argv: list[str]) -> Iterator[None]:
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
-        tmp = str(Path(tempfile.gettempdir()).resolve())
-        for name in set(sys.modules) - before:
-            where = getattr(sys.modules.get(name), "__file__", None) or ""
-            if where and str(Path(where).resolve()).startswith(tmp):
-                del sys.modules[name]
+        for name in _imported_from_elsewhere(set(sys.modules) - before, before, on_path):
+            del sys.modules[name]
         importlib_invalidate()
+
+
+def _folders(path: list[str], cwd: str) -> set[Path]:
+    """The folders of ``sys.path`` entries, resolved (``""``: ``cwd``, where the process was)."""
+    out = set()
+    for entry in path:
+        with contextlib.suppress(OSError, ValueError):
+            out.add(Path(entry or cwd).resolve())
+    return out
+
+
+def _imported_from_elsewhere(new: set[str], before: set[str], on_path: set[Path]) -> list[str]:
+    """Of the modules ``new`` to ``sys.modules``, those whose top-level package is new too and was found in a
+    folder not in ``on_path`` (a package imported before, or found on the path as it was, keeps every submodule)."""
+    tops: dict[str, bool] = {}
+    for name in new:
+        top = name.partition(".")[0]
+        if top in before or top in tops:
+            continue
+        where = getattr(sys.modules.get(top), "__file__", None)
+        if not where:
+            tops[top] = False
+            continue
+        file = Path(where).resolve()
+        folder = file.parent.parent if file.name == "__init__.py" else file.parent
+        tops[top] = folder not in on_path
+    return [name for name in new if tops.get(name.partition(".")[0])]
 
 
 def importlib_invalidate() -> None:

@@ -68,7 +68,11 @@ def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
         assert r["analytic_bound"] == bound
         assert f"{r['step']} is {bound}-bound: arithmetic intensity" in p.stdout  # from the numbers, not the name
     assert p.stdout.count("(analytic: the FLOP and byte counts of generate, no kernel counters)") == 2
-    assert [r["step"] for r in json.loads(js.read_text())["results"]] == ["prefill", "decode"]
+    doc = json.loads(js.read_text())
+    assert [r["step"] for r in doc["results"]] == ["prefill", "decode"]
+    # random token ids, no image set: neither the spec nor a row claims one
+    assert doc["spec"]["data"] is None and doc["spec"]["images"] is None and Store(db).run(1)["spec"]["data"] is None
+    assert all(r.get("data") is None and r.get("images") is None for r in doc["results"])
 
 
 def test_the_training_step_of_a_language_model_is_the_one_train_times(tmp_path):
@@ -92,6 +96,23 @@ def test_the_training_step_of_a_language_model_is_the_one_train_times(tmp_path):
     least = lm_maths.step_least_bytes(shape, batch_size=2, seq_len=32, param_bytes=4, activation_bytes=4)
     assert r["analytic_min_bytes"] == least and r["ncu_status"] == "skipped"
     assert r["steps_timed"] == 1 and r["achieved_flops_per_s"] == pytest.approx(r["analytic_flops"] / r["step_time_s"])
+    assert r.get("data") is None and r["token_source"] == "random" and Store(db).run(1)["spec"]["data"] is None
+
+
+@pytest.mark.parametrize("step", ["prefill", "decode", "train"])
+def test_a_language_models_spec_records_no_image_data(step):
+    """``profile -m hf:... --step decode`` ran on random token ids: its spec says no data and no image count (an
+    image model's profile keeps its image set), and an image data set asked for is one line, not recorded."""
+    from accelbench import api
+    from accelbench.core.errors import ConfigError
+
+    spec = api.spec("profile", {"models": "hf:tiny-shakespeare", "steps": step, "device": "cpu"})
+    assert spec.data is None and spec.images is None and spec.to_dict()["data"] is None
+    image = api.spec("profile", {"models": "cifar-resnet20", "batch_sizes": "8", "device": "cpu"})
+    assert image.data == "cifar10-test" and image.images == 8
+    for key, value in (("data", "cifar10-test"), ("images", 8)):
+        with pytest.raises(ConfigError, match="none for a language model's steps"):
+            api.spec("profile", {"models": "hf:tiny-shakespeare", "steps": step, "device": "cpu", key: value})
 
 
 def test_a_training_steps_least_bytes_by_hand():

@@ -55,6 +55,60 @@ def test_every_precision_eager_on_cpu_or_unsupported(db):
     assert len(st.series(r["case_id"], "latency_ms")) == r["batches_timed"]
 
 
+def test_the_harness_keeps_a_library_module_a_command_imported(tmp_path, monkeypatch):
+    """The in-process harness forgets only the modules a command imported from a folder that was not on ``sys.path``
+    (a test's factory module): a library module it imported stays, so a second import does not run its registration
+    twice (torch's Dynamo backends and Inductor's cache artifacts: "duplicate name"), wherever the temporary folder
+    is: here the library itself is under it."""
+    import importlib
+    import sys
+    import uuid
+
+    from conftest import run_cli
+
+    uid = uuid.uuid4().hex[:8]
+    lib, work = tmp_path / "lib", tmp_path / "work"
+    lib.mkdir(), work.mkdir()
+    (lib / f"registry_{uid}.py").write_text(
+        "NAMES = set()\n\n\ndef register(name):\n    assert name not in NAMES, f'duplicate name: {name}'\n"
+        "    NAMES.add(name)\n"
+    )
+    (lib / f"plugin_{uid}.py").write_text(f"import registry_{uid}\n\nregistry_{uid}.register('backend')\n")
+    (work / "usermod.py").write_text(f"import plugin_{uid}  # noqa: F401\n\nraise RuntimeError('stop here')\n")
+    monkeypatch.syspath_prepend(str(lib))
+    try:
+        importlib.import_module(f"registry_{uid}")  # imported before the command, as torch._dynamo's registry is
+        for _ in range(2):
+            p = run_cli("run", "--model", "usermod:make", "--device", "cpu", "--db", str(tmp_path / "u.db"), cwd=work)
+            assert p.returncode == 2 and "RuntimeError: stop here" in p.stderr, p.stderr
+            assert "duplicate name" not in p.stderr
+            assert f"plugin_{uid}" in sys.modules and "usermod" not in sys.modules  # the test's own module forgotten
+    finally:
+        for name in (f"registry_{uid}", f"plugin_{uid}", "usermod"):
+            sys.modules.pop(name, None)
+
+
+@pytest.mark.slow
+def test_compile_after_the_harness_compiled_with_torch_under_the_temporary_folder(db, tmp_path, monkeypatch):
+    """A clone and virtualenv under the temporary folder (CI's clean clone): the harness compiled a model first (its
+    command imported Inductor's and Dynamo's modules from site-packages, now under ``tempfile.gettempdir()``), and a
+    compile in the test process after it still registers each backend once."""
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    import torch._dynamo  # noqa: F401  (the backend registry, imported before the command as the suite has it)
+    from conftest import TINY, run_cli
+
+    monkeypatch.setattr(tempfile, "tempdir", str(Path(torch.__file__).resolve().parents[1]))
+    run_cli("run", *TINY, "--modes", "compile", "--db", str(tmp_path / "cli.db"), check=True)
+    monkeypatch.undo()
+    out = run_sweep(
+        spec(model="cifar-resnet20", batch_sizes="2", precisions="fp32", modes="compile", images=4), Store(db)
+    )
+    assert [r["status"] for r in out.records] == ["ok"], out.records[0].get("error")
+
+
 @pytest.mark.slow
 def test_compile_modes_on_cpu(db):
     s = spec(model="cifar-resnet20", batch_sizes="2", precisions="fp32", modes="compile,max-autotune", images=4)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from accelbench.api.reading import compare, export_json, history, import_run, report
+from accelbench.api.reading import compare, export_json, export_parquet, history, import_run, report
 from accelbench.api.results import ProfileResult, Result, RunResult, StudyResult, TuneResult
 from accelbench.api.serving import serve
 
@@ -49,6 +49,7 @@ __all__ = [
     "report",
     "history",
     "export_json",
+    "export_parquet",
     "import_run",
     "cuda_available",
 ]

@@ -1,4 +1,4 @@
-"""Reading stored results: :func:`compare` (A/B verdicts), :func:`report` (HTML / markdown), :func:`export_json`.
+"""Reading stored results: :func:`compare` (A/B verdicts), :func:`report` (HTML / markdown), :func:`export_json`, :func:`export_parquet`, :func:`import_run`.
 
 Re-exported by :mod:`accelbench.api`."""
 
@@ -158,15 +158,22 @@ def _write(doc: dict, html, markdown) -> dict:
 
 def import_run(store, path) -> int:
     """``accelbench import``: one JSON or Parquet export loaded into ``store`` as a new run (its provenance, name,
-    tags, times and raw series; ``env["imported_from"]`` names the file); returns the new run's id.
+    tags, times, raw series, the ceilings its rows were measured against and its scenario's extension data: a
+    profile's kernels; ``env["imported_from"]`` names the file); returns the new run's id.
 
     Raises:
         AccelbenchError: unreadable, a CSV (it holds no run metadata), not an accelbench export (one line, exit 2).
         MissingDependencyError: a Parquet file without pyarrow (``pip install 'accelbench[parquet]'``).
     """
+    from accelbench import scenarios
     from accelbench.store.imports import import_run as load
 
-    return load(store, path)
+    def extra(st, run_id: int, doc: dict, case_ids: dict[str, int]) -> None:
+        scenario = scenarios.by_kind(doc["kind"])
+        if scenario is not None:
+            scenario.import_extra(st, run_id, doc, case_ids)
+
+    return load(store, path, extra)
 
 
 def _rows_by_case(store, ref) -> dict[int, dict]:
@@ -196,3 +203,17 @@ def export_json(store, run_id: int, path, sections: dict[str, Any] | None = None
         doc.update(sections or {})
 
     write_json(path, store, run_id, extra)
+
+
+def export_parquet(store, run_id: int) -> bytes:
+    """A run as a Parquet file (:func:`accelbench.store.export.parquet_bytes`), with its scenario's extension data
+    (a profile's kernels) in the file's metadata as the JSON export has them.
+
+    Raises:
+        MissingDependencyError: pyarrow is not installed (``pip install 'accelbench[parquet]'``).
+    """
+    from accelbench import scenarios
+    from accelbench.store.export import parquet_bytes
+
+    scenario = scenarios.by_kind(store.run(run_id)["kind"])
+    return parquet_bytes(store, run_id, scenario.export_extra if scenario is not None else None)

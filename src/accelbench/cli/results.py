@@ -72,7 +72,7 @@ def export(
     (one row per case, the run's metadata inside); accelbench import loads JSON and Parquet back."""
     from accelbench import api
     from accelbench.core.outputs import check_writable, write_bytes, write_text
-    from accelbench.store.export import csv_text, parquet_bytes, pyarrow
+    from accelbench.store.export import csv_text, pyarrow
 
     if fmt not in ("csv", "json", "parquet"):
         a.fail(f"invalid format {fmt!r}: allowed csv, json, parquet")
@@ -85,7 +85,7 @@ def export(
     store, run = a.run_ref(db, run_id)
     rid = run["run_id"]
     if fmt == "parquet":
-        write_bytes(output, parquet_bytes(store, rid))
+        write_bytes(output, api.export_parquet(store, rid))
         console.print(f"wrote {output}")
     elif fmt == "json":
         a.write_output(output or Path("-"), lambda path: api.export_json(store, rid, path))

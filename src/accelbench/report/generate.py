@@ -86,10 +86,10 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
     name = run["env"].get("device_name")
     points = roofline_points(ok)
     if name and points:
+        from accelbench.ceilings.cache import run_ceilings
         from accelbench.report.roofline import figure
-        from accelbench.scenarios.profile import storage
 
-        ceilings = storage.cached_ceilings(store, name)
+        ceilings = run_ceilings(store, run)
         if ceilings is not None:
             fig = figure(ceilings, points, f"Prefill (squares) and decode (dots) on the roofline: {context or name}")
             blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})

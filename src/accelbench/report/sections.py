@@ -163,13 +163,14 @@ def convergence_blocks(records: list[dict], context: str = "") -> list[dict]:
 
 
 def profile_blocks(store, run: dict, records: list[dict], context: str = "") -> list[dict]:
-    """Profile: the per-case table and the model roofline against the device's cached ceilings."""
+    """Profile: the per-case table and the model roofline against the ceilings the run was measured against (its
+    own, an imported run's; else the device's as of the run: :func:`accelbench.ceilings.cache.run_ceilings`)."""
+    from accelbench.ceilings.cache import run_ceilings
     from accelbench.report.roofline import figure, summary_points
-    from accelbench.scenarios.profile import storage
 
     blocks = [table_block(records, view("profile"), "Profiled steps")]
     name = run["env"].get("device_name")
-    ceilings = storage.cached_ceilings(store, name) if name else None
+    ceilings = run_ceilings(store, run)
     points = summary_points(records)
     if ceilings is not None and points:
         fig = figure(ceilings, points, f"Model roofline: {context or name}")

@@ -240,6 +240,10 @@ class Scenario:
     def export_extra(self, store: Store, run_id: int, doc: dict[str, Any]) -> None:
         """Add what the scenario keeps in extension tables to a run's JSON document."""
 
+    def import_extra(self, store: Store, run_id: int, doc: dict[str, Any], case_ids: dict[str, int]) -> None:
+        """Store what :meth:`export_extra` added to an imported run's document (``case_ids``: case key -> the
+        imported run's case id)."""
+
 
 def quant_reason(scenario: Scenario, precision: str, training: bool = False) -> str | None:
     """Why ``scenario`` cannot run quantized ``precision`` (it does not quantize), or None."""

@@ -2,6 +2,12 @@
 per case; the run's metadata and raw series in the file's key-value metadata: ``pip install 'accelbench[parquet]'``).
 JSON and Parquet load back into a store (:mod:`accelbench.store.imports`); CSV carries no run metadata.
 
+JSON and Parquet exports carry the ceilings the run's rows were measured against (``ceilings``: the run's own, else
+the device's measurement as of the run, :func:`accelbench.ceilings.cache.run_ceilings`; null when the store has none)
+and what the run's scenario keeps in extension tables (``Scenario.export_extra``: a profile's kernel table, bounded in
+size by the scenario). In JSON a row's extension data is a key of the row (``results[i]["kernels"]``); in Parquet,
+whose rows hold only columns, it is in the metadata under ``row_extra`` (per case key, its keys).
+
 Each row is the store's typed read as exports write it (:func:`accelbench.core.columns.exported`: booleans 0/1, JSON
 columns as text), described by the JSON Schema ``accelbench schema`` prints. Numbers are exact (base units, as
 stored: the shortest text that reads back as the same float); nothing is rounded here; missing is null (JSON) or an
@@ -42,7 +48,10 @@ def run_document(store, run_id: int, extra: Callable | None = None) -> dict:
 
 def run_meta(store, run_id: int) -> dict:
     """The run document (:func:`run_document`) without its results: what a Parquet file keeps in its metadata."""
+    from accelbench.ceilings.cache import run_ceilings
+
     run = store.run(run_id)
+    ceilings = run_ceilings(store, run)
     series = {r["case_key"]: s for r in store.records(run_id) if (s := store.all_series(r["case_id"]))}
     return {
         "run_id": run_id,
@@ -56,6 +65,7 @@ def run_meta(store, run_id: int) -> dict:
         "spec": run["spec"],
         "env": run["env"],
         "series": series,
+        "ceilings": ceilings.to_dict() if ceilings is not None else None,
     }
 
 
@@ -78,19 +88,35 @@ def pyarrow():
     return pa
 
 
-def parquet_bytes(store, run_id: int) -> bytes:
-    """The run as a Parquet file: one row per case (the exported rows, types as inferred by pyarrow: 64-bit
-    integers and floats, text; a column no row has is left out), the run's metadata (:func:`run_meta`) as JSON under
-    :data:`PARQUET_META` in the schema's key-value metadata.
+def is_extension(value: Any) -> bool:
+    """Whether a row's value is extension data (a list or table a scenario added), not a column: every exported
+    column is a scalar (JSON columns are text)."""
+    return isinstance(value, (list, dict))
 
+
+def parquet_bytes(store, run_id: int, extra: Callable | None = None) -> bytes:
+    """The run as a Parquet file: one row per case (the exported rows, types as inferred by pyarrow: 64-bit
+    integers and floats, text; a column no row has is left out), the rest of the run document (:func:`run_document`
+    without its rows: :func:`run_meta`, what ``extra`` adds, and the rows' extension data under ``row_extra``) as JSON
+    under :data:`PARQUET_META` in the schema's key-value metadata.
+
+    Args:
+        extra: as :func:`run_document`'s (a profile's ceilings and kernels).
     Raises:
         MissingDependencyError: pyarrow is not installed.
     """
     pa = pyarrow()
-    rows = results(store, run_id)
+    meta = run_document(store, run_id, extra)
+    rows, row_extra = [], {}
+    for r in meta.pop("results"):
+        rows.append({k: v for k, v in r.items() if not is_extension(v)})
+        if ext := {k: v for k, v in r.items() if is_extension(v)}:
+            row_extra[r["case_key"]] = ext
+    if row_extra:
+        meta["row_extra"] = row_extra
     names = list(dict.fromkeys(k for r in rows for k in r))
     table = pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows])
-    table = table.replace_schema_metadata({PARQUET_META: json.dumps(run_meta(store, run_id), default=str).encode()})
+    table = table.replace_schema_metadata({PARQUET_META: json.dumps(meta, default=str).encode()})
     sink = pa.BufferOutputStream()
     pa.parquet.write_table(table, sink)
     return sink.getvalue().to_pybytes()

@@ -14,6 +14,10 @@ class Tables:
 
     conn: sqlite3.Connection
 
+    def has_table(self, table: str) -> bool:
+        """Whether the store holds extension table ``table`` (reading never creates one)."""
+        return table in self._tables()
+
     def ensure_table(self, ddl: str, table: str, columns: dict[str, str] | None = None) -> None:
         """Create an extension table (``ddl``: ``CREATE TABLE IF NOT EXISTS ...`` and its indexes) and add any
         of ``columns`` (name -> SQL type) that a store written by an older accelbench lacks."""
@@ -29,10 +33,10 @@ class Tables:
         self._write(create)
 
     def insert_rows(self, table: str, rows: list[dict[str, Any]]) -> int | None:
-        """Insert ``rows`` (dicts with the same keys) into an extension table; returns the last row id."""
+        """Insert ``rows`` into an extension table (a key a row lacks: NULL); returns the last row id."""
         if not rows:
             return None
-        cols = list(rows[0])
+        cols = list(dict.fromkeys(k for r in rows for k in r))
 
         def insert() -> int:
             with self.conn:

@@ -144,9 +144,8 @@ class Profile(Scenario):
         "models": ("resnet50",),
         "batch_sizes": (32,),
         "warmup_batches": 0,
-        "data": "cifar10-test",
         **device_defaults(PROFILE, cuda=False),
-    }
+    }  # data: the spec's default (cifar10-test) for an image model's steps, none for a language model's (normalize)
     gpu_defaults = {**cpu_defaults, **device_defaults(PROFILE, cuda=True)}
     # cost and energy per sample over the timed steps
     derived_keys = {
@@ -169,7 +168,13 @@ class Profile(Scenario):
         gpu, cpu, mode = STEP_DEFAULTS[kind]
         merged.setdefault("precisions", (gpu if cuda else cpu,))
         merged.setdefault("modes", (mode,))
-        merged.setdefault("images", max(merged.get("batch_sizes") or (1,)))  # one batch of real images
+        if kind != "image":  # a language model's steps run on random token ids: the spec records no image data
+            for key in ("data", "images"):
+                if merged.get(key) is not None:
+                    raise ConfigError(key, merged[key], "none for a language model's steps (they run on random tokens)")
+            merged["data"] = merged["images"] = None
+        else:
+            merged.setdefault("images", max(merged.get("batch_sizes") or (1,)))  # one batch of real images
         from accelbench.data.evaluation import normalize_eval
 
         return normalize_eval(merged)
@@ -388,6 +393,11 @@ class Profile(Scenario):
         from accelbench.scenarios.profile import storage
 
         storage.export_extra(store, run_id, doc)
+
+    def import_extra(self, store, run_id: int, doc: dict, case_ids: dict[str, int]) -> None:
+        from accelbench.scenarios.profile import storage
+
+        storage.import_extra(store, doc, case_ids)
 
 
 register(Profile())

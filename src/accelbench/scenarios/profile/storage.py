@@ -83,10 +83,28 @@ def load_kernels(store, case_id: int) -> list[KernelMetrics]:
     ]
 
 
+KERNELS_EXPORT_MAX = 10_000  # kernel rows a run's export carries (about 0.6 kB of JSON each, 6 MB at most)
+
+
 def export_extra(store, run_id: int, doc: dict) -> None:
-    """Add the kernels of each case (``results[i]["kernels"]``) and the device's ceilings to a run document."""
+    """Add the kernels of each case (``results[i]["kernels"]``) to a run document, when the run has at most
+    :data:`KERNELS_EXPORT_MAX` of them (a Nsight Compute profile of one step: a few hundred to a few thousand); a
+    larger table stays in the store and ``doc["kernels_left_out"]`` counts it. The ceilings are the document's own
+    (:func:`accelbench.store.export.run_meta`)."""
+    tables = {rec["case_key"]: kernel_rows(store, rec["case_id"]) for rec in doc["results"]}
+    total = sum(map(len, tables.values()))
+    if total > KERNELS_EXPORT_MAX:
+        doc["kernels_left_out"] = total
+        return
     for rec in doc["results"]:
-        rec["kernels"] = kernel_rows(store, rec["case_id"])
-    name = doc["env"].get("device_name")
-    ceil = cached_ceilings(store, name) if name else None
-    doc["ceilings"] = ceil.to_dict() if ceil else None
+        rec["kernels"] = [{k: v for k, v in r.items() if k != "case_id"} for r in tables[rec["case_key"]]]
+
+
+def import_extra(store, doc: dict, case_ids: dict[str, int]) -> None:
+    """Store the kernels an export carried (``results[i]["kernels"]``) under the imported cases' ids."""
+    for rec in doc["results"]:
+        rows = rec.get("kernels")
+        if isinstance(rows, list) and rows and rec["case_key"] in case_ids:
+            save_kernels(
+                store, case_ids[rec["case_key"]], [{k: v for k, v in r.items() if k != "case_id"} for r in rows]
+            )
