@@ -71,7 +71,7 @@ def test_a_client_limited_level_is_flagged_with_its_worst_delay():
 @pytest.mark.parametrize(
     "args, words",
     [
-        ((), "--url URL, --launch COMMAND or --engine transformers"),
+        ((), "--url URL, --launch COMMAND or --engine llama.cpp|transformers"),
         (("--url", "http://x", "--concurrency", "1", "--request-rate", "2"), "one kind of load a run"),
         (("--url", "http://x", "--slo-search"), "missing slo: allowed an objective to search against"),
         (("--url", "http://x", "--request-rate", "0"), "invalid request_rate 0.0: allowed request rates > 0"),

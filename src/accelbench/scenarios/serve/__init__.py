@@ -29,10 +29,8 @@ from accelbench.core.options.serve import OPTIONS
 from accelbench.core.spec import Case, Extras, Settings
 from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
-from accelbench.scenarios.serve.load import Load
+from accelbench.scenarios.serve.loads import Load, level_loads  # noqa: F401  (level_loads: the levels, re-exported)
 
-# levels run when neither concurrency nor request rates are given
-GPU_CONCURRENCY, CPU_CONCURRENCY = (1, 8, 32), (1, 4)
 GPU_DEFAULTS: dict[str, Any] = {"models": (), "data": None, "idle_s": 3.0, **device_defaults(OPTIONS, cuda=True)}
 CPU_DEFAULTS: dict[str, Any] = {"models": (), "data": None, "idle_s": 0.0, **device_defaults(OPTIONS, cuda=False)}
 DATASET_LENGTH = "dataset"  # output_len: each request's own (a ShareGPT reply's, a JSONL line's)
@@ -165,17 +163,6 @@ class ServeExtras(Extras):
         return "|slo-search" + load.search_key_suffix() if self.slo_search else load.key_suffix()
 
 
-def level_loads(st: ServeSettings, device: str) -> list[Load]:
-    """The loads of the levels ``st`` gives: its request rates (open loop), else its concurrencies (closed loop;
-    neither given: the device's defaults)."""
-    if st.request_rates:
-        return [
-            Load.open(r, arrival=st.arrival, burstiness=st.burstiness, cap=st.max_concurrency) for r in st.request_rates
-        ]
-    conc = st.concurrency or (GPU_CONCURRENCY if device.startswith("cuda") else CPU_CONCURRENCY)
-    return [Load.closed(c) for c in conc]
-
-
 def _numbers(name: str, value, kind: type) -> tuple:
     """``("2", "4.5")`` (a list option's items as typed), ``[1, 8]`` or ``8`` as a tuple of ``kind``, repeats
     dropped (a bad item: one line naming ``name``)."""
@@ -245,13 +232,16 @@ class Serve(Scenario):
         return merged
 
     def validate(self, spec) -> None:
-        st = spec.settings
-        if st.url is None and st.launch is None and st.engine is None:
-            raise ConfigError("url", None, "a server to measure: --url URL, --launch COMMAND or --engine KIND")
         from accelbench.backends import servers
 
+        st = spec.settings
+        kinds_launched = "|".join(sorted(servers.launchable()))
+        if st.url is None and st.launch is None and st.engine is None:
+            raise ConfigError(
+                "url", None, f"a server to measure: --url URL, --launch COMMAND or --engine {kinds_launched}"
+            )
         if st.engine is not None and st.engine not in servers.launchable():
-            raise ConfigError("engine", st.engine, ", ".join(servers.launchable()))
+            raise ConfigError("engine", st.engine, kinds_launched.replace("|", ", "))
         if st.server_bin is not None and (st.engine is None or servers.get(st.engine).binary is None):
             runs = [k for k in servers.launchable() if servers.get(k).binary]
             raise ConfigError("server_bin", st.server_bin, f"nothing without --engine {' or '.join(runs)}")

@@ -395,7 +395,7 @@ def search_levels(case, spec, state: ServeState, rank, sink) -> tuple[dict, dict
     (:func:`accelbench.scenarios.serve.search.bisect_load`); each probe a ``serve-probe`` detail row. The case's row
     is the best probe's (or, when none met the SLO, the last probe's), with the search's answer.
     """
-    from accelbench.scenarios.serve import level_loads
+    from accelbench.scenarios.serve.loads import level_loads
     from accelbench.scenarios.serve.metrics import meets, parse_slo
     from accelbench.scenarios.serve.search import bisect_load
 
