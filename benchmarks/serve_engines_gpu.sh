@@ -39,7 +39,7 @@ TRANS="$AB serve --engine transformers --continuous-batching $LEVEL --db $DB"
   echo "=== $(date +%T) device"
   nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader 2>/dev/null
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  has l1b && stage l1b ${L1B_S:-200} $LLAMA -m $M1 $LEN --concurrency $C $CEIL --name llamacpp-1b
+  has l1b && stage l1b ${L1B_S:-250} $LLAMA -m $M1 $LEN --concurrency $C $CEIL --name llamacpp-1b
   has t1b && stage t1b ${T1B_S:-150} $TRANS -m $M1 $LEN --concurrency ${CT:-1,16,64} --ceiling none --name transformers-1b
   has l1b-1k && stage l1b-1k ${L1K_S:-90} $LLAMA -m $M1 $LONG --concurrency ${C1K:-1,16,64} --ceiling none --name llamacpp-1b-prompt1024
   has l1b-rate && stage l1b-rate ${RATE_S:-80} $LLAMA -m $M1 $LEN --request-rate $R --ceiling none --name llamacpp-1b-rate
@@ -47,7 +47,7 @@ TRANS="$AB serve --engine transformers --continuous-batching $LEVEL --db $DB"
   has l8b-q8 && stage l8b-q8 ${L8Q_S:-120} $LLAMA -m $M8 $LEN --served-precision q8_0 --concurrency ${C8Q:-1,16,64} --ceiling none --name llamacpp-8b-q8_0
   has l8b-slo && stage l8b-slo $(( $(left) - 40 )) $LLAMA -m $M8 $LEN --concurrency 1,128 --slo mlperf-server --slo-search \
     --search-steps ${SEARCH_STEPS:-3} --ceiling none --name llamacpp-8b-slo
-  stage report 20 $AB report --db $DB --html "$OUT/serve.html"
-  stage export 20 $AB export --db $DB --format json --output "$OUT/serve.json"
+  STAGE_MIN_S=10 stage report 30 $AB report --db $DB --html "$OUT/serve.html"
+  STAGE_MIN_S=10 stage export 30 $AB export --db $DB --format json --output "$OUT/serve.json"
   cp "$DB" "$OUT"/ 2>/dev/null; tail -n 40 "$RUN"/*-server.log > "$OUT/server-logs-tail.txt" 2>/dev/null
 } 2>&1 | grep -v -i "warn" | tee "$OUT/log.txt"
