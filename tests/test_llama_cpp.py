@@ -390,3 +390,66 @@ def test_bundled_model_generates_what_transformers_generates(tmp_path):
     ids = tok("ROMEO:", return_tensors="pt").input_ids
     out = lm.generate(ids, max_new_tokens=16, min_new_tokens=16, do_sample=False)
     assert text == tok.decode(out[0, ids.shape[1] :])
+
+
+# --- accelbench serve against a real llama-server, launched by accelbench and by the user ---
+
+SERVE_FAST = ("--input-len", "24", "--output-len", "12", "--requests", "6", "--warmup-requests", "1")
+SERVE_FAST += ("--device", "cpu", "--idle-s", "0")
+
+
+def _served_rows(db) -> list[dict]:
+    from accelbench.store import Store
+
+    store = Store(db)
+    rows = store.records(max(r["run_id"] for r in store.runs()))
+    assert rows
+    return rows
+
+
+@needs_server
+def test_serve_engine_llama_cpp_measures_every_level_with_no_failure(tmp_path, db):
+    """``--engine llama.cpp``: accelbench writes the GGUF file, starts llama-server with a slot a request in flight,
+    and every request of every level comes back whole, at the length asked (the server's usage)."""
+    from conftest import run_cli
+
+    p = run_cli("serve", "--engine", "llama.cpp", "--server-bin", str(SERVER), "-m", "hf:tiny-shakespeare",
+                "--concurrency", "1,3", *SERVE_FAST, "--db", str(db))  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = _served_rows(db)
+    assert [r["concurrency"] for r in rows] == [1, 3]
+    for r in rows:
+        assert r["status"] == "ok" and r["requests_failed"] == 0 and r["requests_ok"] >= 6, r
+        assert r["server_engine"] == "llama.cpp" and r["served_model"] == "tiny-shakespeare-bf16"
+        assert r["output_tokens_timed"] == 12 * r["requests_ok"]  # usage: exactly the length asked
+        assert "failed-requests" not in str(r["validity"])
+    command = (tmp_path / "serve-checkpoints").glob("*.gguf")
+    assert [g.name for g in command] == ["tiny-shakespeare-bf16.gguf"]
+
+
+@needs_server
+def test_a_users_own_launch_of_llama_server_is_measured_alike(tmp_path, db):
+    """``--launch "llama-server ..."`` as a user writes it, on a GGUF file of accelbench's: the kind is found by its
+    endpoints, and the requests ask it the way llama.cpp understands."""
+    from conftest import run_cli
+
+    model = ck.write_gguf("hf:tiny-shakespeare", tmp_path, "q8_0")
+    launch = f"{SERVER} -m {model.gguf} --port {{port}} -np 2 -c 512 -ngl 0 -t 2 --alias mine"
+    p = run_cli("serve", "--launch", launch, "-m", "hf:tiny-shakespeare", "--concurrency", "2", *SERVE_FAST,
+                "--db", str(db))  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    (row,) = _served_rows(db)
+    assert row["status"] == "ok" and row["requests_failed"] == 0
+    assert (row["server_engine"], row["served_model"]) == ("llama.cpp", "mine")
+    assert row["output_tokens_timed"] == 12 * row["requests_ok"]
+
+
+def test_engine_llama_cpp_without_a_binary_is_one_line_before_anything_runs(tmp_path, db):
+    from conftest import run_cli
+
+    p = run_cli("serve", "--engine", "llama.cpp", "--server-bin", str(tmp_path / "none"), "-m", "hf:tiny-shakespeare",
+                *SERVE_FAST, "--db", str(db))  # fmt: skip
+    assert p.returncode == EXIT_USAGE
+    (line,) = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert "is not an executable file" in line and "build_llama_server.sh" in line
+    assert not list(tmp_path.glob("**/*.gguf"))  # nothing was written

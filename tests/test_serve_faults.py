@@ -52,6 +52,7 @@ def test_a_level_with_failed_requests_is_flagged_and_shows_them(tmp_path, db):
     )
     (line,) = [ln for ln in p.stdout.splitlines() if ln.lstrip().startswith("1 ")]  # the level's line: c=1
     assert line.split()[1] == "2" and "flagged" in line  # the Failed column, and the flag in the status
+    assert "flagged: requests failed (their reasons in errors_json): 1 case" in p.stdout  # the note says which flag
 
 
 def test_a_level_whose_requests_mostly_fail_is_an_error_with_the_servers_words(tmp_path, db):

@@ -47,6 +47,7 @@ def flag_texts() -> dict[str, str]:
         "clock-variation": f"SM clock varied > {100 * CLOCK_VARIATION_MAX:.0f}% (p95-p5)/median",
         "other-process": "other compute processes on the GPU",
         "cpu-contention": f"other processes used > {CPU_OTHER_MAX_PCT:.0f}% of the host's CPU time",
+        "failed-requests": "requests failed (their reasons in errors_json)",
         "client-limited": "the client fell behind its schedule (the client, not the server, limited the level)",
         "non-finite-output": "model outputs hold NaN or inf (no accuracy reported)",
         "non-finite-loss": "training loss is not finite (the step diverged)",
