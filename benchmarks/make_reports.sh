@@ -61,9 +61,9 @@ report h100-vs-h200 "--run 1 --run 2 --run 3 --run 4 --run 5 --run 6 --run 7 --c
   "$H/h100-gpu-train-bs256.json"
 L=$RES/language-models
 report llm-batch-sweeps "--compare 1 --compare 2" \
-  "$L/h100-1b-batch-sweep.parquet" "$L/h200-1b-batch-sweep.parquet" "$L/h100-1b-prompt2048-sweep.json" \
-  "$L/h200-8b-prompt2048-oom.json"
+  "$L/h100-1b-batch-sweep.parquet" "$L/h200-1b-batch-sweep.parquet" "$L/h100-1b-prompt2048-sweep.json.gz" \
+  "$L/h200-8b-prompt2048-oom.json.gz"
 report llm-h100-vs-h200 "--compare 7 --compare 8" \
-  "$L/h100-8b-gemv-bf16.json" "$L/h100-8b-gemv-8bit.json.gz" "$L/h200-8b-gemv-bf16.json" "$L/h200-8b-gemv-8bit.json.gz" \
-  "$L/h100-1b-repeat5.json" "$L/h200-1b-batch-sweep.parquet" "$L/h100-8b-repeat5.json" "$L/h200-8b-batch-sweep.json"
+  "$L/h100-8b-gemv-bf16.json.gz" "$L/h100-8b-gemv-8bit.json.gz" "$L/h200-8b-gemv-bf16.json.gz" "$L/h200-8b-gemv-8bit.json.gz" \
+  "$L/h100-1b-repeat5.json.gz" "$L/h200-1b-batch-sweep.parquet" "$L/h100-8b-repeat5.json.gz" "$L/h200-8b-batch-sweep.json.gz"
 report tune-resnet50-throughput-h200 "" "$RES/tune/h200-throughput.parquet"

@@ -328,7 +328,9 @@ def test_incomplete_utf8_tokens_are_the_lone_high_bytes(tmp_path):
     out = ck.write_config_gguf(tiny_config(), "tiny", tmp_path, "bf16")
     tok = transformers.AutoTokenizer.from_pretrained(out.tokenizer_dir)
     assert len(out.banned_ids) == 128  # the bytes 0x80-0xFF of the byte-level alphabet
-    for i in range(len(tok)):
+    ids = range(len(tok))
+    assert len(ids) == TINY["vocab_size"]
+    for i in ids:
         text = tok.convert_tokens_to_string([tok.convert_ids_to_tokens(i)])
         assert ("\ufffd" in text) == (i in out.banned_ids), i
 
@@ -394,7 +396,7 @@ def test_bundled_model_generates_what_transformers_generates(tmp_path):
 
 # --- accelbench serve against a real llama-server, launched by accelbench and by the user ---
 
-SERVE_FAST = ("--input-len", "24", "--output-len", "12", "--requests", "6", "--warmup-requests", "1")
+SERVE_FAST = ("--input-len", "96", "--output-len", "12", "--requests", "8", "--warmup-requests", "1")
 SERVE_FAST += ("--device", "cpu", "--idle-s", "0")
 
 

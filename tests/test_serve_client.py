@@ -184,6 +184,7 @@ def test_sse_lines_and_chunks():
             {
                 "ignore_eos": True,
                 "cache_prompt": False,
+                "temperature": 0.0,
                 "stream_options": {"include_usage": True},
                 "logit_bias": [[5, False]],
             },

@@ -44,6 +44,10 @@ POLL_S = 0.2  # how often a starting server is asked whether it answers
 TAIL_LINES = 10  # lines of the log an error shows
 OPEN_LOOP_SLOTS = 64  # a built-in launch's request slots for an open loop without --max-concurrency
 DATASET_TOKENS = 2048  # a dataset request's prompt or output tokens, not known before the requests are read
+# context a built-in launch's request slot has beyond its prompt and output: a prompt the server tokenizes a few
+# tokens longer than the client counted (text decoded from random ids, a chat template) must not cut the output short
+# (llama.cpp stops a request at its slot's context)
+SLOT_MARGIN_TOKENS = 64
 
 
 class LaunchError(AccelbenchError):
@@ -269,7 +273,8 @@ class ServerLauncher(Inline):
 
 def launch_request(spec, model: str, log_dir: Path, device, port: int) -> servers.LaunchRequest:
     """What a serve spec asks of a built-in launch: slots for its most requests in flight (the highest concurrency,
-    or an open loop's cap, else :data:`OPEN_LOOP_SLOTS`), each holding its longest prompt plus output."""
+    or an open loop's cap, else :data:`OPEN_LOOP_SLOTS`), each holding its longest prompt plus output plus
+    :data:`SLOT_MARGIN_TOKENS`."""
     st = spec.settings
 
     def most(name: str, unknown: int) -> int:
@@ -284,7 +289,7 @@ def launch_request(spec, model: str, log_dir: Path, device, port: int) -> server
         seed=spec.seed,
         precision=st.served_precision,
         parallel=max(st.concurrency or ()) if st.concurrency else st.max_concurrency or OPEN_LOOP_SLOTS,
-        tokens_per_request=most("input_len", DATASET_TOKENS) + most("output_len", DATASET_TOKENS),
+        tokens_per_request=most("input_len", DATASET_TOKENS) + most("output_len", DATASET_TOKENS) + SLOT_MARGIN_TOKENS,
         continuous_batching=st.continuous_batching,
         server_bin=st.server_bin,
     )

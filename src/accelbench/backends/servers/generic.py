@@ -7,6 +7,12 @@ from __future__ import annotations
 from accelbench.backends.servers.kind import Metrics, ServerKind, register
 
 
+def _ignore_eos(n: int) -> dict:
+    """vLLM's sampling extensions, which SGLang takes too: generation neither stops at the end-of-sequence token nor
+    before ``n`` tokens."""
+    return {"max_tokens": n, "ignore_eos": True, "min_tokens": n}
+
+
 def _sglang(client) -> tuple[bool, str | None]:
     info = client.get("/get_server_info").json()
     return isinstance(info, dict) and "version" in info, info.get("version")
@@ -21,7 +27,7 @@ SGLANG = register(
     ServerKind(
         name="sglang",
         about="SGLang (a /get_server_info endpoint; ignore_eos and min_tokens)",
-        fixed_length=lambda n: {"max_tokens": n, "ignore_eos": True, "min_tokens": n},
+        fixed_length=_ignore_eos,
         detect=_sglang,
         metrics=Metrics(
             running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs", kv_cache="sglang:token_usage"
@@ -32,7 +38,7 @@ VLLM = register(
     ServerKind(
         name="vllm",
         about="vLLM (a /version endpoint; ignore_eos and min_tokens)",
-        fixed_length=lambda n: {"max_tokens": n, "ignore_eos": True, "min_tokens": n},
+        fixed_length=_ignore_eos,
         detect=_version,
         metrics=Metrics(
             running="vllm:num_requests_running",
@@ -43,11 +49,6 @@ VLLM = register(
         ),
     )
 )
-SGLANG_METRICS = Metrics(
-    running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs", kv_cache="sglang:token_usage"
-)
-VLLM_OLD_KV_CACHE = "vllm:gpu_cache_usage_perc"
-
 OPENAI = register(
     ServerKind(
         name="openai",
