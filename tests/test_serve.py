@@ -83,6 +83,19 @@ def test_a_client_limited_level_is_flagged_with_its_worst_delay():
         (("--url", "http://x", "--slo", "ttft=3"), "invalid slo"),
         (("--engine", "transformers"), "one model for --engine transformers"),
         (("--url", "http://x", "--ceiling", "vllm"), "an in-process engine (hf-generate, static-cache"),
+        (("--engine", "vllm", "-m", "hf:tiny-shakespeare"), "invalid engine 'vllm': allowed llama.cpp, transformers"),
+        (
+            ("--url", "http://x", "--served-precision", "int4"),
+            "invalid served_precision 'int4': allowed bf16, fp32, q8_0",
+        ),
+        (
+            ("--url", "http://x", "--server-bin", "/x"),
+            "invalid server_bin '/x': allowed nothing without --engine llama.cpp",
+        ),
+        (
+            ("--engine", "transformers", "-m", "hf:tiny-shakespeare", "--served-precision", "q8_0"),
+            "invalid served_precision 'q8_0': allowed one of bf16, fp32 for transformers",
+        ),
     ],
 )
 def test_a_settings_mistake_is_one_line_before_anything_runs(db, args, words):

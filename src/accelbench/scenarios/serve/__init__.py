@@ -242,6 +242,9 @@ class Serve(Scenario):
             )
         if st.engine is not None and st.engine not in servers.launchable():
             raise ConfigError("engine", st.engine, kinds_launched.replace("|", ", "))
+        served = sorted({p for k in servers.KINDS.values() for p in k.precisions})
+        if st.served_precision is not None and st.served_precision not in served:
+            raise ConfigError("served_precision", st.served_precision, ", ".join(served))
         if st.server_bin is not None and (st.engine is None or servers.get(st.engine).binary is None):
             runs = [k for k in servers.launchable() if servers.get(k).binary]
             raise ConfigError("server_bin", st.server_bin, f"nothing without --engine {' or '.join(runs)}")
