@@ -24,7 +24,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 AB=${AB:-accelbench}
 ALL_STUDIES="resnet50-inference telemetry-energy training roofline-profile multi-gpu loadgen h100-vs-h200
-reduced-precision tune language-models training-lm serve-gpu serve-vllm-cpu"
+reduced-precision tune language-models training-lm serve-engines serve-gpu serve-vllm-cpu"
 STUDIES=${STUDIES-$ALL_STUDIES}
 
 # report NAME "REPORT ARGS" FILE...: import FILE... into a fresh store, then write OUT/NAME.{html,md}.
