@@ -218,3 +218,22 @@ def test_the_report_renders_in_a_real_browser(report_files, tmp_path):
     # A blank page is one colour (the background counts as white); the header bar alone is ~3 % of the shot.
     assert im.size[0] >= 1000 and colours > 50 and non_white > 0.08, (colours, non_white)
     shutil.copy(shot, Path(html).with_suffix(".png"))  # beside the report, to look at
+
+
+def test_serve_runs_of_one_store_share_axes_in_the_report(tmp_path):
+    """Two engines' serve runs (the committed H200 study's llama.cpp and transformers serve exports, imported): the
+    report puts them on shared axes, a line a run, beside each run's own section."""
+    from accelbench.report.document import build
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "serve-engines"
+    store = Store(tmp_path / "engines.db")
+    for name in ("h200-llamacpp-1b.json.gz", "h200-transformers-1b.json.gz"):
+        api.import_run(store, results / name)
+    doc = build(store)
+    (shared,) = [s for s in doc["sections"] if s["id"].startswith("serve-engines")]
+    assert "llama.cpp hf:llama-3.2-1b" in shared["title"] and "transformers hf:llama-3.2-1b" in shared["title"]
+    (charts,) = shared["blocks"]
+    titles = [item["title"] for item in charts["items"]]
+    assert titles == ["Throughput against TPOT p50", "Energy per output token against the load"]
+    assert all(item["svg"].count("<path") > 2 for item in charts["items"])
+    assert len(doc["sections"]) == 3  # the two runs' own sections stay

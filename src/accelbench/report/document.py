@@ -82,6 +82,11 @@ def build(
         for sec, (s, i, _) in zip(sections, runs):  # noqa: B007
             where = "/".join(Path(str(s.path)).parts[-2:])  # the store's folder and file: llm-h100/llm.db
             sec["title"] = sec["title"].replace(":", f" ({where}):", 1)  # after the run's name, if it has one
+    if len({str(s.path) for s, _, _ in runs}) == 1:  # serve runs of one store: their engines on shared axes
+        from accelbench.report.serve import engines_section
+
+        shared = engines_section(runs[0][0], [i for _, i, _ in runs])
+        sections += [shared] if shared else []
     comparisons = comparisons or []
     sections += [comparison_section(c, side) for c, side in zip(comparisons, sides or [None] * len(comparisons))]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice

@@ -330,6 +330,82 @@ def serve_blocks(store, run: dict, records: list[dict], context: str = "") -> li
     return blocks
 
 
+def run_label(run: dict, rows: list[dict]) -> str:
+    """A serve run as a line's label: its server kind, model and served precision (``llama.cpp hf:llama-3.1-8b
+    q8_0``), and its name."""
+    r = rows[0]
+    served = r.get("served_precision") or run.get("spec", {}).get("served_precision")
+    parts = [str(r.get("server_engine") or "server"), str(r.get("model") or "")] + ([str(served)] if served else [])
+    return " ".join(p for p in parts if p) + (f" ({run['name']})" if run.get("name") else "")
+
+
+def engines_figure(runs: list[tuple[str, list[dict]]], x: str, y: str, xlabel: str, ylabel: str, title: str):
+    """One line a serve run (``(label, level rows)``) of column ``y`` against column ``x``, each run's levels in
+    load order: several engines, models or precisions on one chart. An open matplotlib figure (None when fewer than
+    two runs have a point)."""
+    lines = [
+        (label, [(r[x], r[y]) for r in rows if r.get(x) is not None and r.get(y) is not None]) for label, rows in runs
+    ]
+    lines = [(label, pts) for label, pts in lines if pts]
+    if len(lines) < 2:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), constrained_layout=True)
+    for label, pts in lines:
+        ax.plot(*zip(*pts), marker="o", label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    return fig
+
+
+def engines_section(store, run_ids: list[int]) -> dict | None:
+    """The report's section that puts every serve run of ``run_ids`` on shared axes (None with fewer than two):
+    output tokens/s against TPOT p50 (what a user gets at each latency), and energy per output token against the
+    load. Open-loop and search runs join by their levels like any other."""
+    from accelbench.report.blocks import charts_block
+    from accelbench.report.charts import svg
+
+    runs = []
+    for i in run_ids:
+        run = store.run(i)
+        if run["kind"] != kinds.SERVE:
+            continue
+        rows = [r for r in levels(store.records(i)) if r.get("status") == OK]
+        if rows:
+            runs.append((run_label(run, rows), rows))
+    if len(runs) < 2:
+        return None
+    for _, rows in runs:
+        for r in rows:
+            r["_load"] = load_of(r)[1]
+            r["_mj"] = r["energy_per_sample_j"] * 1e3 if r.get("energy_per_sample_j") is not None else None
+    items = []
+    for title, fig in (
+        (
+            "Throughput against TPOT p50",
+            engines_figure(runs, "tpot_p50_ms", "output_tokens_per_s", "TPOT p50 (ms)", "output tokens/s",
+                           "Output tokens/s against TPOT p50, one line a run"),
+        ),
+        (
+            "Energy per output token against the load",
+            engines_figure(runs, "_load", "_mj", "concurrency or request rate (/s)", "mJ per output token",
+                           "Energy per output token against the load, one line a run"),
+        ),
+    ):  # fmt: skip
+        if fig is not None:
+            items.append({"title": title, "svg": svg(fig)})
+    return {
+        "id": "serve-engines",
+        "title": "Serving runs on shared axes: " + ", ".join(label for label, _ in runs),
+        "provenance": [],
+        "spec": None,
+        "blocks": [charts_block(items)] if items else [],
+    }
+
+
 def _by_model(rows: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for r in rows:
