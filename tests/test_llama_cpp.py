@@ -4,7 +4,6 @@ its path or put it on PATH; the converter test needs ACCELBENCH_LLAMA_CPP_SRC, l
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import random
@@ -246,9 +245,7 @@ def _start(tmp: Path, model: ck.Checkpoint, alias: str):
     from accelbench.launchers.server import free_port, start
 
     port = free_port()
-    cmd = srv.server_command(
-        SERVER, model.gguf, port, parallel=2, ctx_per_slot=256, gpu=False, alias=alias, banned_ids=model.banned_ids
-    )
+    cmd = srv.server_command(SERVER, model.gguf, port, parallel=2, ctx_per_slot=256, gpu=False, alias=alias)
     server = start(cmd + " -t 2", tmp / f"{alias}.log", f"http://127.0.0.1:{port}")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and server.alive():
@@ -268,7 +265,7 @@ def tiny_server(tmp_path_factory):
     model = ck.write_config_gguf(tiny_config(), "tiny", tmp, "q8_0")
     server = _start(tmp, model, "tiny")
     tok = transformers.AutoTokenizer.from_pretrained(model.tokenizer_dir)
-    yield server, tok
+    yield server, tok, srv.banned_body(model.banned_ids)  # what accelbench sends for a random-weight model
     server.stop()
 
 
@@ -293,7 +290,7 @@ def _events(lines: list[str]):
 def test_server_answers_health_props_models_and_metrics(tiny_server):
     import httpx
 
-    server, _ = tiny_server
+    server, _, _ = tiny_server
     assert httpx.get(server.base_url + srv.READY_PATH).json() == {"status": "ok"}
     assert [m["id"] for m in httpx.get(server.base_url + "/v1/models").json()["data"]] == ["tiny"]
     assert httpx.get(server.base_url + srv.PROPS_PATH).json()["total_slots"] == 2
@@ -304,9 +301,9 @@ def test_server_answers_health_props_models_and_metrics(tiny_server):
 
 @needs_server
 def test_fixed_length_stream_and_what_accelbench_reads_of_it(tiny_server):
-    server, tok = tiny_server
+    server, tok, bans = tiny_server
     prompt = "ROMEO: what light"
-    body = {"model": "tiny", "prompt": prompt, "stream": True, "stream_options": {"include_usage": True}}
+    body = {"model": "tiny", "prompt": prompt, "stream": True, "stream_options": {"include_usage": True}, **bans}
     lines = _stream(server.base_url, {**body, **srv.fixed_length(16), "seed": 1})
     print("first lines:", *lines[:3], "last lines:", *lines[-3:], sep="\n")
     events = _events(lines)  # every line accepted by accelbench's parser
@@ -337,33 +334,29 @@ def test_incomplete_utf8_tokens_are_the_lone_high_bytes(tmp_path):
 
 @needs_server
 def test_random_model_streams_stay_whole_utf8(tiny_server):
-    server, tok = tiny_server
-    body = {"model": "tiny", "prompt": "a", "stream": True, "stream_options": {"include_usage": True}}
+    server, _, bans = tiny_server
+    body = {"model": "tiny", "prompt": "a", "stream": True, "stream_options": {"include_usage": True}, **bans}
     for seed in range(4):  # 1 token in 12 of this vocabulary is a lone high byte: unbanned, each request would fail
         events = _events(_stream(server.base_url, {**body, **srv.fixed_length(64), "seed": seed, "temperature": 2}))
         assert events[-1].usage["completion_tokens"] == 64
 
 
 @needs_server
-def test_a_request_can_ban_the_tokens_itself(tmp_path):
-    model = ck.write_config_gguf(tiny_config(), "tiny", tmp_path, "q8_0")
-    server = _start(tmp_path, dataclasses.replace(model, banned_ids=()), "unbanned")
-    try:
-        body = {"model": "unbanned", "prompt": "a", "stream": True, **srv.fixed_length(64), "temperature": 2}
-        with pytest.raises(RequestError, match="server error: .*does not match the expected Content-only format"):
-            _events(_stream(server.base_url, {**body, "seed": 0}))  # a lone high byte ends the stream with an error
-        for seed in range(4):
-            events = _events(_stream(server.base_url, {**body, **srv.banned_body(model.banned_ids), "seed": seed}))
-            assert sum(1 for e in events if e.output) == 64
-    finally:
-        server.stop()
+def test_a_request_can_ban_the_tokens_itself(tiny_server):
+    server, _, bans = tiny_server
+    body = {"model": "tiny", "prompt": "a", "stream": True, **srv.fixed_length(64), "temperature": 2}
+    with pytest.raises(RequestError, match="server error: .*does not match the expected Content-only format"):
+        _events(_stream(server.base_url, {**body, "seed": 0}))  # a lone high byte ends the stream with an error
+    for seed in range(4):
+        events = _events(_stream(server.base_url, {**body, **bans, "seed": seed}))
+        assert sum(1 for e in events if e.output) == 64
 
 
 @needs_server
 def test_prompt_token_counts_match_the_covering_tokenizer(tiny_server):
     import httpx
 
-    server, tok = tiny_server
+    server, tok, _ = tiny_server
     rng = random.Random(0)
     special = set(tok.all_special_ids)
     vocab = [i for i in range(len(tok)) if i not in special]

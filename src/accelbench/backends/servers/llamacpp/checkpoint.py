@@ -45,7 +45,7 @@ class Checkpoint:
         file_bytes: the file's size.
         weights: ``random``, ``bundled``, the converted folder or the given file.
         banned_ids: token ids whose bytes are not whole UTF-8 (:func:`.vocab.incomplete_utf8_ids`), for
-            ``server_command(banned_ids=...)``: a random model emits them and llama-server then fails the request.
+            :func:`.server.banned_body`: a random model emits them and llama-server then fails the request.
     """
 
     gguf: Path

@@ -110,7 +110,6 @@ def server_command(
     ctx_per_slot: int,
     gpu: bool,
     alias: str | None = None,
-    banned_ids: Sequence[int] = (),
     extra: Sequence[str] = (),
 ) -> str:
     """The shell command that starts ``llama-server`` on ``127.0.0.1:port`` for a load of at most ``parallel``
@@ -119,11 +118,9 @@ def server_command(
     ``-np parallel`` slots, ``-c parallel * ctx_per_slot`` (each slot gets ``-c / -np`` tokens: the KV cache is per slot
     when ``-np`` is given, ``--kv-unified`` being on only for ``-np -1``), continuous batching (its default),
     ``--metrics``, ``--alias`` (the id ``/v1/models`` lists; default the file's stem), every layer on the GPU
-    (``-ngl 99``) or none (``-ngl 0``: a CUDA build otherwise offloads by default), ``banned_ids`` never sampled
-    (``-l ID-inf`` each: the server's default logit bias, kept by a request that sends no ``logit_bias`` of its own;
-    :attr:`~accelbench.backends.servers.llamacpp.checkpoint.Checkpoint.banned_ids`; this build applies every ``-l`` but logs
-    a "specified multiple times ... deprecated" warning a repeat, and its ``-l`` parser takes no comma list: a later
-    build may keep only the last, when :func:`banned_body` is the way), then ``extra`` as given.
+    (``-ngl 99``) or none (``-ngl 0``: a CUDA build otherwise offloads by default), then ``extra`` as given. Tokens
+    to ban are banned in each request (:func:`banned_body`): the command line's ``-l ID-inf`` is deprecated when
+    repeated, and its parser takes no comma list.
     ``exec``: the server is its process group's leader, so its exit is seen at once.
     """
     if parallel < 1 or ctx_per_slot < 1:
@@ -131,7 +128,6 @@ def server_command(
     args = [str(server_bin), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
     args += ["-np", str(parallel), "-c", str(parallel * ctx_per_slot), "--metrics"]
     args += ["--alias", alias or Path(gguf).stem, "-ngl", "99" if gpu else "0"]
-    args += [a for i in banned_ids for a in ("-l", f"{int(i)}-inf")]
     args += list(extra)
     return "exec " + shlex.join(args)
 
@@ -143,8 +139,8 @@ def fixed_length(output_len: int) -> dict[str, Any]:
 
 
 def banned_body(banned_ids: Sequence[int]) -> dict[str, Any]:
-    """The body field that bans ``banned_ids`` in one request (``logit_bias`` pairs ``[id, false]``; it replaces the
-    command line's ``-l`` biases for that request; ``ignore_eos`` still adds its own)."""
+    """The body field that bans ``banned_ids`` in one request (``logit_bias`` pairs ``[id, false]``; ``ignore_eos``
+    still adds its own)."""
     return {"logit_bias": [[int(i), False] for i in banned_ids]} if banned_ids else {}
 
 
