@@ -276,11 +276,6 @@ def launch_request(spec, model: str, log_dir: Path, device, port: int) -> server
     or an open loop's cap, else :data:`OPEN_LOOP_SLOTS`), each holding its longest prompt plus output plus
     :data:`SLOT_MARGIN_TOKENS`."""
     st = spec.settings
-
-    def most(name: str, unknown: int) -> int:
-        n = st.lengths(name) if name == "output_len" or st.workload in ("random", "text") else None
-        return unknown if n is None else n if isinstance(n, int) else n[1]
-
     return servers.LaunchRequest(
         model=model,
         cache_dir=log_dir / "serve-checkpoints",
@@ -289,7 +284,8 @@ def launch_request(spec, model: str, log_dir: Path, device, port: int) -> server
         seed=spec.seed,
         precision=st.served_precision,
         parallel=max(st.concurrency or ()) if st.concurrency else st.max_concurrency or OPEN_LOOP_SLOTS,
-        tokens_per_request=most("input_len", DATASET_TOKENS) + most("output_len", DATASET_TOKENS) + SLOT_MARGIN_TOKENS,
+        tokens_per_request=sum(st.longest(n) or DATASET_TOKENS for n in ("input_len", "output_len"))
+        + SLOT_MARGIN_TOKENS,
         continuous_batching=st.continuous_batching,
         server_bin=st.server_bin,
     )

@@ -137,6 +137,13 @@ class ServeSettings(Settings):
             raise ConfigError(name, text, OPTIONS[name].allowed)
         return nums[0] if len(nums) == 1 else (nums[0], nums[1])
 
+    def longest(self, name: str) -> int | None:
+        """The most tokens ``input_len``/``output_len`` asks of a request (a range's high end); None where each
+        request has its own (a ``sharegpt``/``jsonl`` file's prompts, ``--output-len dataset``): unknown before the
+        requests are read."""
+        n = self.lengths(name) if name == "output_len" or self.workload in ("random", "text") else None
+        return n[1] if isinstance(n, tuple) else n
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ServeExtras(Extras):
@@ -319,12 +326,7 @@ class Serve(Scenario):
         from accelbench.models.lm_checks import check_fits, check_model_name
 
         st = spec.settings
-
-        def most(name: str) -> int:  # a file's prompts and a dataset's lengths are each request's own: unknown here
-            n = st.lengths(name) if name == "output_len" or st.workload in ("random", "text") else None
-            return n if isinstance(n, int) else (n[1] if n else 1)
-
-        longest = (most("input_len"), most("output_len"))
+        longest = (st.longest("input_len") or 1, st.longest("output_len") or 1)  # unknown: not checked here
         for name in spec.models:
             if hf.is_lm_name(name):
                 context, _ = check_model_name(name)
