@@ -339,13 +339,12 @@ def run_label(run: dict, rows: list[dict]) -> str:
     return " ".join(p for p in parts if p) + (f" ({run['name']})" if run.get("name") else "")
 
 
-def engines_figure(runs: list[tuple[str, list[dict]]], x: str, y: str, xlabel: str, ylabel: str, title: str):
-    """One line a serve run (``(label, level rows)``) of column ``y`` against column ``x``, each run's levels in
-    load order: several engines, models or precisions on one chart. An open matplotlib figure (None when fewer than
-    two runs have a point)."""
-    lines = [
-        (label, [(r[x], r[y]) for r in rows if r.get(x) is not None and r.get(y) is not None]) for label, rows in runs
-    ]
+def engines_figure(runs: list[tuple[str, list[dict]]], x, y, xlabel: str, ylabel: str, title: str):
+    """One line a serve run (``(label, level rows)``) of ``y(row)`` against ``x(row)``, each run's levels in load
+    order: several engines, models or precisions on one chart. An open matplotlib figure (None when fewer than two
+    runs have a point)."""
+    points = [(label, [(x(r), y(r)) for r in rows]) for label, rows in runs]
+    lines = [(label, [(a, b) for a, b in pts if a is not None and b is not None]) for label, pts in points]
     lines = [(label, pts) for label, pts in lines if pts]
     if len(lines) < 2:
         return None
@@ -359,6 +358,11 @@ def engines_figure(runs: list[tuple[str, list[dict]]], x: str, y: str, xlabel: s
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
     return fig
+
+
+def _millijoules(r: dict) -> float | None:
+    e = r.get("energy_per_sample_j")
+    return None if e is None else e * 1e3
 
 
 def engines_section(store, run_ids: list[int]) -> dict | None:
@@ -378,21 +382,17 @@ def engines_section(store, run_ids: list[int]) -> dict | None:
             runs.append((run_label(run, rows), rows))
     if len(runs) < 2:
         return None
-    for _, rows in runs:
-        for r in rows:
-            r["_load"] = load_of(r)[1]
-            r["_mj"] = r["energy_per_sample_j"] * 1e3 if r.get("energy_per_sample_j") is not None else None
     items = []
     for title, fig in (
         (
             "Throughput against TPOT p50",
-            engines_figure(runs, "tpot_p50_ms", "output_tokens_per_s", "TPOT p50 (ms)", "output tokens/s",
-                           "Output tokens/s against TPOT p50, one line a run"),
+            engines_figure(runs, lambda r: r.get("tpot_p50_ms"), lambda r: r.get("output_tokens_per_s"),
+                           "TPOT p50 (ms)", "output tokens/s", "Output tokens/s against TPOT p50, one line a run"),
         ),
         (
             "Energy per output token against the load",
-            engines_figure(runs, "_load", "_mj", "concurrency or request rate (/s)", "mJ per output token",
-                           "Energy per output token against the load, one line a run"),
+            engines_figure(runs, lambda r: load_of(r)[1], _millijoules, "concurrency or request rate (/s)",
+                           "mJ per output token", "Energy per output token against the load, one line a run"),
         ),
     ):  # fmt: skip
         if fig is not None:
