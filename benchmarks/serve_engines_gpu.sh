@@ -14,6 +14,7 @@
 #            TPOT p99 100 ms)
 # Then an HTML report and a JSON export of the store. Results in $OUT: serve.db, serve.json, serve.html, log.txt, the
 # servers' logs. RUN (default /tmp/serve-engines) keeps the store, the checkpoints and logs between two calls.
+# CEIL sets the l1b stage's ceiling option (default: the in-process static-compile ceiling; e.g. --ceiling none).
 # DRY=1: the same stages on a CPU with the bundled tiny model (a CPU build of llama-server on PATH).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -29,7 +30,7 @@ if [ "${DRY:-0}" = 1 ]; then
 else
   M1=hf:llama-3.2-1b; M8=hf:llama-3.1-8b; C=${C:-1,4,16,64,128}; C8=${C8:-1,16,64,128}; R=${R:-4,16,32}
   LEN="--input-len 128 --output-len 128"; LONG="--input-len 1024 --output-len 128"
-  LEVEL="--duration-s ${LEVEL_S:-6} --requests 512 --warmup-requests 4 --idle-s 0"; CEIL=""
+  LEVEL="--duration-s ${LEVEL_S:-6} --requests 512 --warmup-requests 4 --idle-s 0"; CEIL=${CEIL:-}
   bash "$(dirname "$0")/build_llama_server.sh" 2>&1 | grep -v "^\[" | tail -3
   BIN="--server-bin build/llama.cpp/build/bin/llama-server"
 fi
