@@ -1,13 +1,14 @@
-"""Generation engines: every ``generate`` backend is an :class:`~accelbench.backends.engine.Engine` whose capabilities
-are what its row and help say, and an engine registered from outside accelbench is one more ``--modes`` name that
-accelbench's own loop times."""
+"""Generation engines: every ``generate`` mode is an :class:`~accelbench.backends.engine.Engine` (its own protocol and
+registry, not a backend) whose capabilities are what its row and help say, and an engine registered from outside
+accelbench is one more ``--modes`` name that accelbench's own loop times."""
 
 import pytest
 
 pytest.importorskip("transformers")
 
 from accelbench import backends  # noqa: E402
-from accelbench.backends.engine import Capabilities, Engine, engines  # noqa: E402
+from accelbench.backends import engine as engine_registry  # noqa: E402
+from accelbench.backends.engine import ENGINES, Capabilities, Engine, LoadedModel, engines  # noqa: E402
 
 NEW, REPEATS = 3, 2
 
@@ -16,28 +17,48 @@ def _overrides(engine: Engine, verb: str) -> bool:
     return getattr(type(engine), verb) is not getattr(Engine, verb)
 
 
-def test_every_generate_backend_is_an_engine_its_capabilities_describe():
-    """The options a row carries (``compile_mode``, ``fused_projections``) and the backend attributes everyone else
-    reads (``compiles``, ``graph_capture``, ``host_bound``) follow the capabilities, and each engine implements the
-    verbs they promise."""
+def test_every_generate_mode_is_an_engine_its_capabilities_describe():
+    """The options a row carries (``compile_mode``, ``fused_projections``), what the telemetry reads
+    (``host_bound``) and the warm-up count follow the capabilities, and each engine implements the verbs they
+    promise. An engine is no backend: ``--modes`` finds it through the shared namespace, not in ``BACKENDS``."""
     names = backends.names("generate")
-    assert names and engines() == names
+    assert names and engines() == names == tuple(ENGINES)
     for name in names:
-        engine = backends.get(name)
+        engine = backends.mode(name)
         caps = engine.capabilities
         assert isinstance(engine, Engine) and isinstance(caps, Capabilities), name
+        assert not isinstance(engine, backends.Backend) and name not in backends.BACKENDS, name
         options = engine.options()
         assert options["fused_projections"] == caps.fused_projections, name
-        assert (options["compile_mode"] is not None) == caps.compiles == engine.compiles, name
-        assert engine.graph_capture == caps.cuda_graphs and engine.host_bound == (caps.in_process and not caps.compiles)
+        assert (options["compile_mode"] is not None) == caps.compiles, name
+        assert engine.host_bound == (caps.in_process and not caps.compiles)
+        assert engine.warmup == (2 if caps.compiles else 1), name
         if caps.steps:
             assert _overrides(engine, "load") and _overrides(engine, "session"), name
         elif caps.in_process:
             assert _overrides(engine, "load") and _overrides(engine, "generate"), name
         else:
             assert _overrides(engine, "stream"), name
-    assert engines(steps=True) == tuple(n for n in names if backends.get(n).capabilities.steps)
+    assert engines(steps=True) == tuple(n for n in names if ENGINES[n].capabilities.steps)
     assert "hf-generate" in engines(steps=False)
+
+
+def test_an_engine_takes_no_backend_name_and_a_plugin_of_either_kind_lands_in_its_registry():
+    from accelbench.backends.modes import adopt
+
+    class Clash(Engine):
+        name = "eager"
+
+    with pytest.raises(ValueError, match="mode eager is registered already"):
+        engine_registry.register(Clash())
+    adopt("test-adopted", AdoptedStaticCache)  # an entry point naming an engine class
+    try:
+        assert isinstance(ENGINES["test-adopted-static-cache"], AdoptedStaticCache)
+        assert "test-adopted-static-cache" not in backends.BACKENDS
+    finally:
+        del ENGINES["test-adopted-static-cache"]
+    with pytest.raises(TypeError, match="Backend"):
+        adopt("not-a-mode", object())
 
 
 class CountingSession:
@@ -72,21 +93,25 @@ class WrappedStaticCache(Engine):
     def __init__(self):
         self.calls = {"load": 0, "prefill": 0, "decode": 0, "reset": 0}
 
-    def load(self, model, precision, device, seed):
+    def load(self, model, precision, device, seed) -> LoadedModel:
         self.calls["load"] += 1
-        return backends.get("static-cache").load(model, precision, device, seed)
+        return engine_registry.get("static-cache").load(model, precision, device, seed)
 
     def session(self, loaded, batch_size, prompt_len, new_tokens):
         return CountingSession(
-            backends.get("static-cache").session(loaded, batch_size, prompt_len, new_tokens), self.calls
+            engine_registry.get("static-cache").session(loaded, batch_size, prompt_len, new_tokens), self.calls
         )
+
+
+class AdoptedStaticCache(WrappedStaticCache):
+    name = "test-adopted-static-cache"
 
 
 @pytest.fixture
 def wrapped():
-    engine = backends.register(WrappedStaticCache())
+    engine = engine_registry.register(WrappedStaticCache())
     yield engine
-    del backends.BACKENDS[engine.name]
+    del ENGINES[engine.name]
 
 
 def test_a_registered_engine_is_one_more_mode(wrapped, tmp_path):

@@ -88,6 +88,26 @@ DECLARED = (
         "on a fresh build.",
     ),
     col("output_tokens_timed", INT, "Output tokens timed", "int", scenarios=G),
+    col(
+        "compile_prefill_s",
+        FLOAT,
+        "Prefill compile (s)",
+        "fixed:.1f",
+        combine=MAX,
+        scenarios=G,
+        doc="A compiling engine's first prefill: its compile (or a recompile for a new shape) and one run; the "
+        "row's compile_s is the whole first generation's, this and compile_decode_s included. None: nothing "
+        "compiles.",
+    ),
+    col(
+        "compile_decode_s",
+        FLOAT,
+        "Decode compile (s)",
+        "fixed:.1f",
+        combine=MAX,
+        scenarios=G,
+        doc="A compiling engine's first decode step: its compile (or a recompile for a new shape) and one step.",
+    ),
     # prefill and the first token
     *_stats(
         "ttft",

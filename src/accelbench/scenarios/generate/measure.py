@@ -87,3 +87,27 @@ def generation_columns(
         "mfu_datasheet": metrics.utilisation(prefill, ttft_s, ceilings.datasheet_flops_per_s),
     }
     return rec, {"itl_ms": itl_ms, "ttft_ms": ttft_ms, "tpot_window_ms": tpot_window_ms, "e2e_latency_ms": e2e_ms}
+
+
+def compile_columns(first, capabilities) -> dict[str, float | None]:
+    """How long the first, untimed generation of a compiling engine took (None each for an engine that compiles
+    nothing), from its marks (:func:`accelbench.backends.lm_timing.warm_up`):
+
+    - ``compile_prefill_s``: its TTFT, the prefill's compile and one prefill;
+    - ``compile_decode_s``: its first inter-token latency, the decode step's compile and one step;
+    - ``compile_s``: its wall time, both of those and the other decode steps.
+
+    A later case of the same model reuses the compiled steps: its figures are a recompile's (a new shape), or
+    about one step's.
+
+    Args:
+        first: the first warm-up generation (:class:`accelbench.backends.lm_timing.Generation`).
+        capabilities: the engine's (:class:`accelbench.backends.engine.Capabilities`).
+    """
+    if not capabilities.compiles:
+        return {"compile_s": None, "compile_prefill_s": None, "compile_decode_s": None}
+    return {
+        "compile_s": first.e2e_s,
+        "compile_prefill_s": first.ttft_s,
+        "compile_decode_s": first.itl_s[0] if first.itl_s else None,
+    }
