@@ -114,16 +114,16 @@ def wrapped():
     del ENGINES[engine.name]
 
 
-def test_a_registered_engine_is_one_more_mode(wrapped, tmp_path):
-    """One case through ``accelbench.api.generate``: an ``ok`` row under the engine's name, timed by accelbench's step
-    loop (a prefill and ``new_tokens - 1`` decode steps a generation: one warm-up, then the timed ones)."""
+def _generate(tmp_path, modes: str) -> list[dict]:
+    """``hf:tiny-shakespeare`` at batch 1, an 8-token prompt, in fp32 on the CPU through ``accelbench.api.generate``,
+    the CPU's ceilings given (1e11 FLOP/s, 1e10 B/s): the rows' MBU and TTFT floor need them, these tests time none."""
     from accelbench import api
     from accelbench.ceilings.cache import save_ceilings
     from accelbench.ceilings.measure import Ceilings
     from accelbench.core.device import cpu_model
     from accelbench.store import Store
 
-    store = Store(tmp_path / "g.db")  # the CPU's ceilings given: the row's MBU needs one, this test times none
+    store = Store(tmp_path / "g.db")
     save_ceilings(store, Ceilings(device_name=cpu_model(), matmul_flops_per_s={"fp32": 1e11}, dram_bytes_per_s=1e10))
     spec = api.spec(
         "generate",
@@ -133,7 +133,7 @@ def test_a_registered_engine_is_one_more_mode(wrapped, tmp_path):
             "prompt_lens": "8",
             "new_tokens": str(NEW),
             "precisions": "fp32",
-            "modes": wrapped.name,
+            "modes": modes,
             "repeats": REPEATS,
             "perplexity": False,
             "idle_s": 0,
@@ -141,9 +141,31 @@ def test_a_registered_engine_is_one_more_mode(wrapped, tmp_path):
         },
         cuda=False,
     )
-    out = api.generate(spec, store)
-    rows = out.records
+    return api.generate(spec, store).records
+
+
+def test_a_registered_engine_is_one_more_mode(wrapped, tmp_path):
+    """One case through ``accelbench.api.generate``: an ``ok`` row under the engine's name, timed by accelbench's step
+    loop (a prefill and ``new_tokens - 1`` decode steps a generation: one warm-up, then the timed ones)."""
+    rows = _generate(tmp_path, wrapped.name)
     assert [(r["status"], r["mode"]) for r in rows] == [("ok", wrapped.name)], rows
     generations = 1 + REPEATS
     assert wrapped.calls == {"load": 1, "prefill": generations, "decode": generations * (NEW - 1), "reset": generations}
     assert rows[0]["generations_timed"] == REPEATS and rows[0]["compile_s"] is None
+    assert rows[0]["compile_prefill_s"] is None and rows[0]["compile_decode_s"] is None
+
+
+def test_a_compiling_engines_row_times_each_steps_compile_and_places_ttft_over_its_floor(tmp_path):
+    """``static-compile`` on the CPU: the first (untimed) generation's prefill and first decode step carry the
+    compiles, each stored apart and both inside ``compile_s``; the row's TTFT floor is the roofline time of its
+    prefill counts under the stored ceilings, and its ratio the median TTFT over it."""
+    from accelbench.core import roofline
+
+    [row] = _generate(tmp_path, "static-compile")
+    assert row["status"] == "ok" and row["compile_mode"] == "reduce-overhead on CUDA, default on CPU"
+    assert 0 < row["compile_prefill_s"] < row["compile_s"] and 0 < row["compile_decode_s"] < row["compile_s"]
+    assert row["compile_prefill_s"] + row["compile_decode_s"] <= row["compile_s"]
+    assert row["compile_prefill_s"] > 10 * row["ttft_p50_ms"] / 1e3  # the compile, not a compiled prefill's run
+    floor_s = roofline.theoretical_time_s(row["prefill_flops"], row["prefill_min_bytes"], 1e11, 1e10)
+    assert row["ttft_floor_ms"] == pytest.approx(floor_s * 1e3)
+    assert row["ttft_over_floor"] == pytest.approx(row["ttft_p50_ms"] / row["ttft_floor_ms"])
