@@ -181,8 +181,8 @@ def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
 
 def test_the_compiled_prefill_is_compiled_and_gives_the_eager_prefills_first_tokens():
     """A compiling engine's prefill is ``torch.compile``-d as its decode step is (matching steps): the first call
-    compiles a graph, the second at the same shape compiles none, and both fill the cache so that the whole greedy
-    generation equals the eager loop's (CPU: Inductor's C++ backend)."""
+    compiles a graph (with dynamic shapes), a second call and a session of another prompt length compile none, and
+    the whole greedy generation equals the eager loop's (CPU: Inductor's C++ backend)."""
     from torch._dynamo.utils import counters
 
     from accelbench.backends.lm_loop import StaticLoop, compiled_steps, prefill_step
@@ -203,6 +203,10 @@ def test_the_compiled_prefill_is_compiled_and_gives_the_eager_prefills_first_tok
         assert compiled_graphs >= 1 and torch.equal(first, eager_loop.prefill(prompts))
         loop.reset()
         assert torch.equal(loop.prefill(prompts), first) and counters["stats"]["unique_graphs"] == compiled_graphs
+        short = prompts[:, :5].contiguous()
+        shorter = StaticLoop(model, 2, 5, 4, dev, steps=steps)
+        assert torch.equal(shorter.prefill(short), StaticLoop(model, 2, 5, 4, dev).prefill(short))
+        assert counters["stats"]["unique_graphs"] == compiled_graphs  # one graph for every prompt length
     eager, compiled = time_steps(eager_loop, prompts, 5, dev), time_steps(loop, prompts, 5, dev)
     assert compiled.tokens.shape == (2, 5) and torch.equal(eager.tokens, compiled.tokens)
 

@@ -90,29 +90,31 @@ def decode_step(model, cache, tokens, cache_position, cache_arg: str):
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
-def _compiled(fn, compile_mode: str, tune_reductions: bool):
+def _compiled(fn, compile_mode: str, tune_reductions: bool, dynamic: bool | None = None):
     """``fn`` ``torch.compile``-d (``fullgraph``) in ``compile_mode``, with Inductor's coordinate-descent tuning
     when ``tune_reductions`` (``torch.compile`` takes a mode or options, not both: the mode is spelled as its
-    options then, ``torch._inductor.list_mode_options``)."""
+    options then, ``torch._inductor.list_mode_options``); ``dynamic`` as ``torch.compile`` takes it (None: torch's
+    automatic dynamic shapes, static first)."""
     import torch
 
     if not tune_reductions:
-        return torch.compile(fn, mode=compile_mode, fullgraph=True)
+        return torch.compile(fn, mode=compile_mode, fullgraph=True, dynamic=dynamic)
     from torch._inductor import list_mode_options
 
     options = {**list_mode_options(compile_mode), "coordinate_descent_tuning": True}
-    return torch.compile(fn, options=options, fullgraph=True)
+    return torch.compile(fn, options=options, fullgraph=True, dynamic=dynamic)
 
 
 def compiled_steps(compile_mode: str | None, tune_reductions: bool = False):
     """The matching :func:`prefill_step` and :func:`decode_step` (:class:`accelbench.backends.engine.Steps`), each
     ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or both as they are for None.
 
-    Both compile as gpt-fast compiles its ``prefill`` and ``decode_one_token``: Dynamo specialises on the first
-    shapes (a prompt length, a batch size) and recompiles once with dynamic ones when a later case changes them
-    (torch's automatic dynamic shapes), so a sweep over prompt lengths compiles each step about twice, not once a
-    length; with ``reduce-overhead`` a CUDA graph is recorded per shape, the KV cache written in place (its
-    buffers are static addresses: ``transformers``' ``StaticCache`` marks them so).
+    Both compile as gpt-fast compiles its ``prefill`` and ``decode_one_token``: the prefill with dynamic shapes
+    (``dynamic=True``: one graph for every prompt length and batch size, its matrix products cuBLAS's and its
+    attention SDPA's kernels either way, so a sweep over prompt lengths compiles it once); the decode step
+    specialised on its first shapes and compiled once more with dynamic ones when a later case changes them
+    (torch's automatic dynamic shapes). With ``reduce-overhead`` a CUDA graph is recorded per shape, the KV cache
+    written in place (its buffers are static addresses: :func:`allocate`).
 
     ``tune_reductions`` adds Inductor's coordinate-descent tuning to the decode step (``coordinate_descent_tuning``:
     each generated Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for
@@ -126,7 +128,7 @@ def compiled_steps(compile_mode: str | None, tune_reductions: bool = False):
     if not compile_mode:
         return Steps(prefill=prefill_step, decode=decode_step)
     return Steps(
-        prefill=_compiled(prefill_step, compile_mode, False),
+        prefill=_compiled(prefill_step, compile_mode, False, dynamic=True),
         decode=_compiled(decode_step, compile_mode, tune_reductions),
         graphs=compile_mode == "reduce-overhead",
     )
