@@ -4,8 +4,9 @@
 # (ttft_floor_ms, ttft_over_floor), and the decode beside it. Stages in priority order (STAGES selects):
 #   fused    accelbench generate, static-compile-fused (prefill and decode compiled, CUDA graphs), 3 prompt lengths
 #   eager    the same through static-cache (prefill and decode eager): the reference TTFT before the compiled prefill
-#   scratch  benchmarks/llm_gptfast.py: the from-scratch gpt-fast decoder, its prefill compiled as gpt-fast's
-#            (dynamic shapes, CUDA graphs), then eager (PREFILLS; static-graphs adds a compile a prompt length), 3
+#   scratch  benchmarks/llm_gptfast.py: the from-scratch gpt-fast decoder, its prefill compiled with dynamic shapes
+#            and CUDA graphs (as the engines compile theirs), then without CUDA graphs (gpt-fast's own: do the graphs
+#            pay?), then eager (PREFILLS; static-graphs adds a compile a prompt length: do static shapes pay?), 3
 #            prompt lengths, one compiled decode step, its outputs checked against the plain model
 #   int8     static-compile-fused in int8-weight-only, prompt 128 (the 8-bit decode's speed-up over bf16)
 #   plain    (not in the default STAGES) static-compile, the unfused compiled engine, 3 prompt lengths
@@ -24,7 +25,7 @@ BUDGET_S=${BUDGET_S:-380}; T0=$(date +%s); STAGE_MIN_S=25
 source "$(dirname "$0")/lib/stage.sh"
 AB="python3 -m accelbench"
 M=hf:llama-3.1-8b; PROMPTS=${PROMPTS:-128,512,2048}; NEW=${NEW:-32}; REPEATS=${REPEATS:-5}
-DEV=""; PREFILLS=${PREFILLS:-dynamic-graphs,eager}
+DEV=""; PREFILLS=${PREFILLS:-dynamic-graphs,dynamic,eager}
 if [ "${SMOKE:-0}" = 1 ]; then
   M=hf:tiny-shakespeare; PROMPTS=16,32; NEW=4; REPEATS=2; DEV="--device cpu -p fp32"
 fi
@@ -42,7 +43,7 @@ export_last() {  # the store's latest run as $OUT/prefill-$1.json.gz
   if has fused; then stage fused ${FUSED_S:-160} $GEN $BF16 --modes static-compile-fused --name prefill-fused; export_last fused; fi
   if has eager; then stage eager ${EAGER_S:-50} $GEN $BF16 --modes static-cache --name prefill-eager; export_last eager; fi
   if has scratch && [ "${SMOKE:-0}" != 1 ]; then
-    stage scratch ${SCRATCH_S:-110} python3 benchmarks/llm_gptfast.py --arch llama-3.1-8b --variants gqa \
+    stage scratch ${SCRATCH_S:-130} python3 benchmarks/llm_gptfast.py --arch llama-3.1-8b --variants gqa \
       --prefill "$PREFILLS" --prompt "$PROMPTS" --new "$NEW" --reps 3 --out "$OUT/scratch.json"
   fi
   if has int8; then

@@ -169,3 +169,24 @@ def test_a_compiling_engines_row_times_each_steps_compile_and_places_ttft_over_i
     floor_s = roofline.theoretical_time_s(row["prefill_flops"], row["prefill_min_bytes"], 1e11, 1e10)
     assert row["ttft_floor_ms"] == pytest.approx(floor_s * 1e3)
     assert row["ttft_over_floor"] == pytest.approx(row["ttft_p50_ms"] / row["ttft_floor_ms"])
+
+
+def test_the_serving_ceiling_runs_the_engines_compiled_steps_and_the_engine_releases_them(monkeypatch):
+    """``serve``'s in-process ceiling through ``static-compile``: its prefill and decode step are both compiled (two
+    graphs at least, one a step), its figures are measured, and the engine's own ``release`` hands the model back once
+    (the one place that does)."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from accelbench.scenarios.serve import ceiling
+
+    engine, released = engine_registry.get("static-compile"), []
+    monkeypatch.setattr(engine, "release", lambda: released.append(True))
+    torch._dynamo.reset()
+    counters.clear()
+    out = ceiling.measure(
+        "hf:tiny-shakespeare", [1], 8, NEW, mode=engine.name, shape=None, device=torch.device("cpu"), seed=0
+    )
+    assert out[1].note is None and out[1].tpot_p50_ms > 0 and out[1].output_tokens_per_s > 0
+    assert counters["stats"]["unique_graphs"] >= 2 and released == [True]
+    torch._dynamo.reset()
