@@ -12,6 +12,8 @@
 #   plain    (not in the default STAGES) static-compile, the unfused compiled engine, 3 prompt lengths
 #   ncu      (not in the default STAGES) accelbench profile --step decode --ncu on: one decode step of the fused
 #            engine under Nsight Compute (NCU_MODEL, default the 8B shape; capped at NCU_S, 150 s)
+#   tests    (not in the default STAGES) the generate GPU tests (tests/test_generate_gpu.py: the compiled, graph-captured
+#            prefill and decode generate the eager tokens, every engine and precision gives an ok row; needs pytest)
 # Then a compact JSON export of each run and a markdown summary (benchmarks/prefill_summary.py).
 # Run from the repository root: OUT=/some/dir bash benchmarks/prefill_compiled_gpu.sh
 #   SMOKE=1: the generate stages on the CPU with the bundled tiny model (checks every flag; no figure means anything).
@@ -57,6 +59,7 @@ export_last() {  # the store's latest run as $OUT/prefill-$1.json.gz
       --modes static-compile-fused --ncu ${NCU:-on} --ncu-timeout-s $(( ${NCU_S:-150} - 30 )) --db $DB --json "$OUT/ncu-decode.json"
     export_last ncu
   fi
+  if has tests; then stage tests ${TESTS_S:-150} python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_generate_gpu.py; fi
   python3 benchmarks/prefill_summary.py "$OUT" | tee "$OUT/summary.md"
   echo "=== $(date +%T) done ($(( $(date +%s) - T0 )) s)"
 } 2>&1 | grep -v -i "warn" | tee -a "$OUT/log.txt"
