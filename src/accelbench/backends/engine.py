@@ -3,12 +3,14 @@
 An engine is not a :class:`~accelbench.backends.Backend` (an image model's forward or training step): it registers
 in its own registry, :data:`ENGINES`, and is found by the name users give to ``--modes`` (the two registries share
 one namespace of modes: :mod:`accelbench.backends.modes`); a third-party engine registers through the
-``accelbench.backends`` entry point group, which takes an engine as it takes a backend. It owns *how* the model runs:
-it loads a model into a typed :class:`LoadedModel`, opens sessions on it and releases its memory (:meth:`Engine.release`,
-the one place that does); the benchmark owns *how it is timed*: the benchmark owns *how it is timed*: warm-up, synchronisation,
-CUDA events and the per-token marks stay in accelbench's timing loops (``accelbench.backends.lm_timing``),
-which call the engine's verbs and take a mark after each token (optimum-benchmark's backends: ``load``, ``prefill``,
-``generate``; vLLM's ``bench`` calls ``LLM.generate``, never the engine's internals).
+``accelbench.backends`` entry point group, which takes an engine as it takes a backend. The engine owns *how* the
+model runs: it loads a model into a typed :class:`LoadedModel` (its prefill and decode, matching steps compiled or not
+as its capabilities say), opens sessions on it, says how many untimed generations come first (:attr:`Engine.warmup`)
+and hands the memory back (:meth:`Engine.release`, the one place that does). The benchmark owns *how it is timed*:
+synchronisation, CUDA events and the per-token marks stay in accelbench's timing loops
+(``accelbench.backends.lm_timing``), which call the engine's verbs and take a mark after each token
+(optimum-benchmark's backends: ``load``, ``prefill``, ``generate``; vLLM's ``bench`` calls ``LLM.generate``, never
+the engine's internals).
 
 The verbs an engine implements depend on its :class:`Capabilities`:
 
