@@ -82,7 +82,7 @@ def decode_step(model, cache, tokens, cache_position, cache_arg: str):
     """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``
     (passed by the keyword ``cache_arg``, :func:`cache_argument`), and the greedy next tokens ``(batch, 1)``. The
     model and cache are arguments, so one compiled step serves every case of a model: Dynamo specialises on the
-    first shapes and recompiles once with dynamic batch and cache lengths when they change; a CUDA graph is
+    first shapes and recompiles when the batch or the cache length changes (:func:`compiled_steps`); a CUDA graph is
     recorded per shape."""
     logits = model(
         tokens, cache_position=cache_position, position_ids=cache_position[None], use_cache=True, **{cache_arg: cache}
@@ -110,11 +110,13 @@ def compiled_steps(compile_mode: str | None, tune_reductions: bool = False):
     ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or both as they are for None.
 
     Both compile as gpt-fast compiles its ``prefill`` and ``decode_one_token``: the prefill with dynamic shapes
-    (``dynamic=True``: one graph for every prompt length and batch size, its matrix products cuBLAS's and its
-    attention SDPA's kernels either way, so a sweep over prompt lengths compiles it once); the decode step
-    specialised on its first shapes and compiled once more with dynamic ones when a later case changes them
-    (torch's automatic dynamic shapes). With ``reduce-overhead`` a CUDA graph is recorded per shape, the KV cache
-    written in place (its buffers are static addresses: :func:`allocate`).
+    (``dynamic=True``: one graph for the prompt lengths of a sweep, its matrix products cuBLAS's and its attention
+    SDPA's kernels either way); the decode step specialised on its first shapes. The KV cache's buffers are static
+    addresses (:func:`allocate`), whose shapes Dynamo specialises on: a later case of another batch size compiles
+    the prefill once more, and one of another batch size or cache length (prompt plus new tokens) the decode step
+    (measured on the CPU: prompts of 16, 48 and 96 tokens at batch 1 compile the prefill once and the decode step
+    twice). Each compile happens in a case's first warm-up generation. With ``reduce-overhead`` a CUDA graph is
+    recorded per shape, the KV cache written in place.
 
     ``tune_reductions`` adds Inductor's coordinate-descent tuning to the decode step (``coordinate_descent_tuning``:
     each generated Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for

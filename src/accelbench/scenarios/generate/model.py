@@ -26,9 +26,10 @@ class Built:
 class SweepState:
     """What the cases of one sweep share: the device's ceilings; each model's perplexity by precision and fused
     projections (a model-numerics figure: the same for every batch size, prompt and backend loop); and the model
-    the cases run now, with its compiled decode step: the cases of one (model, precision, backend) reuse them, so a
-    sweep over batch sizes and prompt lengths builds once and compiles about twice (the first shapes, then dynamic
-    ones), where a case per compile would spend most of a GPU sweep compiling. ``memory_bytes``: what the device
+    the cases run now, with its compiled prefill and decode steps: the cases of one (model, precision, engine) reuse
+    them, so a sweep over batch sizes and prompt lengths builds once and compiles only where a shape asks it
+    (:func:`accelbench.backends.lm_loop.compiled_steps`), where a build per case would spend most of a GPU sweep
+    building and compiling. ``memory_bytes``: what the device
     had before the sweep built anything (:func:`accelbench.core.memory.available_bytes`)."""
 
     ceilings: Any = None
