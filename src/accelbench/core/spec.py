@@ -87,7 +87,8 @@ class Spec:
         models: model names (see :func:`accelbench.models.create_model`).
         batch_sizes: samples per step, each >= 1.
         precisions: names from :data:`accelbench.precisions.PRECISIONS`.
-        modes: execution backends from :data:`accelbench.backends.BACKENDS`.
+        modes: execution modes, each a backend (:data:`accelbench.backends.BACKENDS`) or a generation engine
+            (:data:`accelbench.backends.engine.ENGINES`): :func:`accelbench.backends.names`.
         channels_last: ``auto`` (NHWC where it helps: convolutions on CUDA below fp32), ``on``, ``off``.
         images: images used (inference: per pass; training: distinct images cycled); None: all of the data.
         data: ``cifar10-test``, ``cifar10-train-5k``, ``synthetic``, or an ImageFolder directory / .tar(.gz); None for

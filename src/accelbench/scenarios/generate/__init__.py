@@ -108,7 +108,7 @@ class Generate(Scenario):
         if not spec.batch_sizes:
             raise ConfigError("batch_sizes", "", "one or more positive integers, e.g. -b 1,8")
         check_choices("precision", spec.precisions, precisions.names(workload="generate"))
-        check_choices("mode", spec.modes, backends.names(workload="generate"))
+        check_choices("mode", spec.modes, backends.names(workload=self.backend_workload))
 
     def cases(self, spec, device: str) -> list:
         """model x precision x mode x prompt length x new tokens x batch size (batch innermost: one OOM boundary
@@ -167,7 +167,7 @@ class Generate(Scenario):
         from accelbench import backends, precisions
         from accelbench.backends.engine import Engine
 
-        engine = backends.get(case.mode)
+        engine = backends.mode(case.mode)
         if not isinstance(engine, Engine):
             return f"{case.mode} is not a generation engine (accelbench.backends.engine.Engine)"
         return precisions.unsupported_reason(case.precision, device) or engine.unsupported_reason(
