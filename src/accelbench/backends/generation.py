@@ -95,8 +95,11 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
     from accelbench.quant.weight_only import compiled_reductions
 
     caps = engine.capabilities
-    if dims is not None and dims.tp:
-        _check_tp(caps, precision)
+    why = tp_reason(caps, precision) if dims is not None and dims.tp else None
+    if why:
+        from accelbench.core.errors import Unsupported
+
+        raise Unsupported(why)
     lm = load_lm(name, device, lm_dtype(precision), seed, dims=dims)
     hf.check_tokenizer(lm)
     cols: dict[str, Any] = dict(lm.parallel)
@@ -109,22 +112,18 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
     return LoadedModel(lm=lm, device=device, columns=cols, step=compiled_step(mode, tune), graphs=graphs)
 
 
-def _check_tp(caps: Capabilities, precision: str) -> None:
-    """What a tensor-parallel model cannot run here: fused projections (their fused q/k/v and gate/up matmuls would
-    need a plan of their own) and the quantizing precisions (their int8 / fp8 linears replace the ``nn.Linear``s
-    the plan splits).
-
-    Raises:
-        Unsupported: one of those.
-    """
+def tp_reason(caps: Capabilities, precision: str) -> str | None:
+    """Why an engine of ``caps`` cannot run a tensor-parallel model in ``precision``, or None: fused projections
+    (their fused q/k/v and gate/up matmuls would need a plan of their own) and the quantizing precisions (their int8
+    / fp8 linears replace the ``nn.Linear`` modules the plan splits) are not split."""
     from accelbench import precisions
-    from accelbench.core.errors import Unsupported
 
     if caps.fused_projections:
-        raise Unsupported("fused projections are not split by tensor parallelism (use static-compile)")
+        return "fused projections are not split by tensor parallelism (use static-compile)"
     p = precisions.get(precision)
     if p.weight_only or p.quant is not None:
-        raise Unsupported(f"{precision}: quantized weights are not split by tensor parallelism (use bf16 or fp16)")
+        return f"{precision}: quantized weights are not split by tensor parallelism (use bf16 or fp16)"
+    return None
 
 
 class HFGenerate(Engine):

@@ -54,6 +54,25 @@ class ParallelDims:
             raise ValueError(f"parallel strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
         return cls(**{STRATEGIES[strategy]: world})
 
+    @classmethod
+    def parse(cls, text: str, world: int | None = None) -> ParallelDims:
+        """A layout as :attr:`label` writes it (``tp=4``, ``dp=2,tp=4``); a degree left out (``tp``) is ``world``.
+
+        Raises:
+            ConfigError: an unknown name, a degree that is not a positive integer, a name twice, or a bare name
+                without ``world`` (exit 2).
+        """
+        allowed = "degrees as tp=N, dp=N, dp_shard=N joined by commas (a bare name: all of --gpus N)"
+        degrees: dict[str, int] = {}
+        for item in str(text).split(","):
+            name, _, value = item.strip().partition("=")
+            if name not in NAMES or name in degrees or (not value and world is None):
+                raise ConfigError("parallel", text, allowed)
+            if value and not (value.isdigit() and int(value) >= 1):
+                raise ConfigError("parallel", text, allowed)
+            degrees[name] = int(value) if value else world
+        return cls(**degrees)
+
     @property
     def used(self) -> tuple[tuple[str, int], ...]:
         """``(name, degree)`` of each parallelism used, outermost first."""

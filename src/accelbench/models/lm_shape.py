@@ -27,10 +27,14 @@ def stored_bytes(t) -> int:
     """Bytes ``t`` holds on its device: for a tensor subclass that wraps others (torchao's int8 and float8 weights:
     8-bit data, scales, zero points), the sum of its inner tensors (``__tensor_flatten__``), not its logical
     ``numel() x element_size()`` (the dtype it stands for: bf16's 2 bytes)."""
+    import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+    if hasattr(t, "to_local"):  # a DTensor (a tensor-parallel shard): the bytes of this process's shard
+        return stored_bytes(t.to_local())
     if is_traceable_wrapper_subclass(t):
-        return sum(stored_bytes(getattr(t, name)) for name in t.__tensor_flatten__()[0])
+        inner = (getattr(t, name) for name in t.__tensor_flatten__()[0])
+        return sum(stored_bytes(x) for x in inner if isinstance(x, torch.Tensor))
     return t.numel() * t.element_size()
 
 
