@@ -150,3 +150,15 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert len(one) == 1 and one[0]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
     shown = run_cli("results", "--db", str(db), "--run", "1")
     assert shown.returncode == 0 and "static-cache" in shown.stdout
+
+
+def test_compare_tells_a_split_generation_from_one_on_one_gpu():
+    """A row of ``generate --gpus 2 --parallel tp`` matches only rows of the same split, and its label says so."""
+    from accelbench.core.compare import case_label, match_key
+
+    row = {"model": TINY, "batch_size": 1, "precision": "bf16", "mode": "static-cache", "prompt_len": 16}
+    split = {**row, "world_size": 2, "tp_degree": 2, "workload": "generate"}
+    one = {**row, "tp_degree": 1, "workload": "generate"}
+    assert match_key(split) != match_key(one)
+    assert case_label(match_key(split)).endswith("prompt=16 tp=2 generate")
+    assert "tp=" not in case_label(match_key(one))
