@@ -42,23 +42,23 @@ def test_tp_must_divide_the_query_and_key_value_heads():
     assert ParallelDims(tp=3).tp_reason(64, 8) is not None and ParallelDims(tp=8).tp_reason(64, 8) is None
 
 
-def _generate(tmp_path: Path, ranks: int) -> dict:
+def _generate(tmp_path: Path, ranks: int, name: str = TINY) -> dict:
     out = tmp_path / f"tp{ranks}.json"
     script = Path(__file__).with_name("tp_ranks.py")
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
-    p = subprocess.run([*argv, str(script), str(out), TINY], capture_output=True, text=True, env=cli_env(), timeout=300)
+    p = subprocess.run([*argv, str(script), str(out), name], capture_output=True, text=True, env=cli_env(), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(out.read_text())
 
 
-def _whole_model_tokens() -> list:
+def _whole_model_tokens(name: str = TINY) -> list:
     """The same generation as ``tp_ranks.py``'s, of the model loaded whole in this process."""
     import torch
 
     from accelbench.backends.lm_loop import StaticLoop
     from accelbench.models.lm_load import load_lm
 
-    lm = load_lm(TINY, torch.device("cpu"), torch.float32, 0)
+    lm = load_lm(name, torch.device("cpu"), torch.float32, 0)
     prompts = torch.randint(0, lm.info.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0))
     loop = StaticLoop(lm.module, 2, 16, 8, torch.device("cpu"))
     with torch.no_grad():
@@ -74,6 +74,14 @@ def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(tmp_path):
     assert two["kv_heads"] == 1  # the static cache holds this rank's key-value head (1 of 2)
     assert not two["tp_sharded_head"]  # tied to the embedding: replicated
     assert len(whole) == 2 and len(whole[0]) == 8  # batch 2, 8 new tokens
+    assert two["tokens"][0] == two["tokens"][1] == whole
+
+
+@pytest.mark.slow
+def test_an_untied_lm_head_is_split_over_the_vocabulary_and_keeps_the_tokens(tmp_path):
+    name = "helpers:tiny_untied_llama"
+    whole, two = _whole_model_tokens(name), _generate(tmp_path, 2, name)
+    assert two["tp_sharded_head"] and two["q_local"] == [64, 128]
     assert two["tokens"][0] == two["tokens"][1] == whole
 
 

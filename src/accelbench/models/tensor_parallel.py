@@ -23,6 +23,7 @@ then each rank allocates its shards on its GPU (``to_empty``) and draws them (:f
 
 from __future__ import annotations
 
+import inspect
 import zlib
 from typing import Any
 
@@ -75,8 +76,11 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
     why = tp_reason(lm, tp)
     if why:
         raise Unsupported(why)
+    # weights on the meta device hold no data: each rank splits its own, no scatter from rank 0 (torch >= 2.7)
+    meta = next(lm.parameters()).is_meta and "src_data_rank" in inspect.signature(parallelize_module).parameters
+    kw = {"src_data_rank": None} if meta else {}
     for layer in decoder_layers(lm):
-        parallelize_module(layer, mesh, layer_plan())
+        parallelize_module(layer, mesh, layer_plan(), **kw)
         attn = layer.self_attn
         for attr in ("num_heads", "num_key_value_heads"):  # families that reshape by an attribute, not by -1
             if isinstance(getattr(attn, attr, None), int):
@@ -84,7 +88,7 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
     head, embed = lm.get_output_embeddings(), lm.get_input_embeddings()
     split_head = head is not None and head.weight is not embed.weight and head.weight.shape[0] % tp == 0
     if split_head:
-        parallelize_module(head, mesh, ColwiseParallel(output_layouts=Replicate()))
+        parallelize_module(head, mesh, ColwiseParallel(output_layouts=Replicate()), **kw)
     return {"tp_degree": tp, "tp_sharded_head": split_head}
 
 
