@@ -20,11 +20,18 @@ gate/up fused with each decode attention of :mod:`accelbench.backends.lm_fuse`: 
 (the model family's function: under ``torch.compile`` it copies the KV cache once per query head group),
 ``hf-fused-pack`` and ``hf-fused-gqa`` (the ``static-compile-fused`` engine's default).
 
-Each generation is timed as accelbench times one: the device synchronised, a CUDA event after the prefill and after
-every decode step; TPOT is the mean gap (the decode steps), over ``--reps`` generations after two warm-up ones.
+Each generation is timed as accelbench times one: the device synchronised, a CUDA event before the prefill, after
+it and after every decode step; TTFT is the first gap (the prefill and its greedy token), TPOT the mean of the others
+(the decode steps), over ``--reps`` generations after two warm-up ones.
+
+The prefill (``--prefill``) runs eager, or compiled as gpt-fast compiles its ``prefill`` (``fullgraph``): ``dynamic``
+(``dynamic=True``, gpt-fast's: one graph for every prompt length), ``static`` (a graph a prompt length) and, for each,
+``-graphs`` (``mode="reduce-overhead"``: a CUDA graph a prompt length). Several prompt lengths (``--prompt
+128,512,2048``) run on one compile of each step: a decoder (its KV cache) a length, the compiled steps shared.
 
 Run: ``PYTHONPATH=src python3 benchmarks/llm_gptfast.py --arch llama-3.1-8b --out scratch.json`` (one JSON object:
-per variant the TPOT mean/p50 in ms, per generation, and the output check).
+per variant, prefill and prompt length the TTFT and TPOT mean/p50 in ms, per generation, and the output check; a
+failed case is its ``error``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -146,18 +154,43 @@ def decode_one(model, token, pos):
     return logits[:, -1].argmax(-1, keepdim=True), logits[:, -1]
 
 
-def generate(model, step, prompts, new: int, graphs: bool, keep_logits: bool = False):
-    """One timed generation: ``(tpot_ms list, tokens (B, new), logits per step or None)``."""
+def prefill_one(model, tokens, pos):
+    """The prefill, gpt-fast's ``prefill``: the same call as :func:`decode_one` on the whole prompt (its own function,
+    so its compile is its own)."""
+    logits = model(tokens, pos)
+    return logits[:, -1].argmax(-1, keepdim=True), logits[:, -1]
+
+
+PREFILLS = ("eager", "dynamic", "static", "dynamic-graphs", "static-graphs")
+CHECK_TOKENS = 16  # the generations whose logits are checked against the plain model
+
+
+def compiled_prefill(kind: str):
+    """``(prefill, graphs)`` for a ``--prefill`` kind (module docstring)."""
+    if kind == "eager":
+        return prefill_one, False
+    graphs = kind.endswith("-graphs")
+    mode = "reduce-overhead" if graphs else "default"
+    return torch.compile(prefill_one, mode=mode, fullgraph=True, dynamic=kind.startswith("dynamic")), graphs
+
+
+def generate(model, step, prompts, new: int, graphs: bool, keep_logits: bool = False, prefill=(decode_one, False)):
+    """One timed generation: ``(gaps_ms list, tokens (B, new), logits per step or None)``; ``gaps_ms[0]`` is the
+    TTFT, the others the decode steps."""
     p = prompts.shape[1]
     positions = torch.arange(p + new, device=prompts.device)
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(new)]
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(new + 1)]
     logits = []
     if hasattr(model, "reset"):
         model.reset()
     with torch.no_grad():
         torch.cuda.synchronize()
-        token, lg = decode_one(model, prompts, positions[:p])
         events[0].record()
+        if prefill[1]:
+            torch.compiler.cudagraph_mark_step_begin()
+        token, lg = prefill[0](model, prompts, positions[:p])
+        token = token.clone()
+        events[1].record()
         out = [token]
         if keep_logits:
             logits.append(lg.float().clone())
@@ -166,7 +199,7 @@ def generate(model, step, prompts, new: int, graphs: bool, keep_logits: bool = F
                 torch.compiler.cudagraph_mark_step_begin()
             token, lg = step(model, token, positions[p + i : p + i + 1])
             token = token.clone()
-            events[i + 1].record()
+            events[i + 2].record()
             out.append(token)
             if keep_logits:
                 logits.append(lg.float().clone())
@@ -200,34 +233,58 @@ def build(variant: str, hf_model, batch: int, max_len: int):
     return HFStatic(hf_model, max_len)
 
 
-def measure(variant: str, hf_model, prompts, args) -> dict:
-    """One variant: its eager outputs checked, two warm-up generations, ``reps`` timed ones, the compiled outputs
-    checked."""
-    torch._dynamo.reset()
-    model = build(variant, hf_model, args.batch, args.prompt + args.new)
-    step = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
-    _, tokens, logits = generate(model, decode_one, prompts, 16, False, keep_logits=True)
+def measure(variant: str, hf_model, prompts, args, step, prefill) -> dict:
+    """One variant at one prompt length (``prompts`` ``(batch, P)``): its eager outputs checked, two warm-up
+    generations, ``reps`` timed ones, the compiled outputs checked. ``step``: the compiled decode step; ``prefill``:
+    ``(prefill, graphs)`` (:func:`compiled_prefill`)."""
+    model = build(variant, hf_model, args.batch, prompts.shape[1] + max(args.new, CHECK_TOKENS))
+    _, tokens, logits = generate(model, decode_one, prompts, CHECK_TOKENS, False, keep_logits=True)
     out = {"check_eager": check(hf_model, prompts, tokens, logits)}  # a fused model computes the same function
-    for _ in range(2):
-        generate(model, step, prompts, args.new, True)
-    runs = [generate(model, step, prompts, args.new, True) for _ in range(args.reps)]
-    gaps = [g for r in runs for g in r[0]]
-    _, ctokens, clogits = generate(model, step, prompts, 16, True, keep_logits=True)
+    t0 = time.perf_counter()
+    first = generate(model, step, prompts, args.new, True, prefill=prefill)[0]
+    out.update(first_generation_s=time.perf_counter() - t0, first_ttft_ms=first[0], first_tpot_ms=first[1])
+    generate(model, step, prompts, args.new, True, prefill=prefill)
+    runs = [generate(model, step, prompts, args.new, True, prefill=prefill)[0] for _ in range(args.reps)]
+    gaps, ttfts = [g for r in runs for g in r[1:]], [r[0] for r in runs]
+    _, ctokens, clogits = generate(model, step, prompts, CHECK_TOKENS, True, keep_logits=True, prefill=prefill)
     out.update(
+        ttft_mean_ms=statistics.fmean(ttfts),
+        ttft_p50_ms=statistics.median(ttfts),
         tpot_mean_ms=statistics.fmean(gaps),
         tpot_p50_ms=statistics.median(gaps),
-        tpot_mean_ms_per_generation=[statistics.fmean(r[0]) for r in runs],
+        tpot_mean_ms_per_generation=[statistics.fmean(r[1:]) for r in runs],
         check_compiled=check(hf_model, prompts, ctokens, clogits),
         eager_vs_compiled_tokens=(tokens == ctokens).float().mean().item(),
     )
     return out
 
 
+def measure_variant(variant: str, hf_model, args, res: dict) -> None:
+    """Every ``--prefill`` of ``variant`` at every ``--prompt`` length, the compiled decode step shared by all of them
+    and each compiled prefill by the lengths; each result written to ``res[variant][prefill][prompt]`` (a failure:
+    its ``error``) and saved."""
+    torch._dynamo.reset()
+    step = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
+    for kind in args.prefill.split(","):
+        prefill = compiled_prefill(kind)
+        for p in (int(x) for x in args.prompt.split(",")):
+            prompts = torch.randint(0, hf_model.config.vocab_size, (args.batch, p), device=hf_model.device)
+            try:
+                got = measure(variant, hf_model, prompts, args, step, prefill)
+            except Exception as exc:  # a failed case is a result; the others still run
+                got = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:400]}
+            res.setdefault(variant, {}).setdefault(kind, {})[str(p)] = got
+            print(variant, kind, p, json.dumps({k: v for k, v in got.items() if "per_generation" not in k}), flush=True)
+            with open(args.out, "w") as f:  # after every case: a stopped call keeps what ran
+                json.dump(res, f, indent=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", default="llama-3.1-8b")
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--prompt", default="128", help="prompt lengths, comma-separated")
+    ap.add_argument("--prefill", default="eager", help=f"prefills, comma-separated: {', '.join(PREFILLS)}")
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--variants", default="gqa,pack,hf,hf-fused-transformers,hf-fused-pack,hf-fused-gqa")
@@ -237,14 +294,10 @@ def main() -> None:
     from llm_handloop import build as build_hf  # the model as accelbench builds hf:<arch> (this folder's hand loops)
 
     hf_model = build_hf(args.arch, torch.bfloat16, args.seed)
-    prompts = torch.randint(0, hf_model.config.vocab_size, (args.batch, args.prompt), device="cuda")
     res = {"arch": args.arch, "batch": args.batch, "prompt": args.prompt, "new": args.new, "torch": torch.__version__}
     res["device"] = torch.cuda.get_device_name()
     for variant in args.variants.split(","):
-        res[variant] = measure(variant, hf_model, prompts, args)
-        print(variant, json.dumps(res[variant]), flush=True)
-        with open(args.out, "w") as f:  # after every variant: a stopped call keeps what ran
-            json.dump(res, f, indent=1)
+        measure_variant(variant, hf_model, args, res)
 
 
 if __name__ == "__main__":

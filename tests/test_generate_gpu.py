@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 def test_compiled_graph_step_generates_the_eager_tokens():
     import torch
 
-    from accelbench.backends.lm_loop import StaticLoop, compiled_step, hf_generate
+    from accelbench.backends.lm_loop import StaticLoop, compiled_steps, hf_generate
     from accelbench.backends.lm_timing import time_generation, time_steps
     from accelbench.models.lm_load import load_lm
 
@@ -20,7 +20,7 @@ def test_compiled_graph_step_generates_the_eager_tokens():
     prompts = torch.randint(0, 1000, (4, 32), device=dev)
     eager = time_steps(StaticLoop(model, 4, 32, 24, dev), prompts, 24, dev)
     users = time_generation(lambda p, on_token: hf_generate(model, p, 24, on_token), prompts, dev)
-    loop = StaticLoop(model, 4, 32, 24, dev, step=compiled_step("reduce-overhead"), graphs=True)
+    loop = StaticLoop(model, 4, 32, 24, dev, steps=compiled_steps("reduce-overhead"))
     time_steps(loop, prompts, 24, dev), time_steps(loop, prompts, 24, dev)  # compile, then record the graph
     graphed = time_steps(loop, prompts, 24, dev)
     assert torch.equal(graphed.tokens, eager.tokens) and torch.equal(users.tokens, eager.tokens)

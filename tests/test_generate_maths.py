@@ -185,3 +185,43 @@ def test_cheapest_precision_within_one_percent_of_the_reference_perplexity():
     assert best["precision"] == "int8-weight-only" and best["missed"] == ["fp8-weight-only"]
     assert "int8-weight-only" in quality_line(best) and "above it: fp8-weight-only" in quality_line(best)
     assert cheapest_meeting_perplexity([{"model": "x", "precision": "bf16", "status": "ok"}]) == []
+
+
+def test_ttft_floor_is_the_prefills_roofline_time_under_the_measured_ceilings():
+    """A prefill of batch 2 x 4 tokens of SHAPE: 2 x (2 x 1000 x 4 + 2 x 500 + 4 x 2 x 4 x 8 x (1 + 2 + 3 + 4))
+    = 23,120 FLOPs and 4000 + 2 x 4 x 128 = 5,024 bytes. Memory-bound under 1 MFLOP/s and 100 kB/s (50.24 ms), compute-
+    bound when the bandwidth is 1 MB/s (23.12 ms); the median TTFT over the floor; no floor without a ceiling."""
+    from accelbench.backends.lm_timing import Generation
+    from accelbench.scenarios.generate.measure import Ceilings, generation_columns
+
+    gens = [Generation(ttft_s=t, itl_s=(0.01,), e2e_s=t + 0.01, tokens=None) for t in (0.1, 0.3, 0.2)]
+
+    def floor(**ceilings):
+        rec, _ = generation_columns(
+            gens, SHAPE, batch_size=2, prompt_len=4, new_tokens=2, ceilings=Ceilings(**ceilings)
+        )
+        return rec
+
+    slow_memory = floor(flops_per_s=1e6, dram_bytes_per_s=1e5)
+    assert slow_memory["prefill_flops"] == 23_120 and slow_memory["prefill_min_bytes"] == 5_024
+    assert slow_memory["ttft_floor_ms"] == pytest.approx(50.24)
+    assert slow_memory["ttft_over_floor"] == pytest.approx(200 / 50.24)  # the median TTFT, 200 ms
+    fast_memory = floor(flops_per_s=1e6, dram_bytes_per_s=1e6)
+    assert fast_memory["ttft_floor_ms"] == pytest.approx(23.12)
+    assert fast_memory["ttft_over_floor"] == pytest.approx(200 / 23.12)
+    no_roof = floor(dram_bytes_per_s=1e6)
+    assert no_roof["ttft_floor_ms"] is None and no_roof["ttft_over_floor"] is None
+
+
+def test_a_compiling_engines_first_generation_gives_each_steps_compile_time():
+    from accelbench.backends.engine import Capabilities
+    from accelbench.backends.lm_timing import Generation
+    from accelbench.scenarios.generate.measure import compile_columns
+
+    first = Generation(ttft_s=12.5, itl_s=(7.25, 0.01, 0.01), e2e_s=19.9, tokens=None)
+    assert compile_columns(first, Capabilities(compiles=True)) == {
+        "compile_s": 19.9,
+        "compile_prefill_s": 12.5,
+        "compile_decode_s": 7.25,
+    }
+    assert set(compile_columns(first, Capabilities()).values()) == {None}

@@ -155,10 +155,11 @@ def test_fused_projections_compute_the_same_function(cls, config, kw):
 
 def test_fusing_gpt2_is_refused_with_a_reason():
     from accelbench.backends.lm_fuse import fusable, fuse_projections
+    from accelbench.core.errors import Unsupported
 
     model = GPT2LMHeadModel(GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=300))
     assert "model.layers" in fusable(model)
-    with pytest.raises(ValueError):
+    with pytest.raises(Unsupported, match="fused projections: .*model.layers"):
         fuse_projections(model)
 
 
@@ -178,10 +179,42 @@ def test_both_loops_generate_the_same_greedy_tokens_and_time_every_token():
         assert g.ttft_s + sum(g.itl_s) <= g.e2e_s + 1e-6  # the marks lie inside the synchronised window
 
 
+def test_the_compiled_prefill_is_compiled_and_gives_the_eager_prefills_first_tokens():
+    """A compiling engine's prefill is ``torch.compile``-d as its decode step is (matching steps): the first call
+    compiles a graph (with dynamic shapes), a second call and a session of another prompt length compile none, and
+    the whole greedy generation equals the eager loop's (CPU: Inductor's C++ backend)."""
+    from torch._dynamo.utils import counters
+
+    from accelbench.backends.lm_loop import StaticLoop, compiled_steps, prefill_step
+    from accelbench.backends.lm_timing import time_steps
+
+    model, dev = tiny(), torch.device("cpu")
+    prompts = torch.randint(0, 300, (2, 9))
+    eager_loop = StaticLoop(model, 2, 9, 5, dev)
+    torch._dynamo.reset()
+    steps = compiled_steps("default")
+    assert steps.prefill is not prefill_step and not steps.graphs  # graphs: reduce-overhead (CUDA) only
+    loop = StaticLoop(model, 2, 9, 5, dev, steps=steps)
+    with torch.no_grad():
+        eager_loop.reset(), loop.reset()
+        counters.clear()
+        first = loop.prefill(prompts)
+        compiled_graphs = counters["stats"]["unique_graphs"]
+        assert compiled_graphs >= 1 and torch.equal(first, eager_loop.prefill(prompts))
+        loop.reset()
+        assert torch.equal(loop.prefill(prompts), first) and counters["stats"]["unique_graphs"] == compiled_graphs
+        short = prompts[:, :5].contiguous()
+        shorter = StaticLoop(model, 2, 5, 4, dev, steps=steps)
+        assert torch.equal(shorter.prefill(short), StaticLoop(model, 2, 5, 4, dev).prefill(short))
+        assert counters["stats"]["unique_graphs"] == compiled_graphs  # one graph for every prompt length
+    eager, compiled = time_steps(eager_loop, prompts, 5, dev), time_steps(loop, prompts, 5, dev)
+    assert compiled.tokens.shape == (2, 5) and torch.equal(eager.tokens, compiled.tokens)
+
+
 def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_tokens():
     """The weight-only linears' one-token path (a multiply-and-sum inside the compiled step) with coordinate-descent
     tuning on gives the eager step's greedy tokens (CPU: Inductor's C++ backend)."""
-    from accelbench.backends.lm_loop import StaticLoop, compiled_step
+    from accelbench.backends.lm_loop import StaticLoop, compiled_steps
     from accelbench.backends.lm_timing import time_steps
     from accelbench.quant.weight_only import quantize_linears
 
@@ -190,7 +223,7 @@ def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_toke
     prompts = torch.randint(0, 300, (1, 7))
     eager = time_steps(StaticLoop(model, 1, 7, 5, dev), prompts, 5, dev)
     torch._dynamo.reset()
-    tuned_loop = StaticLoop(model, 1, 7, 5, dev, step=compiled_step("default", tune_reductions=True))
+    tuned_loop = StaticLoop(model, 1, 7, 5, dev, steps=compiled_steps("default", tune_reductions=True))
     tuned = time_steps(tuned_loop, prompts, 5, dev)
     assert tuned.tokens.shape == (1, 5) and torch.equal(eager.tokens, tuned.tokens)
 
@@ -201,7 +234,7 @@ def test_a_compiled_step_over_fused_projections_decodes_the_plain_models_tokens(
     attention takes the cache by either keyword ``transformers`` has used (``past_key_values``, then ``cache``): with
     the newer spelling the cache was silently skipped and the compiled attention failed on its shapes."""
     from accelbench.backends.lm_fuse import fuse_projections
-    from accelbench.backends.lm_loop import StaticLoop, cache_argument, compiled_step
+    from accelbench.backends.lm_loop import StaticLoop, cache_argument, compiled_steps
     from accelbench.backends.lm_timing import time_steps
 
     model, dev = tiny(), torch.device("cpu")
@@ -210,7 +243,7 @@ def test_a_compiled_step_over_fused_projections_decodes_the_plain_models_tokens(
     assert cache_argument(model) in ("cache", "past_key_values")
     fuse_projections(model)
     torch._dynamo.reset()
-    fused = time_steps(StaticLoop(model, 2, 7, 6, dev, step=compiled_step("default")), prompts, 6, dev)
+    fused = time_steps(StaticLoop(model, 2, 7, 6, dev, steps=compiled_steps("default")), prompts, 6, dev)
     assert fused.tokens.shape == (2, 6) and torch.equal(plain.tokens, fused.tokens)
 
 

@@ -75,6 +75,32 @@ def test_prefill_and_decode_on_the_cpu_end_to_end(tmp_path):
     assert all(r.get("data") is None and r.get("images") is None for r in doc["results"])
 
 
+def test_a_compiling_engines_prefill_is_profiled_compiled(tmp_path):
+    """``--step prefill`` of ``static-compile`` profiles the compiled prefill generate times: its first call (the
+    compile) is the row's ``compile_s``, and the repeated steps run the compiled graph (on the CPU, Inductor's C++)."""
+    from accelbench.core import lm_analytic as metrics
+
+    db = tmp_path / "c.db"
+    args = ("-m", "hf:tiny-shakespeare", "--step", "prefill", "--prompt-len", "16", "-b", "1", "--ncu", "off")
+    run_cli(
+        "profile",
+        *args,
+        "--modes",
+        "static-compile",
+        "--device",
+        "cpu",
+        "--timed-steps",
+        "2",
+        "--db",
+        str(db),
+        check=True,
+    )
+    [row] = [r for r in Store(db).records() if r.get("workload") == "profile"]
+    assert row["status"] == "ok" and row["mode"] == "static-compile" and row["step"] == "prefill"
+    assert row["compile_s"] > 0 and row["steps_timed"] == 2 and row["step_time_s"] < row["compile_s"]
+    assert row["analytic_flops"] == metrics.prefill_flops(_shape(), 1, 16)
+
+
 def test_the_training_step_of_a_language_model_is_the_one_train_times(tmp_path):
     """``--step train -m hf:...``: the step ``accelbench train -m hf:...`` times (AdamW, next-token loss), its
     analytic FLOPs the MFU count train uses (torchtitan's ``6 N + 12 L H Q T`` a token) times the step's tokens."""

@@ -159,8 +159,8 @@ def test_a_child_killed_in_the_window_leaves_the_case_without_telemetry():
 
 
 def test_auto_isolates_host_bound_backends_only():
-    assert backends.get("hf-generate").host_bound and backends.get("static-cache").host_bound
-    assert not backends.get("static-compile").host_bound and not backends.get("eager").host_bound
+    assert backends.mode("hf-generate").host_bound and backends.mode("static-cache").host_bound
+    assert not backends.mode("static-compile").host_bound and not backends.mode("eager").host_bound
     assert isolation_for("auto", True) == "process" and isolation_for("auto", False) == "thread"
     assert isolation_for("thread", True) == "thread" and isolation_for("process", False) == "process"
     with pytest.raises(ValueError, match="telemetry_isolation 'fork'"):

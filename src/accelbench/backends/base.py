@@ -212,10 +212,3 @@ def reference() -> str:
         if not b.compiles and b.trainable:
             return n
     raise LookupError("no backend calls the module as it is")
-
-
-def adopt(name: str, obj: object) -> None:
-    """Register what an ``accelbench.backends`` entry point names: a :class:`Backend` subclass or instance."""
-    from accelbench.core.plugins import instance
-
-    register(instance(obj, Backend))

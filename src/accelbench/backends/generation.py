@@ -1,85 +1,36 @@
 """Generation engines (the ``generate`` scenario's ``--modes``): how a language model runs a prefill and its decode
 steps, each an :class:`accelbench.backends.engine.Engine`.
 
+(``tests/test_registries.py`` checks this table against :data:`accelbench.backends.engine.ENGINES`.)
+
 | name | capabilities | what | source |
 | --- | --- | --- | --- |
 | hf-generate | whole generations | what users get: Hugging Face's default (dynamic) KV cache, greedy | transformers docs, "Generation" |
 | static-cache | steps | a pre-allocated ``StaticCache``, the prefill and one eager decode step a token | transformers docs, "KV cache strategies" |
-| static-compile | steps, compiles, CUDA graphs | the decode step ``torch.compile``-d; on CUDA ``mode="reduce-overhead"``: one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
+| static-compile | steps, compiles, CUDA graphs | the prefill and the decode step ``torch.compile``-d; on CUDA ``mode="reduce-overhead"``: one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
 | static-compile-fused | the same, fused projections | q/k/v and gate/up fused into one matmul each (Llama-like models) | gpt-fast ``wqkv``/``w1w3``; vLLM's merged projections |
 
 Every in-process engine loads through :func:`load_model`: the model (:func:`accelbench.models.lm_load.load_lm`: an
 ``hf:`` name or a user factory; split over the GPUs of a tensor-parallel layout) in its precision's dtype and quantized as its precision says (:mod:`accelbench.quant.lm`), its projections
-fused when the engine's capabilities say so, and its decode step compiled once a model. The loops are
+fused when the engine's capabilities say so, and its prefill and decode steps compiled once a model. The loops are
 :mod:`accelbench.backends.lm_loop`'s; their timing is accelbench's (:mod:`accelbench.backends.lm_timing`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from accelbench.backends.base import register
-from accelbench.backends.engine import Capabilities, Engine
+from accelbench.backends.engine import Capabilities, Engine, LoadedModel, register
 
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.models.hf import LoadedLM
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LoadedModel:
-    """A language model an in-process engine loaded, with what it prepared once a model.
-
-    Attributes:
-        lm: the module (a ``transformers`` causal LM in eval mode), its tokenizer (or None) and what is known of it.
-        device: the torch device it is on.
-        columns: the row's columns of the build (``quant_*``, ``fused_layers``).
-        step: the decode step (:func:`accelbench.backends.lm_loop.compiled_step`): compiled once, shared by every
-            session of the model.
-        graphs: the step replays CUDA graphs (``reduce-overhead``).
-    """
-
-    lm: LoadedLM
-    device: Any
-    columns: dict[str, Any] = field(default_factory=dict)
-    step: Callable | None = None
-    graphs: bool = False
-
-    @property
-    def module(self):
-        return self.lm.module
-
-    @property
-    def tokenizer(self):
-        return self.lm.tokenizer
-
-    @property
-    def info(self):
-        return self.lm.info
-
-
-def _fuse(module) -> int:
-    """Fuse ``module``'s projections in place (:mod:`accelbench.backends.lm_fuse`): the number of layers fused.
-
-    Raises:
-        Unsupported: the model is not built like Llama.
-    """
-    from accelbench.backends.lm_fuse import fusable, fuse_projections
-    from accelbench.core.errors import Unsupported
-
-    reason = fusable(module)
-    if reason:
-        raise Unsupported(f"fused projections: {reason}")
-    return fuse_projections(module)
-
 
 def load_model(engine: Engine, name: str, precision: str, device, seed: int, dims=None) -> LoadedModel:
     """``name`` on ``device`` as ``engine`` runs it in ``precision`` (see the module docstring): fused first, so the
-    fused linears are quantized like any other; the decode step compiled (on CUDA: ``reduce-overhead``, one CUDA
-    graph a step) when the engine compiles. ``dims``: the ranks' layout (a
+    fused linears are quantized like any other; the prefill and decode steps compiled (on CUDA:
+    ``reduce-overhead``, one CUDA graph a step) when the engine compiles. ``dims``: the ranks' layout (a
     :class:`~accelbench.core.parallel_dims.ParallelDims`; with ``tp`` used, this rank's shard of the model split
     by :mod:`accelbench.models.tensor_parallel`).
 
@@ -88,7 +39,8 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
             asked of a model not built like Llama, or of a tensor-parallel one; a quantizing precision on a
             tensor-parallel model. MissingDependencyError: fp8 without torchao.
     """
-    from accelbench.backends.lm_loop import compiled_step
+    from accelbench.backends.lm_fuse import fuse_projections
+    from accelbench.backends.lm_loop import compiled_steps
     from accelbench.models import hf
     from accelbench.models.lm_load import load_lm
     from accelbench.quant.lm import lm_dtype, quantize_lm
@@ -104,12 +56,12 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
     hf.check_tokenizer(lm)
     cols: dict[str, Any] = dict(lm.parallel)
     if caps.fused_projections:
-        cols["fused_layers"] = _fuse(lm.module)
+        cols["fused_layers"] = fuse_projections(lm.module)
     cols.update(quantize_lm(lm.module, precision))
     graphs = caps.compiles and caps.cuda_graphs and device.type == "cuda"
     mode = ("reduce-overhead" if graphs else "default") if caps.compiles else None
-    tune = compiled_reductions(lm.module)  # linears compiled as Inductor reductions: compiled_step tunes them
-    return LoadedModel(lm=lm, device=device, columns=cols, step=compiled_step(mode, tune), graphs=graphs)
+    tune = compiled_reductions(lm.module)  # linears compiled as Inductor reductions: the decode step tunes them
+    return LoadedModel(lm=lm, device=device, columns=cols, steps=compiled_steps(mode, tune))
 
 
 def tp_reason(caps: Capabilities, precision: str) -> str | None:
@@ -155,9 +107,7 @@ class StaticCache(Engine):
     def session(self, loaded: LoadedModel, batch_size: int, prompt_len: int, new_tokens: int):
         from accelbench.backends.lm_loop import StaticLoop
 
-        return StaticLoop(
-            loaded.module, batch_size, prompt_len, new_tokens, loaded.device, step=loaded.step, graphs=loaded.graphs
-        )
+        return StaticLoop(loaded.module, batch_size, prompt_len, new_tokens, loaded.device, steps=loaded.steps)
 
 
 for engine in (
@@ -169,7 +119,8 @@ for engine in (
     ),
     StaticCache(
         "static-compile",
-        "language models: the static-cache decode step torch.compile-d (CUDA: one CUDA graph a step, as gpt-fast)",
+        "language models: the static-cache prefill and decode step torch.compile-d (CUDA: a CUDA graph a step, as "
+        "gpt-fast)",
         Capabilities(compiles=True, cuda_graphs=True),
     ),
     StaticCache(

@@ -136,11 +136,14 @@ def fuse_projections(model, decode_attention: str = "gqa") -> int:
     Returns:
         The number of layers fused.
     Raises:
-        ValueError: the model is not built like Llama (:func:`fusable` says why).
+        Unsupported: the model is not built like Llama (:func:`fusable` says why; a case asking it is an
+            ``unsupported`` row). ValueError: an unknown ``decode_attention``.
     """
+    from accelbench.core.errors import Unsupported
+
     reason = fusable(model)
     if reason:
-        raise ValueError(reason)
+        raise Unsupported(f"fused projections: {reason}")
     if decode_attention not in DECODE_ATTENTION:
         raise ValueError(f"decode_attention {decode_attention!r}: one of {', '.join(DECODE_ATTENTION)}")
     for layer in model.model.layers:

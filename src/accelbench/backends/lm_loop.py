@@ -5,12 +5,13 @@ time them (:mod:`accelbench.backends.lm_timing`), so nothing here reads a clock.
   processor that ``generate`` calls once a step right after the forward pass: ``on_token`` runs there, so a mark
   taken in it times the steps ``generate`` itself runs, its host work included.
 - :class:`StaticLoop`: a pre-allocated ``StaticCache`` (``transformers``), the prefill in one forward pass
-  (``logits_to_keep=1``: the LM head on the last prompt token only), then a decode step a token: the model on one
-  token a sequence and the greedy argmax. With a compile mode the decode step is ``torch.compile``-d
-  (``fullgraph``), once a model: every case of the model reuses it (:func:`decode_step`); ``reduce-overhead``
-  captures it in a CUDA graph replayed every step (gpt-fast's recipe:
-  ``torch.compiler.cudagraph_mark_step_begin()`` before each call, the output cloned before the next replay
-  overwrites it). It is the :class:`accelbench.backends.engine.Session` of the static-cache engines.
+  (:func:`prefill_step`, ``logits_to_keep=1``: the LM head on the last prompt token only), then a decode step a
+  token (:func:`decode_step`): the model on one token a sequence and the greedy argmax. The two are matching steps
+  (the same arguments); with a compile mode both are ``torch.compile``-d (``fullgraph``), once a model: every case
+  of the model reuses them (:func:`compiled_steps`); ``reduce-overhead`` captures each in CUDA graphs replayed every
+  call (gpt-fast's recipe: ``torch.compiler.cudagraph_mark_step_begin()`` before each call, the output cloned
+  before the next replay overwrites it). It is the :class:`accelbench.backends.engine.Session` of the
+  static-cache engines.
 """
 
 from __future__ import annotations
@@ -61,6 +62,22 @@ def cache_argument(model) -> str:
     return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
 
 
+def prefill_step(model, cache, tokens, cache_position, cache_arg: str):
+    """The prefill: ``tokens`` ``(batch, prompt_len)`` at ``cache_position`` ``(prompt_len,)`` through ``model`` into
+    ``cache`` (passed by the keyword ``cache_arg``, :func:`cache_argument`), the LM head on the last token only
+    (``logits_to_keep=1``), and the greedy first tokens ``(batch, 1)``. The matching step of :func:`decode_step`:
+    the same arguments, so one compile serves every case of a model."""
+    logits = model(
+        tokens,
+        cache_position=cache_position,
+        position_ids=cache_position[None],
+        use_cache=True,
+        logits_to_keep=1,
+        **{cache_arg: cache},
+    ).logits
+    return logits[:, -1].argmax(-1, keepdim=True)
+
+
 def decode_step(model, cache, tokens, cache_position, cache_arg: str):
     """One decode step: ``tokens`` ``(batch, 1)`` at ``cache_position`` ``(1,)`` through ``model`` with ``cache``
     (passed by the keyword ``cache_arg``, :func:`cache_argument`), and the greedy next tokens ``(batch, 1)``. The
@@ -73,26 +90,67 @@ def decode_step(model, cache, tokens, cache_position, cache_arg: str):
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
-def compiled_step(compile_mode: str | None, tune_reductions: bool = False):
-    """:func:`decode_step`, ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or as it is for None.
-
-    ``tune_reductions`` adds Inductor's coordinate-descent tuning (``coordinate_descent_tuning``: each generated
-    Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for its decode
-    step. It matters where the step's matrix products are Inductor reductions, as the weight-only linears are
-    where the Triton GEMV cannot run (:func:`accelbench.quant.weight_only.compiled_reductions`): there it makes the
-    weight-only step clearly faster on Hopper GPUs (docs/results.md, language models). ``torch.compile`` takes a
-    mode or options, not both: the mode is spelled as its options then (``torch._inductor.list_mode_options``).
-    """
+def _compiled(fn, compile_mode: str, tune_reductions: bool, dynamic: bool | None = None):
+    """``fn`` ``torch.compile``-d (``fullgraph``) in ``compile_mode``, with Inductor's coordinate-descent tuning
+    when ``tune_reductions`` (``torch.compile`` takes a mode or options, not both: the mode is spelled as its
+    options then, ``torch._inductor.list_mode_options``); ``dynamic`` as ``torch.compile`` takes it (None: torch's
+    automatic dynamic shapes, static first)."""
     import torch
 
-    if not compile_mode:
-        return decode_step
     if not tune_reductions:
-        return torch.compile(decode_step, mode=compile_mode, fullgraph=True)
+        return torch.compile(fn, mode=compile_mode, fullgraph=True, dynamic=dynamic)
     from torch._inductor import list_mode_options
 
     options = {**list_mode_options(compile_mode), "coordinate_descent_tuning": True}
-    return torch.compile(decode_step, options=options, fullgraph=True)
+    return torch.compile(fn, options=options, fullgraph=True, dynamic=dynamic)
+
+
+def compiled_steps(compile_mode: str | None, tune_reductions: bool = False):
+    """The matching :func:`prefill_step` and :func:`decode_step` (:class:`accelbench.backends.engine.Steps`), each
+    ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or both as they are for None.
+
+    Both compile as gpt-fast compiles its ``prefill`` and ``decode_one_token``: the prefill with dynamic shapes
+    (``dynamic=True``: one graph for every prompt length and batch size, its matrix products cuBLAS's and its
+    attention SDPA's kernels either way, so a sweep over prompt lengths compiles it once); the decode step
+    specialised on its first shapes and compiled once more with dynamic ones when a later case changes them
+    (torch's automatic dynamic shapes). With ``reduce-overhead`` a CUDA graph is recorded per shape, the KV cache
+    written in place (its buffers are static addresses: :func:`allocate`).
+
+    ``tune_reductions`` adds Inductor's coordinate-descent tuning to the decode step (``coordinate_descent_tuning``:
+    each generated Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for
+    its decode step. It matters where the step's matrix products are Inductor reductions, as the weight-only
+    linears are where the Triton GEMV cannot run (:func:`accelbench.quant.weight_only.compiled_reductions`): there it
+    makes the weight-only step clearly faster on Hopper GPUs (docs/results.md, language models). A prefill's matrix
+    products are GEMMs (cuBLAS, or the weight-only GEMM), never such reductions: it compiles in the plain mode.
+    """
+    from accelbench.backends.engine import Steps
+
+    if not compile_mode:
+        return Steps(prefill=prefill_step, decode=decode_step)
+    return Steps(
+        prefill=_compiled(prefill_step, compile_mode, False, dynamic=True),
+        decode=_compiled(decode_step, compile_mode, tune_reductions),
+        graphs=compile_mode == "reduce-overhead",
+    )
+
+
+def allocate(cache, model, batch_size: int, device) -> None:
+    """Allocate ``cache``'s keys and values now (``early_initialization``), not in the first step that writes them.
+
+    ``transformers``' ``StaticCache`` allocates a layer's buffers lazily, in its first ``update``, and marks them
+    static addresses there (``torch._dynamo.mark_static_address``: what lets a CUDA graph write them in place), but
+    only outside a compiled region; a compiled prefill would allocate them inside its graph, unmarked, and recompile
+    once they exist. Allocated here, every step, compiled or not, finds them in place. The layout is the
+    config's: ``num_key_value_heads`` (else ``num_attention_heads``) heads of ``head_dim`` (else hidden size /
+    heads), in the dtype of the model's input embeddings (its activations' dtype; the weight-only precisions store
+    their linears' weights as int8 or fp8). A cache without ``early_initialization`` stays lazy."""
+    if not hasattr(cache, "early_initialization"):
+        return
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    dtype = model.get_input_embeddings().weight.dtype
+    cache.early_initialization(batch_size, heads, head_dim, dtype, device)
 
 
 class StaticLoop:
@@ -101,48 +159,43 @@ class StaticLoop:
     Args:
         model: a ``transformers`` causal LM on ``device``, in eval mode.
         batch_size, prompt_len, new_tokens: the generation's shape (the cache holds ``prompt_len + new_tokens``).
-        step: the decode step (:func:`compiled_step`); graphs: it replays CUDA graphs (``reduce-overhead``).
+        steps: the prefill and decode steps (:func:`compiled_steps`; None: both eager).
     """
 
-    def __init__(
-        self, model, batch_size: int, prompt_len: int, new_tokens: int, device, step=decode_step, graphs: bool = False
-    ):
+    def __init__(self, model, batch_size: int, prompt_len: int, new_tokens: int, device, steps=None):
         import torch
         from transformers import StaticCache
 
         self.model, self.prompt_len, self.new_tokens, self.device = model, prompt_len, new_tokens, device
         self.cache = StaticCache(config=model.config, max_cache_len=prompt_len + new_tokens)
+        allocate(self.cache, model, batch_size, device)
         self.cache_arg = cache_argument(model)
         self.positions = torch.arange(prompt_len + new_tokens, device=device)
-        self.step, self.graphs = step, graphs
+        self.steps = steps or compiled_steps(None)
+
+    def _run(self, step, tokens, positions):
+        """One step of :attr:`steps`; a CUDA graph step is marked begun and its output cloned (the next replay
+        overwrites the graph's output)."""
+        import torch
+
+        if self.steps.graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        out = step(self.model, self.cache, tokens, positions, self.cache_arg)
+        return out.clone() if self.steps.graphs else out
 
     def prefill(self, prompts):
         """The prefill: ``prompts`` ``(batch, prompt_len)`` through the model into the cache (positions
         ``0 .. prompt_len - 1``), the LM head on the last token, and the greedy first tokens ``(batch, 1)``. Call it
         under ``torch.no_grad``; it overwrites the cache's prompt positions (``accelbench profile --step prefill``
         runs it alone)."""
-        p = self.prompt_len
-        logits = self.model(
-            prompts,
-            cache_position=self.positions[:p],
-            position_ids=self.positions[None, :p],
-            use_cache=True,
-            logits_to_keep=1,
-            **{self.cache_arg: self.cache},
-        ).logits
-        return logits[:, -1].argmax(-1, keepdim=True)
+        return self._run(self.steps.prefill, prompts, self.positions[: self.prompt_len])
 
     def decode(self, token, i: int):
         """Decode step ``i`` (0-based): ``token`` ``(batch, 1)`` at position ``prompt_len + i`` (the context is
-        ``prompt_len + i + 1`` positions), the next greedy tokens ``(batch, 1)``. Under ``torch.no_grad``; a CUDA
-        graph step is marked begun and its output cloned (``accelbench profile --step decode`` runs it alone)."""
-        import torch
-
+        ``prompt_len + i + 1`` positions), the next greedy tokens ``(batch, 1)``. Under ``torch.no_grad``
+        (``accelbench profile --step decode`` runs it alone)."""
         p = self.prompt_len
-        if self.graphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        token = self.step(self.model, self.cache, token, self.positions[p + i : p + i + 1], self.cache_arg)
-        return token.clone() if self.graphs else token  # the next replay overwrites the graph's output
+        return self._run(self.steps.decode, token, self.positions[p + i : p + i + 1])
 
     def rewind(self, position: int) -> None:
         """Set the cache's write position back to ``position`` (0: before the prefill; ``prompt_len``: before the

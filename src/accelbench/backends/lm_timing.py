@@ -100,19 +100,19 @@ def runner(engine, loaded, batch_size: int, prompt_len: int, new_tokens: int, de
     return lambda prompts: time_generation(generate, prompts, device)
 
 
-def warm_up(run, prompts, warmup: int, device) -> float:
-    """``warmup`` untimed generations (the first compiles and captures: its wall time is ``compile_s`` for a
-    compiling runner); returns the first one's seconds. Run before the telemetry monitor starts, so energy and
-    power are the timed generations' own."""
-    import time
+def warm_up(run, prompts, warmup: int, device) -> Generation:
+    """``warmup`` (1 or more: :attr:`accelbench.backends.engine.Engine.warmup`) untimed generations; returns the first
+    one, timed as any other: for a compiling engine its TTFT is the prefill's compile plus one prefill, its first
+    inter-token latency the decode step's compile plus one step, and its wall time the whole first generation's
+    (``compile_prefill_s``, ``compile_decode_s``, ``compile_s``). Run before the telemetry monitor starts, so energy
+    and power are the timed generations' own.
 
-    from accelbench.core.timing import sync
-
-    first_s = 0.0
-    for i in range(warmup):
-        t0 = time.perf_counter()
+    Raises:
+        ValueError: ``warmup`` below 1.
+    """
+    if warmup < 1:
+        raise ValueError(f"warmup {warmup}: one generation at least")
+    first = run(prompts)
+    for _ in range(warmup - 1):
         run(prompts)
-        sync(device)
-        if i == 0:
-            first_s = time.perf_counter() - t0
-    return first_s
+    return first

@@ -101,11 +101,11 @@ def command_workloads(command: str | None, params: dict | None = None) -> tuple[
 
 
 def backend_names(command: str | None = None, params: dict | None = None) -> list[str]:
-    """The backends a command takes (:func:`command_workloads`), in registry order."""
+    """The modes (backends and engines) a command takes (:func:`command_workloads`), in registry order."""
     from accelbench import backends
 
     workloads = command_workloads(command, params)
-    return [n for n, b in backends.BACKENDS.items() if workloads is None or set(workloads) & set(b.workloads)]
+    return [n for n in backends.names() if workloads is None or set(workloads) & set(backends.mode(n).workloads)]
 
 
 def registry_words(command: str | None = None) -> dict[str, str]:

@@ -156,5 +156,5 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
 
 def compiled_reductions(model) -> bool:
     """Whether ``model`` has weight-only linears whose one-row matmul, compiled, is an Inductor reduction (no GEMV
-    kernel): what coordinate-descent tuning pays for (:func:`accelbench.backends.lm_loop.compiled_step`)."""
+    kernel): what coordinate-descent tuning pays for (:func:`accelbench.backends.lm_loop.compiled_steps`)."""
     return any(isinstance(m, WeightOnlyLinear) and not m.gemv for m in model.modules())

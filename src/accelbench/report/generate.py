@@ -58,7 +58,8 @@ def roofline_points(records: list[dict]) -> list:
 
 
 def generate_blocks(store, run: dict, records: list[dict], context: str = "") -> list[dict | None]:
-    """A generate run's report blocks: the table; decode tokens/s, TPOT, TTFT and MBU/MFU against batch size (log
+    """A generate run's report blocks: the table; decode tokens/s, TPOT, TTFT, TTFT over its roofline floor
+    (``ttft_over_floor``) and MBU/MFU against batch size (log
     axes: batch 1 and 256 on one chart; a series of one batch size is left to the table), each chart titled with
     ``context`` (model, device, run); the out-of-memory boundary; prefill and decode on the device's roofline."""
     from accelbench.report import charts
@@ -71,6 +72,7 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
         ("decode_tokens_per_s", "tokens/s", "Decode tokens/s against batch size", 1.0),
         ("tpot_p50_ms", "ms", "Time per output token (p50)", 1.0),
         ("ttft_p50_ms", "ms", "Time to first token (p50)", 1.0),
+        ("ttft_over_floor", "x its floor", "TTFT (p50) over its roofline floor", 1.0),
         ("mbu", "%", "MBU (decode) against batch size", 100.0),
         ("mfu", "%", "MFU (prefill) against batch size", 100.0),
     ):

@@ -175,7 +175,7 @@ class Scenario:
         return (
             quant_reason(self, case.precision, self.training)
             or precisions.unsupported_reason(case.precision, device, self.training)
-            or backends.get(case.mode).unsupported_reason(device, self.backend_workload)
+            or backends.mode(case.mode).unsupported_reason(device, self.backend_workload)
         )
 
     # running ---------------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ class Scenario:
         if case.mode is not None:
             from accelbench import backends
 
-            rec.update(backends.get(case.mode).options())  # compile_mode, freezing
+            rec.update(backends.mode(case.mode).options())  # compile_mode, freezing
         return rec
 
     def measure(self, case: Case, spec: Spec, state: Any, rank: Rank, sink: CaseSink) -> Measurement:
@@ -298,5 +298,5 @@ def case_monitor(spec: Spec, case: Case, device: torch.device, pids: tuple[int, 
     from accelbench import backends
     from accelbench.telemetry import isolation_for, monitor
 
-    host_bound = case.mode in backends.BACKENDS and backends.get(case.mode).host_bound
+    host_bound = case.mode in backends.names() and backends.mode(case.mode).host_bound
     return monitor(device, spec.telemetry_period_ms / 1000, pids, isolation_for(spec.telemetry_isolation, host_bound))

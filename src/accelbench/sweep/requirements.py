@@ -122,10 +122,10 @@ def needs(scenario, spec, device) -> list[Need]:
 
     out = [Need(package="timm", why=m) for m in spec.models if m.startswith("timm:")][:1]
     out += [Need(package=package, why=why) for package, why in scenario.requires.items()]
-    modes = [backends.get(m) for m in spec.modes or ()]
-    for backend in modes:
-        out += [Need(package=p, why=f"--modes {backend.name}") for p in backend.requires]
-    if scenario.quantizes and any(b.torch_quantizer for b in modes):
+    modes = [backends.mode(m) for m in spec.modes or ()]
+    for mode in modes:
+        out += [Need(package=p, why=f"--modes {mode.name}") for p in mode.requires]
+    if scenario.quantizes and any(isinstance(m, backends.Backend) and m.torch_quantizer for m in modes):
         for name in spec.precisions:
             if precisions.quant_scheme(name) in ("static", "dynamic"):
                 out.append(Need(package="torchao", why=name, probe=_pt2e))

@@ -88,6 +88,26 @@ DECLARED = (
         "on a fresh build.",
     ),
     col("output_tokens_timed", INT, "Output tokens timed", "int", scenarios=G),
+    col(
+        "compile_prefill_s",
+        FLOAT,
+        "Prefill compile (s)",
+        "fixed:.1f",
+        combine=MAX,
+        scenarios=G,
+        doc="A compiling engine's first prefill: its compile (or a recompile for a new shape) and one run; the "
+        "row's compile_s is the whole first generation's, this and compile_decode_s included. None: nothing "
+        "compiles.",
+    ),
+    col(
+        "compile_decode_s",
+        FLOAT,
+        "Decode compile (s)",
+        "fixed:.1f",
+        combine=MAX,
+        scenarios=G,
+        doc="A compiling engine's first decode step: its compile (or a recompile for a new shape) and one step.",
+    ),
     # prefill and the first token
     *_stats(
         "ttft",
@@ -122,6 +142,28 @@ DECLARED = (
         doc="The least bytes prefill moves: the weights read once plus the prompt's KV cache written.",
     ),
     col("prefill_flops_per_s", FLOAT, "Prefill FLOP/s", "si:FLOP/s", combine=RANK, scenarios=G),
+    col(
+        "ttft_floor_ms",
+        FLOAT,
+        "TTFT floor (ms)",
+        "number",
+        short="Floor ms",
+        combine=RANK,
+        scenarios=G,
+        doc="The least time the prefill can take here, the roofline in time form: max(prefill FLOPs / the "
+        "precision's measured matmul roof, prefill bytes / the measured copy bandwidth) (Williams et al. 2009). "
+        "None where a ceiling was not measured.",
+    ),
+    col(
+        "ttft_over_floor",
+        FLOAT,
+        "TTFT / floor",
+        "number",
+        short="TTFT/floor",
+        combine=RANK,
+        scenarios=G,
+        doc="TTFT p50 over ttft_floor_ms: 1.0 is a prefill on the roofline (the first token's sampling included).",
+    ),
     col(
         "mfu",
         FLOAT,
@@ -286,7 +328,7 @@ METRIC_MAPS = (
         tracked=("throughput", "latency_p50"),
         table=tuple(
             "model batch_size prompt_len new_tokens precision mode tp_degree ttft_mean_ms ttft_p50_ms ttft_p99_ms "
-            "tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
+            "ttft_floor_ms ttft_over_floor tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
             "output_tokens_per_s mbu mbu_datasheet mfu kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j "
             "cost_per_million_tokens perplexity validity status".split()
         ),

@@ -132,7 +132,7 @@ class Generate(Scenario):
         if not spec.batch_sizes:
             raise ConfigError("batch_sizes", "", "one or more positive integers, e.g. -b 1,8")
         check_choices("precision", spec.precisions, precisions.names(workload="generate"))
-        check_choices("mode", spec.modes, backends.names(workload="generate"))
+        check_choices("mode", spec.modes, backends.names(workload=self.backend_workload))
 
     def cases(self, spec, device: str) -> list:
         """model x precision x mode x prompt length x new tokens x batch size (batch innermost: one OOM boundary
@@ -194,7 +194,7 @@ class Generate(Scenario):
         from accelbench import backends, precisions
         from accelbench.backends.engine import Engine
 
-        engine = backends.get(case.mode)
+        engine = backends.mode(case.mode)
         if not isinstance(engine, Engine):
             return f"{case.mode} is not a generation engine (accelbench.backends.engine.Engine)"
         if case.extras.tp_degree > 1:
@@ -209,8 +209,8 @@ class Generate(Scenario):
 
     def prepare(self, spec, device, store):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:
-        :mod:`accelbench.ceilings`; a torchrun rank, which has no store, measures its GPU's), the perplexities measured so far, and the memory the cases are estimated
-        against (read first: nothing built yet)."""
+        :mod:`accelbench.ceilings`; a torchrun rank, which has no store, measures its GPU's), the perplexities
+        measured so far, and the memory the cases are estimated against (read first: nothing built yet)."""
         from accelbench.ceilings.cache import get_ceilings
         from accelbench.scenarios.generate.model import SweepState
         from accelbench.scenarios.generate.preflight import available_bytes

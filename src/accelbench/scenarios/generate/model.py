@@ -10,14 +10,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.backends.engine import Engine, LoadedModel
+
 
 @dataclass
 class Built:
-    """A model an engine loaded for one (model, precision, mode, seed): its module, columns and decode step
-    (:class:`accelbench.backends.generation.LoadedModel`, or what a third-party engine's ``load`` returns)."""
+    """A model an engine loaded for one (model, precision, mode, seed), and the engine that loaded it (which releases
+    it: :meth:`accelbench.backends.engine.Engine.release`)."""
 
     key: tuple
-    loaded: Any
+    engine: Engine
+    loaded: LoadedModel
 
 
 @dataclass
@@ -35,19 +38,12 @@ class SweepState:
     built: Built | None = None
 
     def release(self) -> None:
-        """Drop the model in hand and its compiled step (and every compiled graph of the process), and hand the
-        CUDA memory they held back (``torch.cuda.empty_cache``), so the next build starts from an empty cache."""
-        import gc
-
+        """Drop the model in hand and have its engine hand back the memory it held (its compiled steps and their
+        CUDA graphs too), so the next build starts from an empty device."""
         if self.built is None:
             return
-        self.built = None
-        gc.collect()
-        import torch
-
-        torch._dynamo.reset()
-        if torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
+        engine, self.built = self.built.engine, None
+        engine.release()
 
 
 def prompts_for(case, loaded, seed: int, device):
@@ -65,15 +61,15 @@ def built_for(case, spec, device, state: SweepState) -> Built:
     """The case's loaded model: the one in hand when the case shares its (model, precision, mode, seed), else a new
     load by the case's engine (the previous one released first: one model on the device at a time); split over the
     job's ranks when the case is tensor-parallel (``case.extras.dims``)."""
-    from accelbench import backends
+    from accelbench.backends import engine as engines
 
     key = _key(case, spec)
     if state.built is not None and state.built.key == key:
         return state.built
     state.release()
-    engine, dims = backends.get(case.mode), case.extras.dims
+    engine, dims = engines.get(case.mode), case.extras.dims
     args = (case.model, case.precision, device, spec.seed)
-    state.built = Built(key=key, loaded=engine.load(*args, dims=dims) if dims.tp else engine.load(*args))
+    state.built = Built(key=key, engine=engine, loaded=engine.load(*args, dims=dims) if dims.tp else engine.load(*args))
     return state.built
 
 
@@ -88,11 +84,11 @@ def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
         return {}
     import torch
 
-    from accelbench import backends
+    from accelbench.backends import engine
     from accelbench.data.text import held_out_text
     from accelbench.scenarios.generate.perplexity import perplexity
 
-    fused = backends.get(case.mode).capabilities.fused_projections
+    fused = engine.get(case.mode).capabilities.fused_projections
     key = (case.model, case.precision, fused, spec.settings.perplexity_window)
     if key not in cache:
         ids = torch.tensor(loaded.tokenizer(held_out_text())["input_ids"], dtype=torch.long)
@@ -139,36 +135,33 @@ def _key(case, spec) -> tuple:
 def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     import torch
 
-    from accelbench import backends
     from accelbench.backends.lm_timing import runner, warm_up
     from accelbench.core.rank import add_telemetry
     from accelbench.models.lm_checks import check_fits
     from accelbench.models.lm_shape import shape_of
     from accelbench.quant.lm import lm_dtype
     from accelbench.scenarios.base import case_monitor
-    from accelbench.scenarios.generate.measure import generation_columns
+    from accelbench.scenarios.generate.measure import compile_columns, generation_columns
 
     dev, ex = rank.device, case.extras
     if ex.tp_degree > 1:
         ex.dims.check_world(rank.world)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    engine = backends.get(case.mode)
-    loaded = built_for(case, spec, dev, state).loaded
+    built = built_for(case, spec, dev, state)
+    engine, loaded = built.engine, built.loaded
     check_fits(case.model, loaded.info.context_len, ex.prompt_len, ex.new_tokens)
     shape = shape_of(loaded.module, lm_dtype(case.precision))
     per_gpu_weights = shape.weight_bytes  # this GPU's shard; the figures below are every GPU's
     shape = dataclasses.replace(shape, weight_bytes=per_gpu_weights * ex.tp_degree)
     prompts = prompts_for(case, loaded, spec.seed, dev)
     run = runner(engine, loaded, case.batch_size, ex.prompt_len, ex.new_tokens, dev)
-    compiles = engine.capabilities.compiles
-    warmup = 2 if compiles else 1  # compile, then a CUDA graph's recording
     try:
-        first_s = warm_up(run, prompts, warmup, dev)
+        first = warm_up(run, prompts, engine.warmup, dev)
         with case_monitor(spec, case, dev, rank.pids()) as mon:  # the timed generations only
             gens = [run(prompts) for _ in range(spec.settings.repeats)]
     except BaseException:  # an OOM or a failed capture: the next case builds afresh, never on a half-captured step
-        del run
+        del run, built, loaded
         state.release()
         raise
     rec, series = generation_columns(
@@ -189,9 +182,9 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         vocab_size=loaded.info.vocab_size,
         context_len=loaded.info.context_len,
         params=sum(p.numel() for p in loaded.module.parameters()),
-        compile_s=first_s if compiles else None,
         samples_timed=rec["output_tokens_timed"],
     )
+    rec.update(compile_columns(first, engine.capabilities))
     if dev.type == "cuda":
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
         rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)

@@ -6,11 +6,11 @@
 | prefill | :meth:`~accelbench.backends.engine.Session.prefill`: ``batch x prompt_len`` tokens into the cache, the LM head on the last, the greedy first token |
 | decode | :meth:`~accelbench.backends.engine.Session.decode`: one token a sequence at position ``prompt_len`` (the cache filled by a prefill: the context is ``prompt_len + 1``), the greedy next token |
 
-The model, its precision (weight-only quantization included), fused projections and the decode step (eager,
-``torch.compile``-d, on CUDA one CUDA graph a step: ``reduce-overhead``) are the case's engine's own, through its
-public verbs (``load``, ``session``) as ``accelbench generate`` runs them: what ``profile`` measures is what
-``generate`` times. The prefill is never compiled (as in ``generate``: only its decode step is). A repeated decode
-step writes the same cache position again (``rewind``), so every repetition does the same work.
+The model, its precision (weight-only quantization included), fused projections and the prefill and decode steps
+(eager, or both ``torch.compile``-d, on CUDA one CUDA graph a step: ``reduce-overhead``) are the case's engine's
+own, through its public verbs (``load``, ``session``) as ``accelbench generate`` runs them: what ``profile``
+measures is what ``generate`` times, the compiled prefill of a compiling engine included. A repeated step writes
+the same cache positions again (``rewind``), so every repetition does the same work.
 
 The analytic counts are the shared ones of a decoder (:mod:`accelbench.core.lm_analytic`) for the same shape:
 prefill FLOPs ``prefill_flops(shape, B, P)`` and least bytes ``weights + KV(B, P)``; decode FLOPs
@@ -37,7 +37,8 @@ class LMWorkload:
             step starts (one tiny kernel: run before each step, outside the profiled range; nothing for a training
             step); counts: the step's analytic counts
             (:class:`accelbench.core.analytic.AnalyticCounts`); columns: the model's own (weights, quantization,
-            fused layers, KV cache, prompt length); compile_s: the first compiled decode step's wall time, None eager.
+            fused layers, KV cache, prompt length); compile_s: the first call's wall time of the compiled step (its
+            compile and one run), None for an engine that compiles nothing.
     """
 
     run: Callable[[], Any]
@@ -75,7 +76,7 @@ def build(case, spec, device) -> LMWorkload:
 
     import torch
 
-    from accelbench import backends
+    from accelbench.backends import engine as engines
     from accelbench.core.timing import sync
     from accelbench.data.text import random_prompts
     from accelbench.models.lm_checks import check_fits
@@ -83,7 +84,7 @@ def build(case, spec, device) -> LMWorkload:
     from accelbench.quant.lm import lm_dtype
 
     prompt_len, step = case.extras.prompt_len, case.extras.step
-    engine = backends.get(case.mode)
+    engine = engines.get(case.mode)
     loaded = engine.load(case.model, case.precision, device, spec.seed)
     check_fits(case.model, loaded.info.context_len, prompt_len, 1)
     loop = engine.session(loaded, case.batch_size, prompt_len, 2)
@@ -92,16 +93,20 @@ def build(case, spec, device) -> LMWorkload:
     params = sum(p.numel() for p in loaded.module.parameters())
     with torch.no_grad():
         loop.rewind(0)
-        token = loop.prefill(prompts)  # fills the cache the decode step reads
+        sync(device)
+        t0 = time.perf_counter()
+        token = loop.prefill(prompts)  # fills the cache the decode step reads; the first call compiles
+        sync(device)
+        first_s = time.perf_counter() - t0
     start = 0 if step == "prefill" else prompt_len
-    compile_s = None
-    if step == "decode" and engine.capabilities.compiles:  # the first call compiles (and captures the graph)
+    if step == "decode":
         t0 = time.perf_counter()
         with torch.no_grad():
             loop.rewind(start)
             loop.decode(token, 0)
         sync(device)
-        compile_s = time.perf_counter() - t0
+        first_s = time.perf_counter() - t0
+    compile_s = first_s if engine.capabilities.compiles else None
 
     def run():
         with torch.no_grad():

@@ -269,7 +269,7 @@ class Profile(Scenario):
 
             return unsupported_reason(case.precision, case.mode, device)
         if is_lm_step(case.extras.step):
-            return precisions.unsupported_reason(case.precision, device) or backends.get(case.mode).unsupported_reason(
+            return precisions.unsupported_reason(case.precision, device) or backends.mode(case.mode).unsupported_reason(
                 device, "generate"
             )
         train = case.extras.step == "train"

@@ -2,6 +2,8 @@
 batch, with the run's prompt and output lengths, through an in-process engine (:mod:`accelbench.backends.engine`;
 ``--ceiling static-compile`` by default on CUDA) and timed by accelbench's own loop
 (:func:`accelbench.backends.lm_timing.runner`: CUDA events, a mark after the prefill and after each decode step).
+A compiling engine's prefill and decode steps are both compiled (:func:`accelbench.backends.lm_loop.compiled_steps`),
+so the ceiling's end-to-end time, prefill included, is the engine's best.
 
 When: once per distinct batch of a model, after the model's last level (the server idle). A server accelbench
 launched is stopped first (its process group ended, so its GPU memory is free for the in-process model); a server
@@ -23,7 +25,6 @@ as ``accelbench generate``'s ``output_tokens_per_s``), and
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +46,9 @@ class Ceiling:
 def engines() -> tuple[str, ...]:
     """The registered engines that run a model in this process (``capabilities.in_process``): what ``--ceiling``
     takes besides ``none``."""
-    from accelbench import backends
-    from accelbench.backends.engine import engines as registered
+    from accelbench.backends.engine import ENGINES
 
-    return tuple(n for n in registered() if backends.get(n).capabilities.in_process)
+    return tuple(n for n, e in ENGINES.items() if e.capabilities.in_process)
 
 
 def batch_of(row: dict[str, Any]) -> int | None:
@@ -88,7 +88,7 @@ def _one(engine, loaded, batch: int, prompt_len: int, new_tokens: int, device, s
 
     prompts = random_prompts(batch, prompt_len, loaded.info.vocab_size, seed, device)
     run = runner(engine, loaded, batch, prompt_len, new_tokens, device)
-    warm_up(run, prompts, 2 if engine.capabilities.compiles else 1, device)  # compile, then a graph's capture
+    warm_up(run, prompts, engine.warmup, device)
     gens = [run(prompts) for _ in range(REPEATS)]
     itl = [t for g in gens for t in g.itl_s]
     e2e = float(np.mean([g.e2e_s for g in gens]))
@@ -105,7 +105,7 @@ def measure(
     Raises:
         Nothing for a model that cannot be loaded or run: every batch gets that one-line note instead.
     """
-    from accelbench import backends
+    from accelbench.backends import engine as engines
     from accelbench.core.errors import is_oom
     from accelbench.models.lm_checks import check_fits
     from accelbench.scenarios.serve.roof import served_precision
@@ -119,7 +119,7 @@ def measure(
     todo = [b for b in todo if b not in out]
     if not todo:
         return out
-    engine, loaded = backends.get(mode), None
+    engine, loaded = engines.get(mode), None
     try:
         loaded = engine.load(model, served_precision(device), device, seed)
         check_fits(model, loaded.info.context_len, prompt_len, new_tokens)
@@ -136,19 +136,8 @@ def measure(
         out.update({b: Ceiling(batch=b, note=note) for b in todo if b not in out})
     finally:
         del loaded
-        _release(engine.capabilities.compiles, device)
+        engine.release()  # the model's memory and its compiled steps' graphs, before anything runs after the ceiling
     return out
-
-
-def _release(compiled: bool, device) -> None:
-    """Hand the model's memory back (and a compiled step's graphs) before anything runs after the ceiling."""
-    import torch
-
-    gc.collect()
-    if compiled:
-        torch._dynamo.reset()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def columns(mode: str, ceiling: Ceiling | None, served_tokens_per_s: float | None) -> dict[str, Any]:
