@@ -42,11 +42,13 @@ def test_tp_must_divide_the_query_and_key_value_heads():
     assert ParallelDims(tp=3).tp_reason(64, 8) is not None and ParallelDims(tp=8).tp_reason(64, 8) is None
 
 
-def _generate(tmp_path: Path, ranks: int, name: str = TINY) -> dict:
+def _generate(tmp_path: Path, ranks: int, name: str = TINY, *extra: str) -> dict:
     out = tmp_path / f"tp{ranks}.json"
     script = Path(__file__).with_name("tp_ranks.py")
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
-    p = subprocess.run([*argv, str(script), str(out), name], capture_output=True, text=True, env=cli_env(), timeout=300)
+    p = subprocess.run(
+        [*argv, str(script), str(out), name, *extra], capture_output=True, text=True, env=cli_env(), timeout=300
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -74,6 +76,13 @@ def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(tmp_path):
     assert two["kv_heads"] == 1  # the static cache holds this rank's key-value head (1 of 2)
     assert not two["tp_sharded_head"]  # tied to the embedding: replicated
     assert len(whole) == 2 and len(whole[0]) == 8  # batch 2, 8 new tokens
+    assert two["tokens"][0] == two["tokens"][1] == whole
+
+
+@pytest.mark.slow
+def test_compiled_steps_on_shards_generate_the_whole_models_greedy_tokens(tmp_path):
+    """static-compile's prefill and decode steps (``torch.compile``, fullgraph) over the split model's hooks."""
+    whole, two = _whole_model_tokens(), _generate(tmp_path, 2, TINY, "default")
     assert two["tokens"][0] == two["tokens"][1] == whole
 
 

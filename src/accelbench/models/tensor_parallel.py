@@ -92,6 +92,17 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
     return {"tp_degree": tp, "tp_sharded_head": split_head}
 
 
+def degree(lm) -> int:
+    """GPUs ``lm`` is split over by :func:`apply_tp`: the mesh of its first sharded weight (1: not split)."""
+    from torch.distributed.tensor import DTensor
+
+    for m in lm.modules():
+        w = getattr(m, "weight", None)
+        if isinstance(w, DTensor):
+            return w.device_mesh.size()
+    return 1
+
+
 def materialize(lm, device, seed: int) -> None:
     """Allocate ``lm``'s (meta-device, sharded) weights on ``device`` and draw them there: each rank only its shards.
 
