@@ -4,27 +4,30 @@
 # that would start past BUDGET_S, 460 s by default, is skipped; each has its own timeout):
 #
 #   2x H200:
-#   bash benchmarks/tp_generate_gpu.sh 70b-tp2      # 70B at TP 1 refused before building (141 GB of bf16 weights);
-#                                                   #   70B bf16 TP 2, static-cache (eager) batch 1 prompt 128, and
-#                                                   #   int8-weight-only (an unsupported row: not split); then
-#                                                   #   static-compile batch 1, prompts 128 and 2048
-#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-b16  # 70B bf16 TP 2 static-compile batch 16, prompts 128 and 2048
-#   bash benchmarks/tp_generate_gpu.sh 8b-curve     # 8B bf16 static-compile at TP 1 and TP 2: batch 1 and 16 x
-#                                                   #   prompts 128 and 2048
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2          # 70B at TP 1 refused before building (141 GB of bf16
+#                                                       #   weights); 70B bf16 TP 2 static-cache (eager): batch 1 and
+#                                                       #   16 x prompts 128 and 2048, and int8-weight-only (an
+#                                                       #   unsupported row: not split); then static-compile batch 1,
+#                                                       #   prompt 128 in what is left of the budget
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 static-compile: batch 1 and 16 x prompts 128
+#                                                       #   and 2048 (cases finished before the budget ends are stored)
+#   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 static-compile at TP 1 and TP 2, the four shapes
 #   4x H200:
-#   bash benchmarks/tp_generate_gpu.sh tp4          # 70B bf16 TP 4 static-compile batch 1 and 16, prompt 128; then
-#                                                   #   8B bf16 TP 4, batch 1 and 16 x prompts 128 and 2048
+#   bash benchmarks/tp_generate_gpu.sh tp4              # 70B bf16 TP 4 static-cache, the four shapes; then 8B bf16
+#                                                       #   TP 4 static-compile, the four shapes
 #
-# Each compiled command compiles its decode step about twice (its first shape, then dynamic shapes), so a command
-# holds at most a few shapes. Random weights of the published configs (hf:llama-3.1-70b, hf:llama-3.1-8b), drawn on
-# each GPU's shard. 128 new tokens, 3 timed generations a case, no perplexity (random weights). Results in $OUT: one
+# A static-compile command compiles its prefill once (dynamic shapes) and its decode step about twice (its first
+# shape, then dynamic shapes); the 70B's compiles are the slow part, so its eager rows (static-cache: the same
+# loop, uncompiled, host-bound at small batches) come first. Random weights of the published configs
+# (hf:llama-3.1-70b, hf:llama-3.1-8b), drawn on each GPU's shard. 64 new tokens, 3 timed generations a case, no
+# perplexity (random weights). Results in $OUT: one
 # store a phase (<phase>.db), one JSON export a command (<phase>-<what>.json: accelbench import reads them), each
 # command's console (<phase>-<what>.log), device.txt, and summary.txt (benchmarks/tp_summary.py over every export in
 # $OUT: TTFT, TPOT, tokens/s in all and per GPU, MBU, memory per GPU, cost, TP efficiency against the smallest degree
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b16|8b-curve|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-compile|8b-curve|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -49,7 +52,8 @@ gen() {
 }
 
 L70=hf:llama-3.1-70b L8=hf:llama-3.1-8b
-RUN="--new-tokens 128 --repeats 3 --idle-s 0 --no-perplexity --db $DB"
+RUN="--new-tokens 64 --repeats 3 --idle-s 0 --no-perplexity --db $DB"
+SHAPES="-b 1,16 --prompt-lens 128,2048"
 case "$PHASE" in
   70b-tp2)
     # 141 GB of bf16 weights on one 141 GB H200: refused from the config in seconds (exit 2), nothing built
@@ -57,21 +61,20 @@ case "$PHASE" in
     timeout 120 python3 -m accelbench generate -m $L70 -p bf16 -b 1 --prompt-lens 128 --db "$OUT/refused.db" \
       >> "$OUT/$PHASE-tp1-refused.log" 2>&1
     echo "exit $? after $SECONDS s" | tee -a "$OUT/$PHASE-tp1-refused.log"; tail -2 "$OUT/$PHASE-tp1-refused.log"
-    gen 70b-eager 120 -m $L70 -p bf16,int8-weight-only --modes static-cache -b 1 --prompt-lens 128 $RUN \
-      --gpus 2 --parallel tp
-    gen 70b-b1 330 -m $L70 -p bf16 --modes static-compile -b 1 --prompt-lens 128,2048 $RUN --gpus 2 --parallel tp
+    gen 70b-eager 260 -m $L70 -p bf16,int8-weight-only --modes static-cache $SHAPES $RUN --gpus 2 --parallel tp
+    gen 70b-compile-b1 400 -m $L70 -p bf16 --modes static-compile -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
     ;;
-  70b-tp2-b16)
-    gen 70b-b16 450 -m $L70 -p bf16 --modes static-compile -b 16 --prompt-lens 128,2048 $RUN --gpus 2 --parallel tp
+  70b-tp2-compile)
+    gen 70b-compile 450 -m $L70 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
     ;;
   8b-curve)
-    gen 8b-tp1 210 -m $L8 -p bf16 --modes static-compile -b 1,16 --prompt-lens 128,2048 $RUN
-    gen 8b-tp2 240 -m $L8 -p bf16 --modes static-compile -b 1,16 --prompt-lens 128,2048 $RUN --gpus 2 --parallel tp
+    gen 8b-tp1 220 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN
+    gen 8b-tp2 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
     ;;
   tp4)
-    gen 70b-tp4 300 -m $L70 -p bf16 --modes static-compile -b 1,16 --prompt-lens 128 $RUN --gpus 4 --parallel tp
-    gen 8b-tp4 200 -m $L8 -p bf16 --modes static-compile -b 1,16 --prompt-lens 128,2048 $RUN --gpus 4 --parallel tp
+    gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
+    gen 8b-tp4 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b16, 8b-curve or tp4" >&2; exit 2 ;;
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-compile, 8b-curve or tp4" >&2; exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
