@@ -3,7 +3,7 @@
 Run under torchrun, one process a GPU: ``torchrun --nproc-per-node 2 benchmarks/fsdp_plain_loop.py --model
 hf:llama-3.2-1b --batch 4 --seq-len 2048``. The loop is the one a user writes from PyTorch's FSDP2 tutorial and
 torchtitan's ``parallelize_llama``: the model built from the same ``transformers`` config with random weights in
-float32 (:func:`accelbench.models.hf.load_lm`), ``fully_shard`` on each decoder layer then on the model with
+float32 (:func:`accelbench.models.lm_load.load_lm`), ``fully_shard`` on each decoder layer then on the model with
 ``MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)``, fused AdamW (lr 3e-4, weight decay 0.1, as
 accelbench's), random token ids (``batch`` sequences of ``seq_len`` a rank, seeded per rank). The switches add what
 accelbench's step does on top, one at a time:
@@ -44,7 +44,7 @@ def main() -> None:
 
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
 
     local = int(os.environ.get("LOCAL_RANK", 0))
     cuda = torch.cuda.is_available()

@@ -38,7 +38,7 @@ def main() -> None:
     from transformers import LogitsProcessorList
 
     from accelbench.backends.lm_loop import hf_generate
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
     from accelbench.scenarios.generate.decode import time_generation
     from accelbench.telemetry import monitor
 

@@ -21,7 +21,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     from accelbench.backends.lm_fuse import fuse_projections
-    from accelbench.models import hf
+    from accelbench.models.lm_load import load_lm
     from accelbench.quant.weight_only import quantize_linears
 
     dev = torch.device("cuda")
@@ -40,7 +40,7 @@ def main() -> None:
         torch.cuda.reset_peak_memory_stats(dev)
 
     torch.cuda.reset_peak_memory_stats(dev)
-    loaded = hf.load_lm(args.model, dev, torch.bfloat16, 0)
+    loaded = load_lm(args.model, dev, torch.bfloat16, 0)
     mark("load")
     fuse_projections(loaded.module)
     mark("fuse")

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 
 def build(name: str, device):
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
 
     lm = load_lm(name, device, torch.float32, seed=0).module.train()
     lm.config.use_cache = False

@@ -204,3 +204,21 @@ def held_memory_lm():
             num_key_value_heads=2,
         )
     ).eval()
+
+
+def tiny_untied_llama():
+    """A 2-layer Llama whose LM head is its own weight (not the embedding's): tensor parallelism splits it over the
+    vocabulary (the bundled tiny model's head is tied, and stays whole)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=512,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+        max_position_embeddings=256,
+    )
+    return LlamaForCausalLM(config)

@@ -13,7 +13,7 @@ def test_compiled_graph_step_generates_the_eager_tokens():
 
     from accelbench.backends.lm_loop import StaticLoop, compiled_steps, hf_generate
     from accelbench.backends.lm_timing import time_generation, time_steps
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
 
     dev = torch.device("cuda")
     model = load_lm("hf:tiny-shakespeare", dev, torch.float32).module
@@ -73,7 +73,7 @@ def test_the_gemv_kernel_gives_the_plain_weight_only_models_logits():
     the dequantize-then-matmul path: the decode step's logits (batch 2, one token) agree to bf16 rounding."""
     import torch
 
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
     from accelbench.quant.weight_only import WeightOnlyLinear, quantize_linears
 
     dev = torch.device("cuda")

@@ -77,7 +77,20 @@ def test_output_tokens_per_s_never_exceeds_decode_tokens_per_s_with_slow_steps()
     from accelbench.core.lm_analytic import Shape
     from accelbench.scenarios.generate.measure import Ceilings, generation_columns
 
-    shape = Shape(layers=2, heads=4, kv_heads=4, head_dim=8, matmul_params=1000, lm_head_params=500, weight_bytes=6000)
+    shape = Shape(
+        layers=2,
+        heads=4,
+        kv_heads=4,
+        head_dim=8,
+        hidden=32,
+        vocab=16,
+        params=2000,
+        embedding_params=512,
+        tied_head=False,
+        matmul_params=1000,
+        lm_head_params=500,
+        weight_bytes=6000,
+    )
     itl = (0.02,) * 28 + (0.2,) * 3  # median 20 ms, mean 37.4 ms
     gens = [Generation(ttft_s=0.05, itl_s=itl, e2e_s=0.05 + sum(itl), tokens=None) for _ in range(REPEATS)]
     rec, _ = generation_columns(gens, shape, batch_size=8, prompt_len=64, new_tokens=32, ceilings=Ceilings())

@@ -290,7 +290,8 @@ def test_checkpoint_checks_are_one_line_errors(tmp_path):
 
 def test_a_saved_checkpoint_loads_and_a_foreign_tokenizer_is_refused(tmp_path):
     from accelbench.core.errors import UnknownModelError
-    from accelbench.models.hf import LoadedLM, check_tokenizer, load_lm
+    from accelbench.models.hf import LoadedLM, check_tokenizer
+    from accelbench.models.lm_load import load_lm
 
     tiny().save_pretrained(tmp_path, safe_serialization=True)
     loaded = load_lm(f"hf:{tmp_path}", torch.device("cpu"), torch.float32)

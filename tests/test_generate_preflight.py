@@ -31,7 +31,7 @@ def no_build(monkeypatch):
     def built(*args, **kwargs):
         raise AssertionError("a model was built")
 
-    monkeypatch.setattr(hf, "load_lm", built)
+    monkeypatch.setattr(hf, "load_hf", built)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ def _shape():
     """The bundled model's shape as the generate scenario counts it (fp32, the CPU's precision)."""
     import torch
 
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
     from accelbench.models.lm_shape import shape_of
 
     return shape_of(load_lm("hf:tiny-shakespeare", torch.device("cpu"), torch.float32).module, torch.float32)
@@ -104,8 +104,8 @@ def test_a_compiling_engines_prefill_is_profiled_compiled(tmp_path):
 def test_the_training_step_of_a_language_model_is_the_one_train_times(tmp_path):
     """``--step train -m hf:...``: the step ``accelbench train -m hf:...`` times (AdamW, next-token loss), its
     analytic FLOPs the MFU count train uses (torchtitan's ``6 N + 12 L H Q T`` a token) times the step's tokens."""
+    from accelbench.models.lm_shape import meta_shape
     from accelbench.training import lm_maths
-    from accelbench.training.lm_step import meta_shape
 
     db = tmp_path / "t.db"
     args = ["-m", "hf:tiny-shakespeare", "--step", "train", "--seq-len", "32", "-b", "2", "--ncu", "off"]
@@ -144,10 +144,22 @@ def test_a_language_models_spec_records_no_image_data(step):
 def test_a_training_steps_least_bytes_by_hand():
     """10 P + the int64 inputs and labels + twice the activations (Korthikanti's, the scores left on chip) and logits,
     by hand."""
-    from accelbench.training.lm_maths import LMShape, step_least_bytes
+    from accelbench.core.lm_analytic import Shape
+    from accelbench.training.lm_maths import step_least_bytes
 
-    shape = LMShape(
-        params=1000, embedding_params=100, tied_head=False, layers=2, heads=2, head_dim=4, hidden=8, vocab=50
+    shape = Shape(
+        params=1000,
+        embedding_params=100,
+        tied_head=False,
+        layers=2,
+        heads=2,
+        kv_heads=2,
+        head_dim=4,
+        hidden=8,
+        vocab=50,
+        matmul_params=0,
+        lm_head_params=0,
+        weight_bytes=0,
     )
     # 10 x 1000 x 4; 2 x 8 x 1 x 4; a layer 4 x 1 x 8 x 34 = 1,088 bytes in 16-bit, two layers (twice in fp32);
     # logits 1 x 4 x 50 x (2 + 4 + 4) = 2,000 (x (4 + 4 + 4) = 2,400 in fp32)

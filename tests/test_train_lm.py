@@ -72,8 +72,8 @@ def test_fp8_training_is_unsupported_on_a_cpu(run):
 
 
 def test_flops_per_token_is_torchtitans_count_of_the_config():
+    from accelbench.models.lm_shape import meta_shape
     from accelbench.training.lm_maths import flops_per_token
-    from accelbench.training.lm_step import meta_shape
 
     c = json.loads((BUNDLED / "tiny-shakespeare" / "config.json").read_text())
     h, q, kv, f = c["hidden_size"], c["head_dim"], c["num_key_value_heads"], c["intermediate_size"]
@@ -97,7 +97,8 @@ def test_the_loss_falls_over_steps_on_the_text_with_checkpointing():
     """The step on one packed text batch, selective checkpointing: after 8 AdamW steps the loss is below the first."""
     import torch
 
-    from accelbench.models.hf import load_lm
+    from accelbench.models.lm_load import load_lm
+    from accelbench.models.lm_shape import decoder_layers
     from accelbench.training import lm_step
     from accelbench.training.step import StepConfig, build_step
 
@@ -106,7 +107,7 @@ def test_the_loss_falls_over_steps_on_the_text_with_checkpointing():
     loaded = load_lm(TINY, dev, torch.float32)
     lm = loaded.module.train()
     lm_step.prepare_lm(lm, checkpointing="selective", compile_kwargs=None)
-    assert [layer.gradient_checkpointing for layer in lm_step.decoder_layers(lm)] == [False, True, False, True]
+    assert [layer.gradient_checkpointing for layer in decoder_layers(lm)] == [False, True, False, True]
     step = build_step(lm_step.next_token(lm), StepConfig(optimizer="adamw", lr=1e-3, weight_decay=0.0), dev)
     ids = lm_step.text_ids(loaded.tokenizer)
     ((x, y),) = lm_step.token_batches("text", batch=2, seq_len=32, count=1, vocab=0, seed=0, rank=0, world=1, ids=ids)

@@ -229,14 +229,16 @@ class Engine:
         }
 
     # verbs -----------------------------------------------------------------------------------------------------
-    def load(self, model: str, precision: str, device: torch.device, seed: int) -> LoadedModel:
+    def load(self, model: str, precision: str, device: torch.device, seed: int, dims=None) -> LoadedModel:
         """``model`` (a registry name) built or loaded on ``device`` in ``precision`` (quantized as the precision
         says), with whatever the engine prepares once a model (fused projections, compiled steps).
 
         Args:
-            device: where the model runs. One ``torch.device`` today; a model laid over several devices would be
-                placed through this same argument (a device mesh), so an engine's ``load`` takes it as it comes.
+            device: where this process's part of the model runs (its rank's GPU under torchrun).
             seed: random weights are drawn after ``torch.manual_seed(seed)``.
+            dims: the ranks' layout (:class:`accelbench.core.parallel_dims.ParallelDims`) of a model split over the
+                job's GPUs (``tp`` used: this rank's shard, :mod:`accelbench.models.tensor_parallel`), passed only
+                for a split case; None in one process.
 
         Returns:
             The :class:`LoadedModel` the engine's other verbs take.

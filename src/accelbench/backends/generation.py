@@ -10,8 +10,8 @@ steps, each an :class:`accelbench.backends.engine.Engine`.
 | static-compile | steps, compiles, CUDA graphs | the prefill and the decode step ``torch.compile``-d; on CUDA ``mode="reduce-overhead"``: one CUDA graph a step | gpt-fast; PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast" |
 | static-compile-fused | the same, fused projections | q/k/v and gate/up fused into one matmul each (Llama-like models) | gpt-fast ``wqkv``/``w1w3``; vLLM's merged projections |
 
-Every in-process engine loads through :func:`load_model`: the model (:mod:`accelbench.models.hf`, or a user
-factory) in its precision's dtype and quantized as its precision says (:mod:`accelbench.quant.lm`), its projections
+Every in-process engine loads through :func:`load_model`: the model (:func:`accelbench.models.lm_load.load_lm`: an
+``hf:`` name or a user factory; split over the GPUs of a tensor-parallel layout) in its precision's dtype and quantized as its precision says (:mod:`accelbench.quant.lm`), its projections
 fused when the engine's capabilities say so, and its prefill and decode steps compiled once a model. The loops are
 :mod:`accelbench.backends.lm_loop`'s; their timing is accelbench's (:mod:`accelbench.backends.lm_timing`).
 """
@@ -26,48 +26,35 @@ from accelbench.backends.engine import Capabilities, Engine, LoadedModel, regist
 if TYPE_CHECKING:
     import torch
 
-    from accelbench.models.hf import LoadedLM
 
-
-def load_lm(name: str, device, dtype, seed: int) -> LoadedLM:
-    """``hf:`` names through :func:`accelbench.models.hf.load_lm`; a user factory's module, cast and moved
-    (:func:`accelbench.models.hf.from_module`). Random weights are drawn after ``torch.manual_seed(seed)``.
-
-    Raises:
-        UnknownModelError, CheckpointError, MissingDependencyError: the name does not resolve.
-    """
-    from accelbench.models import hf
-
-    if hf.is_lm_name(name):
-        return hf.load_lm(name, device, dtype, seed)
-    import torch
-
-    from accelbench.models import create_model
-
-    torch.manual_seed(seed)
-    module = create_model(name).module.to(device=device, dtype=dtype).eval()
-    return hf.from_module(name, module, getattr(module, "tokenizer", None))
-
-
-def load_model(engine: Engine, name: str, precision: str, device, seed: int) -> LoadedModel:
+def load_model(engine: Engine, name: str, precision: str, device, seed: int, dims=None) -> LoadedModel:
     """``name`` on ``device`` as ``engine`` runs it in ``precision`` (see the module docstring): fused first, so the
     fused linears are quantized like any other; the prefill and decode steps compiled (on CUDA:
-    ``reduce-overhead``, one CUDA graph a step) when the engine compiles.
+    ``reduce-overhead``, one CUDA graph a step) when the engine compiles. ``dims``: the ranks' layout (a
+    :class:`~accelbench.core.parallel_dims.ParallelDims`; with ``tp`` used, this rank's shard of the model split
+    by :mod:`accelbench.models.tensor_parallel`).
 
     Raises:
         UnknownModelError: the tokenizer has more tokens than the model embeds. Unsupported: fused projections
-            asked of a model not built like Llama. MissingDependencyError: fp8 without torchao.
+            asked of a model not built like Llama, or of a tensor-parallel one; a quantizing precision on a
+            tensor-parallel model. MissingDependencyError: fp8 without torchao.
     """
     from accelbench.backends.lm_fuse import fuse_projections
     from accelbench.backends.lm_loop import compiled_steps
     from accelbench.models import hf
+    from accelbench.models.lm_load import load_lm
     from accelbench.quant.lm import lm_dtype, quantize_lm
     from accelbench.quant.weight_only import compiled_reductions
 
     caps = engine.capabilities
-    lm = load_lm(name, device, lm_dtype(precision), seed)
+    why = tp_reason(caps, precision) if dims is not None and dims.tp else None
+    if why:
+        from accelbench.core.errors import Unsupported
+
+        raise Unsupported(why)
+    lm = load_lm(name, device, lm_dtype(precision), seed, dims=dims)
     hf.check_tokenizer(lm)
-    cols: dict[str, Any] = {}
+    cols: dict[str, Any] = dict(lm.parallel)
     if caps.fused_projections:
         cols["fused_layers"] = fuse_projections(lm.module)
     cols.update(quantize_lm(lm.module, precision))
@@ -77,6 +64,20 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int) -> 
     return LoadedModel(lm=lm, device=device, columns=cols, steps=compiled_steps(mode, tune))
 
 
+def tp_reason(caps: Capabilities, precision: str) -> str | None:
+    """Why an engine of ``caps`` cannot run a tensor-parallel model in ``precision``, or None: fused projections
+    (their fused q/k/v and gate/up matmuls would need a plan of their own) and the quantizing precisions (their int8
+    / fp8 linears replace the ``nn.Linear`` modules the plan splits) are not split."""
+    from accelbench import precisions
+
+    if caps.fused_projections:
+        return "fused projections are not split by tensor parallelism (use static-compile)"
+    p = precisions.get(precision)
+    if p.weight_only or p.quant is not None:
+        return f"{precision}: quantized weights are not split by tensor parallelism (use bf16 or fp16)"
+    return None
+
+
 class HFGenerate(Engine):
     """Hugging Face ``model.generate`` with its default KV cache: whole generations, a callback a token."""
 
@@ -84,8 +85,8 @@ class HFGenerate(Engine):
     about = "language models: Hugging Face generate with its default (dynamic) KV cache"
     capabilities = Capabilities(steps=False)
 
-    def load(self, model: str, precision: str, device: torch.device, seed: int) -> LoadedModel:
-        return load_model(self, model, precision, device, seed)
+    def load(self, model: str, precision: str, device: torch.device, seed: int, dims=None) -> LoadedModel:
+        return load_model(self, model, precision, device, seed, dims)
 
     def generate(self, loaded: LoadedModel, prompts, new_tokens: int, on_token: Callable[[], None]):
         from accelbench.backends.lm_loop import hf_generate
@@ -100,8 +101,8 @@ class StaticCache(Engine):
     def __init__(self, name: str, about: str, capabilities: Capabilities):
         self.name, self.about, self.capabilities = name, about, capabilities
 
-    def load(self, model: str, precision: str, device: torch.device, seed: int) -> LoadedModel:
-        return load_model(self, model, precision, device, seed)
+    def load(self, model: str, precision: str, device: torch.device, seed: int, dims=None) -> LoadedModel:
+        return load_model(self, model, precision, device, seed, dims)
 
     def session(self, loaded: LoadedModel, batch_size: int, prompt_len: int, new_tokens: int):
         from accelbench.backends.lm_loop import StaticLoop

@@ -144,12 +144,14 @@ def allocate(cache, model, batch_size: int, device) -> None:
     only outside a compiled region; a compiled prefill would allocate them inside its graph, unmarked, and recompile
     once they exist. Allocated here, every step, compiled or not, finds them in place. The layout is the
     config's: ``num_key_value_heads`` (else ``num_attention_heads``) heads of ``head_dim`` (else hidden size /
-    heads), in the dtype of the model's input embeddings (its activations' dtype; the weight-only precisions store
+    heads; a model split by tensor parallelism holds ``1 / tp`` of the heads a GPU), in the dtype of the model's input embeddings (its activations' dtype; the weight-only precisions store
     their linears' weights as int8 or fp8). A cache without ``early_initialization`` stays lazy."""
     if not hasattr(cache, "early_initialization"):
         return
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    from accelbench.models.tensor_parallel import degree
+
+    heads = (getattr(config, "num_key_value_heads", None) or config.num_attention_heads) // degree(model)
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     dtype = model.get_input_embeddings().weight.dtype
     cache.early_initialization(batch_size, heads, head_dim, dtype, device)

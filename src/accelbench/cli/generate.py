@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 
 from accelbench.cli import common as a
-from accelbench.cli.common import command, console
+from accelbench.cli.common import command, console, fail
 from accelbench.cli.declared import Given, declared
 from accelbench.cli.help import WHAT
-from accelbench.cli.options import Cost, How, Label, Output, What, config_option
+from accelbench.cli.options import Cost, How, Label, Launch, Output, What, config_option
 from accelbench.core.options.generate import OPTIONS
 
 
@@ -35,6 +35,7 @@ def generate(
     cost: Cost = Cost.take(),
     config: Path | None = config_option("generate"),
     out: Output = Output.take(),
+    launch: Launch = Launch.take(omit=("global_batch",)),
     label: Label = Label.take(),
 ) -> None:
     """Language-model generation: time to first token, time per output token, tokens/s, KV cache, MBU/MFU, energy and cost per token."""
@@ -49,12 +50,37 @@ def generate(
     }
     layers = a.layers(config, "generate", flags)
     named = label.of(layers)
+    opts = launch.options(what.device)
+    layers = _layout(layers, opts)
     spec = api.spec("generate", *layers)
-    where, store = a.before_run(spec, None, out.db, outputs=[out.json_path])
+    where, store = a.before_run(spec, opts, out.db, outputs=[out.json_path])
     console.print(
         f"accelbench generate: {', '.join(spec.models)} on {where}, prompts "
         f"{','.join(map(str, spec.settings.prompt_lens))} + {','.join(map(str, spec.settings.new_tokens))} "
         f"new tokens ({spec.settings.prompt_source}), db {out.db}"
     )
-    result = a.run_with_progress(api.generate, spec, store, resume=out.resume, name=named.name, tags=named.tags)
+    result = a.run_with_progress(
+        api.generate, spec, store, opts=opts, resume=out.resume, name=named.name, tags=named.tags
+    )
     a.finish_outcome(result, store, json_path=out.json_path, wide=out.wide)
+
+
+def _layout(layers: list[dict], opts) -> list[dict]:
+    """The layers with ``--parallel tp`` written as the layout over every rank of ``--gpus N`` (``tp=N``); a layout
+    without ``--gpus``, ``--gpus`` without a layout, or a degree other than the ranks' is one line (exit 2)."""
+    from accelbench.core.errors import ConfigError
+    from accelbench.core.parallel_dims import ParallelDims
+
+    given = next((layer["parallel"] for layer in reversed(layers) if layer.get("parallel") is not None), None)
+    if given is not None and opts is None:
+        fail("--parallel tp applies with --gpus N (the GPUs the model is split over)")
+    if opts is not None and given is None:
+        fail("generate --gpus N needs --parallel tp (one copy of the model split over the N GPUs)")
+    if opts is None:
+        return layers
+    try:
+        dims = ParallelDims.parse(given, opts.world_size)
+        dims.check_world(opts.world_size)
+    except ConfigError as exc:
+        fail(str(exc))
+    return [*layers, {"parallel": dims.label}]

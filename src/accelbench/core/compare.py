@@ -177,6 +177,8 @@ def case_label(key: tuple) -> str:
         parts.append(f"checkpointing={d['activation_checkpointing']}")
     if d.get("slo_search"):
         parts.append("SLO search")
+    if d.get("world_size") and d.get("workload") == kinds.GENERATE:  # a model split over the job's GPUs
+        parts.append(f"tp={d['world_size']}")
     if d.get("workload") not in (None, kinds.INFERENCE):
         parts.append(str(d["workload"]))
     if d.get("channels_last"):

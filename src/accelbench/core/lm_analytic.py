@@ -34,17 +34,23 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Shape:
-    """What the counts need of a decoder-only transformer.
+    """What the counts of a decoder-only transformer need: this module's inference counts and the training counts
+    of :mod:`accelbench.training.lm_maths` (one shape, :func:`accelbench.models.lm_shape.shape_of` of a built
+    model).
 
     Attributes:
         layers: decoder blocks.
         heads / kv_heads / head_dim: query heads, key-value heads, dimension of one head.
+        hidden / vocab: the hidden size and the vocabulary size.
+        params: every parameter once (a tied LM head once).
+        embedding_params: the input embedding table (``vocab x hidden``).
+        tied_head: the LM head is the embedding table.
         matmul_params: weights of every linear layer a token passes through (attention projections, MLP),
             the LM head excluded (counted per its own rule).
         lm_head_params: weights of the LM head (``vocab x hidden``; a tied head counts here, not again).
         weight_bytes: bytes a decode step reads for the weights (every parameter once, but the embedding table
             of an untied model, of which a step reads one row a sequence), as stored (quantized weights: their
-            int8 or fp8 bytes plus their scales).
+            int8 or fp8 bytes plus their scales); over every GPU of a tensor-parallel model.
         kv_bytes_per_value: bytes of one cached key or value element (2 for bf16/fp16).
     """
 
@@ -52,6 +58,11 @@ class Shape:
     heads: int
     kv_heads: int
     head_dim: int
+    hidden: int
+    vocab: int
+    params: int
+    embedding_params: int
+    tied_head: bool
     matmul_params: int
     lm_head_params: int
     weight_bytes: int
@@ -61,6 +72,12 @@ class Shape:
     def kv_bytes_per_token(self) -> int:
         """KV-cache bytes of one token of one sequence: ``2 x layers x kv_heads x head_dim x bytes``."""
         return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_bytes_per_value
+
+    @property
+    def non_embedding_params(self) -> int:
+        """torchtitan's ``N``: the parameters less the input embedding table, a tied LM head counted (it is the
+        output projection's matmul)."""
+        return self.params - self.embedding_params + (self.embedding_params if self.tied_head else 0)
 
 
 def kv_cache_bytes(shape: Shape, batch_size: int, tokens: int) -> int:

@@ -163,7 +163,7 @@ def create_model(name: str, pretrained: bool = True) -> LoadedModel:
     """Build an image classifier (or a user factory's model) by name (see module docstring), in eval mode on the CPU.
 
     Raises:
-        ModelKindError: ``name`` is a language model (:func:`accelbench.models.hf.load_lm` loads those).
+        ModelKindError: ``name`` is a language model (:func:`accelbench.models.lm_load.load_lm` loads those).
         UnknownModelError: the name matches nothing; the message lists where it looked.
         MissingDependencyError: ``timm:`` was asked for without timm installed.
     """

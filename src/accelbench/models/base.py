@@ -104,7 +104,7 @@ class Model:
         kind: a key of :data:`KINDS`; None: the model says when built (a user factory that declares no
             ``model_kind``).
         source: a key of :data:`SOURCES`.
-        build: an image classifier's ``fn(pretrained) -> LoadedModel``; None for a language model (:func:`accelbench.models.hf.load_lm` loads it on its device, in its dtype).
+        build: an image classifier's ``fn(pretrained) -> LoadedModel``; None for a language model (:func:`accelbench.models.lm_load.load_lm` loads it on its device, in its dtype).
         check: ``fn(name) -> declared kind or None``: resolves the name without building it (raises
             UnknownModelError / MissingDependencyError); None: nothing to check.
         family: the pattern of the family that claimed the name, or "" for a named model.

@@ -83,6 +83,22 @@ ARCHITECTURES: dict[str, Architecture] = {
             rope_parameters={**_LLAMA3_ROPE, "factor": 8.0},
         ),
     ),
+    "llama-3.1-70b": Architecture(
+        config_class="LlamaConfig",
+        source="meta-llama/Llama-3.1-70B config.json",
+        values=dict(
+            vocab_size=128256,
+            hidden_size=8192,
+            intermediate_size=28672,
+            num_hidden_layers=80,
+            num_attention_heads=64,
+            num_key_value_heads=8,
+            max_position_embeddings=131072,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=False,
+            rope_parameters={**_LLAMA3_ROPE, "factor": 8.0},
+        ),
+    ),
     "qwen2.5-0.5b": Architecture(
         config_class="Qwen2Config",
         source="Qwen/Qwen2.5-0.5B config.json",
@@ -164,9 +180,14 @@ class LMInfo:
 
 @dataclass(frozen=True, slots=True)
 class LoadedLM:
-    module: Any  # a transformers PreTrainedModel in eval mode
-    tokenizer: Any  # a transformers tokenizer, or None
+    """A loaded language model: the module (a ``transformers`` ``PreTrainedModel`` in eval mode), its tokenizer (or
+    None), what is known of it, and, split by tensor parallelism, the split's columns
+    (:func:`accelbench.models.tensor_parallel.apply_tp`; empty otherwise)."""
+
+    module: Any
+    tokenizer: Any
     info: LMInfo
+    parallel: dict = field(default_factory=dict)
 
 
 def is_lm_name(name: str) -> bool:
@@ -226,7 +247,7 @@ def check_checkpoint(path: Path) -> None:
 
 
 def check_lm(name: str) -> None:
-    """The error :func:`load_lm` would raise for ``name``, without building the model.
+    """The error :func:`load_hf` would raise for ``name``, without building the model.
 
     Raises:
         UnknownModelError: an unknown architecture or an unusable checkpoint directory (with a suggestion).
@@ -271,11 +292,13 @@ def _no_progress_bar(transformers):
             logging.enable_progress_bar()
 
 
-def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
-    """Build or load the language model ``name`` on ``device`` in ``dtype`` (a torch dtype), in eval mode.
+def load_hf(name: str, device, dtype, seed: int = 0, *, random_init: bool = False) -> LoadedLM:
+    """Build or load the ``hf:`` language model ``name`` on ``device`` in ``dtype`` (a torch dtype), in eval mode
+    (every command loads through :func:`accelbench.models.lm_load.load_lm`, which asks this for ``hf:`` names).
 
-    Random weights of an architecture are drawn on ``device`` with ``torch.manual_seed(seed)`` (``transformers``'
-    own initialisation). A checkpoint's tokenizer is loaded when its directory has one.
+    Random weights of an architecture (or, with ``random_init``, of a checkpoint's) are drawn on ``device`` with
+    ``torch.manual_seed(seed)`` (``transformers``' own initialisation; on the ``meta`` device none are drawn). A
+    checkpoint's tokenizer is loaded when its directory has one.
 
     Raises:
         UnknownModelError / MissingDependencyError: as :func:`check_lm`.
@@ -285,20 +308,27 @@ def load_lm(name: str, device, dtype, seed: int = 0) -> LoadedLM:
     transformers = require_transformers()
     check_lm(name)
     path = checkpoint_dir(name)
-    if path is None:
-        config = architecture_config(name[len(PREFIX) :])
+    if path is None or random_init:
+        config = (
+            architecture_config(name[len(PREFIX) :])
+            if path is None
+            else transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+        )
+        tokenizer = None
+        if path is not None and has_tokenizer(path):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         torch.manual_seed(seed)
         with torch.device(device):
             model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
         info = LMInfo(
             name=name,
-            source="architecture",
+            source="architecture" if path is None else "checkpoint",
             pretrained=False,
             weights="random",
             context_len=context_len(config),
             vocab_size=config.vocab_size,
         )
-        return LoadedLM(model.eval(), None, info)
+        return LoadedLM(model.eval(), tokenizer, info)
     with _no_progress_bar(transformers):
         model = (
             transformers.AutoModelForCausalLM.from_pretrained(

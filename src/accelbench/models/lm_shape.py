@@ -1,5 +1,6 @@
 """The :class:`~accelbench.core.lm_analytic.Shape` of a built ``transformers`` causal LM: layer and head
-counts from its config, parameter counts and weight bytes from its modules (quantized linears counted as stored).
+counts from its config, parameter counts and weight bytes from its modules (quantized linears counted as stored);
+:func:`meta_shape` of a model name, built on the ``meta`` device.
 """
 
 from __future__ import annotations
@@ -26,17 +27,24 @@ def stored_bytes(t) -> int:
     """Bytes ``t`` holds on its device: for a tensor subclass that wraps others (torchao's int8 and float8 weights:
     8-bit data, scales, zero points), the sum of its inner tensors (``__tensor_flatten__``), not its logical
     ``numel() x element_size()`` (the dtype it stands for: bf16's 2 bytes)."""
+    import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+    if hasattr(t, "to_local"):  # a DTensor (a tensor-parallel shard): the bytes of this process's shard
+        return stored_bytes(t.to_local())
     if is_traceable_wrapper_subclass(t):
-        return sum(stored_bytes(getattr(t, name)) for name in t.__tensor_flatten__()[0])
+        inner = (getattr(t, name) for name in t.__tensor_flatten__()[0])
+        return sum(stored_bytes(x) for x in inner if isinstance(x, torch.Tensor))
     return t.numel() * t.element_size()
 
 
-def shape_of(model, kv_dtype) -> Shape:
-    """Counts of ``model`` (see :class:`Shape`); ``kv_dtype`` is the KV cache's torch dtype (the activations').
+def shape_of(model, kv_dtype=None) -> Shape:
+    """Counts of ``model`` (see :class:`Shape`); ``kv_dtype`` is the KV cache's torch dtype (the activations'; None:
+    the dtype of the model's parameters).
 
-    Weight bytes count each distinct tensor once (a tied LM head and embedding table once, as the LM head), every
+    Parameter counts are the whole model's (a tensor-parallel shard's parameters count as the tensor they shard);
+    weight bytes are what this process holds (a shard's bytes: multiply by the tensor-parallel degree for every
+    GPU's). Weight bytes count each distinct tensor once (a tied LM head and embedding table once, as the LM head), every
     parameter and weight buffer (a quantized linear's int8 / fp8 weight and its scales) but the embedding tables
     of which a decode step reads one row a sequence (token, and GPT-2's position, embeddings).
 
@@ -55,6 +63,7 @@ def shape_of(model, kv_dtype) -> Shape:
     head_dim = _config_int(config, "head_dim") or hidden // heads
     head = model.get_output_embeddings()
     head_ids = {id(t) for t in (getattr(head, "weight", None),) if t is not None}
+    embed = model.get_input_embeddings().weight
     matmul = sum(m.weight.numel() for m in model.modules() if _is_matmul(m) and m is not head)
     embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)} - head_ids
     seen, weight_bytes = set(), 0
@@ -63,13 +72,53 @@ def shape_of(model, kv_dtype) -> Shape:
             continue
         seen.add(id(t))
         weight_bytes += stored_bytes(t)
+    kv_dtype = kv_dtype or next(model.parameters()).dtype
     return Shape(
         layers=layers,
         heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
+        hidden=hidden,
+        vocab=_config_int(config, "vocab_size") or embed.shape[0],
+        params=sum(p.numel() for p in model.parameters()),
+        embedding_params=embed.numel(),
+        tied_head=head is not None and head.weight is embed,
         matmul_params=matmul,
         lm_head_params=head.weight.numel(),
         weight_bytes=weight_bytes,
         kv_bytes_per_value=torch.tensor([], dtype=kv_dtype).element_size(),
     )
+
+
+def meta_shape(name: str) -> Shape:
+    """:func:`shape_of` the ``hf:`` model ``name`` built on the ``meta`` device (no memory, no weights read)."""
+    import torch
+
+    from accelbench.models import hf
+
+    transformers = hf.require_transformers()
+    path = hf.checkpoint_dir(name)
+    config = (
+        hf.architecture_config(name[len(hf.PREFIX) :])
+        if path is None
+        else transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
+    )
+    with torch.device("meta"):
+        lm = transformers.AutoModelForCausalLM.from_config(config)
+    return shape_of(lm)
+
+
+def decoder_layers(lm) -> list:
+    """The decoder blocks of a ``transformers`` causal LM: the ``nn.ModuleList`` holding ``num_hidden_layers``
+    modules (``model.layers`` of Llama, Qwen2 and Mistral, ``transformer.h`` of GPT-2).
+
+    Raises:
+        ValueError: no such list.
+    """
+    import torch
+
+    n = lm.config.num_hidden_layers
+    for m in lm.modules():
+        if isinstance(m, torch.nn.ModuleList) and len(m) == n:
+            return list(m)
+    raise ValueError(f"{type(lm).__name__}: no list of its {n} decoder layers")

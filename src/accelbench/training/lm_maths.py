@@ -27,38 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelbench.core.lm_analytic import Shape
+
 MARGIN_FRACTION, MARGIN_BYTES = 0.10, 256 << 20
 CHECKPOINTING = ("none", "selective", "full")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LMShape:
-    """What the counts need of a decoder-only transformer.
-
-    Attributes:
-        params: every parameter once (a tied LM head once).
-        embedding_params: the input embedding table (``vocab x hidden``).
-        tied_head: the LM head is the embedding table.
-        layers, heads, head_dim, hidden, vocab: the config's sizes.
-    """
-
-    params: int
-    embedding_params: int
-    tied_head: bool
-    layers: int
-    heads: int
-    head_dim: int
-    hidden: int
-    vocab: int
-
-    @property
-    def non_embedding_params(self) -> int:
-        """torchtitan's ``N``: the parameters less the input embedding table, a tied LM head counted (it is the
-        output projection's matmul)."""
-        return self.params - self.embedding_params + (self.embedding_params if self.tied_head else 0)
-
-
-def flops_per_token(shape: LMShape, seq_len: int) -> int:
+def flops_per_token(shape: Shape, seq_len: int) -> int:
     """Training FLOPs a token (forward and backward): ``6 N + 12 L H Q T`` (see the module docstring).
 
     Raises:
@@ -103,7 +78,7 @@ class StepMemory:
 
 
 def step_memory(
-    shape: LMShape,
+    shape: Shape,
     *,
     batch_size: int,
     seq_len: int,
@@ -130,7 +105,7 @@ def step_memory(
     return StepMemory(state_bytes=state, activation_bytes=acts, logits_bytes=logits, margin_bytes=margin)
 
 
-def step_least_bytes(shape: LMShape, *, batch_size: int, seq_len: int, param_bytes: int, activation_bytes: int) -> int:
+def step_least_bytes(shape: Shape, *, batch_size: int, seq_len: int, param_bytes: int, activation_bytes: int) -> int:
     """The DRAM bytes one AdamW training step moves at the least (the roofline placement of ``accelbench profile
     --step train -m hf:...``): ``10 P`` (P = parameters x ``param_bytes``: the weights read in the forward and again
     in the backward, the gradient written, AdamW reading weight, gradient and its two moments and writing weight and

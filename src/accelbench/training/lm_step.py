@@ -2,7 +2,7 @@
 ``accelbench train -m hf:...`` times and ``accelbench profile --step train -m hf:...`` profiles), and its token
 batches.
 
-The model is loaded by :func:`accelbench.models.hf.load_lm` in float32 (random weights of an architecture, the bundled
+The model is loaded by :func:`accelbench.models.lm_load.load_lm` in float32 (random weights of an architecture, the bundled
 model, a local folder), switched to training (``use_cache`` off), then, in this order (torchtitan's order:
 ``torchtitan/models/llama3/infra/parallelize.py``): Float8 training for an fp8 precision
 (``torchao.float8.convert_to_float8_training`` on every ``nn.Linear`` but the LM head, as torchtitan leaves its
@@ -24,7 +24,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.training.lm_maths import LMShape, checkpointed_layers, window_starts
+from accelbench.core.lm_analytic import Shape
+from accelbench.core.parallel_dims import ParallelDims
+from accelbench.models.lm_shape import decoder_layers
+from accelbench.training.lm_maths import checkpointed_layers, window_starts
 
 
 @dataclass(kw_only=True, slots=True)
@@ -33,16 +36,16 @@ class LMStep:
 
     Attributes:
         step: the :class:`accelbench.training.step.TrainStep` (``step(x (B, T), y (B * T,))`` -> ``(loss, logits)``).
-        lm: the causal LM inside the step's module; loaded: :func:`accelbench.models.hf.load_lm`'s result (its
+        lm: the causal LM inside the step's module; loaded: :func:`accelbench.models.lm_load.load_lm`'s result (its
             ``info``, ``tokenizer``).
-        shape: the counts of the model before any Float8 swap (:func:`shape_of`).
+        shape: the counts of the model before any Float8 swap (:func:`accelbench.models.lm_shape.shape_of`).
         fp8_linear_layers: Linear layers swapped for Float8 training, None for another precision.
     """
 
     step: Any
     lm: Any
     loaded: Any
-    shape: LMShape
+    shape: Shape
     fp8_linear_layers: int | None
 
 
@@ -61,36 +64,44 @@ def build_lm_step(
     model: str,
     precision: str,
     mode: str,
-    device,
+    rank,
     *,
     seed: int,
     checkpointing: str,
     lr: float,
     weight_decay: float,
     fused: bool | None,
-    wrap=None,
-    fsdp: bool = False,
+    dims: ParallelDims | None = None,
     fsdp_autocast: bool = True,
+    random_init: bool = False,
 ) -> LMStep:
-    """The model ``model`` made ready (see the module docstring) and its training step on ``device``.
+    """The model ``model`` made ready (see the module docstring) and its training step on ``rank``'s device.
 
     Args:
+        rank: where it runs (:class:`accelbench.core.rank.Rank`, or a torchrun rank whose ``wrap`` is DDP).
         checkpointing: ``none``, ``selective`` or ``full`` (:func:`accelbench.training.lm_maths.checkpointed_layers`).
         lr, weight_decay, fused: AdamW's (:func:`step_config`).
-        wrap: DDP's wrap of the step's module (a torchrun rank's), or None; fsdp: shard with FSDP2 instead
-            (:func:`fsdp_wrap`); fsdp_autocast: under FSDP2 with an ``amp-*`` precision, autocast on top of the
-            gathers in its dtype (False: the gathers alone, torchtitan's way).
+        dims: how the ranks split the model (None: one process). ``dp`` used: DDP (the rank's ``wrap``); ``dp_shard``:
+            FSDP2 over the layout's ``dp_shard`` mesh (:func:`fsdp_wrap`); fsdp_autocast: under FSDP2 with an
+            ``amp-*`` precision, autocast on top of the gathers in its dtype (False: the gathers alone, torchtitan's).
+        random_init: a checkpoint's architecture with fresh weights (:func:`accelbench.models.lm_load.load_lm`).
     Raises:
-        UnknownModelError, MissingDependencyError: as :func:`accelbench.models.hf.load_lm`; RuntimeError (OOM):
-            as building raises it.
+        UnknownModelError, MissingDependencyError: as :func:`accelbench.models.lm_load.load_lm`; Unsupported: tensor
+            parallelism (``dims.tp``), which training does not run; RuntimeError (OOM): as building raises it.
     """
     import torch
 
     from accelbench import backends, precisions
-    from accelbench.models.hf import load_lm
+    from accelbench.core.errors import Unsupported
+    from accelbench.models.lm_load import load_lm
+    from accelbench.models.lm_shape import shape_of
     from accelbench.training.step import build_step
 
-    loaded = load_lm(model, device, torch.float32, seed=seed)
+    dims = dims or ParallelDims()
+    if dims.tp:
+        raise Unsupported("tensor-parallel training is not built (ddp and fsdp are)")
+    device = rank.device
+    loaded = load_lm(model, device, torch.float32, seed=seed, random_init=random_init)
     lm = loaded.module.train()
     lm.config.use_cache = False
     shape = shape_of(lm)
@@ -101,9 +112,11 @@ def build_lm_step(
     compile_kwargs = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
     prepare_lm(lm, checkpointing=checkpointing, compile_kwargs=compile_kwargs)
     cfg = step_config(precision, mode, lr=lr, weight_decay=weight_decay, fused=fused)
-    if fsdp:
+    wrap = rank.wrap if dims.dp else None
+    if dims.dp_shard:
         half = precisions.get(cfg.precision).autocast_dtype  # "bfloat16", "float16" or None
-        wrap = fsdp_wrap(lm, getattr(torch, half) if half else None)
+        mesh = dims.build_mesh(device.type)["dp_shard"]
+        wrap = fsdp_wrap(lm, getattr(torch, half) if half else None, mesh=mesh)
         if half and not fsdp_autocast and fp8 is None:  # Float8 linears keep autocast's bf16 inputs
             cfg = dataclasses.replace(cfg, autocast=False)
     step = build_step(next_token(lm), cfg, device, wrap=wrap, compile_whole=False)
@@ -124,59 +137,6 @@ def next_token(lm):
             return self.lm(input_ids=x, use_cache=False).logits.flatten(0, 1)
 
     return NextToken(lm)
-
-
-def decoder_layers(lm) -> list:
-    """The decoder blocks of a ``transformers`` causal LM: the ``nn.ModuleList`` holding ``num_hidden_layers``
-    modules (``model.layers`` of Llama, Qwen2 and Mistral, ``transformer.h`` of GPT-2).
-
-    Raises:
-        ValueError: no such list.
-    """
-    import torch
-
-    n = lm.config.num_hidden_layers
-    for m in lm.modules():
-        if isinstance(m, torch.nn.ModuleList) and len(m) == n:
-            return list(m)
-    raise ValueError(f"{type(lm).__name__}: no list of its {n} decoder layers")
-
-
-def shape_of(lm) -> LMShape:
-    """The counts :mod:`~accelbench.training.lm_maths` needs, from a built model (on any device, ``meta``
-    included)."""
-    cfg = lm.config
-    embed = lm.get_input_embeddings().weight
-    head = lm.get_output_embeddings()
-    heads = cfg.num_attention_heads
-    return LMShape(
-        params=sum(p.numel() for p in lm.parameters()),
-        embedding_params=embed.numel(),
-        tied_head=head is not None and head.weight is embed,
-        layers=cfg.num_hidden_layers,
-        heads=heads,
-        head_dim=getattr(cfg, "head_dim", None) or cfg.hidden_size // heads,
-        hidden=cfg.hidden_size,
-        vocab=cfg.vocab_size,
-    )
-
-
-def meta_shape(name: str) -> LMShape:
-    """:func:`shape_of` the model ``name`` built on the ``meta`` device (no memory, no weights read)."""
-    import torch
-
-    from accelbench.models import hf
-
-    transformers = hf.require_transformers()
-    path = hf.checkpoint_dir(name)
-    config = (
-        hf.architecture_config(name[len(hf.PREFIX) :])
-        if path is None
-        else transformers.AutoConfig.from_pretrained(path, trust_remote_code=False)
-    )
-    with torch.device("meta"):
-        lm = transformers.AutoModelForCausalLM.from_config(config)
-    return shape_of(lm)
 
 
 def float8_reason(device) -> str | None:
@@ -226,20 +186,22 @@ def prepare_lm(lm, *, checkpointing: str, compile_kwargs: dict | None) -> None:
             layer.compile(**compile_kwargs)
 
 
-def fsdp_wrap(lm, param_dtype=None):
+def fsdp_wrap(lm, param_dtype=None, mesh=None):
     """A ``wrap`` for :func:`accelbench.training.step.build_step` that shards with FSDP2: ``fully_shard``
     on each decoder layer of ``lm``, then on ``lm`` itself, the root of its parameters (the step's
     :func:`next_token` module around it holds none; its flattened logits are a view, which FSDP2's backward hook
-    must not be registered on); one mesh over every rank.
+    must not be registered on); sharded over ``mesh``.
 
     ``param_dtype`` (the autocast dtype of an ``amp-*`` precision): FSDP2's mixed precision, as torchtitan trains
     (``torchtitan/models/llama3/infra/parallelize.py``: ``MixedPrecisionPolicy(param_dtype=bfloat16,
     reduce_dtype=float32)``): the float32 shards are gathered in ``param_dtype`` (half the all-gather bytes and no
-    per-op casts of the weights) and the gradients reduced in float32; the optimizer keeps float32 parameters."""
+    per-op casts of the weights) and the gradients reduced in float32; the optimizer keeps float32 parameters.
+    ``mesh``: the 1-D mesh to shard over (:meth:`accelbench.core.parallel_dims.ParallelDims.build_mesh`'s
+    ``dp_shard``; None: every rank)."""
     import torch
     from torch.distributed.fsdp import fully_shard
 
-    kwargs = {}
+    kwargs = {} if mesh is None else {"mesh": mesh}
     if param_dtype is not None:
         from torch.distributed.fsdp import MixedPrecisionPolicy
 

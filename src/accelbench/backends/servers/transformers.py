@@ -35,6 +35,7 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, dev
     import torch
 
     from accelbench.models import hf
+    from accelbench.models.lm_load import load_lm
 
     hf.check_lm(name)
     folder = hf.checkpoint_dir(name)
@@ -44,7 +45,7 @@ def checkpoint_folder(name: str, cache_dir: Path, dtype: str, seed: int = 0, dev
     out = cache_dir / f"{arch}-{dtype}-seed{seed}"
     if (out / "model.safetensors").is_file() or (out / "model.safetensors.index.json").is_file():
         return out
-    loaded = hf.load_lm(name, device, getattr(torch, dtype), seed)
+    loaded = load_lm(name, device, getattr(torch, dtype), seed)
     vocab = int(loaded.module.config.vocab_size)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)

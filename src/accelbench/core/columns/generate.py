@@ -255,6 +255,43 @@ DECLARED = (
         scenarios=GP + " serve",
         doc="Bytes of the weights as stored for the run.",
     ),
+    # a model split over several GPUs (accelbench generate --gpus N --parallel tp)
+    col(
+        "tp_degree",
+        INT,
+        "Tensor-parallel GPUs",
+        "int",
+        short="TP",
+        scenarios=G,
+        doc="GPUs one copy of the model is split over (tensor parallelism; 1: one GPU). The row's rates, bytes, "
+        "energy and cost are the whole job's; MBU and MFU are over every GPU's bandwidth and FLOP/s.",
+    ),
+    col(
+        "weight_bytes_per_gpu",
+        INT,
+        "Weights per GPU",
+        "si:B",
+        scenarios=G,
+        doc="Bytes of the weights one GPU holds: its shards and the replicated embedding table and norms.",
+    ),
+    col(
+        "kv_cache_bytes_per_gpu",
+        INT,
+        "KV cache per GPU",
+        "si:B",
+        scenarios=G,
+        doc="The KV cache one GPU holds: its key-value heads (kv_cache_bytes / tp_degree).",
+    ),
+    col("output_tokens_per_s_per_gpu", FLOAT, "Output tok/s per GPU", "rate", combine=RANK, scenarios=G),
+    col(
+        "decode_tokens_per_s_per_gpu",
+        FLOAT,
+        "Decode tok/s per GPU",
+        "rate",
+        combine=RANK,
+        scenarios=G,
+        doc="Decode tokens/s over the GPUs the model is split over.",
+    ),
     # energy and quality
     col(
         "perplexity",
@@ -290,7 +327,7 @@ METRIC_MAPS = (
         extra=("ttft_p50",),
         tracked=("throughput", "latency_p50"),
         table=tuple(
-            "model batch_size prompt_len new_tokens precision mode ttft_mean_ms ttft_p50_ms ttft_p99_ms "
+            "model batch_size prompt_len new_tokens precision mode tp_degree ttft_mean_ms ttft_p50_ms ttft_p99_ms "
             "ttft_floor_ms ttft_over_floor tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
             "output_tokens_per_s mbu mbu_datasheet mfu kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j "
             "cost_per_million_tokens perplexity validity status".split()
@@ -302,6 +339,6 @@ METRIC_MAPS = (
         ),
         statistic="TTFT, TPOT: means of the timed generations (tok/s = batch / TPOT)",
         section="generate",
-        group=("model", "precision", "mode", "prompt_len", "new_tokens"),
+        group=("model", "precision", "mode", "prompt_len", "new_tokens", "tp_degree"),
     ),
 )

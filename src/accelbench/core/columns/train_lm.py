@@ -36,7 +36,14 @@ DECLARED = (
         doc="ddp (DistributedDataParallel) or fsdp (FSDP2: fully_shard per decoder layer, then the root); None in "
         "one process.",
     ),
-    col("mesh", STR, "Mesh", scenarios=LM, doc="The device mesh: dp=N (replicas) or dp_shard=N (FSDP2 shards)."),
+    col(
+        "mesh",
+        STR,
+        "Mesh",
+        scenarios=(LM, "generate"),
+        doc="The device mesh (accelbench.core.parallel_dims.ParallelDims): dp=N (replicas), dp_shard=N (FSDP2 "
+        "shards) or tp=N (a model split over N GPUs by tensor parallelism).",
+    ),
     col(
         "tokens_per_step",
         INT,

@@ -72,4 +72,14 @@ OPTIONS = declare(
         panel="how",
         help="Timed generations a case; each is a window of the confidence intervals",
     ),
+    Option(
+        name="parallel",
+        type=str,
+        default=None,
+        allowed="tp or tp=N (with --gpus N)",
+        panel="dist",
+        default_text="one GPU",
+        help="With --gpus N: tp splits one copy of each model over the N GPUs (tensor parallelism: each GPU holds "
+        "1/N of the attention heads, MLP and KV cache); stored as tp=N",
+    ),
 )

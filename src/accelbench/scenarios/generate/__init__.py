@@ -21,6 +21,7 @@ from accelbench.core.errors import ConfigError
 from accelbench.core.options import aliases as declared_aliases
 from accelbench.core.options import check_declared, device_defaults
 from accelbench.core.options.generate import OPTIONS
+from accelbench.core.parallel_dims import ParallelDims
 from accelbench.core.spec import Extras, Windowed
 from accelbench.models.base import LM
 from accelbench.scenarios.base import Scenario, register
@@ -59,6 +60,8 @@ class GenerateSettings(Windowed):
         perplexity: measure the perplexity of models with real weights and a tokenizer on the held-out text.
         perplexity_window: tokens a perplexity window (at most the model's context).
         repeats: timed generations a case (:class:`accelbench.core.spec.Windowed`; each is a window).
+        parallel: the layout, ``tp=N`` (:meth:`accelbench.core.parallel_dims.ParallelDims.parse`: the model split
+            over N GPUs; ``accelbench generate --gpus N --parallel tp`` stores ``tp=N``), or None (one process).
     """
 
     prompt_lens: tuple[int, ...] = OPTIONS["prompt_lens"].field()
@@ -67,9 +70,21 @@ class GenerateSettings(Windowed):
     perplexity: bool = OPTIONS["perplexity"].field()
     perplexity_window: int = OPTIONS["perplexity_window"].field()
     repeats: int = OPTIONS["repeats"].field()
+    parallel: str | None = OPTIONS["parallel"].field()
 
     def __post_init__(self) -> None:
         check_declared(self)
+        if self.dims.dp or self.dims.dp_shard:
+            raise ConfigError("parallel", self.parallel, "tp=N: generate splits one copy of the model")
+
+    @property
+    def dims(self) -> ParallelDims:
+        """The layout :attr:`parallel` names (no parallelism used in one process).
+
+        Raises:
+            ConfigError: a layout :meth:`~accelbench.core.parallel_dims.ParallelDims.parse` refuses.
+        """
+        return ParallelDims.parse(self.parallel) if self.parallel else ParallelDims()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,14 +92,23 @@ class GenerateExtras(Extras):
     prompt_len: int = 128
     new_tokens: int = 128
     prompt_source: str = "random"
+    tp_degree: int = 1
     memory_format = False  # the key: model, batch, precision, mode, prompt and new tokens (no memory format)
 
     def key_suffix(self) -> str:
-        return f"|p={self.prompt_len}|n={self.new_tokens}" + ("|text" if self.prompt_source == "text" else "")
+        tp = f"|tp={self.tp_degree}" if self.tp_degree > 1 else ""
+        return f"|p={self.prompt_len}|n={self.new_tokens}" + ("|text" if self.prompt_source == "text" else "") + tp
+
+    @property
+    def dims(self) -> ParallelDims:
+        """The case's layout: the model split over ``tp_degree`` GPUs (none used for 1)."""
+        return ParallelDims(tp=self.tp_degree if self.tp_degree > 1 else 0)
 
 
 class Generate(Scenario):
-    name = kind = workload = backend_workload = kinds.GENERATE
+    # under torchrun (--gpus N --parallel tp) the ranks run one split model: rank 0's rows are the case's
+    name = kind = workload = backend_workload = dist_kind = dist_workload = kinds.GENERATE
+    rank_rows = False
     model_kind, command = LM, "accelbench generate"
     requires = {"transformers": "accelbench generate"}  # its loops and caches are transformers' (accelbench[llm])
     settings_type, extras_type = GenerateSettings, GenerateExtras
@@ -126,7 +150,9 @@ class Generate(Scenario):
                 precision=p,
                 mode=mode,
                 device=device,
-                extras=GenerateExtras(prompt_len=pl, new_tokens=n, prompt_source=st.prompt_source),
+                extras=GenerateExtras(
+                    prompt_len=pl, new_tokens=n, prompt_source=st.prompt_source, tp_degree=st.dims.tp_degree
+                ),
             )
             for m, p, mode, pl, n, b in itertools.product(
                 spec.models, spec.precisions, spec.modes, st.prompt_lens, st.new_tokens, spec.batch_sizes
@@ -142,12 +168,13 @@ class Generate(Scenario):
             UnknownModelError, CheckpointError, MissingDependencyError, ConfigError, DoesNotFitError: one line each.
         """
         from accelbench.models.lm_checks import check_fits, check_model_name
-        from accelbench.scenarios.generate.preflight import check_checkpoint, check_memory
+        from accelbench.scenarios.generate.preflight import check_checkpoint, check_memory, check_split
 
         self.check_models(spec)  # each a language model (an image classifier is refused, naming accelbench run)
         for name in spec.models:
             check_checkpoint(name)  # a damaged folder is one line naming its file, before anything reads it
         for name in spec.models:
+            check_split(name, spec.settings.dims.tp_degree)
             context, has_tokenizer = check_model_name(name)
             for p in spec.settings.prompt_lens:
                 for n in spec.settings.new_tokens:
@@ -170,20 +197,35 @@ class Generate(Scenario):
         engine = backends.mode(case.mode)
         if not isinstance(engine, Engine):
             return f"{case.mode} is not a generation engine (accelbench.backends.engine.Engine)"
+        if case.extras.tp_degree > 1:
+            from accelbench.backends.generation import tp_reason
+
+            why = tp_reason(engine.capabilities, case.precision)
+            if why:
+                return why
         return precisions.unsupported_reason(case.precision, device) or engine.unsupported_reason(
             device, self.backend_workload, precision=case.precision
         )
 
     def prepare(self, spec, device, store):
         """Per-sweep state: the device's ceilings (measured once and cached in the store:
-        :mod:`accelbench.ceilings`), the perplexities measured so far, and the memory the cases are estimated
-        against (read first: nothing built yet)."""
+        :mod:`accelbench.ceilings`; a torchrun rank, which has no store, measures its GPU's), the perplexities
+        measured so far, and the memory the cases are estimated against (read first: nothing built yet)."""
         from accelbench.ceilings.cache import get_ceilings
         from accelbench.scenarios.generate.model import SweepState
         from accelbench.scenarios.generate.preflight import available_bytes
 
         memory = available_bytes(device)
-        return SweepState(ceilings=get_ceilings(store, device)[0] if store is not None else None, memory_bytes=memory)
+        if store is None:  # a torchrun rank (no store): its own GPU's ceilings, measured here (seconds)
+            import torch
+
+            from accelbench.ceilings.measure import measure
+
+            ceilings = measure(device)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()  # the copies' blocks back to the device before a model is built
+            return SweepState(ceilings=ceilings, memory_bytes=memory)
+        return SweepState(ceilings=get_ceilings(store, device)[0], memory_bytes=memory)
 
     def oom_group(self, case) -> tuple | None:
         ex = case.extras

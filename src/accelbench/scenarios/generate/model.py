@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,15 +60,17 @@ def prompts_for(case, loaded, seed: int, device):
 
 def built_for(case, spec, device, state: SweepState) -> Built:
     """The case's loaded model: the one in hand when the case shares its (model, precision, mode, seed), else a new
-    load by the case's engine (the previous one released first: one model on the device at a time)."""
+    load by the case's engine (the previous one released first: one model on the device at a time); split over the
+    job's ranks when the case is tensor-parallel (``case.extras.dims``)."""
     from accelbench.backends import engine as engines
 
     key = _key(case, spec)
     if state.built is not None and state.built.key == key:
         return state.built
     state.release()
-    engine = engines.get(case.mode)
-    state.built = Built(key=key, engine=engine, loaded=engine.load(case.model, case.precision, device, spec.seed))
+    engine, dims = engines.get(case.mode), case.extras.dims
+    args = (case.model, case.precision, device, spec.seed)
+    state.built = Built(key=key, engine=engine, loaded=engine.load(*args, dims=dims) if dims.tp else engine.load(*args))
     return state.built
 
 
@@ -127,7 +130,7 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
 
 def _key(case, spec) -> tuple:
     """What a built model and its compiled step are shared by (:func:`built_for`)."""
-    return (case.model, case.precision, case.mode, spec.seed)
+    return (case.model, case.precision, case.mode, spec.seed, case.extras.tp_degree)
 
 
 def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
@@ -142,12 +145,16 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     from accelbench.scenarios.generate.measure import compile_columns, generation_columns
 
     dev, ex = rank.device, case.extras
+    if ex.tp_degree > 1:
+        ex.dims.check_world(rank.world)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     built = built_for(case, spec, dev, state)
     engine, loaded = built.engine, built.loaded
     check_fits(case.model, loaded.info.context_len, ex.prompt_len, ex.new_tokens)
     shape = shape_of(loaded.module, lm_dtype(case.precision))
+    per_gpu_weights = shape.weight_bytes  # this GPU's shard; the figures below are every GPU's
+    shape = dataclasses.replace(shape, weight_bytes=per_gpu_weights * ex.tp_degree)
     prompts = prompts_for(case, loaded, spec.seed, dev)
     run = runner(engine, loaded, case.batch_size, ex.prompt_len, ex.new_tokens, dev)
     try:
@@ -164,7 +171,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         batch_size=case.batch_size,
         prompt_len=ex.prompt_len,
         new_tokens=ex.new_tokens,
-        ceilings=_ceilings(state.ceilings, case.precision),
+        ceilings=_ceilings(state.ceilings, case.precision, ex.tp_degree),
     )
     rec.update(
         loaded.columns,
@@ -183,20 +190,57 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
         rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)
     add_telemetry(rec, mon, dev)
+    rec.update(split_columns(rec, rank, ex.tp_degree, per_gpu_weights))
     rec.update(quality(loaded, case, spec, dev, state.perplexities))
     return rec, {**series, **mon.series()}
 
 
-def _ceilings(c, precision: str):
+def split_columns(rec: dict, rank, tp: int, weight_bytes_per_gpu: int) -> dict[str, Any]:
+    """The columns of a model split over ``tp`` GPUs (:mod:`accelbench.models.tensor_parallel`): per GPU (rates,
+    weights, KV cache: the cache is sharded by heads) beside the whole model's, the job's layout, and the energy of
+    every GPU (each rank measures its own; summed on rank 0, the row's rank). Peak memory is the largest rank's.
+    Every rank calls it (the energy is gathered)."""
+    out: dict[str, Any] = {"tp_degree": tp}
+    if tp == 1:
+        return out
+    out.update(
+        world_size=rank.world,
+        mesh=f"tp={tp}",
+        weight_bytes_per_gpu=weight_bytes_per_gpu,
+        kv_cache_bytes_per_gpu=rec["kv_cache_bytes"] // tp,
+        output_tokens_per_s_per_gpu=_per(rec.get("output_tokens_per_s"), tp),
+        decode_tokens_per_s_per_gpu=_per(rec.get("decode_tokens_per_s"), tp),
+    )
+    every = rank.gather({k: rec.get(k) for k in ("energy_j", "peak_mem_bytes", "peak_mem_reserved_bytes")})
+    if every is not None:  # rank 0
+        energies = [r["energy_j"] for r in every]
+        out["energy_j"] = None if None in energies else sum(energies)
+        for k in ("peak_mem_bytes", "peak_mem_reserved_bytes"):
+            values = [r[k] for r in every if r[k] is not None]
+            out[k] = max(values) if values else None
+    return out
+
+
+def _per(value: float | None, n: int) -> float | None:
+    return None if value is None else value / n
+
+
+def _ceilings(c, precision: str, gpus: int = 1):
+    """The roofs of ``gpus`` GPUs of this kind (a split model's MBU and MFU are over every GPU's bandwidth and
+    FLOP/s: the bytes and FLOPs counted are the whole model's)."""
     from accelbench import precisions
     from accelbench.scenarios.generate.measure import Ceilings
 
     if c is None:
         return Ceilings()
     roof = precisions.get(precision).ceiling
+
+    def times(v):
+        return None if v is None else v * gpus
+
     return Ceilings(
-        dram_bytes_per_s=c.dram_bytes_per_s,
-        datasheet_dram_bytes_per_s=c.datasheet_dram_bytes_per_s,
-        flops_per_s=c.matmul_flops_per_s.get(roof),
-        datasheet_flops_per_s=c.datasheet_flops_per_s.get(roof),
+        dram_bytes_per_s=times(c.dram_bytes_per_s),
+        datasheet_dram_bytes_per_s=times(c.datasheet_dram_bytes_per_s),
+        flops_per_s=times(c.matmul_flops_per_s.get(roof)),
+        datasheet_flops_per_s=times(c.datasheet_flops_per_s.get(roof)),
     )

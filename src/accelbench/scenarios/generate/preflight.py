@@ -51,6 +51,8 @@ class Footprint:
         tied_head: the LM head is the embedding table (it is quantized as a copy, the table kept).
         layers, heads, kv_heads, head_dim, hidden, intermediate, vocab: the config's sizes.
         pretrained: real weights (the perplexity is measured).
+        checkpoint: read from a checkpoint folder (loaded whole, then split, under tensor parallelism; an
+            architecture's random weights are drawn on each GPU's shard only).
     """
 
     params: int
@@ -65,6 +67,7 @@ class Footprint:
     intermediate: int
     vocab: int
     pretrained: bool = False
+    checkpoint: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,13 +107,18 @@ def estimate(
     dtype_bytes: int,
     eight_bit: bool = False,
     perplexity_window: int | None = None,
+    tp: int = 1,
 ) -> Estimate:
-    """Peak bytes of a generation case of ``fp`` (see the module docstring for each term and its source).
+    """Peak bytes of a generation case of ``fp`` on one GPU (see the module docstring for each term and its
+    source).
 
     Args:
         dtype_bytes: bytes of the model dtype (weights before quantization, KV cache, activations).
         eight_bit: the linear weights are quantized to 8 bits after loading (weight-only int8/fp8, fp8).
         perplexity_window: tokens a perplexity window when the perplexity is measured, else None.
+        tp: GPUs the model is split over (:mod:`accelbench.models.tensor_parallel`): each holds ``1 / tp`` of the
+            weights but the replicated embedding table (and a tied head), ``1 / tp`` of the KV cache and of the
+            MLP's activations; a checkpoint is loaded whole before it is split.
     """
     from accelbench.core.lm_analytic import Shape, kv_cache_bytes
 
@@ -124,15 +132,24 @@ def estimate(
         heads=fp.heads,
         kv_heads=fp.kv_heads,
         head_dim=fp.head_dim,
+        hidden=fp.hidden,
+        vocab=fp.vocab,
+        params=fp.params,
+        embedding_params=fp.vocab * fp.hidden,
+        tied_head=fp.tied_head,
         matmul_params=fp.linear_params,
         lm_head_params=fp.vocab * fp.hidden,
         weight_bytes=weights,
         kv_bytes_per_value=dtype_bytes,
     )
-    kv = kv_cache_bytes(shape, batch_size, prompt_len + new_tokens)
+    kv = kv_cache_bytes(shape, batch_size, prompt_len + new_tokens) // tp
+    if tp > 1:
+        table = fp.vocab * fp.hidden * dtype_bytes  # the embedding table: replicated on every GPU
+        weights = (weights - table) // tp + table
+        loaded = loaded if fp.checkpoint else weights
     tokens = batch_size * prompt_len
     act = (
-        tokens * (4 * fp.hidden + 3 * fp.intermediate) * dtype_bytes
+        tokens * (4 * fp.hidden + 3 * fp.intermediate // tp) * dtype_bytes
         + tokens * (prompt_len + new_tokens)
         + batch_size * fp.vocab * (dtype_bytes + 4)
     )
@@ -144,7 +161,9 @@ def estimate(
     )
 
 
-def _footprint(config: dict, shapes: dict[str, tuple[int, ...]] | None, pretrained: bool) -> Footprint | None:
+def _footprint(
+    config: dict, shapes: dict[str, tuple[int, ...]] | None, pretrained: bool, checkpoint: bool = False
+) -> Footprint | None:
     """A :class:`Footprint` of a config's values and, for a checkpoint, its tensors' shapes by name (None: the
     shapes the config implies, :mod:`accelbench.models.lm_layout`). None when a size the estimate needs is missing."""
     from accelbench.models import lm_layout
@@ -176,6 +195,7 @@ def _footprint(config: dict, shapes: dict[str, tuple[int, ...]] | None, pretrain
         intermediate=d.intermediate,
         vocab=d.vocab,
         pretrained=pretrained,
+        checkpoint=checkpoint,
     )
 
 
@@ -199,7 +219,7 @@ def footprint(name: str) -> Footprint | None:
         model_type = arch.config_class.removesuffix("Config").lower()
         return _footprint({**arch.values, "model_type": model_type}, None, pretrained=False)
     shapes = {local_name(n): t.shape for n, t in read_tensors(path).items()}
-    return _footprint(read_json(path / "config.json", path), shapes, pretrained=hf.has_tokenizer(path))
+    return _footprint(read_json(path / "config.json", path), shapes, pretrained=hf.has_tokenizer(path), checkpoint=True)
 
 
 def case_estimate(fp: Footprint, case, spec, *, batch_size: int | None = None, precision: str | None = None):
@@ -218,7 +238,12 @@ def case_estimate(fp: Footprint, case, spec, *, batch_size: int | None = None, p
         dtype_bytes=lm_dtype(name).itemsize,
         eight_bit=bool(p.weight_only) or p.quant == "float8",
         perplexity_window=st.perplexity_window if st.perplexity else None,
+        tp=case.extras.tp_degree,
     )
+
+
+def _per_gpu(tp: int) -> str:
+    return f" on each of the {tp} GPUs it is split over" if tp > 1 else ""
 
 
 def _where(device) -> str:
@@ -242,7 +267,41 @@ def _what_fits(fp: Footprint, case, spec, device, available: int) -> str:
                 fits[name] = e.total_bytes
     if fits:
         return f"at batch size 1, --precisions {' or '.join(fits)} would fit (from about {gb(min(fits.values()))})"
-    return "no precision fits it at batch size 1 on this device: try a smaller model"
+    return (
+        _split_fits(fp, case, spec, available)
+        or "no precision fits it at batch size 1 on this device: try a smaller model"
+    )
+
+
+def _split_fits(fp: Footprint, case, spec, available: int) -> str | None:
+    """The fewest GPUs (2, 4 or 8) the case fits split over, as the flags that ask it, or None."""
+    import dataclasses
+
+    from accelbench.core.parallel_dims import ParallelDims
+
+    for n in (2, 4, 8):
+        if n <= case.extras.tp_degree or ParallelDims(tp=n).tp_reason(fp.heads, fp.kv_heads):
+            continue
+        split = dataclasses.replace(case, extras=dataclasses.replace(case.extras, tp_degree=n))
+        e = case_estimate(fp, split, spec)
+        if e.total_bytes <= available:
+            return f"--gpus {n} --parallel tp would fit (about {gb(e.total_bytes)} a GPU)"
+    return None
+
+
+def check_split(name: str, tp: int) -> None:
+    """A model split over ``tp`` GPUs has whole heads on each (known from its config before anything is built).
+
+    Raises:
+        ConfigError: ``tp`` does not divide the model's query or key-value heads (exit 2).
+    """
+    from accelbench.core.errors import ConfigError
+    from accelbench.core.parallel_dims import ParallelDims
+
+    fp = footprint(name) if tp > 1 else None
+    why = ParallelDims(tp=tp).tp_reason(fp.heads, fp.kv_heads) if fp is not None else None
+    if why:
+        raise ConfigError("gpus", tp, f"a number of GPUs that divides {name}'s heads: {why}")
 
 
 def check_checkpoint(name: str) -> None:
@@ -291,7 +350,8 @@ def check_memory(scenario, spec) -> None:
         ex = case.extras
         raise DoesNotFitError(
             f"{case.model} in {case.precision} at batch size {case.batch_size}, prompt {ex.prompt_len} + "
-            f"{ex.new_tokens} new tokens needs {est.text()}, more than the {gb(available)} {_where(device)}: "
+            f"{ex.new_tokens} new tokens needs {est.text()}{_per_gpu(ex.tp_degree)}, more than the "
+            f"{gb(available)} {_where(device)}: "
             f"{_what_fits(fps[case.model], case, spec, device, available)}"
         )
 

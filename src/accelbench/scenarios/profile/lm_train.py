@@ -17,7 +17,7 @@ from accelbench.scenarios.profile.lm import LMWorkload
 
 def counts(shape, batch_size: int, seq_len: int, param_bytes: int, activation_bytes: int):
     """The analytic counts (:class:`accelbench.core.analytic.AnalyticCounts`) of one training step of ``batch_size``
-    sequences of ``seq_len`` tokens of a model of ``shape`` (:class:`accelbench.training.lm_maths.LMShape`), its
+    sequences of ``seq_len`` tokens of a model of ``shape`` (:class:`accelbench.core.lm_analytic.Shape`), its
     parameters ``param_bytes`` each and activations ``activation_bytes`` each."""
     from accelbench.core.analytic import AnalyticCounts
     from accelbench.training import lm_maths
@@ -45,6 +45,7 @@ def build(case, spec, device) -> LMWorkload:
     """
     from accelbench import precisions
     from accelbench.core.options.train_lm import OPTIONS
+    from accelbench.core.rank import Rank
     from accelbench.training import lm_maths, lm_step
 
     seq_len = case.extras.seq_len
@@ -52,7 +53,7 @@ def build(case, spec, device) -> LMWorkload:
         case.model,
         case.precision,
         case.mode,
-        device,
+        Rank(device),
         seed=spec.seed,
         checkpointing="none",
         lr=OPTIONS["lr"].default,

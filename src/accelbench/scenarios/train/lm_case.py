@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.core.lm_analytic import Shape
+from accelbench.core.parallel_dims import ParallelDims
 from accelbench.training import lm_maths
 
 
@@ -26,7 +28,7 @@ class SweepState:
 
     ceilings: Any = None
     text: dict[str, Any] = field(default_factory=dict)
-    shapes: dict[str, lm_maths.LMShape] = field(default_factory=dict)
+    shapes: dict[str, Shape] = field(default_factory=dict)
 
 
 def ceilings_for(store, device):
@@ -55,7 +57,7 @@ def _roofs(ceilings, device, precision: str) -> tuple[float | None, float | None
     return None, None
 
 
-def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
+def check_memory(case, shape: Shape, device, world: int) -> None:
     """Refuse a case whose estimated step memory exceeds what the CPU has available (a CPU has no allocator that
     fails: exhausting RAM ends the process), before anything is built; a GPU's out-of-memory error is measured.
 
@@ -77,7 +79,7 @@ def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
         param_bytes=4 if wide else 2,
         activation_bytes=4 if wide and p.autocast_dtype is None else 2,
         checkpointing=ex.activation_checkpointing,
-        shards=world if ex.parallel_strategy == "fsdp" else 1,
+        shards=ParallelDims.of(ex.parallel_strategy, world).dp_shard or 1,
     )
     available = available_bytes(device)
     if available is not None and est.total_bytes * world > available:
@@ -88,6 +90,11 @@ def check_memory(case, shape: lm_maths.LMShape, device, world: int) -> None:
         )
 
 
+def layout(case, rank) -> ParallelDims:
+    """How the case's ranks split the model: its parallel strategy over every rank; one process: no split."""
+    return ParallelDims.of(case.extras.parallel_strategy, rank.world) if rank.distributed else ParallelDims()
+
+
 def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any]]:
     """The model and its step (:func:`accelbench.training.lm_step.build_lm_step`), this rank's token batches on the
     device, and the row's first columns."""
@@ -96,21 +103,20 @@ def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any
     from accelbench.training import lm_step
 
     dev, ex, st = rank.device, case.extras, spec.settings
-    fsdp = rank.distributed and ex.parallel_strategy == "fsdp"
-    if fsdp and (lm_step.fsdp_reason() or precisions.get(case.precision).grad_scaler):
+    dims = layout(case, rank)
+    if dims.dp_shard and (lm_step.fsdp_reason() or precisions.get(case.precision).grad_scaler):
         raise Unsupported(lm_step.fsdp_reason() or f"{case.precision}'s GradScaler is not sharded under FSDP2")
     built = lm_step.build_lm_step(
         case.model,
         case.precision,
         case.mode,
-        dev,
+        rank,
         seed=spec.seed,
         checkpointing=ex.activation_checkpointing,
         lr=st.lr,
         weight_decay=st.weight_decay,
         fused=st.fused_optimizer,
-        wrap=rank.wrap,
-        fsdp=fsdp,
+        dims=dims,
         fsdp_autocast=st.fsdp_autocast,
     )
     step, shape = built.step, built.shape
@@ -140,7 +146,7 @@ def build(case, spec, state: SweepState, rank) -> tuple[Any, list, dict[str, Any
         rank_batch_size=bs,
         tokens_per_step=bs * ex.seq_len,
         parallel_strategy=ex.parallel_strategy if rank.distributed else None,
-        mesh=(f"dp_shard={rank.world}" if fsdp else f"dp={rank.world}") if rank.distributed else None,
+        mesh=dims.label if rank.distributed else None,
         optimizer="adamw",
         lr=st.lr,
         weight_decay=st.weight_decay,
@@ -157,8 +163,9 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
 
     from accelbench.core.ci import window_columns
     from accelbench.core.rank import add_telemetry
+    from accelbench.models.lm_shape import meta_shape
     from accelbench.scenarios.train.timed import time_steps
-    from accelbench.training.lm_step import meta_shape, state_bytes
+    from accelbench.training.lm_step import state_bytes
 
     dev = rank.device
     if case.model not in state.shapes:
@@ -189,7 +196,7 @@ def measure_case(case, spec, state: SweepState, rank) -> tuple[dict[str, Any], d
     if rank.distributed:
         # DDP's exposed communication: the same steps with the gradient all-reduce off (no_sync), as the image step
         # measures it (FSDP2's reduce-scatter has no such switch that keeps the step the same)
-        ddp = case.extras.parallel_strategy == "ddp"
+        ddp = bool(layout(case, rank).dp)
         nosync = rank.nosync_step_ms(fn, batches, len(lat_ms), case.mode) if ddp else None
         rec.update(clocks, step_time_nosync_mean_ms=nosync, **rank.fields())
     else:

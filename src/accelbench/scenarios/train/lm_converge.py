@@ -151,29 +151,26 @@ class ConvergeLM(Scenario):
 
 
 def _build(case, spec, device, tokenizer_out: dict):
-    """The model (checkpoint or fresh weights) and its step."""
-    import torch
-
-    from accelbench import backends
-    from accelbench.models.hf import load_lm
+    """The model (checkpoint or fresh weights) and its step: the training step's own
+    (:func:`accelbench.training.lm_step.build_lm_step`), in one process, no activation checkpointing."""
+    from accelbench.core.rank import Rank
     from accelbench.training import lm_step
-    from accelbench.training.step import StepConfig, build_step
 
     s = spec.settings
-    loaded = load_lm(case.model, device, torch.float32, seed=spec.seed)
-    lm = loaded.module
-    if s.init == "random":  # the same configuration, fresh weights (transformers' own initialisation), seeded
-        torch.manual_seed(spec.seed)
-        with torch.device(device):
-            lm = type(lm)(lm.config)
-    lm = lm.to(torch.float32).train()
-    lm.config.use_cache = False
-    backend = backends.get(case.mode)
-    kw = {"mode": getattr(backend, "compile_mode", None), "dynamic": False} if backend.compiles else None
-    lm_step.prepare_lm(lm, checkpointing="none", compile_kwargs=kw)
-    cfg = StepConfig(precision=case.precision, mode=case.mode, optimizer="adamw", lr=s.lr, weight_decay=s.weight_decay)
-    tokenizer_out["tokenizer"] = loaded.tokenizer
-    return lm, build_step(lm_step.next_token(lm), cfg, device, compile_whole=False)
+    built = lm_step.build_lm_step(
+        case.model,
+        case.precision,
+        case.mode,
+        Rank(device),
+        seed=spec.seed,
+        checkpointing="none",
+        lr=s.lr,
+        weight_decay=s.weight_decay,
+        fused=None,
+        random_init=s.init == "random",  # the same configuration, fresh weights, seeded
+    )
+    tokenizer_out["tokenizer"] = built.loaded.tokenizer
+    return built.lm, built.step
 
 
 def _windows(ids, seq_len: int):

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Tensor-parallel generation on H200s: how many GPUs a Llama-3.1-70B shape needs, at what TTFT, TPOT and cost per
+# million tokens, and how the 8B shape scales from 1 to 4 GPUs. One phase a call, each under ~8 minutes (a command
+# that would start past BUDGET_S, 460 s by default, is skipped; each has its own timeout):
+#
+#   2x H200:
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2          # 70B at TP 1 refused before building (141 GB of bf16
+#                                                       #   weights); 70B bf16 TP 2 static-cache (eager): batch 1 and
+#                                                       #   16 x prompts 128 and 2048, and int8-weight-only (an
+#                                                       #   unsupported row: not split); then static-compile batch 1,
+#                                                       #   prompt 128 in what is left of the budget
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 static-compile: batch 1 and 16 x prompts 128
+#                                                       #   and 2048 (cases finished before the budget ends are stored)
+#   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 static-compile at TP 1 and TP 2, the four shapes
+#   4x H200:
+#   bash benchmarks/tp_generate_gpu.sh tp4              # 70B bf16 TP 4 static-cache, the four shapes; then 8B bf16
+#                                                       #   TP 4 static-compile, the four shapes
+#
+# A static-compile command compiles its prefill once (dynamic shapes) and its decode step about twice (its first
+# shape, then dynamic shapes); the 70B's compiles are the slow part, so its eager rows (static-cache: the same
+# loop, uncompiled, host-bound at small batches) come first. Random weights of the published configs
+# (hf:llama-3.1-70b, hf:llama-3.1-8b), drawn on each GPU's shard. 64 new tokens, 3 timed generations a case, no
+# perplexity (random weights). Results in $OUT: one
+# store a phase (<phase>.db), one JSON export a command (<phase>-<what>.json: accelbench import reads them), each
+# command's console (<phase>-<what>.log), device.txt, and summary.txt (benchmarks/tp_summary.py over every export in
+# $OUT: TTFT, TPOT, tokens/s in all and per GPU, MBU, memory per GPU, cost, TP efficiency against the smallest degree
+# of each shape). Run from the repository root.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-compile|8b-curve|tp4}
+OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
+DB="$OUT/$PHASE.db"
+nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+nvidia-smi topo -m >> "$OUT/device.txt" 2>&1
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/device.txt"
+BUDGET_S=${BUDGET_S:-460}
+# gen WHAT SECONDS ARGS...: one accelbench generate (at most SECONDS, and never past BUDGET_S), its console kept,
+# its run exported as JSON
+gen() {
+  local what=$1 secs=$2; shift 2
+  local left=$((BUDGET_S - SECONDS))
+  if [ "$left" -lt 60 ]; then echo "== $PHASE $what: skipped, ${left} s of the budget left"; return; fi
+  [ "$secs" -gt "$left" ] && secs=$left
+  echo "== $PHASE $what (at most ${secs} s): accelbench generate $*" | tee "$OUT/$PHASE-$what.log"
+  local t0=$SECONDS
+  timeout --signal=INT --kill-after=20 "$secs" python3 -m accelbench generate "$@" 2>&1 \
+    | grep -v -i -E "warn|enum subclass" | tee -a "$OUT/$PHASE-$what.log" | tail -14
+  echo "exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$OUT/$PHASE-$what.log"
+  local run
+  run=$(python3 -c "from accelbench.store import Store; print(Store('$DB').run()['run_id'])" 2>/dev/null) \
+    && python3 -m accelbench export --run "$run" --db "$DB" --format json -o "$OUT/$PHASE-$what.json"
+}
+
+L70=hf:llama-3.1-70b L8=hf:llama-3.1-8b
+RUN="--new-tokens 64 --repeats 3 --idle-s 0 --no-perplexity --db $DB"
+SHAPES="-b 1,16 --prompt-lens 128,2048"
+case "$PHASE" in
+  70b-tp2)
+    # 141 GB of bf16 weights on one 141 GB H200: refused from the config in seconds (exit 2), nothing built
+    echo "== 70B at TP 1 (expect exit 2)" | tee "$OUT/$PHASE-tp1-refused.log"
+    timeout 120 python3 -m accelbench generate -m $L70 -p bf16 -b 1 --prompt-lens 128 --db "$OUT/refused.db" \
+      >> "$OUT/$PHASE-tp1-refused.log" 2>&1
+    echo "exit $? after $SECONDS s" | tee -a "$OUT/$PHASE-tp1-refused.log"; tail -2 "$OUT/$PHASE-tp1-refused.log"
+    gen 70b-eager 260 -m $L70 -p bf16,int8-weight-only --modes static-cache $SHAPES $RUN --gpus 2 --parallel tp
+    gen 70b-compile-b1 400 -m $L70 -p bf16 --modes static-compile -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    ;;
+  70b-tp2-compile)
+    gen 70b-compile 450 -m $L70 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
+    ;;
+  8b-curve)
+    gen 8b-tp1 220 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN
+    gen 8b-tp2 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
+    ;;
+  tp4)
+    gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
+    gen 8b-tp4 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 4 --parallel tp
+    ;;
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-compile, 8b-curve or tp4" >&2; exit 2 ;;
+esac
+python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"

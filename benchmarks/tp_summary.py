@@ -1,0 +1,78 @@
+"""Summary of tensor-parallel generation exports (``benchmarks/tp_generate_gpu.sh``): a line a case with TTFT, TPOT,
+decode tokens/s in all and per GPU, MBU over every GPU's bandwidth, weights and KV cache per GPU, peak memory and the
+cost per million output tokens; then the TP efficiency of each shape: decode tokens/s per GPU at TP n over the same
+at the smallest degree measured for that shape (model, precision, mode, batch, prompt) -- 1.0 is linear scaling.
+
+Run: ``python3 benchmarks/tp_summary.py OUT/*.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+
+def _rows(paths: list[str]) -> list[dict]:
+    out = []
+    for p in paths:
+        try:
+            doc = json.load(open(p))
+        except (OSError, ValueError):
+            continue
+        for r in doc.get("results", []) if isinstance(doc, dict) else []:
+            if r.get("workload") == "generate":
+                out.append(r)
+    return out
+
+
+def _f(v, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def main(paths: list[str]) -> int:
+    rows = _rows(paths)
+    print(
+        f"{'model':18} {'prec':5} {'mode':15} {'tp':>2} {'bs':>3} {'prompt':>6} {'status':11} {'TTFT ms':>9} "
+        f"{'TPOT ms':>8} {'tok/s':>8} {'tok/s/GPU':>9} {'MBU':>5} {'W/GPU GB':>8} {'KV/GPU GB':>9} {'peak GB':>7} "
+        f"{'$/M tok':>8}"
+    )
+    shapes: dict[tuple, dict[int, dict]] = defaultdict(dict)
+    for r in rows:
+        tp = r.get("tp_degree") or 1
+        per_gpu = r.get("decode_tokens_per_s_per_gpu") or r.get("decode_tokens_per_s")
+        w = r.get("weight_bytes_per_gpu") or r.get("weight_bytes")
+        kv = r.get("kv_cache_bytes_per_gpu") or r.get("kv_cache_bytes")
+        cost = r.get("cost_per_1000_samples_usd")
+        print(
+            f"{r.get('model', '')[:18]:18} {r.get('precision', ''):5} {r.get('mode', ''):15} {tp:>2} "
+            f"{r.get('batch_size', 0):>3} {r.get('prompt_len') or 0:>6} {r.get('status', ''):11} "
+            f"{_f(r.get('ttft_mean_ms'), '9.1f')} {_f(r.get('tpot_mean_ms'), '8.2f')} "
+            f"{_f(r.get('decode_tokens_per_s'), '8.1f')} {_f(per_gpu, '9.1f')} {_f(r.get('mbu'), '5.2f')} "
+            f"{_f(None if w is None else w / 1e9, '8.1f')} {_f(None if kv is None else kv / 1e9, '9.2f')} "
+            f"{_f(None if r.get('peak_mem_bytes') is None else r['peak_mem_bytes'] / 1e9, '7.1f')} "
+            f"{_f(None if cost is None else cost * 1000, '8.3f')}"
+        )
+        if r.get("status") != "ok":
+            print(f"    {r.get('error') or ''}"[:200])
+        elif per_gpu:
+            key = (r.get("model"), r.get("precision"), r.get("mode"), r.get("batch_size"), r.get("prompt_len"))
+            shapes[key][tp] = r
+    print("\nTP efficiency (decode tokens/s per GPU over the smallest degree's; TPOT speed-up):")
+    for key, by_tp in shapes.items():
+        base_tp = min(by_tp)
+        base = by_tp[base_tp]
+        base_pg = base.get("decode_tokens_per_s_per_gpu") or base["decode_tokens_per_s"]
+        for tp in sorted(by_tp):
+            r = by_tp[tp]
+            pg = r.get("decode_tokens_per_s_per_gpu") or r["decode_tokens_per_s"]
+            speedup = base["tpot_mean_ms"] / r["tpot_mean_ms"] if r.get("tpot_mean_ms") else None
+            print(
+                f"  {key[0]} {key[1]} {key[2]} bs={key[3]} prompt={key[4]}: TP {tp} vs TP {base_tp}: efficiency "
+                f"{pg / base_pg:.2f}, TPOT speed-up {_f(speedup, '.2f')}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

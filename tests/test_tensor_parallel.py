@@ -1,0 +1,181 @@
+"""Tensor parallelism on CPUs: the layout's arithmetic by hand, and the bundled tiny model split over two gloo ranks
+generating the same greedy tokens as the whole model in one process (a real check: every layer's partial sums are
+all-reduced, every rank's KV cache holds its own heads)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import cli_env, run_cli
+
+from accelbench.core.errors import OK, ConfigError
+from accelbench.core.parallel_dims import ParallelDims
+from accelbench.store import Store
+
+TINY = "hf:tiny-shakespeare"  # 4 heads, 2 key-value heads, a tied LM head
+
+
+def test_parallel_dims_world_label_and_strategies():
+    assert ParallelDims().world == 1 and ParallelDims().label == "" and ParallelDims().tp_degree == 1
+    assert ParallelDims(dp=2, tp=4).world == 8 and ParallelDims(dp=2, tp=4).label == "dp=2,tp=4"
+    assert ParallelDims.of("fsdp", 4) == ParallelDims(dp_shard=4) and ParallelDims.of("fsdp", 4).label == "dp_shard=4"
+    assert ParallelDims.of("ddp", 1).label == "dp=1"  # DDP over one rank: the scaling curve's 1-rank point
+    assert ParallelDims.of("tp", 2).tp_degree == 2
+    with pytest.raises(ValueError, match="use one of ddp, fsdp, tp"):
+        ParallelDims.of("pp", 2)
+    with pytest.raises(ValueError, match="0 \\(unused\\) or more"):
+        ParallelDims(tp=-1)
+    assert ParallelDims.parse("tp", 4) == ParallelDims(tp=4) == ParallelDims.parse(ParallelDims(tp=4).label)
+    assert ParallelDims.parse("dp=2,tp=4") == ParallelDims(dp=2, tp=4)
+    for bad in ("tp", "tp=0", "tp=x", "pp=2", "tp=2,tp=2"):  # a bare name needs the job's world size
+        with pytest.raises(ConfigError, match="invalid parallel"):
+            ParallelDims.parse(bad)
+    with pytest.raises(ConfigError, match="4 ranks \\(tp=4\\)"):
+        ParallelDims(tp=4).check_world(2)
+
+
+def test_tp_must_divide_the_query_and_key_value_heads():
+    assert ParallelDims(tp=2).tp_reason(4, 2) is None
+    assert "divide the attention heads (4) and key-value heads (2)" in ParallelDims(tp=4).tp_reason(4, 2)
+    assert ParallelDims(tp=3).tp_reason(64, 8) is not None and ParallelDims(tp=8).tp_reason(64, 8) is None
+
+
+def _generate(tmp_path: Path, ranks: int, name: str = TINY, *extra: str) -> dict:
+    out = tmp_path / f"tp{ranks}.json"
+    script = Path(__file__).with_name("tp_ranks.py")
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
+    p = subprocess.run(
+        [*argv, str(script), str(out), name, *extra], capture_output=True, text=True, env=cli_env(), timeout=300
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def _whole_model_tokens(name: str = TINY) -> list:
+    """The same generation as ``tp_ranks.py``'s, of the model loaded whole in this process."""
+    import torch
+
+    from accelbench.backends.lm_loop import StaticLoop
+    from accelbench.models.lm_load import load_lm
+
+    lm = load_lm(name, torch.device("cpu"), torch.float32, 0)
+    prompts = torch.randint(0, lm.info.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0))
+    loop = StaticLoop(lm.module, 2, 16, 8, torch.device("cpu"))
+    with torch.no_grad():
+        tokens = [loop.prefill(prompts)]
+        for i in range(7):
+            tokens.append(loop.decode(tokens[-1], i))
+    return torch.cat(tokens, 1).tolist()
+
+
+def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(tmp_path):
+    whole, two = _whole_model_tokens(), _generate(tmp_path, 2)
+    assert two["tp_degree"] == 2 and two["q_local"] == [96, 192]  # 2 of 4 heads of 48 a rank
+    assert two["kv_heads"] == 1  # the static cache holds this rank's key-value head (1 of 2)
+    assert not two["tp_sharded_head"]  # tied to the embedding: replicated
+    assert len(whole) == 2 and len(whole[0]) == 8  # batch 2, 8 new tokens
+    assert two["tokens"][0] == two["tokens"][1] == whole
+
+
+@pytest.mark.slow
+def test_compiled_steps_on_shards_generate_the_whole_models_greedy_tokens(tmp_path):
+    """static-compile's prefill and decode steps (``torch.compile``, fullgraph) over the split model's hooks."""
+    whole, two = _whole_model_tokens(), _generate(tmp_path, 2, TINY, "default")
+    assert two["tokens"][0] == two["tokens"][1] == whole
+
+
+@pytest.mark.slow
+def test_an_untied_lm_head_is_split_over_the_vocabulary_and_keeps_the_tokens(tmp_path):
+    name = "helpers:tiny_untied_llama"
+    whole, two = _whole_model_tokens(name), _generate(tmp_path, 2, name)
+    assert two["tp_sharded_head"] and two["q_local"] == [64, 128]
+    assert two["tokens"][0] == two["tokens"][1] == whole
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--parallel", "tp"], "--parallel tp applies with --gpus N"),
+        (["--gpus", "2"], "generate --gpus N needs --parallel tp"),
+        (["--gpus", "3", "--parallel", "tp"], "invalid gpus 3: allowed a number of GPUs that divides"),
+        (["--gpus", "4", "--parallel", "tp"], "key-value heads (2)"),
+        (["--gpus", "2", "--parallel", "pp"], "invalid parallel 'pp'"),
+        (["--gpus", "2", "--parallel", "tp=4"], "invalid gpus 2: allowed 4 ranks (tp=4)"),
+        (["--gpus", "2", "--parallel", "dp=2"], "tp=N: generate splits one copy of the model"),
+    ],
+)
+def test_a_bad_split_is_one_line_and_exit_2(args, needle, tmp_path):
+    p = run_cli("generate", "-m", TINY, "--device", "cpu", *args, "--db", str(tmp_path / "g.db"))
+    assert p.returncode == 2 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "g.db").exists()  # refused before the store is created
+
+
+def test_more_gpus_than_the_host_has_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    from accelbench.launchers.torchrun import device_kind
+    from accelbench.launchers.torchrun.job import DistOptions
+
+    with pytest.raises(ConfigError, match="invalid gpus 2: allowed 1..1 \\(GPUs visible\\)"):
+        device_kind(DistOptions(gpus=2, device="auto"))
+    p = run_cli("generate", "-m", TINY, "--device", "cuda", "--gpus", "2", "--parallel", "tp", "--db", str(tmp_path))
+    assert p.returncode == 2 and "invalid gpus 2" in p.stderr, p.stderr
+
+
+def test_seventy_billion_parameters_on_one_gpu_are_refused_before_building(monkeypatch, tmp_path):
+    """Llama-3.1-70B in bf16 on one 80 GB GPU: refused from its config (exit 2), naming the split that fits."""
+    from accelbench import api, scenarios
+    from accelbench.scenarios.generate import preflight
+
+    monkeypatch.setattr(preflight, "available_bytes", lambda device: 80 * 10**9)
+    spec = api.spec("generate", {"models": "hf:llama-3.1-70b", "precisions": "bf16", "device": "cpu"})
+    with pytest.raises(preflight.DoesNotFitError, match="--gpus 2 --parallel tp would fit"):
+        preflight.check_memory(scenarios.get("generate"), spec)
+    split = api.spec(
+        "generate", {"models": "hf:llama-3.1-70b", "precisions": "bf16", "device": "cpu", "parallel": "tp=2"}
+    )
+    preflight.check_memory(scenarios.get("generate"), split)  # about 78 GB a GPU: fits
+    fp = preflight.footprint("hf:llama-3.1-70b")
+    one = preflight.case_estimate(fp, scenarios.get("generate").cases(spec, "cpu")[0], spec)
+    two = preflight.case_estimate(fp, scenarios.get("generate").cases(split, "cpu")[0], split)
+    table = 128256 * 8192 * 2  # the replicated embedding table, bf16
+    assert two.weights_bytes == (one.weights_bytes - table) // 2 + table and two.load_bytes == two.weights_bytes
+
+
+@pytest.mark.slow
+def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
+    """``generate --gpus 2 --parallel tp`` on two gloo ranks: one row a case (rank 0's), the whole job's rates and
+    bytes beside the per-GPU ones, the same perplexity as the whole model; report and results read it."""
+    db = tmp_path / "g.db"
+    args = ["generate", "-m", TINY, "-b", "2", "--prompt-lens", "16", "--new-tokens", "8", "--modes", "static-cache"]
+    p = run_cli(
+        *args, "--repeats", "3", "--idle-s", "0", "--device", "cpu", "--gpus", "2", "--parallel", "tp", "--db", str(db)
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (row,) = Store(db).records()
+    assert row["status"] == OK and row["tp_degree"] == 2 and row["world_size"] == 2 and row["mesh"] == "tp=2"
+    assert row["kv_cache_bytes_per_gpu"] * 2 == row["kv_cache_bytes"] == 2 * 24 * (2 * 4 * 2 * 48 * 4)
+    assert row["weight_bytes_per_gpu"] * 2 == row["weight_bytes"]
+    assert row["decode_tokens_per_s_per_gpu"] == pytest.approx(row["decode_tokens_per_s"] / 2)
+    whole = run_cli(*args, "--repeats", "3", "--idle-s", "0", "--device", "cpu", "--db", str(db))
+    assert whole.returncode == 0
+    one = [r for r in Store(db).records() if r["tp_degree"] == 1]
+    assert len(one) == 1 and one[0]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
+    shown = run_cli("results", "--db", str(db), "--run", "1")
+    assert shown.returncode == 0 and "static-cache" in shown.stdout
+
+
+def test_compare_tells_a_split_generation_from_one_on_one_gpu():
+    """A row of ``generate --gpus 2 --parallel tp`` matches only rows of the same split, and its label says so."""
+    from accelbench.core.compare import case_label, match_key
+
+    row = {"model": TINY, "batch_size": 1, "precision": "bf16", "mode": "static-cache", "prompt_len": 16}
+    split = {**row, "world_size": 2, "tp_degree": 2, "workload": "generate"}
+    one = {**row, "tp_degree": 1, "workload": "generate"}
+    assert match_key(split) != match_key(one)
+    assert case_label(match_key(split)).endswith("prompt=16 tp=2 generate")
+    assert "tp=" not in case_label(match_key(one))
