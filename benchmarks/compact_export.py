@@ -34,12 +34,14 @@ def _dense(row: dict) -> dict:
 
 
 def compact(store: Store, run_id: int, keep_ranks: bool = False) -> dict:
-    """The run's export without series and null columns; rank rows dropped unless ``keep_ranks``."""
+    """The run's export without series and null columns; rank rows (``aggregate`` False: one rank's own row beside the
+    run's aggregate) dropped unless ``keep_ranks``. A row with no ``aggregate`` (a tensor-parallel case: one row for
+    all the GPUs) is kept."""
     scenario = scenarios.by_kind(store.run(run_id)["kind"])
     doc = run_document(store, run_id, scenario.export_extra if scenario is not None else None)
     rows = doc["results"]
     if not keep_ranks and any(r.get("aggregate") for r in rows):
-        rows = [r for r in rows if r.get("aggregate")]
+        rows = [r for r in rows if r.get("aggregate") is None or r.get("aggregate")]
     return {**doc, "series": {}, "results": [_dense(r) for r in rows]}
 
 
