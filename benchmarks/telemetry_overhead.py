@@ -2,7 +2,7 @@
 
     python benchmarks/telemetry_overhead.py overhead --out results.json [--reps 8] [--window-s 2]
     python benchmarks/telemetry_overhead.py host-loop --out results.json [--device cpu|cuda:0] [--reps 10]
-    python benchmarks/telemetry_overhead.py capture --out tests/data/nvml_samples_h200.json
+    python benchmarks/telemetry_overhead.py capture --out tests/data/nvml_samples_h200.json  (then gzip -9 it: the tests read the .json.gz)
 
 host-loop: a host-bound loop -- each step ``--layers`` tiny layers at batch 1 (a (1, 64) row through a
 64x64 matmul, bias, GELU and a norm: ~5 operators each, all dispatched from Python, as Hugging Face ``generate``

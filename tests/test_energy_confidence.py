@@ -7,6 +7,7 @@ counter that is a known function of the clock. Expected values are computed from
 a run.
 """
 
+import gzip
 import json
 import random
 import statistics
@@ -19,7 +20,7 @@ from accelbench.telemetry import energy as en
 from accelbench.telemetry.aggregate import gpu_record
 from accelbench.telemetry.ticks import CounterWatch, step_counters
 
-DATA = json.loads((Path(__file__).parent / "data" / "nvml_samples_h200.json").read_text())
+DATA = json.loads(gzip.decompress((Path(__file__).parent / "data" / "nvml_samples_h200.json.gz").read_bytes()))
 
 
 def _capture_steps(name: str) -> tuple[list[dict], list[tuple[float, float, float]]]:

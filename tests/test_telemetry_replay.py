@@ -2,6 +2,7 @@
 through the aggregation, energy, validity and storage code. Expected values are recomputed here from
 the raw samples, never copied from a run."""
 
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -16,7 +17,7 @@ from accelbench.telemetry.aggregate import SIGNALS, combine, gpu_record
 from accelbench.telemetry.energy import counter_update_s, integrate_power_j
 from accelbench.telemetry.sources.cpu import cpu_record
 
-DATA = json.loads((Path(__file__).parent / "data" / "nvml_samples_h200.json").read_text())
+DATA = json.loads(gzip.decompress((Path(__file__).parent / "data" / "nvml_samples_h200.json.gz").read_bytes()))
 WINDOWS = DATA["windows"]
 LOADS = ["load_10ms", "load_100ms"]
 
