@@ -9,10 +9,13 @@ thread's CPU time, ``time.thread_time``: Python, dispatch and the CPU's arithmet
 for a collective's peer, which on a shared CPU is mostly the other rank being descheduled: ``host_ms``, and per
 decoder layer), the collectives one decode step performs (``CommDebugMode``), and, for TP 2, the time of one all-reduce of a decode step's activations
 (``1 x 1 x hidden``) so the step's expected cost (TP 1's plus two all-reduces a layer) can be read beside it.
-With ``--profile``, the host operators that take most of a TP 2 step (``torch.profiler``, rank 0).
+With ``--profile``, the host operators that take most of a TP 2 step (``torch.profiler``, rank 0); with
+``--no-collectives``, the split model's hooks made identities (its tokens are then wrong: only what the step costs
+beside its collectives is measured; for the plain-shard split of :mod:`accelbench.models.tensor_parallel`).
 
     PYTHONPATH=src python benchmarks/tp_step_overhead.py                  # tiny model and a 16-layer Llama
     PYTHONPATH=src python benchmarks/tp_step_overhead.py --models llama16 --profile
+    PYTHONPATH=src python benchmarks/tp_step_overhead.py --models llama16 --no-collectives
 
 It measures the code as it is: run it before and after a change to the split.
 """
@@ -62,8 +65,9 @@ def build(name: str, tp: int):
     return lm
 
 
-def rank_main(name: str, tp: int, steps: int, profile: bool) -> None:
-    """One rank: the decode steps timed, counted and (``profile``) profiled; rank 0 prints a JSON line."""
+def rank_main(name: str, tp: int, steps: int, profile: bool, stub: bool = False) -> None:
+    """One rank: the decode steps timed, counted and (``profile``) profiled, the split's collectives made identities
+    when ``stub``; rank 0 prints a JSON line."""
     import torch
     import torch.distributed as dist
     from torch.distributed.tensor.debug import CommDebugMode
@@ -72,6 +76,10 @@ def rank_main(name: str, tp: int, steps: int, profile: bool) -> None:
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
+    if stub:
+        from accelbench.models import tensor_parallel
+
+        tensor_parallel._summed = tensor_parallel._gathered = lambda *a: lambda module, args, out: out
     lm = build(name, tp)
     warm, counted, profiled = 5, 1, 5 if profile else 0
     loop = StaticLoop(lm, 1, 16, warm + counted + profiled + steps, torch.device("cpu"))
@@ -116,10 +124,11 @@ def _allreduce_ms(hidden: int, iters: int = 200) -> float:
     return statistics.median(times) * 1e3
 
 
-def run(name: str, tp: int, steps: int, profile: bool) -> dict:
+def run(name: str, tp: int, steps: int, profile: bool, stub: bool = False) -> dict:
     """This script on ``tp`` ranks (torchrun, gloo), rank 0's result."""
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={tp}", __file__]
     argv += ["--rank-job", name, str(tp), str(steps)] + (["--profile"] if profile else [])
+    argv += ["--no-collectives"] if stub else []
     p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
     lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
     if p.returncode or not lines:
@@ -132,16 +141,17 @@ def main() -> None:
     ap.add_argument("--models", default="tiny,llama16", help=f"comma-separated: tiny, {', '.join(SHAPES)}")
     ap.add_argument("--steps", type=int, default=30, help="timed decode steps (the median is printed)")
     ap.add_argument("--profile", action="store_true", help="print the TP 2 step's top host operators")
+    ap.add_argument("--no-collectives", action="store_true", help="TP 2's collectives made identities (wrong tokens)")
     ap.add_argument("--rank-job", nargs=3, metavar=("MODEL", "TP", "STEPS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rank_job:
-        rank_main(args.rank_job[0], int(args.rank_job[1]), int(args.rank_job[2]), args.profile)
+        rank_main(args.rank_job[0], int(args.rank_job[1]), int(args.rank_job[2]), args.profile, args.no_collectives)
         return
     head = f"{'model':8} {'layers':>6} {'tp':>3} {'step_ms':>8} {'host_ms':>8} {'host_per_layer_ms':>17}"
     print(f"{head} {'allreduce_ms':>12}  collectives/step")
     for name in args.models.split(","):
         for tp in (1, 2):
-            r = run(name, tp, args.steps, args.profile and tp == 2)
+            r = run(name, tp, args.steps, args.profile and tp == 2, args.no_collectives and tp == 2)
             colls = ", ".join(f"{k.rsplit('.', 1)[-1]} x{v}" for k, v in r["collectives_per_step"].items())
             print(
                 f"{name:8} {r['layers']:>6} {tp:>3} {r['step_ms']:>8.2f} {r['host_ms']:>8.2f} "
