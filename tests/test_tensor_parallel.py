@@ -70,8 +70,14 @@ def _whole_model_tokens(name: str = TINY) -> list:
     return torch.cat(tokens, 1).tolist()
 
 
-def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(tmp_path):
-    whole, two = _whole_model_tokens(), _generate(tmp_path, 2)
+@pytest.fixture(scope="module")
+def split_tiny(tmp_path_factory) -> dict:
+    """The tiny model's generation on two gloo ranks (``tp_ranks.py``, eager), shared by the tests that read it."""
+    return _generate(tmp_path_factory.mktemp("tp"), 2)
+
+
+def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(split_tiny):
+    whole, two = _whole_model_tokens(), split_tiny
     assert two["tp_degree"] == 2 and two["q_local"] == [96, 192]  # 2 of 4 heads of 48 a rank
     assert two["kv_heads"] == 1  # the static cache holds this rank's key-value head (1 of 2)
     assert not two["tp_sharded_head"]  # tied to the embedding: replicated
@@ -79,10 +85,21 @@ def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(tmp_path):
     assert two["tokens"][0] == two["tokens"][1] == whole
 
 
+def test_a_split_step_performs_two_all_reduces_a_layer_and_nothing_else(split_tiny):
+    """One eager decode step (and the prefill) of the tiny model (4 layers, tied head) on two gloo ranks: the
+    row-parallel o_proj's and down_proj's all-reduces, no other collective (no weight or KV cache moved), and no
+    DTensor left in the model (its shards are plain tensors)."""
+    two = split_tiny
+    assert two["decode_collectives"] == {"all_reduce": 2 * 4} == two["prefill_collectives"]
+    assert two["dtensors"] == 0
+
+
 @pytest.mark.slow
-def test_compiled_steps_on_shards_generate_the_whole_models_greedy_tokens(tmp_path):
-    """static-compile's prefill and decode steps (``torch.compile``, fullgraph) over the split model's hooks."""
-    whole, two = _whole_model_tokens(), _generate(tmp_path, 2, TINY, "default")
+@pytest.mark.parametrize("name", [TINY, "helpers:tiny_untied_llama"])
+def test_compiled_steps_on_shards_generate_the_whole_models_greedy_tokens(tmp_path, name):
+    """static-compile's prefill and decode steps (``torch.compile``, fullgraph) over the split model's hooks: the
+    row-parallel all-reduces, and the vocabulary-split head's gather (the untied head)."""
+    whole, two = _whole_model_tokens(name), _generate(tmp_path, 2, name, "default")
     assert two["tokens"][0] == two["tokens"][1] == whole
 
 
@@ -92,6 +109,8 @@ def test_an_untied_lm_head_is_split_over_the_vocabulary_and_keeps_the_tokens(tmp
     whole, two = _whole_model_tokens(name), _generate(tmp_path, 2, name)
     assert two["tp_sharded_head"] and two["q_local"] == [64, 128]
     assert two["tokens"][0] == two["tokens"][1] == whole
+    # two all-reduces a layer (2 layers) and the split head's logits gathered once
+    assert two["decode_collectives"] == {"all_reduce": 4, "all_gather_into_tensor": 1} == two["prefill_collectives"]
 
 
 @pytest.mark.parametrize(

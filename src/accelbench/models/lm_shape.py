@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from accelbench.core.lm_analytic import Shape
 
+# set on a tensor-parallel shard (a plain parameter: accelbench.models.tensor_parallel) to the ranks the whole
+# tensor is split over
+SHARDS = "tp_shards"
+
 
 def _config_int(config, *names: str) -> int | None:
     for n in names:
@@ -30,12 +34,18 @@ def stored_bytes(t) -> int:
     import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    if hasattr(t, "to_local"):  # a DTensor (a tensor-parallel shard): the bytes of this process's shard
+    if hasattr(t, "to_local"):  # a DTensor (an FSDP2 shard): the bytes of this process's shard
         return stored_bytes(t.to_local())
     if is_traceable_wrapper_subclass(t):
         inner = (getattr(t, name) for name in t.__tensor_flatten__()[0])
         return sum(stored_bytes(x) for x in inner if isinstance(x, torch.Tensor))
     return t.numel() * t.element_size()
+
+
+def whole_numel(t) -> int:
+    """Elements of the whole tensor ``t`` is part of: ``t.numel()`` times the ranks a tensor-parallel shard is split
+    over (its :data:`SHARDS` mark; 1 unmarked). A DTensor's ``numel()`` is already the whole tensor's."""
+    return t.numel() * getattr(t, SHARDS, 1)
 
 
 def shape_of(model, kv_dtype=None) -> Shape:
@@ -64,7 +74,7 @@ def shape_of(model, kv_dtype=None) -> Shape:
     head = model.get_output_embeddings()
     head_ids = {id(t) for t in (getattr(head, "weight", None),) if t is not None}
     embed = model.get_input_embeddings().weight
-    matmul = sum(m.weight.numel() for m in model.modules() if _is_matmul(m) and m is not head)
+    matmul = sum(whole_numel(m.weight) for m in model.modules() if _is_matmul(m) and m is not head)
     embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)} - head_ids
     seen, weight_bytes = set(), 0
     for t in [*model.parameters(), *(b for n, b in model.named_buffers() if n.endswith(("weight", "scale")))]:
@@ -80,11 +90,11 @@ def shape_of(model, kv_dtype=None) -> Shape:
         head_dim=head_dim,
         hidden=hidden,
         vocab=_config_int(config, "vocab_size") or embed.shape[0],
-        params=sum(p.numel() for p in model.parameters()),
-        embedding_params=embed.numel(),
+        params=sum(whole_numel(p) for p in model.parameters()),
+        embedding_params=whole_numel(embed),
         tied_head=head is not None and head.weight is embed,
         matmul_params=matmul,
-        lm_head_params=head.weight.numel(),
+        lm_head_params=whole_numel(head.weight),
         weight_bytes=weight_bytes,
         kv_bytes_per_value=torch.tensor([], dtype=kv_dtype).element_size(),
     )

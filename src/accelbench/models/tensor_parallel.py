@@ -1,29 +1,40 @@
-"""Tensor parallelism of a Llama-family ``transformers`` causal LM, with PyTorch's own
-``torch.distributed.tensor.parallel`` (``parallelize_module``): Megatron-LM's split (Shoeybi et al. 2019, s. 3), the
-plan torchtitan applies to Llama (``torchtitan/models/llama3/infra/parallelize.py``, ``apply_tp``).
+"""Tensor parallelism of a Llama-family ``transformers`` causal LM for inference, as gpt-fast's ``tp.py`` and vLLM's
+parallel linears do it: every rank holds its shards as plain tensors, and the step is the model's own forward on
+them plus two all-reduces a layer. Megatron-LM's split (Shoeybi et al. 2019, s. 3), the plan torchtitan applies to
+Llama (``torchtitan/models/llama3/infra/parallelize.py``, ``apply_tp``).
 
 Per decoder layer: ``q_proj``, ``k_proj``, ``v_proj`` and the MLP's ``gate_proj`` and ``up_proj`` are column-parallel
-(``ColwiseParallel``: each rank computes its own heads and its own slice of the MLP's hidden units, no
-communication), ``o_proj`` and ``down_proj`` row-parallel (``RowwiseParallel``: partial sums all-reduced), so a layer
-costs two all-reduces of ``batch x tokens x hidden`` values. Each rank holds ``heads / tp`` query and ``kv_heads / tp``
-key-value heads: the static KV cache, allocated from the first keys it is given (``transformers``' ``StaticLayer``),
-holds this rank's heads only. Attention modules that keep head counts as attributes get theirs divided; the config
-keeps the whole model's (the counts of :mod:`accelbench.core.lm_analytic` are the whole model's).
+(each rank keeps its slice of the output rows: its own heads and its own slice of the MLP's hidden units, no
+communication), ``o_proj`` and ``down_proj`` row-parallel (each rank keeps its slice of the input columns and
+computes a partial sum, all-reduced by a forward hook), so a layer costs two all-reduces of
+``batch x tokens x hidden`` values. A row-parallel bias is kept by rank 0 only (zeros elsewhere), so the sum adds it
+once. Each rank holds ``heads / tp`` query and ``kv_heads / tp`` key-value heads: the static KV cache
+(:func:`accelbench.backends.lm_loop.allocate`, sized by :func:`degree`) holds this rank's heads only. Attention
+modules that keep head counts as attributes get theirs divided; the config keeps the whole model's (the counts of
+:mod:`accelbench.core.lm_analytic` are the whole model's).
 
-The LM head, read whole by every decode step, is column-parallel over the vocabulary (its logits all-gathered): it
-pays, a step reads ``1 / tp`` of it a GPU. The input embedding, of which a step reads one row a token, stays
-replicated: sharding it would save memory only, for an all-reduce a forward pass. A tied head (the embedding table)
-stays replicated too. Every module and activation outside the projections is replicated; the projections' outputs
-are plain tensors (``use_local_output``), so the model's own reshapes (``view(..., -1, head_dim)``) see this rank's
-heads.
+The LM head, read whole by every decode step, is split over the vocabulary (column-parallel, its logits all-gathered
+once a forward pass): it pays, a step reads ``1 / tp`` of it a GPU. The input embedding, of which a step reads one
+row a token, stays replicated: sharding it would save memory only, for an all-reduce a forward pass. A tied head (the
+embedding table) stays replicated too. Every module and activation outside the projections is replicated.
 
-Random weights of a large model are never built whole: the model is built on the ``meta`` device, sharded there,
-then each rank allocates its shards on its GPU (``to_empty``) and draws them (:func:`materialize`).
+Why plain tensors and not ``torch.distributed.tensor.parallel``'s DTensor modules: eager, a DTensor linear goes
+through DTensor's dispatch (sharding propagation, input and output redistribution) on every call, seven a layer, which
+made an eager decode step host-bound (``benchmarks/tp_step_overhead.py`` measures it); here nothing in the step but the
+collectives differs from the whole model's. The collectives are ``torch.distributed``'s functional ones
+(``_c10d_functional``: ``all_reduce``, ``all_gather_into_tensor`` and ``wait_tensor``, the ops
+``torch.distributed._functional_collectives`` is made of): plain tensors eager, traced by ``torch.compile``
+(fullgraph: the static-compile engine's steps), and with NCCL capturable in CUDA graphs (gpt-fast's ``tp.py`` uses
+the same ops).
+
+Every split parameter carries :data:`accelbench.models.lm_shape.SHARDS` (the ranks it is split over), so parameter
+counts stay the whole model's (:func:`accelbench.models.lm_shape.whole_numel`). Random weights of a large model are
+never built whole: the model is built on the ``meta`` device, split there, then each rank allocates its shards on its
+GPU and draws them (:func:`materialize`); a checkpoint's model, built whole, keeps each rank's slices.
 """
 
 from __future__ import annotations
 
-import inspect
 import zlib
 from typing import Any
 
@@ -46,16 +57,11 @@ def tp_reason(lm, tp: int) -> str | None:
     return ParallelDims(tp=tp).tp_reason(heads, getattr(cfg, "num_key_value_heads", None) or heads)
 
 
-def layer_plan() -> dict[str, Any]:
-    """The plan of one decoder layer: its projections' module names -> ``ColwiseParallel`` / ``RowwiseParallel``."""
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
-
-    plan: dict[str, Any] = {}
-    for name in COLUMN:
-        plan[f"{'self_attn' if name.endswith(('q_proj', 'k_proj', 'v_proj')) else 'mlp'}.{name}"] = ColwiseParallel()
-    plan["self_attn.o_proj"] = RowwiseParallel()
-    plan["mlp.down_proj"] = RowwiseParallel()
-    return plan
+def layer_plan() -> dict[str, int]:
+    """The plan of one decoder layer: its projections' module names -> the weight dimension split (0: output rows,
+    column-parallel; 1: input columns, row-parallel)."""
+    plan = {f"{'self_attn' if n in ('q_proj', 'k_proj', 'v_proj') else 'mlp'}.{n}": 0 for n in COLUMN}
+    return {**plan, "self_attn.o_proj": 1, "mlp.down_proj": 1}
 
 
 def apply_tp(lm, mesh) -> dict[str, Any]:
@@ -66,21 +72,19 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
     Raises:
         Unsupported: :func:`tp_reason`.
     """
-    from torch.distributed.tensor import Replicate
-    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
-
     from accelbench.core.errors import Unsupported
     from accelbench.models.lm_shape import decoder_layers
 
-    tp = mesh.size()
+    tp, rank, group = mesh.size(), mesh.get_local_rank(), mesh.get_group().group_name
     why = tp_reason(lm, tp)
     if why:
         raise Unsupported(why)
-    # weights on the meta device hold no data: each rank splits its own, no scatter from rank 0 (torch >= 2.7)
-    meta = next(lm.parameters()).is_meta and "src_data_rank" in inspect.signature(parallelize_module).parameters
-    kw = {"src_data_rank": None} if meta else {}
     for layer in decoder_layers(lm):
-        parallelize_module(layer, mesh, layer_plan(), **kw)
+        for path, dim in layer_plan().items():
+            linear = layer.get_submodule(path)
+            _keep_shard(linear, dim, rank, tp)
+            if dim == 1:
+                linear.register_forward_hook(_summed(group))
         attn = layer.self_attn
         for attr in ("num_heads", "num_key_value_heads"):  # families that reshape by an attribute, not by -1
             if isinstance(getattr(attn, attr, None), int):
@@ -88,23 +92,74 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
     head, embed = lm.get_output_embeddings(), lm.get_input_embeddings()
     split_head = head is not None and head.weight is not embed.weight and head.weight.shape[0] % tp == 0
     if split_head:
-        parallelize_module(head, mesh, ColwiseParallel(output_layouts=Replicate()), **kw)
+        _keep_shard(head, 0, rank, tp)
+        head.register_forward_hook(_gathered(group, tp))
     return {"tp_degree": tp, "tp_sharded_head": split_head}
 
 
-def degree(lm) -> int:
-    """GPUs ``lm`` is split over by :func:`apply_tp`: the mesh of its first sharded weight (1: not split)."""
-    from torch.distributed.tensor import DTensor
+def _keep_shard(linear, dim: int, rank: int, tp: int) -> None:
+    """Replace ``linear``'s weight (and bias) by this rank's slice along ``dim`` (0: output rows, with the bias's
+    slice; 1: input columns, the bias kept by rank 0 only), plain parameters marked with the ranks they are split
+    over. A meta-device weight gets a meta-device slice (no data: :func:`materialize` draws it)."""
+    import torch
 
-    for m in lm.modules():
-        w = getattr(m, "weight", None)
-        if isinstance(w, DTensor):
-            return w.device_mesh.size()
+    from accelbench.models.lm_shape import SHARDS
+
+    def part(t, along: int):
+        p = torch.nn.Parameter(t.detach().chunk(tp, along)[rank].clone(), requires_grad=False)
+        setattr(p, SHARDS, tp)
+        return p
+
+    linear.weight = part(linear.weight, dim)
+    if linear.bias is not None:
+        if dim == 0:
+            linear.bias = part(linear.bias, 0)
+        elif rank:
+            with torch.no_grad():
+                linear.bias.zero_()
+    linear.out_features, linear.in_features = linear.weight.shape
+
+
+def _summed(group: str):
+    """A forward hook that all-reduces (sums) a row-parallel linear's partial output over the process group named
+    ``group``."""
+    import torch
+
+    ops = torch.ops._c10d_functional
+
+    def hook(module, args, out):
+        return ops.wait_tensor(ops.all_reduce(out, "sum", group))
+
+    return hook
+
+
+def _gathered(group: str, tp: int):
+    """A forward hook that all-gathers a vocabulary-split head's logits ``(..., vocab / tp)`` into ``(..., vocab)``
+    over the ``tp`` ranks of the process group named ``group``, rank ``r``'s slice at ``r x vocab / tp``."""
+    import torch
+
+    ops = torch.ops._c10d_functional
+
+    def hook(module, args, out):
+        every = ops.wait_tensor(ops.all_gather_into_tensor(out.contiguous(), tp, group))  # (tp x d0, ...)
+        every = every.view(tp, *out.shape)
+        return every.movedim(0, -2).reshape(*out.shape[:-1], tp * out.shape[-1])
+
+    return hook
+
+
+def degree(lm) -> int:
+    """GPUs ``lm`` is split over by :func:`apply_tp`: the ranks of its first split weight (1: not split)."""
+    from accelbench.models.lm_shape import SHARDS
+
+    for p in lm.parameters():
+        if getattr(p, SHARDS, 1) > 1:
+            return getattr(p, SHARDS)
     return 1
 
 
 def materialize(lm, device, seed: int) -> None:
-    """Allocate ``lm``'s (meta-device, sharded) weights on ``device`` and draw them there: each rank only its shards.
+    """Allocate ``lm``'s (meta-device, split) weights on ``device`` and draw them there: each rank only its shards.
 
     Weights are drawn as ``transformers`` initialises a Llama (``normal(0, initializer_range)`` for linears and
     embeddings, ones for norms, zeros for biases), each tensor from its own generator seeded by ``seed`` and its
@@ -112,22 +167,24 @@ def materialize(lm, device, seed: int) -> None:
     Rotary-embedding buffers, computed at construction, are rebuilt on ``device``.
     """
     import torch
-    from torch.distributed.tensor import DTensor
 
-    lm.to_empty(device=device)
+    from accelbench.models.lm_shape import SHARDS
+
+    shards = {n: getattr(p, SHARDS) for n, p in lm.named_parameters() if hasattr(p, SHARDS)}
+    lm.to_empty(device=device)  # new parameter objects: the marks are set again below
     std = float(getattr(lm.config, "initializer_range", 0.02))
     with torch.no_grad():
         for name, p in lm.named_parameters():
-            local = p.to_local() if isinstance(p, DTensor) else p
-            shard = isinstance(p, DTensor) and any(pl.is_shard() for pl in p.placements)
-            rank = torch.distributed.get_rank() if shard else 0
-            g = torch.Generator(device=local.device).manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()) + rank)
+            if name in shards:
+                setattr(p, SHARDS, shards[name])
+            rank = torch.distributed.get_rank() if name in shards else 0
+            g = torch.Generator(device=p.device).manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()) + rank)
             if name.endswith("bias"):
-                local.zero_()
-            elif local.dim() == 1:  # a norm's scale
-                local.fill_(1.0)
+                p.zero_()
+            elif p.dim() == 1:  # a norm's scale
+                p.fill_(1.0)
             else:
-                local.normal_(0.0, std, generator=g)
+                p.normal_(0.0, std, generator=g)
     _rebuild_rotary(lm, device)
 
 

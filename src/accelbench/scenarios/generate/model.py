@@ -182,7 +182,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         prompt_source=ex.prompt_source,
         vocab_size=loaded.info.vocab_size,
         context_len=loaded.info.context_len,
-        params=sum(p.numel() for p in loaded.module.parameters()),
+        params=shape.params,  # the whole model's, a split one's too
         samples_timed=rec["output_tokens_timed"],
     )
     rec.update(compile_columns(first, engine.capabilities))
