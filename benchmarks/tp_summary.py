@@ -1,7 +1,8 @@
 """Summary of tensor-parallel generation exports (``benchmarks/tp_generate_gpu.sh``): a line a case with TTFT, TPOT,
 decode tokens/s in all and per GPU, MBU over every GPU's bandwidth, weights and KV cache per GPU, peak memory and the
-cost per million output tokens; then the TP efficiency of each shape: decode tokens/s per GPU at TP n over the same
-at the smallest degree measured for that shape (model, precision, mode, batch, prompt) -- 1.0 is linear scaling.
+cost per million output tokens; then the TP efficiency of each shape and its TPOT speed-up, as the report shows them
+(:func:`accelbench.core.parallel.tp_scaling`: decode tokens/s per GPU at TP n over the same at the smallest degree
+measured for that case, TPOT p50 of the smallest degree over TP n's) -- 1.0 is linear scaling.
 
 Run: ``python3 benchmarks/tp_summary.py OUT/*.json``.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import defaultdict
+
+from accelbench.core.parallel import tp_scaling
 
 
 def _rows(paths: list[str]) -> list[dict]:
@@ -37,7 +39,6 @@ def main(paths: list[str]) -> int:
         f"{'TPOT ms':>8} {'tok/s':>8} {'tok/s/GPU':>9} {'MBU':>5} {'W/GPU GB':>8} {'KV/GPU GB':>9} {'peak GB':>7} "
         f"{'$/M tok':>8}"
     )
-    shapes: dict[tuple, dict[int, dict]] = defaultdict(dict)
     for r in rows:
         tp = r.get("tp_degree") or 1
         per_gpu = r.get("decode_tokens_per_s_per_gpu") or r.get("decode_tokens_per_s")
@@ -55,21 +56,13 @@ def main(paths: list[str]) -> int:
         )
         if r.get("status") != "ok":
             print(f"    {r.get('error') or ''}"[:200])
-        elif per_gpu:
-            key = (r.get("model"), r.get("precision"), r.get("mode"), r.get("batch_size"), r.get("prompt_len"))
-            shapes[key][tp] = r
-    print("\nTP efficiency (decode tokens/s per GPU over the smallest degree's; TPOT speed-up):")
-    for key, by_tp in shapes.items():
-        base_tp = min(by_tp)
-        base = by_tp[base_tp]
-        base_pg = base.get("decode_tokens_per_s_per_gpu") or base["decode_tokens_per_s"]
-        for tp in sorted(by_tp):
-            r = by_tp[tp]
-            pg = r.get("decode_tokens_per_s_per_gpu") or r["decode_tokens_per_s"]
-            speedup = base["tpot_mean_ms"] / r["tpot_mean_ms"] if r.get("tpot_mean_ms") else None
+    print("\nTP efficiency (decode tokens/s per GPU over the smallest degree's; TPOT p50 speed-up):")
+    for r, s in zip(rows, tp_scaling(rows)):
+        if s is not None and (r.get("tp_degree") or 1) != s.base_tp_degree:
             print(
-                f"  {key[0]} {key[1]} {key[2]} bs={key[3]} prompt={key[4]}: TP {tp} vs TP {base_tp}: efficiency "
-                f"{pg / base_pg:.2f}, TPOT speed-up {_f(speedup, '.2f')}"
+                f"  {r.get('model')} {r.get('precision')} {r.get('mode')} bs={r.get('batch_size')} "
+                f"prompt={r.get('prompt_len')} new={r.get('new_tokens')}: TP {r.get('tp_degree') or 1} vs TP "
+                f"{s.base_tp_degree}: efficiency {s.tp_efficiency:.2f}, TPOT speed-up {_f(s.tpot_speedup, '.2f')}"
             )
     return 0
 

@@ -25,6 +25,32 @@ def test_speedup_and_scaling_efficiency_exact():
         maths.scaling(0.0, 2, 1.0)
 
 
+def _gen(tp, tok_s, tpot, **kw):
+    row = {"model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 8, "prompt_len": 128}
+    return {**row, "new_tokens": 64, "status": "ok", "decode_tokens_per_s": tok_s, "tpot_p50_ms": tpot, **kw} | (
+        {"tp_degree": tp} if tp else {}
+    )
+
+
+def test_tp_efficiency_and_tpot_speedup_against_the_smallest_degree():
+    """Decode tokens/s per GPU at TP n over the smallest degree's, TPOT p50 of the smallest over n's; exact numbers."""
+    rows = [
+        _gen(4, 1200.0, 5.0),  # 300/GPU, before its baseline in the list
+        _gen(None, 400.0, 20.0),  # no tp_degree: one GPU
+        _gen(2, 640.0, 12.5),  # 320/GPU
+        _gen(2, 10.0, 1.0, status="oom"),  # does not count
+        _gen(2, 640.0, None, prompt_len=256),  # its own group, one degree: no figure
+        _gen(1, 400.0, 20.0, device_name="H200"),  # another device: another group, one degree
+    ]
+    got = maths.tp_scaling(rows)
+    assert [g.tp_efficiency if g else None for g in got] == [0.75, 1.0, 0.8, None, None, None]
+    assert [g.tpot_speedup if g else None for g in got] == [4.0, 1.0, 1.6, None, None, None]
+    assert {g.base_tp_degree for g in got if g} == {1}
+    two_four = maths.tp_scaling([_gen(4, 1200.0, None), _gen(2, 800.0, 8.0)])  # baseline TP 2; no TPOT at TP 4
+    assert [(g.base_tp_degree, g.tp_efficiency, g.tpot_speedup) for g in two_four] == [(2, 0.75, None), (2, 1.0, 1.0)]
+    assert maths.tp_scaling([]) == []
+
+
 def test_bus_bandwidth_factors_are_nccl_tests_definitions():
     assert maths.bus_factor("all_reduce", 4) == 1.5  # 2(n-1)/n
     assert maths.bus_factor("all_gather", 4) == 0.75  # (n-1)/n

@@ -1,5 +1,6 @@
-"""Pure maths of data-parallel results: scaling efficiency, bus bandwidth, common windows, concurrency (the columns
-of an aggregate row combine by their declared rules: :func:`accelbench.core.columns.combine`).
+"""Pure maths of parallel results: scaling efficiency (data-parallel and tensor-parallel), bus bandwidth, common
+windows, concurrency (the columns of an aggregate row combine by their declared rules:
+:func:`accelbench.core.columns.combine`).
 
 No torch import; every function is tested with exact numbers.
 
@@ -11,12 +12,20 @@ Definitions:
     Bus bandwidth ``busbw = algbw * f(op, n)`` with ``algbw = S / t`` and ``f`` = 2(n-1)/n (all-reduce),
     (n-1)/n (all-gather, reduce-scatter, all-to-all), 1 (broadcast, reduce): NVIDIA nccl-tests,
     doc/PERFORMANCE.md. For all-gather, ``S`` is the total gathered size (``sendcount * n`` elements).
+    Tensor parallelism (:func:`tp_scaling`): the same efficiency with ``T`` a generate row's decode tokens/s and ``n``
+    its ``tp_degree`` (the GPUs one copy of the model is split over), so ``E(n)`` is decode tokens/s per GPU at TP n
+    over the same at the smallest degree measured (Megatron-LM reports its model-parallel scaling as this per-GPU
+    ratio: Shoeybi et al. 2019, "Megatron-LM", section 5.1); the TPOT speed-up is ``TPOT_p50(b) / TPOT_p50(n)``, the
+    latency a user sees per output token.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from accelbench.core.errors import OK
 
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -49,6 +58,57 @@ def scaling(throughput: float, world_size: int, base_throughput: float, base_wor
         raise ValueError("throughputs and process counts must be positive")
     speedup = throughput / base_throughput
     return Scaling(speedup=speedup, scaling_efficiency=speedup * base_world_size / world_size)
+
+
+# the cases one tensor-parallel scaling curve is made of: the same generation on the same device, any tp_degree
+TP_GROUP = ("model", "precision", "mode", "batch_size", "prompt_len", "new_tokens", "device_name")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TpScaling:
+    """A generate row against the smallest tensor-parallel degree of its group (:data:`TP_GROUP`)."""
+
+    base_tp_degree: int
+    tp_efficiency: float
+    tpot_speedup: float | None
+
+
+def tp_scaling(rows: Sequence[Mapping[str, Any]]) -> list[TpScaling | None]:
+    """The TP efficiency and TPOT speed-up of each generate row, in the rows' order (see module docstring).
+
+    Rows are grouped by :data:`TP_GROUP`; the baseline of a group is its first counted row at its smallest
+    ``tp_degree`` (a row without one ran on one GPU). Only ``ok`` rows with a positive ``decode_tokens_per_s`` count.
+
+    Args:
+        rows: generate rows as stored or exported; ``decode_tokens_per_s`` in tokens/s (the whole job's),
+            ``tpot_p50_ms`` in ms.
+    Returns:
+        per row, a :class:`TpScaling` (``tp_efficiency`` = (T(n)/n) / (T(b)/b) through :func:`scaling`;
+        ``tpot_speedup`` None where either TPOT p50 is missing), or None: a row that does not count, or one whose
+        group has a single degree.
+    """
+    counted = [r.get("status") == OK and (r.get("decode_tokens_per_s") or 0) > 0 for r in rows]
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        if counted[i]:
+            groups.setdefault(tuple(r.get(k) for k in TP_GROUP), []).append(i)
+    out: list[TpScaling | None] = [None] * len(rows)
+    for members in groups.values():
+        degree = {i: int(rows[i].get("tp_degree") or 1) for i in members}
+        if len(set(degree.values())) < 2:
+            continue
+        b = min(members, key=lambda i: (degree[i], i))
+        base = rows[b]
+        for i in members:
+            r = rows[i]
+            s = scaling(r["decode_tokens_per_s"], degree[i], base["decode_tokens_per_s"], degree[b])
+            tpot, base_tpot = r.get("tpot_p50_ms"), base.get("tpot_p50_ms")
+            out[i] = TpScaling(
+                base_tp_degree=degree[b],
+                tp_efficiency=s.scaling_efficiency,
+                tpot_speedup=base_tpot / tpot if tpot and base_tpot else None,
+            )
+    return out
 
 
 def bus_factor(op: str, n: int) -> float:
