@@ -187,6 +187,24 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert len(one) == 1 and one[0]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
     shown = run_cli("results", "--db", str(db), "--run", "1")
     assert shown.returncode == 0 and "static-cache" in shown.stdout
+    # the report sets the two runs' degrees of the case side by side: TP efficiency and TPOT speed-up against TP 1
+    from accelbench.report.document import build, render_html
+    from accelbench.report.generate import tp_rows
+    from accelbench.report.views import view
+
+    assert not [s for s in build(Store(db), run_ids=[1])["sections"] if s["id"].startswith("tensor-parallel")]
+    doc = build(Store(db), run_ids=[1, 2])
+    (section,) = [s for s in doc["sections"] if s["id"].startswith("tensor-parallel")]
+    base, split = tp_rows(Store(db).records())
+    assert (base["tp_degree"], base["tp_efficiency"], base["tpot_speedup"]) == (1, 1.0, 1.0)
+    assert split["tp_efficiency"] == (row["decode_tokens_per_s"] / 2) / one[0]["decode_tokens_per_s"]
+    assert split["tpot_speedup"] == one[0]["tpot_p50_ms"] / row["tpot_p50_ms"]
+    shown_as = {key: fmt for _, key, fmt in view("tensor-parallel")}
+    table = section["blocks"][0]
+    assert table["title"] == "Tensor parallelism" and len(table["rows"]) == 2
+    efficiency = table["rows"][1][table["headers"].index("TP efficiency")]
+    assert efficiency == shown_as["tp_efficiency"](split["tp_efficiency"]) and efficiency in render_html(doc)
+    assert section["blocks"][1]["type"] == "charts"
 
 
 def test_compare_tells_a_split_generation_from_one_on_one_gpu():

@@ -65,8 +65,9 @@ def build(
     sides: list | None = None,
 ) -> dict[str, Any]:
     """The report document: a section per run (all runs of the store when neither ``run_ids`` nor ``runs`` is
-    given, in id order) and one per comparison, whose headlines also head the page (``headlines``: ``href`` and
-    ``line``). ``runs``: ``(store, run_id, label)`` triples, for runs of several stores
+    given, in id order), one setting side by side the tensor-parallel degrees of a generate case measured at several
+    (:func:`accelbench.report.generate.tp_section`), and one per comparison, whose headlines also head the page
+    (``headlines``: ``href`` and ``line``). ``runs``: ``(store, run_id, label)`` triples, for runs of several stores
     (:func:`accelbench.store.refs.open_ref`); ``sides``: per comparison, the rows of A and of B by case id (or None).
 
     Raises:
@@ -87,6 +88,10 @@ def build(
 
         shared = engines_section(runs[0][0], [i for _, i, _ in runs])
         sections += [shared] if shared else []
+    from accelbench.report.generate import tp_section
+
+    split = tp_section(runs)  # a case's TP degrees, usually from several runs, side by side
+    sections += [split] if split else []
     comparisons = comparisons or []
     sections += [comparison_section(c, side) for c, side in zip(comparisons, sides or [None] * len(comparisons))]
     for i, s in enumerate(sections):  # ids unique even when a run is listed twice

@@ -1,10 +1,12 @@
 """The table of a generate run: a row per case with the two phases apart (prefill: time to first token, prefill
 tokens/s, MFU; decode: time per output token, decode tokens/s, MBU), memory, energy and cost per token. Its columns are
-the ``generate`` views (:mod:`accelbench.report.views`), their headers and formats the columns' own."""
+the ``generate`` views (:mod:`accelbench.report.views`), their headers and formats the columns' own. Across the runs
+of a report, the tensor-parallel section (:func:`tp_section`) sets each case's degrees side by side."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from accelbench.core import kinds
 from accelbench.core.columns import for_kind
@@ -96,3 +98,91 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
             fig = figure(ceilings, points, f"Prefill (squares) and decode (dots) on the roofline: {context or name}")
             blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})
     return blocks
+
+
+def tp_rows(records: Iterable[dict]) -> list[dict]:
+    """The generate rows whose case was measured at more than one ``tp_degree``, each with its ``tp_efficiency`` and
+    ``tpot_speedup`` (:func:`accelbench.core.parallel.tp_scaling`: against the smallest degree of the case), its
+    per-GPU decode tokens/s and weights filled on one GPU (the whole model's), sorted by case then degree."""
+    from accelbench.core.parallel import TP_GROUP, tp_scaling
+
+    rows = [r for r in records if r.get("workload") == kinds.GENERATE and not is_detail(r)]
+    out = []
+    for r, s in zip(rows, tp_scaling(rows)):
+        if s is None:
+            continue
+        tp = int(r.get("tp_degree") or 1)
+        per_gpu = r.get("decode_tokens_per_s_per_gpu") or r["decode_tokens_per_s"] / tp
+        weights = r.get("weight_bytes_per_gpu") or (r.get("weight_bytes") if tp == 1 else None)
+        out.append(
+            {**r, "tp_degree": tp, "decode_tokens_per_s_per_gpu": per_gpu, "weight_bytes_per_gpu": weights}
+            | {"tp_efficiency": s.tp_efficiency, "tpot_speedup": s.tpot_speedup}
+        )
+    return sorted(out, key=lambda r: (tuple(str(r.get(k)) for k in TP_GROUP), r["tp_degree"], r.get("run_id") or 0))
+
+
+def tp_chart(rows: list[dict]) -> str | None:
+    """TP efficiency (%) against ``tp_degree``, one line a case (:func:`tp_rows`), linear scaling dashed at 100 %;
+    inline SVG, or None without rows."""
+    from accelbench.core.parallel import TP_GROUP
+    from accelbench.report.charts import svg
+    from accelbench.report.plots import pyplot
+
+    if not rows:
+        return None
+    lines: dict[str, list[dict]] = {}
+    for r in rows:
+        model, precision, mode, batch, prompt, new = (r.get(k) for k in TP_GROUP[:6])
+        label = f"{model} {precision} {mode} bs={batch} prompt={prompt} new={new}"
+        lines.setdefault(label, []).append(r)
+    fig, ax = pyplot().subplots(figsize=(6.4, 3.8), constrained_layout=True)
+    degrees = sorted({r["tp_degree"] for r in rows})
+    ax.axhline(100.0, ls="--", lw=1, color="#7f7f7f", label="linear scaling")
+    for label, rs in lines.items():
+        ax.plot([r["tp_degree"] for r in rs], [100 * r["tp_efficiency"] for r in rs], "o-", ms=3.5, lw=1.3, label=label)
+    ax.set_xticks(degrees)
+    ax.set(
+        xlabel="tensor-parallel GPUs",
+        ylabel="%",
+        title="TP efficiency: decode tokens/s per GPU over the smallest degree's",
+    )
+    ax.title.set_fontsize(9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return svg(fig)
+
+
+def tp_section(runs: Iterable[tuple[Any, int, str]]) -> dict | None:
+    """The report's tensor-parallel section over the runs reported (``(store, run_id, label)`` triples; the TP 1 and
+    TP N rows of a case are usually two runs, possibly of two stores): every case measured at more than one
+    ``tp_degree`` on one device, a row a degree with its TP efficiency and TPOT speed-up (:func:`tp_rows`), and the
+    efficiency against the degree. None when no case has two degrees."""
+    from accelbench.report.blocks import charts_block, table_block
+    from accelbench.report.views import view
+
+    labels, records = [], []
+    for store, run_id, label in runs:
+        labels.append(label)
+        records += store.records(run_id)
+    rows = tp_rows(records)
+    if not rows:
+        return None
+    note = (
+        "TP efficiency = (decode tokens/s / n) at TP n over the same at the case's smallest degree (100 % is linear "
+        "scaling); TPOT speed-up = TPOT p50 at the smallest degree over TPOT p50 at n."
+    )
+    chart = tp_chart(rows)
+    return {
+        "id": "tensor-parallel",
+        "title": "Tensor parallelism across " + ", ".join(dict.fromkeys(labels)),
+        "provenance": [],
+        "spec": None,
+        "blocks": [
+            b
+            for b in (
+                table_block(rows, view("tensor-parallel"), "Tensor parallelism", [note]),
+                charts_block([{"title": "TP efficiency", "svg": chart}] if chart else []),
+            )
+            if b
+        ],
+    }

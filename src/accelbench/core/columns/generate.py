@@ -292,6 +292,27 @@ DECLARED = (
         scenarios=G,
         doc="Decode tokens/s over the GPUs the model is split over.",
     ),
+    # against the smallest tensor-parallel degree of the same case (accelbench.core.parallel.tp_scaling): the report
+    # computes them over the rows it shows, never stored
+    col(
+        "tp_efficiency",
+        FLOAT,
+        "TP efficiency",
+        "pct:1",
+        scenarios=G,
+        stored=False,
+        doc="Decode tokens/s per GPU at this tp_degree over the same at the smallest degree of the same case: "
+        "(T(n) / n) / (T(b) / b), the scaling efficiency; 100 % is linear scaling.",
+    ),
+    col(
+        "tpot_speedup",
+        FLOAT,
+        "TPOT speed-up",
+        "times:2",
+        scenarios=G,
+        stored=False,
+        doc="TPOT p50 at the smallest tp_degree of the same case over TPOT p50 at this one.",
+    ),
     # energy and quality
     col(
         "perplexity",
