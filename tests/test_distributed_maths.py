@@ -26,7 +26,8 @@ def test_speedup_and_scaling_efficiency_exact():
 
 
 def _gen(tp, tok_s, tpot, **kw):
-    row = {"model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 8, "prompt_len": 128}
+    row = {"workload": "generate", "model": "m", "precision": "bf16", "mode": "static-cache", "batch_size": 8}
+    row["prompt_len"] = 128
     return {**row, "new_tokens": 64, "status": "ok", "decode_tokens_per_s": tok_s, "tpot_p50_ms": tpot, **kw} | (
         {"tp_degree": tp} if tp else {}
     )

@@ -102,13 +102,22 @@ def tp_scaling(rows: Sequence[Mapping[str, Any]]) -> list[TpScaling | None]:
         for i in members:
             r = rows[i]
             s = scaling(r["decode_tokens_per_s"], degree[i], base["decode_tokens_per_s"], degree[b])
-            tpot, base_tpot = r.get("tpot_p50_ms"), base.get("tpot_p50_ms")
+            tpot, base_tpot = _latency_p50(r), _latency_p50(base)
             out[i] = TpScaling(
                 base_tp_degree=degree[b],
                 tp_efficiency=s.scaling_efficiency,
                 tpot_speedup=base_tpot / tpot if tpot and base_tpot else None,
             )
     return out
+
+
+def _latency_p50(row: Mapping[str, Any]) -> float | None:
+    """The row's latency p50 as its metric map names it (a generate row's: TPOT p50, ms), or None."""
+    from accelbench.core.columns import maps
+
+    m = maps.of_row(dict(row))
+    column = m.column("latency_p50") if m is not None else None
+    return row.get(column) if column else None
 
 
 def bus_factor(op: str, n: int) -> float:
