@@ -75,8 +75,16 @@ def shown(value: object) -> str:
     """A value as a user types it: a list's items joined by commas (``2,0.0``; an empty one ``""``), a text quoted
     (``'fp33'``), a number as it is (``0``, ``0.0``)."""
     if isinstance(value, (list, tuple)):
-        return ",".join(v if isinstance(v, str) else shown(v) for v in value) or '""'
+        return ",".join(_item(v) for v in value) or '""'
     return repr(value)
+
+
+def _item(v: object) -> str:
+    """A list's item as typed; a text with a line break or another control character quoted (``'\\n'``), so the
+    message stays one line."""
+    if not isinstance(v, str):
+        return shown(v)
+    return v if v.isprintable() else repr(v)
 
 
 class UnknownModelError(AccelbenchError, ValueError):
