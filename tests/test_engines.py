@@ -43,7 +43,7 @@ def test_every_generate_mode_is_an_engine_its_capabilities_describe():
     assert "hf-generate" in engines(steps=False)
 
 
-def test_an_engine_takes_no_backend_name_and_a_plugin_of_either_kind_lands_in_its_registry():
+def test_an_engine_and_a_backend_never_share_a_name_and_a_plugin_of_either_kind_lands_in_its_registry():
     from accelbench.backends.modes import adopt
 
     class Clash(Engine):
@@ -59,6 +59,13 @@ def test_an_engine_takes_no_backend_name_and_a_plugin_of_either_kind_lands_in_it
         del ENGINES["test-adopted-static-cache"]
     with pytest.raises(TypeError, match="Backend"):
         adopt("not-a-mode", object())
+
+    class EngineNamedBackend(backends.Backend):
+        name = "static-cache"
+
+    with pytest.raises(ValueError, match="mode static-cache is registered already"):
+        adopt("clash", EngineNamedBackend)  # a backend plugin never takes an engine's name
+    assert "static-cache" not in backends.BACKENDS
 
 
 class CountingSession:

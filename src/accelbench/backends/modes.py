@@ -36,11 +36,15 @@ def adopt(name: str, obj: object) -> None:
 
     Raises:
         TypeError: it is neither.
+        ValueError: its name is a mode's already, a backend's or an engine's (the two registries share one namespace).
     """
     from accelbench.backends import base, engine
     from accelbench.core.plugins import instance
 
     if isinstance(obj, Engine) or (isinstance(obj, type) and issubclass(obj, Engine)):
         engine.register(instance(obj, Engine))
-    else:
-        base.register(instance(obj, Backend))
+        return
+    backend = instance(obj, Backend)
+    if backend.name in ENGINES:
+        raise ValueError(f"mode {backend.name} is registered already (an engine)")
+    base.register(backend)
