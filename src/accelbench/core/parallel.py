@@ -115,7 +115,7 @@ def _latency_p50(row: Mapping[str, Any]) -> float | None:
     """The row's latency p50 as its metric map names it (a generate row's: TPOT p50, ms), or None."""
     from accelbench.core.columns import maps
 
-    m = maps.of_row(dict(row))
+    m = maps.of_row(row)  # it reads the row's workload only
     column = m.column("latency_p50") if m is not None else None
     return row.get(column) if column else None
 

@@ -163,7 +163,8 @@ def tp_section(runs: Iterable[tuple[Any, int, str]]) -> dict | None:
     labels, records = [], []
     for store, run_id, label in runs:
         labels.append(label)
-        records += store.records(run_id)
+        if store.run(run_id)["kind"] == kinds.GENERATE:  # only generate runs have TP degrees: no other run is read
+            records += store.records(run_id)
     rows = tp_rows(records)
     if not rows:
         return None
