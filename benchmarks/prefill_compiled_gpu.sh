@@ -4,14 +4,15 @@
 # (ttft_floor_ms, ttft_over_floor), and the decode beside it. Stages in priority order (STAGES selects):
 #   fused    accelbench generate, static-compile-fused (prefill and decode compiled, CUDA graphs), 3 prompt lengths
 #   eager    the same through static-cache (prefill and decode eager): the reference TTFT before the compiled prefill
-#   scratch  benchmarks/llm_gptfast.py: the from-scratch gpt-fast decoder, its prefill compiled with dynamic shapes
-#            and CUDA graphs (as the engines compile theirs), then eager (PREFILLS: add dynamic, gpt-fast's own
-#            without CUDA graphs, or static-graphs, a compile a prompt length, to ask whether graphs or static shapes
-#            pay), 3 prompt lengths, one compiled decode step, its outputs checked against the plain model
+#   scratch  benchmarks/llm_gptfast.py: the from-scratch gpt-fast decoder, its prefill compiled with static shapes
+#            and CUDA graphs (as the engines compile theirs: a graph a prompt length), with dynamic shapes and CUDA
+#            graphs (one graph), then eager (PREFILLS: add dynamic or static, without CUDA graphs, to ask whether
+#            graphs pay), 3 prompt lengths, one compiled decode step, its outputs checked against the plain model
 #   int8     static-compile-fused in int8-weight-only, prompt 128 (the 8-bit decode's speed-up over bf16)
 #   plain    (not in the default STAGES) static-compile, the unfused compiled engine, 3 prompt lengths
 #   ncu      (not in the default STAGES) accelbench profile --step decode --ncu on: one decode step of the fused
-#            engine under Nsight Compute (NCU_MODEL, default the 8B shape; capped at NCU_S, 150 s)
+#            engine under Nsight Compute (NCU_STEPS: decode and/or prefill, a stage each; NCU_MODEL, default the 8B
+#            shape; each capped at NCU_S, 150 s)
 #   tests    (not in the default STAGES) the generate GPU tests (tests/test_generate_gpu.py: the compiled, graph-captured
 #            prefill and decode generate the eager tokens, every engine and precision gives an ok row; needs pytest)
 # Then a compact JSON export of each run and a markdown summary (benchmarks/prefill_summary.py).
@@ -27,7 +28,7 @@ BUDGET_S=${BUDGET_S:-420}; T0=$(date +%s); STAGE_MIN_S=25
 source "$(dirname "$0")/lib/stage.sh"
 AB="python3 -m accelbench"
 M=hf:llama-3.1-8b; PROMPTS=${PROMPTS:-128,512,2048}; NEW=${NEW:-32}; REPEATS=${REPEATS:-5}
-DEV=""; PREFILLS=${PREFILLS:-dynamic-graphs,eager}
+DEV=""; PREFILLS=${PREFILLS:-static-graphs,dynamic-graphs,eager}
 if [ "${SMOKE:-0}" = 1 ]; then
   M=hf:tiny-shakespeare; PROMPTS=16,32; NEW=4; REPEATS=2; DEV="--device cpu -p fp32"
 fi
@@ -55,9 +56,12 @@ export_last() {  # the store's latest run as $OUT/prefill-$1.json.gz
   fi
   if has plain; then stage plain ${PLAIN_S:-170} $GEN $BF16 --modes static-compile --name prefill-plain; export_last plain; fi
   if has ncu; then
-    stage ncu ${NCU_S:-150} $AB profile -m ${NCU_MODEL:-$M} --step decode -b 1 --prompt-len ${PROMPTS%%,*} $BF16 \
-      --modes static-compile-fused --ncu ${NCU:-on} --ncu-timeout-s $(( ${NCU_S:-150} - 30 )) --db $DB --json "$OUT/ncu-decode.json"
-    export_last ncu
+    for step in ${NCU_STEPS:-decode}; do
+      stage ncu-$step ${NCU_S:-150} $AB profile -m ${NCU_MODEL:-$M} --step $step -b 1 --prompt-len ${PROMPTS%%,*} $BF16 \
+        --modes static-compile-fused --ncu ${NCU:-on} --ncu-timeout-s $(( ${NCU_S:-150} - 30 )) --db $DB \
+        --json "$OUT/ncu-$step.json"
+      export_last ncu-$step
+    done
   fi
   if has tests; then stage tests ${TESTS_S:-150} python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_generate_gpu.py; fi
   python3 benchmarks/prefill_summary.py "$OUT" | tee "$OUT/summary.md"

@@ -16,8 +16,8 @@
 #   bash benchmarks/tp_generate_gpu.sh tp4              # 70B bf16 TP 4 static-cache, the four shapes; then 8B bf16
 #                                                       #   TP 4 static-compile, the four shapes
 #
-# A static-compile command compiles its prefill once (dynamic shapes) and its decode step about twice (its first
-# shape, then dynamic shapes); the 70B's compiles are the slow part, so its eager rows (static-cache: the same
+# A static-compile command compiles its prefill once a (batch, prompt) shape and its decode step once a (batch, cache
+# length) shape; the 70B's compiles are the slow part, so its eager rows (static-cache: the same
 # loop, uncompiled, host-bound at small batches) come first. Random weights of the published configs
 # (hf:llama-3.1-70b, hf:llama-3.1-8b), drawn on each GPU's shard. 64 new tokens, 3 timed generations a case, no
 # perplexity (random weights). Results in $OUT: one

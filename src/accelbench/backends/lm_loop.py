@@ -105,18 +105,26 @@ def _compiled(fn, compile_mode: str, tune_reductions: bool, dynamic: bool | None
     return torch.compile(fn, options=options, fullgraph=True, dynamic=dynamic)
 
 
+# The most shapes a sweep's compiled step may compile (Dynamo's ``recompile_limit``, 8 by default, raised to it):
+# each step compiles once a shape (a prompt length and batch size for the prefill, a batch size and cache length
+# for the decode step), and a ``fullgraph`` function past the limit fails (``FailOnRecompileLimitHit``).
+SHAPES_LIMIT = 64
+
+
 def compiled_steps(compile_mode: str | None, tune_reductions: bool = False):
     """The matching :func:`prefill_step` and :func:`decode_step` (:class:`accelbench.backends.engine.Steps`), each
     ``torch.compile``-d (``fullgraph``) in ``compile_mode``, or both as they are for None.
 
-    Both compile as gpt-fast compiles its ``prefill`` and ``decode_one_token``: the prefill with dynamic shapes
-    (``dynamic=True``: one graph for the prompt lengths of a sweep, its matrix products cuBLAS's and its attention
-    SDPA's kernels either way); the decode step specialised on its first shapes. The KV cache's buffers are static
-    addresses (:func:`allocate`), whose shapes Dynamo specialises on: a later case of another batch size compiles
-    the prefill once more, and one of another batch size or cache length (prompt plus new tokens) the decode step
-    (measured on the CPU: prompts of 16, 48 and 96 tokens at batch 1 compile the prefill once and the decode step
-    twice). Each compile happens in a case's first warm-up generation. With ``reduce-overhead`` a CUDA graph is
-    recorded per shape, the KV cache written in place.
+    Both are specialised to their shapes (``dynamic=False``): a prefill graph a (batch size, prompt length) and a
+    decode graph a (batch size, cache length). gpt-fast compiles its ``prefill`` with dynamic shapes instead (one
+    graph for every prompt length); measured on the CPU (a 32-layer Llama of width 256, Inductor, torch 2.14) the
+    dynamic graph took 92 s to compile against 43-56 s a static one, and ran the 128-token prefill 40 % slower (72
+    against 51 ms), so a run of one or two prompt lengths compiles sooner static and every prompt length runs
+    kernels specialised to it (``benchmarks/llm_gptfast.py --prefill`` measures both on a
+    GPU). The KV cache's buffers are static addresses (:func:`allocate`). Each compile happens in a case's first
+    warm-up generation; a later case of the same shape reuses it. Dynamo's recompile limit is raised to
+    :data:`SHAPES_LIMIT` so that a sweep's shapes each compile (past it, a ``fullgraph`` function fails). With
+    ``reduce-overhead`` a CUDA graph is recorded per shape, the KV cache written in place.
 
     ``tune_reductions`` adds Inductor's coordinate-descent tuning to the decode step (``coordinate_descent_tuning``:
     each generated Triton kernel's block sizes searched around the heuristic's choice), which gpt-fast turns on for
@@ -129,9 +137,13 @@ def compiled_steps(compile_mode: str | None, tune_reductions: bool = False):
 
     if not compile_mode:
         return Steps(prefill=prefill_step, decode=decode_step)
+    import torch._dynamo.config as dynamo_config
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"  # torch < 2.6
+    setattr(dynamo_config, name, max(getattr(dynamo_config, name), SHAPES_LIMIT))
     return Steps(
-        prefill=_compiled(prefill_step, compile_mode, False, dynamic=True),
-        decode=_compiled(decode_step, compile_mode, tune_reductions),
+        prefill=_compiled(prefill_step, compile_mode, False, dynamic=False),
+        decode=_compiled(decode_step, compile_mode, tune_reductions, dynamic=False),
         graphs=compile_mode == "reduce-overhead",
     )
 
