@@ -9,6 +9,9 @@
 #                                                       #   16 x prompts 128 and 2048, and int8-weight-only (an
 #                                                       #   unsupported row: not split); then static-compile batch 1,
 #                                                       #   prompt 128 in what is left of the budget
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-b1       # the short form of 70b-tp2 (one batch and prompt): 70B at
+#                                                       #   TP 1 refused; bf16 TP 2 static-compile batch 1, prompt
+#                                                       #   128; then static-cache bf16 and int8-weight-only there
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 static-compile: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
 #   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 static-compile at TP 1 and TP 2, the four shapes
@@ -27,7 +30,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-compile|8b-curve|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-compile|8b-curve|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -64,6 +67,15 @@ case "$PHASE" in
     gen 70b-eager 260 -m $L70 -p bf16,int8-weight-only --modes static-cache $SHAPES $RUN --gpus 2 --parallel tp
     gen 70b-compile-b1 400 -m $L70 -p bf16 --modes static-compile -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
     ;;
+  70b-tp2-b1)
+    echo "== 70B at TP 1 (expect exit 2)" | tee "$OUT/$PHASE-tp1-refused.log"
+    timeout 120 python3 -m accelbench generate -m $L70 -p bf16 -b 1 --prompt-lens 128 --db "$OUT/refused.db" \
+      >> "$OUT/$PHASE-tp1-refused.log" 2>&1
+    echo "exit $? after $SECONDS s" | tee -a "$OUT/$PHASE-tp1-refused.log"; tail -2 "$OUT/$PHASE-tp1-refused.log"
+    gen 70b-compile-b1 270 -m $L70 -p bf16 --modes static-compile -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    gen 70b-eager-b1 120 -m $L70 -p bf16,int8-weight-only --modes static-cache -b 1 --prompt-lens 128 $RUN \
+      --gpus 2 --parallel tp
+    ;;
   70b-tp2-compile)
     gen 70b-compile 450 -m $L70 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
     ;;
@@ -75,6 +87,6 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-compile, 8b-curve or tp4" >&2; exit 2 ;;
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve or tp4" >&2; exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
