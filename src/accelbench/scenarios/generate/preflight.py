@@ -19,7 +19,9 @@ The estimate of a case's peak memory, from the model's config (and a checkpoint'
 - **margin**: 10 % of the above plus 256 MiB, for the allocator's rounding, temporaries and the compiled step.
 
 The estimate is compared with what the device has before the run: available RAM on a CPU (``psutil``), free
-memory on a CUDA GPU (``torch.cuda.mem_get_info``). When even the spec's smallest case does not fit, the run is
+memory on a CUDA GPU (NVML's, read without a CUDA context: the process that checks may be the one that launches the
+ranks of a split model, and a context it created would hold memory on their GPU for the whole run, seen there as
+another process; ``torch.cuda.mem_get_info`` where NVML cannot tell). When even the spec's smallest case does not fit, the run is
 refused (:class:`DoesNotFitError`, exit 2: one line with the estimate, what is available and what would fit); a
 case that does not fit in a run that goes ahead is an ``oom`` row (:class:`EstimatedOutOfMemory`) and its larger
 batch sizes ``skipped``, as a measured out-of-memory error is.
@@ -332,9 +334,11 @@ def check_memory(scenario, spec) -> None:
         DoesNotFitError: one line with the smallest case's estimate, what is available and what would fit.
     """
     from accelbench.core.device import resolve_device
+    from accelbench.telemetry.sources.nvml import free_bytes
 
     device = resolve_device(spec.device)
-    available = available_bytes(device)
+    available = free_bytes(device.index or 0) if device.type == "cuda" else None
+    available = available if available is not None else available_bytes(device)
     if available is None:
         return
     fps = {name: footprint(name) for name in spec.models}

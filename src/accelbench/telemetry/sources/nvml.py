@@ -76,6 +76,17 @@ def handle_for(torch_index: int, uuid: str | None = None):
     return _safe(nv.nvmlDeviceGetHandleByIndex, torch_index)
 
 
+def free_bytes(torch_index: int) -> int | None:
+    """Free memory of GPU ``cuda:torch_index`` in bytes as NVML reports it (``nvmlDeviceGetMemoryInfo``: its total
+    less what every process and the driver hold), read without a CUDA context in this process
+    (``torch.cuda.mem_get_info`` creates one, which then stays on the GPU for the life of the process); None where
+    NVML cannot tell."""
+    nv = _nvml()
+    h = handle_for(torch_index) if nv is not None else None
+    info = _safe(nv.nvmlDeviceGetMemoryInfo, h) if h is not None else None
+    return None if info is None else int(info.free)
+
+
 def _dec(v):
     return v.decode() if isinstance(v, bytes) else v
 
