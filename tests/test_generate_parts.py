@@ -1,6 +1,7 @@
 """The generate scenario's parts on tiny real models (CPU): weight-only linears, fused projections, the two decode
 loops, prompts, checkpoints."""
 
+import contextlib
 import json
 
 import pytest
@@ -213,6 +214,44 @@ def test_the_compiled_prefill_is_compiled_and_gives_the_eager_prefills_first_tok
         assert counters["stats"]["unique_graphs"] == compiled_graphs + 1  # a graph a prompt length
     eager, compiled = time_steps(eager_loop, prompts, 5, dev), time_steps(loop, prompts, 5, dev)
     assert compiled.tokens.shape == (2, 5) and torch.equal(eager.tokens, compiled.tokens)
+
+
+def test_a_sessions_repeated_compiled_step_skips_the_guards_that_do_not_tell_its_graphs_apart():
+    """A compiled step's first call in a session checks its guards in full (and compiles); the session's later calls
+    of the same step run under ``skip_guard_eval_unsafe`` (torch >= 2.7), eager steps never do, and the stance is
+    the default again after each call (read inside steps that record it)."""
+    from torch._dynamo import eval_frame
+
+    from accelbench.backends.engine import Steps
+    from accelbench.backends.lm_loop import StaticLoop, decode_step, guards_skipped, prefill_step
+
+    if not hasattr(eval_frame._stance, "skip_guard_eval_unsafe"):
+        pytest.skip("torch < 2.7 has no skip_guard_eval_unsafe stance")
+    seen = []
+
+    def recording(step):
+        def run(*args):
+            seen.append((step.__name__, eval_frame._stance.skip_guard_eval_unsafe))
+            return step(*args)
+
+        return run
+
+    model, dev = tiny(), torch.device("cpu")
+    prompts = torch.randint(0, 300, (1, 6))
+    for compiled in (True, False):
+        seen.clear()
+        steps = Steps(prefill=recording(prefill_step), decode=recording(decode_step), compiled=compiled)
+        loop = StaticLoop(model, 1, 6, 3, dev, steps=steps)
+        with torch.no_grad():
+            for _ in range(2):
+                loop.reset()
+                token = loop.prefill(prompts)
+                for i in range(2):
+                    token = loop.decode(token, i)
+        first = [("prefill_step", False), ("decode_step", False), ("decode_step", compiled)]
+        assert seen == first + [("prefill_step", compiled), ("decode_step", compiled), ("decode_step", compiled)]
+        assert not eval_frame._stance.skip_guard_eval_unsafe
+    assert isinstance(guards_skipped(Steps(prefill=prefill_step, decode=decode_step)), contextlib.nullcontext)
 
 
 def test_a_compiled_weight_only_step_with_tuned_reductions_decodes_the_same_tokens():

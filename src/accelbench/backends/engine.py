@@ -80,11 +80,14 @@ class Steps:
         prefill: the prompt ``(batch, prompt_len)`` into the cache, the greedy first tokens ``(batch, 1)``.
         decode: one token a sequence ``(batch, 1)``, the greedy next tokens ``(batch, 1)``.
         graphs: the steps replay CUDA graphs (``reduce-overhead``): each call is marked begun, each output cloned.
+        compiled: the steps are ``torch.compile``-d: a session's repeated calls of a step skip the guards that do not
+            tell its compiled graphs apart (:meth:`accelbench.backends.lm_loop.StaticLoop.prefill`).
     """
 
     prefill: Callable
     decode: Callable
     graphs: bool = False
+    compiled: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -66,6 +66,18 @@ def counts(shape, step: str, batch_size: int, prompt_len: int, params: int):
     )
 
 
+def _eager_prefill(loop) -> None:
+    """Have ``loop`` (a session with :class:`~accelbench.backends.engine.Steps`) fill its cache with the eager
+    prefill: a decode step reads what any prefill wrote, and the eager one spares a compiled prefill's compile (tens
+    of seconds for an 8B model, more under ncu) that a decode profile never runs."""
+    import dataclasses
+
+    from accelbench.backends.lm_loop import prefill_step
+
+    if hasattr(loop, "steps"):
+        loop.steps = dataclasses.replace(loop.steps, prefill=prefill_step)
+
+
 def build(case, spec, device) -> LMWorkload:
     """The case's prefill or decode step on ``device`` (see the module docstring).
 
@@ -73,13 +85,11 @@ def build(case, spec, device) -> LMWorkload:
         ConfigError: the prompt does not fit the model's context. Unsupported, RuntimeError (OOM, a failed compile):
             as the engine's load and first step raise them.
     """
-    import dataclasses
     import time
 
     import torch
 
     from accelbench.backends import engine as engines
-    from accelbench.backends.lm_loop import prefill_step
     from accelbench.core.timing import sync
     from accelbench.data.text import random_prompts
     from accelbench.models.lm_checks import check_fits
@@ -94,10 +104,8 @@ def build(case, spec, device) -> LMWorkload:
     prompts = random_prompts(case.batch_size, prompt_len, loaded.info.vocab_size, spec.seed, device)
     shape = shape_of(loaded.module, lm_dtype(case.precision))
     params = sum(p.numel() for p in loaded.module.parameters())
-    if step == "decode" and hasattr(loop, "steps"):
-        # the decode step reads a cache any prefill fills: the eager one spares a compiled prefill's compile (tens of
-        # seconds for an 8B model, more under ncu) that the profiled step never runs
-        loop.steps = dataclasses.replace(loop.steps, prefill=prefill_step)
+    if step == "decode":
+        _eager_prefill(loop)
     with torch.no_grad():
         loop.rewind(0)
         sync(device)
