@@ -94,6 +94,49 @@ def test_a_split_step_performs_two_all_reduces_a_layer_and_nothing_else(split_ti
     assert two["dtensors"] == 0
 
 
+def test_the_collective_share_counts_nccl_kernels_over_every_kernel():
+    """The device share of a hand-made profile: two NCCL kernels among a GEMV, an elementwise kernel and a copy."""
+    from accelbench.core.parallel import host_collective_share, kernel_collective_share
+
+    kernels = [
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 30.0),
+        ("void gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, 16, 4, 4, false, false>", 50.0),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", 5.0),
+        ("Memcpy DtoD (Device -> Device)", 5.0),
+        ("ncclKernel_AllGather_RING_LL_Sum_int8_t", 10.0),
+    ]
+    assert kernel_collective_share(kernels) == 40.0 / 100.0
+    assert kernel_collective_share(kernels[1:4]) == 0.0  # no collective: a share of 0, not None
+    assert kernel_collective_share([]) is None and kernel_collective_share([("ncclKernel_x", 0.0)]) is None
+    ops = [("_c10d_functional::all_reduce", 2.0), ("_c10d_functional::wait_tensor", 3.0), ("aten::mm", 4.0)]
+    assert host_collective_share(ops, 10.0) == 0.5 and host_collective_share(ops, 0.0) is None
+
+
+def test_a_gpu_profiles_share_leaves_out_host_ops_and_annotation_spans():
+    """The CUDA reading of a profile's events: device activities only, not the GPU span of a ``record_function``
+    (the profiler's step) that covers the kernels already counted, nor a host op's time."""
+    from types import SimpleNamespace as Event
+
+    import torch
+    from torch.autograd import DeviceType
+
+    from accelbench.backends.lm_timing import DecodeProfile
+    from accelbench.scenarios.generate.collectives import _share
+
+    def ev(name, t, device=DeviceType.CUDA, annotation=False):
+        return Event(name=name, self_device_time_total=t, device_type=device, is_user_annotation=annotation)
+
+    events = [
+        ev("ProfilerStep#1", 100.0, annotation=True),
+        ev("_c10d_functional::all_reduce", 50.0, device=DeviceType.CPU),
+        ev("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 20.0),
+        ev("gemvx::kernel<int, int, __nv_bfloat16, __nv_bfloat16, float, false, true>", 60.0),
+        ev("Memset (Device)", 0.0),
+    ]
+    share = _share(DecodeProfile(events=events, wall_s=1e-4, steps=1), torch.device("cuda"))
+    assert share == 20.0 / 80.0
+
+
 @pytest.mark.slow
 def test_compiled_steps_on_shards_generate_the_whole_models_greedy_tokens(tmp_path):
     """static-compile's prefill and decode steps (``torch.compile``, fullgraph) over the split model's hooks: the
@@ -181,10 +224,13 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert row["kv_cache_bytes_per_gpu"] * 2 == row["kv_cache_bytes"] == 2 * 24 * (2 * 4 * 2 * 48 * 4)
     assert row["weight_bytes_per_gpu"] * 2 == row["weight_bytes"]
     assert row["decode_tokens_per_s_per_gpu"] == pytest.approx(row["decode_tokens_per_s"] / 2)
+    # host time in the all-reduces of 8 profiled decode steps over their wall time
+    assert 0 < row["allreduce_share"] < 1 and row.get("allreduce_share_note") is None, row.get("allreduce_share_note")
     whole = run_cli(*args, "--repeats", "3", "--idle-s", "0", "--device", "cpu", "--db", str(db))
     assert whole.returncode == 0
     one = [r for r in Store(db).records() if r["tp_degree"] == 1]
     assert len(one) == 1 and one[0]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
+    assert one[0]["allreduce_share"] is None  # nothing to share on one device
     shown = run_cli("results", "--db", str(db), "--run", "1")
     assert shown.returncode == 0 and "static-cache" in shown.stdout
     # the report sets the two runs' degrees of the case side by side: TP efficiency and TPOT speed-up against TP 1
@@ -204,6 +250,8 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert table["title"] == "Tensor parallelism" and len(table["rows"]) == 2
     efficiency = table["rows"][1][table["headers"].index("TP efficiency")]
     assert efficiency == shown_as["tp_efficiency"](split["tp_efficiency"]) and efficiency in render_html(doc)
+    shares = [r[table["headers"].index("All-reduce share")] for r in table["rows"]]
+    assert shares[1] == shown_as["allreduce_share"](row["allreduce_share"]) and shares[0] != shares[1]
     assert section["blocks"][1]["type"] == "charts"
 
 

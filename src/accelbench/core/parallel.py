@@ -17,11 +17,16 @@ Definitions:
     over the same at the smallest degree measured (Megatron-LM reports its model-parallel scaling as this per-GPU
     ratio: Shoeybi et al. 2019, "Megatron-LM", section 5.1); the TPOT speed-up is ``TPOT_p50(b) / TPOT_p50(n)``, the
     latency a user sees per output token.
+    Collective share of a tensor-parallel decode step (:func:`kernel_collective_share`,
+    :func:`host_collective_share`): the time in the collectives over the time of the steps profiled, on a GPU the
+    device time of the NCCL kernels over that of every kernel (a trace's "communication" over its "kernel" time, as
+    Holistic Trace Analysis's temporal breakdown counts it), on CPUs the host time of the collective ops over the wall
+    time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,3 +175,54 @@ def overlap_fraction(intervals: Sequence[tuple[float, float]]) -> float:
     inter = min(e for _, e in intervals) - max(s for s, _ in intervals)
     span = max(e for _, e in intervals) - min(s for s, _ in intervals)
     return max(inter, 0.0) / span if span > 0 else 1.0
+
+
+# every NCCL kernel's name carries it (``ncclDevKernel_AllReduce_Sum_bf16_RING_LL``, ``ncclKernel_AllGather_...``)
+COLLECTIVE_KERNEL = "nccl"
+# the host ops of a collective, as torch.profiler names them: the functional collectives a split model calls
+# (``_c10d_functional::all_reduce``, ``all_gather_into_tensor``, and ``wait_tensor``, where the host waits for
+# them), the ``c10d::`` ops they dispatch to (``c10d::allreduce_``) and the backends' (``gloo:all_reduce``)
+COLLECTIVE_OPS = ("all_reduce", "allreduce", "all_gather", "allgather", "wait_tensor")
+
+
+def is_collective_kernel(name: str) -> bool:
+    """``name`` is a collective's device kernel: an NCCL kernel (:data:`COLLECTIVE_KERNEL`, any case)."""
+    return COLLECTIVE_KERNEL in name.lower()
+
+
+def is_collective_op(name: str) -> bool:
+    """``name`` is a collective's host op (one of :data:`COLLECTIVE_OPS` in it, any case)."""
+    low = name.lower()
+    return any(op in low for op in COLLECTIVE_OPS)
+
+
+def kernel_collective_share(kernels: Iterable[tuple[str, float]]) -> float | None:
+    """The share of device time spent in collective kernels.
+
+    Args:
+        kernels: ``(name, device time)`` of every kernel a profile recorded (any one time unit).
+    Returns:
+        the summed time of the NCCL kernels (:func:`is_collective_kernel`) over the summed time of all of them
+        (0..1), or None when there is no kernel time.
+    """
+    total = comm = 0.0
+    for name, t in kernels:
+        total += t
+        if is_collective_kernel(name):
+            comm += t
+    return comm / total if total > 0 else None
+
+
+def host_collective_share(ops: Iterable[tuple[str, float]], wall: float) -> float | None:
+    """The share of a host's wall time spent in collective ops.
+
+    Args:
+        ops: ``(name, host time)`` of the ops a profile recorded on the thread that ran the steps, none nested in
+            another collective op (so no time is counted twice); any one time unit.
+        wall: the wall time of the profiled steps, in the same unit.
+    Returns:
+        the summed time of the collective ops (:func:`is_collective_op`) over ``wall``, or None for no wall time.
+    """
+    if wall <= 0:
+        return None
+    return sum(t for name, t in ops if is_collective_op(name)) / wall

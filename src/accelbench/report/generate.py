@@ -170,7 +170,8 @@ def tp_section(runs: Iterable[tuple[Any, int, str]]) -> dict | None:
         return None
     note = (
         "TP efficiency = (decode tokens/s / n) at TP n over the same at the case's smallest degree (100 % is linear "
-        "scaling); TPOT speed-up = TPOT p50 at the smallest degree over TPOT p50 at n."
+        "scaling); TPOT speed-up = TPOT p50 at the smallest degree over TPOT p50 at n; all-reduce share = the share of "
+        "a decode step in the collectives (GPUs: NCCL kernels' device time over all kernels'; CPUs: host time)."
     )
     chart = tp_chart(rows)
     return {

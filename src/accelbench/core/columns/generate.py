@@ -292,6 +292,28 @@ DECLARED = (
         scenarios=G,
         doc="Decode tokens/s over the GPUs the model is split over.",
     ),
+    col(
+        "allreduce_share",
+        FLOAT,
+        "All-reduce share",
+        "pct:1",
+        short="AR share",
+        combine=RANK,
+        scenarios=G,
+        doc="The share (0..1) of a decode step's time spent in the collectives (the row-parallel all-reduces and the "
+        "split LM head's all-gather), from 8 more decode steps every rank runs under torch.profiler after the timed "
+        "generations (rank 0's figure). On GPUs device time: the NCCL kernels' time over the time of every kernel, "
+        "copy and fill (an NCCL kernel's time includes waiting for the slowest rank). On CPUs (gloo) host time: the "
+        "time the steps' thread spends in the collective ops (launch and wait) over the steps' wall time. Rows at "
+        "tp_degree 1 have none.",
+    ),
+    col(
+        "allreduce_share_note",
+        STR,
+        "All-reduce share note",
+        scenarios=G,
+        doc="Why a tensor-parallel row has no all-reduce share.",
+    ),
     # against the smallest tensor-parallel degree of the same case (accelbench.core.parallel.tp_scaling): the report
     # computes them over the rows it shows, never stored
     col(
@@ -350,8 +372,8 @@ METRIC_MAPS = (
         table=tuple(
             "model batch_size prompt_len new_tokens precision mode tp_degree ttft_mean_ms ttft_p50_ms ttft_p99_ms "
             "ttft_floor_ms ttft_over_floor tpot_mean_ms tpot_p50_ms tpot_p99_ms e2e_latency_mean_ms prefill_tokens_per_s decode_tokens_per_s "
-            "output_tokens_per_s mbu mbu_datasheet mfu kv_cache_bytes peak_mem_bytes compile_s energy_per_sample_j "
-            "cost_per_million_tokens perplexity validity status".split()
+            "output_tokens_per_s mbu mbu_datasheet mfu allreduce_share kv_cache_bytes peak_mem_bytes compile_s "
+            "energy_per_sample_j cost_per_million_tokens perplexity validity status".split()
         ),
         # the rates are means (tokens over time), so the compact table shows them beside the mean latencies
         compact=tuple(
