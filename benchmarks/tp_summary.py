@@ -1,6 +1,6 @@
 """Summary of tensor-parallel generation exports (``benchmarks/tp_generate_gpu.sh``): a line a case with TTFT, TPOT,
-decode tokens/s in all and per GPU, MBU over every GPU's bandwidth, weights and KV cache per GPU, peak memory and the
-cost per million output tokens; then the TP efficiency of each shape and its TPOT speed-up, as the report shows them
+decode tokens/s in all and per GPU, MBU over every GPU's bandwidth, weights and KV cache per GPU, peak memory, the
+cost per million output tokens and the all-reduce share of a decode step (``AR %``, ``allreduce_share``); then the TP efficiency of each shape and its TPOT speed-up, as the report shows them
 (:func:`accelbench.core.parallel.tp_scaling`: decode tokens/s per GPU at TP n over the same at the smallest degree
 measured for that case, TPOT p50 of the smallest degree over TP n's) -- 1.0 is linear scaling.
 
@@ -37,7 +37,7 @@ def main(paths: list[str]) -> int:
     print(
         f"{'model':18} {'prec':5} {'mode':15} {'tp':>2} {'bs':>3} {'prompt':>6} {'status':11} {'TTFT ms':>9} "
         f"{'TPOT ms':>8} {'tok/s':>8} {'tok/s/GPU':>9} {'MBU':>5} {'W/GPU GB':>8} {'KV/GPU GB':>9} {'peak GB':>7} "
-        f"{'$/M tok':>8}"
+        f"{'$/M tok':>8} {'AR %':>5}"
     )
     for r in rows:
         tp = r.get("tp_degree") or 1
@@ -52,7 +52,8 @@ def main(paths: list[str]) -> int:
             f"{_f(r.get('decode_tokens_per_s'), '8.1f')} {_f(per_gpu, '9.1f')} {_f(r.get('mbu'), '5.2f')} "
             f"{_f(None if w is None else w / 1e9, '8.1f')} {_f(None if kv is None else kv / 1e9, '9.2f')} "
             f"{_f(None if r.get('peak_mem_bytes') is None else r['peak_mem_bytes'] / 1e9, '7.1f')} "
-            f"{_f(None if cost is None else cost * 1000, '8.3f')}"
+            f"{_f(None if cost is None else cost * 1000, '8.3f')} "
+            f"{_f(None if r.get('allreduce_share') is None else 100 * r['allreduce_share'], '5.1f')}"
         )
         if r.get("status") != "ok":
             print(f"    {r.get('error') or ''}"[:200])
