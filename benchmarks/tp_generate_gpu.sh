@@ -6,9 +6,10 @@
 #   2x H200:
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2          # 70B at TP 1 refused before building (141 GB of bf16
 #                                                       #   weights); 70B bf16 TP 2 static-cache (eager): batch 1 and
-#                                                       #   16 x prompts 128 and 2048, and int8-weight-only (an
-#                                                       #   unsupported row: not split); then static-compile batch 1,
-#                                                       #   prompt 128 in what is left of the budget
+#                                                       #   16 x prompts 128 and 2048, and int8-weight-only (each
+#                                                       #   GPU quantizes its shards: real cases, stored as each
+#                                                       #   ends within the command's 260 s); then static-compile
+#                                                       #   batch 1, prompt 128 in what is left of the budget
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-b1       # the short form of 70b-tp2 (one batch and prompt): 70B at
 #                                                       #   TP 1 refused; bf16 TP 2 static-compile batch 1, prompt
 #                                                       #   128; then static-cache bf16 and int8-weight-only there

@@ -111,6 +111,34 @@ def test_quantizing_frees_each_full_precision_linear_as_it_goes():
     assert replaced_when_freed == list(range(1, 16))
 
 
+def test_a_quantized_linear_keeps_the_hooks_and_shard_marks_of_the_one_it_replaces():
+    """A tensor-parallel split's all-reduce is a forward hook on the linear and its shard a mark on the weight: both
+    move onto the weight-only linear, so the split still sums and its degree is still read; the engines refuse on a
+    split only what is not split (fused projections, torchao's fp8)."""
+    from accelbench.backends.engine import ENGINES
+    from accelbench.backends.generation import tp_reason
+    from accelbench.models.lm_shape import SHARDS
+    from accelbench.models.tensor_parallel import degree
+    from accelbench.quant.weight_only import WeightOnlyLinear, quantize_linears
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4, bias=False))
+    setattr(model[0].weight, SHARDS, 2)
+    model[0].register_forward_hook(lambda module, args, out: out * 2)  # stands for the all-reduce over 2 ranks
+    x = torch.randn(3, 8)
+    want = model(x)
+    quantize_linears(model, "int8")
+    assert isinstance(model[0], WeightOnlyLinear) and degree(model) == 2
+    torch.testing.assert_close(model(x), want, rtol=0.02, atol=0.02 * want.abs().max().item())
+    caps = {name: ENGINES[name].capabilities for name in ("static-cache", "static-compile-fused")}
+    assert (
+        tp_reason(caps["static-cache"], "int8-weight-only")
+        is None
+        is tp_reason(caps["static-cache"], "fp8-weight-only")
+    )
+    assert "torchao's fp8 linears are not split" in tp_reason(caps["static-cache"], "fp8")
+    assert "fused projections" in tp_reason(caps["static-compile-fused"], "int8-weight-only")
+
+
 def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():
     """A torchao weight is a tensor subclass whose dtype is the one it stands for (bf16: 2 bytes); the bytes a
     decode step reads are its inner int8 data, scales and zero points (the fp8 precision's weights are of the same

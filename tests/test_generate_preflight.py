@@ -146,6 +146,9 @@ def test_the_estimate_of_the_tiny_model_in_exact_numbers():
 
     int8 weight-only (bf16 model dtype): loaded 1,820,352 x 2 = 3,640,704; kept (1,820,352 - 1,622,016) x 2 =
     396,672, linear 1,622,016 x 1, the tied head's copy 196,608 x 1, scales 4 x (7,168 + 1,024) = 32,768: 2,248,064.
+    Split over 2 GPUs, a GPU's: whole on each the bf16 embedding table 393,216 and the head's copy and its scales
+    196,608 + 4,096 (593,920), half of the rest (2,248,064 - 593,920) / 2 = 827,072: 1,420,992; the checkpoint
+    loaded whole first (3,640,704); KV cache 73,728 / 2 x 2 bytes / 4 bytes = 18,432.
     """
     fp = preflight.footprint("hf:tiny-shakespeare")
     assert (fp.params, fp.linear_params, fp.linear_rows, fp.tied_head) == (1_820_352, 1_622_016, 7_168, True)
@@ -154,6 +157,26 @@ def test_the_estimate_of_the_tiny_model_in_exact_numbers():
     assert (e.margin_bytes, e.total_bytes) == (269_187_372, 276_706_540)
     q = preflight.estimate(fp, batch_size=2, prompt_len=8, new_tokens=4, dtype_bytes=2, eight_bit=True)
     assert (q.load_bytes, q.weights_bytes) == (3_640_704, 2_248_064)
+    q2 = preflight.estimate(fp, batch_size=2, prompt_len=8, new_tokens=4, dtype_bytes=2, eight_bit=True, tp=2)
+    assert (q2.load_bytes, q2.weights_bytes, q2.kv_cache_bytes) == (3_640_704, 1_420_992, 18_432)
+
+
+def test_a_split_weight_only_case_is_estimated_a_gpu_at_its_quantized_size():
+    """Llama-3.1-70B (random weights, untied head) in int8 weight-only over 2 GPUs: each draws its bf16 shards
+    (half of every weight but the embedding table) and quantizes them to half of the whole int8 model's weights
+    (the table aside); the estimate fits where the bf16 split's does not."""
+    from accelbench import api, scenarios
+
+    gen, fp, cases = scenarios.get("generate"), preflight.footprint("hf:llama-3.1-70b"), {}
+    base = {"models": "hf:llama-3.1-70b", "precisions": "bf16,int8-weight-only", "device": "cpu"}
+    for parallel, split in (("", {}), ("tp=2", {"parallel": "tp=2"})):
+        spec = api.spec("generate", {**base, **split})
+        cases.update({(c.precision, parallel): preflight.case_estimate(fp, c, spec) for c in gen.cases(spec, "cpu")})
+    table = 128256 * 8192 * 2  # the bf16 embedding table, whole on each GPU
+    one, two, bf16_two = cases["int8-weight-only", ""], cases["int8-weight-only", "tp=2"], cases["bf16", "tp=2"]
+    assert two.weights_bytes == (one.weights_bytes - table) // 2 + table
+    assert two.load_bytes == (one.load_bytes - table) // 2 + table == bf16_two.weights_bytes
+    assert two.weights_bytes < 0.55 * bf16_two.weights_bytes and two.total_bytes < bf16_two.total_bytes
 
 
 def test_the_layout_of_the_architectures_counts_their_published_parameters():

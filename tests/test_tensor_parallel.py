@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env, run_cli
+from tp_ranks import greedy, prompts_of, quantized_run
 
 from accelbench.core.errors import OK, ConfigError
 from accelbench.core.parallel_dims import ParallelDims
@@ -57,23 +58,20 @@ def _whole_model_tokens(name: str = TINY) -> list:
     """The same generation as ``tp_ranks.py``'s, of the model loaded whole in this process."""
     import torch
 
-    from accelbench.backends.lm_loop import StaticLoop
     from accelbench.models.lm_load import load_lm
 
     lm = load_lm(name, torch.device("cpu"), torch.float32, 0)
-    prompts = torch.randint(0, lm.info.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0))
-    loop = StaticLoop(lm.module, 2, 16, 8, torch.device("cpu"))
-    with torch.no_grad():
-        tokens = [loop.prefill(prompts)]
-        for i in range(7):
-            tokens.append(loop.decode(tokens[-1], i))
-    return torch.cat(tokens, 1).tolist()
+    return greedy(lm.module, prompts_of(lm))
+
+
+WEIGHT_ONLY = ("int8-weight-only", "fp8-weight-only")
 
 
 @pytest.fixture(scope="module")
 def split_tiny(tmp_path_factory) -> dict:
-    """The tiny model's generation on two gloo ranks (``tp_ranks.py``, eager), shared by the tests that read it."""
-    return _generate(tmp_path_factory.mktemp("tp"), 2)
+    """The tiny model's generation on two gloo ranks (``tp_ranks.py``, eager), then in the same processes its
+    generations in the weight-only precisions; shared by the tests that read it."""
+    return _generate(tmp_path_factory.mktemp("tp"), 2, TINY, "eager", *WEIGHT_ONLY)
 
 
 def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(split_tiny):
@@ -83,6 +81,37 @@ def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(split_tiny):
     assert not two["tp_sharded_head"]  # tied to the embedding: replicated
     assert len(whole) == 2 and len(whole[0]) == 8  # batch 2, 8 new tokens
     assert two["tokens"][0] == two["tokens"][1] == whole
+
+
+@pytest.mark.parametrize("precision", WEIGHT_ONLY)
+def test_weight_only_shards_generate_the_whole_quantized_models_greedy_tokens(split_tiny, precision):
+    """Each rank quantizes its own shards after the split (the generate scenario's load path): 8-bit weights of the
+    shards' shapes on every rank, the split's all-reduces kept on the quantized linears, and the whole model's
+    weight-only greedy tokens. A column-parallel shard's per-row scales are the whole weight's; the row-parallel
+    o_proj's and down_proj's are taken over half the input dimension, so logits differ slightly from the whole
+    model's."""
+    whole, two = quantized_run(TINY, precision), split_tiny[precision]
+    dtype = "torch.int8" if precision.startswith("int8") else "torch.float8_e4m3fn"
+    expected = {  # (weight shape, scale shape) on each of the 2 ranks: hidden 192, MLP 512, 4 of 2 x 48 heads, vocab
+        "self_attn.q_proj": ([96, 192], [96]),
+        "self_attn.k_proj": ([48, 192], [48]),
+        "self_attn.v_proj": ([48, 192], [48]),
+        "self_attn.o_proj": ([192, 96], [192]),
+        "mlp.gate_proj": ([256, 192], [256]),
+        "mlp.up_proj": ([256, 192], [256]),
+        "mlp.down_proj": ([192, 256], [192]),
+        "lm_head": ([1024, 192], [1024]),  # tied to the embedding: replicated, quantized whole on each rank
+    }
+    for rank in two["ranks"]:
+        assert rank["linears"] == {n: [dtype, w, s] for n, (w, s) in expected.items()}
+    assert two["quant_layers"] == whole["quant_layers"] == 4 * 7 + 1
+    assert two["ranks"][0]["tokens"] == two["ranks"][1]["tokens"] == two["tokens"]
+    assert two["tokens"] == whole["tokens"]  # all 2 x 8 greedy tokens (seed 0): int8 and fp8 both
+    # bf16 logits of the prompts' last tokens (|logit| < 10, std 2.3): measured at most 0.0625 apart (int8; fp8
+    # 0.094), one to two bf16 steps at 8..16, from the row-parallel shards' own scales and the split sums' order;
+    # 0.25 leaves room for other CPU kernels, far below what a lost all-reduce moves (half a layer's output)
+    apart = max(abs(a - b) for x, y in zip(whole["logits"], two["logits"]) for a, b in zip(x, y))
+    assert apart <= 0.25, apart
 
 
 def test_a_split_step_performs_two_all_reduces_a_layer_and_nothing_else(split_tiny):
@@ -150,11 +179,19 @@ def test_compiled_steps_on_shards_generate_the_whole_models_greedy_tokens(tmp_pa
 @pytest.mark.slow
 def test_an_untied_lm_head_is_split_over_the_vocabulary_and_keeps_the_tokens(tmp_path):
     name = "helpers:tiny_untied_llama"
-    whole, two = _whole_model_tokens(name), _generate(tmp_path, 2, name)
+    whole, two = _whole_model_tokens(name), _generate(tmp_path, 2, name, "eager", "int8-weight-only")
     assert two["tp_sharded_head"] and two["q_local"] == [64, 128]
     assert two["tokens"][0] == two["tokens"][1] == whole
     # two all-reduces a layer (2 layers) and the split head's logits gathered once
     assert two["decode_collectives"] == {"all_reduce": 4, "all_gather_into_tensor": 1} == two["prefill_collectives"]
+    # int8 weight-only: each rank's half of the vocabulary's rows quantized, whole rows: the whole head's scales
+    int8, whole_int8 = two["int8-weight-only"], quantized_run(name, "int8-weight-only")
+    assert [r["linears"]["lm_head"] for r in int8["ranks"]] == [["torch.int8", [256, 128], [256]]] * 2
+    # random weights give near-flat logits (std 0.23, top-two margins 0.04 and 0.08 at the prompts' ends): the
+    # split's own row-parallel scales moved them at most 0.008 (two bf16 steps), enough to part the greedy tokens
+    # at a later near-tie (11 of 16 agreed); the first tokens and the logits are what this model can check
+    apart = max(abs(a - b) for x, y in zip(whole_int8["logits"], int8["logits"]) for a, b in zip(x, y))
+    assert apart <= 0.03 and [t[0] for t in int8["tokens"]] == [t[0] for t in whole_int8["tokens"]], apart
 
 
 @pytest.mark.parametrize(
@@ -212,14 +249,16 @@ def test_seventy_billion_parameters_on_one_gpu_are_refused_before_building(monke
 @pytest.mark.slow
 def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     """``generate --gpus 2 --parallel tp`` on two gloo ranks: one row a case (rank 0's), the whole job's rates and
-    bytes beside the per-GPU ones, the same perplexity as the whole model; report and results read it."""
+    bytes beside the per-GPU ones, the same perplexity as the whole model; int8 weight-only split too (an ``ok`` row,
+    each GPU's int8 shards); report and results read it."""
     db = tmp_path / "g.db"
     args = ["generate", "-m", TINY, "-b", "2", "--prompt-lens", "16", "--new-tokens", "8", "--modes", "static-cache"]
-    p = run_cli(
-        *args, "--repeats", "3", "--idle-s", "0", "--device", "cpu", "--gpus", "2", "--parallel", "tp", "--db", str(db)
-    )
+    split = ["--gpus", "2", "--parallel", "tp", "-p", "fp32,int8-weight-only", "--db", str(db)]
+    p = run_cli(*args, "--repeats", "3", "--idle-s", "0", "--device", "cpu", *split)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (row,) = Store(db).records()
+    row, int8 = sorted(Store(db).records(), key=lambda r: r["precision"] != "fp32")
+    assert int8["status"] == OK and int8["tp_degree"] == 2 and int8["quant_layers"] == 4 * 7 + 1, int8.get("error")
+    assert int8["weight_bytes_per_gpu"] * 2 == int8["weight_bytes"] < row["weight_bytes"] / 3  # int8 against fp32
     assert row["status"] == OK and row["tp_degree"] == 2 and row["world_size"] == 2 and row["mesh"] == "tp=2"
     assert row["kv_cache_bytes_per_gpu"] * 2 == row["kv_cache_bytes"] == 2 * 24 * (2 * 4 * 2 * 48 * 4)
     assert row["weight_bytes_per_gpu"] * 2 == row["weight_bytes"]

@@ -1,12 +1,17 @@
 """One rank of the tensor-parallel check (started by torchrun, gloo on CPUs): the bundled tiny model split over the
-job's ranks, a greedy generation of fixed random prompts (with ``compile``: its prefill and decode steps
+job's ranks, a greedy generation of fixed random prompts (with a compile mode: its prefill and decode steps
 ``torch.compile``-d, as static-compile runs them), its tokens and the shard shapes written by rank 0 as JSON; eager,
 also the collectives of the prefill and of one decode step (``CommDebugMode``: op name -> calls) and how many of the
-model's parameters are DTensors."""
+model's parameters are DTensors. Each precision named after the compile mode (``eager`` for none) is then loaded
+split by the generate scenario's own path (:func:`accelbench.backends.generation.load_model`, static-cache's) in the
+same processes and generates the same prompts, eager: its tokens, last-prompt-token logits and every rank's layer-0
+linears (weight dtype and shape, scale shape)."""
 
 import contextlib
 import json
 import sys
+
+PROMPTS, PROMPT_LEN, NEW_TOKENS = 2, 16, 8
 
 
 def _counts(comm) -> dict:
@@ -14,42 +19,104 @@ def _counts(comm) -> dict:
     return {str(op).rsplit(".", 1)[-1]: n for op, n in comm.get_comm_counts().items()}
 
 
-def main(out: str, name: str, compile_mode: str | None = None) -> None:
+def prompts_of(lm):
+    """The fixed random prompts ``(PROMPTS, PROMPT_LEN)`` of ``lm`` (a ``LoadedLM``)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    return torch.randint(0, lm.info.vocab_size, (PROMPTS, PROMPT_LEN), generator=gen)
+
+
+def greedy(module, prompts, steps=None) -> list:
+    """``module``'s greedy generation of ``prompts`` through a static-cache loop: ``NEW_TOKENS`` tokens a prompt."""
+    import torch
+
+    from accelbench.backends.lm_loop import StaticLoop
+
+    loop = StaticLoop(module, PROMPTS, PROMPT_LEN, NEW_TOKENS, prompts.device, steps=steps)
+    with torch.no_grad():
+        tokens = [loop.prefill(prompts)]
+        for i in range(NEW_TOKENS - 1):
+            tokens.append(loop.decode(tokens[-1], i))
+    return torch.cat(tokens, 1).tolist()
+
+
+def quantized_run(name: str, precision: str, dims=None) -> dict:
+    """``name`` loaded as the static-cache engine loads it in ``precision`` (split over ``dims`` when given): its
+    greedy tokens, the logits of the prompts' last tokens (float32 values), its ``quant_*`` columns and its first
+    layer's linears (module path -> weight dtype, weight shape, scale shape)."""
+    import torch
+
+    from accelbench.backends.engine import ENGINES
+    from accelbench.backends.generation import load_model
+
+    loaded = load_model(ENGINES["static-cache"], name, precision, torch.device("cpu"), 0, dims)
+    prompts = prompts_of(loaded.lm)
+    with torch.no_grad():
+        logits = loaded.module(prompts).logits[:, -1].float().tolist()
+    layer = loaded.module.model.layers[0]
+    linears = {
+        n: [str(m.weight.dtype), list(m.weight.shape), list(m.scale.shape)]
+        for n, m in layer.named_modules()
+        if hasattr(m, "scale")
+    }
+    head = loaded.module.get_output_embeddings()
+    linears["lm_head"] = [str(head.weight.dtype), list(head.weight.shape), list(head.scale.shape)]
+    cols = {k: v for k, v in loaded.columns.items() if k.startswith("quant_")}
+    return {"tokens": greedy(loaded.module, prompts, loaded.steps), "logits": logits, "linears": linears, **cols}
+
+
+def float_run(lm, compile_mode: str) -> dict:
+    """The split float32 model ``lm``'s greedy generation (every rank's tokens), its layer-0 query shard's shape and
+    its static cache's key-value heads; eager, also the collectives of the prefill and of one decode step and how
+    many parameters are DTensors."""
     import torch
     import torch.distributed as dist
     from torch.distributed.tensor import DTensor
     from torch.distributed.tensor.debug import CommDebugMode
 
     from accelbench.backends.lm_loop import StaticLoop, compiled_steps
-    from accelbench.core.parallel_dims import ParallelDims
-    from accelbench.models.lm_load import load_lm
 
-    dist.init_process_group("gloo")
-    dev = torch.device("cpu")
-    lm = load_lm(name, dev, torch.float32, 0, dims=ParallelDims(tp=dist.get_world_size()))
-    q = lm.module.model.layers[0].self_attn.q_proj.weight
-    prompts = torch.randint(0, lm.info.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0))
-    loop = StaticLoop(lm.module, 2, 16, 8, dev, steps=compiled_steps(compile_mode))
-    eager = compile_mode is None
+    prompts, eager = prompts_of(lm), compile_mode == "eager"
+    steps = compiled_steps(None if eager else compile_mode)
+    loop = StaticLoop(lm.module, PROMPTS, PROMPT_LEN, NEW_TOKENS, prompts.device, steps=steps)
     with torch.no_grad(), CommDebugMode() if eager else contextlib.nullcontext() as prefill_comm:
         tokens = [loop.prefill(prompts)]
     with torch.no_grad(), CommDebugMode() if eager else contextlib.nullcontext() as decode_comm:
         tokens.append(loop.decode(tokens[-1], 0))  # one decode step
     with torch.no_grad():
-        for i in range(1, 7):
+        for i in range(1, NEW_TOKENS - 1):
             tokens.append(loop.decode(tokens[-1], i))
     every = [None] * dist.get_world_size()
     dist.all_gather_object(every, torch.cat(tokens, 1).tolist())
-    keys = loop.cache.layers[0].keys
+    q = lm.module.model.layers[0].self_attn.q_proj.weight
+    doc = {"tokens": every, "q_local": list(q.shape), "kv_heads": loop.cache.layers[0].keys.shape[1], **lm.parallel}
+    if eager:
+        doc["prefill_collectives"], doc["decode_collectives"] = _counts(prefill_comm), _counts(decode_comm)
+        doc["dtensors"] = sum(isinstance(p, DTensor) for p in lm.module.parameters())
+    return doc
+
+
+def main(out: str, name: str, compile_mode: str = "eager", *precisions: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from accelbench.core.parallel_dims import ParallelDims
+    from accelbench.models.lm_load import load_lm
+
+    dist.init_process_group("gloo")
+    dims = ParallelDims(tp=dist.get_world_size())
+    doc = float_run(load_lm(name, torch.device("cpu"), torch.float32, 0, dims=dims), compile_mode)
+    for precision in precisions:
+        run = quantized_run(name, precision, dims)
+        ranks = [None] * dist.get_world_size()
+        dist.all_gather_object(ranks, {"tokens": run["tokens"], "linears": run.pop("linears")})
+        doc[precision] = {**run, "ranks": ranks}
     if dist.get_rank() == 0:
-        doc = {"tokens": every, "q_local": list(q.shape), "kv_heads": keys.shape[1], **lm.parallel}
-        if eager:
-            doc["prefill_collectives"], doc["decode_collectives"] = _counts(prefill_comm), _counts(decode_comm)
-            doc["dtensors"] = sum(isinstance(p, DTensor) for p in lm.module.parameters())
         with open(out, "w") as f:
             json.dump(doc, f)
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    main(*sys.argv[1:])

@@ -36,8 +36,8 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
 
     Raises:
         UnknownModelError: the tokenizer has more tokens than the model embeds. Unsupported: fused projections
-            asked of a model not built like Llama, or of a tensor-parallel one; a quantizing precision on a
-            tensor-parallel model. MissingDependencyError: fp8 without torchao.
+            asked of a model not built like Llama, or of a tensor-parallel one; a torchao fp8 precision on a
+            tensor-parallel model (:func:`tp_reason`). MissingDependencyError: fp8 without torchao.
     """
     from accelbench.backends.lm_fuse import fuse_projections
     from accelbench.backends.lm_loop import compiled_steps
@@ -65,16 +65,21 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
 
 
 def tp_reason(caps: Capabilities, precision: str) -> str | None:
-    """Why an engine of ``caps`` cannot run a tensor-parallel model in ``precision``, or None: fused projections
-    (their fused q/k/v and gate/up matmuls would need a plan of their own) and the quantizing precisions (their int8
-    / fp8 linears replace the ``nn.Linear`` modules the plan splits) are not split."""
+    """Why an engine of ``caps`` cannot run a tensor-parallel model in ``precision``, or None.
+
+    Not split: fused projections (their fused q/k/v and gate/up matmuls would need a plan of their own) and
+    torchao's fp8 precisions (fp8 activations; a split is checked against the whole model on CPUs, where they do not
+    run). The weight-only precisions are split: each rank quantizes its own shards after the split, per-shard scales
+    (:mod:`accelbench.quant.weight_only`), as an engine quantizing on the fly after sharding does (vLLM's dynamic
+    fp8 of a checkpoint's loaded shards).
+    """
     from accelbench import precisions
 
     if caps.fused_projections:
         return "fused projections are not split by tensor parallelism (use static-compile)"
     p = precisions.get(precision)
-    if p.weight_only or p.quant is not None:
-        return f"{precision}: quantized weights are not split by tensor parallelism (use bf16 or fp16)"
+    if p.quant is not None and not p.weight_only:
+        return f"{precision}: torchao's fp8 linears are not split by tensor parallelism (use fp8-weight-only)"
     return None
 
 

@@ -31,6 +31,12 @@ Every split parameter carries :data:`accelbench.models.lm_shape.SHARDS` (the ran
 counts stay the whole model's (:func:`accelbench.models.lm_shape.whole_numel`). Random weights of a large model are
 never built whole: the model is built on the ``meta`` device, split there, then each rank allocates its shards on its
 GPU and draws them (:func:`materialize`); a checkpoint's model, built whole, keeps each rank's slices.
+
+A weight-only precision quantizes after the split, each rank its own shards
+(:func:`accelbench.quant.weight_only.quantize_linears`, which moves the hooks above and the shard marks onto the
+quantized linears): a column-parallel shard (and a vocabulary-split head's) holds whole output rows, so its per-row
+scales are the whole weight's; a row-parallel shard's are taken over its slice of the input dimension (per-shard
+scales, as an engine quantizing on the fly after sharding does: vLLM's dynamic fp8 of loaded shards).
 """
 
 from __future__ import annotations
@@ -149,12 +155,15 @@ def _gathered(group: str, tp: int):
 
 
 def degree(lm) -> int:
-    """GPUs ``lm`` is split over by :func:`apply_tp`: the ranks of its first split weight (1: not split)."""
+    """GPUs ``lm`` is split over by :func:`apply_tp`: the ranks of its first split weight, a parameter or (weight-only
+    quantized: :mod:`accelbench.quant.weight_only`) a buffer (1: not split)."""
+    from itertools import chain
+
     from accelbench.models.lm_shape import SHARDS
 
-    for p in lm.parameters():
-        if getattr(p, SHARDS, 1) > 1:
-            return getattr(p, SHARDS)
+    for t in chain(lm.parameters(), lm.buffers()):
+        if getattr(t, SHARDS, 1) > 1:
+            return getattr(t, SHARDS)
     return 1
 
 

@@ -17,6 +17,14 @@ bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear`
   (docs/results.md, language models).
 
 Embedding tables and norms stay in the model's dtype; the LM head is quantized like any linear layer.
+
+A linear replaced keeps what was attached to it: its forward hooks (a tensor-parallel split's all-reduce and gather:
+:mod:`accelbench.models.tensor_parallel`) move to the quantized module, and the attributes set on its weight (a
+shard's mark of the ranks it is split over) to the quantized weight. Moved here rather than registered again by
+the split: the split stays one step of loading, quantizing stays one step after it, and any hook on a linear (a
+profiler's too) outlives the swap. On a shard the scales are the shard's own: a column-parallel shard holds whole
+output rows (its scales are the whole weight's), a row-parallel shard's are taken over its slice of the input
+dimension.
 """
 
 from __future__ import annotations
@@ -76,6 +84,7 @@ class WeightOnlyLinear(torch.nn.Module):
         q, scale = quantize_weight(linear.weight, scheme)
         self.scheme, self.int8_kernel, self.gemv = scheme, int8_kernel, gemv
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        q.__dict__.update(vars(linear.weight))  # the weight's marks (a tensor-parallel shard's ranks) kept
         self.register_buffer("weight", q)
         self.register_buffer("scale", scale.to(linear.weight.dtype))
         self.bias = linear.bias
@@ -114,7 +123,7 @@ def int8_kernel_works(device, dtype) -> bool:
 
 def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     """Replace every ``nn.Linear`` of ``model`` (but those whose qualified name ends with one of ``skip``) by a
-    weight-only quantized one, in place.
+    weight-only quantized one, in place, its forward hooks moved to the new module (see the module docstring).
 
     On a CUDA GPU with Triton the GEMV kernel is tuned here for every weight shape
     (:func:`accelbench.quant.gemv.warm`), before a decode step is compiled or captured.
@@ -138,7 +147,8 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     ]
     for name, child_name in targets:
         parent = model.get_submodule(name)
-        setattr(parent, child_name, WeightOnlyLinear(getattr(parent, child_name), scheme, int8_kernel, use_gemv))
+        old = getattr(parent, child_name)
+        setattr(parent, child_name, _with_hooks_of(old, WeightOnlyLinear(old, scheme, int8_kernel, use_gemv)))
     count = len(targets)
     many = "aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul"
     if use_gemv:
@@ -152,6 +162,23 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
     else:
         kernels = f"{many}; one token a row compiled: a fused multiply-and-sum reading the 8-bit weight"
     return {"quant_scheme": f"{scheme} weight-only, per-row scale", "quant_layers": count, "quant_kernels": kernels}
+
+
+_HOOKS = (
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+)
+
+
+def _with_hooks_of(old, new):
+    """``new`` with ``old``'s forward (pre-)hooks added, same ids and order: a module swapped for another keeps the
+    work attached to its calls (``nn.Module`` keeps them in these dicts; ``register_forward_hook`` fills them)."""
+    for attr in _HOOKS:
+        getattr(new, attr).update(getattr(old, attr, {}))
+    return new
 
 
 def compiled_reductions(model) -> bool:

@@ -6,7 +6,9 @@ The estimate of a case's peak memory, from the model's config (and a checkpoint'
 - **weights**: parameters x bytes of the precision's model dtype (float32, or its cast dtype). A weight-only or fp8
   precision loads the model in its dtype first and quantizes after (:mod:`accelbench.quant.weight_only`), so its
   peak is the larger of that load and the quantized model (1 byte a linear weight plus a float32 scale a row, the
-  LM head quantized even when tied, the rest in the model dtype);
+  LM head quantized even when tied, the rest in the model dtype). Split over N GPUs (``--parallel tp``), both are a
+  GPU's: the embedding table (and a tied head's quantized copy) whole, the rest divided by N, each GPU quantizing its
+  own shards; a checkpoint is loaded whole first;
 - **KV cache**: ``2 x layers x kv_heads x head_dim x (prompt + new tokens) x batch x bytes`` of the model dtype
   (:func:`accelbench.core.lm_analytic.kv_cache_bytes`; the static cache holds every position from the
   start, Hugging Face's dynamic cache grows to the same size);
@@ -119,16 +121,19 @@ def estimate(
         eight_bit: the linear weights are quantized to 8 bits after loading (weight-only int8/fp8, fp8).
         perplexity_window: tokens a perplexity window when the perplexity is measured, else None.
         tp: GPUs the model is split over (:mod:`accelbench.models.tensor_parallel`): each holds ``1 / tp`` of the
-            weights but the replicated embedding table (and a tied head), ``1 / tp`` of the KV cache and of the
-            MLP's activations; a checkpoint is loaded whole before it is split.
+            weights but the replicated embedding table (and a tied head, quantized as a copy when ``eight_bit``),
+            ``1 / tp`` of the KV cache and of the MLP's activations; a checkpoint is loaded whole before it is
+            split, random weights are drawn a shard a GPU in the model dtype and (``eight_bit``) quantized there.
     """
     from accelbench.core.lm_analytic import Shape, kv_cache_bytes
 
     loaded = weights = fp.params * dtype_bytes
+    replicated = fp.vocab * fp.hidden * dtype_bytes  # the embedding table: whole on every GPU
     if eight_bit:
         head, head_rows = (fp.vocab * fp.hidden, fp.vocab) if fp.tied_head else (0, 0)
         kept = (fp.params - fp.linear_params) * dtype_bytes
         weights = kept + fp.linear_params + head + 4 * (fp.linear_rows + head_rows)
+        replicated += head + 4 * head_rows  # a tied head's quantized copy, whole on every GPU too
     shape = Shape(
         layers=fp.layers,
         heads=fp.heads,
@@ -146,9 +151,9 @@ def estimate(
     )
     kv = kv_cache_bytes(shape, batch_size, prompt_len + new_tokens) // tp
     if tp > 1:
-        table = fp.vocab * fp.hidden * dtype_bytes  # the embedding table: replicated on every GPU
-        weights = (weights - table) // tp + table
-        loaded = loaded if fp.checkpoint else weights
+        table = fp.vocab * fp.hidden * dtype_bytes
+        weights = (weights - replicated) // tp + replicated
+        loaded = loaded if fp.checkpoint else (loaded - table) // tp + table  # random: each GPU draws its shards
     tokens = batch_size * prompt_len
     act = (
         tokens * (4 * fp.hidden + 3 * fp.intermediate // tp) * dtype_bytes
