@@ -1,6 +1,6 @@
 """One rank of the tensor-parallel check (started by torchrun, gloo on CPUs): the bundled tiny model split over the
 job's ranks, a greedy generation of fixed random prompts (with a compile mode: its prefill and decode steps
-``torch.compile``-d, as static-compile runs them), its tokens and the shard shapes written by rank 0 as JSON; eager,
+``torch.compile``-d, as static-compile runs them; several modes, comma-separated, generate in turn on one split), its tokens and the shard shapes written by rank 0 as JSON; eager,
 also the collectives of the prefill and of one decode step (``CommDebugMode``: op name -> calls) and how many of the
 model's parameters are DTensors. Each precision named after the compile mode (``eager`` for none) is then loaded
 split by the generate scenario's own path (:func:`accelbench.backends.generation.load_model`, static-cache's) in the
@@ -106,7 +106,11 @@ def main(out: str, name: str, compile_mode: str = "eager", *precisions: str) -> 
 
     dist.init_process_group("gloo")
     dims = ParallelDims(tp=dist.get_world_size())
-    doc = float_run(load_lm(name, torch.device("cpu"), torch.float32, 0, dims=dims), compile_mode)
+    lm = load_lm(name, torch.device("cpu"), torch.float32, 0, dims=dims)
+    first, *more = compile_mode.split(",")  # the first mode's figures at the top, each further one under its name
+    doc = float_run(lm, first)
+    for mode in more:
+        doc[mode] = float_run(lm, mode)
     for precision in precisions:
         run = quantized_run(name, precision, dims)
         ranks = [None] * dist.get_world_size()
