@@ -295,6 +295,7 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert efficiency == shown_as["tp_efficiency"](split["tp_efficiency"]) and efficiency in render_html(doc)
     shares = [r[table["headers"].index("All-reduce share")] for r in table["rows"]]
     assert shares[1] == shown_as["allreduce_share"](row["allreduce_share"]) and shares[0] != shares[1]
+    assert any("lowest TPOT at TP" in n for n in table["notes"])  # the case's verdict line
     assert section["blocks"][1]["type"] == "charts"
 
 
@@ -308,3 +309,21 @@ def test_compare_tells_a_split_generation_from_one_on_one_gpu():
     assert match_key(split) != match_key(one)
     assert case_label(match_key(split)).endswith("prompt=16 tp=2 generate")
     assert "tp=" not in case_label(match_key(one))
+
+
+def test_the_tp_verdict_names_the_cheapest_degree_and_the_lowest_tpot_of_each_case():
+    """A line a case: the degree of the lowest cost per million output tokens and the degree of the lowest TPOT p50,
+    with their figures; a case without costs names its TPOT only."""
+    from accelbench.report.generate import tp_verdicts
+
+    case = {"model": "hf:llama-3.1-70b", "precision": "bf16", "mode": "static-compile", "workload": "generate"}
+    case |= {"batch_size": 1, "prompt_len": 128, "new_tokens": 64, "device_name": "NVIDIA H200"}
+    two = {**case, "tp_degree": 2, "tpot_p50_ms": 23.3, "cost_per_1000_samples_usd": 0.1034}
+    four = {**case, "tp_degree": 4, "tpot_p50_ms": 13.1, "cost_per_1000_samples_usd": 0.1162}
+    small = {**case, "model": "hf:llama-3.1-8b", "tp_degree": 1, "tpot_p50_ms": 4.7}
+    lines = tp_verdicts([two, four, small, {**small, "tp_degree": 2, "tpot_p50_ms": 3.1}])
+    assert lines == [
+        "hf:llama-3.1-70b bf16 static-compile, batch 1, prompt 128: cheapest at TP 2 ($103.40 per million output "
+        "tokens); lowest TPOT at TP 4 (13.10 ms).",
+        "hf:llama-3.1-8b bf16 static-compile, batch 1, prompt 128: lowest TPOT at TP 2 (3.10 ms).",
+    ]

@@ -107,7 +107,7 @@ def tp_scaling(rows: Sequence[Mapping[str, Any]]) -> list[TpScaling | None]:
         for i in members:
             r = rows[i]
             s = scaling(r["decode_tokens_per_s"], degree[i], base["decode_tokens_per_s"], degree[b])
-            tpot, base_tpot = _latency_p50(r), _latency_p50(base)
+            tpot, base_tpot = latency_p50(r), latency_p50(base)
             out[i] = TpScaling(
                 base_tp_degree=degree[b],
                 tp_efficiency=s.scaling_efficiency,
@@ -116,7 +116,7 @@ def tp_scaling(rows: Sequence[Mapping[str, Any]]) -> list[TpScaling | None]:
     return out
 
 
-def _latency_p50(row: Mapping[str, Any]) -> float | None:
+def latency_p50(row: Mapping[str, Any]) -> float | None:
     """The row's latency p50 as its metric map names it (a generate row's: TPOT p50, ms), or None."""
     from accelbench.core.columns import maps
 

@@ -121,6 +121,32 @@ def tp_rows(records: Iterable[dict]) -> list[dict]:
     return sorted(out, key=lambda r: (tuple(str(r.get(k)) for k in TP_GROUP), r["tp_degree"], r.get("run_id") or 0))
 
 
+def tp_verdicts(rows: list[dict]) -> list[str]:
+    """A line a case of :func:`tp_rows` (``rows``, sorted by case then degree): the degree of the lowest cost per
+    million output tokens (``cost_per_1000_samples_usd`` x 1000: a generate row's sample is an output token; the
+    price of the GPUs it used, :mod:`accelbench.cost`) and the degree of the lowest TPOT p50 (ms), each with its
+    figure. A case whose rows have no cost names the TPOT only; one with no TPOT either has no line."""
+    from accelbench.core.parallel import TP_GROUP, latency_p50
+
+    cases: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cases.setdefault(tuple(r.get(k) for k in TP_GROUP), []).append(r)
+    lines = []
+    for (model, precision, mode, batch, prompt, *_), members in cases.items():
+        timed = [(latency_p50(r), r) for r in members if latency_p50(r)]
+        if not timed:
+            continue
+        tpot, fastest = min(timed, key=lambda t: t[0])
+        said = [f"lowest TPOT at TP {fastest['tp_degree']} ({tpot:.2f} ms)"]
+        costed = [r for r in members if r.get("cost_per_1000_samples_usd") is not None]
+        if costed:
+            cheapest = min(costed, key=lambda r: r["cost_per_1000_samples_usd"])
+            cost = 1000 * cheapest["cost_per_1000_samples_usd"]
+            said.insert(0, f"cheapest at TP {cheapest['tp_degree']} (${cost:.2f} per million output tokens)")
+        lines.append(f"{model} {precision} {mode}, batch {batch}, prompt {prompt}: " + "; ".join(said) + ".")
+    return lines
+
+
 def tp_chart(rows: list[dict]) -> str | None:
     """TP efficiency (%) against ``tp_degree``, one line a case (:func:`tp_rows`), linear scaling dashed at 100 %;
     inline SVG, or None without rows."""
@@ -182,7 +208,7 @@ def tp_section(runs: Iterable[tuple[Any, int, str]]) -> dict | None:
         "blocks": [
             b
             for b in (
-                table_block(rows, view("tensor-parallel"), "Tensor parallelism", [note]),
+                table_block(rows, view("tensor-parallel"), "Tensor parallelism", [note, *tp_verdicts(rows)]),
                 charts_block([{"title": "TP efficiency", "svg": chart}] if chart else []),
             )
             if b
