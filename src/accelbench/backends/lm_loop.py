@@ -16,6 +16,7 @@ time them (:mod:`accelbench.backends.lm_timing`), so nothing here reads a clock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 
@@ -161,14 +162,24 @@ def guards_skipped(steps):
     are those a full check already let through: a session calls it from a step's second call on, with the same
     model, cache and shapes (:class:`StaticLoop`)."""
     import contextlib
+
+    import torch
+
+    if not steps.compiled or not _can_skip_guards():
+        return contextlib.nullcontext()
+    return torch.compiler.set_stance(skip_guard_eval_unsafe=True)
+
+
+@functools.cache
+def _can_skip_guards() -> bool:
+    """This torch's ``torch.compiler.set_stance`` takes ``skip_guard_eval_unsafe`` (torch >= 2.7); read once, not on
+    every step."""
     import inspect
 
     import torch
 
     stance = getattr(torch.compiler, "set_stance", None)
-    if not steps.compiled or stance is None or "skip_guard_eval_unsafe" not in inspect.signature(stance).parameters:
-        return contextlib.nullcontext()
-    return stance(skip_guard_eval_unsafe=True)
+    return stance is not None and "skip_guard_eval_unsafe" in inspect.signature(stance).parameters
 
 
 def allocate(cache, model, batch_size: int, device) -> None:

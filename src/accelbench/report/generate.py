@@ -133,7 +133,7 @@ def tp_verdicts(rows: list[dict]) -> list[str]:
         cases.setdefault(tuple(r.get(k) for k in TP_GROUP), []).append(r)
     lines = []
     for (model, precision, mode, batch, prompt, *_), members in cases.items():
-        timed = [(latency_p50(r), r) for r in members if latency_p50(r)]
+        timed = [(tpot, r) for r in members if (tpot := latency_p50(r))]
         if not timed:
             continue
         tpot, fastest = min(timed, key=lambda t: t[0])
