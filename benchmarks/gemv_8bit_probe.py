@@ -14,7 +14,8 @@ projection shapes (the fused q/k/v and gate/up of ``static-compile-fused``, o, d
 - ``int8-gemv-auto`` / ``fp8-gemv``: accelbench's Triton 8-bit GEMV (``accelbench.quant.gemv``, what the
   weight-only precisions run at up to 4 rows on a GPU), also at ``--rows`` 2 and 4 beside bf16 at those rows;
   ``int8-gemv-instruction`` / ``int8-gemv-bits``: the same kernel with its int8-to-float32 conversion forced (the
-  conversion instruction, or by bits; ``auto`` lets the autotuner choose, see ``accelbench.quant.gemv``).
+  conversion instruction, or by bits; ``auto`` lets the autotuner choose, see ``accelbench.quant.gemv``);
+  ``int8-gemv-unsplit``: the kernel with ``K`` whole, beside ``auto``'s split timed fastest for the shape.
 
 Each is timed as the median over ``--reps`` CUDA-event-timed replays of a CUDA graph holding ``--iters`` calls (as a
 decode step's graph runs them: no host launch cost; ``--eager`` times back-to-back eager calls instead, which adds
@@ -43,7 +44,7 @@ SHAPES = {
 }
 
 
-def paths(n: int, k: int, rows: int = 1):
+def paths(n: int, k: int, rows: int = 1, keep: frozenset[str] = frozenset()):
     from accelbench.quant import gemv
     from accelbench.quant.weight_only import quantize_weight
 
@@ -65,7 +66,17 @@ def paths(n: int, k: int, rows: int = 1):
     gemv.warm([q8, f8], torch.bfloat16)
     yield "int8-gemv-auto", q8.numel(), lambda: gemv.gemv_8bit(x, q8, s8), ref
 
+    def unsplit():  # the kernel with K whole, whatever split was timed fastest (accelbench.quant.gemv: K split)
+        out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+        gemv.launch(x, q8, s8, out, split_k=1)
+        return out
+
+    unsplit()
+    yield "int8-gemv-unsplit", q8.numel(), unsplit, ref
+
     for conversion in gemv.INT8_CONVERSIONS:  # each int8 conversion forced (accelbench.quant.gemv's docstring)
+        if keep and f"int8-gemv-{conversion}" not in keep:
+            continue
 
         def forced(conversion=conversion):
             out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
@@ -94,10 +105,13 @@ def paths(n: int, k: int, rows: int = 1):
     yield "fp8-scaled-mm", f8.numel(), fn, ref
 
 
-def probe(label: str, n: int, k: int, rows: int, timer) -> dict:
-    """Every path's time, bandwidth, error against bf16's float32 product and speed-up over bf16 at one shape."""
+def probe(label: str, n: int, k: int, rows: int, timer, keep: frozenset[str] = frozenset()) -> dict:
+    """Every path's (or ``keep``'s, when given) time, bandwidth, error against bf16's float32 product and speed-up
+    over bf16 at one shape."""
     row = {"n": n, "k": k, "rows": rows}
-    for name, nbytes, fn, ref in paths(n, k, rows):
+    for name, nbytes, fn, ref in paths(n, k, rows, keep):
+        if keep and name not in keep:
+            continue
         try:
             err = ((fn().float() - ref).norm() / ref.norm()).item()
             t = timer(fn)
@@ -118,6 +132,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--rows", default="1,2,4", help="rows of x (batch at decode); past 1 only bf16 and the GEMVs")
     ap.add_argument("--eager", action="store_true", help="time eager back-to-back calls, not a CUDA graph")
+    ap.add_argument("--paths", default="", help="comma-separated path names to time (default: all; bf16 always)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     timer = seconds_per_call if args.eager else seconds_per_call_graphed
@@ -129,9 +144,13 @@ def main() -> None:
         "timing": "eager" if args.eager else "CUDA graph",
         "shapes": {},
     }
+    keep = frozenset(filter(None, args.paths.split(","))) | ({"bf16"} if args.paths else set())
     for rows in map(int, args.rows.split(",")):
         for label, (n, k) in SHAPES.items():
-            res["shapes"][f"{label} x{rows}"] = probe(label, n, k, rows, lambda fn: timer(fn, args.iters, args.reps))
+            res["shapes"][f"{label} x{rows}"] = probe(
+                label, n, k, rows, lambda fn: timer(fn, args.iters, args.reps), keep
+            )
+    res["split_chosen"] = {f"{n}x{k}": split for (n, k), split in gemv.splits().items()}
     res["int8_conversion_chosen"] = {f"{n}x{k}": c for (n, k), c in gemv.int8_conversions().items()}
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)

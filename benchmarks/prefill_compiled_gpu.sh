@@ -12,7 +12,7 @@
 #   plain    (not in the default STAGES) static-compile, the unfused compiled engine, 3 prompt lengths
 #   ncu      (not in the default STAGES) accelbench profile --step decode --ncu on: one decode step of the fused
 #            engine under Nsight Compute (NCU_STEPS: decode and/or prefill, a stage each; NCU_MODEL, default the 8B
-#            shape; each capped at NCU_S, 150 s)
+#            shape; NCU_PRECISION, default bf16, e.g. int8-weight-only; each capped at NCU_S, 150 s)
 #   tests    (not in the default STAGES) the generate GPU tests (tests/test_generate_gpu.py: the compiled, graph-captured
 #            prefill and decode generate the eager tokens, every engine and precision gives an ok row; needs pytest)
 # Then a compact JSON export of each run and a markdown summary (benchmarks/prefill_summary.py).
@@ -56,11 +56,12 @@ export_last() {  # the store's latest run as $OUT/prefill-$1.json.gz
   fi
   if has plain; then stage plain ${PLAIN_S:-170} $GEN $BF16 --modes static-compile --name prefill-plain; export_last plain; fi
   if has ncu; then
+    NP=${NCU_PRECISION:-bf16}; SUF=$([ "$NP" = bf16 ] || echo "-$NP")
     for step in ${NCU_STEPS:-decode}; do
-      stage ncu-$step ${NCU_S:-150} $AB profile -m ${NCU_MODEL:-$M} --step $step -b 1 --prompt-len ${PROMPTS%%,*} $BF16 \
-        --modes static-compile-fused --ncu ${NCU:-on} --ncu-timeout-s $(( ${NCU_S:-150} - 30 )) --db $DB \
-        --json "$OUT/ncu-$step.json"
-      export_last ncu-$step
+      stage ncu-$step ${NCU_S:-150} $AB profile -m ${NCU_MODEL:-$M} --step $step -b 1 --prompt-len ${PROMPTS%%,*} \
+        ${DEV:-"-p $NP"} --modes static-compile-fused --ncu ${NCU:-on} --ncu-timeout-s $(( ${NCU_S:-150} - 30 )) \
+        --db $DB --json "$OUT/ncu-$step$SUF.json"
+      export_last ncu-$step$SUF
     done
   fi
   if has tests; then stage tests ${TESTS_S:-150} python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_generate_gpu.py; fi

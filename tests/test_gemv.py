@@ -32,6 +32,20 @@ for n, k in ((100, 300), (64, 512), (37, 1000)):
             got = gemv.gemv_8bit(x, q, s.to(torch.bfloat16)).float()
             ref = (x.float() @ q.float().T) * s.to(torch.bfloat16).float()
             out["errors"].append([n, k, m, scheme, list(got.shape), ((got - ref).norm() / ref.norm()).item()])
+# K split in 2 to 8 parts (each a float32 partial product, then their sum) gives the unsplit product
+w = torch.randn(40, 4100)
+q, s = quantize_weight(w, "int8")
+x = torch.randn(1, 4100, dtype=torch.bfloat16)
+ref = (x.float() @ q.float().T) * s.float()
+out["split"] = {}
+for split in gemv.SPLITS:
+    y = torch.empty(1, 40, dtype=torch.bfloat16)
+    gemv.launch(x, q, s, y, split_k=split)
+    out["split"][split] = ((y.float() - ref).norm() / ref.norm()).item()
+try:
+    gemv.launch(x, q, s, y, split_k=3)
+except ValueError as e:
+    out["split_refused"] = str(e)
 # every int8 value through the bit conversion, exactly: column 5 of the weight holds -128..127, x picks it out
 every = torch.arange(-128, 128, dtype=torch.int8)[:, None].repeat(1, 64)
 pick = torch.zeros(1, 64)
@@ -66,6 +80,10 @@ def test_the_kernel_computes_the_dequantized_product_and_compiles_as_one_op():
     assert len(got["errors"]) == 3 * 2 * 4
     for n, k, m, scheme, shape, err in got["errors"]:
         assert shape == [m, n] and err < 1e-2, (n, k, m, scheme, err)  # bf16 output rounding: ~3e-3
+    assert sorted(map(int, got["split"])) == [1, 2, 4, 8]
+    for split, err in got["split"].items():
+        assert err < 1e-2, (split, err)
+    assert "split_k must be one of" in got["split_refused"]
     assert got["every_int8"] is True  # the int8 -> float32 conversion by bits is exact for all 256 values
     assert "at most 4 rows" in got["refused"]
     assert got["compiled_shape"] == [1, 1, 96] and got["compiled_rel_err"] < 1e-2

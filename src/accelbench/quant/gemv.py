@@ -18,6 +18,17 @@ with the rows (slower than bf16's cuBLAS at 4 rows); a version reducing over all
 More rows (prefill, large batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight
 against bf16's 2).
 
+K split, chosen by measurement. A weight of few output rows and long rows (Llama-3.1-8B's o, 4096 x 4096, and down,
+4096 x 14,336) gives the GPU's SMs few programs of long loops, too few loads in flight to reach the memory roof:
+under Nsight Compute on an H200 (docs/results.md, the compiled prefill) the unsplit kernel read down at 1.0 TB/s and o
+at 0.9 TB/s against 3.0 TB/s for the 28,672-row gate/up, and cuBLAS splits these same bf16 shapes over K
+(``splitK`` kernels and a ``splitKreduce``). So at one row the kernel can split ``K`` in ``SPLIT_K`` chunks (a second
+grid axis), each program writing its float32 partial product, and a small kernel sums the partials into the output
+(cuBLAS's split-K with a separate reduction, not atomics, so nothing needs zeroing and the sum's order is fixed). Which
+split of :data:`SPLITS` is fastest depends on the shape and the GPU, so it is timed per shape at the first eager call
+(:func:`warm`), each split with its own tuned block sizes, and :func:`splits` reports the choice. Weights of more than
+:data:`SPLIT_MAX_N` rows and 2 to :data:`MAX_ROWS` rows of ``x`` run unsplit.
+
 int8 conversion, chosen by measurement. The kernel can convert int8 to float32 with the conversion instruction,
 which on Hopper issues at 16 a clock an SM (CUDA C++ Programming Guide, arithmetic instruction throughput, compute
 capability 9.0): about the rate a full-bandwidth int8 read needs, the likely reason int8 reads below fp8. Or it
@@ -45,6 +56,10 @@ from functools import cache, lru_cache
 import torch
 
 MAX_ROWS = 4  # rows of x a call may have; more are a matrix product (see the module docstring)
+SPLITS = (1, 2, 4, 8)  # K splits timed per shape at one row (module docstring: K split)
+SPLIT_MAX_N = 16384  # weights with more output rows run unsplit: enough programs already (gate/up: 28,672 rows)
+_K_CHUNK = 512  # a split's K range is a multiple of this, so of every BLOCK_K the autotuner may choose
+_split_chosen: dict[tuple, int] = {}  # (N, K, weight dtype, x dtype, int8 conversion) -> the split timed fastest
 
 
 @lru_cache(maxsize=1)
@@ -109,7 +124,7 @@ def _kernel(via_bits: tuple[bool, ...]):
 
     # tuned per weight shape and ROWS (1: a GEMV; 16: 2 to MAX_ROWS rows as one tensor-core tile); the arguments'
     # dtypes are part of Triton's key
-    @triton.autotune(key=["N", "K", "ROWS"], **_autotune_options(via_bits))
+    @triton.autotune(key=["N", "K", "ROWS", "SPLIT_K"], **_autotune_options(via_bits))
     @triton.jit
     def gemv_8bit(
         x_ptr,
@@ -119,7 +134,9 @@ def _kernel(via_bits: tuple[bool, ...]):
         M,
         N,
         K,
+        K_CHUNK,
         ROWS: tl.constexpr,
+        SPLIT_K: tl.constexpr,
         INT8_VIA_BITS: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
@@ -133,7 +150,8 @@ def _kernel(via_bits: tuple[bool, ...]):
             ms = tl.arange(0, ROWS)
             in_m = ms < M
             acc = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
+        k_lo = tl.program_id(1) * K_CHUNK  # this program's part of K (all of it unsplit: K_CHUNK >= K)
+        for k0 in range(k_lo, k_lo + K_CHUNK, BLOCK_K):
             k = k0 + cols
             in_k = k < K
             w = tl.load(
@@ -156,6 +174,7 @@ def _kernel(via_bits: tuple[bool, ...]):
                     x.to(tl.float32), tl.trans(wf), acc, input_precision="ieee" if x.dtype == tl.float32 else "tf32"
                 )
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
+        y_ptr += tl.program_id(1) * M * N  # split: this part's float32 partial product, summed by _sum_splits
         if ROWS == 1:
             y = tl.sum(acc, axis=1) * s
             tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
@@ -170,19 +189,48 @@ def _kernel(via_bits: tuple[bool, ...]):
     return gemv_8bit
 
 
-def launch(x, weight, scale, out, int8_conversion: str = "auto") -> None:
+@cache
+def _sum_kernel():
+    """``y = sum over s of parts[s]``: the split products' reduction, in float32, stored in ``y``'s dtype."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sum_splits(p_ptr, y_ptr, SIZE, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        inside = i < SIZE
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for part in tl.static_range(SPLIT_K):
+            acc += tl.load(p_ptr + part * SIZE + i, mask=inside, other=0.0)
+        tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=inside)
+
+    return sum_splits
+
+
+def launch(x, weight, scale, out, int8_conversion: str = "auto", split_k: int | None = None) -> None:
     """Run the kernel into ``out`` (shapes as :func:`gemv_8bit`'s).
 
     ``int8_conversion`` (int8 weights only; fp8 always converts with the instruction): ``"auto"`` lets the
-    autotuner choose per shape, ``"instruction"`` or ``"bits"`` forces one (module docstring).
+    autotuner choose per shape, ``"instruction"`` or ``"bits"`` forces one (module docstring). ``split_k``: split
+    ``K`` in this many parts (one of :data:`SPLITS`); None runs the split timed fastest for the shape (module
+    docstring: K split), timed at its first call outside a CUDA graph capture.
 
     Raises:
-        ValueError: an unknown ``int8_conversion``.
+        ValueError: an unknown ``int8_conversion`` or ``split_k``.
     """
-    import triton
-
     if int8_conversion not in ("auto", *INT8_CONVERSIONS):
         raise ValueError(f"int8_conversion must be auto or one of {INT8_CONVERSIONS}: got {int8_conversion!r}")
+    if split_k is not None and split_k not in SPLITS:
+        raise ValueError(f"split_k must be one of {SPLITS}: got {split_k!r}")
+    if split_k is None:
+        split_k = _split_for(x, weight, scale, out, int8_conversion)
+    _run(x, weight, scale, out, int8_conversion, split_k)
+
+
+def _run(x, weight, scale, out, int8_conversion: str, split_k: int) -> None:
+    """One product into ``out``: the kernel (``split_k`` > 1: into float32 parts, then their sum)."""
+    import triton
+
     m, k = x.shape
     n = weight.shape[0]
     rows = 1 if m == 1 else 16  # 2 to MAX_ROWS rows: one 16-row tile (tl.dot's smallest)
@@ -190,11 +238,47 @@ def launch(x, weight, scale, out, int8_conversion: str = "auto") -> None:
         kernel = _kernel((False,))
     else:
         kernel = _kernel((True,) if int8_conversion == "bits" else (False, True))
+    chunk = triton.cdiv(triton.cdiv(k, split_k), _K_CHUNK) * _K_CHUNK
+    dst = out if split_k == 1 else torch.empty(split_k, m, n, device=out.device, dtype=torch.float32)
+    args = (x, weight, scale, dst, m, n, k, chunk)
     if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
         meta = _prune(kernel.configs, {}, ROWS=rows)[0].kwargs
-        kernel.fn[(triton.cdiv(n, meta["BLOCK_N"]),)](x, weight, scale, out, m, n, k, ROWS=rows, **meta)
-        return
-    kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](x, weight, scale, out, m, n, k, ROWS=rows)
+        kernel.fn[(triton.cdiv(n, meta["BLOCK_N"]), split_k)](*args, ROWS=rows, SPLIT_K=split_k, **meta)
+    else:
+        kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), split_k)](*args, ROWS=rows, SPLIT_K=split_k)
+    if split_k > 1:
+        size, block = m * n, 1024
+        _sum_kernel()[(triton.cdiv(size, block),)](dst, out, size, SPLIT_K=split_k, BLOCK=block)
+
+
+def _split_for(x, weight, scale, out, int8_conversion: str) -> int:
+    """The split to run: 1 for 2 to MAX_ROWS rows, wide weights, the CPU interpreter and an unseen shape inside a
+    CUDA graph capture; else the fastest of :data:`SPLITS` that gives each part at least one ``_K_CHUNK``, timed
+    once per shape (each split tuned first, then timed by :func:`_graph_bench`)."""
+    n, k = weight.shape
+    key = (n, k, weight.dtype, x.dtype, int8_conversion)
+    if key in _split_chosen:
+        return _split_chosen[key]
+    if x.shape[0] != 1 or n > SPLIT_MAX_N or os.environ.get("TRITON_INTERPRET") == "1":
+        return 1
+    if torch.cuda.is_current_stream_capturing():  # no timing inside a capture: warm() times it before
+        return 1
+    timed = {}
+    for split in (s for s in SPLITS if s == 1 or k >= s * _K_CHUNK):
+
+        def run(split=split):
+            _run(x, weight, scale, out, int8_conversion, split)
+
+        run()  # this split's block sizes tuned, outside the timing
+        timed[split] = _graph_bench(run)
+    _split_chosen[key] = min(timed, key=timed.get)
+    return _split_chosen[key]
+
+
+def splits() -> dict[tuple[int, int], int]:
+    """The K split timed fastest at one row for each ``(N, K)`` timed so far (:func:`_split_for`; empty before any
+    8-bit weight ran here; a shape of several dtypes or conversions keeps the last): ``{(N, K): split}``."""
+    return {(key[0], key[1]): split for key, split in _split_chosen.items()}
 
 
 def int8_conversions() -> dict[tuple[int, int], str]:
@@ -202,10 +286,11 @@ def int8_conversions() -> dict[tuple[int, int], str]:
     ``"auto"`` mode (empty before any int8 weight was run here): ``{(N, K): "instruction" | "bits"}``."""
     if available() is not None:
         return {}
+    split = splits()
     return {
         (key[0], key[1]): INT8_CONVERSIONS[cfg.kwargs["INT8_VIA_BITS"]]
         for key, cfg in _kernel((False, True)).cache.items()
-        if key[2] == 1
+        if key[2] == 1 and key[3] == split.get((key[0], key[1]), 1)
     }
 
 

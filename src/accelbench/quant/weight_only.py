@@ -130,7 +130,8 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
 
     Returns:
         Row columns: ``quant_scheme``, ``quant_layers`` (linears replaced), ``quant_kernels`` (what runs the
-        matmul; with the GEMV and int8, at how many weight shapes its autotuner chose the conversion by bits).
+        matmul; with the GEMV and int8, at how many weight shapes its autotuner chose the conversion by bits; the
+        shapes whose one-row product runs with K split, and in how many parts).
     Raises:
         ValueError: an unknown scheme.
     """
@@ -159,6 +160,12 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
             chosen, shapes = gemv.int8_conversions(), {tuple(w.shape) for w in weights}
             picked = [chosen[s] for s in shapes if s in chosen]
             kernels += f" (int8 converted by bits at {picked.count('bits')} of {len(picked)} shapes)"
+        split = gemv.splits()  # at how many shapes one row is fastest with K split (gemv's docstring: K split)
+        split_shapes = [s for s in {tuple(w.shape) for w in weights} if split.get(s, 1) > 1]
+        if split_shapes:
+            kernels += "; K split at one row: " + ", ".join(
+                f"{n}x{k} in {split[n, k]}" for n, k in sorted(split_shapes)
+            )
     else:
         kernels = f"{many}; one token a row compiled: a fused multiply-and-sum reading the 8-bit weight"
     return {"quant_scheme": f"{scheme} weight-only, per-row scale", "quant_layers": count, "quant_kernels": kernels}
