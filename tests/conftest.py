@@ -54,6 +54,18 @@ def flags(fields: dict[str, Any]) -> list[str]:
 
 
 TINY = flags(TINY_CASE)  # the tiny case's flags: accelbench run *TINY --db ...
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def old_store(name: str, dst: Path) -> Path:
+    """Unpack the store ``tests/data/<name>.db.gz`` (a store written by an earlier accelbench, gzipped to keep the
+    tree small) to ``dst`` and return ``dst``."""
+    import gzip
+    import shutil
+
+    with gzip.open(DATA / f"{name}.db.gz") as src, open(dst, "wb") as out:
+        shutil.copyfileobj(src, out)
+    return dst
 
 
 def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:

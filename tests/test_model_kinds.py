@@ -8,12 +8,11 @@ In-process (:func:`conftest.run_cli`) and through the API: every exit code here 
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import old_store, run_cli
 
 from accelbench.core.errors import UnknownModelError
 from accelbench.models import IMAGE, LM, ModelKindError, check_model, lookup
@@ -140,7 +139,7 @@ def test_results_runs_keeps_words_whole_at_80_columns(tmp_path):
     from accelbench.store import Store
 
     db = tmp_path / "runs.db"
-    shutil.copy(DATA / "store-before-columns.db", db)
+    old_store("store-before-columns", db)
     with Store(db) as st:
         rid = st.begin_run(
             "inference",

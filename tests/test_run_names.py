@@ -4,12 +4,10 @@ TOML, shown by ``results --runs``, in the JSON export and in the report's run ti
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-from pathlib import Path
 
 import pytest
-from conftest import TINY, run_cli, tiny_case
+from conftest import TINY, old_store, run_cli, tiny_case
 from typer.testing import CliRunner
 
 from accelbench import api
@@ -17,8 +15,6 @@ from accelbench.cli import app
 from accelbench.core.errors import ConfigError
 from accelbench.core.runlabel import RunLabel, check_name, parse_tags, run_label
 from accelbench.store import SCHEMA_VERSION, Store
-
-BEFORE_COLUMNS = Path(__file__).with_name("data") / "store-before-columns.db"
 
 
 def _version(path) -> int:
@@ -44,7 +40,7 @@ def test_the_label_checks_name_and_tags():
 
 def test_a_v2_store_is_upgraded_and_keeps_its_runs(tmp_path):
     old = tmp_path / "old.db"
-    shutil.copy(BEFORE_COLUMNS, old)
+    old_store("store-before-columns", old)
     assert _version(old) == 2
     before = len(Store(old).runs())
     st = Store(old)

@@ -1,27 +1,25 @@
 """A store written before the renovation (by accelbench at commit 1109321: one run of every kind,
-CPU, tests/data/store-before-renovation.db) opens, lists, shows, exports and takes new runs."""
+CPU, tests/data/store-before-renovation.db.gz) opens, lists, shows, exports and takes new runs."""
 
 from __future__ import annotations
 
 import io
 import json
-import shutil
 from csv import reader as csv_rows
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import old_store, run_cli
 
 from accelbench.store import Store
 
-OLD = Path(__file__).with_name("data") / "store-before-renovation.db"
 KINDS = ["inference", "training", "convergence", "profile", "input-pipeline", "inference-dp"]
 
 
 @pytest.fixture
 def old(tmp_path) -> Path:
     db = tmp_path / "old.db"
-    shutil.copy(OLD, db)
+    old_store("store-before-renovation", db)
     return db
 
 
@@ -69,7 +67,6 @@ def test_an_old_store_takes_new_runs_and_its_cost_comparison_spans_both(old):
 
 # A store written just before the column table (commit 34fe6e4, tests/data/make-store-before-columns.sh): one run of each
 # kind, read now through the column table.
-BEFORE_COLUMNS = Path(__file__).with_name("data") / "store-before-columns.db"
 KINDS_22 = [
     "inference",
     "training",
@@ -87,7 +84,7 @@ def test_a_store_written_before_the_column_table_reads_typed_with_every_column_d
     from accelbench.core import columns
 
     db = tmp_path / "b.db"
-    shutil.copy(BEFORE_COLUMNS, db)
+    old_store("store-before-columns", db)
     st = Store(db)
     assert [r["kind"] for r in st.runs()] == KINDS_22
     rows = st.records()
@@ -110,7 +107,7 @@ def test_a_store_written_before_the_column_table_shows_and_exports_valid_rows(tm
     from accelbench.core.columns import json_schema
 
     db = tmp_path / "b.db"
-    shutil.copy(BEFORE_COLUMNS, db)
+    old_store("store-before-columns", db)
     runner, validator = CliRunner(), jsonschema.Draft202012Validator(json_schema())
     runs = Store(db).runs()
     assert len(runs) >= 3

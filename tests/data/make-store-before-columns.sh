@@ -1,5 +1,5 @@
 #!/bin/bash
-# Wrote tests/data/store-before-columns.db with accelbench at commit 34fe6e4 (before the column table existed): one run of each kind,
+# Wrote tests/data/store-before-columns.db (kept gzipped: store-before-columns.db.gz) with accelbench at commit 34fe6e4 (before the column table existed): one run of each kind,
 # tiny CPU cases (the last one under torchrun with gloo, whose aggregate rows lost compile_mode and freezing).
 set -x
 DB=${1:?usage: make-store-before-columns.sh OUT.db (run with the accelbench to capture on PYTHONPATH)}
