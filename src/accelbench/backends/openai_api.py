@@ -253,7 +253,7 @@ class OpenAICompatible(Engine):
             kind, version = servers.detect(client)
             model = self._pick(ids, listing, kind, r.status_code)
             if ids is None or model not in ids:
-                self._check_completion(client, model, listing, check_timeout_s or max(timeout_s, 120.0))
+                model = self._first_answering(client, model, listing, check_timeout_s or max(timeout_s, 120.0))
             self.info = ServerInfo(
                 base_url=self.base_url,
                 model=model,
@@ -292,6 +292,29 @@ class OpenAICompatible(Engine):
             "(--served-model-name NAME; a short completion then checks it)",
             definitive=status not in (502, 503, 504),
         )
+
+    def _first_answering(self, client: Any, model: str, listing: str, timeout_s: float) -> str:
+        """``model`` if one short completion of it answers, else the first of the later :attr:`guess` ids that does
+        (``transformers serve`` started without a model loads the one a request names: a folder by its resolved
+        path, not by the name typed after ``hf:``).
+
+        Raises:
+            ServerError: none answered; the error of ``model``'s completion.
+        """
+        later = (
+            self.guess[self.guess.index(model) + 1 :]
+            if self.model is None and self.guess and model in self.guess
+            else ()
+        )
+        try:
+            self._check_completion(client, model, listing, timeout_s)
+            return model
+        except ServerError as first:
+            for other in later:  # a fresh connection: a server may close its connection after an error
+                with contextlib.suppress(ServerError), _httpx().Client(base_url=self.base_url) as fresh:
+                    self._check_completion(fresh, other, listing, timeout_s)
+                    return other
+            raise first
 
     def _check_completion(self, client: Any, model: str, listing: str, timeout_s: float) -> None:
         """One short real completion of ``model`` (``max_tokens`` 1, not streamed).
