@@ -159,13 +159,19 @@ def _device_line(best: dict) -> str | None:
     if not missing(best.get("engine_share_of_ceiling")):
         parts.append(
             f"the engine delivers {_pct(best['engine_share_of_ceiling'])} of the "
-            f"{rate(best['ceiling_output_tokens_per_s'])} output tok/s this device decodes in process at batch "
+            f"{rate(best['ceiling_output_tokens_per_s'])} output tok/s {_ceiling_where(best)} at batch "
             f"{best['ceiling_batch']} ({best.get('ceiling_mode')}, TPOT p50 {ms(best['ceiling_tpot_p50_ms'])} "
             f"against the served {ms(best['tpot_p50_ms'])})"
         )
     elif best.get("ceiling_note"):
         parts.append(f"no in-process ceiling ({best['ceiling_note']})")
     return f"Device at {_load_text(best)}: " + "; ".join(parts) + "." if parts else None
+
+
+def _ceiling_where(best: dict) -> str:
+    """Where the ceiling was decoded: this device in process, or split over ``ceiling_tp_degree`` GPUs."""
+    tp = best.get("ceiling_tp_degree")
+    return f"{tp} GPUs decode split (tensor parallel)" if not missing(tp) else "this device decodes in process"
 
 
 def _cost_line(best: dict) -> str | None:

@@ -153,6 +153,16 @@ DECLARED = (
     ),
     col("ceiling_batch", INT, "Ceiling batch", "int", scenarios=S, doc="The batch the in-process ceiling ran at."),
     col(
+        "ceiling_tp_degree",
+        INT,
+        "Ceiling TP degree",
+        "int",
+        short="Ceil TP",
+        scenarios=S,
+        doc="The GPUs the ceiling split the model over (--ceiling-gpus N: accelbench generate --gpus N --parallel "
+        "tp); None for a ceiling on one device.",
+    ),
+    col(
         "ceiling_tpot_p50_ms",
         FLOAT,
         "Ceiling TPOT p50 (ms)",

@@ -198,6 +198,14 @@ OPTIONS = declare(
         "engine, after the levels (none: skip)",
     ),
     Option(
+        name="ceiling_gpus",
+        type=int,
+        low=1,
+        default=1,
+        help="GPUs the in-process ceiling splits the model over: N > 1 takes it with accelbench generate --gpus N "
+        "--parallel tp (a model larger than one GPU)",
+    ),
+    Option(
         name="launch_timeout_s",
         type=float,
         low=0,

@@ -59,6 +59,8 @@ class ServeSettings(Settings):
         continuous_batching, launch_timeout_s: of a launched server; request_timeout_s: of one request.
         ceiling: the in-process engine of the ceiling beside each level, or ``none``
             (:mod:`~accelbench.scenarios.serve.ceiling`).
+        ceiling_gpus: the GPUs that ceiling splits the model over (> 1: tensor parallel, in its own
+            ``accelbench generate`` command: :mod:`~accelbench.scenarios.serve.ceiling_split`).
     """
 
     volatile = ("launch_timeout_s",)
@@ -89,6 +91,7 @@ class ServeSettings(Settings):
     launch_timeout_s: float = OPTIONS["launch_timeout_s"].field()
     request_timeout_s: float = OPTIONS["request_timeout_s"].field()
     ceiling: str = OPTIONS["ceiling"].field()
+    ceiling_gpus: int = OPTIONS["ceiling_gpus"].field()
 
     def __post_init__(self) -> None:
         check_declared(self)
@@ -117,6 +120,10 @@ class ServeSettings(Settings):
             from accelbench.scenarios.serve.metrics import parse_slo
 
             parse_slo(self.slo)
+        from accelbench.scenarios.serve.ceiling import NONE
+
+        if self.ceiling_gpus != 1 and self.ceiling == NONE:
+            raise ConfigError("ceiling_gpus", self.ceiling_gpus, "1 with --ceiling none (no ceiling to split)")
 
     def lengths(self, name: str) -> int | tuple[int, int] | None:
         """``input_len``/``output_len`` as the workloads take it: ``"128"`` -> 128, ``"64:256"`` -> ``(64, 256)``

@@ -20,7 +20,14 @@ as ``accelbench generate``'s ``output_tokens_per_s``), and
 
 (the share of what this device does in-process that the served engine delivers). A ceiling that cannot be taken
 (the model and its KV cache estimated not to fit the free memory, a context too short, an out-of-memory error) is a
-``ceiling_note`` on the rows, never a failed level.
+``ceiling_note`` on the rows, never a failed level; where more than one GPU is visible, the note of a batch that
+does not fit one says ``--ceiling-gpus`` can take it split.
+
+A model larger than one GPU: ``--ceiling-gpus N`` (N > 1) takes the ceiling split over N GPUs by tensor parallelism,
+in its own ``accelbench generate --gpus N --parallel tp`` command (:mod:`~accelbench.scenarios.serve.ceiling_split`):
+the same batches, precision, engine, lengths and repeats, the same columns, and ``ceiling_tp_degree`` = N (None for
+the ceiling on one device). The one-device memory check above does not apply there: the generate command's own
+per-GPU preflight refuses a split that does not fit, and that refusal is the note.
 """
 
 from __future__ import annotations
@@ -35,12 +42,14 @@ HEADROOM = 1.2  # the free memory a ceiling asks: 20 % over weights + KV cache, 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Ceiling:
-    """One batch's in-process ceiling (``note`` instead of figures when it could not be taken)."""
+    """One batch's in-process ceiling (``note`` instead of figures when it could not be taken); ``tp_degree``: the
+    GPUs a split ceiling was taken (or asked) over, None on one device."""
 
     batch: int
     tpot_p50_ms: float | None = None
     output_tokens_per_s: float | None = None
     note: str | None = None
+    tp_degree: int | None = None
 
 
 def engines() -> tuple[str, ...]:
@@ -76,7 +85,20 @@ def _fits(shape, batch: int, prompt_len: int, new_tokens: int, device) -> str | 
     if shape is None or free is None:
         return None
     need = HEADROOM * (shape.weight_bytes + lm_analytic.kv_cache_bytes(shape, batch, prompt_len + new_tokens))
-    return None if need <= free else f"batch {batch} needs about {gb(need)}, {gb(free)} free: no ceiling"
+    if need <= free:
+        return None
+    gpus = _gpus_visible(device)
+    split = f" (--ceiling-gpus N splits it over N of the {gpus} GPUs)" if gpus > 1 else ""
+    return f"batch {batch} needs about {gb(need)}, {gb(free)} free: no ceiling{split}"
+
+
+def _gpus_visible(device) -> int:
+    """The CUDA GPUs this process sees when ``device`` is one of them, else 0."""
+    if device.type != "cuda":
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
 
 
 def _one(engine, loaded, batch: int, prompt_len: int, new_tokens: int, device, seed: int) -> Ceiling:
@@ -154,4 +176,5 @@ def columns(mode: str, ceiling: Ceiling | None, served_tokens_per_s: float | Non
         "ceiling_output_tokens_per_s": ceiling.output_tokens_per_s,
         "engine_share_of_ceiling": share,
         "ceiling_note": ceiling.note,
+        "ceiling_tp_degree": ceiling.tp_degree,
     }

@@ -348,10 +348,11 @@ def measure_level(case, spec, state: ServeState, rank, sink=None) -> tuple[dict,
 
 def add_ceilings(case, spec, state: ServeState, rank, sink, rec: dict) -> None:
     """The in-process ceiling at each distinct batch of the model's levels (this one's ``rec`` and those already
-    stored in the run), set on each level row (:mod:`accelbench.scenarios.serve.ceiling`). A launched server is
-    stopped first: its GPU memory is the in-process model's."""
+    stored in the run), set on each level row (:mod:`accelbench.scenarios.serve.ceiling`; split over
+    ``ceiling_gpus`` GPUs: :mod:`accelbench.scenarios.serve.ceiling_split`). A launched server is stopped first: its
+    GPU memory is the in-process model's."""
     from accelbench.models import hf
-    from accelbench.scenarios.serve import ceiling
+    from accelbench.scenarios.serve import ceiling, ceiling_split
 
     mode, model = spec.settings.ceiling, case.model
     stored = []
@@ -374,16 +375,16 @@ def add_ceilings(case, spec, state: ServeState, rank, sink, rec: dict) -> None:
         served = state.served[case.model]
         prompt_len, new_tokens = ceiling.lengths(served.requests)
         batches = [b for b in (ceiling.batch_of(r) for r in rows) if b is not None]
-        found = ceiling.measure(
-            model,
-            batches,
-            prompt_len,
-            new_tokens,
-            mode=mode,
-            shape=state.shape(model, rank.device),
-            device=rank.device,
-            seed=spec.seed,
-        )
+        gpus = spec.settings.ceiling_gpus
+        shape, device = state.shape(model, rank.device), rank.device
+        if gpus > 1:  # a model larger than one GPU: split, in its own generate command
+            found = ceiling_split.measure_split(
+                model, batches, prompt_len, new_tokens, mode=mode, gpus=gpus, shape=shape, device=device, seed=spec.seed
+            )
+        else:
+            found = ceiling.measure(
+                model, batches, prompt_len, new_tokens, mode=mode, shape=shape, device=device, seed=spec.seed
+            )
         updates = [ceiling.columns(mode, found.get(ceiling.batch_of(r)), r.get("output_tokens_per_s")) for r in rows]
     for r, cols in zip(stored, updates, strict=False):
         state.store.update_case(r["case_id"], cols)
