@@ -16,6 +16,9 @@
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 static-compile: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
 #   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 static-compile at TP 1 and TP 2, the four shapes
+#   bash benchmarks/tp_generate_gpu.sh serve-ceiling    # accelbench serve --engine transformers of the 8B shape on
+#                                                       #   one GPU, concurrency 1 and 4, its in-process ceiling split
+#                                                       #   over both GPUs (--ceiling-gpus 2; needs the serve wheels)
 #   4x H200:
 #   bash benchmarks/tp_generate_gpu.sh tp4              # 70B bf16 TP 4 static-cache, the four shapes; then 8B bf16
 #                                                       #   TP 4 static-compile, the four shapes
@@ -31,7 +34,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-compile|8b-curve|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-compile|8b-curve|serve-ceiling|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -84,10 +87,20 @@ case "$PHASE" in
     gen 8b-tp1 220 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN
     gen 8b-tp2 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
     ;;
+  serve-ceiling)
+    echo "== serve-ceiling (at most 400 s): transformers serve of the 8B, the ceiling over 2 GPUs" | tee "$OUT/$PHASE.log"
+    timeout --signal=INT --kill-after=20 400 python3 -m accelbench serve --engine transformers -m $L8 \
+      --input-len 128 --output-len 64 --concurrency 1,4 --duration-s 6 --requests 64 --warmup-requests 2 --idle-s 0 \
+      --ceiling static-compile --ceiling-gpus 2 --db "$DB" 2>&1 | grep -v -i -E "warn|enum subclass" \
+      | tee -a "$OUT/$PHASE.log" | tail -20
+    run=$(python3 -c "from accelbench.store import Store; print(Store('$DB').run()['run_id'])" 2>/dev/null) \
+      && python3 -m accelbench export --run "$run" --db "$DB" --format json -o "$OUT/$PHASE-8b.json"
+    exit 0
+    ;;
   tp4)
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve or tp4" >&2; exit 2 ;;
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve, serve-ceiling or tp4" >&2; exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
