@@ -397,3 +397,21 @@ def test_ncu_profiles_a_cuda_graph_node_by_node():
     cmd = ncu.command("ncu", ncu.metric_list(None), "/tmp/x.csv", "{}", ncu.NVTX_RANGE)
     assert cmd[cmd.index("--graph-profiling") + 1] == "node"
     assert cmd[cmd.index("--target-processes") + 1] == "application-only"
+
+
+def test_the_replay_note_says_when_ncus_kernel_sum_is_not_the_step():
+    """The int8 decode step measured on an H200 (compiled-prefill study): 5.42 ms of kernels under ncu, 3.30 ms
+    timed without; within 20 % there is no note; a sum well below the step is time outside the kernels."""
+    from accelbench.report.profile_table import replay_note
+
+    row = {"model": "hf:llama-3.1-8b", "step": "decode", "step_time_s": 0.0033018, "ncu_time_over_step": 1.6428}
+    assert replay_note(row) == (
+        "hf:llama-3.1-8b decode: ncu's kernels sum to 5.42 ms, 1.64x the step's 3.30 ms timed without ncu: ncu "
+        "replays each kernel alone (caches flushed), so its times, the short kernels' most, are longer than in the "
+        "step and their achieved rates read low"
+    )
+    assert replay_note({**row, "ncu_time_over_step": 1.09}) is None  # bf16's decode: 5.15 against 4.74 ms
+    assert replay_note({**row, "ncu_time_over_step": 0.5}).endswith(
+        "50 % of the step is outside its kernels (launch gaps, host work)"
+    )
+    assert replay_note({"step": "decode", "step_time_s": 0.003}) is None  # no ncu: nothing to compare

@@ -110,7 +110,7 @@ def _progress(i: int, n: int, case, rec) -> None:
 
 def _report(out, ceilings, cached: bool, wide: bool) -> None:
     from accelbench.report.notes import case_notes
-    from accelbench.report.profile_table import ceilings_table, family_table, phase_line, profile_table
+    from accelbench.report.profile_table import ceilings_table, family_table, phase_line, profile_table, replay_note
 
     console.print(ceilings_table(ceilings, cached=cached))
     a.print_table(profile_table(out.records, compact=not wide), wide)
@@ -119,6 +119,9 @@ def _report(out, ceilings, cached: bool, wide: bool) -> None:
             continue
         if rec.get("ncu_status") == "ok":
             a.print_table(family_table(rec, compact=not wide), wide)
+            note = replay_note(rec)
+            if note:
+                console.print(note, markup=False, highlight=False, soft_wrap=True)
         elif rec.get("ncu_error"):
             console.print(f"ncu {rec['ncu_status']}: {rec['ncu_error']}")
         if rec.get("analytic_uncounted_ops"):

@@ -131,6 +131,17 @@ DECLARED = (
     *_NCU.values(),
     col("ncu_tensor_source", STR, "ncu tensor source", scenarios=P),
     col("ncu_zero_dram_kernels", INT, "ncu kernels without DRAM traffic", "int", scenarios=P),
+    col(
+        "ncu_time_over_step",
+        FLOAT,
+        "ncu kernels / step",
+        "times:2",
+        scenarios=P,
+        doc="The sum of ncu's kernel times over the step's median time without ncu (step_time_s). Above 1, ncu's "
+        "replays (each kernel alone, caches flushed) take longer than the step runs them, the short kernels most: "
+        "their achieved rates read low. Below 1, the step spends the rest outside its kernels (launch gaps, host "
+        "time).",
+    ),
     col("ncu_gemm_conv_flops", FLOAT, "ncu GEMM/conv GFLOP", "fixed:,.2f", scale=1e-9, scenarios=P),
     col(
         "flops_agreement",

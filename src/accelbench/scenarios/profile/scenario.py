@@ -337,6 +337,8 @@ class Profile(Scenario):
             fields, kernels = self._ncu(case, spec, dev, ceilings, rec.get("analytic_flops"), counts.flop_calls, lm)
         except Exception as exc:  # the analytic and timed results stay; the reason is on the row
             fields, kernels = {"ncu_status": "error", "ncu_error": one_line(exc)}, []
+        if fields.get("ncu_time_s") and rec.get("step_time_s"):  # how far ncu's isolated replays are from the step
+            fields["ncu_time_over_step"] = fields["ncu_time_s"] / rec["step_time_s"]
         rec.update(fields, _kernels=kernels)  # the charts (``chart_dir``) are drawn from the stored row: api.profile
         return rec, {"step_time_ms": times_ms, **mon.series()}
 
