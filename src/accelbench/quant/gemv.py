@@ -263,8 +263,12 @@ def _split_for(x, weight, scale, out, int8_conversion: str) -> int:
         return 1
     if torch.cuda.is_current_stream_capturing():  # no timing inside a capture: warm() times it before
         return 1
+    candidates = [s for s in SPLITS if s == 1 or k >= s * _K_CHUNK]
+    if len(candidates) == 1:  # K too short to split: nothing to time
+        _split_chosen[key] = 1
+        return 1
     timed = {}
-    for split in (s for s in SPLITS if s == 1 or k >= s * _K_CHUNK):
+    for split in candidates:
 
         def run(split=split):
             _run(x, weight, scale, out, int8_conversion, split)
