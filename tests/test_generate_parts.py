@@ -113,9 +113,8 @@ def test_quantizing_frees_each_full_precision_linear_as_it_goes():
 
 def test_a_quantized_linear_keeps_the_hooks_and_shard_marks_of_the_one_it_replaces():
     """A tensor-parallel split's all-reduce is a forward hook on the linear and its shard a mark on the weight: both
-    move onto the weight-only linear, so the split still sums and its degree is still read; the engines refuse on a
-    split only what is not split (fused projections, torchao's fp8)."""
-    from accelbench.backends.engine import ENGINES
+    move onto the weight-only linear, so the split still sums and its degree is still read; a split refuses only
+    what it does not split (torchao's fp8)."""
     from accelbench.backends.generation import tp_reason
     from accelbench.models.lm_shape import SHARDS
     from accelbench.models.tensor_parallel import degree
@@ -129,14 +128,8 @@ def test_a_quantized_linear_keeps_the_hooks_and_shard_marks_of_the_one_it_replac
     quantize_linears(model, "int8")
     assert isinstance(model[0], WeightOnlyLinear) and degree(model) == 2
     torch.testing.assert_close(model(x), want, rtol=0.02, atol=0.02 * want.abs().max().item())
-    caps = {name: ENGINES[name].capabilities for name in ("static-cache", "static-compile-fused")}
-    assert (
-        tp_reason(caps["static-cache"], "int8-weight-only")
-        is None
-        is tp_reason(caps["static-cache"], "fp8-weight-only")
-    )
-    assert "torchao's fp8 linears are not split" in tp_reason(caps["static-cache"], "fp8")
-    assert "fused projections" in tp_reason(caps["static-compile-fused"], "int8-weight-only")
+    assert tp_reason("int8-weight-only") is None is tp_reason("fp8-weight-only") is tp_reason("bf16")
+    assert "torchao's fp8 linears are not split" in tp_reason("fp8")
 
 
 def test_weight_bytes_of_a_torchao_quantized_model_count_what_it_stores():

@@ -46,15 +46,11 @@ def test_a_split_the_heads_refuse_is_a_note_before_anything_starts(gpus, monkeyp
         assert "divide the attention heads (4) and key-value heads (2)" in c.note
 
 
-def test_more_gpus_than_visible_or_an_engine_the_split_does_not_run_is_a_note(monkeypatch):
-    from accelbench.backends import engine as engines
-
+def test_more_gpus_than_visible_is_a_note(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     cuda = torch.device("cuda", 0)
-    assert ceiling_split.refusal(None, 4, cuda, "static-compile") == "--ceiling-gpus 4: 2 GPUs visible"
-    assert ceiling_split.refusal(None, 2, cuda, "static-compile") is None
-    fused = [n for n, e in engines.ENGINES.items() if e.capabilities.in_process and e.capabilities.fused_projections]
-    assert fused and "fused projections are not split" in ceiling_split.refusal(None, 2, cuda, fused[0])
+    assert ceiling_split.refusal(None, 4, cuda) == "--ceiling-gpus 4: 2 GPUs visible"
+    assert ceiling_split.refusal(None, 2, cuda) is None
 
 
 def test_the_generate_command_asks_for_the_ceilings_case():

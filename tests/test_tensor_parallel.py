@@ -72,7 +72,22 @@ WEIGHT_ONLY = ("int8-weight-only", "fp8-weight-only")
 def split_tiny(tmp_path_factory) -> dict:
     """The tiny model's generation on two gloo ranks (``tp_ranks.py``, eager), then in the same processes its
     generations in the weight-only precisions; shared by the tests that read it."""
-    return _generate(tmp_path_factory.mktemp("tp"), 2, TINY, "eager", *WEIGHT_ONLY)
+    return _generate(tmp_path_factory.mktemp("tp"), 2, TINY, "eager", *WEIGHT_ONLY, "fused")
+
+
+def test_fused_projections_on_shards_generate_the_whole_models_greedy_tokens(split_tiny):
+    """static-compile-fused on two gloo ranks: each fuses its own q/k/v shards (2 query heads and 1 key-value head
+    of 48: 96 + 48 + 48 rows) and gate/up shards after the split, its steps compiled; the greedy tokens are the whole
+    model's and the parameters still count the whole model's."""
+    import torch
+
+    from accelbench.models.lm_load import load_lm
+
+    fused = split_tiny["fused"]
+    assert fused["qkv_local"] == [192, 192] and fused["fused_layers"] == 4
+    assert fused["tokens"][0] == fused["tokens"][1] == _whole_model_tokens()
+    whole = load_lm(TINY, torch.device("cpu"), torch.float32, 0).module
+    assert fused["params"] == sum(p.numel() for p in whole.parameters())
 
 
 def test_two_gloo_ranks_generate_the_whole_models_greedy_tokens(split_tiny):

@@ -5,7 +5,8 @@ also the collectives of the prefill and of one decode step (``CommDebugMode``: o
 model's parameters are DTensors. Each precision named after the compile mode (``eager`` for none) is then loaded
 split by the generate scenario's own path (:func:`accelbench.backends.generation.load_model`, static-cache's) in the
 same processes and generates the same prompts, eager: its tokens, last-prompt-token logits and every rank's layer-0
-linears (weight dtype and shape, scale shape)."""
+linears (weight dtype and shape, scale shape). ``fused`` in their place loads the static-compile-fused engine's
+split (:func:`fused_run`)."""
 
 import contextlib
 import json
@@ -66,6 +67,30 @@ def quantized_run(name: str, precision: str, dims=None) -> dict:
     return {"tokens": greedy(loaded.module, prompts, loaded.steps), "logits": logits, "linears": linears, **cols}
 
 
+def fused_run(name: str, dims) -> dict:
+    """``name`` loaded as the static-compile-fused engine loads it in float32, split over ``dims`` (fused after the
+    split, each rank its own shards; its prefill and decode steps compiled): every rank's greedy tokens, its layer-0
+    fused q/k/v weight's shape, the layers fused and the parameters counted whole (:func:`whole_numel`)."""
+    import torch
+    import torch.distributed as dist
+
+    from accelbench.backends.engine import ENGINES
+    from accelbench.backends.generation import load_model
+    from accelbench.models.lm_shape import whole_numel
+
+    loaded = load_model(ENGINES["static-compile-fused"], name, "fp32", torch.device("cpu"), 0, dims)
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, greedy(loaded.module, prompts_of(loaded.lm), loaded.steps))
+    qkv = loaded.module.model.layers[0].self_attn.qkv_proj.weight
+    params = sum(whole_numel(p) for p in loaded.module.parameters())
+    return {
+        "tokens": every,
+        "qkv_local": list(qkv.shape),
+        "fused_layers": loaded.columns["fused_layers"],
+        "params": params,
+    }
+
+
 def float_run(lm, compile_mode: str) -> dict:
     """The split float32 model ``lm``'s greedy generation (every rank's tokens), its layer-0 query shard's shape and
     its static cache's key-value heads; eager, also the collectives of the prefill and of one decode step and how
@@ -112,6 +137,9 @@ def main(out: str, name: str, compile_mode: str = "eager", *precisions: str) -> 
     for mode in more:
         doc[mode] = float_run(lm, mode)
     for precision in precisions:
+        if precision == "fused":  # the static-compile-fused engine on the split
+            doc["fused"] = fused_run(name, dims)
+            continue
         run = quantized_run(name, precision, dims)
         ranks = [None] * dist.get_world_size()
         dist.all_gather_object(ranks, {"tokens": run["tokens"], "linears": run.pop("linears")})

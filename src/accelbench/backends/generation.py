@@ -36,8 +36,8 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
 
     Raises:
         UnknownModelError: the tokenizer has more tokens than the model embeds. Unsupported: fused projections
-            asked of a model not built like Llama, or of a tensor-parallel one; a torchao fp8 precision on a
-            tensor-parallel model (:func:`tp_reason`). MissingDependencyError: fp8 without torchao.
+            asked of a model not built like Llama; a torchao fp8 precision on a tensor-parallel model
+            (:func:`tp_reason`). MissingDependencyError: fp8 without torchao.
     """
     from accelbench.backends.lm_fuse import fuse_projections
     from accelbench.backends.lm_loop import compiled_steps
@@ -47,7 +47,7 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
     from accelbench.quant.weight_only import compiled_reductions
 
     caps = engine.capabilities
-    why = tp_reason(caps, precision) if dims is not None and dims.tp else None
+    why = tp_reason(precision) if dims is not None and dims.tp else None
     if why:
         from accelbench.core.errors import Unsupported
 
@@ -64,19 +64,17 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
     return LoadedModel(lm=lm, device=device, columns=cols, steps=compiled_steps(mode, tune))
 
 
-def tp_reason(caps: Capabilities, precision: str) -> str | None:
-    """Why an engine of ``caps`` cannot run a tensor-parallel model in ``precision``, or None.
+def tp_reason(precision: str) -> str | None:
+    """Why a tensor-parallel model cannot run in ``precision``, or None (every in-process engine runs a split).
 
-    Not split: fused projections (their fused q/k/v and gate/up matmuls would need a plan of their own) and
-    torchao's fp8 precisions (fp8 activations; a split is checked against the whole model on CPUs, where they do not
-    run). The weight-only precisions are split: each rank quantizes its own shards after the split, per-shard scales
-    (:mod:`accelbench.quant.weight_only`), as an engine quantizing on the fly after sharding does (vLLM's dynamic
-    fp8 of a checkpoint's loaded shards).
+    Not split: torchao's fp8 precisions (fp8 activations; a split is checked against the whole model on CPUs, where
+    they do not run). The weight-only precisions are split: each rank quantizes its own shards after the split,
+    per-shard scales (:mod:`accelbench.quant.weight_only`), as an engine quantizing on the fly after sharding does
+    (vLLM's dynamic fp8 of a checkpoint's loaded shards). Fused projections are fused after the split, each rank its
+    own shards (:mod:`accelbench.backends.lm_fuse`).
     """
     from accelbench import precisions
 
-    if caps.fused_projections:
-        return "fused projections are not split by tensor parallelism (use static-compile)"
     p = precisions.get(precision)
     if p.quant is not None and not p.weight_only:
         return f"{precision}: torchao's fp8 linears are not split by tensor parallelism (use fp8-weight-only)"

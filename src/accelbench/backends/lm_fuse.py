@@ -11,6 +11,13 @@ Applies to decoder layers built like Llama's (Llama, Mistral, Qwen2 in ``transfo
 The weights are concatenated, so the fused model computes the same function; in float32 its logits equal the
 plain model's to rounding (tested), in bf16 they differ by the summation order of the larger matmuls.
 
+A model split by tensor parallelism (:mod:`accelbench.models.tensor_parallel`) is fused after the split, each rank
+its own shards: q/k/v and gate/up are column-parallel, so a rank's shards are its own heads' q/k/v rows and its own
+slice of the MLP's hidden units, and their concatenation is vLLM's ``QKVParallelLinear`` /
+``MergedColumnParallelLinear`` shard (the reshape by ``head_dim`` finds the rank's heads); the row-parallel o_proj
+and down_proj, with their all-reduces, are not touched. The fused weight keeps the shards' mark of the ranks it is
+split over, so parameter counts stay the whole model's.
+
 A decode step's attention (one query token a sequence) of a grouped-query model (Llama-3's 8 KV heads for 32 query
 heads) attends over the cache as it is stored, never copying it once per query head group (transformers'
 ``repeat_kv``, which its SDPA path runs inside ``torch.compile`` whenever a mask is passed). ``decode_attention``:
@@ -52,8 +59,10 @@ def _concat(linears):
     has_bias = linears[0].bias is not None
     out = torch.nn.Linear(w.shape[1], w.shape[0], bias=has_bias, device=w.device, dtype=w.dtype)
     out.weight.data.copy_(w)
+    out.weight.__dict__.update(vars(linears[0].weight))  # the weight's marks (a tensor-parallel shard's ranks) kept
     if has_bias:
         out.bias.data.copy_(torch.cat([lin.bias.data for lin in linears]))
+        out.bias.__dict__.update(vars(linears[0].bias))
     return out.requires_grad_(False)
 
 

@@ -201,7 +201,7 @@ class Generate(Scenario):
         if case.extras.tp_degree > 1:
             from accelbench.backends.generation import tp_reason
 
-            why = tp_reason(engine.capabilities, case.precision)
+            why = tp_reason(case.precision)
             if why:
                 return why
         return precisions.unsupported_reason(case.precision, device) or engine.unsupported_reason(

@@ -13,7 +13,7 @@ A process of its own, not ranks of this one: ``torchrun`` starts the ranks (each
 shard), and the serve process holds no process group, so nothing of the served run's state is shared with them.
 
 Refused before anything starts (a note on every batch): a degree that does not divide the model's attention and
-key-value heads, more GPUs than are visible, an engine the split does not run (fused projections), a device that is
+key-value heads, more GPUs than are visible, a precision the split does not run (torchao's fp8), a device that is
 neither CUDA nor a CPU. The generate command's own per-GPU memory preflight refuses a split that does not fit (exit
 2: its one-line error is the note), and a batch's failed row (out of memory, an unsupported case) is that batch's
 note: a split ceiling never fails a level, as the one-device ceiling does not.
@@ -82,13 +82,11 @@ def command(
     ]
 
 
-def refusal(shape, gpus: int, device, mode: str) -> str | None:
-    """Why ``gpus`` cannot take a split ceiling by engine ``mode`` of a model of ``shape`` on ``device`` (a
-    torch.device), decided before anything starts (module docstring), or None. ``shape``: an
+def refusal(shape, gpus: int, device) -> str | None:
+    """Why ``gpus`` cannot take a split ceiling of a model of ``shape`` on ``device`` (a torch.device), decided before anything starts (module docstring), or None. ``shape``: an
     :class:`~accelbench.core.lm_analytic.Shape`, None when unknown (not checked here; the command checks it). The
     reasons are the generate command's own (:meth:`~accelbench.core.parallel_dims.ParallelDims.tp_reason`,
     :func:`accelbench.backends.generation.tp_reason`)."""
-    from accelbench.backends import engine as engines
     from accelbench.backends.generation import tp_reason
     from accelbench.core.parallel_dims import ParallelDims
     from accelbench.scenarios.serve.roof import served_precision
@@ -100,7 +98,7 @@ def refusal(shape, gpus: int, device, mode: str) -> str | None:
 
         if gpus > torch.cuda.device_count():
             return f"--ceiling-gpus {gpus}: {torch.cuda.device_count()} GPUs visible"
-    why = tp_reason(engines.get(mode).capabilities, served_precision(device))
+    why = tp_reason(served_precision(device))
     if why is None and shape is not None:
         why = ParallelDims(tp=gpus).tp_reason(shape.heads, shape.kv_heads)
     return why
@@ -131,7 +129,7 @@ def measure_split(
     from accelbench.scenarios.serve.roof import served_precision
 
     todo = sorted(set(batches))
-    why = refusal(shape, gpus, device, mode)
+    why = refusal(shape, gpus, device)
     if why is not None:
         return _notes(todo, gpus, why)
     with tempfile.TemporaryDirectory(prefix="accelbench-ceiling-") as tmp:
