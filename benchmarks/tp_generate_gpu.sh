@@ -15,13 +15,14 @@
 #                                                       #   128; then static-cache bf16 and int8-weight-only there
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 static-compile: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
-#   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 static-compile at TP 1 and TP 2, the four shapes
+#   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 at TP 1 and TP 2, the four shapes, MODE8
+#                                                       #   (static-compile-fused; static-compile as before)
 #   bash benchmarks/tp_generate_gpu.sh serve-ceiling    # accelbench serve --engine transformers of the 8B shape on
 #                                                       #   one GPU, concurrency 1 and 4, its in-process ceiling split
 #                                                       #   over both GPUs (--ceiling-gpus 2; needs the serve wheels)
 #   4x H200:
 #   bash benchmarks/tp_generate_gpu.sh tp4              # 70B bf16 TP 4 static-cache, the four shapes; then 8B bf16
-#                                                       #   TP 4 static-compile, the four shapes
+#                                                       #   TP 4 in MODE8, the four shapes
 #
 # A static-compile command compiles its prefill once a (batch, prompt) shape and its decode step once a (batch, cache
 # length) shape; the 70B's compiles are the slow part, so its eager rows (static-cache: the same
@@ -61,6 +62,7 @@ gen() {
 L70=hf:llama-3.1-70b L8=hf:llama-3.1-8b
 RUN="--new-tokens 64 --repeats 3 --idle-s 0 --no-perplexity --db $DB"
 SHAPES="-b 1,16 --prompt-lens 128,2048"
+MODE8=${MODE8:-static-compile-fused}  # the 8B curve's engine: one GPU's fastest (fused q/k/v and gate/up, on shards too)
 case "$PHASE" in
   70b-tp2)
     # 141 GB of bf16 weights on one 141 GB H200: refused from the config in seconds (exit 2), nothing built
@@ -84,8 +86,8 @@ case "$PHASE" in
     gen 70b-compile 450 -m $L70 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
     ;;
   8b-curve)
-    gen 8b-tp1 220 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN
-    gen 8b-tp2 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
+    gen 8b-tp1 220 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN
+    gen 8b-tp2 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 2 --parallel tp
     ;;
   serve-ceiling)
     echo "== serve-ceiling (at most 400 s): transformers serve of the 8B, the ceiling over 2 GPUs" | tee "$OUT/$PHASE.log"
@@ -99,7 +101,7 @@ case "$PHASE" in
     ;;
   tp4)
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
-    gen 8b-tp4 240 -m $L8 -p bf16 --modes static-compile $SHAPES $RUN --gpus 4 --parallel tp
+    gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
   *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve, serve-ceiling or tp4" >&2; exit 2 ;;
 esac

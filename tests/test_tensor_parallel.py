@@ -76,8 +76,8 @@ def split_tiny(tmp_path_factory) -> dict:
 
 
 def test_fused_projections_on_shards_generate_the_whole_models_greedy_tokens(split_tiny):
-    """static-compile-fused on two gloo ranks: each fuses its own q/k/v shards (2 query heads and 1 key-value head
-    of 48: 96 + 48 + 48 rows) and gate/up shards after the split, its steps compiled; the greedy tokens are the whole
+    """static-compile-fused's fusion on two gloo ranks: each fuses its own q/k/v shards (2 query heads and 1
+    key-value head of 48: 96 + 48 + 48 rows) and gate/up shards after the split; the greedy tokens are the whole
     model's and the parameters still count the whole model's."""
     import torch
 

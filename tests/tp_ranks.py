@@ -5,8 +5,8 @@ also the collectives of the prefill and of one decode step (``CommDebugMode``: o
 model's parameters are DTensors. Each precision named after the compile mode (``eager`` for none) is then loaded
 split by the generate scenario's own path (:func:`accelbench.backends.generation.load_model`, static-cache's) in the
 same processes and generates the same prompts, eager: its tokens, last-prompt-token logits and every rank's layer-0
-linears (weight dtype and shape, scale shape). ``fused`` in their place loads the static-compile-fused engine's
-split (:func:`fused_run`)."""
+linears (weight dtype and shape, scale shape). ``fused`` in their place fuses a split's projections as the
+static-compile-fused engine does (:func:`fused_run`)."""
 
 import contextlib
 import json
@@ -68,27 +68,24 @@ def quantized_run(name: str, precision: str, dims=None) -> dict:
 
 
 def fused_run(name: str, dims) -> dict:
-    """``name`` loaded as the static-compile-fused engine loads it in float32, split over ``dims`` (fused after the
-    split, each rank its own shards; its prefill and decode steps compiled): every rank's greedy tokens, its layer-0
-    fused q/k/v weight's shape, the layers fused and the parameters counted whole (:func:`whole_numel`)."""
+    """``name`` split over ``dims`` in float32, then fused as the static-compile-fused engine fuses it
+    (:func:`accelbench.backends.lm_fuse.fuse_projections` after the split, each rank its own shards), generating
+    eagerly: every rank's greedy tokens, its layer-0 fused q/k/v weight's shape, the layers fused and the parameters
+    counted whole (:func:`whole_numel`). The compiled steps over a split are checked on the untied model."""
     import torch
     import torch.distributed as dist
 
-    from accelbench.backends.engine import ENGINES
-    from accelbench.backends.generation import load_model
+    from accelbench.backends.lm_fuse import fuse_projections
+    from accelbench.models.lm_load import load_lm
     from accelbench.models.lm_shape import whole_numel
 
-    loaded = load_model(ENGINES["static-compile-fused"], name, "fp32", torch.device("cpu"), 0, dims)
+    lm = load_lm(name, torch.device("cpu"), torch.float32, 0, dims=dims)
+    layers = fuse_projections(lm.module)
     every = [None] * dist.get_world_size()
-    dist.all_gather_object(every, greedy(loaded.module, prompts_of(loaded.lm), loaded.steps))
-    qkv = loaded.module.model.layers[0].self_attn.qkv_proj.weight
-    params = sum(whole_numel(p) for p in loaded.module.parameters())
-    return {
-        "tokens": every,
-        "qkv_local": list(qkv.shape),
-        "fused_layers": loaded.columns["fused_layers"],
-        "params": params,
-    }
+    dist.all_gather_object(every, greedy(lm.module, prompts_of(lm)))
+    qkv = lm.module.model.layers[0].self_attn.qkv_proj.weight
+    params = sum(whole_numel(p) for p in lm.module.parameters())
+    return {"tokens": every, "qkv_local": list(qkv.shape), "fused_layers": layers, "params": params}
 
 
 def float_run(lm, compile_mode: str) -> dict:
