@@ -415,3 +415,22 @@ def test_the_replay_note_says_when_ncus_kernel_sum_is_not_the_step():
         "50 % of the step is outside its kernels (launch gaps, host work)"
     )
     assert replay_note({"step": "decode", "step_time_s": 0.003}) is None  # no ncu: nothing to compare
+
+
+def test_the_report_of_the_h200_int8_decode_profile_says_ncus_replays_are_slower_than_the_step(tmp_path):
+    """The committed export of the int8 decode step profiled on an H200 (stored before ``ncu_time_over_step``): its
+    report section carries the replay note, the ratio taken from the row's two times."""
+    from pathlib import Path
+
+    from accelbench.report.sections import run_section
+    from accelbench.store import Store
+
+    export = Path(__file__).parents[1] / "benchmarks/results/compiled-prefill/h200-8b-ncu-decode-int8.json.gz"
+    p = run_cli("import", str(export), "--db", str(tmp_path / "x.db"))
+    assert p.returncode == 0, p.stderr
+    with Store(tmp_path / "x.db") as st:
+        blocks = run_section(st, st.run()["run_id"])["blocks"]
+    notes = [b for b in blocks if b.get("title") == "ncu's kernel times against the step"]
+    assert len(notes) == 1 and notes[0]["lines"][0].startswith(
+        "hf:llama-3.1-8b decode: ncu's kernels sum to 5.42 ms, 1.64x the step's 3.30 ms timed without ncu"
+    )

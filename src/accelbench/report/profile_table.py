@@ -155,14 +155,17 @@ REPLAY_TOLERANCE = 0.2  # ncu's kernel sum within 20 % of the step's own time: n
 
 def replay_note(rec: dict) -> str | None:
     """One line when Nsight Compute's kernel times, summed, differ from the step's median time without ncu by more
-    than :data:`REPLAY_TOLERANCE` (``ncu_time_over_step``), saying what that does to the per-kernel rates; else None.
+    than :data:`REPLAY_TOLERANCE` (``ncu_time_over_step``, or ``ncu_time_s / step_time_s`` for a row stored before
+    that column), saying what that does to the per-kernel rates; else None.
 
     Above: ncu replays each kernel alone, with the caches flushed and no kernel before it to overlap, so a short
     kernel takes longer than in the step and its achieved bandwidth reads low (on an H200, an int8 GEMV of 4096 x
     4096 took 19.3 us under ncu and 5.7 us in a CUDA graph: docs/results.md, the compiled prefill). Below: the step
     spends the rest of its time outside its kernels (launch gaps, host work).
     """
-    ratio, step_s = rec.get("ncu_time_over_step"), rec.get("step_time_s")
+    ratio, step_s, ncu_s = rec.get("ncu_time_over_step"), rec.get("step_time_s"), rec.get("ncu_time_s")
+    if ratio is None and ncu_s and step_s:  # a row stored before the column: the same ratio from its two times
+        ratio = ncu_s / step_s
     if ratio is None or not step_s or abs(ratio - 1) <= REPLAY_TOLERANCE:
         return None
     ncu_ms, step_ms = ratio * step_s * 1e3, step_s * 1e3

@@ -177,11 +177,14 @@ def profile_blocks(store, run: dict, records: list[dict], context: str = "") -> 
         blocks.append({**charts_block([{"title": "Roofline", "png": charts.png_base64(fig)}]), "title": "Roofline"})
     elif points:
         blocks.append({"type": "notes", "title": "Roofline", "lines": [f"no ceilings stored for {name}"]})
-    from accelbench.report.profile_table import phase_line
+    from accelbench.report.profile_table import phase_line, replay_note
 
     phases = [line for line in map(phase_line, records) if line]  # a language model's prefill and decode steps
     if phases:
         blocks.append({"type": "notes", "title": "Prefill and decode on the roofline", "lines": phases})
+    replays = [line for line in map(replay_note, records) if line]  # ncu's kernel sum far from the step's own time
+    if replays:
+        blocks.append({"type": "notes", "title": "ncu's kernel times against the step", "lines": replays})
     return blocks
 
 
