@@ -279,10 +279,11 @@ def _split_for(x, weight, scale, out, int8_conversion: str) -> int:
     return _split_chosen[key]
 
 
-def splits() -> dict[tuple[int, int], int]:
-    """The K split timed fastest at one row for each ``(N, K)`` timed so far (:func:`_split_for`; empty before any
-    8-bit weight ran here; a shape of several dtypes or conversions keeps the last): ``{(N, K): split}``."""
-    return {(key[0], key[1]): split for key, split in _split_chosen.items()}
+def splits(int8_conversion: str = "auto") -> dict[tuple[int, int], int]:
+    """The K split timed fastest at one row for each ``(N, K)`` timed so far with ``int8_conversion`` (the mode a
+    model's weight-only linears run; :func:`_split_for`; empty before any 8-bit weight ran here; a shape of several
+    dtypes keeps the last): ``{(N, K): split}``."""
+    return {(key[0], key[1]): split for key, split in _split_chosen.items() if key[4] == int8_conversion}
 
 
 def int8_conversions() -> dict[tuple[int, int], str]:

@@ -156,12 +156,13 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
         weights = [m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)]
         gemv.warm(weights, p.dtype)
         kernels = f"up to {gemv.MAX_ROWS} rows: accelbench's Triton 8-bit GEMV; more: {many}"
+        shapes = {tuple(w.shape) for w in weights}
         if scheme == "int8":  # which int8-to-float32 conversion the autotuner chose, at how many of the shapes
-            chosen, shapes = gemv.int8_conversions(), {tuple(w.shape) for w in weights}
+            chosen = gemv.int8_conversions()
             picked = [chosen[s] for s in shapes if s in chosen]
             kernels += f" (int8 converted by bits at {picked.count('bits')} of {len(picked)} shapes)"
         split = gemv.splits()  # at how many shapes one row is fastest with K split (gemv's docstring: K split)
-        split_shapes = [s for s in {tuple(w.shape) for w in weights} if split.get(s, 1) > 1]
+        split_shapes = [s for s in shapes if split.get(s, 1) > 1]
         if split_shapes:
             kernels += "; K split at one row: " + ", ".join(
                 f"{n}x{k} in {split[n, k]}" for n, k in sorted(split_shapes)
