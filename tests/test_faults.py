@@ -409,10 +409,24 @@ def test_cpu_contention_is_flagged(tmp_path: Path) -> None:
     import sys
 
     db = tmp_path / "busy.db"
+    import psutil
+
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
-        time.sleep(0.5)
-        p = run_cli("run", *[a.format(db=db) for a in TINY], "--min-time-s", "1", env={"OMP_NUM_THREADS": "1"})
+        # the spinners are on the CPU (a state, not a sleep) before the run starts
+        deadline = time.monotonic() + 60
+        while not all(psutil.Process(s.pid).cpu_times().user > 0.05 for s in spin):
+            assert time.monotonic() < deadline, "the busy processes never ran"
+            time.sleep(0.01)
+        # a real process: the spinners are this test's children, so an in-process run would count them as its own
+        p = run_cli(
+            "run",
+            *[a.format(db=db) for a in TINY],
+            "--min-time-s",
+            "1",
+            env={"OMP_NUM_THREADS": "1"},
+            subprocess=True,
+        )
     finally:
         for s in spin:
             s.kill()
