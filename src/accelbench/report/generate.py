@@ -122,10 +122,14 @@ def tp_rows(records: Iterable[dict]) -> list[dict]:
 
 
 def tp_verdicts(rows: list[dict]) -> list[str]:
-    """A line a case of :func:`tp_rows` (``rows``, sorted by case then degree): the degree of the lowest cost per
-    million output tokens (``cost_per_1000_samples_usd`` x 1000: a generate row's sample is an output token; the
-    price of the GPUs it used, :mod:`accelbench.cost`) and the degree of the lowest TPOT p50 (ms), each with its
-    figure. A case whose rows have no cost names the TPOT only; one with no TPOT either has no line."""
+    """A line a case of :func:`tp_rows` (``rows``, sorted by case then degree): which degree is cheapest at each TPOT
+    target, and the degree of the lowest TPOT p50 (ms).
+
+    The cost is the cost per million output tokens (``cost_per_1000_samples_usd`` x 1000: a generate row's sample is
+    an output token; the price of the GPUs it used, :mod:`accelbench.cost`). The degrees named are the cost/TPOT
+    frontier, cheapest first: each next one has a lower TPOT p50 than every cheaper one, so it is the cheapest degree
+    for a TPOT target under the one before it (a degree both dearer and slower than another is never the answer).
+    A case whose rows have no cost names the lowest TPOT only; one with no TPOT either has no line."""
     from accelbench.core.parallel import TP_GROUP, latency_p50
 
     cases: dict[tuple, list[dict]] = {}
@@ -136,13 +140,25 @@ def tp_verdicts(rows: list[dict]) -> list[str]:
         timed = [(tpot, r) for r in members if (tpot := latency_p50(r))]
         if not timed:
             continue
+        said = []
+        frontier: list[tuple[float, dict]] = []
+        for tpot, r in sorted(
+            ((t, r) for t, r in timed if r.get("cost_per_1000_samples_usd") is not None),
+            key=lambda t: (t[1]["cost_per_1000_samples_usd"], t[0]),
+        ):
+            if not frontier or tpot < frontier[-1][0]:
+                frontier.append((tpot, r))
+        for i, (tpot, r) in enumerate(frontier):
+            cost = 1000 * r["cost_per_1000_samples_usd"]
+            if i == 0:
+                said.append(
+                    f"cheapest at TP {r['tp_degree']} (${cost:.2f} per million output tokens, TPOT {tpot:.2f} ms)"
+                )
+            else:
+                said.append(f"under a TPOT of {frontier[i - 1][0]:.2f} ms, TP {r['tp_degree']} (${cost:.2f})")
         tpot, fastest = min(timed, key=lambda t: t[0])
-        said = [f"lowest TPOT at TP {fastest['tp_degree']} ({tpot:.2f} ms)"]
-        costed = [r for r in members if r.get("cost_per_1000_samples_usd") is not None]
-        if costed:
-            cheapest = min(costed, key=lambda r: r["cost_per_1000_samples_usd"])
-            cost = 1000 * cheapest["cost_per_1000_samples_usd"]
-            said.insert(0, f"cheapest at TP {cheapest['tp_degree']} (${cost:.2f} per million output tokens)")
+        if not frontier or fastest is not frontier[-1][1]:
+            said.append(f"lowest TPOT at TP {fastest['tp_degree']} ({tpot:.2f} ms)")
         lines.append(f"{model} {precision} {mode}, batch {batch}, prompt {prompt}: " + "; ".join(said) + ".")
     return lines
 
