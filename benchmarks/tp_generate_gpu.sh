@@ -11,9 +11,9 @@
 #                                                       #   ends within the command's 260 s); then static-compile
 #                                                       #   batch 1, prompt 128 in what is left of the budget
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-b1       # the short form of 70b-tp2 (one batch and prompt): 70B at
-#                                                       #   TP 1 refused; bf16 TP 2 static-compile batch 1, prompt
-#                                                       #   128; then static-cache bf16 and int8-weight-only there
-#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 static-compile: batch 1 and 16 x prompts 128
+#                                                       #   TP 1 refused; TP 2 in MODE70 at batch 1, prompt 128, bf16
+#                                                       #   then int8-weight-only (BUDGET_S=540: about 9 minutes)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 in MODE70: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
 #   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 at TP 1 and TP 2, the four shapes, MODE8
 #                                                       #   (static-compile-fused; static-compile as before)
@@ -63,6 +63,7 @@ L70=hf:llama-3.1-70b L8=hf:llama-3.1-8b
 RUN="--new-tokens 64 --repeats 3 --idle-s 0 --no-perplexity --db $DB"
 SHAPES="-b 1,16 --prompt-lens 128,2048"
 MODE8=${MODE8:-static-compile-fused}  # the 8B curve's engine: one GPU's fastest (fused q/k/v and gate/up, on shards too)
+MODE70=${MODE70:-static-compile-fused}  # the 70B's compiled engine (static-compile: the unfused split measured first)
 case "$PHASE" in
   70b-tp2)
     # 141 GB of bf16 weights on one 141 GB H200: refused from the config in seconds (exit 2), nothing built
@@ -78,12 +79,12 @@ case "$PHASE" in
     timeout 120 python3 -m accelbench generate -m $L70 -p bf16 -b 1 --prompt-lens 128 --db "$OUT/refused.db" \
       >> "$OUT/$PHASE-tp1-refused.log" 2>&1
     echo "exit $? after $SECONDS s" | tee -a "$OUT/$PHASE-tp1-refused.log"; tail -2 "$OUT/$PHASE-tp1-refused.log"
-    gen 70b-compile-b1 270 -m $L70 -p bf16 --modes static-compile -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
-    gen 70b-eager-b1 120 -m $L70 -p bf16,int8-weight-only --modes static-cache -b 1 --prompt-lens 128 $RUN \
+    # bf16 first: its row is stored before int8's compiles start, so a budget that runs out keeps it
+    gen 70b-fused-b1 480 -m $L70 -p bf16,int8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN \
       --gpus 2 --parallel tp
     ;;
   70b-tp2-compile)
-    gen 70b-compile 450 -m $L70 -p bf16 --modes static-compile $SHAPES $RUN --gpus 2 --parallel tp
+    gen 70b-compile 450 -m $L70 -p bf16 --modes $MODE70 $SHAPES $RUN --gpus 2 --parallel tp
     ;;
   8b-curve)
     gen 8b-tp1 220 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN
