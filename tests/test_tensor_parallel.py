@@ -286,6 +286,7 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert row["decode_tokens_per_s_per_gpu"] == pytest.approx(row["decode_tokens_per_s"] / 2)
     # host time in the all-reduces of 8 profiled decode steps over their wall time
     assert 0 < row["allreduce_share"] < 1 and row.get("allreduce_share_note") is None, row.get("allreduce_share_note")
+    assert "profiler_st" not in p.stdout + p.stderr  # the profiler's back end (Kineto) prints nothing of its own
     whole = run_cli(*args, "--repeats", "3", "--idle-s", "0", "--device", "cpu", "--db", str(db))
     assert whole.returncode == 0
     one = [r for r in Store(db).records() if r["tp_degree"] == 1]
