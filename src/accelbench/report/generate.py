@@ -157,7 +157,7 @@ def tp_verdicts(rows: list[dict]) -> list[str]:
             else:
                 said.append(f"under a TPOT of {frontier[i - 1][0]:.2f} ms, TP {r['tp_degree']} (${cost:.2f})")
         tpot, fastest = min(timed, key=lambda t: t[0])
-        if not frontier or fastest is not frontier[-1][1]:
+        if not frontier or tpot < frontier[-1][0]:  # a faster row without a price
             said.append(f"lowest TPOT at TP {fastest['tp_degree']} ({tpot:.2f} ms)")
         lines.append(f"{model} {precision} {mode}, batch {batch}, prompt {prompt}: " + "; ".join(said) + ".")
     return lines
