@@ -408,9 +408,9 @@ def test_cpu_contention_is_flagged(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    db = tmp_path / "busy.db"
     import psutil
 
+    db = tmp_path / "busy.db"
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
         # the spinners are on the CPU (a state, not a sleep) before the run starts
