@@ -56,7 +56,8 @@ def build(name: str, tp: int):
     if tp == 1:
         torch.manual_seed(0)
         return LlamaForCausalLM(config).eval()
-    from accelbench.models.tensor_parallel import apply_tp, materialize
+    from accelbench.models.lm_load import materialize
+    from accelbench.models.tensor_parallel import apply_tp
 
     with torch.device("meta"):
         lm = LlamaForCausalLM(config).eval()

@@ -111,6 +111,49 @@ def test_quantizing_frees_each_full_precision_linear_as_it_goes():
     assert replaced_when_freed == list(range(1, 16))
 
 
+def test_random_weights_are_quantized_a_layer_at_a_time_as_they_are_drawn():
+    """Random weights with a weight-only precision are drawn a decoder layer at a time, each fused and quantized
+    before the next is allocated: when a layer is converted, the layers before it hold 8-bit linears only and those
+    after it are not allocated (what lets a 70B shape load in int8 on one 141 GB GPU). The converted model is the one
+    drawn whole and converted after (same int8 weights, same logits), and a tied LM head stays the embedding table."""
+    from accelbench.backends.lm_fuse import fuse_layer, fuse_projections
+    from accelbench.models import hf
+    from accelbench.models.lm_load import load_lm, materialize
+    from accelbench.quant.lm import layer_quantizer, quantize_lm
+
+    quantize_layer, name, cpu = layer_quantizer("int8-weight-only"), "hf:tiny-shakespeare", torch.device("cpu")
+
+    def convert(layer):
+        fuse_layer(layer)
+        quantize_layer(layer)
+
+    seen = hf.load_hf(name, torch.device("meta"), torch.float32, random_init=True).module
+    layers, states = list(seen.model.layers), []
+
+    def convert_and_look(layer):  # each layer's state when layer i is converted: 8 bits, full precision or meta
+        def state(other):
+            linears = [m for m in other.modules() if isinstance(m, torch.nn.Linear)]
+            return "8-bit" if not linears else ("meta" if linears[0].weight.is_meta else "full")
+
+        states.append([state(other) if other is not layer else "this" for other in layers])
+        convert(layer)
+
+    materialize(seen, cpu, 7, convert_and_look)
+    assert states == [["this", "meta", "meta", "meta"], ["8-bit", "this", "meta", "meta"],
+                      ["8-bit", "8-bit", "this", "meta"], ["8-bit", "8-bit", "8-bit", "this"]]  # fmt: skip
+    streamed = load_lm(name, cpu, torch.float32, 7, random_init=True, each_layer=convert)
+    assert streamed.module.lm_head.weight is streamed.module.model.embed_tokens.weight  # tied, as drawn
+    cols = quantize_lm(streamed.module, "int8-weight-only")
+    whole = hf.load_hf(name, torch.device("meta"), torch.float32, random_init=True)
+    materialize(whole.module, cpu, 7)
+    fuse_projections(whole.module)
+    assert cols == quantize_lm(whole.module, "int8-weight-only") and cols["quant_layers"] == 4 * 4 + 1
+    a, b = streamed.module.model.layers[3].mlp.gate_up_proj, whole.module.model.layers[3].mlp.gate_up_proj
+    assert a.weight.dtype == torch.int8 and torch.equal(a.weight, b.weight) and torch.equal(a.scale, b.scale)
+    prompts = torch.randint(0, streamed.info.vocab_size, (2, 12), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(streamed.module(prompts).logits, whole.module(prompts).logits)
+
+
 def test_a_quantized_linear_keeps_the_hooks_and_shard_marks_of_the_one_it_replaces():
     """A tensor-parallel split's all-reduce is a forward hook on the linear and its shard a mark on the weight: both
     move onto the weight-only linear, so the split still sums and its degree is still read; a split refuses only

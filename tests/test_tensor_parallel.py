@@ -250,7 +250,9 @@ def test_more_gpus_than_the_host_has_is_one_line_and_exit_2(tmp_path, monkeypatc
 
 
 def test_seventy_billion_parameters_on_one_gpu_are_refused_before_building(monkeypatch, tmp_path):
-    """Llama-3.1-70B in bf16 on one 80 GB GPU: refused from its config (exit 2), naming the split that fits."""
+    """Llama-3.1-70B in bf16 on one 80 GB GPU: refused from its config (exit 2), naming the split that fits. On an
+    H200's 149.6 GB free it is refused too (141 GB of weights and the margin), naming both what fits one GPU (an
+    8-bit weight-only precision, drawn a layer at a time) and the split."""
     from accelbench import api, scenarios
     from accelbench.scenarios.generate import preflight
 

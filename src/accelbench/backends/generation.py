@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 def load_model(engine: Engine, name: str, precision: str, device, seed: int, dims=None) -> LoadedModel:
     """``name`` on ``device`` as ``engine`` runs it in ``precision`` (see the module docstring): fused first, so the
     fused linears are quantized like any other; the prefill and decode steps compiled (on CUDA:
-    ``reduce-overhead``, one CUDA graph a step) when the engine compiles. ``dims``: the ranks' layout (a
+    ``reduce-overhead``, one CUDA graph a step) when the engine compiles. A precision that quantizes does it (fused
+    first) a decoder layer at a time as the layers load (:func:`accelbench.quant.lm.layer_quantizer`): random weights
+    are then never whole in the load dtype, so a Llama-3.1-70B shape in int8 weight-only loads on one 141 GB GPU. ``dims``: the ranks' layout (a
     :class:`~accelbench.core.parallel_dims.ParallelDims`; with ``tp`` used, this rank's shard of the model split
     by :mod:`accelbench.models.tensor_parallel`).
 
@@ -39,11 +41,11 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
             asked of a model not built like Llama; a torchao fp8 precision on a tensor-parallel model
             (:func:`tp_reason`). MissingDependencyError: fp8 without torchao.
     """
-    from accelbench.backends.lm_fuse import fuse_projections
+    from accelbench.backends.lm_fuse import fuse_layer, fuse_projections
     from accelbench.backends.lm_loop import compiled_steps
     from accelbench.models import hf
     from accelbench.models.lm_load import load_lm
-    from accelbench.quant.lm import lm_dtype, quantize_lm
+    from accelbench.quant.lm import layer_quantizer, lm_dtype, quantize_lm
     from accelbench.quant.weight_only import compiled_reductions
 
     caps = engine.capabilities
@@ -52,7 +54,14 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
         from accelbench.core.errors import Unsupported
 
         raise Unsupported(why)
-    lm = load_lm(name, device, lm_dtype(precision), seed, dims=dims)
+    quantize_layer = layer_quantizer(precision)
+
+    def each_layer(layer) -> None:
+        if caps.fused_projections:
+            fuse_layer(layer)
+        quantize_layer(layer)
+
+    lm = load_lm(name, device, lm_dtype(precision), seed, dims=dims, each_layer=each_layer if quantize_layer else None)
     hf.check_tokenizer(lm)
     cols: dict[str, Any] = dict(lm.parallel)
     if caps.fused_projections:

@@ -40,16 +40,29 @@ import types
 
 
 def fusable(model) -> str | None:
-    """Why ``model``'s projections cannot be fused, or None when they can."""
+    """Why ``model``'s projections cannot be fused, or None when they can (or its layers are fused already)."""
     layers = getattr(getattr(model, "model", None), "layers", None)
     if not layers:
         return f"{type(model).__name__} has no model.layers (fused projections need a Llama-like decoder)"
-    at, mlp = getattr(layers[0], "self_attn", None), getattr(layers[0], "mlp", None)
+    return layer_fusable(layers[0], type(model).__name__)
+
+
+def layer_fusable(layer, owner: str = "the model") -> str | None:
+    """Why one decoder layer's projections cannot be fused, or None when they can (or are fused already)."""
+    at, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+    if _is_fused(layer):
+        return None
     if not all(hasattr(at, n) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "layer_idx")):
-        return f"{type(model).__name__}'s attention has no q_proj/k_proj/v_proj (already fused, or another layout)"
+        return f"{owner}'s attention has no q_proj/k_proj/v_proj (another layout)"
     if not all(hasattr(mlp, n) for n in ("gate_proj", "up_proj", "down_proj", "act_fn")):
-        return f"{type(model).__name__}'s MLP is not a gated (gate_proj/up_proj) MLP"
+        return f"{owner}'s MLP is not a gated (gate_proj/up_proj) MLP"
     return None
+
+
+def _is_fused(layer) -> bool:
+    return hasattr(getattr(layer, "self_attn", None), "qkv_proj") and hasattr(
+        getattr(layer, "mlp", None), "gate_up_proj"
+    )
 
 
 def _concat(linears):
@@ -136,14 +149,15 @@ def _mlp_forward(self, x):
 
 
 def fuse_projections(model, decode_attention: str = "gqa") -> int:
-    """Fuse q/k/v and gate/up of every decoder layer of ``model`` in place (see the module docstring).
+    """Fuse q/k/v and gate/up of every decoder layer of ``model`` in place (see the module docstring); layers fused
+    already (:func:`fuse_layer` as they were loaded) are left.
 
     Args:
         decode_attention: how a decode step of a grouped-query model attends: ``gqa``, ``pack`` or
             ``transformers`` (see the module docstring).
 
     Returns:
-        The number of layers fused.
+        The number of the model's fused layers.
     Raises:
         Unsupported: the model is not built like Llama (:func:`fusable` says why; a case asking it is an
             ``unsupported`` row). ValueError: an unknown ``decode_attention``.
@@ -153,17 +167,34 @@ def fuse_projections(model, decode_attention: str = "gqa") -> int:
     reason = fusable(model)
     if reason:
         raise Unsupported(f"fused projections: {reason}")
+    for layer in model.model.layers:
+        fuse_layer(layer, decode_attention)
+    return len(model.model.layers)
+
+
+def fuse_layer(layer, decode_attention: str = "gqa") -> None:
+    """Fuse one decoder layer's q/k/v and gate/up in place (nothing when it is fused already).
+
+    Raises:
+        Unsupported: the layer is not built like Llama's (:func:`layer_fusable`). ValueError: an unknown
+            ``decode_attention``.
+    """
+    from accelbench.core.errors import Unsupported
+
+    reason = layer_fusable(layer)
+    if reason:
+        raise Unsupported(f"fused projections: {reason}")
     if decode_attention not in DECODE_ATTENTION:
         raise ValueError(f"decode_attention {decode_attention!r}: one of {', '.join(DECODE_ATTENTION)}")
-    for layer in model.model.layers:
-        at, mlp = layer.self_attn, layer.mlp
-        at.qkv_sizes = [at.q_proj.out_features, at.k_proj.out_features, at.v_proj.out_features]
-        at.qkv_proj = _concat([at.q_proj, at.k_proj, at.v_proj])
-        del at.q_proj, at.k_proj, at.v_proj
-        at.decode_attention = decode_attention
-        at.forward = types.MethodType(_attention_forward, at)
-        mlp.gate_up_sizes = [mlp.gate_proj.out_features, mlp.up_proj.out_features]
-        mlp.gate_up_proj = _concat([mlp.gate_proj, mlp.up_proj])
-        del mlp.gate_proj, mlp.up_proj
-        mlp.forward = types.MethodType(_mlp_forward, mlp)
-    return len(model.model.layers)
+    if _is_fused(layer):
+        return
+    at, mlp = layer.self_attn, layer.mlp
+    at.qkv_sizes = [at.q_proj.out_features, at.k_proj.out_features, at.v_proj.out_features]
+    at.qkv_proj = _concat([at.q_proj, at.k_proj, at.v_proj])
+    del at.q_proj, at.k_proj, at.v_proj
+    at.decode_attention = decode_attention
+    at.forward = types.MethodType(_attention_forward, at)
+    mlp.gate_up_sizes = [mlp.gate_proj.out_features, mlp.up_proj.out_features]
+    mlp.gate_up_proj = _concat([mlp.gate_proj, mlp.up_proj])
+    del mlp.gate_proj, mlp.up_proj
+    mlp.forward = types.MethodType(_mlp_forward, mlp)

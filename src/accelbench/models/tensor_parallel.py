@@ -30,18 +30,17 @@ the same ops).
 Every split parameter carries :data:`accelbench.models.lm_shape.SHARDS` (the ranks it is split over), so parameter
 counts stay the whole model's (:func:`accelbench.models.lm_shape.whole_numel`). Random weights of a large model are
 never built whole: the model is built on the ``meta`` device, split there, then each rank allocates its shards on its
-GPU and draws them (:func:`materialize`); a checkpoint's model, built whole, keeps each rank's slices.
+GPU and draws them (:func:`accelbench.models.lm_load.materialize`); a checkpoint's model, built whole, keeps each rank's slices.
 
-A weight-only precision quantizes after the split, each rank its own shards
-(:func:`accelbench.quant.weight_only.quantize_linears`, which moves the hooks above and the shard marks onto the
-quantized linears): a column-parallel shard (and a vocabulary-split head's) holds whole output rows, so its per-row
+A weight-only precision quantizes after the split, each rank its own shards, a decoder layer at a time as its
+shards are drawn (:func:`accelbench.quant.weight_only.replace_linears`, which moves the hooks above and the shard
+marks onto the quantized linears): a column-parallel shard (and a vocabulary-split head's) holds whole output rows, so its per-row
 scales are the whole weight's; a row-parallel shard's are taken over its slice of the input dimension (per-shard
 scales, as an engine quantizing on the fly after sharding does: vLLM's dynamic fp8 of loaded shards).
 """
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 COLUMN = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
@@ -106,7 +105,7 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
 def _keep_shard(linear, dim: int, rank: int, tp: int) -> None:
     """Replace ``linear``'s weight (and bias) by this rank's slice along ``dim`` (0: output rows, with the bias's
     slice; 1: input columns, the bias kept by rank 0 only), plain parameters marked with the ranks they are split
-    over. A meta-device weight gets a meta-device slice (no data: :func:`materialize` draws it)."""
+    over. A meta-device weight gets a meta-device slice (no data: :func:`accelbench.models.lm_load.materialize` draws it)."""
     import torch
 
     from accelbench.models.lm_shape import SHARDS
@@ -165,45 +164,3 @@ def degree(lm) -> int:
         if getattr(t, SHARDS, 1) > 1:
             return getattr(t, SHARDS)
     return 1
-
-
-def materialize(lm, device, seed: int) -> None:
-    """Allocate ``lm``'s (meta-device, split) weights on ``device`` and draw them there: each rank only its shards.
-
-    Weights are drawn as ``transformers`` initialises a Llama (``normal(0, initializer_range)`` for linears and
-    embeddings, ones for norms, zeros for biases), each tensor from its own generator seeded by ``seed`` and its
-    name (and, for a shard, the rank): replicated tensors are the same on every rank, as the split model needs.
-    Rotary-embedding buffers, computed at construction, are rebuilt on ``device``.
-    """
-    import torch
-
-    from accelbench.models.lm_shape import SHARDS
-
-    shards = {n: getattr(p, SHARDS) for n, p in lm.named_parameters() if hasattr(p, SHARDS)}
-    lm.to_empty(device=device)  # new parameter objects: the marks are set again below
-    std = float(getattr(lm.config, "initializer_range", 0.02))
-    with torch.no_grad():
-        for name, p in lm.named_parameters():
-            if name in shards:
-                setattr(p, SHARDS, shards[name])
-            rank = torch.distributed.get_rank() if name in shards else 0
-            g = torch.Generator(device=p.device).manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()) + rank)
-            if name.endswith("bias"):
-                p.zero_()
-            elif p.dim() == 1:  # a norm's scale
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, std, generator=g)
-    _rebuild_rotary(lm, device)
-
-
-def _rebuild_rotary(lm, device) -> None:
-    """Replace every rotary-embedding module (its ``inv_freq`` buffers were left empty by ``to_empty``) by a new one
-    built on ``device`` from its config."""
-    import torch
-
-    for parent in list(lm.modules()):
-        for child_name, child in list(parent.named_children()):
-            if type(child).__name__.endswith("RotaryEmbedding"):
-                with torch.device(device):
-                    setattr(parent, child_name, type(child)(child.config))

@@ -160,8 +160,8 @@ def quantize_lm(model, granularity: str = "row") -> dict:
 
 
 def _convert(module, granularity: str, keep) -> tuple[dict, set[str]]:
-    """torchao's conversion of ``module``'s Linear layers whose qualified name ``keep`` accepts:
-    ``(columns, names of the converted layers)``.
+    """torchao's conversion of ``module``'s Linear layers whose qualified name ``keep`` accepts (a model, or one of its
+    decoder layers; layers already converted are left): ``(columns, names of the converted layers)``.
 
     Raises:
         MissingDependencyError: torchao is not installed.
@@ -179,8 +179,12 @@ def _convert(module, granularity: str, keep) -> tuple[dict, set[str]]:
         config = Config(granularity=gran, set_inductor_config=False)
     except TypeError:
         config = Config(granularity=gran)
-    quantize_(module, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and keep(fqn))
-    plain = (torch.Tensor, torch.nn.Parameter)
+    plain = (torch.Tensor, torch.nn.Parameter)  # a converted linear's weight is a torchao tensor subclass
+
+    def convert(m, fqn: str) -> bool:  # linears a per-layer pass already converted are left
+        return isinstance(m, torch.nn.Linear) and type(m.weight) in plain and keep(fqn)
+
+    quantize_(module, config, filter_fn=convert)
     every = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)}
     done = {n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear) and type(m.weight) not in plain}
     cols = {

@@ -11,6 +11,7 @@ for every scenario that counts its bytes (``accelbench generate``, ``accelbench 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -50,3 +51,27 @@ def quantize_lm(module, precision: str) -> dict[str, Any]:
 
         return fp8.quantize_lm(module, p.granularity)
     return {}
+
+
+def layer_quantizer(precision: str) -> Callable | None:
+    """What quantizes one decoder layer of a model in ``precision`` (a callable taking the layer, an ``nn.Module``,
+    in :func:`lm_dtype` on its device), or None for a float precision. A loader calls it on each layer as the layer's
+    weights are drawn (:func:`accelbench.models.lm_load.load_lm`'s ``each_layer``), so the model is never whole in
+    its load dtype; :func:`quantize_lm` then quantizes what is left (the LM head) and gives the whole model's
+    columns.
+
+    Raises:
+        MissingDependencyError: torchao is not installed (fp8), when the callable runs.
+    """
+    from accelbench import precisions
+
+    p = precisions.get(precision)
+    if p.weight_only:
+        from accelbench.quant.weight_only import replace_linears
+
+        return lambda layer: replace_linears(layer, p.weight_only)
+    if p.quant == "float8":
+        from accelbench.quant import fp8
+
+        return lambda layer: fp8.quantize_lm(layer, p.granularity)
+    return None

@@ -121,17 +121,11 @@ def int8_kernel_works(device, dtype) -> bool:
         return False
 
 
-def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
-    """Replace every ``nn.Linear`` of ``model`` (but those whose qualified name ends with one of ``skip``) by a
-    weight-only quantized one, in place, its forward hooks moved to the new module (see the module docstring).
+def replace_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> int:
+    """Replace every ``nn.Linear`` of ``model`` (a model, or one of its decoder layers; but those whose qualified
+    name ends with one of ``skip``) by a weight-only quantized one, in place, its forward hooks moved to the new
+    module (see the module docstring); linears already quantized are left. Returns how many were replaced.
 
-    On a CUDA GPU with Triton the GEMV kernel is tuned here for every weight shape
-    (:func:`accelbench.quant.gemv.warm`), before a decode step is compiled or captured.
-
-    Returns:
-        Row columns: ``quant_scheme``, ``quant_layers`` (linears replaced), ``quant_kernels`` (what runs the
-        matmul; with the GEMV and int8, at how many weight shapes its autotuner chose the conversion by bits; the
-        shapes whose one-row product runs with K split, and in how many parts).
     Raises:
         ValueError: an unknown scheme.
     """
@@ -150,11 +144,29 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
         parent = model.get_submodule(name)
         old = getattr(parent, child_name)
         setattr(parent, child_name, _with_hooks_of(old, WeightOnlyLinear(old, scheme, int8_kernel, use_gemv)))
-    count = len(targets)
+    return len(targets)
+
+
+def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
+    """Quantize ``model``'s linears (:func:`replace_linears`: those a per-layer pass already quantized are left) and,
+    on a CUDA GPU with Triton, tune the GEMV kernel for every weight shape (:func:`accelbench.quant.gemv.warm`),
+    before a decode step is compiled or captured.
+
+    Returns:
+        Row columns: ``quant_scheme``, ``quant_layers`` (the model's quantized linears), ``quant_kernels`` (what
+        runs the matmul; with the GEMV and int8, at how many weight shapes its autotuner chose the conversion by
+        bits; the shapes whose one-row product runs with K split, and in how many parts).
+    Raises:
+        ValueError: an unknown scheme.
+    """
+    replace_linears(model, scheme, skip=skip)
+    weights = [m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)]
+    count = len(weights)
+    int8_kernel = any(m.int8_kernel for m in model.modules() if isinstance(m, WeightOnlyLinear))
+    use_gemv = any(m.gemv for m in model.modules() if isinstance(m, WeightOnlyLinear))
     many = "aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul"
     if use_gemv:
-        weights = [m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)]
-        gemv.warm(weights, p.dtype)
+        gemv.warm(weights, next(model.parameters()).dtype)
         kernels = f"up to {gemv.MAX_ROWS} rows: accelbench's Triton 8-bit GEMV; more: {many}"
         shapes = {tuple(w.shape) for w in weights}
         if scheme == "int8":  # which int8-to-float32 conversion the autotuner chose, at how many of the shapes

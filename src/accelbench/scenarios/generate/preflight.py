@@ -4,11 +4,13 @@
 The estimate of a case's peak memory, from the model's config (and a checkpoint's safetensors headers) alone:
 
 - **weights**: parameters x bytes of the precision's model dtype (float32, or its cast dtype). A weight-only or fp8
-  precision loads the model in its dtype first and quantizes after (:mod:`accelbench.quant.weight_only`), so its
-  peak is the larger of that load and the quantized model (1 byte a linear weight plus a float32 scale a row, the
-  LM head quantized even when tied, the rest in the model dtype). Split over N GPUs (``--parallel tp``), both are a
-  GPU's: the embedding table (and a tied head's quantized copy) whole, the rest divided by N, each GPU quantizing its
-  own shards; a checkpoint is loaded whole first;
+  precision quantizes the linears (1 byte a linear weight plus a float32 scale a row, the LM head quantized even when
+  tied, the rest in the model dtype). Its peak while loading: random weights are drawn a decoder layer at a time,
+  each quantized before the next (:func:`accelbench.models.lm_load.materialize`), so the quantized model plus one
+  layer and an untied LM head in the model dtype; a checkpoint is read whole in the model dtype first, so the larger
+  of that and the quantized model. Split over N GPUs (``--parallel tp``), all are a GPU's: the embedding table (and a
+  tied head's quantized copy) whole, the rest divided by N, each GPU quantizing its own shards; a checkpoint is
+  loaded whole first;
 - **KV cache**: ``2 x layers x kv_heads x head_dim x (prompt + new tokens) x batch x bytes`` of the model dtype
   (:func:`accelbench.core.lm_analytic.kv_cache_bytes`; the static cache holds every position from the
   start, Hugging Face's dynamic cache grows to the same size);
@@ -118,7 +120,8 @@ def estimate(
 
     Args:
         dtype_bytes: bytes of the model dtype (weights before quantization, KV cache, activations).
-        eight_bit: the linear weights are quantized to 8 bits after loading (weight-only int8/fp8, fp8).
+        eight_bit: the linear weights are quantized to 8 bits (weight-only int8/fp8, fp8): as they are drawn, a layer
+            at a time (random weights), or after a checkpoint is loaded.
         perplexity_window: tokens a perplexity window when the perplexity is measured, else None.
         tp: GPUs the model is split over (:mod:`accelbench.models.tensor_parallel`): each holds ``1 / tp`` of the
             weights but the replicated embedding table (and a tied head, quantized as a copy when ``eight_bit``),
@@ -129,6 +132,10 @@ def estimate(
 
     loaded = weights = fp.params * dtype_bytes
     replicated = fp.vocab * fp.hidden * dtype_bytes  # the embedding table: whole on every GPU
+    streamed = 0  # random weights quantized as drawn: what is unquantized at the peak (one layer, an untied head)
+    if eight_bit and not fp.checkpoint:
+        head = 0 if fp.tied_head else fp.vocab * fp.hidden
+        streamed = ((fp.linear_params - head) // fp.layers + head) * dtype_bytes
     if eight_bit:
         head, head_rows = (fp.vocab * fp.hidden, fp.vocab) if fp.tied_head else (0, 0)
         kept = (fp.params - fp.linear_params) * dtype_bytes
@@ -154,6 +161,8 @@ def estimate(
         table = fp.vocab * fp.hidden * dtype_bytes
         weights = (weights - replicated) // tp + replicated
         loaded = loaded if fp.checkpoint else (loaded - table) // tp + table  # random: each GPU draws its shards
+    if streamed:
+        loaded = weights + streamed // tp
     tokens = batch_size * prompt_len
     act = (
         tokens * (4 * fp.hidden + 3 * fp.intermediate // tp) * dtype_bytes
@@ -259,7 +268,7 @@ def _where(device) -> str:
 
 def _what_fits(fp: Footprint, case, spec, device, available: int) -> str:
     """What fits ``available`` bytes: a smaller batch size in the case's precision, else the precisions that run
-    on ``device`` and fit at batch size 1; else a smaller model."""
+    on ``device`` and fit at batch size 1 and the fewest GPUs the case fits split over; else a smaller model."""
     from accelbench import precisions
 
     for b in range(case.batch_size - 1, 0, -1):
@@ -272,12 +281,11 @@ def _what_fits(fp: Footprint, case, spec, device, available: int) -> str:
             e = case_estimate(fp, case, spec, batch_size=1, precision=name)
             if e.total_bytes <= available:
                 fits[name] = e.total_bytes
+    split = _split_fits(fp, case, spec, available)
     if fits:
-        return f"at batch size 1, --precisions {' or '.join(fits)} would fit (from about {gb(min(fits.values()))})"
-    return (
-        _split_fits(fp, case, spec, available)
-        or "no precision fits it at batch size 1 on this device: try a smaller model"
-    )
+        said = f"at batch size 1, --precisions {' or '.join(fits)} would fit (from about {gb(min(fits.values()))})"
+        return f"{said}; {split}" if split else said
+    return split or "no precision fits it at batch size 1 on this device: try a smaller model"
 
 
 def _split_fits(fp: Footprint, case, spec, available: int) -> str | None:
