@@ -260,6 +260,14 @@ def test_seventy_billion_parameters_on_one_gpu_are_refused_before_building(monke
     spec = api.spec("generate", {"models": "hf:llama-3.1-70b", "precisions": "bf16", "device": "cpu"})
     with pytest.raises(preflight.DoesNotFitError, match="--gpus 2 --parallel tp would fit"):
         preflight.check_memory(scenarios.get("generate"), spec)
+    monkeypatch.setattr(preflight, "available_bytes", lambda device: 149.6e9)
+    with pytest.raises(preflight.DoesNotFitError) as refused:
+        preflight.check_memory(scenarios.get("generate"), spec)
+    said = str(refused.value)
+    assert (
+        "--precisions int8-weight-only or fp8-weight-only" in said
+        and "would fit (from about 83.3 GB); --gpus 2 --parallel tp would fit" in said
+    )
     split = api.spec(
         "generate", {"models": "hf:llama-3.1-70b", "precisions": "bf16", "device": "cpu", "parallel": "tp=2"}
     )
@@ -355,4 +363,37 @@ def test_the_tp_verdict_names_the_cheapest_degree_at_each_tpot_target_and_the_lo
         "hf:llama-3.1-8b bf16 static-compile, batch 1, prompt 128: lowest TPOT at TP 2 (3.10 ms).",
         "hf:llama-3.1-70b bf16 static-compile, batch 16, prompt 128: cheapest at TP 2 ($10.00 per million output "
         "tokens, TPOT 30.00 ms); lowest TPOT at TP 4 (20.00 ms).",
+    ]
+
+
+def test_a_deployment_in_several_precisions_names_the_cheapest_gpus_and_precision_at_each_tpot_target():
+    """One H200 in fp8 weight-only against two and four in bf16 (the same model, batch, prompt and device): the rows
+    of a deployment measured at more than one degree are the section's, TP efficiency only where a precision ran at
+    two degrees; a line over every degree and precision names the frontier, then the named rows' perplexity or that
+    it was not measured. A deployment at one degree only is not the section's."""
+    from accelbench.report.generate import tp_rows, tp_verdicts
+
+    case = {"model": "hf:llama-3.1-70b", "workload": "generate", "status": OK, "mode": "static-compile"}
+    case |= {"batch_size": 1, "prompt_len": 128, "new_tokens": 64, "device_name": "NVIDIA H200"}
+    fp8 = {**case, "precision": "fp8-weight-only", "tp_degree": 1, "tpot_p50_ms": 20.38, "decode_tokens_per_s": 49.1}
+    fp8 |= {"cost_per_1000_samples_usd": 0.04743, "perplexity": None}
+    bf16 = {**case, "precision": "bf16", "tp_degree": 2, "tpot_p50_ms": 23.3, "decode_tokens_per_s": 42.9}
+    bf16 |= {"cost_per_1000_samples_usd": 0.1034, "perplexity": 5.214}
+    four = {
+        **bf16,
+        "tp_degree": 4,
+        "tpot_p50_ms": 13.1,
+        "decode_tokens_per_s": 76.3,
+        "cost_per_1000_samples_usd": 0.1162,
+    }
+    alone = {**fp8, "batch_size": 16}  # batch 16 measured at TP 1 only
+    rows = tp_rows([fp8, bf16, four, alone])
+    assert [(r["precision"], r["tp_degree"]) for r in rows] == [("bf16", 2), ("bf16", 4), ("fp8-weight-only", 1)]
+    assert rows[2]["tp_efficiency"] is None and rows[1]["tp_efficiency"] == pytest.approx(76.3 / 4 / (42.9 / 2))
+    assert tp_verdicts(rows) == [
+        "hf:llama-3.1-70b bf16 static-compile, batch 1, prompt 128: cheapest at TP 2 ($103.40 per million output "
+        "tokens, TPOT 23.30 ms); under a TPOT of 23.30 ms, TP 4 ($116.20).",
+        "hf:llama-3.1-70b, batch 1, prompt 128, any precision and engine: cheapest at TP 1 fp8-weight-only "
+        "static-compile ($47.43 per million output tokens, TPOT 20.38 ms); under a TPOT of 20.38 ms, TP 4 bf16 "
+        "static-compile ($116.20). Perplexity: bf16 5.214. Perplexity not measured for fp8-weight-only.",
     ]

@@ -67,6 +67,9 @@ def scaling(throughput: float, world_size: int, base_throughput: float, base_wor
 
 # the cases one tensor-parallel scaling curve is made of: the same generation on the same device, any tp_degree
 TP_GROUP = ("model", "precision", "mode", "batch_size", "prompt_len", "new_tokens", "device_name")
+# the deployments one question compares: the same generation on the same device, any precision, engine and tp_degree
+# ("how many GPUs, in which precision, for this model at this batch": one GPU in 8 bits against two in bf16)
+DEPLOY_GROUP = ("model", "batch_size", "prompt_len", "new_tokens", "device_name")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -101,75 +101,110 @@ def generate_blocks(store, run: dict, records: list[dict], context: str = "") ->
 
 
 def tp_rows(records: Iterable[dict]) -> list[dict]:
-    """The generate rows whose case was measured at more than one ``tp_degree``, each with its ``tp_efficiency`` and
-    ``tpot_speedup`` (:func:`accelbench.core.parallel.tp_scaling`: against the smallest degree of the case), its
-    per-GPU decode tokens/s and weights filled on one GPU (the whole model's), sorted by case then degree."""
-    from accelbench.core.parallel import TP_GROUP, tp_scaling
+    """The counted generate rows (``ok``, a positive decode tokens/s) of every deployment measured at more than one
+    ``tp_degree`` (:data:`accelbench.core.parallel.DEPLOY_GROUP`: the same model, batch, prompt and device; any
+    precision and engine), each with its ``tp_efficiency`` and ``tpot_speedup`` (:func:`accelbench.core.parallel
+    .tp_scaling`: against the smallest degree of its precision and engine; None when they ran at one degree only),
+    its per-GPU decode tokens/s and weights filled on one GPU (the whole model's), sorted by case then degree."""
+    from accelbench.core.parallel import DEPLOY_GROUP, TP_GROUP, tp_scaling
 
     rows = [r for r in records if r.get("workload") == kinds.GENERATE and not is_detail(r)]
+    rows = [r for r in rows if r.get("status") == OK and (r.get("decode_tokens_per_s") or 0) > 0]
+    degrees: dict[tuple, set[int]] = {}
+    for r in rows:
+        degrees.setdefault(tuple(r.get(k) for k in DEPLOY_GROUP), set()).add(int(r.get("tp_degree") or 1))
     out = []
     for r, s in zip(rows, tp_scaling(rows)):
-        if s is None:
+        if len(degrees[tuple(r.get(k) for k in DEPLOY_GROUP)]) < 2:
             continue
         tp = int(r.get("tp_degree") or 1)
         per_gpu = r.get("decode_tokens_per_s_per_gpu") or r["decode_tokens_per_s"] / tp
         weights = r.get("weight_bytes_per_gpu") or (r.get("weight_bytes") if tp == 1 else None)
         out.append(
             {**r, "tp_degree": tp, "decode_tokens_per_s_per_gpu": per_gpu, "weight_bytes_per_gpu": weights}
-            | {"tp_efficiency": s.tp_efficiency, "tpot_speedup": s.tpot_speedup}
+            | {"tp_efficiency": s and s.tp_efficiency, "tpot_speedup": s and s.tpot_speedup}
         )
     return sorted(out, key=lambda r: (tuple(str(r.get(k)) for k in TP_GROUP), r["tp_degree"], r.get("run_id") or 0))
 
 
 def tp_verdicts(rows: list[dict]) -> list[str]:
-    """A line a case of :func:`tp_rows` (``rows``, sorted by case then degree): which degree is cheapest at each TPOT
-    target, and the degree of the lowest TPOT p50 (ms).
+    """Lines over :func:`tp_rows` (``rows``): a line a case (precision and engine) measured at more than one degree,
+    naming which degree is cheapest at each TPOT target and the degree of the lowest TPOT p50 (ms); then a line a
+    deployment (:data:`accelbench.core.parallel.DEPLOY_GROUP`) measured in more than one precision or engine, naming
+    the same over every degree, precision and engine: "how many GPUs, in which precision" (one GPU in 8-bit weights
+    against two in bf16), with the perplexity of each named row, or that it was not measured.
 
     The cost is the cost per million output tokens (``cost_per_1000_samples_usd`` x 1000: a generate row's sample is
-    an output token; the price of the GPUs it used, :mod:`accelbench.cost`). The degrees named are the cost/TPOT
-    frontier, cheapest first: each next one has a lower TPOT p50 than every cheaper one, so it is the cheapest degree
-    for a TPOT target under the one before it (a degree both dearer and slower than another is never the answer).
-    A case whose rows have no cost names the lowest TPOT only; one with no TPOT either has no line."""
-    from accelbench.core.parallel import TP_GROUP, latency_p50
+    an output token; the price of the GPUs it used, :mod:`accelbench.cost`). The rows named are the cost/TPOT
+    frontier, cheapest first: each next one has a lower TPOT p50 than every cheaper one, so it is the cheapest for a
+    TPOT target under the one before it (a row both dearer and slower than another is never the answer). A group
+    whose rows have no cost names the lowest TPOT only; one with no TPOT either has no line."""
+    from accelbench.core.parallel import DEPLOY_GROUP, TP_GROUP
 
-    cases: dict[tuple, list[dict]] = {}
-    for r in rows:
-        cases.setdefault(tuple(r.get(k) for k in TP_GROUP), []).append(r)
     lines = []
-    for (model, precision, mode, batch, prompt, *_), members in cases.items():
-        timed = [(tpot, r) for r in members if (tpot := latency_p50(r))]
-        if not timed:
-            continue
-        said = []
-        frontier: list[tuple[float, dict]] = []
-        for tpot, r in sorted(
-            ((t, r) for t, r in timed if r.get("cost_per_1000_samples_usd") is not None),
-            key=lambda t: (t[1]["cost_per_1000_samples_usd"], t[0]),
-        ):
-            if not frontier or tpot < frontier[-1][0]:
-                frontier.append((tpot, r))
-        for i, (tpot, r) in enumerate(frontier):
-            cost = 1000 * r["cost_per_1000_samples_usd"]
-            if i == 0:
-                said.append(
-                    f"cheapest at TP {r['tp_degree']} (${cost:.2f} per million output tokens, TPOT {tpot:.2f} ms)"
-                )
-            else:
-                said.append(f"under a TPOT of {frontier[i - 1][0]:.2f} ms, TP {r['tp_degree']} (${cost:.2f})")
-        tpot, fastest = min(timed, key=lambda t: t[0])
-        if not frontier or tpot < frontier[-1][0]:  # a faster row without a price
-            said.append(f"lowest TPOT at TP {fastest['tp_degree']} ({tpot:.2f} ms)")
-        lines.append(f"{model} {precision} {mode}, batch {batch}, prompt {prompt}: " + "; ".join(said) + ".")
+    for (model, precision, mode, batch, prompt, *_), members in _groups(rows, TP_GROUP).items():
+        said, _ = _frontier(members, lambda r: f"TP {r['tp_degree']}")
+        if len({r["tp_degree"] for r in members}) > 1 and said:
+            lines.append(f"{model} {precision} {mode}, batch {batch}, prompt {prompt}: {said}.")
+    for (model, batch, prompt, *_), members in _groups(rows, DEPLOY_GROUP).items():
+        said, named = _frontier(members, lambda r: f"TP {r['tp_degree']} {r.get('precision')} {r.get('mode')}")
+        if len({(r.get("precision"), r.get("mode")) for r in members}) > 1 and said:
+            ppl = {r.get("precision"): r.get("perplexity") for r in named}
+            known = ", ".join(f"{p} {v:.4g}" for p, v in ppl.items() if v is not None)
+            unknown = ", ".join(str(p) for p, v in ppl.items() if v is None)
+            quality = (f" Perplexity: {known}." if known else "") + (
+                f" Perplexity not measured for {unknown}." if unknown else ""
+            )
+            lines.append(f"{model}, batch {batch}, prompt {prompt}, any precision and engine: {said}.{quality}")
     return lines
+
+
+def _groups(rows: list[dict], keys: tuple[str, ...]) -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    return groups
+
+
+def _frontier(members: list[dict], label) -> tuple[str, list[dict]]:
+    """The cost/TPOT frontier of ``members`` cheapest first, then the lowest TPOT where the frontier does not end at
+    it (see :func:`tp_verdicts`), each row named by ``label(row)``, and the rows named; empty when no row has a
+    TPOT."""
+    from accelbench.core.parallel import latency_p50
+
+    timed = [(tpot, r) for r in members if (tpot := latency_p50(r))]
+    if not timed:
+        return "", []
+    said = []
+    frontier: list[tuple[float, dict]] = []
+    for tpot, r in sorted(
+        ((t, r) for t, r in timed if r.get("cost_per_1000_samples_usd") is not None),
+        key=lambda t: (t[1]["cost_per_1000_samples_usd"], t[0]),
+    ):
+        if not frontier or tpot < frontier[-1][0]:
+            frontier.append((tpot, r))
+    for i, (tpot, r) in enumerate(frontier):
+        cost = 1000 * r["cost_per_1000_samples_usd"]
+        if i == 0:
+            said.append(f"cheapest at {label(r)} (${cost:.2f} per million output tokens, TPOT {tpot:.2f} ms)")
+        else:
+            said.append(f"under a TPOT of {frontier[i - 1][0]:.2f} ms, {label(r)} (${cost:.2f})")
+    named = [r for _, r in frontier]
+    tpot, fastest = min(timed, key=lambda t: t[0])
+    if not frontier or tpot < frontier[-1][0]:  # a faster row without a price
+        said.append(f"lowest TPOT at {label(fastest)} ({tpot:.2f} ms)")
+        named.append(fastest)
+    return "; ".join(said), named
 
 
 def tp_chart(rows: list[dict]) -> str | None:
     """TP efficiency (%) against ``tp_degree``, one line a case (:func:`tp_rows`), linear scaling dashed at 100 %;
-    inline SVG, or None without rows."""
+    inline SVG, or None without rows that have one (a precision run at one degree has no curve)."""
     from accelbench.core.parallel import TP_GROUP
     from accelbench.report.charts import svg
     from accelbench.report.plots import pyplot
 
+    rows = [r for r in rows if r.get("tp_efficiency") is not None]
     if not rows:
         return None
     lines: dict[str, list[dict]] = {}
