@@ -20,6 +20,15 @@
 #   bash benchmarks/tp_generate_gpu.sh serve-ceiling    # accelbench serve --engine transformers of the 8B shape on
 #                                                       #   one GPU, concurrency 1 and 4, its in-process ceiling split
 #                                                       #   over both GPUs (--ceiling-gpus 2; needs the serve wheels)
+#   1x H200:
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp1-8bit     # 70B bf16 at TP 1 refused (naming what fits); the 70B on
+#                                                       #   one GPU in int8 then fp8 weight-only (each layer
+#                                                       #   quantized as drawn), MODE70, batch 1, prompt 128
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp1-8bit-shapes  # the same at batch 16, prompt 128 (fp8 then int8
+#                                                       #   weight-only), then fp8 weight-only at batch 1,
+#                                                       #   prompt 2048 (BUDGET_S=540)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp1-fp8-b4-p2048  # fp8 weight-only at batch 4 (the GEMV's most rows),
+#                                                       #   prompt 128, then batch 1, prompt 2048 (BUDGET_S=540)
 #   4x H200:
 #   bash benchmarks/tp_generate_gpu.sh tp4              # 70B bf16 TP 4 static-cache, the four shapes; then 8B bf16
 #                                                       #   TP 4 in MODE8, the four shapes
@@ -35,7 +44,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-compile|8b-curve|serve-ceiling|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -100,10 +109,26 @@ case "$PHASE" in
       && python3 -m accelbench export --run "$run" --db "$DB" --format json -o "$OUT/$PHASE-8b.json"
     exit 0
     ;;
+  70b-tp1-8bit)
+    echo "== 70B bf16 at TP 1 (expect exit 2)" | tee "$OUT/$PHASE-tp1-refused.log"
+    timeout 120 python3 -m accelbench generate -m $L70 -p bf16 -b 1 --prompt-lens 128 --db "$OUT/refused.db" \
+      >> "$OUT/$PHASE-tp1-refused.log" 2>&1
+    echo "exit $? after $SECONDS s" | tee -a "$OUT/$PHASE-tp1-refused.log"; tail -2 "$OUT/$PHASE-tp1-refused.log"
+    gen 70b-8bit-b1 480 -m $L70 -p int8-weight-only,fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN
+    ;;
+  70b-tp1-8bit-shapes)
+    gen 70b-8bit-b16 380 -m $L70 -p fp8-weight-only,int8-weight-only --modes $MODE70 -b 16 --prompt-lens 128 $RUN
+    gen 70b-fp8-p2048 220 -m $L70 -p fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 2048 $RUN
+    ;;
+  70b-tp1-fp8-b4-p2048)
+    gen 70b-fp8-b4 260 -m $L70 -p fp8-weight-only --modes $MODE70 -b 4 --prompt-lens 128 $RUN
+    gen 70b-fp8-p2048 260 -m $L70 -p fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 2048 $RUN
+    ;;
   tp4)
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve, serve-ceiling or tp4" >&2; exit 2 ;;
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048 or tp4" >&2
+     exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"

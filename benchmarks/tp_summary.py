@@ -4,11 +4,13 @@ cost per million output tokens and the all-reduce share of a decode step (``AR %
 (:func:`accelbench.core.parallel.tp_scaling`: decode tokens/s per GPU at TP n over the same at the smallest degree
 measured for that case, TPOT p50 of the smallest degree over TP n's) -- 1.0 is linear scaling.
 
-Run: ``python3 benchmarks/tp_summary.py OUT/*.json``.
+Run: ``python3 benchmarks/tp_summary.py OUT/*.json`` (compact exports, ``.json.gz``, are read too:
+``python3 benchmarks/tp_summary.py benchmarks/results/tensor-parallel/*.json.gz``).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 
@@ -19,7 +21,8 @@ def _rows(paths: list[str]) -> list[dict]:
     out = []
     for p in paths:
         try:
-            doc = json.load(open(p))
+            with gzip.open(p, "rt") if p.endswith(".gz") else open(p) as f:
+                doc = json.load(f)
         except (OSError, ValueError):
             continue
         for r in doc.get("results", []) if isinstance(doc, dict) else []:
