@@ -397,3 +397,34 @@ def test_a_deployment_in_several_precisions_names_the_cheapest_gpus_and_precisio
         "static-compile ($47.43 per million output tokens, TPOT 20.38 ms); under a TPOT of 20.38 ms, TP 4 bf16 "
         "static-compile ($116.20). Perplexity: bf16 5.214. Perplexity not measured for fp8-weight-only.",
     ]
+
+
+def test_compare_of_one_gpu_in_8_bits_against_two_in_bf16_says_what_it_left_and_the_ratio_per_gpu(tmp_path):
+    """The committed H200 exports: the 70B on one GPU in int8 and fp8 weight-only (one run) against the bf16 split
+    over two (another). Ignoring precision, engine and world size matches them; the run with two cases under one key
+    says which was compared and which was not; the pair's notes give decode tokens/s per GPU and both costs."""
+    from accelbench.core.compare import compare_runs
+    from accelbench.core.rundata import load_run
+    from accelbench.report.compare_table import notes
+    from accelbench.store.imports import import_run
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks/results/tensor-parallel"
+    store = Store(tmp_path / "tp.db")
+    split = import_run(store, results / "h200x2-70b-tp2-compiled.json.gz")
+    one = import_run(store, results / "h200-70b-tp1-8bit-b1.json.gz")
+    c = compare_runs(load_run(store, split), load_run(store, one), ignore=("precision", "mode", "world_size"))
+    assert len(c.cases) == 1 and len(c.collided) == 1
+    assert c.collided[0].startswith("B has 2 cases of hf:llama-3.1-70b bs=1 prompt=128 new=64 generate once")
+    assert "compared the first (precision=int8-weight-only" in c.collided[0]
+    assert "not compared: precision=fp8-weight-only" in c.collided[0]
+    rows = {
+        r["tp_degree"] or 1: r
+        for r in (*store.records(split), *store.records(one))
+        if r["precision"] != "fp8-weight-only"
+    }
+    per_gpu = (rows[1]["decode_tokens_per_s"] / 1) / (rows[2]["decode_tokens_per_s"] / 2)
+    assert f"decode tokens/s per GPU: B/A {per_gpu:.3f}x (A on 2 GPUs, B on 1)" in c.cases[0].notes
+    cost = f"cost per million output tokens: A ${1000 * rows[2]['cost_per_1000_samples_usd']:.2f}, B $"
+    assert any(n.startswith(cost) for n in c.cases[0].notes)
+    assert f"warning: {c.collided[0]}" in notes(c)
+    assert compare_runs(load_run(store, split), load_run(store, split)).collided == []

@@ -358,10 +358,28 @@ def compare_case(
             "max-autotune chose its kernels by timing them in each process: A and B may run different "
             "kernels (the difference can be the choice, not the change)"
         )
+    out.notes += _split_notes(a.record, b.record)
     ka, kb = a.record.get("quant_kernels"), b.record.get("quant_kernels")
     if ka != kb and (ka or kb):  # e.g. the 8-bit GEMV's int8 conversion, chosen by timing in each process
         out.notes.append(f"the quantized matmuls ran different kernels: A {ka or 'none named'}; B {kb or 'none named'}")
     return out
+
+
+def _split_notes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """For two generations over different numbers of GPUs (``world_size``: a model split by tensor parallelism), the
+    ratio per GPU of the decode tokens/s the table compares for the whole job, and each side's cost per million
+    output tokens (``cost_per_1000_samples_usd`` x 1000: its GPUs' price)."""
+    if kinds.GENERATE not in (a.get("workload"), b.get("workload")):
+        return []
+    ga, gb = (int(r.get("world_size") or r.get("tp_degree") or 1) for r in (a, b))
+    ta, tb = a.get("decode_tokens_per_s"), b.get("decode_tokens_per_s")
+    if ga == gb or not ta or not tb:
+        return []
+    said = [f"decode tokens/s per GPU: B/A {(tb / gb) / (ta / ga):.3f}x (A on {ga} GPUs, B on {gb})"]
+    ca, cb = a.get("cost_per_1000_samples_usd"), b.get("cost_per_1000_samples_usd")
+    if ca is not None and cb is not None:
+        said.append(f"cost per million output tokens: A ${1000 * ca:.2f}, B ${1000 * cb:.2f}")
+    return said
 
 
 @dataclass(kw_only=True, slots=True)
@@ -377,6 +395,8 @@ class Comparison:
     cases: list[CaseComparison]
     only_a: list[str]
     only_b: list[str]
+    # a side's cases that one match key holds once ``ignore`` is applied: what was compared and what was left
+    collided: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -412,15 +432,25 @@ def compare_runs(
     seed: int = SEED,
 ) -> Comparison:
     """Match the cases of two :class:`accelbench.core.rundata.RunData` by :func:`match_key` (less ``ignore``)
-    and compare every pair (:func:`compare_case`). A key seen twice on one side keeps its first case."""
+    and compare every pair (:func:`compare_case`). A key seen twice on one side (two precisions, once ``precision``
+    is ignored) keeps its first case; ``collided`` says which, and which were left."""
+    collided: list[str] = []
 
-    def index(run: RunData) -> dict[tuple, Measured]:
-        out: dict[tuple, Measured] = {}
+    def index(run: RunData, side: str) -> dict[tuple, Measured]:
+        out: dict[tuple, list[Measured]] = {}
         for m in run.cases:
-            out.setdefault(match_key(m.record, ignore), m)
-        return out
+            out.setdefault(match_key(m.record, ignore), []).append(m)
+        for k, ms in out.items():
+            if len(ms) > 1:
+                what = [", ".join(f"{f}={m.record.get(f)}" for f in ignore if m.record.get(f) is not None) for m in ms]
+                collided.append(
+                    f"{side} has {len(ms)} cases of {case_label(k)} once {', '.join(ignore)} are ignored: compared "
+                    f"the first ({what[0] or 'as listed'}); not compared: {'; '.join(w or '?' for w in what[1:])} "
+                    "(compare them in a run of their own, or ignore fewer fields)"
+                )
+        return {k: ms[0] for k, ms in out.items()}
 
-    ia, ib = index(a), index(b)
+    ia, ib = index(a, "A"), index(b, "B")
     cases = [compare_case(ia[k], ib[k], k, margin=margin, alpha=alpha, n_boot=n_boot, seed=seed) for k in ia if k in ib]
     return Comparison(
         a=a.label,
@@ -431,4 +461,5 @@ def compare_runs(
         cases=cases,
         only_a=[case_label(k) for k in ia if k not in ib],
         only_b=[case_label(k) for k in ib if k not in ia],
+        collided=collided,
     )
