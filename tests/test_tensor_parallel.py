@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env, run_cli
-from tp_ranks import greedy, prompts_of, quantized_run
+from tp_ranks import greedy, prompts_of, quantized_run, random_run
 
 from accelbench.core.errors import OK, ConfigError
 from accelbench.core.parallel_dims import ParallelDims
@@ -74,7 +74,25 @@ WEIGHT_ONLY = ("int8-weight-only", "fp8-weight-only")
 def split_tiny(tmp_path_factory) -> dict:
     """The tiny model's generation on two gloo ranks (``tp_ranks.py``, eager), then in the same processes its
     generations in the weight-only precisions; shared by the tests that read it."""
-    return _generate(tmp_path_factory.mktemp("tp"), 2, TINY, "eager", *WEIGHT_ONLY, "fused")
+    return _generate(tmp_path_factory.mktemp("tp"), 2, TINY, "eager", *WEIGHT_ONLY, "fused", *RANDOM)
+
+
+RANDOM = ("random:float32", "random:int8-weight-only")
+
+
+@pytest.mark.parametrize("precision", RANDOM)
+def test_random_weights_drawn_on_shards_are_the_whole_models(split_tiny, precision):
+    """Random weights drawn on each rank's shards from the meta device (every split of an architecture's random
+    weights, a 70B shape's on GPUs), quantized a decoder layer at a time where the precision quantizes: each shard is
+    its slice of the whole tensor drawn the same way, so the split generates the whole model's greedy tokens, and
+    its logits are the whole model's: in float32 to the sums' order (measured 5e-7 of the largest logit, 1.1), in
+    int8 to the row-parallel shards' own scales (1 %). Shards drawn apart, as before, differ by the logits' size; a
+    random model's greedy tokens repeat one token, so the logits are the check that counts."""
+    whole, two = random_run(TINY, precision.split(":")[1]), split_tiny[precision]
+    assert len(two["tokens"]) == 2 and two["tokens"] == whole["tokens"]
+    apart = max(abs(a - b) for x, y in zip(whole["logits"], two["logits"]) for a, b in zip(x, y))
+    spread = max(abs(a) for x in whole["logits"] for a in x)
+    assert apart <= (1e-5 if precision.endswith("float32") else 0.05) * spread, (apart, spread)
 
 
 def test_fused_projections_on_shards_generate_the_whole_models_greedy_tokens(split_tiny):

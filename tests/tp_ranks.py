@@ -6,7 +6,8 @@ model's parameters are DTensors. Each precision named after the compile mode (``
 split by the generate scenario's own path (:func:`accelbench.backends.generation.load_model`, static-cache's) in the
 same processes and generates the same prompts, eager: its tokens, last-prompt-token logits and every rank's layer-0
 linears (weight dtype and shape, scale shape). ``fused`` in their place fuses a split's projections as the
-static-compile-fused engine does (:func:`fused_run`)."""
+static-compile-fused engine does (:func:`fused_run`); ``random:PRECISION`` draws the architecture's random weights on
+the shards, quantized a layer at a time where PRECISION quantizes (:func:`random_run`)."""
 
 import contextlib
 import json
@@ -65,6 +66,32 @@ def quantized_run(name: str, precision: str, dims=None) -> dict:
     linears["lm_head"] = [str(head.weight.dtype), list(head.weight.shape), list(head.scale.shape)]
     cols = {k: v for k, v in loaded.columns.items() if k.startswith("quant_")}
     return {"tokens": greedy(loaded.module, prompts, loaded.steps), "logits": logits, "linears": linears, **cols}
+
+
+def random_run(name: str, precision: str, dims=None) -> dict:
+    """``name``'s architecture with random weights drawn from the meta device
+    (:func:`accelbench.models.lm_load.materialize`; split over ``dims`` when given, each rank its shards), each decoder
+    layer quantized as it is drawn when ``precision`` quantizes (``float32``: as drawn): its greedy tokens and the
+    logits of the prompts' last tokens (float32 values)."""
+    import torch
+
+    from accelbench.models import hf
+    from accelbench.models.lm_load import load_lm, materialize
+    from accelbench.quant.lm import layer_quantizer, quantize_lm
+
+    cpu = torch.device("cpu")
+    quantize = layer_quantizer(precision) if precision != "float32" else None
+    if dims is None and quantize is None:  # whole, drawn as a split is
+        lm = hf.load_hf(name, torch.device("meta"), torch.float32, random_init=True)
+        materialize(lm.module, cpu, 0)
+    else:
+        lm = load_lm(name, cpu, torch.float32, 0, random_init=True, dims=dims, each_layer=quantize)
+    if quantize is not None:
+        quantize_lm(lm.module, precision)
+    prompts = prompts_of(lm)
+    with torch.no_grad():
+        logits = lm.module(prompts).logits[:, -1].float().tolist()
+    return {"tokens": greedy(lm.module, prompts), "logits": logits}
 
 
 def fused_run(name: str, dims) -> dict:
@@ -136,6 +163,9 @@ def main(out: str, name: str, compile_mode: str = "eager", *precisions: str) -> 
     for precision in precisions:
         if precision == "fused":  # the static-compile-fused engine on the split
             doc["fused"] = fused_run(name, dims)
+            continue
+        if precision.startswith("random:"):  # the architecture's random weights, drawn on the shards
+            doc[precision] = random_run(name, precision.split(":", 1)[1], dims)
             continue
         run = quantized_run(name, precision, dims)
         ranks = [None] * dist.get_world_size()

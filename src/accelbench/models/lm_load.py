@@ -99,8 +99,9 @@ def materialize(lm, device, seed: int, each_layer: Callable | None = None) -> No
 
     Weights are drawn as ``transformers`` initialises a Llama (``normal(0, initializer_range)`` for linears and
     embeddings, ones for norms, zeros for biases), each tensor from its own generator seeded by ``seed`` and its
-    qualified name (and, for a shard, the rank): replicated tensors are the same on every rank, as a split model
-    needs. Tied weights (an LM head that is the embedding table) stay one tensor. Rotary-embedding buffers, computed
+    qualified name. A shard is its slice of the whole tensor drawn so (one whole tensor at a time on the device,
+    :data:`accelbench.models.lm_shape.SHARD_SLICE`): a split model's weights are the whole model's drawn here, on
+    every degree, and replicated tensors are the same on every rank, as a split model needs. Tied weights (an LM head that is the embedding table) stay one tensor. Rotary-embedding buffers, computed
     at construction, are rebuilt on ``device``.
     """
     import torch
@@ -141,23 +142,30 @@ def _ties(lm) -> list[tuple[str, str, str]]:
 
 def _draw(module, prefix: str, device, seed: int, std: float, *, recurse: bool) -> None:
     """``module``'s parameters (its own, or with ``recurse`` its submodules' too) allocated on ``device`` and drawn
-    (see :func:`materialize`); a shard keeps its mark of the ranks it is split over."""
+    (see :func:`materialize`); a shard keeps its marks of the ranks it is split over and of its slice."""
     import torch
 
-    from accelbench.models.lm_shape import SHARDS
+    from accelbench.models.lm_shape import SHARD_SLICE, SHARDS
 
-    marks = {n: getattr(p, SHARDS) for n, p in module.named_parameters(recurse=recurse) if hasattr(p, SHARDS)}
+    marks = {
+        n: {a: getattr(p, a) for a in (SHARDS, SHARD_SLICE) if hasattr(p, a)}
+        for n, p in module.named_parameters(recurse=recurse)
+    }
     module.to_empty(device=device, recurse=recurse)  # new parameter objects: the marks are set again below
     for name, p in module.named_parameters(recurse=recurse):
-        if name in marks:
-            setattr(p, SHARDS, marks[name])
+        for attr, value in marks[name].items():
+            setattr(p, attr, value)
         full = f"{prefix}.{name}" if prefix else name
-        rank = torch.distributed.get_rank() if name in marks else 0
-        g = torch.Generator(device=p.device).manual_seed(seed * 1_000_003 + zlib.crc32(full.encode()) + rank)
+        g = torch.Generator(device=p.device).manual_seed(seed * 1_000_003 + zlib.crc32(full.encode()))
         if name.endswith("bias"):
             p.zero_()
         elif p.dim() == 1:  # a norm's scale
             p.fill_(1.0)
+        elif SHARD_SLICE in marks[name]:  # drawn whole, this rank's slice kept
+            (dim, rank), tp = marks[name][SHARD_SLICE], marks[name][SHARDS]
+            shape = [n * tp if i == dim else n for i, n in enumerate(p.shape)]
+            whole = torch.empty(shape, device=p.device, dtype=p.dtype).normal_(0.0, std, generator=g)
+            p.copy_(whole.chunk(tp, dim)[rank])
         else:
             p.normal_(0.0, std, generator=g)
 

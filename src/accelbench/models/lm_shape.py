@@ -10,6 +10,9 @@ from accelbench.core.lm_analytic import Shape
 # set on a tensor-parallel shard (a plain parameter: accelbench.models.tensor_parallel) to the ranks the whole
 # tensor is split over
 SHARDS = "tp_shards"
+# set beside it to ``(dim, rank)``: the shard is the whole tensor's ``chunk(SHARDS, dim)[rank]`` (what lets random
+# weights be drawn whole and sliced, so a split model's weights are the whole model's: accelbench.models.lm_load)
+SHARD_SLICE = "tp_shard_slice"
 
 
 def _config_int(config, *names: str) -> int | None:

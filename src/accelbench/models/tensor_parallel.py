@@ -108,11 +108,12 @@ def _keep_shard(linear, dim: int, rank: int, tp: int) -> None:
     over. A meta-device weight gets a meta-device slice (no data: :func:`accelbench.models.lm_load.materialize` draws it)."""
     import torch
 
-    from accelbench.models.lm_shape import SHARDS
+    from accelbench.models.lm_shape import SHARD_SLICE, SHARDS
 
     def part(t, along: int):
         p = torch.nn.Parameter(t.detach().chunk(tp, along)[rank].clone(), requires_grad=False)
         setattr(p, SHARDS, tp)
+        setattr(p, SHARD_SLICE, (along, rank))
         return p
 
     linear.weight = part(linear.weight, dim)
