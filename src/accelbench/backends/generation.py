@@ -32,7 +32,8 @@ def load_model(engine: Engine, name: str, precision: str, device, seed: int, dim
     fused linears are quantized like any other; the prefill and decode steps compiled (on CUDA:
     ``reduce-overhead``, one CUDA graph a step) when the engine compiles. A precision that quantizes does it (fused
     first) a decoder layer at a time as the layers load (:func:`accelbench.quant.lm.layer_quantizer`): random weights
-    are then never whole in the load dtype, so a Llama-3.1-70B shape in int8 weight-only loads on one 141 GB GPU. ``dims``: the ranks' layout (a
+    are then never whole in the load dtype, so a Llama-3.1-70B shape in int8 weight-only loads on one 141 GB GPU.
+    ``dims``: the ranks' layout (a
     :class:`~accelbench.core.parallel_dims.ParallelDims`; with ``tp`` used, this rank's shard of the model split
     by :mod:`accelbench.models.tensor_parallel`).
 

@@ -101,8 +101,9 @@ def materialize(lm, device, seed: int, each_layer: Callable | None = None) -> No
     embeddings, ones for norms, zeros for biases), each tensor from its own generator seeded by ``seed`` and its
     qualified name. A shard is its slice of the whole tensor drawn so (one whole tensor at a time on the device,
     :data:`accelbench.models.lm_shape.SHARD_SLICE`): a split model's weights are the whole model's drawn here, on
-    every degree, and replicated tensors are the same on every rank, as a split model needs. Tied weights (an LM head that is the embedding table) stay one tensor. Rotary-embedding buffers, computed
-    at construction, are rebuilt on ``device``.
+    every degree, and replicated tensors are the same on every rank, as a split model needs. Tied weights (an LM
+    head that is the embedding table) stay one tensor. Rotary-embedding buffers, computed at construction, are
+    rebuilt on ``device``.
     """
     import torch
 

@@ -30,7 +30,8 @@ the same ops).
 Every split parameter carries :data:`accelbench.models.lm_shape.SHARDS` (the ranks it is split over), so parameter
 counts stay the whole model's (:func:`accelbench.models.lm_shape.whole_numel`). Random weights of a large model are
 never built whole: the model is built on the ``meta`` device, split there, then each rank allocates its shards on its
-GPU and draws them (:func:`accelbench.models.lm_load.materialize`); a checkpoint's model, built whole, keeps each rank's slices.
+GPU and draws them (:func:`accelbench.models.lm_load.materialize`); a checkpoint's model, built whole, keeps each
+rank's slices.
 
 A weight-only precision quantizes after the split, each rank its own shards, a decoder layer at a time as its
 shards are drawn (:func:`accelbench.quant.weight_only.replace_linears`, which moves the hooks above and the shard
