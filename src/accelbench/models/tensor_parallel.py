@@ -35,8 +35,8 @@ rank's slices.
 
 A weight-only precision quantizes after the split, each rank its own shards, a decoder layer at a time as its
 shards are drawn (:func:`accelbench.quant.weight_only.replace_linears`, which moves the hooks above and the shard
-marks onto the quantized linears): a column-parallel shard (and a vocabulary-split head's) holds whole output rows, so its per-row
-scales are the whole weight's; a row-parallel shard's are taken over its slice of the input dimension (per-shard
+marks onto the quantized linears): a column-parallel shard (and a vocabulary-split head's) holds whole output
+rows, so its per-row scales are the whole weight's; a row-parallel shard's are taken over its slice of the input dimension (per-shard
 scales, as an engine quantizing on the fly after sharding does: vLLM's dynamic fp8 of loaded shards).
 """
 
@@ -106,7 +106,8 @@ def apply_tp(lm, mesh) -> dict[str, Any]:
 def _keep_shard(linear, dim: int, rank: int, tp: int) -> None:
     """Replace ``linear``'s weight (and bias) by this rank's slice along ``dim`` (0: output rows, with the bias's
     slice; 1: input columns, the bias kept by rank 0 only), plain parameters marked with the ranks they are split
-    over. A meta-device weight gets a meta-device slice (no data: :func:`accelbench.models.lm_load.materialize` draws it)."""
+    over and their slice. A meta-device weight gets a meta-device slice (no data:
+    :func:`accelbench.models.lm_load.materialize` draws it)."""
     import torch
 
     from accelbench.models.lm_shape import SHARD_SLICE, SHARDS
