@@ -36,8 +36,9 @@ rank's slices.
 A weight-only precision quantizes after the split, each rank its own shards, a decoder layer at a time as its
 shards are drawn (:func:`accelbench.quant.weight_only.replace_linears`, which moves the hooks above and the shard
 marks onto the quantized linears): a column-parallel shard (and a vocabulary-split head's) holds whole output
-rows, so its per-row scales are the whole weight's; a row-parallel shard's are taken over its slice of the input dimension (per-shard
-scales, as an engine quantizing on the fly after sharding does: vLLM's dynamic fp8 of loaded shards).
+rows, so its per-row scales are the whole weight's; a row-parallel shard's are taken over its slice of the input
+dimension (per-shard scales, as an engine quantizing on the fly after sharding does: vLLM's dynamic fp8 of loaded
+shards).
 """
 
 from __future__ import annotations
