@@ -443,9 +443,10 @@ def compare_runs(
         for k, ms in out.items():
             if len(ms) > 1:
                 what = [", ".join(f"{f}={m.record.get(f)}" for f in ignore if m.record.get(f) is not None) for m in ms]
+                why = f"once {', '.join(ignore)} are ignored" if ignore else "with one match key"
                 collided.append(
-                    f"{side} has {len(ms)} cases of {case_label(k)} once {', '.join(ignore)} are ignored: compared "
-                    f"the first ({what[0] or 'as listed'}); not compared: {'; '.join(w or '?' for w in what[1:])} "
+                    f"{side} has {len(ms)} cases of {case_label(k)} {why}: compared the first "
+                    f"({what[0] or 'as listed'}); not compared: {'; '.join(w or '?' for w in what[1:])} "
                     "(compare them in a run of their own, or ignore fewer fields)"
                 )
         return {k: ms[0] for k, ms in out.items()}

@@ -160,10 +160,9 @@ def quantize_linears(model, scheme: str, *, skip: tuple[str, ...] = ()) -> dict:
         ValueError: an unknown scheme.
     """
     replace_linears(model, scheme, skip=skip)
-    weights = [m.weight for m in model.modules() if isinstance(m, WeightOnlyLinear)]
-    count = len(weights)
-    int8_kernel = any(m.int8_kernel for m in model.modules() if isinstance(m, WeightOnlyLinear))
-    use_gemv = any(m.gemv for m in model.modules() if isinstance(m, WeightOnlyLinear))
+    quantized = [m for m in model.modules() if isinstance(m, WeightOnlyLinear)]
+    weights, count = [m.weight for m in quantized], len(quantized)
+    int8_kernel, use_gemv = any(m.int8_kernel for m in quantized), any(m.gemv for m in quantized)
     many = "aten._weight_int8pack_mm" if int8_kernel else "dequantize then matmul"
     if use_gemv:
         gemv.warm(weights, next(model.parameters()).dtype)

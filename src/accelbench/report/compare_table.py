@@ -178,7 +178,7 @@ def notes(comparison) -> list[str]:
         out.append(f"only in A ({comparison.a}): {', '.join(comparison.only_a)}")
     if comparison.only_b:
         out.append(f"only in B ({comparison.b}): {', '.join(comparison.only_b)}")
-    out += [f"warning: {line}" for line in getattr(comparison, "collided", [])]
+    out += [f"warning: {line}" for line in comparison.collided]
     pairs, flags = [], []
     for c in comparison.cases:
         flags += [(c.label, flag) for flag in c.ambiguous]

@@ -110,9 +110,7 @@ def tp_rows(records: Iterable[dict]) -> list[dict]:
 
     rows = [r for r in records if r.get("workload") == kinds.GENERATE and not is_detail(r)]
     rows = [r for r in rows if r.get("status") == OK and (r.get("decode_tokens_per_s") or 0) > 0]
-    degrees: dict[tuple, set[int]] = {}
-    for r in rows:
-        degrees.setdefault(tuple(r.get(k) for k in DEPLOY_GROUP), set()).add(int(r.get("tp_degree") or 1))
+    degrees = {k: {int(r.get("tp_degree") or 1) for r in g} for k, g in _groups(rows, DEPLOY_GROUP).items()}
     out = []
     for r, s in zip(rows, tp_scaling(rows)):
         if len(degrees[tuple(r.get(k) for k in DEPLOY_GROUP)]) < 2:

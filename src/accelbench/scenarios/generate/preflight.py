@@ -132,10 +132,6 @@ def estimate(
 
     loaded = weights = fp.params * dtype_bytes
     replicated = fp.vocab * fp.hidden * dtype_bytes  # the embedding table: whole on every GPU
-    streamed = 0  # random weights quantized as drawn: what is unquantized at the peak (one layer, an untied head)
-    if eight_bit and not fp.checkpoint:
-        head = 0 if fp.tied_head else fp.vocab * fp.hidden
-        streamed = ((fp.linear_params - head) // fp.layers + head) * dtype_bytes
     if eight_bit:
         head, head_rows = (fp.vocab * fp.hidden, fp.vocab) if fp.tied_head else (0, 0)
         kept = (fp.params - fp.linear_params) * dtype_bytes
@@ -161,8 +157,9 @@ def estimate(
         table = fp.vocab * fp.hidden * dtype_bytes
         weights = (weights - replicated) // tp + replicated
         loaded = loaded if fp.checkpoint else (loaded - table) // tp + table  # random: each GPU draws its shards
-    if streamed:
-        loaded = weights + streamed // tp
+    if eight_bit and not fp.checkpoint:  # random weights quantized as drawn: one layer and an untied head unquantized
+        untied_head = 0 if fp.tied_head else fp.vocab * fp.hidden
+        loaded = weights + ((fp.linear_params - untied_head) // fp.layers + untied_head) * dtype_bytes // tp
     tokens = batch_size * prompt_len
     act = (
         tokens * (4 * fp.hidden + 3 * fp.intermediate // tp) * dtype_bytes
