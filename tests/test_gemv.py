@@ -1,9 +1,10 @@
 """accelbench's 8-bit GEMV kernel (``accelbench.quant.gemv``) on the CPU through Triton's interpreter
 (``TRITON_INTERPRET=1``, in a child process: the interpreted kernel must not be the one a GPU test later gets):
-``(x @ q.T) * s`` for int8 and fp8 weights at 1 to 4 rows and ragged shapes, against the dequantized product; the
-int8 conversion by bits gives every one of the 256 int8 values exactly, as the conversion instruction does;
-a weight-only linear running it, compiled whole (``fullgraph``: the custom op is one opaque call), gives the
-eager module's outputs. The kernel's speed is a benchmark (``benchmarks/gemv_8bit_probe.py``), not a test."""
+``(x @ q.T) * s`` for int8 and fp8 weights at 1 to 128 rows (one row, then tiles of rows), at more rows than a tile
+holds and at ragged shapes, against the dequantized product; the int8 conversion by bits gives every one of the 256
+int8 values exactly, as the conversion instruction does; a weight-only linear running it, compiled whole
+(``fullgraph``: the custom op is one opaque call), gives the eager module's outputs. The kernel's speed is a benchmark
+(``benchmarks/gemv_8bit_probe.py``), not a test."""
 
 from __future__ import annotations
 
@@ -27,11 +28,19 @@ for n, k in ((100, 300), (64, 512), (37, 1000)):
     w = torch.randn(n, k)
     for scheme in ("int8", "fp8"):
         q, s = quantize_weight(w, scheme)
-        for m in (1, 2, 3, gemv.MAX_ROWS):
+        for m in (1, 2, 3, 16, 17, 40, gemv.MAX_ROWS):  # a GEMV, then tiles of 16 to MAX_ROWS rows
             x = torch.randn(m, k, dtype=torch.bfloat16)
             got = gemv.gemv_8bit(x, q, s.to(torch.bfloat16)).float()
             ref = (x.float() @ q.float().T) * s.to(torch.bfloat16).float()
             out["errors"].append([n, k, m, scheme, list(got.shape), ((got - ref).norm() / ref.norm()).item()])
+# more rows than the largest tile: several tiles of rows over one weight tile, float32 activations exact
+w = torch.randn(50, 200)
+q, s = quantize_weight(w, "int8")
+x = torch.randn(2 * gemv.TILES[-1] + 3, 200)
+y = torch.empty(x.shape[0], 50)
+gemv.launch(x, q, s, y)
+ref = (x.double() @ q.double().T) * s.double()
+out["many_rows"] = [list(y.shape), ((y.double() - ref).norm() / ref.norm()).item()]
 # K split in 2 to 8 parts (each a float32 partial product, then their sum) gives the unsplit product
 w = torch.randn(40, 4100)
 q, s = quantize_weight(w, "int8")
@@ -77,7 +86,7 @@ def test_the_kernel_computes_the_dequantized_product_and_compiles_as_one_op():
     p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads(p.stdout.strip().splitlines()[-1])
-    assert len(got["errors"]) == 3 * 2 * 4
+    assert len(got["errors"]) == 3 * 2 * 7
     for n, k, m, scheme, shape, err in got["errors"]:
         assert shape == [m, n] and err < 1e-2, (n, k, m, scheme, err)  # bf16 output rounding: ~3e-3
     assert sorted(map(int, got["split"])) == [1, 2, 4, 8]
@@ -85,5 +94,6 @@ def test_the_kernel_computes_the_dequantized_product_and_compiles_as_one_op():
         assert err < 1e-2, (split, err)
     assert "split_k must be one of" in got["split_refused"]
     assert got["every_int8"] is True  # the int8 -> float32 conversion by bits is exact for all 256 values
-    assert "at most 4 rows" in got["refused"]
+    assert "at most 128 rows" in got["refused"]
+    assert got["many_rows"][0] == [259, 50] and got["many_rows"][1] < 1e-6  # float32: the exact product
     assert got["compiled_shape"] == [1, 1, 96] and got["compiled_rel_err"] < 1e-2

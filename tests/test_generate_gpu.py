@@ -38,7 +38,7 @@ def test_weight_only_kernels_run_on_the_gpu():
     dev = torch.device("cuda")
     assert int8_kernel_works(dev, torch.bfloat16) and gemv.available() is None
     lin = torch.nn.Linear(256, 520, device=dev, dtype=torch.bfloat16)
-    for rows in (1, 2, 3, 4, 9):  # up to 4: the Triton GEMV; 9: dequantize then matmul
+    for rows in (1, 2, 3, 16, 40, gemv.MAX_ROWS, gemv.MAX_ROWS + 9):  # the Triton kernel, then dequantized
         x = torch.randn(rows, 256, device=dev, dtype=torch.bfloat16)
         ref = lin(x).float()
         for scheme in ("int8", "fp8"):

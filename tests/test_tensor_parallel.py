@@ -415,6 +415,13 @@ def test_a_deployment_in_several_precisions_names_the_cheapest_gpus_and_precisio
         "static-compile ($47.43 per million output tokens, TPOT 20.38 ms); under a TPOT of 20.38 ms, TP 4 bf16 "
         "static-compile ($116.20). Perplexity: bf16 5.214. Perplexity not measured for fp8-weight-only.",
     ]
+    # the same deployment measured again in a later run: its latest measurement is the one named, once
+    again = {**fp8, "run_id": 7, "tpot_p50_ms": 20.48, "cost_per_1000_samples_usd": 0.04649}
+    earlier = [{**r, "run_id": 3} for r in (fp8, bf16, four)]
+    assert tp_verdicts(tp_rows([*earlier, again]))[1].startswith(
+        "hf:llama-3.1-70b, batch 1, prompt 128, any precision and engine: cheapest at TP 1 fp8-weight-only "
+        "static-compile ($46.49 per million output tokens, TPOT 20.48 ms); under a TPOT of 20.48 ms, TP 4 bf16 "
+    )
 
 
 def test_compare_of_one_gpu_in_8_bits_against_two_in_bf16_says_what_it_left_and_the_ratio_per_gpu(tmp_path):

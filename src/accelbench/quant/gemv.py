@@ -1,5 +1,6 @@
-"""A Triton matrix-vector kernel for 8-bit weights at decode's few rows: ``y = (x @ q.T) * s`` with ``q`` an
-``(N, K)`` int8 or float8_e4m3fn weight and ``s`` one scale per output row, dequantized in registers.
+"""A Triton kernel for 8-bit weights at 1 to 128 rows (decode, short prefills): ``y = (x @ q.T) * s`` with ``q`` an
+``(N, K)`` int8 or float8_e4m3fn weight and ``s`` one scale per output row, dequantized in registers; at one row a
+matrix-vector product (GEMV), at more a matrix product over tiles of rows.
 
 Why accelbench has its own kernel. A decode step at batch 1 is a chain of matrix-vector products, memory-bound:
 every weight byte is read once a token, so a kernel reading 8-bit weights near the memory roof makes the step up
@@ -11,12 +12,16 @@ walks ``K`` in ``BLOCK_K`` chunks with wide contiguous loads of the weight rows,
 in registers, then applies the row scales once (the dequantize-in-registers of tinygemm and Marlin, without their
 weight repacking). Block sizes are chosen per shape by ``triton.autotune``.
 
-Rows ``M`` from 2 to :data:`MAX_ROWS` (a decode step's batch) are padded to one 16-row tile and multiplied on tensor
-cores (``tl.dot`` in TF32, exact for these inputs), so each weight tile is loaded once for all rows; block sizes are
-tuned apart for one row and for the tile. A grid of one program a row reads the weight once a row, and its time grew
-with the rows (slower than bf16's cuBLAS at 4 rows); a version reducing over all rows at every step was slower still.
-More rows (prefill, large batches) are matrix products: the caller dequantizes for cuBLAS (5 bytes moved a weight
-against bf16's 2).
+More rows, chosen by measurement. Rows ``M`` from 2 to :data:`MAX_ROWS` (a decode step's batch, or a short
+prefill) run as tiles of rows on tensor cores (``tl.dot`` in x's 16-bit dtype, exact for int8 and e4m3 weights; in
+float32 for float32 activations): the smallest of :data:`TILES` (16 to 128 rows) holding ``M``, or ``M`` in tiles of
+128. The tiles of one weight tile are neighbours in launch order, so each weight byte is read from memory once a call
+and from L2 by the other tiles; block sizes are tuned apart for one row and for each tile. A grid of one program a row
+read the weight once a row, and its time grew with the rows. Past :data:`MAX_ROWS` the product is compute-bound and the
+caller dequantizes for cuBLAS (5 bytes moved a weight against bf16's 2, a cost the compute then hides): on an H200 at
+the Llama-3.1-70B shape's projections (``benchmarks/gemv_8bit_probe.py``; docs/results.md, 8-bit weights at more than
+one row), the kernel took 53 to 76 ms for a forward's matrix products at 128 rows against 90 ms dequantized and
+compiled, and at 256 rows about the same (98 to 101 against 101 to 103 ms), so the kernel stops at 128.
 
 K split, chosen by measurement. A weight of few output rows and long rows (Llama-3.1-8B's o, 4096 x 4096, and down,
 4096 x 14,336) gives the GPU's SMs few programs of long loops, too few loads in flight to reach the memory roof:
@@ -55,7 +60,8 @@ from functools import cache, lru_cache
 
 import torch
 
-MAX_ROWS = 4  # rows of x a call may have; more are a matrix product (see the module docstring)
+MAX_ROWS = 128  # rows of x a call may have; more are dequantized for cuBLAS (module docstring: more rows)
+TILES = (16, 32, 64, 128)  # the tiles of x's rows a call of 2 rows or more runs in (tl.dot's smallest side is 16)
 SPLITS = (1, 2, 4, 8)  # K splits timed per shape at one row (module docstring: K split)
 SPLIT_MAX_N = 16384  # weights with more output rows run unsplit: enough programs already (gate/up: 28,672 rows)
 _K_CHUNK = 512  # a split's K range is a multiple of this, so of every BLOCK_K the autotuner may choose
@@ -86,9 +92,43 @@ def _graph_bench(fn, quantiles=None):
 
 
 def _prune(configs, named_args, **kwargs):
-    """A matrix-product tile (``ROWS`` 16) needs 16 weight rows or more a program (``tl.dot``'s smallest side)."""
+    """The configs a call may use: one row takes the GEMV's (``TILE_ONLY`` false); a tile of ``ROWS`` rows needs 16
+    weight rows or more a program (``tl.dot``'s smallest side) and its pipelined operands within the GPU's shared
+    memory a block (``stages x (ROWS x BLOCK_K x x's bytes + BLOCK_N x BLOCK_K)``; a config past it would only fail
+    to compile)."""
     rows = kwargs.get("ROWS", named_args.get("ROWS", 1))
-    return [c for c in configs if rows == 1 or c.kwargs["BLOCK_N"] >= 16]
+    if rows == 1:
+        return [c for c in configs if not c.kwargs["TILE_ONLY"]]
+    x = named_args.get("x_ptr")
+    limit = _shared_memory_per_block(x.device.index) if x is not None and x.is_cuda else None
+    x_bytes = x.element_size() if x is not None else 2
+    return [
+        c
+        for c in configs
+        if c.kwargs["BLOCK_N"] >= 16
+        and (limit is None or c.num_stages * (rows * x_bytes + c.kwargs["BLOCK_N"]) * c.kwargs["BLOCK_K"] <= limit)
+    ]
+
+
+@cache
+def _shared_memory_per_block(index: int) -> int | None:
+    """The shared memory a block may use on CUDA device ``index``, bytes (the opt-in maximum: 227 KiB on Hopper,
+    CUDA C++ Programming Guide, technical specifications per compute capability); None where torch does not say."""
+    return getattr(torch.cuda.get_device_properties(index), "shared_memory_per_block_optin", None)
+
+
+# (BLOCK_N, BLOCK_K, warps, stages): the GEMV's block sizes, then the larger weight tiles only a tile of rows may take
+_GEMV_BLOCKS = (
+    (8, 512, 4, 3),
+    (16, 256, 4, 3),
+    (16, 512, 4, 3),
+    (16, 512, 8, 3),
+    (32, 256, 4, 3),
+    (32, 512, 8, 3),
+    (64, 128, 4, 4),
+    (64, 256, 8, 3),
+)
+_TILE_BLOCKS = ((32, 128, 4, 4), (64, 64, 4, 4), (64, 128, 8, 3), (128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3))
 
 
 def _autotune_options(via_bits: tuple[bool, ...]) -> dict:
@@ -99,18 +139,10 @@ def _autotune_options(via_bits: tuple[bool, ...]) -> dict:
     import triton
 
     configs = [
-        triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits}, num_warps=w, num_stages=s)
+        triton.Config({"BLOCK_N": n, "BLOCK_K": k, "INT8_VIA_BITS": bits, "TILE_ONLY": tile}, num_warps=w, num_stages=s)
         for bits in via_bits
-        for n, k, w, s in (
-            (8, 512, 4, 3),
-            (16, 256, 4, 3),
-            (16, 512, 4, 3),
-            (16, 512, 8, 3),
-            (32, 256, 4, 3),
-            (32, 512, 8, 3),
-            (64, 128, 4, 4),
-            (64, 256, 8, 3),
-        )
+        for tile, blocks in ((False, _GEMV_BLOCKS), (True, _TILE_BLOCKS))
+        for n, k, w, s in blocks
     ]
     timer = {"do_bench": _graph_bench} if "do_bench" in inspect.signature(triton.autotune).parameters else {}
     return {"configs": configs, "prune_configs_by": {"early_config_prune": _prune}, **timer}
@@ -122,8 +154,7 @@ def _kernel(via_bits: tuple[bool, ...]):
     import triton
     import triton.language as tl
 
-    # tuned per weight shape and ROWS (1: a GEMV; 16: 2 to MAX_ROWS rows as one tensor-core tile); the arguments'
-    # dtypes are part of Triton's key
+    # tuned per weight shape and ROWS (1: a GEMV; 16 to 128: a tile of rows); the arguments' dtypes are in the key
     @triton.autotune(key=["N", "K", "ROWS", "SPLIT_K"], **_autotune_options(via_bits))
     @triton.jit
     def gemv_8bit(
@@ -137,17 +168,21 @@ def _kernel(via_bits: tuple[bool, ...]):
         K_CHUNK,
         ROWS: tl.constexpr,
         SPLIT_K: tl.constexpr,
+        DOT_FLOAT32: tl.constexpr,
         INT8_VIA_BITS: tl.constexpr,
+        TILE_ONLY: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
     ):
-        rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        # the row tiles of a weight tile launch side by side: its bytes read once (module docstring: more rows)
+        m_blocks = tl.cdiv(M, ROWS)
+        rows = (tl.program_id(0) // m_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)
         cols = tl.arange(0, BLOCK_K)
         in_rows = rows < N
         if ROWS == 1:  # a float32 tile accumulator, reduced once at the end
             acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-        else:  # x's rows padded to a 16-row tile, one tensor-core product a step
-            ms = tl.arange(0, ROWS)
+        else:  # ROWS rows of x, padded with zeros past M, one tensor-core product a step
+            ms = (tl.program_id(0) % m_blocks) * ROWS + tl.arange(0, ROWS)
             in_m = ms < M
             acc = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
         k_lo = tl.program_id(1) * K_CHUNK  # this program's part of K (all of it unsplit: K_CHUNK >= K)
@@ -167,12 +202,13 @@ def _kernel(via_bits: tuple[bool, ...]):
                 x = tl.load(x_ptr + k, mask=in_k, other=0.0)
                 acc += wf * x.to(tl.float32)[None, :]
             else:
-                # TF32 tensor cores: exact for bf16 and fp16 activations and for int8 and e4m3 weights (8, 11, 8 and
-                # 4 significant bits against TF32's 11); float32 activations take the exact ("ieee") product
-                x = tl.load(x_ptr + ms[:, None] * K + k[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
-                acc = tl.dot(
-                    x.to(tl.float32), tl.trans(wf), acc, input_precision="ieee" if x.dtype == tl.float32 else "tf32"
+                x = tl.load(
+                    x_ptr + ms[:, None].to(tl.int64) * K + k[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0
                 )
+                if DOT_FLOAT32:  # the exact float32 product; else in x's 16-bit dtype, exact for int8 and e4m3 weights
+                    acc = tl.dot(x.to(tl.float32), tl.trans(wf), acc, input_precision="ieee")
+                else:
+                    acc = tl.dot(x, tl.trans(wf.to(x.dtype)), acc)
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
         y_ptr += tl.program_id(1) * M * N  # split: this part's float32 partial product, summed by _sum_splits
         if ROWS == 1:
@@ -180,11 +216,8 @@ def _kernel(via_bits: tuple[bool, ...]):
             tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
         else:
             y = acc * s[None, :]
-            tl.store(
-                y_ptr + ms[:, None] * N + rows[None, :],
-                y.to(y_ptr.dtype.element_ty),
-                mask=in_m[:, None] & in_rows[None, :],
-            )
+            at = ms[:, None].to(tl.int64) * N + rows[None, :]
+            tl.store(y_ptr + at, y.to(y_ptr.dtype.element_ty), mask=in_m[:, None] & in_rows[None, :])
 
     return gemv_8bit
 
@@ -227,13 +260,19 @@ def launch(x, weight, scale, out, int8_conversion: str = "auto", split_k: int | 
     _run(x, weight, scale, out, int8_conversion, split_k)
 
 
+def tile_rows(m: int) -> int:
+    """The ``ROWS`` a call of ``m`` rows runs with: 1 (a GEMV), else the smallest of :data:`TILES` holding ``m``
+    rows, or the largest (``m`` in tiles of it)."""
+    return 1 if m == 1 else next((t for t in TILES if t >= m), TILES[-1])
+
+
 def _run(x, weight, scale, out, int8_conversion: str, split_k: int) -> None:
     """One product into ``out``: the kernel (``split_k`` > 1: into float32 parts, then their sum)."""
     import triton
 
     m, k = x.shape
     n = weight.shape[0]
-    rows = 1 if m == 1 else 16  # 2 to MAX_ROWS rows: one 16-row tile (tl.dot's smallest)
+    rows = tile_rows(m)
     if weight.dtype != torch.int8 or int8_conversion == "instruction":
         kernel = _kernel((False,))
     else:
@@ -241,11 +280,15 @@ def _run(x, weight, scale, out, int8_conversion: str, split_k: int) -> None:
     chunk = triton.cdiv(triton.cdiv(k, split_k), _K_CHUNK) * _K_CHUNK
     dst = out if split_k == 1 else torch.empty(split_k, m, n, device=out.device, dtype=torch.float32)
     args = (x, weight, scale, dst, m, n, k, chunk)
-    if os.environ.get("TRITON_INTERPRET") == "1":  # Triton's CPU interpreter (the CPU tests): nothing to tune on
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # Triton's CPU interpreter (the CPU tests)
+    # float32 activations take the exact float32 product; so does the interpreter, whose tl.dot multiplies bf16's bits
+    const = {"ROWS": rows, "SPLIT_K": split_k, "DOT_FLOAT32": x.dtype == torch.float32 or interpreted}
+    m_blocks = triton.cdiv(m, rows)
+    if interpreted:  # nothing to tune on
         meta = _prune(kernel.configs, {}, ROWS=rows)[0].kwargs
-        kernel.fn[(triton.cdiv(n, meta["BLOCK_N"]), split_k)](*args, ROWS=rows, SPLIT_K=split_k, **meta)
+        kernel.fn[(triton.cdiv(n, meta["BLOCK_N"]) * m_blocks, split_k)](*args, **const, **meta)
     else:
-        kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), split_k)](*args, ROWS=rows, SPLIT_K=split_k)
+        kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]) * m_blocks, split_k)](*args, **const)
     if split_k > 1:
         size, block = m * n, 1024
         _sum_kernel()[(triton.cdiv(size, block),)](dst, out, size, SPLIT_K=split_k, BLOCK=block)
@@ -330,15 +373,16 @@ def gemv_8bit(x, weight, scale):
 
 
 def warm(weights, dtype) -> int:
-    """Tune the kernel for each distinct ``(N, K)`` of ``weights`` (8-bit ``(N, K)`` tensors on a CUDA device; the
-    block sizes are tuned at one row, decode's batch 1) and compile it for every row count up to
-    :data:`MAX_ROWS`, with activations of ``dtype``: the autotuner's timing runs and Triton's compiles happen
-    here, eagerly, not inside a compiled or captured step. Returns the number of shapes tuned."""
+    """Tune the kernel for each distinct ``(N, K)`` of ``weights`` (8-bit ``(N, K)`` tensors on a CUDA device) at one
+    row and at each tile of rows up to :data:`MAX_ROWS`, and compile it for the row counts Triton specializes apart
+    (1, a multiple of 16, any other), with activations of ``dtype``: the autotuner's timing runs and Triton's compiles
+    happen here, eagerly, not inside a compiled or captured step. Returns the number of shapes tuned."""
     shapes = {}
     for w in weights:
         shapes.setdefault((tuple(w.shape), w.dtype), w)
+    counts = sorted({m for t in TILES for m in (1, 2, t - 1, t, MAX_ROWS) if m <= MAX_ROWS})
     for w in shapes.values():
         scale = torch.ones(w.shape[0], device=w.device, dtype=dtype)
-        for m in range(1, MAX_ROWS + 1):
+        for m in counts:
             gemv_8bit(torch.zeros(m, w.shape[1], device=w.device, dtype=dtype), w, scale)
     return len(shapes)

@@ -7,12 +7,12 @@ bytes is where weight-only quantization pays (gpt-fast's ``WeightOnlyInt8Linear`
 - int8: ``q = round(w / s)`` clamped to [-127, 127], ``s = max|w_row| / 127`` (symmetric, per row).
 - fp8: ``q = (w / s).to(float8_e4m3fn)``, ``s = max|w_row| / 448`` (E4M3's largest normal: OCP 8-bit floating
   point spec).
-- The matmul: at up to :data:`accelbench.quant.gemv.MAX_ROWS` rows on a CUDA GPU with Triton (a decode step at
-  small batch), accelbench's 8-bit GEMV kernel (:mod:`accelbench.quant.gemv`: the weight read at 8 bits and
+- The matmul: at up to :data:`accelbench.quant.gemv.MAX_ROWS` rows on a CUDA GPU with Triton (a decode step's batch,
+  a short prefill), accelbench's 8-bit kernel (:mod:`accelbench.quant.gemv`: the weight read at 8 bits and
   dequantized in registers); without Triton, one row inside a compiled graph is a multiply-and-sum that Inductor
   turns into one reduction reading the 8-bit weight (gpt-fast's recipe; it reads int8 well below cuBLAS's bf16
   bandwidth: docs/results.md, language models); on a CPU, int8 through torch's ``aten._weight_int8pack_mm(x, q, s)``;
-  else (prefill, large batches) dequantize and multiply (``F.linear(x, q.to(x.dtype)) * s``). The CUDA
+  else (longer prefills, larger batches) dequantize and multiply (``F.linear(x, q.to(x.dtype)) * s``). The CUDA
   ``_weight_int8pack_mm`` is not used: it made a Llama-3.1-8B decode step several times slower than bf16 on Hopper
   (docs/results.md, language models).
 
@@ -75,7 +75,7 @@ class WeightOnlyLinear(torch.nn.Module):
         linear: the ``nn.Linear`` it replaces (its weight is quantized, its bias kept).
         scheme: ``int8`` or ``fp8``.
         int8_kernel: run int8 through ``aten._weight_int8pack_mm`` (see :func:`int8_kernel_works`).
-        gemv: run up to :data:`accelbench.quant.gemv.MAX_ROWS` rows through accelbench's 8-bit GEMV kernel (a CUDA
+        gemv: run up to :data:`accelbench.quant.gemv.MAX_ROWS` rows through accelbench's 8-bit kernel (a CUDA
             GPU with Triton: :func:`accelbench.quant.gemv.available`).
     """
 

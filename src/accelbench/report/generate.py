@@ -135,8 +135,9 @@ def tp_verdicts(rows: list[dict]) -> list[str]:
     The cost is the cost per million output tokens (``cost_per_1000_samples_usd`` x 1000: a generate row's sample is
     an output token; the price of the GPUs it used, :mod:`accelbench.cost`). The rows named are the cost/TPOT
     frontier, cheapest first: each next one has a lower TPOT p50 than every cheaper one, so it is the cheapest for a
-    TPOT target under the one before it (a row both dearer and slower than another is never the answer). A group
-    whose rows have no cost names the lowest TPOT only; one with no TPOT either has no line."""
+    TPOT target under the one before it (a row both dearer and slower than another is never the answer). A
+    configuration measured in several runs counts once, by its latest run (the highest ``run_id``). A group whose rows
+    have no cost names the lowest TPOT only; one with no TPOT either has no line."""
     from accelbench.core.parallel import DEPLOY_GROUP, TP_GROUP
 
     lines = []
@@ -170,7 +171,10 @@ def _frontier(members: list[dict], label) -> tuple[str, list[dict]]:
     TPOT."""
     from accelbench.core.parallel import latency_p50
 
-    timed = [(tpot, r) for r in members if (tpot := latency_p50(r))]
+    latest: dict[str, dict] = {}  # a configuration measured in several runs: its latest run (see tp_verdicts)
+    for r in sorted(members, key=lambda r: r.get("run_id") or 0):
+        latest[label(r)] = r
+    timed = [(tpot, r) for r in latest.values() if (tpot := latency_p50(r))]
     if not timed:
         return "", []
     said = []
