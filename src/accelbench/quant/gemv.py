@@ -380,7 +380,7 @@ def warm(weights, dtype) -> int:
     shapes = {}
     for w in weights:
         shapes.setdefault((tuple(w.shape), w.dtype), w)
-    counts = sorted({m for t in TILES for m in (1, 2, t - 1, t, MAX_ROWS) if m <= MAX_ROWS})
+    counts = sorted(m for m in {1, 2, MAX_ROWS, *TILES, *(t - 1 for t in TILES)} if m <= MAX_ROWS)
     for w in shapes.values():
         scale = torch.ones(w.shape[0], device=w.device, dtype=dtype)
         for m in counts:

@@ -29,6 +29,8 @@ dimension.
 
 from __future__ import annotations
 
+from functools import cache
+
 import torch
 import torch.nn.functional as F
 
@@ -107,9 +109,11 @@ class WeightOnlyLinear(torch.nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, {self.scheme}"
 
 
+@cache
 def int8_kernel_works(device, dtype) -> bool:
     """Whether ``aten._weight_int8pack_mm`` runs on ``device`` for activations of ``dtype`` (a small probe
-    against the dequantized reference)."""
+    against the dequantized reference, run once a device and dtype: a model quantized a layer at a time asks at each
+    layer)."""
     try:
         x = torch.randn(2, 64, device=device, dtype=dtype)
         w = torch.randn(32, 64, device=device)
