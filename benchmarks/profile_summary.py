@@ -127,7 +127,7 @@ def main() -> None:
 def _write(out: Path, recs: list[dict], kernels: list[dict], ceil, runs) -> None:
     import pandas as pd
 
-    from accelbench.scenarios.profile.kernels import FAMILIES
+    from accelbench.core.kernels import FAMILIES
 
     pd.DataFrame([{k: r.get(k) for k in CASE_FIELDS} for r in recs]).to_csv(out / "profile-h200-cases.csv", index=False)
     fam_rows = []

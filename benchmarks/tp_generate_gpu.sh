@@ -12,7 +12,13 @@
 #                                                       #   batch 1, prompt 128 in what is left of the budget
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-b1       # the short form of 70b-tp2 (one batch and prompt): 70B at
 #                                                       #   TP 1 refused; TP 2 in MODE70 at batch 1, prompt 128, bf16
-#                                                       #   then int8-weight-only (BUDGET_S=540: about 9 minutes)
+#                                                       #   then fp8-weight-only (BUDGET_S=540: about 9 minutes; fp8
+#                                                       #   tunes half int8's kernel configs at load)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-where    # 70B bf16 TP 2 in MODE70 at batch 1, prompt 128 (its decode
+#                                                       #   step's kernels by family from the profiler), then the 8B
+#                                                       #   at TP 2 and TP 1, batch 1, prompt 128 (BUDGET_S=580)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-shapes   # 70B bf16 TP 2 in MODE70 at batch 16, prompt 128, then
+#                                                       #   batch 1, prompt 2048 (BUDGET_S=540)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 in MODE70: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
 #   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 at TP 1 and TP 2, the four shapes, MODE8
@@ -47,7 +53,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-shapes|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -92,8 +98,17 @@ case "$PHASE" in
       >> "$OUT/$PHASE-tp1-refused.log" 2>&1
     echo "exit $? after $SECONDS s" | tee -a "$OUT/$PHASE-tp1-refused.log"; tail -2 "$OUT/$PHASE-tp1-refused.log"
     # bf16 first: its row is stored before int8's compiles start, so a budget that runs out keeps it
-    gen 70b-fused-b1 480 -m $L70 -p bf16,int8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN \
+    gen 70b-fused-b1 480 -m $L70 -p bf16,fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN \
       --gpus 2 --parallel tp
+    ;;
+  70b-tp2-where)
+    gen 70b-b1 340 -m $L70 -p bf16 --modes $MODE70 -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    gen 8b-tp2-b1 140 -m $L8 -p bf16 --modes $MODE8 -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    gen 8b-tp1-b1 120 -m $L8 -p bf16 --modes $MODE8 -b 1 --prompt-lens 128 $RUN
+    ;;
+  70b-tp2-shapes)
+    gen 70b-b16 280 -m $L70 -p bf16 --modes $MODE70 -b 16 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    gen 70b-p2048 260 -m $L70 -p bf16 --modes $MODE70 -b 1 --prompt-lens 2048 $RUN --gpus 2 --parallel tp
     ;;
   70b-tp2-compile)
     gen 70b-compile 450 -m $L70 -p bf16 --modes $MODE70 $SHAPES $RUN --gpus 2 --parallel tp
@@ -134,7 +149,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-shapes, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"

@@ -1,6 +1,8 @@
 """Summary of tensor-parallel generation exports (``benchmarks/tp_generate_gpu.sh``): a line a case with TTFT, TPOT,
 decode tokens/s in all and per GPU, MBU over every GPU's bandwidth, weights and KV cache per GPU, peak memory, the
-cost per million output tokens and the all-reduce share of a decode step (``AR %``, ``allreduce_share``); then the TP efficiency of each shape and its TPOT speed-up, as the report shows them
+cost per million output tokens and the all-reduce share of a decode step (``AR %``, ``allreduce_share``), under a
+split row where its profiled decode step's device time went (``decode_kernel_families``, ``decode_top_kernels``);
+then the TP efficiency of each shape and its TPOT speed-up, as the report shows them
 (:func:`accelbench.core.parallel.tp_scaling`: decode tokens/s per GPU at TP n over the same at the smallest degree
 measured for that case, TPOT p50 of the smallest degree over TP n's) -- 1.0 is linear scaling.
 
@@ -60,6 +62,11 @@ def main(paths: list[str]) -> int:
         )
         if r.get("status") != "ok":
             print(f"    {r.get('error') or ''}"[:200])
+        if r.get("decode_kernel_families"):
+            print(
+                f"    a profiled step: {r['decode_kernel_ms']:.2f} ms of kernels in {r['decode_profiled_step_ms']:.2f} "
+                f"ms: {r['decode_kernel_families']}\n    top kernels: {r.get('decode_top_kernels')}"
+            )
     print("\nTP efficiency (decode tokens/s per GPU over the smallest degree's; TPOT p50 speed-up):")
     for r, s in zip(rows, tp_scaling(rows)):
         if s is not None and (r.get("tp_degree") or 1) != s.base_tp_degree:

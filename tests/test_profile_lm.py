@@ -9,7 +9,7 @@ from conftest import run_cli
 
 pytest.importorskip("transformers")
 
-from accelbench.scenarios.profile.kernels import TRANSFORMER_FAMILIES, classify_transformer  # noqa: E402
+from accelbench.core.kernels import TRANSFORMER_FAMILIES, classify_transformer  # noqa: E402
 from accelbench.store import Store  # noqa: E402
 
 

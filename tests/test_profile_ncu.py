@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from accelbench.ceilings.measure import Ceilings
+from accelbench.core.kernels import FAMILIES, KernelMetrics, by_family, classify, total
 from accelbench.scenarios.profile import ncu, results
-from accelbench.scenarios.profile.kernels import FAMILIES, KernelMetrics, by_family, classify, total
 
 DATA = Path(__file__).parent / "data" / "ncu"
 BF16 = "cifar-resnet20-inference-amp-bf16-bs8-eager"

@@ -177,6 +177,30 @@ def test_the_collective_share_counts_nccl_kernels_over_every_kernel():
     assert host_collective_share(ops, 10.0) == 0.5 and host_collective_share(ops, 0.0) is None
 
 
+def test_a_decode_steps_kernels_are_summed_by_family_and_named_most_first():
+    """Where a profiled step's device time goes: two steps of a hand-made profile (µs, the profiler's unit) give each
+    kernel's and each family's time a step in ms, the NCCL kernels as their own family, and the wall time a step."""
+    from accelbench.scenarios.generate.collectives import kernel_breakdown
+
+    gemv = "void gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, 16, 4, 4, false, false>(int, float)"
+    kernels = [
+        (gemv, 500.0),
+        (gemv, 500.0),
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 300.0),
+        ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_3", 60.0),
+        ("Memcpy DtoD (Device -> Device)", 40.0),
+    ]
+    out = kernel_breakdown(kernels, 2, 1.2e-3)
+    assert out["decode_kernel_ms"] == pytest.approx(0.7) and out["decode_profiled_step_ms"] == pytest.approx(0.6)
+    assert out["decode_kernel_families"] == "gemm 0.500 ms; collective 0.150 ms; norm 0.030 ms; copy 0.020 ms"
+    top = out["decode_top_kernels"].split("; ")
+    assert top[0] == "gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, 16, 4, 4, false, false> 0.500 ms×1"
+    assert top[1] == "ncclDevKernel_AllReduce_Sum_bf16_RING_LL 0.150 ms×0.5" and len(top) == 4
+    assert kernel_breakdown([], 2, 1.0) == {}
+    with pytest.raises(ValueError, match="steps 0"):
+        kernel_breakdown(kernels, 0, 1.0)
+
+
 def test_a_gpu_profiles_share_leaves_out_host_ops_and_annotation_spans():
     """The CUDA reading of a profile's events: device activities only, not the GPU span of a ``record_function``
     (the profiler's step) that covers the kernels already counted, nor a host op's time."""

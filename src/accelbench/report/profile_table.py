@@ -78,7 +78,7 @@ COMPACT_FAMILY = (
 
 def family_table(rec: dict, compact: bool = False) -> Table:
     """Kernel families of one measured case, with their share of time and bound; compact fits 80 columns."""
-    from accelbench.scenarios.profile.kernels import ALL_FAMILIES
+    from accelbench.core.kernels import ALL_FAMILIES
 
     keys = [k for _, k, _ in FAMILY_COLUMNS if k != "family"]
     rows = [
@@ -110,7 +110,7 @@ def phase_line(rec: dict) -> str | None:
     None for a row that is not an ``ok`` language-model step.
     """
     from accelbench.core.errors import OK
-    from accelbench.scenarios.profile.kernels import LABELS, TRANSFORMER_FAMILIES
+    from accelbench.core.kernels import LABELS, TRANSFORMER_FAMILIES
     from accelbench.scenarios.profile.lm import LM_STEPS
 
     if rec.get("step") not in LM_STEPS or rec.get("status") != OK:

@@ -190,7 +190,7 @@ def model_chart(rec: dict, ceilings, stem) -> list[Path]:
 
 def kernel_chart(rec: dict, rows: list[dict], ceilings, stem) -> list[Path]:
     """Kernel families as points sized by their share of step time, each kernel as a faint dot."""
-    from accelbench.scenarios.profile.kernels import ALL_FAMILIES
+    from accelbench.core.kernels import ALL_FAMILIES
 
     pts, notes = [], []
     for fam in ALL_FAMILIES:

@@ -308,6 +308,45 @@ DECLARED = (
         "tp_degree 1 have none.",
     ),
     col(
+        "decode_kernel_ms",
+        FLOAT,
+        "Decode kernel ms",
+        "ms",
+        combine=RANK,
+        scenarios=G,
+        doc="Device time a decode step of a split model: its kernels, copies and fills, from the steps profiled for "
+        "allreduce_share (rank 0's, GPUs only). Below decode_profiled_step_ms by the time the GPU had no work.",
+    ),
+    col(
+        "decode_profiled_step_ms",
+        FLOAT,
+        "Profiled step ms",
+        "ms",
+        combine=RANK,
+        scenarios=G,
+        doc="Wall time a decode step under torch.profiler, the steps profiled for allreduce_share (rank 0's, GPUs "
+        "only): the profiler adds its own overhead, so compare it with decode_kernel_ms, not with TPOT.",
+    ),
+    col(
+        "decode_kernel_families",
+        STR,
+        "Decode kernel families",
+        combine=RANK,
+        scenarios=G,
+        doc="decode_kernel_ms by kernel family, each 'family ms' a step, most first (rank 0's, GPUs only): gemm, "
+        "attention, norm, rotary, activation, elementwise, copy, sampling, other (accelbench.core.kernels), and the "
+        "NCCL kernels as collective.",
+    ),
+    col(
+        "decode_top_kernels",
+        STR,
+        "Top decode kernels",
+        combine=RANK,
+        scenarios=G,
+        doc="The ten kernels with most device time a decode step of a split model, each 'name ms×calls' a step, "
+        "most first (rank 0's, GPUs only): where decode_kernel_ms goes.",
+    ),
+    col(
         "allreduce_share_note",
         STR,
         "All-reduce share note",

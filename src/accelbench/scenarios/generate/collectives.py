@@ -17,6 +17,13 @@ the profiler's overhead alike). Rank 0's figure of the recorded steps is the row
   each once: only collective ops not nested in another one, with their nested time. gloo's own ``gloo:all_reduce``
   events, recorded on gloo's worker threads as asynchronous events, overlap the wait: left out.
 
+On a GPU the same kernels say where the rest of a step goes (:func:`kernel_breakdown`): ``decode_kernel_ms``, the
+device time of a recorded step's kernels, copies and fills, beside ``decode_profiled_step_ms``, its wall time under
+the profiler (their difference is time the GPU had no work: launches, host code, waits), ``decode_kernel_families``,
+that device time by family (:func:`accelbench.core.kernels.classify_transformer`: GEMM/GEMV, attention, norm, ...;
+the NCCL kernels as ``collective``), and ``decode_top_kernels``, the kernels that take most of it. Holistic Trace Analysis's temporal breakdown divides a
+trace the same way (idle, compute and communication time; https://hta.readthedocs.io).
+
 The cost a case: a prefill and nine decode steps (a tenth of a second or two for a 70B model split over two GPUs),
 the profiler's start (on a GPU, the first start in a process sets CUPTI up) and the reading of its events.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 STEPS = 8  # decode steps recorded a case
+TOP_KERNELS = 10  # kernels named in decode_top_kernels
 
 
 def allreduce_share(run, prompts, new_tokens: int, device) -> dict[str, Any]:
@@ -47,11 +55,76 @@ def allreduce_share(run, prompts, new_tokens: int, device) -> dict[str, Any]:
         return _none(prof.error)
     try:
         share = _share(prof, device)
+        kernels = kernel_breakdown(_kernels(prof), prof.steps, prof.wall_s) if device.type == "cuda" else {}
     except Exception as exc:  # the profile's reading is beside the measurement: a note, never a failed case
         return _none(f"the profile could not be read: {type(exc).__name__}: {exc}"[:300])
     if share is None:
         return _none("the profiler recorded no " + ("kernel" if device.type == "cuda" else "step") + " time")
-    return {"allreduce_share": share}
+    return {"allreduce_share": share, **kernels}
+
+
+def kernel_breakdown(kernels: list[tuple[str, float]], steps: int, wall_s: float) -> dict[str, Any]:
+    """Where the recorded decode steps' device time goes.
+
+    Args:
+        kernels: ``(name, device time in microseconds)`` of every kernel, copy and fill recorded (the profiler's
+            unit), over ``steps`` decode steps.
+        steps: decode steps recorded (at least 1).
+        wall_s: the recorded steps' synchronised wall time, seconds.
+    Returns:
+        ``decode_kernel_ms`` (device time a step, ms), ``decode_profiled_step_ms`` (wall time a step under the
+        profiler, ms), ``decode_kernel_families`` (each family's device time a step, "family ms", most first, "; "
+        between) and ``decode_top_kernels`` (the :data:`TOP_KERNELS` kernel names with most device time, each
+        "name ms×calls" a step, most first); empty when nothing was recorded.
+    Raises:
+        ValueError: ``steps`` below 1.
+    """
+    if steps < 1:
+        raise ValueError(f"steps {steps}: one recorded decode step at least")
+    from accelbench.core.kernels import classify_transformer
+    from accelbench.core.parallel import is_collective_kernel
+
+    by_name: dict[str, list[float]] = {}
+    for name, t_us in kernels:
+        acc = by_name.setdefault(name, [0.0, 0])
+        acc[0] += t_us
+        acc[1] += 1
+    if not by_name:
+        return {}
+    families: dict[str, float] = {}
+    for name, (t_us, _) in by_name.items():
+        fam = "collective" if is_collective_kernel(name) else classify_transformer(name)
+        families[fam] = families.get(fam, 0.0) + t_us
+    top = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:TOP_KERNELS]
+    return {
+        "decode_kernel_ms": sum(t for t, _ in by_name.values()) / steps / 1e3,
+        "decode_profiled_step_ms": wall_s / steps * 1e3,
+        "decode_kernel_families": "; ".join(
+            f"{fam} {t / steps / 1e3:.3f} ms" for fam, t in sorted(families.items(), key=lambda kv: -kv[1])
+        ),
+        "decode_top_kernels": "; ".join(
+            f"{_short(name)} {t / steps / 1e3:.3f} ms×{n / steps:g}" for name, (t, n) in top
+        ),
+    }
+
+
+def _short(name: str) -> str:
+    """A kernel's name without its return type and arguments, at most 80 characters."""
+    name = name.removeprefix("void ").split("(")[0].strip()
+    return name if len(name) <= 80 else name[:79] + "…"
+
+
+def _kernels(prof) -> list[tuple[str, float]]:
+    """``(name, device time µs)`` of the profile's device activities: kernels, copies and fills; not the GPU spans of
+    user annotations (record_function ranges: the profiler's steps, a compiled region), which cover kernels already
+    counted."""
+    from torch.autograd import DeviceType
+
+    return [
+        (e.name, e.self_device_time_total)
+        for e in prof.events
+        if e.device_type != DeviceType.CPU and not getattr(e, "is_user_annotation", False)
+    ]
 
 
 def _none(why: str | None) -> dict[str, Any]:
@@ -65,13 +138,7 @@ def _share(prof, device) -> float | None:
     from accelbench.core.parallel import host_collective_share, is_collective_op, kernel_collective_share
 
     if device.type == "cuda":
-        # device activities: kernels, copies and fills; not the GPU spans of user annotations (record_function
-        # ranges: the profiler's steps, a compiled region), which cover kernels already counted
-        return kernel_collective_share(
-            (e.name, e.self_device_time_total)
-            for e in prof.events
-            if e.device_type != DeviceType.CPU and not getattr(e, "is_user_annotation", False)
-        )
+        return kernel_collective_share(_kernels(prof))
 
     def outermost(e) -> bool:
         parent = e.cpu_parent

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from accelbench.core.errors import AccelbenchError
-from accelbench.scenarios.profile.kernels import KernelMetrics, classify
+from accelbench.core.kernels import KernelMetrics, classify
 
 TIME = "gpu__time_duration.sum"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from accelbench.ceilings.measure import Ceilings
 from accelbench.core import roofline as rl
-from accelbench.scenarios.profile.kernels import FAMILIES, KernelMetrics, Totals, by_family, total
+from accelbench.core.kernels import FAMILIES, KernelMetrics, Totals, by_family, total
 
 TENSOR_CEILING = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp8": "fp8", "int8": "int8"}
 

@@ -344,10 +344,10 @@ class Profile(Scenario):
 
     def _ncu(self, case, spec, device, ceilings, analytic_flops, flop_calls=(), lm: bool = False):
         """``(fields, kernel rows)``; an NcuError becomes ``ncu_status``/``ncu_error``. A language model's kernels
-        (``lm``) fall in the transformer families (:func:`accelbench.scenarios.profile.kernels.classify_transformer`)."""
+        (``lm``) fall in the transformer families (:func:`accelbench.core.kernels.classify_transformer`)."""
         import dataclasses
 
-        from accelbench.scenarios.profile import kernels as kfam
+        from accelbench.core import kernels as kfam
         from accelbench.scenarios.profile import ncu, results
 
         mode = spec.settings.ncu

@@ -10,7 +10,7 @@ Tables (created on first use; the device's ``ceilings`` table is :mod:`accelbenc
 from __future__ import annotations
 
 from accelbench.ceilings.cache import cached_ceilings, save_ceilings  # noqa: F401  (the report reads them here)
-from accelbench.scenarios.profile.kernels import KernelMetrics
+from accelbench.core.kernels import KernelMetrics
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS profile_kernels (
