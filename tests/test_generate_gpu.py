@@ -131,6 +131,11 @@ def test_every_backend_and_precision_runs(tmp_path):
     assert all("Triton 8-bit GEMV" in r["quant_kernels"] for r in rows if "weight-only" in r["precision"])
     bf16 = {r["perplexity"] for r in rows if r["precision"] == "bf16"}
     assert len(bf16) <= 2  # one perplexity a model's numerics: plain and fused projections
+    # every engine with a decode step of its own says where a profiled step's device time goes: GEMMs/GEMVs among it
+    stepped = [r for r in rows if r["mode"] != "hf-generate"]
+    assert len(stepped) == 3 * 3
+    assert all(0 < r["decode_kernel_ms"] and "gemm" in r["decode_kernel_families"] for r in stepped), stepped
+    assert all(r.get("decode_kernel_ms") is None for r in rows if r["mode"] == "hf-generate")
 
 
 def test_fp8_reads_8_bit_weights_and_keeps_the_bundled_models_perplexity(tmp_path):

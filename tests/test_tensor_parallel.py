@@ -180,7 +180,7 @@ def test_the_collective_share_counts_nccl_kernels_over_every_kernel():
 def test_a_decode_steps_kernels_are_summed_by_family_and_named_most_first():
     """Where a profiled step's device time goes: two steps of a hand-made profile (µs, the profiler's unit) give each
     kernel's and each family's time a step in ms, the NCCL kernels as their own family, and the wall time a step."""
-    from accelbench.scenarios.generate.collectives import kernel_breakdown
+    from accelbench.scenarios.generate.step_profile import kernel_breakdown
 
     gemv = "void gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, 16, 4, 4, false, false>(int, float)"
     kernels = [
@@ -210,7 +210,7 @@ def test_a_gpu_profiles_share_leaves_out_host_ops_and_annotation_spans():
     from torch.autograd import DeviceType
 
     from accelbench.backends.lm_timing import DecodeProfile
-    from accelbench.scenarios.generate.collectives import _share
+    from accelbench.scenarios.generate.step_profile import _share
 
     def ev(name, t, device=DeviceType.CUDA, annotation=False):
         return Event(name=name, self_device_time_total=t, device_type=device, is_user_annotation=annotation)
@@ -344,6 +344,7 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     one = [r for r in Store(db).records() if r["tp_degree"] == 1]
     assert len(one) == 1 and one[0]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
     assert one[0]["allreduce_share"] is None  # nothing to share on one device
+    assert one[0].get("decode_kernel_ms") is None and row.get("decode_kernel_ms") is None  # no kernels on a CPU
     shown = run_cli("results", "--db", str(db), "--run", "1")
     assert shown.returncode == 0 and "static-cache" in shown.stdout
     # the report sets the two runs' degrees of the case side by side: TP efficiency and TPOT speed-up against TP 1

@@ -210,7 +210,7 @@ def _kernel(via_bits: tuple[bool, ...]):
                 else:
                     acc = tl.dot(x, tl.trans(wf.to(x.dtype)), acc)
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
-        y_ptr += tl.program_id(1) * M * N  # split: this part's float32 partial product, summed by _sum_splits
+        y_ptr += tl.program_id(1) * M * N  # split: this part's float32 partial product, summed by _sum_kernel's
         if ROWS == 1:
             y = tl.sum(acc, axis=1) * s
             tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
@@ -224,12 +224,13 @@ def _kernel(via_bits: tuple[bool, ...]):
 
 @cache
 def _sum_kernel():
-    """``y = sum over s of parts[s]``: the split products' reduction, in float32, stored in ``y``'s dtype."""
+    """``y = sum over s of parts[s]``: the split products' reduction, in float32, stored in ``y``'s dtype. Named as a
+    GEMV's kernel, so that a profile counts it in the GEMV's family (:mod:`accelbench.core.kernels`)."""
     import triton
     import triton.language as tl
 
     @triton.jit
-    def sum_splits(p_ptr, y_ptr, SIZE, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    def gemv_8bit_sum_splits(p_ptr, y_ptr, SIZE, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
         i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inside = i < SIZE
         acc = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -237,7 +238,7 @@ def _sum_kernel():
             acc += tl.load(p_ptr + part * SIZE + i, mask=inside, other=0.0)
         tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=inside)
 
-    return sum_splits
+    return gemv_8bit_sum_splits
 
 
 def launch(x, weight, scale, out, int8_conversion: str = "auto", split_k: int | None = None) -> None:

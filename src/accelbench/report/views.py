@@ -101,7 +101,7 @@ LAYOUTS: dict[str, str] = {
     "throughput_per_gpu_samples_per_s scaling_efficiency status",
     "tensor-parallel": "run_id model precision mode batch_size prompt_len new_tokens device_name tp_degree "
     "decode_tokens_per_s decode_tokens_per_s_per_gpu tpot_p50_ms tp_efficiency tpot_speedup allreduce_share "
-    "weight_bytes_per_gpu cost_per_million_tokens",
+    "weight_bytes_per_gpu cost_per_million_tokens decode_kernel_families",
     "collective": "op size_bytes world_size backend time_s algbw_bytes_per_s busbw_bytes_per_s status",
     "p2p": "src_device dst_device link bandwidth_bytes_per_s",
     "concurrent": "schedule job model workload world_size throughput_samples_per_s status",

@@ -314,8 +314,9 @@ DECLARED = (
         "ms",
         combine=RANK,
         scenarios=G,
-        doc="Device time a decode step of a split model: its kernels, copies and fills, from the steps profiled for "
-        "allreduce_share (rank 0's, GPUs only). Below decode_profiled_step_ms by the time the GPU had no work.",
+        doc="Device time of a decode step: its kernels, copies and fills, from 8 more decode steps run under "
+        "torch.profiler after the timed generations (GPUs only; a split model's rank 0). Below "
+        "decode_profiled_step_ms by the time the GPU had no work.",
     ),
     col(
         "decode_profiled_step_ms",
@@ -324,8 +325,8 @@ DECLARED = (
         "ms",
         combine=RANK,
         scenarios=G,
-        doc="Wall time a decode step under torch.profiler, the steps profiled for allreduce_share (rank 0's, GPUs "
-        "only): the profiler adds its own overhead, so compare it with decode_kernel_ms, not with TPOT.",
+        doc="Wall time of a decode step under torch.profiler, the steps of decode_kernel_ms: the profiler adds its own "
+        "overhead, so compare it with decode_kernel_ms, not with TPOT.",
     ),
     col(
         "decode_kernel_families",
@@ -333,7 +334,7 @@ DECLARED = (
         "Decode kernel families",
         combine=RANK,
         scenarios=G,
-        doc="decode_kernel_ms by kernel family, each 'family ms' a step, most first (rank 0's, GPUs only): gemm, "
+        doc="decode_kernel_ms by kernel family, each 'family ms' a step, most first: gemm, "
         "attention, norm, rotary, activation, elementwise, copy, sampling, other (accelbench.core.kernels), and the "
         "NCCL kernels as collective.",
     ),
@@ -343,8 +344,8 @@ DECLARED = (
         "Top decode kernels",
         combine=RANK,
         scenarios=G,
-        doc="The ten kernels with most device time a decode step of a split model, each 'name ms×calls' a step, "
-        "most first (rank 0's, GPUs only): where decode_kernel_ms goes.",
+        doc="The ten kernels with most device time in a decode step, each 'name ms×calls' a step, most first: where "
+        "decode_kernel_ms goes.",
     ),
     col(
         "allreduce_share_note",

@@ -6,8 +6,9 @@ loaded) on the device in its precision (the weight-only precisions quantize its 
 (:mod:`accelbench.backends.lm_fuse`), prompts drawn (random token ids, or windows of the shipped text:
 :mod:`accelbench.data.text`), the backend's loop (:mod:`accelbench.backends.lm_timing`) warmed up (the first
 call compiles and captures: ``compile_s``), then ``repeats`` generations timed per token under telemetry
-(:mod:`~accelbench.scenarios.generate.measure`); a model split over several GPUs then runs a few more decode steps
-under the profiler for the share of a step in its collectives (:mod:`~accelbench.scenarios.generate.collectives`).
+(:mod:`~accelbench.scenarios.generate.measure`); then a few more decode steps run under the profiler, on a GPU for
+where a step's device time goes, and for a split model's share of a step in its collectives
+(:mod:`~accelbench.scenarios.generate.step_profile`).
 With real weights and a tokenizer the perplexity of the case's model on the held-out text is measured too
 (:mod:`~accelbench.scenarios.generate.perplexity`); random weights report no quality and say why.
 """

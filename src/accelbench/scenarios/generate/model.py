@@ -142,8 +142,8 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
     from accelbench.models.lm_shape import shape_of
     from accelbench.quant.lm import lm_dtype
     from accelbench.scenarios.base import case_monitor
-    from accelbench.scenarios.generate.collectives import allreduce_share
     from accelbench.scenarios.generate.measure import compile_columns, generation_columns
+    from accelbench.scenarios.generate.step_profile import decode_profile_columns
 
     dev, ex = rank.device, case.extras
     if ex.tp_degree > 1:
@@ -162,7 +162,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         first = warm_up(run, prompts, engine.warmup, dev)
         with case_monitor(spec, case, dev, rank.pids()) as mon:  # the timed generations only
             gens = [run(prompts) for _ in range(spec.settings.repeats)]
-        comm = allreduce_share(run, prompts, ex.new_tokens, dev) if ex.tp_degree > 1 else {}  # every rank
+        profiled = decode_profile_columns(run, prompts, ex.new_tokens, dev, split=ex.tp_degree > 1)  # every rank
     except BaseException:  # an OOM or a failed capture: the next case builds afresh, never on a half-captured step
         del run, built, loaded
         state.release()
@@ -192,7 +192,7 @@ def _measure_case(case, spec, state: SweepState, rank) -> tuple[dict, dict]:
         rec["peak_mem_bytes"] = torch.cuda.max_memory_allocated(dev)
         rec["peak_mem_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)
     add_telemetry(rec, mon, dev)
-    rec.update(split_columns(rec, rank, ex.tp_degree, per_gpu_weights), **comm)
+    rec.update(split_columns(rec, rank, ex.tp_degree, per_gpu_weights), **profiled)
     rec.update(quality(loaded, case, spec, dev, state.perplexities))
     return rec, {**series, **mon.series()}
 

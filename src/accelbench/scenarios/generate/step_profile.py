@@ -1,11 +1,21 @@
-"""The all-reduce share of a tensor-parallel decode step: how much of a step of a model split over several GPUs
-(:mod:`accelbench.models.tensor_parallel`) is its collectives, the row-parallel all-reduces (two a layer) and the
-split LM head's all-gather.
+"""What a profiled decode step says: where its device time goes, and for a model split over several GPUs
+(:mod:`accelbench.models.tensor_parallel`) the share of it in the collectives, the row-parallel all-reduces (two a
+layer) and the split LM head's all-gather.
 
-After a case's timed generations, outside its telemetry window, every rank runs a prefill and :data:`STEPS` + 1
-more decode steps of the case's session under ``torch.profiler``, the first not recorded
-(:func:`accelbench.backends.lm_timing.profile_decode`; every rank, so that the collectives pair up and each rank bears
-the profiler's overhead alike). Rank 0's figure of the recorded steps is the row's:
+After a case's timed generations, outside its telemetry window, a prefill and :data:`STEPS` + 1 more decode steps of
+the case's session run under ``torch.profiler``, the first not recorded
+(:func:`accelbench.backends.lm_timing.profile_decode`). A split model's ranks all run them, so that the collectives
+pair up and each rank bears the profiler's overhead alike; rank 0's figures are the row's. Cases of one device are
+profiled on a GPU only (:func:`decode_profile_columns`).
+
+**Where the time goes** (on a GPU, :func:`kernel_breakdown`): ``decode_kernel_ms``, the device time of a recorded
+step's kernels, copies and fills, beside ``decode_profiled_step_ms``, its wall time under the profiler (their
+difference is time the GPU had no work: launches, host code, waits); ``decode_kernel_families``, that device time by
+family (:func:`accelbench.core.kernels.classify_transformer`: GEMM/GEMV, attention, norm, ...; the NCCL kernels as
+``collective``); and ``decode_top_kernels``, the kernels that take most of it. Holistic Trace Analysis's temporal
+breakdown divides a trace the same way (idle, compute and communication time; https://hta.readthedocs.io).
+
+**The all-reduce share** (``allreduce_share``, split models only):
 
 - on a GPU (NCCL), device time: the NCCL kernels' time over the time of every device activity recorded (kernels,
   copies, fills) (:func:`accelbench.core.parallel.kernel_collective_share`). An NCCL kernel runs from its launch on
@@ -16,13 +26,6 @@ the profiler's overhead alike). Rank 0's figure of the recorded steps is the row
   launch) and ``_c10d_functional::wait_tensor`` (the wait for gloo's worker thread to finish it); both are counted,
   each once: only collective ops not nested in another one, with their nested time. gloo's own ``gloo:all_reduce``
   events, recorded on gloo's worker threads as asynchronous events, overlap the wait: left out.
-
-On a GPU the same kernels say where the rest of a step goes (:func:`kernel_breakdown`): ``decode_kernel_ms``, the
-device time of a recorded step's kernels, copies and fills, beside ``decode_profiled_step_ms``, its wall time under
-the profiler (their difference is time the GPU had no work: launches, host code, waits), ``decode_kernel_families``,
-that device time by family (:func:`accelbench.core.kernels.classify_transformer`: GEMM/GEMV, attention, norm, ...;
-the NCCL kernels as ``collective``), and ``decode_top_kernels``, the kernels that take most of it. Holistic Trace Analysis's temporal breakdown divides a
-trace the same way (idle, compute and communication time; https://hta.readthedocs.io).
 
 The cost a case: a prefill and nine decode steps (a tenth of a second or two for a 70B model split over two GPUs),
 the profiler's start (on a GPU, the first start in a process sets CUPTI up) and the reading of its events.
@@ -36,28 +39,38 @@ STEPS = 8  # decode steps recorded a case
 TOP_KERNELS = 10  # kernels named in decode_top_kernels
 
 
-def allreduce_share(run, prompts, new_tokens: int, device) -> dict[str, Any]:
-    """``allreduce_share`` of a split model's case (see the module docstring), or None and
-    ``allreduce_share_note`` saying why; every rank calls it with the same arguments.
+def decode_profile_columns(run, prompts, new_tokens: int, device, split: bool) -> dict[str, Any]:
+    """The columns of a case's profiled decode steps (see the module docstring); every rank of a split model calls
+    it with the same arguments.
 
     Args:
         run: the case's :class:`accelbench.backends.lm_timing.Runner` (its session runs the steps).
         prompts: the case's prompts ``(batch, prompt_len)`` on ``device``.
+        split: the model is split over several ranks (tensor parallelism).
+    Returns:
+        a split model's ``allreduce_share`` (or None and ``allreduce_share_note`` saying why) and, on a GPU, the
+        kernel breakdown (:func:`kernel_breakdown`); for one device's model, the kernel breakdown on a GPU, else
+        nothing.
     """
     from accelbench.backends.lm_timing import profile_decode
 
+    if not split and device.type != "cuda":
+        return {}
+    none = _none if split else (lambda why: {})
     if run.session is None:
-        return _none("the engine runs whole generations: no decode step of its own to profile")
+        return none("the engine runs whole generations: no decode step of its own to profile")
     if device.type not in ("cuda", "cpu"):
-        return _none(f"no collective share measured on {device.type}")
+        return none(f"no collective share measured on {device.type}")
     prof = profile_decode(run.session, prompts, new_tokens, STEPS, device)
     if prof.events is None:
-        return _none(prof.error)
+        return none(prof.error)
     try:
-        share = _share(prof, device)
+        share = _share(prof, device) if split else None
         kernels = kernel_breakdown(_kernels(prof), prof.steps, prof.wall_s) if device.type == "cuda" else {}
     except Exception as exc:  # the profile's reading is beside the measurement: a note, never a failed case
-        return _none(f"the profile could not be read: {type(exc).__name__}: {exc}"[:300])
+        return none(f"the profile could not be read: {type(exc).__name__}: {exc}"[:300])
+    if not split:
+        return kernels
     if share is None:
         return _none("the profiler recorded no " + ("kernel" if device.type == "cuda" else "step") + " time")
     return {"allreduce_share": share, **kernels}
