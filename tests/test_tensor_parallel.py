@@ -348,7 +348,7 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     shown = run_cli("results", "--db", str(db), "--run", "1")
     assert shown.returncode == 0 and "static-cache" in shown.stdout
     # the report sets the two runs' degrees of the case side by side: TP efficiency and TPOT speed-up against TP 1
-    from accelbench.report.document import build, render_html
+    from accelbench.report.document import build, render_html, render_markdown
     from accelbench.report.generate import tp_rows
     from accelbench.report.views import view
 
@@ -364,6 +364,7 @@ def test_a_split_generation_stores_one_row_with_per_gpu_columns(tmp_path):
     assert table["title"] == "Tensor parallelism" and len(table["rows"]) == 2
     efficiency = table["rows"][1][table["headers"].index("TP efficiency")]
     assert efficiency == shown_as["tp_efficiency"](split["tp_efficiency"]) and efficiency in render_html(doc)
+    assert "the case's smallest degree" in render_markdown(doc)  # text, not HTML entities, in markdown
     shares = [r[table["headers"].index("All-reduce share")] for r in table["rows"]]
     assert shares[1] == shown_as["allreduce_share"](row["allreduce_share"]) and shares[0] != shares[1]
     # the case's verdict line: priced (the CPU's price) and faster split, or not

@@ -189,7 +189,7 @@ def render_html(doc: dict[str, Any]) -> str:
 
 def _md(text: Any) -> str:
     """A markdown cell: HTML special characters as entities (a ``<script>`` stays text), pipes escaped."""
-    return html.escape(str(text)).replace("|", "\\|").replace("\n", " ")
+    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
