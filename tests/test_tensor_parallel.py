@@ -189,13 +189,25 @@ def test_a_decode_steps_kernels_are_summed_by_family_and_named_most_first():
         ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 300.0),
         ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_3", 60.0),
         ("Memcpy DtoD (Device -> Device)", 40.0),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu<float>>(int)",
+            20.0,
+        ),
     ]
     out = kernel_breakdown(kernels, 2, 1.2e-3)
-    assert out["decode_kernel_ms"] == pytest.approx(0.7) and out["decode_profiled_step_ms"] == pytest.approx(0.6)
-    assert out["decode_kernel_families"] == "gemm 0.500 ms; collective 0.150 ms; norm 0.030 ms; copy 0.020 ms"
+    assert out["decode_kernel_ms"] == pytest.approx(0.71) and out["decode_profiled_step_ms"] == pytest.approx(0.6)
+    assert (
+        out["decode_kernel_families"]
+        == "gemm 0.500 ms; collective 0.150 ms; norm 0.030 ms; copy 0.020 ms; activation 0.010 ms"
+    )
     top = out["decode_top_kernels"].split("; ")
-    assert top[0] == "gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, 16, 4, 4, false, false> 0.500 ms×1"
-    assert top[1] == "ncclDevKernel_AllReduce_Sum_bf16_RING_LL 0.150 ms×0.5" and len(top) == 4
+    assert top[0] == "gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, 16, 4, 4, false, false> 0.500 ms x1"
+    assert top[1] == "ncclDevKernel_AllReduce_Sum_bf16_RING_LL 0.150 ms x0.5" and len(top) == 5
+    assert top[3] == "Memcpy DtoD 0.020 ms x0.5"  # a name without its arguments, inside template brackets too:
+    assert (
+        top[4]
+        == "at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu<fl… 0.010 ms x0.5"
+    )
     assert kernel_breakdown([], 2, 1.0) == {}
     with pytest.raises(ValueError, match="steps 0"):
         kernel_breakdown(kernels, 0, 1.0)

@@ -344,7 +344,7 @@ DECLARED = (
         "Top decode kernels",
         combine=RANK,
         scenarios=G,
-        doc="The ten kernels with most device time in a decode step, each 'name ms×calls' a step, most first: where "
+        doc="The ten kernels with most device time in a decode step, each 'name ms xcalls' a step, most first: where "
         "decode_kernel_ms goes.",
     ),
     col(

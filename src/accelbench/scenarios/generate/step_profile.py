@@ -88,7 +88,7 @@ def kernel_breakdown(kernels: list[tuple[str, float]], steps: int, wall_s: float
         ``decode_kernel_ms`` (device time a step, ms), ``decode_profiled_step_ms`` (wall time a step under the
         profiler, ms), ``decode_kernel_families`` (each family's device time a step, "family ms", most first, "; "
         between) and ``decode_top_kernels`` (the :data:`TOP_KERNELS` kernel names with most device time, each
-        "name ms×calls" a step, most first); empty when nothing was recorded.
+        "name ms xcalls" a step, most first); empty when nothing was recorded.
     Raises:
         ValueError: ``steps`` below 1.
     """
@@ -116,14 +116,21 @@ def kernel_breakdown(kernels: list[tuple[str, float]], steps: int, wall_s: float
             f"{fam} {t / steps / 1e3:.3f} ms" for fam, t in sorted(families.items(), key=lambda kv: -kv[1])
         ),
         "decode_top_kernels": "; ".join(
-            f"{_short(name)} {t / steps / 1e3:.3f} ms×{n / steps:g}" for name, (t, n) in top
+            f"{_short(name)} {t / steps / 1e3:.3f} ms x{n / steps:g}" for name, (t, n) in top
         ),
     }
 
 
 def _short(name: str) -> str:
-    """A kernel's name without its return type and arguments, at most 80 characters."""
-    name = name.removeprefix("void ").split("(")[0].strip()
+    """A kernel's name without its return type and arguments (the first ``(`` outside template brackets: a template
+    argument may hold ``(anonymous namespace)``), at most 80 characters."""
+    name, depth = name.removeprefix("void "), 0
+    for i, c in enumerate(name):
+        depth += (c == "<") - (c == ">")
+        if c == "(" and depth == 0:
+            name = name[:i]
+            break
+    name = name.strip()
     return name if len(name) <= 80 else name[:79] + "…"
 
 
