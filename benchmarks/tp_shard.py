@@ -20,20 +20,10 @@ from __future__ import annotations
 
 model_kind = "lm"
 
-# meta-llama/Llama-3.1-70B config.json (accelbench.models.hf.ARCHITECTURES["llama-3.1-70b"])
-LLAMA_70B = dict(
-    vocab_size=128256,
-    hidden_size=8192,
-    intermediate_size=28672,
-    num_hidden_layers=80,
-    num_attention_heads=64,
-    num_key_value_heads=8,
-)
-
 
 def rank_config(tp: int, **whole):
-    """A ``LlamaConfig`` of one rank's part of the Llama ``whole`` (:data:`LLAMA_70B`'s keys) split over ``tp``
-    GPUs, the other values those of accelbench's ``hf:llama-3.1-70b``.
+    """A ``LlamaConfig`` of one rank's part of a Llama split over ``tp`` GPUs: accelbench's ``hf:llama-3.1-70b``
+    (meta-llama/Llama-3.1-70B's config.json), its values replaced by ``whole``'s.
 
     Raises:
         ValueError: ``tp`` does not divide the query heads, the key-value heads, the intermediate size or the
@@ -43,7 +33,7 @@ def rank_config(tp: int, **whole):
 
     from accelbench.models.hf import ARCHITECTURES
 
-    values = {**ARCHITECTURES["llama-3.1-70b"].values, **LLAMA_70B, **whole}
+    values = {**ARCHITECTURES["llama-3.1-70b"].values, **whole}
     split = ("num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size")
     if any(values[k] % tp for k in split):
         raise ValueError(f"tp {tp} does not divide {', '.join(f'{k} {values[k]}' for k in split)}")
