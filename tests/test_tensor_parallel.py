@@ -216,11 +216,11 @@ def test_a_gpu_profiles_share_leaves_out_host_ops_and_annotation_spans():
     (the profiler's step) that covers the kernels already counted, nor a host op's time."""
     from types import SimpleNamespace as Event
 
-    import torch
     from torch.autograd import DeviceType
 
     from accelbench.backends.lm_timing import DecodeProfile
-    from accelbench.scenarios.generate.step_profile import _share
+    from accelbench.core.parallel import kernel_collective_share
+    from accelbench.scenarios.generate.step_profile import _kernels
 
     def ev(name, t, device=DeviceType.CUDA, annotation=False):
         return Event(name=name, self_device_time_total=t, device_type=device, is_user_annotation=annotation)
@@ -232,7 +232,7 @@ def test_a_gpu_profiles_share_leaves_out_host_ops_and_annotation_spans():
         ev("gemvx::kernel<int, int, __nv_bfloat16, __nv_bfloat16, float, false, true>", 60.0),
         ev("Memset (Device)", 0.0),
     ]
-    share = _share(DecodeProfile(events=events, wall_s=1e-4, steps=1), torch.device("cuda"))
+    share = kernel_collective_share(_kernels(DecodeProfile(events=events, wall_s=1e-4, steps=1)))
     assert share == 20.0 / 80.0
 
 

@@ -53,6 +53,7 @@ def decode_profile_columns(run, prompts, new_tokens: int, device, split: bool) -
         nothing.
     """
     from accelbench.backends.lm_timing import profile_decode
+    from accelbench.core.parallel import kernel_collective_share
 
     if not split and device.type != "cuda":
         return {}
@@ -65,15 +66,18 @@ def decode_profile_columns(run, prompts, new_tokens: int, device, split: bool) -
     if prof.events is None:
         return none(prof.error)
     try:
-        share = _share(prof, device) if split else None
-        kernels = kernel_breakdown(_kernels(prof), prof.steps, prof.wall_s) if device.type == "cuda" else {}
+        kernels = _kernels(prof) if device.type == "cuda" else None  # read once: the share's and the breakdown's
+        share = None
+        if split:
+            share = _host_share(prof) if kernels is None else kernel_collective_share(kernels)
+        breakdown = {} if kernels is None else kernel_breakdown(kernels, prof.steps, prof.wall_s)
     except Exception as exc:  # the profile's reading is beside the measurement: a note, never a failed case
         return none(f"the profile could not be read: {type(exc).__name__}: {exc}"[:300])
     if not split:
-        return kernels
+        return breakdown
     if share is None:
         return _none("the profiler recorded no " + ("kernel" if device.type == "cuda" else "step") + " time")
-    return {"allreduce_share": share, **kernels}
+    return {"allreduce_share": share, **breakdown}
 
 
 def kernel_breakdown(kernels: list[tuple[str, float]], steps: int, wall_s: float) -> dict[str, Any]:
@@ -151,14 +155,11 @@ def _none(why: str | None) -> dict[str, Any]:
     return {"allreduce_share": None, "allreduce_share_note": why}
 
 
-def _share(prof, device) -> float | None:
-    """The share of the recorded steps' time in the collectives: device time on CUDA, host time on CPUs."""
+def _host_share(prof) -> float | None:
+    """The share of the recorded steps' host time in the collectives (CPUs, gloo: the module docstring)."""
     from torch.autograd import DeviceType
 
-    from accelbench.core.parallel import host_collective_share, is_collective_op, kernel_collective_share
-
-    if device.type == "cuda":
-        return kernel_collective_share(_kernels(prof))
+    from accelbench.core.parallel import host_collective_share, is_collective_op
 
     def outermost(e) -> bool:
         parent = e.cpu_parent
