@@ -3,7 +3,9 @@
 import pytest
 
 from accelbench.core import parallel as maths
+from accelbench.core import stage
 from accelbench.core.errors import ConfigError
+from accelbench.core.stage import Where, from_events
 from accelbench.launchers.torchrun import results
 from accelbench.launchers.torchrun.job import DistOptions
 from accelbench.launchers.torchrun.launch import LaunchResult, failure, torchrun_argv
@@ -215,6 +217,51 @@ def test_failure_reason_names_the_first_failing_rank():
     assert failure(LaunchResult(returncode=1, errors=oom))[0] == "oom"
     status, why = failure(LaunchResult(returncode=-9, timed_out=True, current="m|bs=4", timeout_s=30.0))
     assert status == "error" and why.startswith("timeout: case 'm|bs=4' ran past 30 s")
+    held = Where(case="m|bs=4", since=0.0, stage="warming up", stage_since=5.0)
+    _, why = failure(LaunchResult(returncode=-9, timed_out=True, current="m|bs=4", timeout_s=30.0, where=held))
+    assert why == "timeout: case 'm|bs=4' ran past 30 s, last in warming up; all ranks were stopped"
+
+
+def test_where_a_job_was_from_its_progress_events():
+    """The launcher's reading of its ranks' events: the running case and its last stage, the start-up's stage
+    before any case, nothing once every started case is done; and the line a stopped run prints."""
+    ev = [
+        {"event": "stage", "key": None, "t": 1.0, "what": "measuring the device's ceilings"},
+        {"event": "start", "key": "a", "t": 10.0},
+        {"event": "stage", "key": "a", "t": 11.0, "what": "loading the model"},
+        {"event": "stage", "key": "a", "t": 40.0, "what": "the timed window"},
+        {"event": "done", "key": "a", "t": 50.0},
+        {"event": "start", "key": "b", "t": 51.0},
+        {"event": "stage", "key": "b", "t": 52.0, "what": "loading the model"},
+        {"event": "stage", "key": "b", "t": 70.0, "what": "the warm-up generation"},
+    ]
+    assert from_events(ev[:1]) == Where(case=None, since=1.0, stage="measuring the device's ceilings", stage_since=1.0)
+    assert (
+        from_events(ev[:1]).line(now=13.4)
+        == "start-up, before any case; stage: measuring the device's ceilings, for 12 s"
+    )
+    assert from_events(ev[:5]) is None
+    assert from_events(ev[:6]) == Where(case="b", since=51.0)
+    assert from_events(ev[:6]).line(now=53.0) == "case b after 2 s"
+    where = from_events(ev)
+    assert where == Where(case="b", since=51.0, stage="the warm-up generation", stage_since=70.0)
+    assert where.line(now=301.0) == "case b after 250 s; stage: the warm-up generation, for 231 s"
+    assert from_events([]) is None
+
+
+def test_a_process_stage_is_its_case_and_what_it_last_entered():
+    """The one-process state the sweep loop and the steps set: a case's start clears the stage, :func:`enter`
+    names it and tells the listeners, the case's end clears it."""
+    heard = []
+    stage.start_case("k")
+    with stage.listening(heard.append):
+        stage.enter("building the model")
+    stage.enter("warming up")  # no listener any more
+    where = stage.current()
+    assert (where.case, where.stage, heard) == ("k", "warming up", ["building the model"])
+    assert where.stage_since >= where.since
+    stage.end_case()
+    assert stage.current() is None
 
 
 def test_sizes_gpu_sets_links_and_work():

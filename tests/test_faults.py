@@ -4,6 +4,7 @@ says why, and nothing finished is lost. One parametrised test per row (see ``fau
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -469,6 +470,11 @@ def _interrupted_run(db: Path, batch_sizes: str, gate) -> list[str]:
     gate.signal(lambda: proc.send_signal(signal.SIGTERM))
     _, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130 and "rerun with --resume" in err, err
+    # where it stopped: the held case, in the step of its first forward (one process: the signal finds it there)
+    assert re.search(
+        r"it stopped in case \S*\|bs=2\|\S* after \d+ s; stage: the untimed first pass \(outputs checked\), for \d+ s;",
+        err,
+    ), err
     assert stored_rows(db) == 1
     return args
 

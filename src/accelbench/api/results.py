@@ -76,6 +76,8 @@ class RunResult(Result):
         already_complete: ``resume`` found no unfinished run but a complete one of the same settings: nothing ran.
         resume_new: ``resume`` found no run of the same settings at all: a new run was started.
         stop_reason: why the sweep stopped before its end other than Ctrl-C/SIGTERM (one line), or None.
+        stopped_in: where an interrupted sweep was when it stopped (the running case, its stage and for how long),
+            or None.
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)
@@ -84,6 +86,7 @@ class RunResult(Result):
     already_complete: bool = False
     resume_new: bool = False
     stop_reason: str | None = None
+    stopped_in: str | None = None
 
     @classmethod
     def of(cls, outcome, store, **more) -> RunResult | None:
@@ -103,6 +106,7 @@ class RunResult(Result):
             already_complete=outcome.already_complete,
             resume_new=outcome.resume_new,
             stop_reason=outcome.stop_reason,
+            stopped_in=outcome.stopped_in,
             **more,
         )
 

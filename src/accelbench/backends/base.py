@@ -96,8 +96,10 @@ class Backend:
             ``(forward, compile_s)``: ``forward(x) -> logits`` and the first call's wall seconds (tracing,
             code generation, autotuning or graph capture, plus one execution); None for eager.
         """
+        from accelbench.core import stage
         from accelbench.core.timing import sync
 
+        stage.enter(f"building the {self.name} forward")
         t0 = time.perf_counter()
         fn = self._build(module, example, device)
         sync(device)

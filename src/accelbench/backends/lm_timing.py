@@ -208,8 +208,11 @@ def warm_up(run, prompts, warmup: int, device) -> Generation:
     Raises:
         ValueError: ``warmup`` below 1.
     """
+    from accelbench.core import stage
+
     if warmup < 1:
         raise ValueError(f"warmup {warmup}: one generation at least")
+    stage.enter("the warm-up generation (a compiling engine compiles its steps here)")
     first = run(prompts)
     for _ in range(warmup - 1):
         run(prompts)

@@ -159,7 +159,10 @@ def measure(device, matmul_n: int | None = None, copy_bytes: int | None = None) 
     """Measure every ceiling of ``device`` (GPU: n = 8192, 2 GiB copies; CPU: n = 1024, 256 MiB)."""
     import torch
 
+    from accelbench.core import stage
     from accelbench.core.device import cpu_model
+
+    stage.enter("measuring the device's ceilings")
 
     cuda = device.type == "cuda"
     n = matmul_n or (8192 if cuda else 1024)

@@ -90,7 +90,9 @@ def _run(argv: list[str] | None) -> int:
     except aborts as exc:
         if isinstance(exc.__cause__, EOFError):  # click turns an EOFError into Abort, as it does Ctrl-C
             return _internal(exc.__cause__)
-        err_console.print("interrupted: nothing was stored")
+        from accelbench.cli.common import nothing_stored
+
+        err_console.print(nothing_stored())
         return EXIT_INTERRUPTED
     except usage_errors as exc:
         where = getattr(getattr(exc, "ctx", None), "command_path", "accelbench")

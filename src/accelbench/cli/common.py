@@ -66,7 +66,7 @@ def command(name: str | None = None):
                 said_by = getattr(exc, "said_by", None)
                 fail(said_by(f"accelbench {cmd}") if said_by else str(exc), exc.exit_code)
             except KeyboardInterrupt:  # a sweep turns Ctrl-C into an interrupted run: this came before one
-                err_console.print("interrupted: nothing was stored")
+                err_console.print(nothing_stored())
                 raise typer.Exit(130) from None
             finally:
                 console.stderr = False  # `--json -` sent this command's text to stderr
@@ -142,14 +142,31 @@ def run_ref(db: Path, ref: str | None) -> tuple[Any, dict]:
     return store, store.run(run_id)
 
 
+def nothing_stored() -> str:
+    """The line of a command stopped before its sweep opened a run: "interrupted: nothing was stored", and where it
+    was when the process had started a stage (:mod:`accelbench.core.stage`: measuring the device's ceilings)."""
+    from accelbench.core import stage
+
+    where = stage.current()
+    return "interrupted: nothing was stored" + (f" (stopped in {where.line()})" if where else "")
+
+
 def finish(
-    store, run_id: int, *, interrupted: bool = False, json_path: Path | None = None, statuses: list | None = None
+    store,
+    run_id: int,
+    *,
+    interrupted: bool = False,
+    json_path: Path | None = None,
+    statuses: list | None = None,
+    stopped_in: str | None = None,
 ) -> None:
     """End a command that ran cases: failures counted, JSON written (one line when it cannot be: exit 1, the run
     stays stored), the next commands named; raises typer.Exit with :func:`accelbench.core.errors.exit_code`'s code.
 
     Args:
         statuses: the statuses of the rows this command stored (default: every row of the run).
+        stopped_in: where an interrupted run was when it stopped (:attr:`accelbench.sweep.loop.Outcome.stopped_in`,
+            taken as it stopped); None: where this process last knew it was (a study's launches), if anywhere.
     """
     from accelbench import api
 
@@ -171,7 +188,13 @@ def finish(
         err_console.print(styled("error:", "red", f" {exc} (run {run_id} is stored in {store.path})"))
         code = code or EXIT_CASE_ERRORS
     if interrupted:
-        err_console.print(f"interrupted: {len(statuses)} finished cases stored in run {run_id}; rerun with --resume")
+        from accelbench.core import stage
+
+        stopped_in = stopped_in or (stage.current().line() if stage.current() else None)
+        where = f"; it stopped in {stopped_in}" if stopped_in else ""
+        err_console.print(
+            f"interrupted: {len(statuses)} finished cases stored in run {run_id}{where}; rerun with --resume"
+        )
     db = (
         ""
         if Path(store.path).name == "accelbench.db" and Path(store.path).parent == Path(".")
@@ -204,4 +227,5 @@ def finish_outcome(out, store, *, json_path: Path | None = None, wide: bool = Fa
         interrupted=out.interrupted,
         json_path=None if out.stop_reason else json_path,
         statuses=[r["status"] for r in out.records],
+        stopped_in=out.stopped_in,
     )

@@ -77,6 +77,9 @@ def time_windows(
 
 def warm_up(step: Callable[[Any], Any], items: Sequence, n: int, device: torch.device) -> float:
     """Run ``n`` untimed steps; returns the seconds one took on average (0 when ``n`` is 0)."""
+    from accelbench.core import stage
+
+    stage.enter("warming up")
     t0 = time.perf_counter()
     for i in range(n):
         step(items[i % len(items)])

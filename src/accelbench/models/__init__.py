@@ -167,9 +167,12 @@ def create_model(name: str, pretrained: bool = True) -> LoadedModel:
         UnknownModelError: the name matches nothing; the message lists where it looked.
         MissingDependencyError: ``timm:`` was asked for without timm installed.
     """
+    from accelbench.core import stage
+
     model = lookup(name)
     if model.build is None:
         raise ModelKindError(name, model.kind or LM, IMAGE, "create_model")
+    stage.enter("building the model")
     loaded = model.build(pretrained)
     loaded.module.eval()
     return loaded

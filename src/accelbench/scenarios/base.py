@@ -296,7 +296,9 @@ def case_monitor(spec: Spec, case: Case, device: torch.device, pids: tuple[int, 
         pids: the job's other processes on this host (:meth:`accelbench.core.rank.Rank.pids`).
     """
     from accelbench import backends
+    from accelbench.core import stage
     from accelbench.telemetry import isolation_for, monitor
 
+    stage.enter("the timed window")
     host_bound = case.mode in backends.names() and backends.mode(case.mode).host_bound
     return monitor(device, spec.telemetry_period_ms / 1000, pids, isolation_for(spec.telemetry_isolation, host_bound))

@@ -228,8 +228,10 @@ def _untimed_first(fwd, data, dev, n_classes: int | None = None):
     """
     import time
 
+    from accelbench.core import stage
     from accelbench.core.timing import sync
 
+    stage.enter("the untimed first pass (outputs checked)")
     batches, blabels, n_real, feed = data
     t0 = time.perf_counter()
     labelled = bool(blabels) and blabels[0] is not None

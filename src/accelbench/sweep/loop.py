@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.core import stage
 from accelbench.core.errors import COMPLETE, INTERRUPTED, OK, OOM, SKIPPED, SettingsNote, StopSweep
 from accelbench.core.spec import current_key
 from accelbench.launchers.case import setup_frozen
@@ -47,6 +48,8 @@ class Outcome:
         already_complete: ``resume`` found no unfinished run but a complete one of the same settings: nothing ran.
         resume_new: ``resume`` found no run of the same settings at all: a new run was started.
         stop_reason: why the sweep stopped before its end other than Ctrl-C/SIGTERM (one line), or None.
+        stopped_in: where an interrupted sweep was when it stopped (:meth:`accelbench.core.stage.Where.line`:
+            the running case, its stage and for how long), or None.
     """
 
     run_id: int
@@ -58,6 +61,7 @@ class Outcome:
     already_complete: bool = False
     resume_new: bool = False
     stop_reason: str | None = None
+    stopped_in: str | None = None
 
 
 @dataclass
@@ -101,6 +105,7 @@ class Sweep:
         return {**self.scenario.base_record(case, self.device), "status": SKIPPED, "error": reason}
 
     def started(self, case) -> None:
+        stage.start_case(self.key(case))
         if self.on_case:
             self.on_case(self._index, self.total, case, None)
 
@@ -134,6 +139,7 @@ class Sweep:
                 if group is not None:
                     self.oom_at[group] = min(case.batch_size or 0, self.oom_at.get(group, case.batch_size or 0))
             self.out.records.append(rec)
+        stage.end_case()
         self._index += 1
         if self.on_case:
             self.on_case(self._index, self.total, case, rec if rec is not None else {"status": OK})
@@ -223,6 +229,7 @@ def run(
     from accelbench.launchers import INLINE
 
     launcher = launcher or INLINE
+    stage.adopt(None)  # nothing is running yet: no earlier sweep's case in this process
     device, cases = check(scenario, spec, launcher)
     kind, spec_hash = launcher.kind(scenario), spec.spec_hash(**launcher.identity())
     if run_id is None and resume and store.resumable_run(kind, spec_hash) is None:
@@ -298,7 +305,8 @@ def _execute(launcher, sweep: Sweep, todo: list, state) -> None:
         with setup_frozen():
             launcher.execute(sweep, todo, state)
     except KeyboardInterrupt:
-        sweep.out.interrupted = True
+        where = stage.current()
+        sweep.out.interrupted, sweep.out.stopped_in = True, where.line() if where else None
     except StopSweep as exc:  # the store stopped taking rows: what is stored stays, --resume continues
         sweep.out.interrupted, sweep.out.stop_reason = True, str(exc)
 

@@ -1,8 +1,8 @@
 """What a launcher hands its ranks: a :class:`Job` (JSON file), and the files ranks report back through.
 
 The launcher writes ``job.json`` into a fresh work directory and starts torchrun on it. Local rank 0 of
-each node appends ``{"event": "start"|"done", "key": ...}`` lines to ``progress.jsonl`` (how the
-launcher times out a hung case); a rank whose case raises writes ``error-rank<R>.json`` with a one-line
+each node appends ``{"event": "start"|"stage"|"done", "key": ...}`` lines to ``progress.jsonl`` (how the
+launcher times out a hung case, and says where a stopped job was); a rank whose case raises writes ``error-rank<R>.json`` with a one-line
 reason before exiting non-zero. The ranks' measurements travel through torch.distributed to global rank 0,
 which writes one ``result-<NNNN>.json`` per finished case (every rank's record and raw series, and the
 detail rows the scenario made); the launcher reads them as they appear and stores them: the launcher is
@@ -120,11 +120,13 @@ def read_results(workdir: str | Path, seen: set[str]) -> list[tuple[str, dict[st
     return out
 
 
-def note_progress(workdir: str | None, event: str, key: str) -> None:
-    """Append one progress event (called by local rank 0 only)."""
+def note_progress(workdir: str | None, event: str, key: str | None, what: str | None = None) -> None:
+    """Append one progress event (called by local rank 0 only): ``start`` and ``done`` of the case ``key``, or a
+    ``stage`` (``what``: :mod:`accelbench.core.stage`) of it (``key`` None: of the start-up)."""
     if workdir:
+        doc = {"event": event, "key": key, "t": time.time(), **({"what": what} if what else {})}
         with open(Path(workdir) / PROGRESS, "a") as fh:
-            fh.write(json.dumps({"event": event, "key": key, "t": time.time()}) + "\n")
+            fh.write(json.dumps(doc) + "\n")
 
 
 def read_progress(workdir: str | Path) -> list[dict[str, Any]]:

@@ -35,8 +35,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from accelbench.core import stage
 from accelbench.core.errors import ERROR, OOM
 from accelbench.core.signals import handlers, raise_interrupt
+from accelbench.core.stage import Where, from_events
 from accelbench.launchers.torchrun.job import DistOptions, Job, read_errors, read_progress, read_results
 from accelbench.launchers.torchrun.ranks import child_env
 
@@ -75,6 +77,8 @@ class LaunchResult:
         errors: rank error reports, earliest first (see :func:`accelbench.launchers.torchrun.job.read_errors`).
         tail: the last output lines (for a reason when no rank reported one).
         wall_s: seconds from start to exit.
+        where: the running case and its stage when it ended (:class:`accelbench.core.stage.Where`; None when every
+            started case finished).
     """
 
     returncode: int
@@ -85,6 +89,7 @@ class LaunchResult:
     tail: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     timeout_s: float | None = None
+    where: Where | None = None
 
     @property
     def ok(self) -> bool:
@@ -203,6 +208,7 @@ class Torchrun:
             tail=list(self.tail),
             wall_s=time.monotonic() - self._t0,
             timeout_s=self.opts.timeout_s if current else self.opts.startup_timeout_s,
+            where=from_events(events),
         )
 
     def kill(self) -> None:
@@ -303,6 +309,7 @@ def launch(
         with shielded():
             run.kill()
         deliver()  # a case that finished just before the stop is kept
+        stage.adopt(from_events(read_progress(run.workdir)))  # where the ranks were: the sweep says so
         raise
     except BaseException:  # a result that cannot be stored (StopSweep: the store is locked or full), a bug
         with shielded():
@@ -317,7 +324,8 @@ def failure(res: LaunchResult) -> tuple[str, str]:
     """``(status, one-line reason)`` for a failed launch: ``oom`` or ``error``; names the failing rank."""
     if res.timed_out:
         what = f"case {res.current!r}" if res.current else "startup (imports, rendezvous)"
-        return ERROR, f"timeout: {what} ran past {res.timeout_s:g} s; all ranks were stopped"
+        last = f", last in {res.where.stage}" if res.where is not None and res.where.stage else ""
+        return ERROR, f"timeout: {what} ran past {res.timeout_s:g} s{last}; all ranks were stopped"
     if res.errors:
         first = res.errors[0]
         return (OOM if first["oom"] else ERROR), f"rank {first['rank']} failed: {first['error']}"

@@ -1,6 +1,6 @@
 """What every rank runs: ``python -m accelbench.launchers.torchrun.worker JOB.json`` (started by torchrun).
 
-Per case: local rank 0 notes the start; every rank runs the case as one process does
+Per case: local rank 0 notes the start, and each stage the case enters (:mod:`accelbench.core.stage`); every rank runs the case as one process does
 (:func:`accelbench.launchers.case.run_case`: the same row, settings, cleanup and statuses; the scenario's
 ``measure`` on the rank's share); a rank whose case fails writes its one-line reason to the job's work
 directory and re-raises (torchrun then stops the others); every rank's record
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from accelbench.core import stage
 from accelbench.core.errors import OOM, one_line
 from accelbench.launchers.torchrun.job import Job, note_error, note_progress, write_result
 from accelbench.launchers.torchrun.ranks import RankInfo, rank_info
@@ -47,6 +48,7 @@ def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
 
     if ctx.info.local_rank == 0:
         note_progress(ctx.workdir, "start", case.key)
+    stage.start_case(case.key)
     rec, series = run_case(
         scenario,
         case,
@@ -61,16 +63,33 @@ def measure_case(ctx, scenario, case, spec, state, sink) -> dict[str, Any]:
 
 def run_cases(ctx, scenario, spec, cases: list, on_result: Callable[[int, Any, list], None] | None) -> None:
     """Run ``cases`` in order on this rank; rank 0 calls ``on_result(index, case, gathered)`` after each."""
-    state = scenario.prepare(spec, ctx.device, None)
-    sink = RankSink()
-    for i, case in enumerate(cases):
-        mine = measure_case(ctx, scenario, case, spec, state, sink)
-        gathered = ctx.gather(mine)
-        if ctx.rank == 0 and on_result is not None:
-            on_result(i, case, gathered)
-        if ctx.info.local_rank == 0:
-            note_progress(ctx.workdir, "done", case.key)
-        ctx.host_barrier()
+    with _stages_noted(ctx):
+        state = scenario.prepare(spec, ctx.device, None)
+        sink = RankSink()
+        for i, case in enumerate(cases):
+            mine = measure_case(ctx, scenario, case, spec, state, sink)
+            gathered = ctx.gather(mine)
+            if ctx.rank == 0 and on_result is not None:
+                on_result(i, case, gathered)
+            if ctx.info.local_rank == 0:
+                note_progress(ctx.workdir, "done", case.key)
+            stage.end_case()
+            ctx.host_barrier()
+
+
+def _stages_noted(ctx):
+    """On local rank 0 of a launched job, a context in which each stage entered is a progress event for the
+    launcher (of the running case, or of the start-up); elsewhere one that does nothing."""
+    import contextlib
+
+    if ctx.info.local_rank != 0 or not ctx.workdir:
+        return contextlib.nullcontext()
+
+    def note(what: str) -> None:
+        where = stage.current()
+        note_progress(ctx.workdir, "stage", where.case if where else None, what)
+
+    return stage.listening(note)
 
 
 def run_job(job: Job, info: RankInfo) -> None:

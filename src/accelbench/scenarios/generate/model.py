@@ -63,11 +63,13 @@ def built_for(case, spec, device, state: SweepState) -> Built:
     load by the case's engine (the previous one released first: one model on the device at a time); split over the
     job's ranks when the case is tensor-parallel (``case.extras.dims``)."""
     from accelbench.backends import engine as engines
+    from accelbench.core import stage
 
     key = _key(case, spec)
     if state.built is not None and state.built.key == key:
         return state.built
     state.release()
+    stage.enter("loading the model")
     engine, dims = engines.get(case.mode), case.extras.dims
     args = (case.model, case.precision, device, spec.seed)
     state.built = Built(key=key, engine=engine, loaded=engine.load(*args, dims=dims) if dims.tp else engine.load(*args))
@@ -92,6 +94,9 @@ def quality(loaded, case, spec, device, cache: dict) -> dict[str, Any]:
     fused = engine.get(case.mode).capabilities.fused_projections
     key = (case.model, case.precision, fused, spec.settings.perplexity_window)
     if key not in cache:
+        from accelbench.core import stage
+
+        stage.enter("measuring perplexity")
         ids = torch.tensor(loaded.tokenizer(held_out_text())["input_ids"], dtype=torch.long)
         window = min(spec.settings.perplexity_window, loaded.info.context_len or spec.settings.perplexity_window)
         p = perplexity(loaded.module, ids, window=window, batch_size=8, device=device)

@@ -1,0 +1,108 @@
+"""Where a sweep is while it runs: the case it measures and the stage of that case ("loading the model", "the
+warm-up generation", "the timed window"), so that a run stopped by Ctrl-C, SIGTERM or a
+timeout says where it was, not only "no cases ran".
+
+The shared steps of every scenario name their stage (:func:`enter`: building a model, compiling, warming up, the
+timed window, profiling); the sweep loop names the case (:func:`start_case`, :func:`end_case`). The state is one
+process's. A torchrun rank's stages reach the launcher as progress events (``{"event": "stage", "key", "what"}``,
+:mod:`accelbench.launchers.torchrun.job`): local rank 0 writes them through :func:`listening`, and the launcher
+reads them back with :func:`from_events`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """The running case and its stage.
+
+    Attributes:
+        case: the case's key (a row's ``case_key``); None before the first case (start-up: the device's ceilings,
+            the data).
+        since: when the case started (``time.time()``, s).
+        stage: what it is doing, None until a step names it.
+        stage_since: when that stage began (``time.time()``, s).
+    """
+
+    case: str | None
+    since: float
+    stage: str | None = None
+    stage_since: float | None = None
+
+    def line(self, now: float | None = None) -> str:
+        """``"case K after 250 s; stage: loading the model, for 120 s"``: whole seconds up to ``now``
+        (``time.time()`` by default)."""
+        now = time.time() if now is None else now
+        head = f"case {self.case} after {now - self.since:.0f} s" if self.case else "start-up, before any case"
+        if self.stage is None or self.stage_since is None:
+            return head
+        return f"{head}; stage: {self.stage}, for {now - self.stage_since:.0f} s"
+
+
+_where: Where | None = None
+_listeners: list[Callable[[str], None]] = []
+
+
+def start_case(key: str) -> None:
+    """``key``'s case starts: no stage yet."""
+    global _where
+    _where = Where(case=key, since=time.time())
+
+
+def end_case() -> None:
+    """The running case ended (stored)."""
+    global _where
+    _where = None
+
+
+def enter(what: str) -> None:
+    """The running case (or the start-up, outside a case) is now doing ``what`` (a phrase: "compiling"); the
+    listeners hear it."""
+    global _where
+    now = time.time()
+    _where = replace(_where or Where(case=None, since=now), stage=what, stage_since=now)
+    for listener in list(_listeners):
+        listener(what)
+
+
+def current() -> Where | None:
+    """Where this process is, or None between cases."""
+    return _where
+
+
+def adopt(where: Where | None) -> None:
+    """Take ``where`` as this process's (a launcher, from its ranks' events)."""
+    global _where
+    _where = where
+
+
+@contextlib.contextmanager
+def listening(listener: Callable[[str], None]) -> Iterator[None]:
+    """``listener(what)`` is called on every :func:`enter` inside the block."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def from_events(events: list[dict]) -> Where | None:
+    """Where a torchrun job was, from its progress events (``{"event": "start"|"stage"|"done", "key", "t"}``, and
+    ``"what"`` for a stage): the last started case without its ``done`` and its last stage; the start-up's last
+    stage when no case started; None when every started case is done."""
+    where = None
+    for e in events:
+        event, key = e.get("event"), e.get("key")
+        if event == "start":
+            where = Where(case=key, since=e["t"])
+        elif event == "stage":
+            base = where if where is not None and where.case == key else Where(case=key, since=e["t"])
+            where = replace(base, stage=e.get("what"), stage_since=e["t"])
+        elif event == "done" and where is not None and where.case == key:
+            where = None
+    return where
