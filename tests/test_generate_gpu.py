@@ -135,7 +135,9 @@ def test_every_backend_and_precision_runs(tmp_path):
     stepped = [r for r in rows if r["mode"] != "hf-generate"]
     assert len(stepped) == 3 * 3
     assert all(0 < r["decode_kernel_ms"] and "gemm" in r["decode_kernel_families"] for r in stepped), stepped
-    assert all(r.get("decode_kernel_ms") is None for r in rows if r["mode"] == "hf-generate")
+    whole = [r for r in rows if r["mode"] == "hf-generate"]
+    assert len(whole) == 3 and all(r.get("decode_kernel_ms") is None for r in whole)
+    assert all("whole generations" in r["decode_profile_note"] for r in whole)
 
 
 def test_fp8_reads_8_bit_weights_and_keeps_the_bundled_models_perplexity(tmp_path):

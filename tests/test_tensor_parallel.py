@@ -211,6 +211,24 @@ def test_a_decode_steps_kernels_are_summed_by_family_and_named_most_first():
         kernel_breakdown(kernels, 0, 1.0)
 
 
+def test_a_gpu_row_without_a_profiled_step_says_why():
+    """A case of one GPU whose engine runs whole generations (``hf-generate``: no decode step of its own) gets a
+    ``decode_profile_note`` in place of the breakdown; a CPU case gets neither (nothing is profiled there). The
+    branch is taken before any device work, so the runner of the real engine on the CPU shows it."""
+    import torch
+
+    from accelbench.backends import engine
+    from accelbench.backends.lm_timing import Runner, runner
+    from accelbench.scenarios.generate.step_profile import decode_profile_columns
+
+    hf = engine.get("hf-generate")
+    run = runner(hf, None, 1, 8, 4, torch.device("cpu"))
+    assert isinstance(run, Runner) and run.session is None
+    out = decode_profile_columns(run, None, 4, torch.device("cuda"), split=False)
+    assert out == {"decode_profile_note": "the engine runs whole generations: no decode step of its own to profile"}
+    assert decode_profile_columns(run, None, 4, torch.device("cpu"), split=False) == {}
+
+
 def test_a_gpu_profiles_share_leaves_out_host_ops_and_annotation_spans():
     """The CUDA reading of a profile's events: device activities only, not the GPU span of a ``record_function``
     (the profiler's step) that covers the kernels already counted, nor a host op's time."""

@@ -354,6 +354,14 @@ DECLARED = (
         scenarios=G,
         doc="Why a tensor-parallel row has no all-reduce share.",
     ),
+    col(
+        "decode_profile_note",
+        STR,
+        "Decode profile note",
+        scenarios=G,
+        doc="Why a row of one GPU has no profiled decode step (decode_kernel_ms and the columns beside it): an engine "
+        "that runs whole generations has no step of its own, or the profile recorded or could not be read nothing.",
+    ),
     # against the smallest tensor-parallel degree of the same case (accelbench.core.parallel.tp_scaling): the report
     # computes them over the rows it shows, never stored
     col(

@@ -6,7 +6,8 @@ After a case's timed generations, outside its telemetry window, a prefill and :d
 the case's session run under ``torch.profiler``, the first not recorded
 (:func:`accelbench.backends.lm_timing.profile_decode`). A split model's ranks all run them, so that the collectives
 pair up and each rank bears the profiler's overhead alike; rank 0's figures are the row's. Cases of one device are
-profiled on a GPU only (:func:`decode_profile_columns`).
+profiled on a GPU only (:func:`decode_profile_columns`); where such a case has no profiled step (an engine that runs
+whole generations, a profile that recorded or could not be read nothing), ``decode_profile_note`` says why.
 
 **Where the time goes** (on a GPU, :func:`kernel_breakdown`): ``decode_kernel_ms``, the device time of a recorded
 step's kernels, copies and fills, beside ``decode_profiled_step_ms``, its wall time under the profiler (their
@@ -49,19 +50,21 @@ def decode_profile_columns(run, prompts, new_tokens: int, device, split: bool) -
         split: the model is split over several ranks (tensor parallelism).
     Returns:
         a split model's ``allreduce_share`` (or None and ``allreduce_share_note`` saying why) and, on a GPU, the
-        kernel breakdown (:func:`kernel_breakdown`); for one device's model, the kernel breakdown on a GPU, else
-        nothing.
+        kernel breakdown (:func:`kernel_breakdown`); for one device's model, on a GPU the kernel breakdown or
+        ``decode_profile_note`` saying why there is none, else nothing.
     """
     from accelbench.backends.lm_timing import profile_decode
+    from accelbench.core import stage
     from accelbench.core.parallel import kernel_collective_share
 
     if not split and device.type != "cuda":
         return {}
-    none = _none if split else (lambda why: {})
+    none = _none if split else (lambda why: {"decode_profile_note": why})
     if run.session is None:
         return none("the engine runs whole generations: no decode step of its own to profile")
     if device.type not in ("cuda", "cpu"):
         return none(f"no collective share measured on {device.type}")
+    stage.enter("profiling decode steps")
     prof = profile_decode(run.session, prompts, new_tokens, STEPS, device)
     if prof.events is None:
         return none(prof.error)
@@ -74,7 +77,7 @@ def decode_profile_columns(run, prompts, new_tokens: int, device, split: bool) -
     except Exception as exc:  # the profile's reading is beside the measurement: a note, never a failed case
         return none(f"the profile could not be read: {type(exc).__name__}: {exc}"[:300])
     if not split:
-        return breakdown
+        return breakdown or none("the profiler recorded no kernel time")
     if share is None:
         return _none("the profiler recorded no " + ("kernel" if device.type == "cuda" else "step") + " time")
     return {"allreduce_share": share, **breakdown}
