@@ -39,6 +39,10 @@
 #                                                       #   model on one GPU (benchmarks/tp_shard.py): the TP 2
 #                                                       #   step without its collectives, bf16, MODE70, batch 1,
 #                                                       #   prompt 128, its step's kernels by family (BUDGET_S=480)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp4-rank-alone  # one rank's part of the 70B split in four, alone: the
+#                                                       #   TP 4 step without its collectives, bf16, MODE70 (and
+#                                                       #   hf-generate beside it), batch 1, prompt 128
+#                                                       #   (BUDGET_S=480)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp1-where    # fp8 weight-only at batch 1, prompt 128 (its decode step's
 #                                                       #   kernels by family), then the 8B in bf16, MODE8, batch 1,
 #                                                       #   prompt 128 (BUDGET_S=480)
@@ -60,7 +64,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-shapes|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-shapes|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp4-rank-alone|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -152,6 +156,10 @@ case "$PHASE" in
   70b-tp2-rank-alone)
     gen 70b-tp2-rank 470 -m benchmarks.tp_shard:llama70b_tp2_rank -p bf16 --modes $MODE70 -b 1 --prompt-lens 128 $RUN
     ;;
+  70b-tp4-rank-alone)
+    gen 70b-tp4-rank 380 -m benchmarks.tp_shard:llama70b_tp4_rank -p bf16 --modes $MODE70,hf-generate -b 1 \
+      --prompt-lens 128 $RUN
+    ;;
   70b-tp1-where)
     gen 70b-fp8-b1 360 -m $L70 -p fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN
     gen 8b-b1 120 -m $L8 -p bf16 --modes $MODE8 -b 1 --prompt-lens 128 $RUN
@@ -163,7 +171,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-shapes, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-shapes, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp4-rank-alone or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"

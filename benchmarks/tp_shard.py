@@ -62,6 +62,11 @@ def llama70b_tp2_rank():
     return build(rank_config(2))
 
 
+def llama70b_tp4_rank():
+    """One rank's part of Llama-3.1-70B split over 4 GPUs (35.3 GB of bf16 weights, with a quarter of the head)."""
+    return build(rank_config(4))
+
+
 def tiny_tp2_rank():
     """The same split of a 2-layer Llama of hidden size 64 (the pipeline's check on a CPU)."""
     return build(
