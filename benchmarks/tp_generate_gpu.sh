@@ -43,6 +43,10 @@
 #                                                       #   TP 4 step without its collectives, bf16, MODE70 (and
 #                                                       #   hf-generate beside it), batch 1, prompt 128
 #                                                       #   (BUDGET_S=480)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-rank-more  # one rank's part of the 70B split in two, alone: fp8
+#                                                       #   weight-only at batch 1, then bf16 at batch 16, prompt
+#                                                       #   128, MODE70: the split's steps without their
+#                                                       #   collectives at the study's other rows (BUDGET_S=560)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp1-where    # fp8 weight-only at batch 1, prompt 128 (its decode step's
 #                                                       #   kernels by family), then the 8B in bf16, MODE8, batch 1,
 #                                                       #   prompt 128 (BUDGET_S=480)
@@ -64,7 +68,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-shapes|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp4-rank-alone|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-shapes|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp4-rank-alone|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -156,6 +160,12 @@ case "$PHASE" in
   70b-tp2-rank-alone)
     gen 70b-tp2-rank 470 -m benchmarks.tp_shard:llama70b_tp2_rank -p bf16 --modes $MODE70 -b 1 --prompt-lens 128 $RUN
     ;;
+  70b-tp2-rank-more)
+    gen 70b-tp2-rank-fp8 300 -m benchmarks.tp_shard:llama70b_tp2_rank -p fp8-weight-only --modes $MODE70 -b 1 \
+      --prompt-lens 128 $RUN
+    gen 70b-tp2-rank-b16 260 -m benchmarks.tp_shard:llama70b_tp2_rank -p bf16 --modes $MODE70 -b 16 --prompt-lens 128 \
+      $RUN
+    ;;
   70b-tp4-rank-alone)
     gen 70b-tp4-rank 380 -m benchmarks.tp_shard:llama70b_tp4_rank -p bf16 --modes $MODE70,hf-generate -b 1 \
       --prompt-lens 128 $RUN
@@ -171,7 +181,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-shapes, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp4-rank-alone or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-shapes, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp4-rank-alone or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"

@@ -190,7 +190,8 @@ def finish(
     if interrupted:
         from accelbench.core import stage
 
-        stopped_in = stopped_in or (stage.current().line() if stage.current() else None)
+        last = stage.current()
+        stopped_in = stopped_in or (last.line() if last else None)
         where = f"; it stopped in {stopped_in}" if stopped_in else ""
         err_console.print(
             f"interrupted: {len(statuses)} finished cases stored in run {run_id}{where}; rerun with --resume"

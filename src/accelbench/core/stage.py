@@ -1,12 +1,11 @@
 """Where a sweep is while it runs: the case it measures and the stage of that case ("loading the model", "the
-warm-up generation", "the timed window"), so that a run stopped by Ctrl-C, SIGTERM or a
-timeout says where it was, not only "no cases ran".
+warm-up generation", "the timed window"), so that a run stopped by Ctrl-C, SIGTERM or a timeout says where it was.
 
-The shared steps of every scenario name their stage (:func:`enter`: building a model, compiling, warming up, the
-timed window, profiling); the sweep loop names the case (:func:`start_case`, :func:`end_case`). The state is one
-process's. A torchrun rank's stages reach the launcher as progress events (``{"event": "stage", "key", "what"}``,
-:mod:`accelbench.launchers.torchrun.job`): local rank 0 writes them through :func:`listening`, and the launcher
-reads them back with :func:`from_events`.
+The shared steps of every scenario name their stage (:func:`enter`: measuring the device's ceilings, building or
+loading the model, building the forward, warming up, the timed window, profiling); the sweep loop names the case
+(:func:`start_case`, :func:`end_case`). The state is one process's. A torchrun rank's stages reach the launcher as
+progress events (``{"event": "stage", "key", "what"}``, :mod:`accelbench.launchers.torchrun.job`): local rank 0
+writes them through :func:`listening`, and the launcher reads them back with :func:`from_events`.
 """
 
 from __future__ import annotations

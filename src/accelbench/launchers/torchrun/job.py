@@ -1,12 +1,12 @@
 """What a launcher hands its ranks: a :class:`Job` (JSON file), and the files ranks report back through.
 
-The launcher writes ``job.json`` into a fresh work directory and starts torchrun on it. Local rank 0 of
-each node appends ``{"event": "start"|"stage"|"done", "key": ...}`` lines to ``progress.jsonl`` (how the
-launcher times out a hung case, and says where a stopped job was); a rank whose case raises writes ``error-rank<R>.json`` with a one-line
-reason before exiting non-zero. The ranks' measurements travel through torch.distributed to global rank 0,
-which writes one ``result-<NNNN>.json`` per finished case (every rank's record and raw series, and the
-detail rows the scenario made); the launcher reads them as they appear and stores them: the launcher is
-the only process that writes the SQLite store (the run's lease holder).
+The launcher writes ``job.json`` into a fresh work directory and starts torchrun on it. Local rank 0 of each node
+appends ``{"event": "start"|"stage"|"done", "key": ...}`` lines to ``progress.jsonl`` (how the launcher times out a
+hung case, and says where a stopped job was); a rank whose case raises writes ``error-rank<R>.json`` with a one-line
+reason before exiting non-zero. The ranks' measurements travel through torch.distributed to global rank 0, which
+writes one ``result-<NNNN>.json`` per finished case (every rank's record and raw series, and the detail rows the
+scenario made); the launcher reads them as they appear and stores them: the launcher is the only process that writes
+the SQLite store (the run's lease holder).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """What every rank runs: ``python -m accelbench.launchers.torchrun.worker JOB.json`` (started by torchrun).
 
-Per case: local rank 0 notes the start, and each stage the case enters (:mod:`accelbench.core.stage`); every rank runs the case as one process does
-(:func:`accelbench.launchers.case.run_case`: the same row, settings, cleanup and statuses; the scenario's
-``measure`` on the rank's share); a rank whose case fails writes its one-line reason to the job's work
-directory and re-raises (torchrun then stops the others); every rank's record
-and raw series go to global rank 0 by ``gather_object``, and rank 0 hands them on (:func:`run_cases`'s
-``on_result``: a ``result-<N>.json`` file the launcher stores, or the loop itself under a user's torchrun).
+Per case: local rank 0 notes the start, and each stage the case enters (:mod:`accelbench.core.stage`); every
+rank runs the case as one process does (:func:`accelbench.launchers.case.run_case`: the same row, settings,
+cleanup and statuses; the scenario's ``measure`` on the rank's share); a rank whose case fails writes its one-line
+reason to the job's work directory and re-raises (torchrun then stops the others); every rank's record and raw
+series go to global rank 0 by ``gather_object``, and rank 0 hands them on (:func:`run_cases`'s ``on_result``: a
+``result-<N>.json`` file the launcher stores, or the loop itself under a user's torchrun).
 """
 
 from __future__ import annotations
