@@ -222,6 +222,36 @@ def test_failure_reason_names_the_first_failing_rank():
     assert why == "timeout: case 'm|bs=4' ran past 30 s, last in warming up; all ranks were stopped"
 
 
+def test_a_start_up_stage_leaves_the_start_up_deadline_as_it_was():
+    """The launcher's deadlines read the cases' events only: a stage noted in the start-up (the ceilings), older than
+    ``timeout_s``, neither counts as a case past its deadline nor ends the ``startup_timeout_s`` counted from the
+    launch."""
+    import json
+    import shutil
+    import time
+    from pathlib import Path
+
+    from accelbench.launchers.torchrun.job import PROGRESS, Job
+    from accelbench.launchers.torchrun.launch import Torchrun
+
+    opts = DistOptions(gpus=2, timeout_s=1.0, startup_timeout_s=60.0)
+    run = Torchrun(Job(scenario="inference", spec={}, cases=[]), opts)
+    try:
+        stage_30_s_ago = {
+            "event": "stage",
+            "key": None,
+            "t": time.time() - 30,
+            "what": "measuring the device's ceilings",
+        }
+        (Path(run.workdir) / PROGRESS).write_text(json.dumps(stage_30_s_ago) + "\n")
+        run._t0 = time.monotonic()  # launched just now
+        assert not run._deadline_passed()
+        run._t0 = time.monotonic() - 61  # launched 61 s ago, no case started: past the start-up's deadline
+        assert run._deadline_passed()
+    finally:
+        shutil.rmtree(run.workdir, ignore_errors=True)
+
+
 def test_where_a_job_was_from_its_progress_events():
     """The launcher's reading of its ranks' events: the running case and its last stage, the start-up's stage
     before any case, nothing once every started case is done; and the line a stopped run prints."""

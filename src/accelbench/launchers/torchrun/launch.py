@@ -172,7 +172,9 @@ class Torchrun:
         return self._rank_failed
 
     def _deadline_passed(self) -> bool:
-        events = read_progress(self.workdir)
+        """A case ran past ``timeout_s``, or no case started within ``startup_timeout_s`` of the launch (the
+        stages are not cases: a stage of the start-up does not start its deadline over)."""
+        events = [e for e in read_progress(self.workdir) if e["event"] in ("start", "done")]
         started = {e["key"]: e["t"] for e in events if e["event"] == "start"}
         finished = {e["key"] for e in events if e["event"] == "done"}
         running = [t for k, t in started.items() if k not in finished]
