@@ -210,7 +210,7 @@ def _kernel(via_bits: tuple[bool, ...]):
                 else:
                     acc = tl.dot(x, tl.trans(wf.to(x.dtype)), acc)
         s = tl.load(s_ptr + rows, mask=in_rows, other=0.0).to(tl.float32)
-        y_ptr += tl.program_id(1) * M * N  # split: this part's float32 partial product, summed by _sum_kernel()'s
+        y_ptr += tl.program_id(1) * M * N  # split: this part's float32 partial product, for _sum_kernel() to sum
         if ROWS == 1:
             y = tl.sum(acc, axis=1) * s
             tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=in_rows)
