@@ -1,5 +1,7 @@
 """Pure parts of the distributed package, with exact numbers (no processes)."""
 
+import re
+
 import pytest
 
 from accelbench.core import parallel as maths
@@ -292,6 +294,23 @@ def test_a_process_stage_is_its_case_and_what_it_last_entered():
     assert where.stage_since >= where.since
     stage.end_case()
     assert stage.current() is None
+
+
+def test_a_command_stopped_before_its_run_names_its_start_up_stage():
+    """The line of Ctrl-C before a run exists: plain while no stage began, else where the start-up was."""
+    from accelbench.cli.common import nothing_stored
+
+    stage.adopt(None)
+    assert nothing_stored() == "interrupted: nothing was stored"
+    stage.enter("measuring the device's ceilings")
+    try:
+        assert re.fullmatch(
+            r"interrupted: nothing was stored \(stopped in start-up, before any case; stage: measuring the device's "
+            r"ceilings, for \d+ s\)",
+            nothing_stored(),
+        ), nothing_stored()
+    finally:
+        stage.adopt(None)
 
 
 def test_sizes_gpu_sets_links_and_work():
