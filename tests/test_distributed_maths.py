@@ -233,7 +233,7 @@ def test_a_start_up_stage_leaves_the_start_up_deadline_as_it_was():
     import time
     from pathlib import Path
 
-    from accelbench.launchers.torchrun.job import PROGRESS, Job
+    from accelbench.launchers.torchrun.job import PROGRESS, Job, read_progress
     from accelbench.launchers.torchrun.launch import Torchrun
 
     opts = DistOptions(gpus=2, timeout_s=1.0, startup_timeout_s=60.0)
@@ -246,10 +246,11 @@ def test_a_start_up_stage_leaves_the_start_up_deadline_as_it_was():
             "what": "measuring the device's ceilings",
         }
         (Path(run.workdir) / PROGRESS).write_text(json.dumps(stage_30_s_ago) + "\n")
+        events = read_progress(run.workdir)
         run._t0 = time.monotonic()  # launched just now
-        assert not run._deadline_passed()
+        assert not run._deadline_passed(events)
         run._t0 = time.monotonic() - 61  # launched 61 s ago, no case started: past the start-up's deadline
-        assert run._deadline_passed()
+        assert run._deadline_passed(events)
     finally:
         shutil.rmtree(run.workdir, ignore_errors=True)
 
@@ -290,10 +291,32 @@ def test_a_process_stage_is_its_case_and_what_it_last_entered():
         stage.enter("building the model")
     stage.enter("warming up")  # no listener any more
     where = stage.current()
-    assert (where.case, where.stage, heard) == ("k", "warming up", ["building the model"])
+    assert (where.case, where.stage) == ("k", "warming up")
+    assert [(w.case, w.stage) for w in heard] == [("k", "building the model")]
     assert where.stage_since >= where.since
     stage.end_case()
     assert stage.current() is None
+
+
+def test_a_launcher_follows_its_ranks_stages_and_tells_each_new_one_once():
+    """:func:`stage.follow`, what the torchrun launcher calls on every poll: it takes the ranks' case and stage, and
+    its listeners hear a stage once, however many polls read it; the progress bar shows the case's label and stage."""
+    from accelbench.cli.outcome import stage_label
+
+    heard = []
+    compiling = Where(case="m|bs=4", since=10.0, stage="the warm-up generation", stage_since=12.0)
+    with stage.listening(heard.append):
+        stage.follow(Where(case="m|bs=4", since=10.0))  # started, no stage yet: nothing to tell
+        stage.follow(compiling)
+        stage.follow(compiling)  # the next poll, nothing new
+        stage.follow(None)  # the case is done
+        stage.follow(Where(case=None, since=1.0, stage="measuring the device's ceilings", stage_since=1.0))
+    assert stage.current().stage == "measuring the device's ceilings"
+    stage.adopt(None)
+    assert [w.stage for w in heard] == ["the warm-up generation", "measuring the device's ceilings"]
+    assert stage_label(compiling, {"m|bs=4": "m b4 fp32 eager"}) == "m b4 fp32 eager: the warm-up generation"
+    assert stage_label(compiling, {}) == "m|bs=4: the warm-up generation"
+    assert stage_label(heard[1], {}) == "start-up: measuring the device's ceilings"
 
 
 def test_a_command_stopped_before_its_run_names_its_start_up_stage():

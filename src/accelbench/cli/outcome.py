@@ -33,9 +33,12 @@ def progress_bar():
 
 
 def run_with_progress(fn, *args, **kwargs):
-    """Call ``fn(*args, on_case=..., **kwargs)`` under the progress bar, naming the running case."""
+    """Call ``fn(*args, on_case=..., **kwargs)`` under the progress bar, naming the running case and the stage it is
+    in (:mod:`accelbench.core.stage`: a 70B model's compile is minutes of one stage)."""
+    from accelbench.core import stage
     from accelbench.report.table import case_label
 
+    labels: dict[str, str] = {}  # case key -> its label, for the stages
     with progress_bar() as progress:
         task = progress.add_task("checking the models and data", total=None)
 
@@ -47,9 +50,21 @@ def run_with_progress(fn, *args, **kwargs):
                 if case.model
                 else case.key
             )
+            labels[case.key] = label
             progress.update(task, total=n, completed=i, description=label)
 
-        return fn(*args, on_case=on_case, **kwargs)
+        def on_stage(where: stage.Where) -> None:
+            progress.update(task, description=stage_label(where, labels))
+
+        with stage.listening(on_stage):
+            return fn(*args, on_case=on_case, **kwargs)
+
+
+def stage_label(where, labels: dict[str, str]) -> str:
+    """The progress bar's text for ``where`` (:class:`accelbench.core.stage.Where`): the case's label (from
+    ``labels``, by case key; else the key; "start-up" outside a case) and its stage."""
+    case = "start-up" if where.case is None else labels.get(where.case, where.case)
+    return f"{case}: {where.stage}"
 
 
 def print_outcome(store, run_id: int, *, wide: bool = False, resumed: int = 0, notes: list[str] = ()) -> None:

@@ -5,7 +5,8 @@ The shared steps of every scenario name their stage (:func:`enter`: measuring th
 loading the model, building the forward, warming up, the timed window, profiling); the sweep loop names the case
 (:func:`start_case`, :func:`end_case`). The state is one process's. A torchrun rank's stages reach the launcher as
 progress events (``{"event": "stage", "key", "what"}``, :mod:`accelbench.launchers.torchrun.job`): local rank 0
-writes them through :func:`listening`, and the launcher reads them back with :func:`from_events`.
+writes them through :func:`listening`, and the launcher reads them back with :func:`from_events` and follows them
+(:func:`follow`). The command line's progress bar listens too: it names the running case's stage.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class Where:
 
 
 _where: Where | None = None
-_listeners: list[Callable[[str], None]] = []
+_listeners: list[Callable[[Where], None]] = []
 
 
 def start_case(key: str) -> None:
@@ -61,12 +62,11 @@ def end_case() -> None:
 
 def enter(what: str) -> None:
     """The running case (or the start-up, outside a case) is now doing ``what`` (a phrase: "compiling"); the
-    listeners hear it."""
+    listeners hear where it is."""
     global _where
     now = time.time()
     _where = replace(_where or Where(case=None, since=now), stage=what, stage_since=now)
-    for listener in list(_listeners):
-        listener(what)
+    _tell(_where)
 
 
 def current() -> Where | None:
@@ -80,9 +80,27 @@ def adopt(where: Where | None) -> None:
     _where = where
 
 
+def follow(where: Where | None) -> None:
+    """Take ``where`` as this process's, and tell the listeners when its case or stage is new (a launcher following
+    its ranks' events as they come)."""
+    new = where is not None and where.stage is not None
+    new = new and (
+        _where is None
+        or (_where.case, _where.stage, _where.stage_since) != (where.case, where.stage, where.stage_since)
+    )
+    adopt(where)
+    if new:
+        _tell(where)
+
+
+def _tell(where: Where) -> None:
+    for listener in list(_listeners):
+        listener(where)
+
+
 @contextlib.contextmanager
-def listening(listener: Callable[[str], None]) -> Iterator[None]:
-    """``listener(what)`` is called on every :func:`enter` inside the block."""
+def listening(listener: Callable[[Where], None]) -> Iterator[None]:
+    """``listener(where)`` is called on every :func:`enter` (and :func:`follow` of a new stage) inside the block."""
     _listeners.append(listener)
     try:
         yield

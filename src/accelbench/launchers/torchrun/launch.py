@@ -171,10 +171,11 @@ class Torchrun:
             self._rank_failed = any(Path(self.workdir).glob("error-rank*.json"))
         return self._rank_failed
 
-    def _deadline_passed(self) -> bool:
-        """A case ran past ``timeout_s``, or no case started within ``startup_timeout_s`` of the launch (the
-        stages are not cases: a stage of the start-up does not start its deadline over)."""
-        events = [e for e in read_progress(self.workdir) if e["event"] in ("start", "done")]
+    def _deadline_passed(self, events: list[dict]) -> bool:
+        """A case ran past ``timeout_s``, or no case started within ``startup_timeout_s`` of the launch, by the
+        progress ``events`` so far (the stages are not cases: a stage of the start-up does not start its deadline
+        over)."""
+        events = [e for e in events if e["event"] in ("start", "done")]
         started = {e["key"]: e["t"] for e in events if e["event"] == "start"}
         finished = {e["key"] for e in events if e["event"] == "done"}
         running = [t for k, t in started.items() if k not in finished]
@@ -187,7 +188,9 @@ class Torchrun:
     def poll(self) -> LaunchResult | None:
         """None while running; the result once torchrun has exited (after a kill on timeout)."""
         code = self.proc.poll()
-        if code is None and self._deadline_passed():
+        events = read_progress(self.workdir)
+        stage.follow(from_events(events))  # the ranks' case and stage: a stopped run and the progress bar name them
+        if code is None and self._deadline_passed(events):
             self._timed_out = True
             self.kill()
             code = self.proc.wait()

@@ -85,9 +85,8 @@ def _stages_noted(ctx):
     if ctx.info.local_rank != 0 or not ctx.workdir:
         return contextlib.nullcontext()
 
-    def note(what: str) -> None:
-        where = stage.current()
-        note_progress(ctx.workdir, "stage", where.case if where else None, what)
+    def note(where: stage.Where) -> None:
+        note_progress(ctx.workdir, "stage", where.case, where.stage)
 
     return stage.listening(note)
 
