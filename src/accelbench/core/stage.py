@@ -83,11 +83,7 @@ def adopt(where: Where | None) -> None:
 def follow(where: Where | None) -> None:
     """Take ``where`` as this process's, and tell the listeners when its case or stage is new (a launcher following
     its ranks' events as they come)."""
-    new = where is not None and where.stage is not None
-    new = new and (
-        _where is None
-        or (_where.case, _where.stage, _where.stage_since) != (where.case, where.stage, where.stage_since)
-    )
+    new = where is not None and where.stage is not None and where != _where
     adopt(where)
     if new:
         _tell(where)
