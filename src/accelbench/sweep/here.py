@@ -31,4 +31,4 @@ def run_here(scenario, spec, db: str | None, info: RankInfo, opts: DistOptions |
         run_cases(ctx, scenario, spec, [case_from_dict(scenario, c) for c in box[0]], None)
         return None
     finally:
-        dist.destroy_process_group()
+        ctx.leave()

@@ -124,6 +124,44 @@ class RankContext(Rank):
             self._pids = tuple(pid for host, pid in every if host == mine[0] and pid != mine[1])
         return self._pids
 
+    def leave(self, timeout_s: float = 30.0) -> bool:
+        """Leave the process group, first handing back every CUDA graph of the process.
+
+        NCCL's communicator destroy waits until every CUDA graph that captured one of its collectives is destroyed
+        (NCCL ``commDestroySync`` polls the communicator's persistent references; pytorch/pytorch#115388): a split
+        step compiled with CUDA graphs (``static-compile*``) or a captured training step, still alive at
+        ``destroy_process_group``, hangs the rank after its last case (on two H200s a split ``generate`` was still
+        running ~290 s after storing its row, until its timeout stopped it). So the wrapped model is dropped,
+        garbage collected and every compiled graph reset (:func:`accelbench.launchers.case.cleanup`: the CUDA graph
+        trees too) before the group is destroyed; the destroy then runs in a daemon thread, waited on for
+        ``timeout_s`` seconds, so a graph held elsewhere still cannot keep the rank from ending.
+
+        Returns:
+            True when the group was destroyed; False when it was still closing after ``timeout_s`` (a one-line note
+            on stderr says so; the caller ends the process without waiting for it).
+        """
+        import sys
+        import threading
+
+        import torch.distributed as dist
+
+        from accelbench.launchers.case import cleanup
+
+        self._ddp = None
+        cleanup(self.device)
+        closing = threading.Thread(target=dist.destroy_process_group, name="destroy_process_group", daemon=True)
+        closing.start()
+        closing.join(timeout_s)
+        if closing.is_alive():
+            print(
+                f"note: rank {self.rank}: the process group was still closing after {timeout_s:.0f} s (a CUDA graph "
+                "still holds a communicator); the rank ends without it",
+                file=sys.stderr,
+                flush=True,
+            )
+            return False
+        return True
+
     def fields(self) -> dict[str, Any]:
         """Columns every rank row carries (``gpu_uuid`` names the physical GPU behind CUDA_VISIBLE_DEVICES)."""
         uuid = None

@@ -92,8 +92,11 @@ def _stages_noted(ctx):
 
 
 def run_job(job: Job, info: RankInfo) -> None:
-    """Join the group, run the job's cases, leave the group."""
-    import torch.distributed as dist
+    """Join the group, run the job's cases, leave the group (:meth:`~accelbench.launchers.torchrun.context
+    .RankContext.leave`: the compiled steps and their CUDA graphs first). A rank whose group is still closing after
+    the wait ends at once (``os._exit``: 0 when its cases ran, 1 when one failed), its results already written."""
+    import os
+    import traceback
 
     from accelbench import scenarios
     from accelbench.core.spec import case_from_dict, spec_from_dict
@@ -104,6 +107,7 @@ def run_job(job: Job, info: RankInfo) -> None:
     except Exception as exc:
         note_error(job.workdir, info.rank, None, one_line(exc), False)
         raise
+    failed = True
     try:
         scenario = scenarios.get(job.scenario)
         spec = spec_from_dict(scenario, job.spec)
@@ -115,8 +119,14 @@ def run_job(job: Job, info: RankInfo) -> None:
             cases,
             lambda i, case, gathered: write_result(job.workdir, i, {"key": case.key, "ranks": gathered}),
         )
+        failed = False
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)  # the failed case's model and graphs, freed before leaving
+        raise
     finally:
-        dist.destroy_process_group()
+        if not ctx.leave():
+            sys.stderr.flush()
+            os._exit(1 if failed else 0)
 
 
 def main(argv: list[str] | None = None) -> int:
