@@ -154,7 +154,7 @@ class RankContext(Rank):
         closing.join(timeout_s)
         if closing.is_alive():
             print(
-                f"note: rank {self.rank}: the process group was still closing after {timeout_s:.0f} s (a CUDA graph "
+                f"note: rank {self.rank}: the process group was still closing after {timeout_s:g} s (a CUDA graph "
                 "still holds a communicator); the rank ends without it",
                 file=sys.stderr,
                 flush=True,
