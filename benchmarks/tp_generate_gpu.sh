@@ -17,8 +17,6 @@
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-where    # 70B bf16 TP 2 in MODE70 at batch 1, prompt 128 (its decode
 #                                                       #   step's kernels by family from the profiler), then the 8B
 #                                                       #   at TP 2 and TP 1, batch 1, prompt 128 (BUDGET_S=580)
-#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-shapes   # 70B bf16 TP 2 in MODE70 at batch 16, prompt 128, then
-#                                                       #   batch 1, prompt 2048 (BUDGET_S=540)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-b16      # one shape a call: 70B bf16 TP 2 in MODE70 at batch 16,
 #                                                       #   prompt 128, then the 8B at TP 2, batch 1 (BUDGET_S=560)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-p2048    # 70B bf16 TP 2 in MODE70 at batch 1, prompt 2048, then the
@@ -74,7 +72,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-shapes|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp4-rank-alone|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp4-rank-alone|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -126,10 +124,6 @@ case "$PHASE" in
     gen 70b-b1 340 -m $L70 -p bf16 --modes $MODE70 -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
     gen 8b-tp2-b1 140 -m $L8 -p bf16 --modes $MODE8 -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
     gen 8b-tp1-b1 120 -m $L8 -p bf16 --modes $MODE8 -b 1 --prompt-lens 128 $RUN
-    ;;
-  70b-tp2-shapes)
-    gen 70b-b16 280 -m $L70 -p bf16 --modes $MODE70 -b 16 --prompt-lens 128 $RUN --gpus 2 --parallel tp
-    gen 70b-p2048 260 -m $L70 -p bf16 --modes $MODE70 -b 1 --prompt-lens 2048 $RUN --gpus 2 --parallel tp
     ;;
   70b-tp2-b16)
     gen 70b-b16 420 -m $L70 -p bf16 --modes $MODE70 -b 16 --prompt-lens 128 $RUN --gpus 2 --parallel tp
@@ -198,7 +192,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-shapes, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp4-rank-alone or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp4-rank-alone or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
