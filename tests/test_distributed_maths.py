@@ -255,6 +255,35 @@ def test_a_start_up_stage_leaves_the_start_up_deadline_as_it_was():
         shutil.rmtree(run.workdir, ignore_errors=True)
 
 
+def test_ranks_that_outlive_the_jobs_last_case_are_given_the_exit_grace_not_a_case_timeout():
+    """Once every case of the job has its done event, only the ranks' exit is left: they are stopped
+    ``EXIT_GRACE_S`` after the last case (every row is stored), not ``timeout_s`` after it; a job with a case still
+    to start keeps ``timeout_s``."""
+    import json
+    import shutil
+    import time
+    from pathlib import Path
+
+    from accelbench.launchers.torchrun.job import PROGRESS, Job, read_progress
+    from accelbench.launchers.torchrun.launch import EXIT_GRACE_S, Torchrun
+
+    opts = DistOptions(gpus=2, timeout_s=10 * EXIT_GRACE_S)
+    run = Torchrun(Job(scenario="inference", spec={}, cases=[{"key": "a"}, {"key": "b"}]), opts)
+
+    def ended(*keys, ago_s):
+        t = time.time() - ago_s
+        lines = [json.dumps({"event": e, "key": k, "t": t}) for k in keys for e in ("start", "done")]
+        (Path(run.workdir) / PROGRESS).write_text("\n".join(lines) + "\n")
+        return read_progress(run.workdir)
+
+    try:
+        assert not run._deadline_passed(ended("a", "b", ago_s=EXIT_GRACE_S - 30))
+        assert run._deadline_passed(ended("a", "b", ago_s=EXIT_GRACE_S + 30))
+        assert not run._deadline_passed(ended("a", ago_s=EXIT_GRACE_S + 30))  # b has yet to start
+    finally:
+        shutil.rmtree(run.workdir, ignore_errors=True)
+
+
 def test_where_a_job_was_from_its_progress_events():
     """The launcher's reading of its ranks' events: the running case and its last stage, the start-up's stage
     before any case, nothing once every started case is done; and the line a stopped run prints."""

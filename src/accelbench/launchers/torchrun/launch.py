@@ -2,7 +2,8 @@
 
 One torchrun agent per node starts one rank per GPU (torchrun docs: "torchrun (Elastic Launch)").
 The launcher streams the ranks' output, follows ``progress.jsonl`` and stops the whole job when a
-case runs past ``timeout_s`` (or nothing starts within ``startup_timeout_s``): SIGTERM to torchrun and
+case runs past ``timeout_s`` (or nothing starts within ``startup_timeout_s``, or the ranks outlive the job's last
+case by ``EXIT_GRACE_S``): SIGTERM to torchrun and
 every process it started (torchrun starts ranks in their own sessions, so they are found through
 ``psutil`` by parent pid), SIGKILL after a grace period. A rank that raises makes torchrun stop the
 others itself (``--max-restarts 0``).
@@ -43,6 +44,9 @@ from accelbench.launchers.torchrun.job import DistOptions, Job, read_errors, rea
 from accelbench.launchers.torchrun.ranks import child_env
 
 GRACE_S = 10.0
+# After the job's last case: a rank's leave (its graphs handed back, the group destroyed within 30 s:
+# RankContext.leave) and its interpreter's exit. Past it the ranks are stopped; every case is stored already.
+EXIT_GRACE_S = 90.0
 
 
 def torchrun_argv(opts: DistOptions, job_path: str, python: str | None = None) -> list[str]:
@@ -120,6 +124,7 @@ class Torchrun:
         self._timed_out = False
         self._stopping = threading.Event()  # set before any signal is sent: mutes the echo
         self._rank_failed = False
+        self._keys = {c["key"] for c in self.job.cases}
 
     def start(self) -> Torchrun:
         path = str(Path(self.workdir) / "job.json")
@@ -172,9 +177,9 @@ class Torchrun:
         return self._rank_failed
 
     def _deadline_passed(self, events: list[dict]) -> bool:
-        """A case ran past ``timeout_s``, or no case started within ``startup_timeout_s`` of the launch, by the
-        progress ``events`` so far (the stages are not cases: a stage of the start-up does not start its deadline
-        over)."""
+        """A case ran past ``timeout_s``, no case started within ``startup_timeout_s`` of the launch, or the ranks
+        are still running ``EXIT_GRACE_S`` after the job's last case, by the progress ``events`` so far (the stages
+        are not cases: a stage of the start-up does not start its deadline over)."""
         events = [e for e in events if e["event"] in ("start", "done")]
         started = {e["key"]: e["t"] for e in events if e["event"] == "start"}
         finished = {e["key"] for e in events if e["event"] == "done"}
@@ -183,7 +188,14 @@ class Torchrun:
             return time.time() - max(running) > self.opts.timeout_s
         if not events:
             return time.monotonic() - self._t0 > self.opts.startup_timeout_s
-        return time.time() - max(e["t"] for e in events) > self.opts.timeout_s
+        last = max(e["t"] for e in events)
+        if self._all_done(events):  # only the ranks' exit is left
+            return time.time() - last > EXIT_GRACE_S
+        return time.time() - last > self.opts.timeout_s
+
+    def _all_done(self, events: list[dict]) -> bool:
+        """Every case of the job has its done event."""
+        return bool(self._keys) and self._keys <= {e["key"] for e in events if e["event"] == "done"}
 
     def poll(self) -> LaunchResult | None:
         """None while running; the result once torchrun has exited (after a kill on timeout)."""
@@ -192,6 +204,13 @@ class Torchrun:
         stage.follow(from_events(events))  # the ranks' case and stage: a stopped run and the progress bar name them
         if code is None and self._deadline_passed(events):
             self._timed_out = True
+            if self._all_done(events):
+                print(
+                    f"{self.prefix}note: the ranks were still running {EXIT_GRACE_S:g} s after the job's last case; "
+                    "they were stopped (every case is stored)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             self.kill()
             code = self.proc.wait()
         if code is None:
