@@ -438,6 +438,27 @@ def test_the_tp_verdict_names_the_cheapest_degree_at_each_tpot_target_and_the_lo
     ]
 
 
+def test_the_tp_verdict_takes_a_configurations_latest_measurement_and_names_a_flagged_one():
+    """A degree measured twice counts by the measurement that started last, not by the run imported last; a row
+    whose measurement was flagged says so beside its figures."""
+    from accelbench.report.generate import tp_verdicts
+
+    case = {"model": "hf:llama-3.1-70b", "precision": "fp8-weight-only", "mode": "static-compile-fused"}
+    case |= {"workload": "generate", "batch_size": 1, "prompt_len": 128, "new_tokens": 64}
+    newer = {**case, "tp_degree": 1, "tpot_p50_ms": 20.07, "cost_per_1000_samples_usd": 0.04552}
+    older = {**newer, "tpot_p50_ms": 20.48, "cost_per_1000_samples_usd": 0.04649, "validity": "throttled"}
+    split = {**case, "tp_degree": 2, "tpot_p50_ms": 14.06, "cost_per_1000_samples_usd": 0.0638}
+    newer |= {"run_id": 1, "started_at": 2000.0, "validity": "ok"}
+    older |= {"run_id": 5, "started_at": 1000.0}  # measured first, imported last
+    split |= {"run_id": 3, "started_at": 1500.0, "validity": "throttled,clock-variation"}
+    (line,) = tp_verdicts([newer, older, split])
+    assert line == (
+        "hf:llama-3.1-70b fp8-weight-only static-compile-fused, batch 1, prompt 128: cheapest at TP 1 ($45.52 per "
+        "million output tokens, TPOT 20.07 ms); under a TPOT of 20.07 ms, TP 2 ($63.80, flagged: "
+        "throttled,clock-variation)."
+    )
+
+
 def test_a_deployment_in_several_precisions_names_the_cheapest_gpus_and_precision_at_each_tpot_target():
     """One H200 in fp8 weight-only against two and four in bf16 (the same model, batch, prompt and device): the rows
     of a deployment measured at more than one degree are the section's, TP efficiency only where a precision ran at

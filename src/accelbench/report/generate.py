@@ -136,8 +136,10 @@ def tp_verdicts(rows: list[dict]) -> list[str]:
     an output token; the price of the GPUs it used, :mod:`accelbench.cost`). The rows named are the cost/TPOT
     frontier, cheapest first: each next one has a lower TPOT p50 than every cheaper one, so it is the cheapest for a
     TPOT target under the one before it (a row both dearer and slower than another is never the answer). A
-    configuration measured in several runs counts once, by its latest run (the highest ``run_id``). A group whose rows
-    have no cost names the lowest TPOT only; one with no TPOT either has no line."""
+    configuration measured in several runs counts once, by its latest measurement (the case's ``started_at``, then the
+    highest ``run_id``: an older run imported later does not replace a newer one). A row whose measurement was
+    flagged (``validity``: clocks limited, another process...) says so beside its figures. A group whose rows have no
+    cost names the lowest TPOT only; one with no TPOT either has no line."""
     from accelbench.core.parallel import DEPLOY_GROUP, TP_GROUP
 
     lines = []
@@ -171,8 +173,8 @@ def _frontier(members: list[dict], label) -> tuple[str, list[dict]]:
     TPOT."""
     from accelbench.core.parallel import latency_p50
 
-    latest: dict[str, dict] = {}  # a configuration measured in several runs: its latest run (see tp_verdicts)
-    for r in sorted(members, key=lambda r: r.get("run_id") or 0):
+    latest: dict[str, dict] = {}  # a configuration measured in several runs: its latest measurement (tp_verdicts)
+    for r in sorted(members, key=lambda r: (r.get("started_at") or 0, r.get("run_id") or 0)):
         latest[label(r)] = r
     timed = [(tpot, r) for r in latest.values() if (tpot := latency_p50(r))]
     if not timed:
@@ -188,15 +190,22 @@ def _frontier(members: list[dict], label) -> tuple[str, list[dict]]:
     for i, (tpot, r) in enumerate(frontier):
         cost = 1000 * r["cost_per_1000_samples_usd"]
         if i == 0:
-            said.append(f"cheapest at {label(r)} (${cost:.2f} per million output tokens, TPOT {tpot:.2f} ms)")
+            said.append(f"cheapest at {label(r)} (${cost:.2f} per million output tokens, TPOT {tpot:.2f} ms{_flag(r)})")
         else:
-            said.append(f"under a TPOT of {frontier[i - 1][0]:.2f} ms, {label(r)} (${cost:.2f})")
+            said.append(f"under a TPOT of {frontier[i - 1][0]:.2f} ms, {label(r)} (${cost:.2f}{_flag(r)})")
     named = [r for _, r in frontier]
     tpot, fastest = min(timed, key=lambda t: t[0])
     if not frontier or tpot < frontier[-1][0]:  # a faster row without a price
-        said.append(f"lowest TPOT at {label(fastest)} ({tpot:.2f} ms)")
+        said.append(f"lowest TPOT at {label(fastest)} ({tpot:.2f} ms{_flag(fastest)})")
         named.append(fastest)
     return "; ".join(said), named
+
+
+def _flag(row: dict) -> str:
+    """``", flagged: throttled"`` for a row whose measurement was flagged (:func:`accelbench.core.validity.assess`),
+    else empty."""
+    validity = row.get("validity")
+    return f", flagged: {validity}" if validity and validity != "ok" else ""
 
 
 def tp_chart(rows: list[dict]) -> str | None:
