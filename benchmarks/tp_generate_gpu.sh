@@ -23,6 +23,8 @@
 #                                                       #   8B at TP 1, batch 1 (BUDGET_S=560)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-fp8      # 70B fp8 weight-only TP 2 in MODE70 at batch 1, prompt 128
 #                                                       #   (BUDGET_S=560)
+#   bash benchmarks/tp_generate_gpu.sh exit-check       # the bundled tiny model, TP 2, static-compile: how long the
+#                                                       #   command runs on after its last case (the ranks' exit)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 in MODE70: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
 #   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 at TP 1 and TP 2, the four shapes, MODE8
@@ -72,7 +74,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp4-rank-alone|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|exit-check|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp4-rank-alone|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -91,9 +93,24 @@ gen() {
   timeout --signal=INT --kill-after=20 "$secs" python3 -m accelbench generate "$@" 2>&1 \
     | grep -v -i -E "warn|enum subclass" | tee -a "$OUT/$PHASE-$what.log" | tail -14
   echo "exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$OUT/$PHASE-$what.log"
+  ended_after_last_case | tee -a "$OUT/$PHASE-$what.log"
   local run
   run=$(python3 -c "from accelbench.store import Store; print(Store('$DB').run()['run_id'])" 2>/dev/null) \
     && python3 -m accelbench export --run "$run" --db "$DB" --format json -o "$OUT/$PHASE-$what.json"
+}
+
+# how long the command ran on after its newest run's last case ended (the ranks' exit: their CUDA graphs handed back,
+# the process group left)
+ended_after_last_case() {
+  python3 - "$DB" <<'PY' 2>/dev/null
+import sys, time
+from accelbench.store import Store
+store = Store(sys.argv[1])
+rows = store.records(store.run()["run_id"])
+ends = [r["started_at"] + r["case_wall_s"] for r in rows if r.get("started_at") and r.get("case_wall_s")]
+if ends:
+    print(f"the command ended {time.time() - max(ends):.0f} s after its last case")
+PY
 }
 
 L70=hf:llama-3.1-70b L8=hf:llama-3.1-8b
@@ -135,6 +152,12 @@ case "$PHASE" in
     ;;
   70b-tp2-fp8)
     gen 70b-fp8-b1 540 -m $L70 -p fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    ;;
+  exit-check)
+    # the bundled tiny model split over both GPUs, compiled with CUDA graphs (their all-reduces captured): the
+    # command must end within seconds of its last case, exit 0
+    gen tiny-compiled 240 -m hf:tiny-shakespeare --modes static-compile -b 1 --prompt-lens 16 $RUN --gpus 2 \
+      --parallel tp
     ;;
   70b-tp2-compile)
     gen 70b-compile 450 -m $L70 -p bf16 --modes $MODE70 $SHAPES $RUN --gpus 2 --parallel tp
@@ -192,7 +215,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp4-rank-alone or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, exit-check, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp4-rank-alone or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
