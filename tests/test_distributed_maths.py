@@ -257,8 +257,8 @@ def test_a_start_up_stage_leaves_the_start_up_deadline_as_it_was():
 
 def test_ranks_that_outlive_the_jobs_last_case_are_given_the_exit_grace_not_a_case_timeout():
     """Once every case of the job has its done event, only the ranks' exit is left: they are stopped
-    ``EXIT_GRACE_S`` after the last case (every row is stored), not ``timeout_s`` after it; a job with a case still
-    to start keeps ``timeout_s``."""
+    ``EXIT_GRACE_S`` after the last case (every row is stored), not ``timeout_s`` after it, or ``timeout_s`` after it
+    where that is shorter; a job with a case still to start keeps ``timeout_s``."""
     import json
     import shutil
     import time
@@ -280,6 +280,12 @@ def test_ranks_that_outlive_the_jobs_last_case_are_given_the_exit_grace_not_a_ca
         assert not run._deadline_passed(ended("a", "b", ago_s=EXIT_GRACE_S - 30))
         assert run._deadline_passed(ended("a", "b", ago_s=EXIT_GRACE_S + 30))
         assert not run._deadline_passed(ended("a", ago_s=EXIT_GRACE_S + 30))  # b has yet to start
+    finally:
+        shutil.rmtree(run.workdir, ignore_errors=True)
+    run = Torchrun(Job(scenario="inference", spec={}, cases=[{"key": "a"}]), DistOptions(gpus=2, timeout_s=15.0))
+    try:
+        assert not run._deadline_passed(ended("a", ago_s=10))
+        assert run._deadline_passed(ended("a", ago_s=20))
     finally:
         shutil.rmtree(run.workdir, ignore_errors=True)
 

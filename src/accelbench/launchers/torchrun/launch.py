@@ -3,7 +3,7 @@
 One torchrun agent per node starts one rank per GPU (torchrun docs: "torchrun (Elastic Launch)").
 The launcher streams the ranks' output, follows ``progress.jsonl`` and stops the whole job when a
 case runs past ``timeout_s`` (or nothing starts within ``startup_timeout_s``, or the ranks outlive the job's last
-case by ``EXIT_GRACE_S``): SIGTERM to torchrun and
+case by ``EXIT_GRACE_S``, or ``timeout_s`` where shorter): SIGTERM to torchrun and
 every process it started (torchrun starts ranks in their own sessions, so they are found through
 ``psutil`` by parent pid), SIGKILL after a grace period. A rank that raises makes torchrun stop the
 others itself (``--max-restarts 0``).
@@ -125,6 +125,7 @@ class Torchrun:
         self._stopping = threading.Event()  # set before any signal is sent: mutes the echo
         self._rank_failed = False
         self._keys = {c["key"] for c in self.job.cases}
+        self._exit_grace_s = min(EXIT_GRACE_S, opts.timeout_s)  # never longer than a case may run
 
     def start(self) -> Torchrun:
         path = str(Path(self.workdir) / "job.json")
@@ -178,7 +179,7 @@ class Torchrun:
 
     def _deadline_passed(self, events: list[dict]) -> bool:
         """A case ran past ``timeout_s``, no case started within ``startup_timeout_s`` of the launch, or the ranks
-        are still running ``EXIT_GRACE_S`` after the job's last case, by the progress ``events`` so far (the stages
+        are still running ``EXIT_GRACE_S`` (``timeout_s`` where shorter) after the job's last case, by the progress ``events`` so far (the stages
         are not cases: a stage of the start-up does not start its deadline over)."""
         events = [e for e in events if e["event"] in ("start", "done")]
         started = {e["key"]: e["t"] for e in events if e["event"] == "start"}
@@ -190,7 +191,7 @@ class Torchrun:
             return time.monotonic() - self._t0 > self.opts.startup_timeout_s
         last = max(e["t"] for e in events)
         if self._all_done(events):  # only the ranks' exit is left
-            return time.time() - last > EXIT_GRACE_S
+            return time.time() - last > self._exit_grace_s
         return time.time() - last > self.opts.timeout_s
 
     def _all_done(self, events: list[dict]) -> bool:
@@ -206,8 +207,8 @@ class Torchrun:
             self._timed_out = True
             if self._all_done(events):
                 print(
-                    f"{self.prefix}note: the ranks were still running {EXIT_GRACE_S:g} s after the job's last case; "
-                    "they were stopped (every case is stored)",
+                    f"{self.prefix}note: the ranks were still running {self._exit_grace_s:g} s after the job's last "
+                    "case; they were stopped (every case is stored)",
                     file=sys.stderr,
                     flush=True,
                 )
