@@ -4,8 +4,10 @@ is still running when the signal arrives" is a fact rather than a race against t
 
 The model is ``signal_helpers:gated_net`` (``tests/`` is on the subprocesses' ``PYTHONPATH``). With
 ``ACCELBENCH_TEST_GATE=<file>`` set, a forward pass whose batch is at least ``ACCELBENCH_TEST_GATE_BATCH`` and
-whose process's ``WORLD_SIZE`` is at least ``ACCELBENCH_TEST_GATE_WORLD`` touches ``<file>.waiting`` and waits
-while ``<file>`` exists (:class:`Gate` opens it), at most ``DEADLINE_S``.
+whose process's ``WORLD_SIZE`` is at least ``ACCELBENCH_TEST_GATE_WORLD`` touches ``<file>.waiting`` (and
+``<file>.waiting.<pid>``: how many processes wait) and waits while ``<file>`` exists (:class:`Gate` opens it), at
+most ``DEADLINE_S``. ``signal_helpers:gated_net_b`` is the same net under another name (two jobs told apart by their
+cases).
 
 A test sends its signal and then opens the gate (:meth:`Gate.signal`): the signal is delivered before the gate
 opens, so the held case cannot finish first; and a pass that cannot take the signal where it waits (LoadGen
@@ -101,6 +103,10 @@ class Gate:
         """A forward pass is waiting at the gate (since the last :meth:`rearm`)."""
         return Path(f"{self.path}.waiting").exists()
 
+    def waiting(self) -> int:
+        """How many processes have a forward pass at the gate (or had, since the gate was made)."""
+        return len(list(self.path.parent.glob(f"{self.path.name}.waiting.*")))
+
     def rearm(self) -> None:
         Path(f"{self.path}.waiting").unlink(missing_ok=True)
 
@@ -126,6 +132,7 @@ class GatedNet(nn.Module):
             and int(os.environ.get("WORLD_SIZE", "1")) >= int(os.environ.get(GATE_WORLD, "0"))
         ):
             Path(f"{gate}.waiting").touch()
+            Path(f"{gate}.waiting.{os.getpid()}").touch()
             t0 = time.monotonic()
             while os.path.exists(gate) and time.monotonic() - t0 < DEADLINE_S:  # the test opens it once it signalled
                 time.sleep(0.02)
@@ -133,4 +140,8 @@ class GatedNet(nn.Module):
 
 
 def gated_net() -> GatedNet:
+    return GatedNet()
+
+
+def gated_net_b() -> GatedNet:
     return GatedNet()

@@ -300,6 +300,29 @@ def test_scale_sigterm_then_resume_continues_at_the_missing_count(tmp_path: Path
     assert by[2]["status"] == "ok" and by[2]["baseline_case_id"] == one["case_id"]
 
 
+def test_a_stopped_concurrent_study_names_each_jobs_own_case(tmp_path: Path) -> None:
+    """Ctrl-C during a ``concurrent`` study whose two jobs (one rank each, in threads of one process) both hold a
+    case at the gate: the line names each job's own case and stage, never one job's for the other (where a sweep is,
+    is one thread's)."""
+    db = tmp_path / "c.db"
+    gate = Gate(tmp_path)
+    models = "signal_helpers:gated_net,signal_helpers:gated_net_b"
+    small = ["--device", "cpu", "--data", "synthetic", "-n", "4", "--min-timed-batches", "1", "--idle-s", "0"]
+    p = _start(["concurrent", "--models", models, "-b", "2", *small, "--db", str(db)], gate.env())
+    wait_for(lambda: gate.waiting() == 2, p, label="both jobs' ranks at the gate")
+    children = _descendants(p)
+    gate.signal(lambda: os.killpg(p.pid, signal.SIGINT))
+    out, err = p.communicate(timeout=DEADLINE_S)
+    assert p.returncode == 130, f"exit {p.returncode}\n{out}\n{err}"
+    job = "job {k}: case signal_helpers:{model}\\|\\S* after \\d+ s; stage: [^;]+, for \\d+ s"
+    both = "; ".join(job.format(k=k, model=m) for k, m in enumerate(("gated_net", "gated_net_b")))
+    assert re.search(f"it stopped in {both}; rerun with --resume", err), err
+    left = _gone(children, 60)
+    named = _named(left)
+    _kill_left(left)
+    assert not left, f"ranks or torchrun still running: {named}"
+
+
 def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:
     """``kill -9`` of accelbench's process group: no handler runs, yet torchrun (in its own session) and the ranks
     stop (the tether's parent-death signal), although their case, held at the gate, would never end by itself."""

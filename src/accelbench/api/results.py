@@ -136,9 +136,12 @@ class StudyResult(Result):
     Attributes:
         rows: the run's rows for its table (aggregate rows of a scaling study, every process count; merged and
             summary rows of a concurrent one).
+        stopped_in: where an interrupted ``concurrent`` study's jobs were when it stopped (each job's running case
+            and stage), or None.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    stopped_in: str | None = None
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -155,6 +158,7 @@ class StudyResult(Result):
             statuses=list(outcome.statuses),
             interrupted=outcome.interrupted,
             skipped_done=outcome.skipped_done,
+            stopped_in=outcome.stopped_in,
         )
 
 

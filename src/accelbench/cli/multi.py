@@ -221,4 +221,6 @@ def concurrent(
         )
     if result.skipped_done:
         console.print(f"resumed run {result.run_id}: {result.skipped_done} phases were already done")
-    a.finish(store, result.run_id, interrupted=result.interrupted, statuses=result.statuses)
+    a.finish(
+        store, result.run_id, interrupted=result.interrupted, statuses=result.statuses, stopped_in=result.stopped_in
+    )

@@ -3,15 +3,17 @@ warm-up generation", "the timed window"), so that a run stopped by Ctrl-C, SIGTE
 
 The shared steps of every scenario name their stage (:func:`enter`: measuring the device's ceilings, building or
 loading the model, building the forward, warming up, the timed window, profiling); the sweep loop names the case
-(:func:`start_case`, :func:`end_case`). The state is one process's. A torchrun rank's stages reach the launcher as
-progress events (``{"event": "stage", "key", "what"}``, :mod:`accelbench.launchers.torchrun.job`): local rank 0
-writes them through :func:`listening`, and the launcher reads them back with :func:`from_events` and follows them
-(:func:`follow`). The command line's progress bar listens too: it names the running case's stage.
+(:func:`start_case`, :func:`end_case`). The state is one thread's: a sweep runs in one thread, and a study that
+runs several sweeps at once (``concurrent``: one a thread) has each name its own. A torchrun rank's stages reach the
+launcher as progress events (``{"event": "stage", "key", "what"}``, :mod:`accelbench.launchers.torchrun.job`): local
+rank 0 writes them through :func:`listening`, and the launcher reads them back with :func:`from_events` and follows
+them (:func:`follow`). The command line's progress bar listens too: it names the running case's stage.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -44,46 +46,46 @@ class Where:
         return f"{head}; stage: {self.stage}, for {now - self.stage_since:.0f} s"
 
 
-_where: Where | None = None
+_state = threading.local()  # .where: this thread's Where, or None
 _listeners: list[Callable[[Where], None]] = []
+
+
+def _where() -> Where | None:
+    return getattr(_state, "where", None)
 
 
 def start_case(key: str) -> None:
     """``key``'s case starts: no stage yet."""
-    global _where
-    _where = Where(case=key, since=time.time())
+    _state.where = Where(case=key, since=time.time())
 
 
 def end_case() -> None:
     """The running case ended (stored)."""
-    global _where
-    _where = None
+    _state.where = None
 
 
 def enter(what: str) -> None:
     """The running case (or the start-up, outside a case) is now doing ``what`` (a phrase: "compiling"); the
     listeners hear where it is."""
-    global _where
     now = time.time()
-    _where = replace(_where or Where(case=None, since=now), stage=what, stage_since=now)
-    _tell(_where)
+    _state.where = replace(_where() or Where(case=None, since=now), stage=what, stage_since=now)
+    _tell(_state.where)
 
 
 def current() -> Where | None:
-    """Where this process is, or None between cases."""
-    return _where
+    """Where this thread's sweep is, or None between cases."""
+    return _where()
 
 
 def adopt(where: Where | None) -> None:
-    """Take ``where`` as this process's (a launcher, from its ranks' events)."""
-    global _where
-    _where = where
+    """Take ``where`` as this thread's (a launcher, from its ranks' events)."""
+    _state.where = where
 
 
 def follow(where: Where | None) -> None:
-    """Take ``where`` as this process's, and tell the listeners when its case or stage is new (a launcher following
+    """Take ``where`` as this thread's, and tell the listeners when its case or stage is new (a launcher following
     its ranks' events as they come)."""
-    new = where is not None and where.stage is not None and where != _where
+    new = where is not None and where.stage is not None and where != _where()
     adopt(where)
     if new:
         _tell(where)

@@ -62,7 +62,13 @@ def _run_job(
     launcher = Torchrun(dataclasses.replace(opts, gpus=gpus), visible, echo, f"[job {k} {schedule}] ", stop)
     with Store(db) as st:
         out = loop.run(job.scenario, job.spec, st, launcher=launcher)
-    return {"db": db, "run_id": out.run_id, "wall_s": time.monotonic() - t0, "interrupted": out.interrupted}
+    return {
+        "db": db,
+        "run_id": out.run_id,
+        "wall_s": time.monotonic() - t0,
+        "interrupted": out.interrupted,
+        "stopped_in": out.stopped_in,  # this job's case and stage (core.stage: one thread's, so the job's own)
+    }
 
 
 def run_concurrent(
@@ -112,10 +118,12 @@ def run_concurrent(
     summary = _stored_summaries(store, run_id)
     out.skipped_done = len(summary)
     with sigterm_as_interrupt():  # stop every job's ranks if we are stopped
+        found: dict[int, dict] = {}
         try:
             for schedule in (s for s in SCHEDULES if s not in summary):
                 _drop_phase(store, run_id, schedule)
-                found, wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo)
+                found = {}
+                wall = _phase(schedule, jobs, cuda, sequential_gpus, tmp, opts, echo, found)
                 per_job = {
                     k: merge(v["db"], v["run_id"], store, run_id, job=k, schedule=schedule) for k, v in found.items()
                 }
@@ -124,6 +132,8 @@ def run_concurrent(
                 store.add_case(run_id, summary[schedule])
         except KeyboardInterrupt:
             out.interrupted = True
+            where = [f"job {k}: {v['stopped_in']}" for k, v in sorted(found.items()) if v.get("stopped_in")]
+            out.stopped_in = "; ".join(where) or None
         finally:  # the jobs' own stores were merged phase by phase; nothing in tmp is needed any more
             shutil.rmtree(tmp, ignore_errors=True)
     if len(summary) == 2 and "summary|comparison" not in store.done_keys(run_id):
@@ -149,14 +159,21 @@ def _drop_phase(store, run_id: int, schedule: str) -> None:
 
 
 def _phase(
-    schedule: str, jobs: list[ConcurrentJob], cuda: bool, sequential_gpus: int | None, tmp: str, opts, echo: bool
-) -> tuple[dict[int, dict], float]:
-    """Run every job (at once on disjoint sets, or one after another); ``({job: store info}, wall s)``.
+    schedule: str,
+    jobs: list[ConcurrentJob],
+    cuda: bool,
+    sequential_gpus: int | None,
+    tmp: str,
+    opts,
+    echo: bool,
+    found: dict[int, dict],
+) -> float:
+    """Run every job (at once on disjoint sets, or one after another), filling ``found`` (``{job: store info}``, each
+    job as it ends: an interrupted phase keeps where its jobs were); the wall time, s.
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; every job's ranks are stopped first.
     """
-    found: dict[int, dict] = {}
     t0 = time.monotonic()
     if schedule == "concurrent":
         _at_once(jobs, cuda, tmp, opts, echo, found)
@@ -166,31 +183,43 @@ def _phase(
             found[k] = _run_job(job, k, schedule, g, gpu_sets([g])[0] if cuda else None, tmp, opts, echo)
             if found[k]["interrupted"]:
                 raise KeyboardInterrupt
-    return found, time.monotonic() - t0
+    return time.monotonic() - t0
 
 
 def _at_once(jobs: list[ConcurrentJob], cuda: bool, tmp: str, opts, echo: bool, found: dict) -> None:
-    """Run the jobs in threads, one torchrun each; a signal (main thread only) stops them all through ``stop``."""
+    """Run the jobs in threads, one torchrun each; a signal (main thread only) stops them all through ``stop``.
+
+    The main thread waits on an event each job sets as it ends, not on ``Thread.join``: a join interrupted by
+    Ctrl-C can mark a thread that is still running as stopped (CPython 3.11's bpo-45274 handling releases the lock the
+    running thread holds), and the study would then go on while a job still stops its ranks."""
     from accelbench.launchers.torchrun.launch import shielded
 
     sets = gpu_sets([j.gpus for j in jobs]) if cuda else [None] * len(jobs)
     stop = threading.Event()
+    ended = [threading.Event() for _ in jobs]
 
     def worker(k: int, job: ConcurrentJob) -> None:
-        found[k] = _run_job(job, k, "concurrent", job.gpus, sets[k], tmp, opts, echo, stop)
+        try:
+            found[k] = _run_job(job, k, "concurrent", job.gpus, sets[k], tmp, opts, echo, stop)
+        finally:
+            ended[k].set()
 
     threads = [threading.Thread(target=worker, args=(k, j)) for k, j in enumerate(jobs)]
     for t in threads:
         t.start()
     try:
-        for t in threads:
-            t.join()
+        for e in ended:
+            e.wait()
     except KeyboardInterrupt:
         stop.set()
         with shielded():  # each thread stops its own job's ranks; wait for all of them
+            for e in ended:
+                e.wait()
             for t in threads:
                 t.join()
         raise
+    for t in threads:
+        t.join()
     if any(v["interrupted"] for v in found.values()):
         raise KeyboardInterrupt
 

@@ -23,6 +23,8 @@ class StudyOutcome:
         statuses: the ``status`` of each case row this call stored (what the exit code is made of).
         interrupted: Ctrl-C or SIGTERM stopped it (finished cases are stored).
         skipped_done: cases (or phases) already stored by the run this call resumed.
+        stopped_in: where an interrupted study was when it stopped (a ``concurrent`` one: each job's running case
+            and stage, :meth:`accelbench.core.stage.Where.line`), or None (a ``scale`` study: the process's).
     """
 
     run_id: int
@@ -30,6 +32,7 @@ class StudyOutcome:
     statuses: list[str] = field(default_factory=list)
     interrupted: bool = False
     skipped_done: int = 0
+    stopped_in: str | None = None
 
 
 def run_scale(
