@@ -24,7 +24,8 @@ class StudyOutcome:
         interrupted: Ctrl-C or SIGTERM stopped it (finished cases are stored).
         skipped_done: cases (or phases) already stored by the run this call resumed.
         stopped_in: where an interrupted study was when it stopped (a ``concurrent`` one: each job's running case
-            and stage, :meth:`accelbench.core.stage.Where.line`), or None (a ``scale`` study: the process's).
+            and stage, :meth:`accelbench.core.stage.Where.line`), or None (a ``scale`` study runs in the calling
+            thread: :func:`accelbench.core.stage.current` has it).
     """
 
     run_id: int
