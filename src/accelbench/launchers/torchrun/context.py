@@ -132,15 +132,15 @@ class RankContext(Rank):
         step compiled with CUDA graphs (``static-compile*``) or a captured training step, still alive at
         ``destroy_process_group``, hangs the rank after its last case (on two H200s a split ``generate`` was still
         running ~290 s after storing its row, until its timeout stopped it). So the wrapped model is dropped,
-        garbage collected and every compiled graph reset (:func:`accelbench.launchers.case.cleanup`, then Inductor's
-        CUDA graph trees) before the group is destroyed; the destroy then runs in a daemon thread, waited on for
-        ``timeout_s`` seconds, so a graph held elsewhere still cannot keep the rank from ending.
+        garbage collected and every compiled graph reset (:func:`accelbench.launchers.case.cleanup`: Dynamo's reset,
+        which resets the backends it cached, Inductor's CUDA graph trees among them) before the group is destroyed;
+        the destroy then runs in a daemon thread, waited on for ``timeout_s`` seconds, so a graph held elsewhere still
+        cannot keep the rank from ending.
 
         Returns:
             True when the group was destroyed; False when it was still closing after ``timeout_s`` (a one-line note
             on stderr says so; the caller ends the process without waiting for it).
         """
-        import gc
         import sys
         import threading
 
@@ -150,11 +150,6 @@ class RankContext(Rank):
 
         self._ddp = None
         cleanup(self.device)
-        if "torch._inductor.cudagraph_trees" in sys.modules:  # what torch._dynamo.reset does on newer torch too
-            from torch._inductor.cudagraph_trees import reset_cudagraph_trees
-
-            reset_cudagraph_trees()
-            gc.collect()
         closing = threading.Thread(target=dist.destroy_process_group, name="destroy_process_group", daemon=True)
         closing.start()
         closing.join(timeout_s)
