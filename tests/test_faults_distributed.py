@@ -222,11 +222,17 @@ def _kill_left(procs: list) -> None:
 def _stopped_cleanly(proc: subprocess.Popen, children: list, case: str, stages: tuple[str, ...]) -> tuple[str, str]:
     """``proc`` ended 130 with one line naming where it stopped (``case``: a pattern of the held case's key; one of
     ``stages``), no traceback, and none of ``children`` left running."""
+    return _ended_130_with(proc, children, INTERRUPTED.format(case=case, stages="|".join(map(re.escape, stages))))
+
+
+def _ended_130_with(proc: subprocess.Popen, children: list, pattern: str) -> tuple[str, str]:
+    """``proc`` ended 130 with a line of stderr that ``pattern`` matches whole, no traceback, and none of
+    ``children`` left running."""
     out, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 130, f"exit {proc.returncode}\n{out}\n{err}"
     for word in ("Traceback", "SignalException"):
         assert word not in out + err, out + err
-    line = re.compile(INTERRUPTED.format(case=case, stages="|".join(re.escape(s) for s in stages)))
+    line = re.compile(pattern)
     assert any(line.fullmatch(text) for text in err.splitlines()), err
     left = _gone(children, 60)  # they stop on the signal: the gated case never ends by itself
     named = _named(left)
@@ -312,15 +318,11 @@ def test_a_stopped_concurrent_study_names_each_jobs_own_case(tmp_path: Path) -> 
     wait_for(lambda: gate.waiting() == 2, p, label="both jobs' ranks at the gate")
     children = _descendants(p)
     gate.signal(lambda: os.killpg(p.pid, signal.SIGINT))
-    out, err = p.communicate(timeout=DEADLINE_S)
-    assert p.returncode == 130, f"exit {p.returncode}\n{out}\n{err}"
     job = "job {k}: case signal_helpers:{model}\\|\\S* after \\d+ s; stage: [^;]+, for \\d+ s"
     both = "; ".join(job.format(k=k, model=m) for k, m in enumerate(("gated_net", "gated_net_b")))
-    assert re.search(f"it stopped in {both}; rerun with --resume", err), err
-    left = _gone(children, 60)
-    named = _named(left)
-    _kill_left(left)
-    assert not left, f"ranks or torchrun still running: {named}"
+    _ended_130_with(
+        p, children, f"interrupted: 0 finished cases stored in run 1; it stopped in {both}; rerun with --resume"
+    )
 
 
 def test_sigkill_of_the_process_group_stops_every_rank(tmp_path: Path) -> None:

@@ -3,11 +3,11 @@ group of one process, the group is gone after it; and where the destroy does not
 still holds its communicator, pytorch/pytorch#115388: a GPU-only state, stood in for here by a destroy that waits on an
 event), the rank still leaves within its bounded wait and says why."""
 
-import socket
 import threading
 
 import pytest
 import torch.distributed as dist
+from serve_server import free_port
 
 from accelbench.launchers.torchrun.context import init
 from accelbench.launchers.torchrun.job import DistOptions
@@ -18,10 +18,12 @@ ONE = RankInfo(rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank
 
 @pytest.fixture
 def ctx(monkeypatch):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    for key, value in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1"}.items():
+    for key, value in {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+    }.items():
         monkeypatch.setenv(key, value)
     ctx = init(ONE, DistOptions(device="cpu"))
     yield ctx
