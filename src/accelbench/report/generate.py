@@ -204,8 +204,10 @@ def _frontier(members: list[dict], label) -> tuple[str, list[dict]]:
 def _flag(row: dict) -> str:
     """``", flagged: throttled"`` for a row whose measurement was flagged (:func:`accelbench.core.validity.assess`),
     else empty."""
+    from accelbench.core.validity import VALID
+
     validity = row.get("validity")
-    return f", flagged: {validity}" if validity and validity != "ok" else ""
+    return f", flagged: {validity}" if validity and validity != VALID else ""
 
 
 def tp_chart(rows: list[dict]) -> str | None:
