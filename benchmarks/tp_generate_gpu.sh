@@ -53,9 +53,16 @@
 #                                                       #   weight-only at batch 1, then bf16 at batch 16, prompt
 #                                                       #   128, MODE70: the split's steps without their
 #                                                       #   collectives at the study's other rows (BUDGET_S=560)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-rank-fp8-b16  # one rank's part of the 70B split in two, alone, in fp8
+#                                                       #   weight-only at batch 16, prompt 128 (BUDGET_S=360)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp1-where    # fp8 weight-only at batch 1, prompt 128 (its decode step's
 #                                                       #   kernels by family), then the 8B in bf16, MODE8, batch 1,
 #                                                       #   prompt 128 (BUDGET_S=480)
+#   bash benchmarks/tp_generate_gpu.sh exit-probe       # how long leaving an NCCL group of one rank takes after CUDA
+#                                                       #   graphs captured its all-reduce: a graph alive or dropped,
+#                                                       #   a compiled step destroyed as is or through RankContext.leave
+#                                                       #   (benchmarks/nccl_graph_exit_probe.py)
+#   bash benchmarks/tp_generate_gpu.sh 8b-tp1           # the 8B curve's one-GPU half: bf16, MODE8, the four shapes
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp1-fp8-tiles  # fp8 weight-only at batch 16 then 1, prompt 128: the 8-bit
 #                                                       #   kernel's tiles of rows at decode and a 128-token prefill
 #                                                       #   (BUDGET_S=560)
@@ -74,7 +81,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|exit-check|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp4-rank-alone|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|exit-check|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|exit-probe|8b-tp1|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp2-rank-fp8-b16|70b-tp4-rank-alone|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -114,7 +121,7 @@ PY
 }
 
 L70=hf:llama-3.1-70b L8=hf:llama-3.1-8b
-RUN="--new-tokens 64 --repeats 3 --idle-s 0 --no-perplexity --db $DB"
+RUN="--new-tokens 64 --repeats 3 --idle-s 0 --no-perplexity --db $DB ${RESUME:+--resume}"  # RESUME=1: continue $DB's run
 SHAPES="-b 1,16 --prompt-lens 128,2048"
 MODE8=${MODE8:-static-compile-fused}  # the 8B curve's engine: one GPU's fastest (fused q/k/v and gate/up, on shards too)
 MODE70=${MODE70:-static-compile-fused}  # the 70B's compiled engine (static-compile: the unfused split measured first)
@@ -200,6 +207,10 @@ case "$PHASE" in
     gen 70b-tp2-rank-b16 260 -m benchmarks.tp_shard:llama70b_tp2_rank -p bf16 --modes $MODE70 -b 16 --prompt-lens 128 \
       $RUN
     ;;
+  70b-tp2-rank-fp8-b16)
+    gen 70b-tp2-rank-fp8-b16 340 -m benchmarks.tp_shard:llama70b_tp2_rank -p fp8-weight-only --modes $MODE70 -b 16 \
+      --prompt-lens 128 $RUN
+    ;;
   70b-tp4-rank-alone)
     gen 70b-tp4-rank 380 -m benchmarks.tp_shard:llama70b_tp4_rank -p bf16 --modes $MODE70,hf-generate -b 1 \
       --prompt-lens 128 $RUN
@@ -208,6 +219,17 @@ case "$PHASE" in
     gen 70b-fp8-b1 360 -m $L70 -p fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN
     gen 8b-b1 120 -m $L8 -p bf16 --modes $MODE8 -b 1 --prompt-lens 128 $RUN
     ;;
+  exit-probe)
+    for c in graph-freed graph-alive compiled-leave compiled-raw; do
+      timeout --kill-after=10 150 python3 benchmarks/nccl_graph_exit_probe.py $c 2>&1 | grep -v -i -E "warn" \
+        | tail -3 | tee -a "$OUT/$PHASE.log"
+      echo "$c: exit ${PIPESTATUS[0]}, $SECONDS s into the phase" | tee -a "$OUT/$PHASE.log"
+    done
+    exit 0
+    ;;
+  8b-tp1)
+    gen 8b-tp1 300 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN
+    ;;
   70b-tp1-fp8-tiles)
     gen 70b-fp8-b16-b1 560 -m $L70 -p fp8-weight-only --modes $MODE70 -b 16,1 --prompt-lens 128 $RUN
     ;;
@@ -215,7 +237,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, exit-check, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp4-rank-alone or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, exit-check, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, exit-probe, 8b-tp1, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp2-rank-fp8-b16, 70b-tp4-rank-alone or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
