@@ -27,8 +27,10 @@
 #                                                       #   command runs on after its last case (the ranks' exit)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 in MODE70: batch 1 and 16 x prompts 128
 #                                                       #   and 2048 (cases finished before the budget ends are stored)
-#   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 at TP 1 and TP 2, the four shapes, MODE8
-#                                                       #   (static-compile-fused; static-compile as before)
+#   bash benchmarks/tp_generate_gpu.sh 8b-curve         # 8B bf16 at TP 2 then TP 1, the four shapes, MODE8
+#                                                       #   (static-compile-fused): about 330 s a degree, so with
+#                                                       #   BUDGET_S=580 a second call with RESUME=1 (the store
+#                                                       #   copied back to $OUT) finishes what the first left
 #   bash benchmarks/tp_generate_gpu.sh serve-ceiling    # accelbench serve --engine transformers of the 8B shape on
 #                                                       #   one GPU, concurrency 1 and 4, its in-process ceiling split
 #                                                       #   over both GPUs (--ceiling-gpus 2; needs the serve wheels)
@@ -63,6 +65,7 @@
 #                                                       #   a compiled step destroyed as is or through RankContext.leave
 #                                                       #   (benchmarks/nccl_graph_exit_probe.py)
 #   bash benchmarks/tp_generate_gpu.sh 8b-tp1           # the 8B curve's one-GPU half: bf16, MODE8, the four shapes
+#                                                       #   (BUDGET_S=330 fits three; RESUME=1 adds the fourth)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp1-fp8-tiles  # fp8 weight-only at batch 16 then 1, prompt 128: the 8-bit
 #                                                       #   kernel's tiles of rows at decode and a 128-token prefill
 #                                                       #   (BUDGET_S=560)
@@ -100,23 +103,29 @@ gen() {
   timeout --signal=INT --kill-after=20 "$secs" python3 -m accelbench generate "$@" 2>&1 \
     | grep -v -i -E "warn|enum subclass" | tee -a "$OUT/$PHASE-$what.log" | tail -14
   echo "exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$OUT/$PHASE-$what.log"
-  ended_after_last_case | tee -a "$OUT/$PHASE-$what.log"
   local run
-  run=$(python3 -c "from accelbench.store import Store; print(Store('$DB').run()['run_id'])" 2>/dev/null) \
+  run=$(last_run 2> >(tee -a "$OUT/$PHASE-$what.log" >&2)) \
     && python3 -m accelbench export --run "$run" --db "$DB" --format json -o "$OUT/$PHASE-$what.json"
 }
 
-# how long the command ran on after its newest run's last case ended (the ranks' exit: their CUDA graphs handed back,
-# the process group left)
-ended_after_last_case() {
-  python3 - "$DB" <<'PY' 2>/dev/null
+# the run the last command wrote to (its row started last: a resumed run is not the newest one), and on stderr how long
+# that command ran on after its last case ended (the ranks' exit: their CUDA graphs handed back, the group left)
+last_run() {
+  python3 - "$DB" <<'PY'
 import sys, time
 from accelbench.store import Store
 store = Store(sys.argv[1])
-rows = store.records(store.run()["run_id"])
-ends = [r["started_at"] + r["case_wall_s"] for r in rows if r.get("started_at") and r.get("case_wall_s")]
+if not store.runs():
+    sys.exit(1)
+ends = {}
+for run in store.runs():
+    for r in store.records(run["run_id"]):
+        if r.get("started_at") and r.get("case_wall_s"):
+            ends[run["run_id"]] = max(ends.get(run["run_id"], 0.0), r["started_at"] + r["case_wall_s"])
+run_id = max(ends, key=ends.get) if ends else store.run()["run_id"]
 if ends:
-    print(f"the command ended {time.time() - max(ends):.0f} s after its last case")
+    print(f"the command ended {time.time() - ends[run_id]:.0f} s after its last case", file=sys.stderr)
+print(run_id)
 PY
 }
 
@@ -170,8 +179,8 @@ case "$PHASE" in
     gen 70b-compile 450 -m $L70 -p bf16 --modes $MODE70 $SHAPES $RUN --gpus 2 --parallel tp
     ;;
   8b-curve)
-    gen 8b-tp1 220 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN
-    gen 8b-tp2 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 2 --parallel tp
+    gen 8b-tp2 340 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 2 --parallel tp
+    gen 8b-tp1 340 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN
     ;;
   serve-ceiling)
     echo "== serve-ceiling (at most 400 s): transformers serve of the 8B, the ceiling over 2 GPUs" | tee "$OUT/$PHASE.log"
