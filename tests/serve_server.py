@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,15 +32,10 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.launchers.server import free_port
+
 MODEL_DIR = Path(__file__).resolve().parents[1] / "src" / "accelbench" / "assets" / "llm" / "tiny-shakespeare"
 READY_TIMEOUT_S = 120.0
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _answers(url: str) -> bool:

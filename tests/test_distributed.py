@@ -10,7 +10,6 @@ batch, no idle-power wait).
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -38,12 +37,6 @@ env = cli_env  # the environment of an accelbench subprocess (Popen, torchrun)
 
 def rows(db, run_id=None):
     return Store(db).cases(run_id).to_dict("records")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def left_behind(tmpdir) -> list[str]:

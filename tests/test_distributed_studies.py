@@ -11,8 +11,9 @@ import sys
 
 import pytest
 from conftest import run_cli, run_cli_process
-from test_distributed import CRASH, FAST, TINY_MODEL, check_aggregate, env, free_port, left_behind, rows
+from test_distributed import CRASH, FAST, TINY_MODEL, check_aggregate, env, left_behind, rows
 
+from accelbench.launchers.server import free_port
 from accelbench.store import Store
 
 
