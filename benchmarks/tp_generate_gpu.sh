@@ -23,6 +23,8 @@
 #                                                       #   8B at TP 1, batch 1 (BUDGET_S=560)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-fp8      # 70B fp8 weight-only TP 2 in MODE70 at batch 1, prompt 128
 #                                                       #   (BUDGET_S=560)
+#   bash benchmarks/tp_generate_gpu.sh 70b-tp2-fp8-b16  # 70B fp8 weight-only TP 2 in MODE70 at batch 16, prompt 128
+#                                                       #   (BUDGET_S=560)
 #   bash benchmarks/tp_generate_gpu.sh exit-check       # the bundled tiny model, TP 2, static-compile: how long the
 #                                                       #   command runs on after its last case (the ranks' exit)
 #   bash benchmarks/tp_generate_gpu.sh 70b-tp2-compile  # 70B bf16 TP 2 in MODE70: batch 1 and 16 x prompts 128
@@ -84,7 +86,7 @@
 # of each shape). Run from the repository root.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
-PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|exit-check|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|exit-probe|8b-tp1|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp2-rank-fp8-b16|70b-tp4-rank-alone|tp4}
+PHASE=${1:?usage: tp_generate_gpu.sh 70b-tp2|70b-tp2-b1|70b-tp2-where|70b-tp2-b16|70b-tp2-p2048|70b-tp2-fp8|70b-tp2-fp8-b16|exit-check|70b-tp2-compile|8b-curve|serve-ceiling|70b-tp1-8bit|70b-tp1-8bit-shapes|70b-tp1-fp8-b4-p2048|70b-tp1-fp8-tiles|exit-probe|8b-tp1|70b-tp1-where|70b-tp2-rank-alone|70b-tp2-rank-more|70b-tp2-rank-fp8-b16|70b-tp4-rank-alone|tp4}
 OUT=${OUT:-./tp-out}; mkdir -p "$OUT"
 DB="$OUT/$PHASE.db"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/device.txt"
@@ -169,6 +171,9 @@ case "$PHASE" in
   70b-tp2-fp8)
     gen 70b-fp8-b1 540 -m $L70 -p fp8-weight-only --modes $MODE70 -b 1 --prompt-lens 128 $RUN --gpus 2 --parallel tp
     ;;
+  70b-tp2-fp8-b16)
+    gen 70b-fp8-b16 540 -m $L70 -p fp8-weight-only --modes $MODE70 -b 16 --prompt-lens 128 $RUN --gpus 2 --parallel tp
+    ;;
   exit-check)
     # the bundled tiny model split over both GPUs, compiled with CUDA graphs (their all-reduces captured): the
     # command must end within seconds of its last case, exit 0
@@ -246,7 +251,7 @@ case "$PHASE" in
     gen 70b-tp4-eager 230 -m $L70 -p bf16 --modes static-cache $SHAPES $RUN --gpus 4 --parallel tp
     gen 8b-tp4 240 -m $L8 -p bf16 --modes $MODE8 $SHAPES $RUN --gpus 4 --parallel tp
     ;;
-  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, exit-check, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, exit-probe, 8b-tp1, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp2-rank-fp8-b16, 70b-tp4-rank-alone or tp4" >&2
+  *) echo "unknown phase $PHASE: 70b-tp2, 70b-tp2-b1, 70b-tp2-where, 70b-tp2-b16, 70b-tp2-p2048, 70b-tp2-fp8, 70b-tp2-fp8-b16, exit-check, 70b-tp2-compile, 8b-curve, serve-ceiling, 70b-tp1-8bit(-shapes), 70b-tp1-fp8-b4-p2048, 70b-tp1-fp8-tiles, exit-probe, 8b-tp1, 70b-tp1-where, 70b-tp2-rank-alone, 70b-tp2-rank-more, 70b-tp2-rank-fp8-b16, 70b-tp4-rank-alone or tp4" >&2
      exit 2 ;;
 esac
 python3 benchmarks/tp_summary.py "$OUT"/*.json | tee "$OUT/summary.txt"
