@@ -19,18 +19,11 @@ exits without waiting for a destroy still running. Run from the repository root 
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 import time
 
 WAIT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _destroy_within(wait_s: float) -> float | None:
@@ -45,7 +38,9 @@ def _destroy_within(wait_s: float) -> float | None:
 
 
 def main(case: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), RANK="0", WORLD_SIZE="1")
+    from accelbench.launchers.server import free_port
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1")
     import torch
     import torch.distributed as dist
 

@@ -117,10 +117,11 @@ last_run() {
 import sys, time
 from accelbench.store import Store
 store = Store(sys.argv[1])
-if not store.runs():
+runs = store.runs()
+if not runs:
     sys.exit(1)
 ends = {}
-for run in store.runs():
+for run in runs:
     for r in store.records(run["run_id"]):
         if r.get("started_at") and r.get("case_wall_s"):
             ends[run["run_id"]] = max(ends.get(run["run_id"], 0.0), r["started_at"] + r["case_wall_s"])

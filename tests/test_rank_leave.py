@@ -7,8 +7,8 @@ import threading
 
 import pytest
 import torch.distributed as dist
-from serve_server import free_port
 
+from accelbench.launchers.server import free_port
 from accelbench.launchers.torchrun.context import init
 from accelbench.launchers.torchrun.job import DistOptions
 from accelbench.launchers.torchrun.ranks import RankInfo

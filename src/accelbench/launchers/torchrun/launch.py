@@ -179,8 +179,8 @@ class Torchrun:
 
     def _deadline_passed(self, events: list[dict]) -> bool:
         """A case ran past ``timeout_s``, no case started within ``startup_timeout_s`` of the launch, or the ranks
-        are still running ``EXIT_GRACE_S`` (``timeout_s`` where shorter) after the job's last case, by the progress ``events`` so far (the stages
-        are not cases: a stage of the start-up does not start its deadline over)."""
+        are still running ``EXIT_GRACE_S`` (``timeout_s`` where shorter) after the job's last case, by the progress
+        ``events`` so far (the stages are not cases: a stage of the start-up does not start its deadline over)."""
         events = [e for e in events if e["event"] in ("start", "done")]
         started = {e["key"]: e["t"] for e in events if e["event"] == "start"}
         finished = {e["key"] for e in events if e["event"] == "done"}
